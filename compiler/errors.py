@@ -1,0 +1,106 @@
+"""Typed scheduling errors.
+
+`ScheduleError` is a misuse of a primitive (unknown loop, bad factor,
+a structure the primitive does not accept): exit code 2, like a parse
+error.  `LegalityError` is a well-formed transformation that would change
+the program's result: exit code 1.  Each legality rule has its own class;
+`rule` is the stable name tests and `assert_illegal(..., rule=...)` use.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from tdsl.frontend.ast import Span
+from tdsl.frontend.diagnostics import SourceError, TdslError
+
+
+class ScheduleError(TdslError):
+    """A primitive was called in a way it does not accept."""
+
+    exit_code = 2
+
+    def __init__(self, primitive: str, message: str):
+        self.primitive = primitive
+        self.message = message
+        super().__init__(f"{primitive}: {message}")
+
+
+class LegalityError(TdslError):
+    """A transformation that would change what the program computes."""
+
+    exit_code = 1
+    rule = "legality"
+    explanation = ""
+
+    def __init__(self, primitive: str, statements: list[str], detail: str, counterexample: str):
+        self.primitive = primitive
+        self.statements = list(statements)
+        self.detail = detail
+        self.counterexample = counterexample
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [f"{self.primitive} is illegal [rule {self.rule}]: {self.detail}"]
+        if self.counterexample:
+            lines.append(f"  counterexample: {self.counterexample}")
+        if self.explanation:
+            lines.append(f"  why: {self.explanation}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class DependenceViolation(LegalityError):
+    rule = "dependence"
+    explanation = "a value must be written before it is read, and not overwritten before every earlier read"
+
+
+class ReductionIncomplete(DependenceViolation):
+    rule = "reduction-incomplete"
+    explanation = (
+        "a consumer of a reduction must wait until every partial result is combined; "
+        "applying it to partial sums changes the result (SiLU(1) + SiLU(-1) != SiLU(1 + -1))"
+    )
+
+
+class ReductionOrder(DependenceViolation):
+    rule = "reduction-order"
+    explanation = (
+        "the order in which a reduction combines its terms is part of its definition: floating-point "
+        "addition is not associative (1 + 2^-24 + 2^-24 differs by grouping); declare `combine reassoc` to allow it"
+    )
+
+
+class ParallelDependence(LegalityError):
+    rule = "parallel-dependence"
+    explanation = "iterations of a loop bound to grid axes run concurrently, so no dependence may cross them"
+
+
+class ParallelReduction(ParallelDependence):
+    rule = "parallel-reduction"
+    explanation = (
+        "binding a reduction loop to grid axes splits the reduction into independent partial results "
+        "combined in an unspecified order; declare `combine reassoc` to allow it"
+    )
+
+
+class CacheConflict(LegalityError):
+    rule = "cache-conflict"
+    explanation = "an on-chip copy must not go stale: the cached region may not change while the copy lives"
+
+
+class StepError(TdslError):
+    """An error raised while replaying a `schedule` block: adds the step's source location."""
+
+    def __init__(self, error: TdslError, span: Optional[Span], source: str, filename: str):
+        self.error = error
+        self.exit_code = error.exit_code
+        self.rule = getattr(error, "rule", None)
+        text = str(error)
+        head, _, rest = text.partition("\n")
+        located = SourceError(head, span, source, filename).render()
+        if rest:
+            located += "\n" + rest
+        super().__init__(located)

@@ -1,0 +1,286 @@
+"""The polyhedral model of a kernel: isl iteration domains, access relations, dtypes.
+
+`build_model(checked_kernel, sizes)` lowers a semantically checked kernel
+(`tdsl.frontend.check.KernelInfo`) to one `Stmt` per statement:
+
+* the iteration domain, an `isl.Set` named after the statement whose
+  dimensions are the left-hand iterators followed by the reduction
+  iterators (`{ C[i, j, k] : 0 <= i < 1024 and ... }`);
+* read and write access relations (`isl.Map`, `{ C[i, j, k] -> A[i, k] }`);
+* the storage dtype and, for reductions, the accumulator dtype and the
+  reduction operator.
+
+Sizes: a `const` or a `param` bound in `sizes` becomes a number; an
+unbound `param` stays an isl parameter, so legality is proven for every
+value of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import islpy as isl
+
+from tdsl.frontend import ast
+
+
+@dataclass
+class Access:
+    tensor: str
+    relation: isl.Map  # statement instance -> tensor element
+    node: Optional[ast.Access] = None  # where in the source (None for a write)
+
+
+@dataclass
+class Stmt:
+    name: str  # = the written tensor's name
+    lhs_iters: list[str]
+    red_iters: list[str]
+    domain: isl.Set
+    value: ast.Expr  # the element expression; for a reduction, its body
+    dtype: str  # storage dtype: every store rounds to it
+    reduce_op: Optional[str] = None  # "sum" | "max" | None
+    accum_dtype: Optional[str] = None  # accumulator dtype of a reduction
+    combine: Optional[str] = None  # declared combine policy (None = strict order)
+    reads: list[Access] = field(default_factory=list)
+    write: Optional[Access] = None
+    span: ast.Span = ast.NOSPAN
+
+    @property
+    def iters(self) -> list[str]:
+        return self.lhs_iters + self.red_iters
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.reduce_op is not None
+
+
+@dataclass
+class Tensor:
+    name: str
+    dtype: str
+    shape: list[object]  # int, or str for an unbound param (or an isl.PwAff string)
+    kind: str  # "input" | "output" | "temp"
+    box: isl.Set = None  # { A[a0, a1] : 0 <= a0 < M and 0 <= a1 < K }
+
+
+@dataclass
+class KernelModel:
+    name: str
+    stmts: list[Stmt]
+    tensors: dict[str, Tensor]
+    sizes: dict[str, object]  # name -> int/float value (bound) or None (symbolic param)
+    params: list[str]  # names that remain isl parameters
+    ctx: isl.Context = None
+
+    def stmt(self, name: str) -> Stmt:
+        for s in self.stmts:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def inputs(self) -> list[Tensor]:
+        return [t for t in self.tensors.values() if t.kind == "input"]
+
+    def outputs(self) -> list[Tensor]:
+        return [t for t in self.tensors.values() if t.kind == "output"]
+
+
+# ---------------------------------------------------------------- lowering from the checked AST
+
+from tdsl.frontend.diagnostics import SourceError  # noqa: E402
+
+
+def affine_text(expr: ast.Expr, sizes: dict) -> str:
+    """An affine index/condition expression as isl syntax; bound sizes become numbers."""
+    if isinstance(expr, ast.IntLit):
+        return str(expr.value)
+    if isinstance(expr, ast.Name):
+        value = sizes.get(expr.name)
+        return str(value) if isinstance(value, int) else expr.name
+    if isinstance(expr, ast.Neg):
+        return f"(-{affine_text(expr.operand, sizes)})"
+    if isinstance(expr, ast.BinOp):
+        lhs, rhs = affine_text(expr.lhs, sizes), affine_text(expr.rhs, sizes)
+        if expr.op == "//":
+            return f"floor(({lhs})/({rhs}))"
+        if expr.op == "%":
+            return f"(({lhs}) mod ({rhs}))"
+        return f"({lhs} {expr.op} {rhs})"
+    if isinstance(expr, ast.Compare):
+        op = "=" if expr.op == "==" else expr.op
+        return f"{affine_text(expr.lhs, sizes)} {op} {affine_text(expr.rhs, sizes)}"
+    raise SourceError("expected an affine expression", getattr(expr, "span", None))
+
+
+def _param_prefix(params: list[str]) -> str:
+    return f"[{', '.join(params)}] -> " if params else ""
+
+
+def collect_accesses(expr: ast.Expr) -> list[ast.Access]:
+    """Every tensor read in a value expression, left to right."""
+    found: list[ast.Access] = []
+
+    def walk(e):
+        if isinstance(e, ast.Access):
+            found.append(e)
+            for i in e.indices:
+                walk(i)
+        elif isinstance(e, (ast.BinOp, ast.Compare)):
+            walk(e.lhs)
+            walk(e.rhs)
+        elif isinstance(e, ast.Neg):
+            walk(e.operand)
+        elif isinstance(e, ast.Call):
+            for a in e.args:
+                walk(a)
+        elif isinstance(e, ast.Reduce):
+            walk(e.body)
+
+    walk(expr)
+    return found
+
+
+def resolve_sizes(decls: dict, overrides: Optional[dict] = None) -> dict:
+    """name -> value for every size: consts take their value (or the override), params the override or None."""
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(decls))
+    if unknown:
+        from tdsl.frontend.diagnostics import TdslError
+
+        raise TdslError(f"--size names unknown sizes: {', '.join(unknown)} (known: {', '.join(decls) or 'none'})")
+    sizes = {}
+    for name, decl in decls.items():
+        sizes[name] = overrides.get(name, decl.value)
+    return sizes
+
+
+def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] = None) -> KernelModel:
+    """Lower a checked kernel (`frontend.check.KernelInfo`) to isl domains and accesses."""
+    ctx = ctx or isl.DEFAULT_CONTEXT
+    values = resolve_sizes(kinfo.sizes, sizes)
+    params = [n for n, v in values.items() if v is None]
+    prefix = _param_prefix(params)
+    positive = " and ".join(f"{p} > 0" for p in params)
+
+    tensors = {}
+    for name, info in kinfo.tensors.items():
+        shape = [_shape_value(d, values) for d in info.shape]
+        dims = [f"a{n}" for n in range(len(shape))]
+        bounds = [f"0 <= {d} < {affine_text(e, values)}" for d, e in zip(dims, info.shape)]
+        if positive:
+            bounds.append(positive)
+        box = isl.Set.read_from_str(ctx, f"{prefix}{{ {name}[{', '.join(dims)}] : {' and '.join(bounds) or 'true'} }}")
+        tensors[name] = Tensor(name, info.dtype, shape, info.kind, box)
+
+    stmts = [_lower_statement(si, values, prefix, positive, ctx) for si in kinfo.stmts]
+    model = KernelModel(kinfo.kernel.name, stmts, tensors, values, params, ctx)
+    _check_reads_in_bounds(model)
+    return model
+
+
+def _shape_value(expr: ast.Expr, values: dict):
+    text = affine_text(expr, values)
+    try:
+        return int(eval(text, {"__builtins__": {}}, {}))  # numbers only: safe
+    except Exception:
+        return text
+
+
+def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
+    stmt = si.stmt
+    red = si.reduce
+    lhs = [n.name for n in stmt.iters]
+    red_iters = [n.name for n in red.iters] if red else []
+    iters = lhs + red_iters
+    constraints = [f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in iters]
+    constraints += [affine_text(c, values) for c in stmt.conditions]
+    if red:
+        constraints += [affine_text(c, values) for c in red.conditions]
+    if positive:
+        constraints.append(positive)
+    tup = f"{stmt.target}[{', '.join(iters)}]"
+    domain = isl.Set.read_from_str(ctx, f"{prefix}{{ {tup} : {' and '.join(constraints)} }}")
+
+    value = red.body if red else stmt.value
+    reads = []
+    for acc in collect_accesses(value):
+        idx = ", ".join(affine_text(i, values) for i in acc.indices)
+        rel = isl.Map.read_from_str(ctx, f"{prefix}{{ {tup} -> {acc.tensor}[{idx}] }}").intersect_domain(domain)
+        reads.append(Access(acc.tensor, rel, acc))
+    write_rel = isl.Map.read_from_str(ctx, f"{prefix}{{ {tup} -> {stmt.target}[{', '.join(lhs)}] }}").intersect_domain(domain)
+    return Stmt(
+        name=stmt.target,
+        lhs_iters=lhs,
+        red_iters=red_iters,
+        domain=domain,
+        value=value,
+        dtype=si.dtype,
+        reduce_op=red.op if red else None,
+        accum_dtype=(red.accum or "f32") if red else None,
+        combine=red.combine if red else None,
+        reads=reads,
+        write=Access(stmt.target, write_rel),
+        span=stmt.span,
+    )
+
+
+def _check_reads_in_bounds(model: KernelModel) -> None:
+    """Every read must stay inside its tensor and, for a computed tensor, inside what was written."""
+    written = {s.name: s.write.relation.range() for s in model.stmts}
+    for stmt in model.stmts:
+        for acc in stmt.reads:
+            tensor = model.tensors[acc.tensor]
+            region = written.get(acc.tensor, tensor.box)
+            bad = acc.relation.intersect_range(region.complement())
+            if bad.is_empty():
+                continue
+            inst, elem = first_pair(bad)
+            what = f"outside {tensor.name} (shape [{', '.join(map(str, tensor.shape))}])"
+            if acc.tensor in written:
+                what = f"an element of {tensor.name} that no instance of {tensor.name} writes"
+            raise SourceError(
+                f"{format_access(acc.node)} reads {what}: {inst} reads {elem}",
+                acc.node.span if acc.node else stmt.span,
+            )
+
+
+# ---------------------------------------------------------------- concrete instances for messages
+
+
+def first_point(s: isl.Set) -> tuple[dict, list[int]]:
+    """The lexicographically smallest point of a set, parameters first: (param values, coordinates)."""
+    nparam = s.dim(isl.dim_type.param)
+    names = [s.get_dim_name(isl.dim_type.param, i) for i in range(nparam)]
+    flat = s.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, nparam) if nparam else s
+    point = flat.lexmin().sample_point()
+    coords = [point.get_coordinate_val(isl.dim_type.set, i).to_python() for i in range(flat.dim(isl.dim_type.set))]
+    return dict(zip(names, coords[:nparam])), coords[nparam:]
+
+
+def instance_text(space_name: str, names: list[str], coords: list[int]) -> str:
+    inner = ", ".join(f"{n}={v}" for n, v in zip(names, coords))
+    return f"{space_name}({inner})"
+
+
+def first_pair(rel: isl.Map) -> tuple[str, str]:
+    """A concrete pair of a relation, printed as `S(i=0, j=1)` and `A[0, 1]`-style text."""
+    params, coords = first_point(rel.wrap())
+    n_in = rel.dim(isl.dim_type.in_)
+    src_name = rel.get_tuple_name(isl.dim_type.in_)
+    dst_name = rel.get_tuple_name(isl.dim_type.out)
+    src_dims = [rel.get_dim_name(isl.dim_type.in_, i) or f"d{i}" for i in range(n_in)]
+    src = instance_text(src_name, src_dims, coords[:n_in])
+    dst = f"{dst_name}[{', '.join(map(str, coords[n_in:]))}]"
+    if params:
+        src += " with " + ", ".join(f"{k}={v}" for k, v in params.items())
+    return src, dst
+
+
+def format_access(node: Optional[ast.Access]) -> str:
+    if node is None:
+        return "access"
+    from tdsl.frontend.printer import expr_text
+
+    return expr_text(node)

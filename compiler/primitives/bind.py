@@ -1,0 +1,41 @@
+"""bind: map a loop to a grid axis (one program / thread block per iteration).
+
+Before::                           After ``bind(C.io, grid.x)``::
+
+    for io in 0..16:                   io = program_id(x)     # 16 programs run concurrently
+      for jo: ...                      for jo: ...
+
+The iterations of a bound loop run concurrently and in no particular
+order, so the loop may carry no dependence (rule parallel-dependence);
+binding a reduction loop splits the reduction into independent partial
+results (rule parallel-reduction).
+"""
+
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..legality import check_parallel
+from ..tree import walk_loops
+from .common import GRID_AXES, LoopLike, State, as_ref, find_loop
+
+
+def bind(state: State, loop: LoopLike, axis) -> None:
+    node, _ = find_loop(state, "bind", loop)
+    axis = _axis(axis)
+    if node.pipeline:
+        raise ScheduleError("bind", f"loop {node.name} is pipelined; a grid axis cannot be pipelined")
+    for other in walk_loops(state.tree.body):
+        if other.bind == axis and other is not node:
+            raise ScheduleError("bind", f"grid.{axis} is already bound to loop {other.name}")
+    check_parallel(state.model, state.deps, state.tree, node, "bind")
+    node.bind = axis
+
+
+def _axis(axis) -> str:
+    text = axis if isinstance(axis, str) else f"{as_ref(axis).stmt}.{as_ref(axis).loop}"
+    for prefix in ("grid.", "blockIdx."):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    if text not in GRID_AXES:
+        raise ScheduleError("bind", f"unknown grid axis '{axis}'; use grid.x, grid.y or grid.z")
+    return text

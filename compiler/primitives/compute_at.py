@@ -1,0 +1,158 @@
+"""compute_at / reverse_compute_at: move a statement into another statement's loop.
+
+``compute_at(P, C.ko)`` places producer P inside loop ko of its consumer
+C, before C's work in that iteration; ``reverse_compute_at(Y, C.jo)``
+places consumer Y inside loop jo of its producer C, after C's work::
+
+    Before:                          After reverse_compute_at(Y, C.jo):
+    for io: for jo:                  for io: for jo:
+      for ko: ... C                    for ko: ... C
+    for i: for j: Y                    for i: for j: Y     # i, j now run within the tile
+
+Placement is per instance and exact (polyhedral): each instance of the
+moved statement runs in the *first* iteration of the target loops that
+touches the data it exchanges with the target statement (the first
+consumer iteration that reads its result; the first producer iteration
+that writes its input).  The moved statement keeps its own loops inside.
+If later iterations also produce its input -- a reduction loop such as ko
+-- the dependence check rejects the placement with a counterexample
+(rule reduction-incomplete: SiLU applied to a partial sum).
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..errors import ScheduleError
+from ..legality import check_dependences
+from ..model import first_point, instance_text
+from ..tree import Leaf, Loop, Node, pw_affs_to_map, statements_under
+from .common import LoopLike, State, check_stmt, find_loop
+
+
+def compute_at(state: State, stmt: str, loop: LoopLike) -> None:
+    _move(state, "compute_at", stmt, loop, after=False)
+
+
+def reverse_compute_at(state: State, stmt: str, loop: LoopLike) -> None:
+    _move(state, "reverse_compute_at", stmt, loop, after=True)
+
+
+def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) -> None:
+    stmt = check_stmt(state, primitive, stmt)
+    target, target_stmt = find_loop(state, primitive, loop)
+    tree, model = state.tree, state.model
+    moved = _exclusive_subtree(tree, stmt)
+    if any(target is l for l in _loops_in(moved)):
+        raise ScheduleError(primitive, f"loop {target.name} belongs to {stmt} itself")
+    target_path = tree.enclosing_loops(target) + [target]
+    partner = _partner(model, tree, stmt, target, target_stmt, after, primitive)
+    placement = _placement(model, tree, stmt, partner, target_path, after, primitive)
+
+    # Detach the moved subtree and drop the statement from loops it leaves.
+    own_loops = _loops_in(moved)
+    tree.parent_body(moved).remove(moved)
+    for node in _all_loops(tree):
+        if stmt in node.exprs and not any(node is l for l in own_loops):
+            del node.exprs[stmt]
+    _rename_clashes(moved, {l.name for l in target_path} | _names_below(target), stmt)
+    if after:
+        target.body.append(moved)
+    else:
+        target.body.insert(0, moved)
+    for level, node in enumerate(target_path):
+        node.exprs[stmt] = placement[level]
+    check_dependences(model, state.deps, tree, primitive)
+
+
+def _exclusive_subtree(tree, stmt: str) -> Node:
+    """The largest subtree holding only `stmt`: its own loops and the leaf."""
+    path = tree.path(stmt)
+    node: Node = next(n for n in (path[-1].body if path else tree.body) if isinstance(n, Leaf) and n.stmt == stmt)
+    for loop in reversed(path):
+        if statements_under(loop) == [stmt]:
+            node = loop
+        else:
+            break
+    return node
+
+
+def _partner(model, tree, stmt, target, target_stmt, after, primitive) -> list[str]:
+    """Statements under the target loop that exchange data with `stmt` (producers if after, consumers if not)."""
+    moved = model.stmt(stmt)
+    found = []
+    for other in statements_under(target):
+        if other == stmt:
+            continue
+        o = model.stmt(other)
+        if after and any(r.tensor == o.write.tensor for r in moved.reads):
+            found.append(other)
+        if not after and any(r.tensor == moved.write.tensor for r in o.reads):
+            found.append(other)
+    if not found:
+        role = "writes anything it reads" if after else "reads what it writes"
+        raise ScheduleError(primitive, f"no statement under loop {target.name} {role}: {stmt} has nothing to be placed next to")
+    return found
+
+
+def _placement(model, tree, stmt, partners, target_path, after, primitive) -> list[list[isl.PwAff]]:
+    """For each target loop, the moved statement's coordinates: the lexmin over related partner instances."""
+    moved = model.stmt(stmt)
+    related = None
+    for other in partners:
+        o = model.stmt(other)
+        if after:  # moved consumer instance -> producer instances writing what it reads
+            rel = _union([r.relation for r in moved.reads if r.tensor == o.write.tensor]).apply_range(
+                o.write.relation.reverse())
+        else:  # moved producer instance -> consumer instances reading what it writes
+            rel = moved.write.relation.apply_range(
+                _union([r.relation for r in o.reads if r.tensor == moved.write.tensor]).reverse())
+        dims = [d for loop in target_path for d in loop.exprs[other]]
+        times = rel.apply_range(pw_affs_to_map(dims, o.domain))
+        related = times if related is None else related.union(times)
+    first = related.lexmin()
+    uncovered = moved.domain.subtract(first.domain())
+    if not uncovered.is_empty():
+        _, coords = first_point(uncovered)
+        inst = instance_text(stmt, moved.iters, coords)
+        what = "reads nothing the target loop produces" if after else "is read by nothing under the target loop"
+        raise ScheduleError(primitive, f"{inst} {what}; it cannot be placed in that loop")
+    pma = first.as_pw_multi_aff() if hasattr(first, "as_pw_multi_aff") else first.lexmin_pw_multi_aff()
+    components = [pma.get_pw_aff(i).intersect_domain(moved.domain).coalesce() for i in range(pma.dim(isl.dim_type.out))]
+    placement, k = [], 0
+    for loop in target_path:
+        placement.append(components[k : k + loop.n_dims])
+        k += loop.n_dims
+    return placement
+
+
+def _union(maps):
+    out = maps[0]
+    for m in maps[1:]:
+        out = out.union(m)
+    return out
+
+
+def _all_loops(tree):
+    from ..tree import walk_loops
+
+    return list(walk_loops(tree.body))
+
+
+def _loops_in(node: Node) -> list[Loop]:
+    from ..tree import walk_loops
+
+    return [node] + list(walk_loops(node.body)) if isinstance(node, Loop) else []
+
+
+def _names_below(target: Loop) -> set[str]:
+    from ..tree import walk_loops
+
+    return {l.name for l in walk_loops(target.body)}
+
+
+def _rename_clashes(moved: Node, taken: set[str], stmt: str) -> None:
+    """The moved statement's own loops keep their names unless they collide with the target's."""
+    for loop in _loops_in(moved):
+        if loop.name in taken:
+            loop.name = f"{stmt}_{loop.name}"

@@ -1,0 +1,116 @@
+"""compute_inline: substitute an elementwise temporary into its readers.
+
+Before::                                   After ``compute_inline(T)``::
+
+    T[i, j]: bf16 = silu(G[i, j])              Z[i, j] = bf16(silu(G[i, j])) * U[i, j]
+    Z[i, j] = T[i, j] * U[i, j]
+
+T disappears (no buffer, no store), but its rounding stays where the
+program put it: the inlined value is cast to T's dtype (here bf16) before
+it is used, exactly as the store would have rounded it.  Only temporaries
+computed without a reduction can be inlined.  The readers now read T's
+inputs directly, so dependences are recomputed and checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tdsl.frontend import ast
+
+from ..dependences import compute_dependences
+from ..errors import ScheduleError
+from ..legality import check_dependences
+from ..model import Access, KernelModel, collect_accesses
+from ..tree import Leaf, statements_under
+from .common import State, check_stmt
+
+
+def compute_inline(state: State, stmt: str) -> None:
+    stmt = check_stmt(state, "compute_inline", stmt)
+    model = state.model
+    target = model.stmt(stmt)
+    if target.is_reduction:
+        raise ScheduleError("compute_inline", f"{stmt} is a reduction; only elementwise statements can be inlined")
+    if model.tensors[stmt].kind != "temp":
+        raise ScheduleError("compute_inline", f"{stmt} is a kernel result; it must be stored")
+    if any(b.tensor == stmt for b in state.tree.buffers):
+        raise ScheduleError("compute_inline", f"{stmt} has an on-chip buffer; inline it before caching")
+    readers = [s for s in model.stmts if any(r.tensor == stmt for r in s.reads)]
+    new_stmts = []
+    for s in model.stmts:
+        if s is target:
+            continue
+        if s in readers:
+            s = _inline_into(s, target)
+        new_stmts.append(s)
+    tensors = {k: v for k, v in model.tensors.items() if k != stmt}
+    state.model = KernelModel(model.name, new_stmts, tensors, model.sizes, model.params, model.ctx)
+    _remove_leaf(state, stmt)
+    state.deps = compute_dependences(state.model)
+    check_dependences(state.model, state.deps, state.tree, "compute_inline")
+
+
+def _inline_into(reader, target):
+    value = substitute_reads(reader.value, target)
+    reads = [r for r in reader.reads if r.tensor != target.name]
+    for r in reader.reads:
+        if r.tensor != target.name:
+            continue
+        # reader instance -> element of target -> target instance -> what the target reads there
+        to_target = r.relation.apply_range(target.write.relation.reverse())
+        for inner in target.reads:
+            reads.append(Access(inner.tensor, to_target.apply_range(inner.relation), inner.node))
+    return replace(reader, value=value, reads=reads)
+
+
+def substitute_reads(expr: ast.Expr, target) -> ast.Expr:
+    """Replace every read of the target tensor by its (rounded) defining expression."""
+
+    def visit(e):
+        if isinstance(e, ast.Access) and e.tensor == target.name:
+            mapping = dict(zip(target.lhs_iters, e.indices))
+            inlined = _rename(target.value, mapping)
+            return inlined if target.dtype == "f32" else ast.Call(target.dtype, [inlined], e.span)
+        if isinstance(e, ast.Access):
+            return e
+        if isinstance(e, ast.BinOp):
+            return ast.BinOp(e.op, visit(e.lhs), visit(e.rhs), e.span)
+        if isinstance(e, ast.Compare):
+            return ast.Compare(e.op, visit(e.lhs), visit(e.rhs), e.span)
+        if isinstance(e, ast.Neg):
+            return ast.Neg(visit(e.operand), e.span)
+        if isinstance(e, ast.Call):
+            return ast.Call(e.func, [visit(a) for a in e.args], e.span)
+        return e
+
+    return visit(expr)
+
+
+def _rename(expr: ast.Expr, mapping: dict) -> ast.Expr:
+    """The target's expression with its iterators replaced by the reader's index expressions."""
+    if isinstance(expr, ast.Name) and expr.name in mapping:
+        return mapping[expr.name]
+    if isinstance(expr, ast.Access):
+        return ast.Access(expr.tensor, [_rename(i, mapping) for i in expr.indices], expr.span)
+    if isinstance(expr, ast.BinOp):
+        return ast.BinOp(expr.op, _rename(expr.lhs, mapping), _rename(expr.rhs, mapping), expr.span)
+    if isinstance(expr, ast.Compare):
+        return ast.Compare(expr.op, _rename(expr.lhs, mapping), _rename(expr.rhs, mapping), expr.span)
+    if isinstance(expr, ast.Neg):
+        return ast.Neg(_rename(expr.operand, mapping), expr.span)
+    if isinstance(expr, ast.Call):
+        return ast.Call(expr.func, [_rename(a, mapping) for a in expr.args], expr.span)
+    return expr
+
+
+def _remove_leaf(state: State, stmt: str) -> None:
+    from .compute_at import _exclusive_subtree
+
+    tree = state.tree
+    node = _exclusive_subtree(tree, stmt)
+    tree.parent_body(node).remove(node)
+    from ..tree import walk_loops
+
+    for loop in walk_loops(tree.body):
+        loop.exprs.pop(stmt, None)

@@ -1,0 +1,76 @@
+"""fuse: merge two loops into one.
+
+Nested loops (the second is the only child of the first) become one loop
+that runs over both, in the same order (`fuse(C.io, C.jo)`: the 16×192
+output tiles become 3072 iterations); this is always legal::
+
+    for io: for jo: C          ->    for io_jo: C      # (io, jo) in lexicographic order
+
+Adjacent sibling loops become one loop whose body is the first body then
+the second (loop fusion, `fuse(C.i, Y.i)`)::
+
+    for i: C(i)                ->    for i:
+    for i: Y(i)                        C(i)
+                                       Y(i)
+
+Sibling fusion is legal only if no dependence runs backwards across the
+fused iterations (Y(i) may not read what C writes in a later iteration).
+"""
+
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..legality import check_dependences
+from ..tree import Loop
+from .common import LoopLike, State, check_new_names, find_loop
+
+
+def fuse(state: State, first: LoopLike, second: LoopLike, name=None) -> str:
+    a, _ = find_loop(state, "fuse", first)
+    b, _ = find_loop(state, "fuse", second)
+    if a is b:
+        raise ScheduleError("fuse", f"cannot fuse loop {a.name} with itself")
+    if a.body == [b]:
+        result = _fuse_nested(state, a, b, name)
+    else:
+        result = _fuse_siblings(state, a, b, name)
+    check_dependences(state.model, state.deps, state.tree, "fuse")
+    return result
+
+
+def _fuse_nested(state: State, outer: Loop, inner: Loop, name) -> str:
+    if outer.bind or inner.bind:
+        raise ScheduleError("fuse", "fuse loops before binding them to grid axes")
+    new_name = name or f"{outer.name}_{inner.name}"
+    check_new_names(state.tree, "fuse", outer, [new_name], {outer.name, inner.name})
+    outer.exprs = {s: outer.exprs[s] + inner.exprs[s] for s in outer.exprs}
+    outer.body = inner.body
+    outer.name = new_name
+    outer.kind = "tile" if "tile" in (outer.kind, inner.kind) else outer.kind
+    outer.pipeline = outer.pipeline or inner.pipeline
+    for buf in state.tree.buffers:
+        if buf.at is inner:
+            buf.at = outer
+    return new_name
+
+
+def _fuse_siblings(state: State, a: Loop, b: Loop, name) -> str:
+    body = state.tree.parent_body(a)
+    if not any(n is b for n in body) or body.index(b) != body.index(a) + 1:
+        raise ScheduleError(
+            "fuse",
+            f"loops {a.name} and {b.name} are neither nested (the second the only child of the first) "
+            f"nor adjacent siblings",
+        )
+    if a.n_dims != b.n_dims:
+        raise ScheduleError("fuse", f"loop {a.name} has {a.n_dims} dimensions and {b.name} has {b.n_dims}")
+    new_name = name or a.name
+    a.exprs = {**a.exprs, **b.exprs}
+    a.body = a.body + b.body
+    a.name = new_name
+    for buf in state.tree.buffers:
+        if buf.at is b:
+            buf.at = a
+    body.remove(b)
+    check_new_names(state.tree, "fuse", a, [], set())
+    return new_name

@@ -1,0 +1,71 @@
+"""reorder: permute loops of one perfectly nested chain.
+
+Before::                              After ``reorder(C, io, jo, ko, ii, jj, kk)``::
+
+    for io: for ii: for jo: for jj:       for io: for jo: for ko:
+      for ko: for kk: C                     for ii: for jj: for kk: C
+
+The named loops must lie on one statement's path, and every loop between
+the outermost and the innermost named one must enclose nothing but the
+next loop (a perfect nest).  Loops of the chain that are not named keep
+their places.  Legal when every dependence still runs forward (e.g.
+moving the reduction loop k outside i and j is legal: each C[i, j] still
+sums its k in order).
+"""
+
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..legality import check_dependences
+from .common import LoopLike, State, as_ref, find_loop, ref_text
+
+
+def reorder(state: State, *loops: LoopLike) -> None:
+    if len(loops) < 2:
+        raise ScheduleError("reorder", "name at least two loops")
+    stmt, refs = _statement_and_loops(state, loops)
+    nodes = [find_loop(state, "reorder", ref if as_ref(ref).stmt else f"{stmt}.{as_ref(ref).loop}")[0] for ref in refs]
+    if len({id(n) for n in nodes}) != len(nodes):
+        raise ScheduleError("reorder", "a loop is named twice")
+    path = state.tree.path(stmt)
+    depth = {id(n): path.index(n) for n in nodes}
+    top, bottom = min(depth.values()), max(depth.values())
+    chain = path[top : bottom + 1]
+    for node in chain[:-1]:
+        if len(node.body) != 1:
+            others = [c for c in node.body if c is not (path[path.index(node) + 1])]
+            raise ScheduleError(
+                "reorder",
+                f"loops {chain[0].name}..{chain[-1].name} are not perfectly nested: loop {node.name} also encloses "
+                f"{_describe(others)}",
+            )
+    slots = sorted(depth[id(n)] for n in nodes)
+    new_chain = list(chain)
+    for slot, node in zip(slots, nodes):
+        new_chain[slot - top] = node
+    _relink(state, chain, new_chain)
+    check_dependences(state.model, state.deps, state.tree, "reorder")
+
+
+def _statement_and_loops(state: State, loops):
+    """`reorder(C, io, jo)` names the statement first; `reorder(C.io, C.jo)` does not."""
+    first = loops[0]
+    if isinstance(first, str) and "." not in first and first in state.tree.leaves():
+        return first, loops[1:]
+    _, stmt = find_loop(state, "reorder", first)
+    return stmt, loops
+
+
+def _relink(state: State, old: list, new: list) -> None:
+    innermost_body = old[-1].body
+    parent = state.tree.parent_body(old[0])
+    parent[parent.index(old[0])] = new[0]
+    for outer, inner in zip(new, new[1:]):
+        outer.body = [inner]
+    new[-1].body = innermost_body
+
+
+def _describe(nodes) -> str:
+    from ..tree import Leaf
+
+    return ", ".join(f"statement {n.stmt}" if isinstance(n, Leaf) else f"loop {n.name}" for n in nodes)

@@ -1,0 +1,46 @@
+"""split: divide one loop into an outer (tile) loop and an inner (point) loop.
+
+Before::                         After ``io, ii = split(C.i, 64)``::
+
+    for i in 0..M:                   for io in 0..ceil(M/64):      # io = floor(i/64)
+      C(i, ...)                        for ii in 0..64:            # ii = i mod 64
+                                         C(i, ...)                 # when i < M
+
+Each enclosed statement's instance keeps its iterators; only its time
+coordinates change: i -> (floor(i/64), i mod 64).  The order of instances
+is unchanged, so split is always legal; the dependence check still runs.
+A factor that does not divide the extent leaves a partial last tile.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..errors import ScheduleError
+from ..legality import check_dependences
+from ..tree import Loop
+from .common import LoopLike, State, check_new_names, find_loop, positive_int
+
+
+def split(state: State, loop: LoopLike, factor: int, names=None) -> tuple[str, str]:
+    node, _ = find_loop(state, "split", loop)
+    factor = positive_int("split", "the factor", factor)
+    if node.n_dims != 1:
+        raise ScheduleError("split", f"loop {node.name} is a fused loop of {node.n_dims} dimensions; split it before fusing")
+    outer_name, inner_name = names or (f"{node.name}o", f"{node.name}{node.name}")  # i -> io, ii (the chapter's names)
+    check_new_names(state.tree, "split", node, [outer_name, inner_name], {node.name})
+    outer, inner = split_exprs(node.exprs, factor)
+    inner_loop = Loop(inner_name, inner, node.body, "point")
+    # The node object becomes the outer loop, so buffers and annotations placed at it stay outermost.
+    node.name, node.exprs, node.body, node.kind = outer_name, outer, [inner_loop], "tile"
+    check_dependences(state.model, state.deps, state.tree, "split")
+    return outer_name, inner_name
+
+
+def split_exprs(exprs: dict, factor: int) -> tuple[dict, dict]:
+    outer, inner = {}, {}
+    for stmt, (e,) in exprs.items():
+        val = isl.Val.int_from_si(e.get_ctx(), factor)
+        outer[stmt] = [e.scale_down_val(val).floor()]
+        inner[stmt] = [e.mod_val(val)]
+    return outer, inner

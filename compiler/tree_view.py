@@ -1,0 +1,170 @@
+"""Show a schedule tree: a readable Domain / Band / Sequence / Filter / Mark view, and isl's own YAML.
+
+Readable form of the tiled GEMM::
+
+    Domain { C[i, j, k] : 0 <= i < 1024 and 0 <= j < 12288 and 0 <= k < 4096 }
+    └── Band {io, jo, ko}
+        │   io = floor(i/64)   jo = floor(j/64)   ko = floor(k/32)
+        └── Band {ii, jj, kk}
+            │   ii = i mod 64   jj = j mod 64   kk = k mod 32
+            └── C
+
+Consecutive loops of one kind (tile loops from split/tile, or point loops)
+with a single child form one Band, like isl's band nodes; a body of several
+children is a Sequence with one Filter per child; buffers, pipelining and
+grid bindings appear as Marks above the band that holds them.
+"""
+
+from __future__ import annotations
+
+import re
+
+import islpy as isl
+
+from .model import KernelModel
+from .tree import Leaf, Loop, Node, Tree, statements_under
+
+
+def bands(node: Loop, tree=None) -> list[Loop]:
+    """The loops printed as one Band, starting at `node`."""
+    group = [node]
+    while (len(group[-1].body) == 1 and isinstance(group[-1].body[0], Loop)
+           and group[-1].body[0].kind == node.kind and not _marks(group[-1].body[0], tree)):
+        group.append(group[-1].body[0])
+    return group
+
+
+# ---------------------------------------------------------------- readable text
+
+
+def tree_text(model: KernelModel, tree: Tree) -> str:
+    lines = ["Domain " + _domain_text(model, tree)]
+    _body_lines(model, tree, tree.body, "", lines)
+    return "\n".join(lines)
+
+
+def _domain_text(model: KernelModel, tree: Tree) -> str:
+    parts = []
+    for stmt in tree.leaves():
+        text = str(model.stmt(stmt).domain)
+        parts.append(text[text.index("{") + 1 : text.rindex("}")].strip())
+    prefix = f"[{', '.join(model.params)}] -> " if model.params else ""
+    return prefix + "{ " + "; ".join(parts) + " }"
+
+
+def _body_lines(model, tree, body: list[Node], indent: str, lines: list[str]) -> None:
+    if len(body) == 1:
+        _node_lines(model, tree, body[0], indent, True, lines)
+        return
+    lines.append(f"{indent}└── Sequence")
+    inner = indent + "    "
+    for n, child in enumerate(body):
+        last = n == len(body) - 1
+        branch = "└── " if last else "├── "
+        lines.append(f"{inner}{branch}Filter {{{', '.join(statements_under(child))}}}")
+        _node_lines(model, tree, child, inner + ("    " if last else "│   "), True, lines)
+
+
+def _node_lines(model, tree, node: Node, indent: str, last: bool, lines: list[str]) -> None:
+    if isinstance(node, Leaf):
+        stmt = model.stmt(node.stmt)
+        lines.append(f"{indent}└── {node.stmt}{_instance_note(stmt)}")
+        return
+    for mark in _marks(node, tree):
+        lines.append(f"{indent}└── Mark {mark}")
+        indent += "    "
+    group = bands(node, tree)
+    names = ", ".join(loop.name for loop in group)
+    lines.append(f"{indent}└── Band {{{names}}}")
+    for stmt in statements_under(node):
+        exprs = "   ".join(f"{loop.name} = {_expr_text(d)}" for loop in group for d in loop.exprs[stmt])
+        lines.append(f"{indent}    │   {stmt}: {exprs}")
+    _body_lines(model, tree, group[-1].body, indent + "    ", lines)
+
+
+def _marks(loop: Loop, tree) -> list[str]:
+    marks = []
+    if loop.bind:
+        marks.append(f"bind {loop.name} -> grid.{loop.bind}")
+    if loop.pipeline:
+        marks.append(f"pipeline {loop.name} stages={loop.pipeline}")
+    if tree is not None:
+        for buf in tree.buffers:
+            if buf.at is loop:
+                marks.append(f"cache_{buf.kind} {buf.tensor} -> {buf.scope} (for {', '.join(buf.stmts)})")
+    elif loop.bind or loop.pipeline:
+        marks.append("annotated")
+    return marks
+
+
+def _instance_note(stmt) -> str:
+    if stmt.is_reduction:
+        return f"   ({stmt.reduce_op} over {', '.join(stmt.red_iters)}, accum {stmt.accum_dtype}, store {stmt.dtype})"
+    return f"   (store {stmt.dtype})"
+
+
+def _expr_text(pa: isl.PwAff) -> str:
+    """`{ C[i, j, k] -> [(floor((i)/64))] : ... }` -> `floor(i/64)`."""
+    text = str(pa.coalesce())
+    pieces = re.findall(r"->\s*\[\((.*?)\)\]\s*(?::\s*([^;}]*))?", text)
+    if not pieces:
+        return text
+    rendered = []
+    for expr, cond in pieces:
+        expr = re.sub(r"\((\w+)\)", r"\1", expr)
+        rendered.append(expr if len(pieces) == 1 else f"{expr} if {cond.strip()}")
+    return " ; ".join(rendered)
+
+
+# ---------------------------------------------------------------- isl schedule tree
+
+
+def to_isl_schedule(model: KernelModel, tree: Tree) -> isl.Schedule:
+    return _body_schedule(model, tree, tree.body)
+
+
+def _body_schedule(model, tree, body: list[Node]) -> isl.Schedule:
+    schedules = [_node_schedule(model, tree, n) for n in body]
+    result = schedules[0]
+    for s in schedules[1:]:
+        result = result.sequence(s)
+    return result
+
+
+def _node_schedule(model, tree, node: Node) -> isl.Schedule:
+    if isinstance(node, Leaf):
+        return isl.Schedule.from_domain(isl.UnionSet.from_set(model.stmt(node.stmt).domain))
+    group = bands(node, tree)
+    child = _body_schedule(model, tree, group[-1].body)
+    mupa = _band_mupa(model, group)
+    sched = child.insert_partial_schedule(mupa)
+    band = sched.get_root().child(0)
+    band = band.band_set_permutable(1) if len(group) > 1 else band
+    for mark in reversed(_marks(node, tree)):
+        band = band.insert_mark(isl.Id.read_from_str(model.ctx, _mark_id(mark)))
+    return band.get_schedule()
+
+
+def _band_mupa(model, group: list[Loop]) -> isl.MultiUnionPwAff:
+    stmts = list(group[0].exprs)
+    mupa = None
+    for loop in group:
+        for d in range(loop.n_dims):
+            upa = None
+            for stmt in stmts:
+                pa = loop.exprs[stmt][d].intersect_domain(model.stmt(stmt).domain)
+                piece = isl.UnionPwAff.from_pw_aff(pa)
+                upa = piece if upa is None else upa.union_add(piece)
+            column = isl.MultiUnionPwAff.from_union_pw_aff(upa)
+            mupa = column if mupa is None else mupa.flat_range_product(column)
+    return mupa
+
+
+def _mark_id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_")
+
+
+def yaml_text(model: KernelModel, tree: Tree) -> str:
+    sched = to_isl_schedule(model, tree)
+    printer = isl.Printer.to_str(model.ctx).set_yaml_style(isl.yaml_style.BLOCK)
+    return printer.print_schedule(sched).get_str()

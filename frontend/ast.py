@@ -1,0 +1,228 @@
+"""The abstract syntax tree of a .tdsl program.
+
+Every node carries a `Span` (line, column, end) so that later stages can
+point at the source when they report an error.  The tree is plain data:
+semantic checks live in `frontend/check.py`, lowering to isl in
+`compiler/model.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+@dataclass(frozen=True)
+class Span:
+    line: int
+    column: int
+    end_line: int = 0
+    end_column: int = 0
+
+
+NOSPAN = Span(0, 0)
+
+# Storage / accumulator types of the language.
+DTYPES = ("bf16", "f16", "f32", "f8e4m3")
+
+
+# ---------------------------------------------------------------- index (affine) expressions
+# Affine expressions appear in tensor indices, statement / reduction
+# conditions and sizes.  They may use iterators, size names, integer
+# literals, + - *, and floor division / modulo by an integer literal.
+
+
+@dataclass
+class IntLit:
+    value: int
+    span: Span = NOSPAN
+
+
+@dataclass
+class FloatLit:
+    value: float  # may be inf
+    span: Span = NOSPAN
+
+
+@dataclass
+class Name:
+    """An iterator, a size (`const`/`param`), or a float constant."""
+
+    name: str
+    span: Span = NOSPAN
+
+
+@dataclass
+class BinOp:
+    op: str  # + - * / // %   (// and % only in index expressions)
+    lhs: "Expr"
+    rhs: "Expr"
+    span: Span = NOSPAN
+
+
+@dataclass
+class Neg:
+    operand: "Expr"
+    span: Span = NOSPAN
+
+
+@dataclass
+class Compare:
+    op: str  # < <= > >= == !=
+    lhs: "Expr"
+    rhs: "Expr"
+    span: Span = NOSPAN
+
+
+# ---------------------------------------------------------------- value expressions
+
+
+@dataclass
+class Access:
+    """`A[i, k + 1]`: a read of one element of a tensor."""
+
+    tensor: str
+    indices: list["Expr"]
+    span: Span = NOSPAN
+
+
+@dataclass
+class Call:
+    """`exp(x)`, `max(a, b)`, `where(c, a, b)`, and casts `bf16(x)`."""
+
+    func: str
+    args: list["Expr"]
+    span: Span = NOSPAN
+
+
+@dataclass
+class Reduce:
+    """`sum(k : k <= i) expr accum f32`.
+
+    `iters` are the reduction iterators; `conditions` are affine
+    constraints that bound them beyond what the accessed shapes imply;
+    `accum` is the accumulator dtype (None = the default, f32).
+    `combine` is the declared combine policy (None = strict order).
+    """
+
+    op: str  # "sum" | "max"
+    iters: list[Name]
+    conditions: list[Compare]
+    body: "Expr"
+    accum: Optional[str] = None
+    combine: Optional[str] = None
+    span: Span = NOSPAN
+
+
+Expr = Union[IntLit, FloatLit, Name, BinOp, Neg, Compare, Access, Call, Reduce]
+
+
+# ---------------------------------------------------------------- declarations
+
+
+@dataclass
+class SizeDecl:
+    """`const M = 1024` (value set) or `param B` (value None, known at run time).
+
+    A `const` may also be a float (`const eps = 1e-6`); such a constant
+    can be used in value expressions only.
+    """
+
+    name: str
+    value: Optional[Union[int, float]]
+    is_param: bool
+    span: Span = NOSPAN
+
+
+@dataclass
+class TensorType:
+    dtype: str
+    shape: list[Expr]  # affine expressions over sizes (usually plain names / ints)
+    span: Span = NOSPAN
+
+
+@dataclass
+class TensorParam:
+    name: str
+    type: TensorType
+    span: Span = NOSPAN
+
+
+@dataclass
+class Statement:
+    """`C[i, j : cond]: bf16 = expr`.
+
+    `target` is the written tensor, `iters` the left-hand iterators (in
+    order), `conditions` optional affine constraints restricting the
+    statement's domain, `dtype` the declared storage dtype (None: taken
+    from the kernel's result declaration, or f32 for an intermediate).
+    """
+
+    target: str
+    iters: list[Name]
+    conditions: list[Compare]
+    dtype: Optional[str]
+    value: Expr
+    span: Span = NOSPAN
+
+
+@dataclass
+class Kernel:
+    name: str
+    params: list[TensorParam]
+    results: list[TensorParam]
+    body: list[Statement]
+    span: Span = NOSPAN
+
+
+# ---------------------------------------------------------------- schedules
+
+
+@dataclass
+class LoopRef:
+    """`C.ko` (statement and loop) or `ko` (loop name alone)."""
+
+    stmt: Optional[str]
+    loop: str
+    span: Span = NOSPAN
+
+
+@dataclass
+class ScheduleArg:
+    """One positional or keyword argument of a primitive call.
+
+    `value` is an int, a str (a bare name such as `shared`), a LoopRef,
+    or a list of those (for `[64, 64]`).
+    """
+
+    value: object
+    keyword: Optional[str] = None
+    span: Span = NOSPAN
+
+
+@dataclass
+class ScheduleStep:
+    """`io, ii = split(C.i, 64)`: results, primitive name, arguments."""
+
+    results: list[Name]
+    primitive: str
+    args: list[ScheduleArg]
+    span: Span = NOSPAN
+
+
+@dataclass
+class ScheduleBlock:
+    name: str
+    kernel: Optional[str]  # `schedule NAME for KERNEL`; None = the program's only kernel
+    steps: list[ScheduleStep]
+    span: Span = NOSPAN
+
+
+@dataclass
+class Program:
+    sizes: list[SizeDecl]
+    kernels: list[Kernel]
+    schedules: list[ScheduleBlock]
+    source: str = ""
+    filename: str = "<string>"
+    extra: dict = field(default_factory=dict)

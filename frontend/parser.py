@@ -1,0 +1,463 @@
+"""Text -> `ast.Program`.
+
+`parse(text, filename)` runs the LALR grammar of `grammar.lark` and turns
+the Lark tree into the dataclasses of `ast.py`, with a `Span` on every
+node.  Every syntax error becomes a located `SourceError` whose message
+names what was expected in plain words ("expected ']' or ',' after index,
+found 'foo'"); no Lark exception escapes.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
+
+from . import ast
+from .diagnostics import SourceError
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+_OPENERS = {"LPAR": "RPAR", "LSQB": "RSQB"}
+_CLOSERS = {"RPAR", "RSQB"}
+
+
+# ---------------------------------------------------------------- layout (postlexer)
+
+
+class _Layout:
+    """Makes newlines significant only outside brackets.
+
+    Drops newlines inside (...) and [...] (multi-line calls and lists),
+    collapses runs of newlines / ';' into one separator, and ends the
+    token stream with a separator so the last line needs no newline.
+    It also remembers the open brackets, which gives syntax errors their
+    context ("after index").
+    """
+
+    always_accept = ("_NL",)
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.brackets: list[tuple[Token, Optional[Token], Optional[Token]]] = []  # (opener, token before, token before that)
+        self.last: Optional[Token] = None  # last real (non-separator) token
+        self.history: list[Token] = []  # tokens handed to the parser, last few only
+
+    def process(self, stream: Iterable[Token]) -> Iterator[Token]:
+        self.reset()
+        pending_sep = False
+        for tok in stream:
+            if tok.type == "_NL":
+                if tok.value == "\n" and self.brackets:
+                    continue  # a line break inside brackets is just whitespace
+                if tok.value == ";" and self.brackets:
+                    yield self._emit(tok)  # the parser rejects it: "found ';'"
+                    continue
+                pending_sep = True
+                continue
+            if pending_sep:
+                pending_sep = False
+                if self.last is not None:  # a leading separator is useless
+                    yield self._emit(self._separator_before(tok))
+            self._track_brackets(tok)
+            self.last = tok
+            yield self._emit(tok)
+        if self.last is not None:
+            yield self._emit(self._separator_after(self.last))
+
+    def _emit(self, tok: Token) -> Token:
+        self.history = (self.history + [tok])[-3:]
+        return tok
+
+    def _track_brackets(self, tok: Token) -> None:
+        if tok.type in _OPENERS:
+            before = self.history[-1] if self.history else None
+            before2 = self.history[-2] if len(self.history) > 1 else None
+            self.brackets.append((tok, before, before2))
+        elif tok.type in _CLOSERS and self.brackets:
+            self.brackets.pop()
+
+    def _separator_before(self, tok: Token) -> Token:
+        # A synthetic separator placed at the end of the previous token.
+        return self._separator_after(self.last or tok)
+
+    @staticmethod
+    def _separator_after(tok: Token) -> Token:
+        line = tok.end_line or tok.line
+        col = tok.end_column or tok.column
+        return Token("_NL", "\n", start_pos=tok.end_pos, line=line, column=col, end_line=line, end_column=col + 1, end_pos=tok.end_pos)
+
+
+@lru_cache(maxsize=1)
+def _lark() -> tuple[Lark, _Layout]:
+    layout = _Layout()
+    parser = Lark(
+        GRAMMAR_PATH.read_text(),
+        parser="lalr",
+        lexer="basic",
+        postlex=layout,
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+    return parser, layout
+
+
+# ---------------------------------------------------------------- tree -> ast
+
+
+def _span(meta) -> ast.Span:
+    if getattr(meta, "empty", True):
+        return ast.NOSPAN
+    return ast.Span(meta.line, meta.column, meta.end_line, meta.end_column)
+
+
+def _tok_span(tok: Token) -> ast.Span:
+    return ast.Span(tok.line, tok.column, tok.end_line, tok.end_column)
+
+
+def _name(tok: Token) -> ast.Name:
+    return ast.Name(str(tok), _tok_span(tok))
+
+
+def _present(items) -> list:
+    """Drop the None placeholders Lark puts for absent `[...]` parts."""
+    return [x for x in items if x is not None]
+
+
+def _describe(expr: ast.Expr) -> str:
+    from .check import format_expr  # check imports parser-free modules only; avoid a cycle at import time
+
+    return format_expr(expr)
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """Builds `ast` nodes bottom-up; each callback gets the rule's meta (positions)."""
+
+    # -------------------------------------------------- program
+
+    def start(self, meta, items):
+        program = ast.Program(sizes=[], kernels=[], schedules=[])
+        for item in items:
+            if isinstance(item, list):  # a const / param line declares several sizes
+                program.sizes.extend(item)
+            elif isinstance(item, ast.Kernel):
+                program.kernels.append(item)
+            elif isinstance(item, ast.ScheduleBlock):
+                program.schedules.append(item)
+        return program
+
+    def const_decl(self, meta, items):
+        return list(items)
+
+    def const_item(self, meta, items):
+        name, value = items
+        return ast.SizeDecl(str(name), value, is_param=False, span=_span(meta))
+
+    def signed_number(self, meta, items):
+        sign = -1 if len(items) == 2 else 1
+        tok = items[-1]
+        return sign * (int(tok) if tok.type == "INT" else float(tok))
+
+    def param_decl(self, meta, names):
+        return [ast.SizeDecl(str(n), None, is_param=True, span=_tok_span(n)) for n in names]
+
+    # -------------------------------------------------- kernels
+
+    def kernel(self, meta, items):
+        name, params, results, body = items
+        return ast.Kernel(str(name), params or [], results, body, _span(meta))
+
+    def results(self, meta, items):
+        (item,) = items
+        return item if isinstance(item, list) else [item]
+
+    def tensor_list(self, meta, items):
+        return list(items)
+
+    def tensor_decl(self, meta, items):
+        name, dtype, shape = items
+        ttype = ast.TensorType(str(dtype), shape, ast.Span(dtype.line, dtype.column, meta.end_line, meta.end_column))
+        return ast.TensorParam(str(name), ttype, _span(meta))
+
+    def kernel_body(self, meta, stmts):
+        return list(stmts)
+
+    def statement(self, meta, items):
+        target, indices, conditions, dtype, value = items
+        iters = [self._lhs_iterator(e) for e in indices]
+        return ast.Statement(str(target), iters, conditions or [], str(dtype) if dtype is not None else None, value, _span(meta))
+
+    @staticmethod
+    def _lhs_iterator(expr: ast.Expr) -> ast.Name:
+        # Left-hand indices define the statement's iterators, so they must be names.
+        if not isinstance(expr, ast.Name):
+            raise SourceError(
+                f"left-hand index '{_describe(expr)}' must be a plain iterator name (each one defines an iterator of the statement)",
+                expr.span,
+            )
+        return expr
+
+    def conditions(self, meta, items):
+        return list(items)
+
+    # -------------------------------------------------- expressions
+
+    def comparison(self, meta, items):
+        lhs, op, rhs = items
+        return ast.Compare(str(op), lhs, rhs, _span(meta))
+
+    def expr_list(self, meta, items):
+        return list(items)
+
+    def arg_list(self, meta, items):
+        return list(items)
+
+    def binop(self, meta, items):
+        lhs, op, rhs = items
+        return ast.BinOp(str(op), lhs, rhs, _span(meta))
+
+    def neg(self, meta, items):
+        _, operand = items
+        return ast.Neg(operand, _span(meta))
+
+    def int_lit(self, meta, items):
+        return ast.IntLit(int(items[0]), _span(meta))
+
+    def float_lit(self, meta, items):
+        return ast.FloatLit(float(items[0]), _span(meta))
+
+    def name(self, meta, items):
+        (tok,) = items
+        if tok == "inf":  # the one float literal spelled as a word
+            return ast.FloatLit(math.inf, _span(meta))
+        return ast.Name(str(tok), _span(meta))
+
+    def access(self, meta, items):
+        tensor, indices = items
+        return ast.Access(str(tensor), indices, _span(meta))
+
+    def call(self, meta, items):
+        func, args = items
+        return ast.Call(str(func), args or [], _span(meta))
+
+    def reduction(self, meta, items):
+        op, iters, conditions, body, accum, combine = items
+        return ast.Reduce(
+            op=str(op),
+            iters=[self._reduction_iterator(e) for e in iters],
+            conditions=conditions or [],
+            body=body,
+            accum=accum,
+            combine=combine,
+            span=_span(meta),
+        )
+
+    @staticmethod
+    def _reduction_iterator(expr: ast.Expr) -> ast.Name:
+        if not isinstance(expr, ast.Name):
+            raise SourceError(f"reduction iterator '{_describe(expr)}' must be a plain name", expr.span)
+        return expr
+
+    def accum(self, meta, items):
+        return str(items[0])
+
+    def combine(self, meta, items):
+        name, count = items
+        return str(name) if count is None else f"{name}({int(count)})"
+
+    # -------------------------------------------------- schedules
+
+    def schedule(self, meta, items):
+        name, kernel, steps = items
+        return ast.ScheduleBlock(str(name), str(kernel) if kernel is not None else None, steps, _span(meta))
+
+    def schedule_body(self, meta, steps):
+        return list(steps)
+
+    def step(self, meta, items):
+        results, primitive, args = items
+        return ast.ScheduleStep(results or [], str(primitive), args or [], _span(meta))
+
+    def step_results(self, meta, names):
+        return [_name(n) for n in names]
+
+    def sched_args(self, meta, args):
+        # Positional values arrive bare; keyword ones already as ScheduleArg.
+        return [a if isinstance(a, ast.ScheduleArg) else ast.ScheduleArg(a[0], None, a[1]) for a in args]
+
+    def keyword_arg(self, meta, items):
+        key, (value, _) = items
+        return ast.ScheduleArg(value, str(key), _span(meta))
+
+    # A schedule value travels as (value, span) until it is wrapped in a ScheduleArg.
+    def signed_int(self, meta, items):
+        sign = -1 if len(items) == 2 else 1
+        return sign * int(items[-1]), _span(meta)
+
+    def bare_name(self, meta, items):
+        return str(items[0]), _span(meta)
+
+    def loop_ref(self, meta, items):
+        stmt, loop = items
+        return ast.LoopRef(str(stmt), str(loop), _span(meta)), _span(meta)
+
+    def sched_list(self, meta, items):
+        return [value for value, _ in _present(items)], _span(meta)
+
+
+# ---------------------------------------------------------------- syntax errors
+
+# Human words for the grammar's terminals (string terminals are shown quoted).
+_TERMINAL_WORDS = {
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "CMP": "a comparison ('<', '<=', '>', '>=', '==' or '!=')",
+    "_NL": "end of line",
+    "$END": "end of input",
+}
+_OPERATORS = {"PLUS", "MINUS", "STAR", "SLASH", "DSLASH", "PERCENT"}
+_EXPRESSION_START = {"NAME", "INT", "FLOAT", "LPAR"}
+# Preferred order when several things are expected.
+_ORDER = ["RSQB", "RPAR", "RBRACE", "COMMA", "COLON", "EQUAL", "LSQB", "LPAR", "LBRACE", "MINUS_GT"]
+
+
+def _found(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of input"
+    if tok.type == "_NL":
+        return "';'" if tok.value == ";" else "end of line"
+    return f"'{tok.value}'"
+
+
+def _terminal_word(name: str, parser: Lark) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    term = parser.get_terminal(name) if name in {t.name for t in parser.terminals} else None
+    if term is not None and term.pattern.type == "str":
+        return f"'{term.pattern.value}'"
+    return name.lower()
+
+
+def _expected_words(expected: set[str], parser: Lark) -> list[str]:
+    """Turn the parser's expected terminals into a short list of phrases."""
+    expected = set(expected)
+    words: list[str] = []
+    if _EXPRESSION_START <= expected | {"FLOAT"} and "NAME" in expected and "LPAR" in expected:
+        # Anything that can start an expression: say so once.
+        expected -= _EXPRESSION_START | {"MINUS"}
+        words.append("an expression")
+    operators = expected & _OPERATORS
+    expected -= _OPERATORS
+    rest = sorted(expected, key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
+    words += [_terminal_word(n, parser) for n in rest if n != "_NL"]
+    if operators and not (expected & {"RSQB", "RPAR", "COMMA"}):
+        # Listing every operator is noise; mention them only where nothing structural fits.
+        words.append("an operator")
+    if "_NL" in expected:
+        words.append("end of line")
+    return words
+
+
+def _join_or(words: list[str]) -> str:
+    if len(words) <= 1:
+        return "".join(words)
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _bracket_context(layout: _Layout, err_tok: Token) -> tuple[Optional[str], Optional[str]]:
+    """(what the innermost open bracket holds, the closer it expects)."""
+    brackets = list(layout.brackets)
+    if brackets and brackets[-1][0] is err_tok:
+        brackets.pop()  # the bad token itself opened it
+    if not brackets:
+        return None, None
+    opener, before, before2 = brackets[-1]
+    closer = _OPENERS[opener.type]
+    if opener.type == "LSQB":
+        if before is not None and before.type == "NAME":
+            kind = "dimension" if before2 is not None and before2.type == "COLON" else "index"
+            return kind, closer
+        return "list element", closer
+    if before is not None and before.type == "NAME":
+        if before2 is not None and before2.type == "KERNEL":
+            return "parameter", closer
+        return "argument", closer
+    if before is not None and before.type == "MINUS_GT":
+        return "result", closer
+    return "expression", closer
+
+
+def _syntax_message(err: UnexpectedToken, parser: Lark, layout: _Layout) -> str:
+    expected = err.accepts or err.expected or set()
+    words = _expected_words(expected, parser)
+    context, closer = _bracket_context(layout, err.token)
+    where = ""
+    if context and closer in expected and err.token.type != "$END":
+        where = f" after {context}"
+    if not words:
+        return f"unexpected {_found(err.token)}"
+    return f"expected {_join_or(words)}{where}, found {_found(err.token)}"
+
+
+def _end_span(text: str, layout: _Layout) -> ast.Span:
+    """Where 'end of input' is reported: just after the last real token."""
+    tok = layout.last
+    if tok is None:
+        return ast.Span(1, 1, 1, 2)
+    return ast.Span(tok.end_line, tok.end_column, tok.end_line, tok.end_column + 1)
+
+
+def _error_span(tok: Token, text: str, layout: _Layout) -> ast.Span:
+    if tok.type == "$END":
+        return _end_span(text, layout)
+    if tok.type == "_NL" and tok.value == "\n":
+        # A synthetic separator sits right after the previous token.
+        return ast.Span(tok.line, tok.column, tok.line, tok.column + 1)
+    return _tok_span(tok)
+
+
+def _syntax_error(err: LarkError, text: str, parser: Lark, layout: _Layout) -> SourceError:
+    if isinstance(err, UnexpectedToken):
+        return SourceError(_syntax_message(err, parser, layout), _error_span(err.token, text, layout))
+    if isinstance(err, UnexpectedCharacters):
+        char = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
+        shown = repr(char)[1:-1] if not char.isprintable() else char
+        return SourceError(f"unexpected character '{shown}'", ast.Span(err.line, err.column, err.line, err.column + 1))
+    if isinstance(err, UnexpectedEOF):
+        words = _expected_words(set(err.expected or ()), parser)
+        msg = f"expected {_join_or(words)}, found end of input" if words else "unexpected end of input"
+        return SourceError(msg, _end_span(text, layout))
+    return SourceError(f"syntax error: {err}", None)
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def parse(text: str, filename: str = "<string>") -> ast.Program:
+    """Parse a .tdsl program; raise a located `SourceError` on any syntax error."""
+    parser, layout = _lark()
+    try:
+        tree = parser.parse(text)
+        program = _ToAst().transform(tree)
+    except VisitError as err:
+        # A callback raised: it is one of our SourceErrors (or a bug).
+        if isinstance(err.orig_exc, SourceError):
+            raise err.orig_exc.located(text, filename) from None
+        if isinstance(err.orig_exc, RecursionError):
+            raise SourceError("the program is nested too deeply", None).located(text, filename) from None
+        raise
+    except LarkError as err:
+        raise _syntax_error(err, text, parser, layout).located(text, filename) from None
+    except RecursionError:
+        raise SourceError("the program is nested too deeply", None).located(text, filename) from None
+    program.source = text
+    program.filename = filename
+    return program
