@@ -18,6 +18,7 @@ grid bindings appear as Marks above the band that holds them.
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import islpy as isl
 
@@ -25,11 +26,16 @@ from .model import KernelModel
 from .tree import Leaf, Loop, Node, Tree, statements_under
 
 
-def bands(node: Loop, tree=None) -> list[Loop]:
-    """The loops printed as one Band, starting at `node`."""
+def bands(node: Loop, tree: Optional[Tree] = None) -> list[Loop]:
+    """The loops shown as one Band, starting at `node`.
+
+    With `tree`, a loop that carries marks (buffers, pipeline, bind) starts
+    a new band, because isl places a Mark node above a band, not inside it.
+    """
     group = [node]
-    while (len(group[-1].body) == 1 and isinstance(group[-1].body[0], Loop)
-           and group[-1].body[0].kind == node.kind and not _marks(group[-1].body[0], tree)):
+    while len(group[-1].body) == 1 and isinstance(group[-1].body[0], Loop) and group[-1].body[0].kind == node.kind:
+        if tree is not None and _marks(group[-1].body[0], tree):
+            break
         group.append(group[-1].body[0])
     return group
 
@@ -70,30 +76,27 @@ def _node_lines(model, tree, node: Node, indent: str, last: bool, lines: list[st
         stmt = model.stmt(node.stmt)
         lines.append(f"{indent}└── {node.stmt}{_instance_note(stmt)}")
         return
-    for mark in _marks(node, tree):
-        lines.append(f"{indent}└── Mark {mark}")
-        indent += "    "
-    group = bands(node, tree)
+    group = bands(node)
     names = ", ".join(loop.name for loop in group)
     lines.append(f"{indent}└── Band {{{names}}}")
     for stmt in statements_under(node):
         exprs = "   ".join(f"{loop.name} = {_expr_text(d)}" for loop in group for d in loop.exprs[stmt])
         lines.append(f"{indent}    │   {stmt}: {exprs}")
+    for loop in group:
+        for mark in _marks(loop, tree):
+            lines.append(f"{indent}    │   Mark {mark}")
     _body_lines(model, tree, group[-1].body, indent + "    ", lines)
 
 
-def _marks(loop: Loop, tree) -> list[str]:
+def _marks(loop: Loop, tree: Tree) -> list[str]:
     marks = []
     if loop.bind:
         marks.append(f"bind {loop.name} -> grid.{loop.bind}")
     if loop.pipeline:
         marks.append(f"pipeline {loop.name} stages={loop.pipeline}")
-    if tree is not None:
-        for buf in tree.buffers:
-            if buf.at is loop:
-                marks.append(f"cache_{buf.kind} {buf.tensor} -> {buf.scope} (for {', '.join(buf.stmts)})")
-    elif loop.bind or loop.pipeline:
-        marks.append("annotated")
+    for buf in tree.buffers:
+        if buf.at is loop:
+            marks.append(f"cache_{buf.kind} {buf.tensor} -> {buf.scope} at {loop.name} (for {', '.join(buf.stmts)})")
     return marks
 
 

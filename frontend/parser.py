@@ -46,6 +46,7 @@ class _Layout:
 
     def reset(self) -> None:
         self.brackets: list[tuple[Token, Optional[Token], Optional[Token]]] = []  # (opener, token before, token before that)
+        self.brackets_before_last: list = []  # `brackets` as it was before `last` was read
         self.last: Optional[Token] = None  # last real (non-separator) token
         self.history: list[Token] = []  # tokens handed to the parser, last few only
 
@@ -65,6 +66,7 @@ class _Layout:
                 pending_sep = False
                 if self.last is not None:  # a leading separator is useless
                     yield self._emit(self._separator_before(tok))
+            self.brackets_before_last = list(self.brackets)
             self._track_brackets(tok)
             self.last = tok
             yield self._emit(tok)
@@ -130,10 +132,53 @@ def _present(items) -> list:
     return [x for x in items if x is not None]
 
 
-def _describe(expr: ast.Expr) -> str:
-    from .check import format_expr  # check imports parser-free modules only; avoid a cycle at import time
+# Reduction combine policies: these words, or segments(N) with N >= 1.
+COMBINE_POLICIES = ("reassoc", "deterministic", "strict")
 
-    return format_expr(expr)
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "//": 2, "%": 2}
+
+
+def format_expr(expr: ast.Expr, context: int = 0) -> str:
+    """Print an expression back in source syntax, with only the parentheses it needs.
+
+    Also the normal form used to compare iterator extents ("K" vs "2 * N").
+    """
+    if isinstance(expr, ast.IntLit):
+        return str(expr.value)
+    if isinstance(expr, ast.FloatLit):
+        if math.isinf(expr.value):
+            return "inf" if expr.value > 0 else "-inf"
+        return repr(expr.value)
+    if isinstance(expr, ast.Name):
+        return expr.name
+    if isinstance(expr, ast.BinOp):
+        prec = _PRECEDENCE.get(expr.op, 1)
+        text = f"{format_expr(expr.lhs, prec)} {expr.op} {format_expr(expr.rhs, prec + 1)}"
+        return f"({text})" if prec < context else text
+    if isinstance(expr, ast.Neg):
+        return "-" + format_expr(expr.operand, 3)
+    if isinstance(expr, ast.Compare):
+        text = f"{format_expr(expr.lhs, 1)} {expr.op} {format_expr(expr.rhs, 1)}"
+        return f"({text})" if context > 0 else text
+    if isinstance(expr, ast.Access):
+        return f"{expr.tensor}[{', '.join(format_expr(i) for i in expr.indices)}]"
+    if isinstance(expr, ast.Call):
+        return f"{expr.func}({', '.join(format_expr(a) for a in expr.args)})"
+    if isinstance(expr, ast.Reduce):
+        head = ", ".join(i.name for i in expr.iters)
+        if expr.conditions:
+            head += " : " + " and ".join(format_expr(c) for c in expr.conditions)
+        text = f"{expr.op}({head}) {format_expr(expr.body)}"
+        text += f" accum {expr.accum}" if expr.accum else ""
+        text += f" combine {expr.combine}" if expr.combine else ""
+        return f"({text})" if context > 0 else text
+    return "?"
+
+
+def _check_dtype(tok: Token) -> str:
+    if tok not in ast.DTYPES:
+        raise SourceError(f"unknown dtype '{tok}'; expected one of {', '.join(ast.DTYPES)}", _tok_span(tok))
+    return str(tok)
 
 
 @v_args(meta=True)
@@ -183,7 +228,7 @@ class _ToAst(Transformer):
 
     def tensor_decl(self, meta, items):
         name, dtype, shape = items
-        ttype = ast.TensorType(str(dtype), shape, ast.Span(dtype.line, dtype.column, meta.end_line, meta.end_column))
+        ttype = ast.TensorType(_check_dtype(dtype), shape, ast.Span(dtype.line, dtype.column, meta.end_line, meta.end_column))
         return ast.TensorParam(str(name), ttype, _span(meta))
 
     def kernel_body(self, meta, stmts):
@@ -192,14 +237,14 @@ class _ToAst(Transformer):
     def statement(self, meta, items):
         target, indices, conditions, dtype, value = items
         iters = [self._lhs_iterator(e) for e in indices]
-        return ast.Statement(str(target), iters, conditions or [], str(dtype) if dtype is not None else None, value, _span(meta))
+        return ast.Statement(str(target), iters, conditions or [], _check_dtype(dtype) if dtype is not None else None, value, _span(meta))
 
     @staticmethod
     def _lhs_iterator(expr: ast.Expr) -> ast.Name:
         # Left-hand indices define the statement's iterators, so they must be names.
         if not isinstance(expr, ast.Name):
             raise SourceError(
-                f"left-hand index '{_describe(expr)}' must be a plain iterator name (each one defines an iterator of the statement)",
+                f"left-hand index '{format_expr(expr)}' must be a plain iterator name (each one defines an iterator of the statement)",
                 expr.span,
             )
         return expr
@@ -262,15 +307,25 @@ class _ToAst(Transformer):
     @staticmethod
     def _reduction_iterator(expr: ast.Expr) -> ast.Name:
         if not isinstance(expr, ast.Name):
-            raise SourceError(f"reduction iterator '{_describe(expr)}' must be a plain name", expr.span)
+            raise SourceError(f"reduction iterator '{format_expr(expr)}' must be a plain name", expr.span)
         return expr
 
     def accum(self, meta, items):
-        return str(items[0])
+        (dtype,) = items
+        if dtype not in ast.DTYPES:
+            raise SourceError(f"accum expects a float dtype ({', '.join(ast.DTYPES)}), found '{dtype}'", _tok_span(dtype))
+        return str(dtype)
 
     def combine(self, meta, items):
         name, count = items
-        return str(name) if count is None else f"{name}({int(count)})"
+        policy = str(name) if count is None else f"{name}({int(count)})"
+        valid = policy in COMBINE_POLICIES or (name == "segments" and count is not None and int(count) >= 1)
+        if not valid:
+            raise SourceError(
+                f"unknown combine policy '{policy}'; expected {', '.join(COMBINE_POLICIES)} or segments(N) with N >= 1",
+                ast.Span(name.line, name.column, meta.end_line, meta.end_column),
+            )
+        return policy
 
     # -------------------------------------------------- schedules
 
@@ -325,8 +380,13 @@ _TERMINAL_WORDS = {
 }
 _OPERATORS = {"PLUS", "MINUS", "STAR", "SLASH", "DSLASH", "PERCENT"}
 _EXPRESSION_START = {"NAME", "INT", "FLOAT", "LPAR"}
+# Tokens that could merely continue what came before (an index after a
+# name, a comparison, 'accum' after a reduction body...).  Listing them is
+# noise when something structural (a closer, ',', end of line) also fits.
+_CONTINUATIONS = _OPERATORS | {"LSQB", "LPAR", "CMP", "ACCUM", "COMBINE", "AND", "COLON", "DOT"}
 # Preferred order when several things are expected.
-_ORDER = ["RSQB", "RPAR", "RBRACE", "COMMA", "COLON", "EQUAL", "LSQB", "LPAR", "LBRACE", "MINUS_GT"]
+_ORDER = ["CONST", "PARAM", "KERNEL", "SCHEDULE", "RSQB", "RPAR", "RBRACE", "COMMA", "COLON", "EQUAL", "LSQB", "LPAR", "LBRACE", "_ARROW"]
+_TOP_LEVEL = {"CONST", "PARAM", "KERNEL", "SCHEDULE"}
 
 
 def _found(tok: Token) -> str:
@@ -340,7 +400,7 @@ def _found(tok: Token) -> str:
 def _terminal_word(name: str, parser: Lark) -> str:
     if name in _TERMINAL_WORDS:
         return _TERMINAL_WORDS[name]
-    term = parser.get_terminal(name) if name in {t.name for t in parser.terminals} else None
+    term = next((t for t in parser.terminals if t.name == name), None)
     if term is not None and term.pattern.type == "str":
         return f"'{term.pattern.value}'"
     return name.lower()
@@ -350,20 +410,39 @@ def _expected_words(expected: set[str], parser: Lark) -> list[str]:
     """Turn the parser's expected terminals into a short list of phrases."""
     expected = set(expected)
     words: list[str] = []
-    if _EXPRESSION_START <= expected | {"FLOAT"} and "NAME" in expected and "LPAR" in expected:
+    if {"NAME", "INT", "LPAR"} <= expected:
         # Anything that can start an expression: say so once.
         expected -= _EXPRESSION_START | {"MINUS"}
         words.append("an expression")
+    elif {"INT", "FLOAT"} <= expected:
+        expected -= {"INT", "FLOAT", "MINUS"}  # a (signed) number
+        words.append("a number")
+    if expected & _TOP_LEVEL or "_NL" in expected:
+        # Where a new declaration may start, or a line may end, the end of input fits too: no news.
+        expected.discard("$END")
+    if expected & _TOP_LEVEL:
+        expected.discard("_NL")
+    essential = expected - _CONTINUATIONS
+    if "_NL" in essential:
+        essential.discard("RBRACE")  # "end of line" already covers closing the block
     operators = expected & _OPERATORS
-    expected -= _OPERATORS
-    rest = sorted(expected, key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
-    words += [_terminal_word(n, parser) for n in rest if n != "_NL"]
-    if operators and not (expected & {"RSQB", "RPAR", "COMMA"}):
-        # Listing every operator is noise; mention them only where nothing structural fits.
+    if essential or words:
+        shown = essential
+        if operators and not essential & {"RSQB", "RPAR", "COMMA"}:
+            shown = shown | {"<operator>"}
+    else:
+        shown = expected
+    for name in sorted(shown - _OPERATORS - {"_NL", "<operator>"}, key=_order_key):
+        words.append(_terminal_word(name, parser))
+    if "<operator>" in shown or (shown & _OPERATORS):
         words.append("an operator")
-    if "_NL" in expected:
+    if "_NL" in shown:
         words.append("end of line")
     return words
+
+
+def _order_key(name: str) -> tuple[int, str]:
+    return (_ORDER.index(name) if name in _ORDER else len(_ORDER), name)
 
 
 def _join_or(words: list[str]) -> str:
@@ -374,9 +453,8 @@ def _join_or(words: list[str]) -> str:
 
 def _bracket_context(layout: _Layout, err_tok: Token) -> tuple[Optional[str], Optional[str]]:
     """(what the innermost open bracket holds, the closer it expects)."""
-    brackets = list(layout.brackets)
-    if brackets and brackets[-1][0] is err_tok:
-        brackets.pop()  # the bad token itself opened it
+    # The postlexer has already seen the bad token; use its state from before.
+    brackets = list(layout.brackets_before_last if err_tok is layout.last else layout.brackets)
     if not brackets:
         return None, None
     opener, before, before2 = brackets[-1]
@@ -390,7 +468,7 @@ def _bracket_context(layout: _Layout, err_tok: Token) -> tuple[Optional[str], Op
         if before2 is not None and before2.type == "KERNEL":
             return "parameter", closer
         return "argument", closer
-    if before is not None and before.type == "MINUS_GT":
+    if before is not None and before.type == "_ARROW":
         return "result", closer
     return "expression", closer
 

@@ -24,7 +24,9 @@ def bind(state: State, loop: LoopLike, axis) -> None:
     axis = _axis(axis)
     if node.pipeline:
         raise ScheduleError("bind", f"loop {node.name} is pipelined; a grid axis cannot be pipelined")
-    for other in walk_loops(state.tree.body):
+    # Each top-level loop nest is its own kernel launch, with its own grid.
+    nest = (state.tree.enclosing_loops(node) or [node])[0]
+    for other in [nest, *walk_loops(nest.body)]:
         if other.bind == axis and other is not node:
             raise ScheduleError("bind", f"grid.{axis} is already bound to loop {other.name}")
     check_parallel(state.model, state.deps, state.tree, node, "bind")

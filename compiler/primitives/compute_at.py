@@ -55,7 +55,8 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
     for node in _all_loops(tree):
         if stmt in node.exprs and not any(node is l for l in own_loops):
             del node.exprs[stmt]
-    _rename_clashes(moved, {l.name for l in target_path} | _names_below(target), stmt)
+    moved = _drop_determined_loops(tree, model.stmt(stmt), moved, placement)
+    _rename_clashes(moved, {l.name for l in target_path}, stmt)
     if after:
         target.body.append(moved)
     else:
@@ -145,10 +146,20 @@ def _loops_in(node: Node) -> list[Loop]:
     return [node] + list(walk_loops(node.body)) if isinstance(node, Loop) else []
 
 
-def _names_below(target: Loop) -> set[str]:
-    from ..tree import walk_loops
-
-    return {l.name for l in walk_loops(target.body)}
+def _drop_determined_loops(tree, stmt, moved: Node, placement) -> Node:
+    """Own loops with one iteration per placement (e.g. s.i under Y.i) are redundant: remove them."""
+    outer = pw_affs_to_map([d for dims in placement for d in dims], stmt.domain)
+    kept: list[Loop] = []
+    for loop in _loops_in(moved):
+        own = pw_affs_to_map(loop.exprs[stmt.name], stmt.domain)
+        pinned = outer.reverse().apply_range(own).is_single_valued()
+        if not (pinned and not any(b.at is loop for b in tree.buffers)):
+            kept.append(loop)
+    leaf: Node = Leaf(stmt.name)
+    for loop in reversed(kept):
+        loop.body = [leaf]
+        leaf = loop
+    return leaf
 
 
 def _rename_clashes(moved: Node, taken: set[str], stmt: str) -> None:

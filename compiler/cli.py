@@ -1,0 +1,192 @@
+"""The `tdsl` command line.
+
+    tdsl tree  PROG [--schedule NAME] [--format text|yaml]
+    tdsl check PROG [--schedule NAME | --all]
+    tdsl run   PROG --interp [--schedule NAME] [--size M=8,N=8] [--seed S]
+
+Exit codes: 0 success, 1 an illegal schedule or a result mismatch, 2 a
+usage, parse or schedule-misuse error.  User errors never show a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional
+
+from tdsl.frontend.diagnostics import TdslError
+
+# The interpreter executes one Python step per statement instance: refuse sizes that would take minutes.
+MAX_INTERPRETED_INSTANCES = 2_000_000
+
+
+def parse_sizes(text: Optional[str]) -> dict:
+    if not text:
+        return {}
+    sizes = {}
+    for item in text.split(","):
+        name, eq, value = item.strip().partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise TdslError(f"--size expects NAME=VALUE pairs separated by commas, got '{item.strip()}'")
+        try:
+            sizes[name.strip()] = int(value)
+        except ValueError:
+            raise TdslError(f"--size {name.strip()}: '{value}' is not an integer") from None
+        if sizes[name.strip()] < 1:
+            raise TdslError(f"--size {name.strip()}: sizes must be positive")
+    return sizes
+
+
+def _program(args):
+    from .api import load
+
+    return load(args.program, sizes=parse_sizes(getattr(args, "size", None)))
+
+
+def _default_schedule(prog, name: Optional[str]) -> Optional[str]:
+    """The schedule a command works on: the one named, else the program's first."""
+    if name is not None:
+        return None if name == "none" else name
+    return prog.schedule_names[0] if prog.schedule_names else None
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_tree(args) -> int:
+    from .tree_view import tree_text, yaml_text
+
+    prog = _program(args)
+    show = yaml_text if args.format == "yaml" else tree_text
+    name = _default_schedule(prog, args.schedule)
+    original = prog.schedule(None, kernel=args.kernel)
+    print("# before: program order")
+    print(show(original.model, original.tree))
+    if name is not None:
+        sched = prog.schedule(name, kernel=args.kernel)
+        print(f"\n# after: schedule {name}")
+        print(show(sched.model, sched.tree))
+    return 0
+
+
+def cmd_check(args) -> int:
+    prog = _program(args)
+    names = prog.schedule_names if args.all else [_default_schedule(prog, args.schedule)]
+    names = [n for n in names if n is not None]
+    if not names:
+        raise TdslError(f"{prog.filename} has no schedule to check")
+    status = 0
+    for name in names:
+        try:
+            sched = prog.schedule(name, kernel=args.kernel)
+        except TdslError as err:
+            if err.exit_code == 2 and not args.all:
+                raise
+            print(f"schedule {name}: illegal\n{err}" if err.exit_code == 1 else f"schedule {name}: error\n{err}")
+            status = max(status, err.exit_code) if status != 2 else 2
+            continue
+        print(f"schedule {name}: legal ({len(sched.trace)} steps, {len(sched.deps)} dependences checked)")
+    return status
+
+
+def cmd_run(args) -> int:
+    if not args.interp:
+        raise TdslError("tdsl run needs --interp (the reference interpreter); GPU targets are not built yet")
+    import numpy as np
+
+    from .dtypes import describe_difference
+    from .interpreter import interpret, random_inputs
+
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    original = prog.schedule(None, kernel=args.kernel)
+    model = original.model
+    if model.params:
+        raise TdslError(f"give a value to every param with --size: {', '.join(model.params)}")
+    count = sum(stmt.domain.count_val().to_python() for stmt in model.stmts)
+    if count > MAX_INTERPRETED_INSTANCES:
+        raise TdslError(
+            f"the interpreter would execute {count:,} statement instances; "
+            f"choose smaller sizes with --size (e.g. --size {','.join(f'{k}=8' for k in model.sizes if isinstance(model.sizes[k], int))})"
+        )
+    inputs = random_inputs(model, args.seed)
+    reference = interpret(model, original.time_map(), inputs)
+    print(f"kernel {model.name}: {count:,} instances, seed {args.seed}")
+    if name is None:
+        _print_outputs(model, reference)
+        return 0
+    sched = prog.schedule(name, kernel=args.kernel)
+    result = interpret(sched.model, sched.time_map(), inputs)
+    status = 0
+    for tensor in model.outputs():
+        a, b = reference[tensor.name], result[tensor.name]
+        same = np.array_equal(a.view(np.uint8), b.view(np.uint8))
+        verdict = "bit-identical" if same else "DIFFERENT"
+        print(f"  {tensor.name} {list(a.shape)} {tensor.dtype}: schedule {name} vs program order: {verdict}")
+        if not same:
+            print("    " + describe_difference(a, b))
+            status = 1
+    return status
+
+
+def _print_outputs(model, outputs) -> None:
+    import numpy as np
+
+    for tensor in model.outputs():
+        values = outputs[tensor.name].astype(np.float32)
+        print(f"  {tensor.name} {list(values.shape)} {tensor.dtype}: mean {values.mean():.6g}, max |x| {np.abs(values).max():.6g}")
+
+
+# ---------------------------------------------------------------- argument parsing
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tdsl",
+        description="tdsl: a polyhedral scheduling compiler for tensor kernels.",
+        epilog="Exit codes: 0 ok, 1 illegal schedule or mismatch, 2 usage/parse error.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def common(p, schedule=True):
+        p.add_argument("program", metavar="PROG", help="a .tdsl file")
+        p.add_argument("--kernel", help="the kernel to use when the file holds several")
+        p.add_argument("--size", metavar="M=8,N=8", help="override const sizes / bind params")
+        if schedule:
+            p.add_argument("--schedule", metavar="NAME", help="a schedule block of PROG (default: the first; 'none': program order)")
+
+    p = sub.add_parser("tree", help="print the schedule tree before and after scheduling")
+    common(p)
+    p.add_argument("--format", choices=("text", "yaml"), default="text", help="readable tree or isl's YAML")
+    p.set_defaults(func=cmd_tree)
+
+    p = sub.add_parser("check", help="check a schedule's legality (exit 0 legal, 1 illegal)")
+    common(p)
+    p.add_argument("--all", action="store_true", help="check every schedule block of PROG")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("run", help="run a program on random inputs and compare the schedule with program order")
+    common(p)
+    p.add_argument("--interp", action="store_true", help="use the reference interpreter")
+    p.add_argument("--seed", type=int, default=0, help="random seed for the inputs")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except TdslError as err:
+        print(str(err), file=sys.stderr)
+        return err.exit_code
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

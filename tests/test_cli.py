@@ -1,0 +1,90 @@
+"""The command line: exit codes 0 / 1 / 2, readable output, never a traceback for a user mistake."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, ROOT
+
+
+def tdsl(*args, cwd=ROOT):
+    proc = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", *args], capture_output=True, text=True, cwd=cwd)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_help():
+    proc = tdsl("--help")
+    assert proc.returncode == 0
+    for command in ("tree", "check", "run"):
+        assert command in proc.stdout
+    for command in ("tree", "check", "run"):
+        assert tdsl(command, "--help").returncode == 0
+
+
+def test_tree_of_gemm_shows_the_chapter_structure():
+    proc = tdsl("tree", "examples/gemm.tdsl")
+    assert proc.returncode == 0, proc.stderr
+    after = proc.stdout.split("# after: schedule tiled")[1].splitlines()
+    assert after[1].startswith("Domain { C[i, j, k]")
+    assert after[2] == "└── Band {io, jo, ko}"
+    assert after[3].strip() == "│   C: io = floor(i/64)   jo = floor(j/64)   ko = floor(k/32)"
+    assert after[4].strip() == "└── Band {ii, jj, kk}"
+    assert after[5].strip() == "│   C: ii = i mod 64   jj = j mod 64   kk = k mod 32"
+    before = proc.stdout.split("# after")[0]
+    assert "Band {i, j, k}" in before
+
+
+def test_tree_yaml_is_isl_yaml():
+    proc = tdsl("tree", "examples/gemm_silu.tdsl", "--format", "yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert "domain:" in proc.stdout and "schedule:" in proc.stdout and "sequence:" in proc.stdout
+    assert "floor((k)/32)" in proc.stdout
+
+
+def test_check_exit_codes():
+    legal = tdsl("check", "examples/gemm_silu.tdsl", "--schedule", "fused")
+    assert legal.returncode == 0 and "legal" in legal.stdout
+    illegal = tdsl("check", "examples/gemm_silu.tdsl", "--schedule", "silu_in_ko")
+    assert illegal.returncode == 1
+    err = illegal.stderr
+    assert "examples/gemm_silu.tdsl:" in err and "reverse_compute_at is illegal [rule reduction-incomplete]" in err
+    assert "C(i=0, j=0, k=32) must run before Y(i=0, j=0)" in err
+    everything = tdsl("check", "examples/softmax.tdsl", "--all")
+    assert everything.returncode == 1
+    assert "schedule row_fused: legal" in everything.stdout and "schedule normalize_early: illegal" in everything.stdout
+
+
+def test_usage_and_parse_errors_exit_2(tmp_path):
+    assert tdsl("check", "missing.tdsl").returncode == 2
+    bad = tmp_path / "bad.tdsl"
+    bad.write_text("const M = 4\nkernel k(A: f32[M]) -> (B: f32[M]) {\n  B[i] = A[i] +\n}\n")
+    proc = tdsl("check", str(bad))
+    assert proc.returncode == 2 and f"{bad}:3:" in proc.stderr
+    assert tdsl("check", "examples/gemm.tdsl", "--schedule", "nope").returncode == 2
+    assert tdsl("run", "examples/gemm.tdsl", "--interp", "--size", "M=x").returncode == 2
+    assert tdsl("run", "examples/gemm.tdsl", "--interp", "--size", "Q=3").returncode == 2
+    assert tdsl("bogus").returncode == 2
+
+
+def test_schedule_misuse_in_a_file_points_at_the_step(tmp_path):
+    prog = tmp_path / "misuse.tdsl"
+    prog.write_text(
+        "const N = 8\nkernel k(A: f32[N]) -> (B: f32[N]) {\n  B[i] = A[i]\n}\nschedule s {\n  io, ii = split(B.q, 4)\n}\n"
+    )
+    proc = tdsl("check", str(prog))
+    assert proc.returncode == 2
+    assert f"{prog}:6:3: error: split: statement B has no loop 'q'; its loops are i" in proc.stderr
+    assert "^" in proc.stderr
+
+
+def test_run_interp_compares_schedule_with_program_order():
+    proc = tdsl("run", "examples/gemm_silu.tdsl", "--interp", "--size", "M=9,N=70,K=40", "--seed", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "Y [9, 70] bf16: schedule fused vs program order: bit-identical" in proc.stdout
+
+
+def test_run_interp_refuses_huge_sizes():
+    proc = tdsl("run", "examples/gemm.tdsl", "--interp")
+    assert proc.returncode == 2 and "choose smaller sizes with --size" in proc.stderr

@@ -1,0 +1,99 @@
+"""The polyhedral model of GEMM equals hand-written isl: domains, accesses, dependences."""
+
+import islpy as isl
+import pytest
+
+from tdsl.compiler.api import loads
+from tdsl.compiler.dependences import compute_dependences
+from tdsl.frontend.diagnostics import SourceError
+
+GEMM = """
+const M = 64, N = 48, K = 32
+kernel gemm(A: bf16[M, K], B: bf16[K, N]) -> (C: f32[M, N]) {
+  C[i, j] = sum(k) A[i, k] * B[k, j] accum f32
+}
+"""
+
+GEMM_SILU_PARAM = """
+param M
+const N = 16, K = 8
+kernel gemm_silu(A: bf16[M, K], W: bf16[K, N]) -> (Y: bf16[M, N]) {
+  C[i, j]: bf16 = sum(k) A[i, k] * W[k, j] accum f32
+  Y[i, j] = silu(C[i, j])
+}
+"""
+
+
+def test_gemm_domain_and_accesses_equal_hand_written_isl():
+    model = loads(GEMM).model()
+    (c,) = model.stmts
+    assert c.domain.is_equal(isl.Set("{ C[i, j, k] : 0 <= i < 64 and 0 <= j < 48 and 0 <= k < 32 }"))
+    reads = {a.tensor: a.relation for a in c.reads}
+    assert reads["A"].is_equal(isl.Map("{ C[i, j, k] -> A[i, k] : 0 <= i < 64 and 0 <= j < 48 and 0 <= k < 32 }"))
+    assert reads["B"].is_equal(isl.Map("{ C[i, j, k] -> B[k, j] : 0 <= i < 64 and 0 <= j < 48 and 0 <= k < 32 }"))
+    assert c.write.relation.is_equal(isl.Map("{ C[i, j, k] -> C[i, j] : 0 <= i < 64 and 0 <= j < 48 and 0 <= k < 32 }"))
+    assert (c.dtype, c.reduce_op, c.accum_dtype, c.red_iters) == ("f32", "sum", "f32", ["k"])
+
+
+def test_gemm_dependences_are_the_reduction_chain():
+    model = loads(GEMM).model()
+    deps = compute_dependences(model)
+    assert [(d.kind, d.src, d.dst) for d in deps] == [("reduction", "C", "C")]
+    expected = isl.Map(
+        "{ C[i, j, k] -> C[i, j, k2] : 0 <= i < 64 and 0 <= j < 48 and 0 <= k < k2 < 32 }"
+    )
+    assert deps[0].relation.is_equal(expected)
+
+
+def test_symbolic_param_stays_an_isl_parameter():
+    model = loads(GEMM_SILU_PARAM).model()
+    assert model.params == ["M"]
+    y = model.stmt("Y")
+    assert y.domain.is_equal(isl.Set("[M] -> { Y[i, j] : M > 0 and 0 <= i < M and 0 <= j < 16 }"))
+    flow = [d for d in compute_dependences(model) if d.kind == "flow"]
+    assert len(flow) == 1 and (flow[0].src, flow[0].dst, flow[0].tensor) == ("C", "Y", "C")
+    expected = isl.Map("[M] -> { C[i, j, k] -> Y[i, j] : M > 0 and 0 <= i < M and 0 <= j < 16 and 0 <= k < 8 }")
+    assert flow[0].relation.is_equal(expected)
+
+
+def test_size_override_binds_a_param():
+    model = loads(GEMM_SILU_PARAM).model(sizes={"M": 4})
+    assert model.params == []
+    assert model.stmt("Y").domain.count_val().to_python() == 4 * 16
+
+
+def test_causal_domain_from_conditions():
+    text = """
+const L = 6
+kernel causal(X: f32[L, L]) -> (Y: f32[L]) {
+  Y[i] = max(j : j <= i) X[i, j]
+}
+"""
+    model = loads(text).model()
+    assert model.stmt("Y").domain.is_equal(isl.Set("{ Y[i, j] : 0 <= j <= i < 6 }"))
+
+
+def test_shifted_read_out_of_bounds_is_a_located_error():
+    text = """
+const N = 8
+kernel shift(X: f32[N]) -> (Y: f32[N]) {
+  Y[i] = X[i + 1]
+}
+"""
+    with pytest.raises(SourceError) as err:
+        loads(text, "shift.tdsl").model()
+    message = str(err.value)
+    assert message.startswith("shift.tdsl:4:10: error: X[i + 1] reads outside X (shape [8]): Y(i=7) reads X[8]")
+
+
+def test_read_of_undefined_element_is_a_located_error():
+    text = """
+const L = 4
+kernel tri(X: f32[L, L]) -> (Y: f32[L, L]) {
+  P[i, j : j <= i] = X[i, j]
+  Y[i, j] = P[i, j]
+}
+"""
+    with pytest.raises(SourceError) as err:
+        loads(text, "tri.tdsl").model()
+    assert "P[i, j] reads an element of P that no instance of P writes: Y(i=0, j=1) reads P[0, 1]" in str(err.value)
