@@ -80,10 +80,11 @@ def cmd_check(args) -> int:
         try:
             sched = prog.schedule(name, kernel=args.kernel)
         except TdslError as err:
-            if err.exit_code == 2 and not args.all:
+            if not args.all:
                 raise
-            print(f"schedule {name}: illegal\n{err}" if err.exit_code == 1 else f"schedule {name}: error\n{err}")
-            status = max(status, err.exit_code) if status != 2 else 2
+            verdict = "illegal" if err.exit_code == 1 else "error"
+            print(f"schedule {name}: {verdict}\n{err}")
+            status = 2 if 2 in (status, err.exit_code) else 1
             continue
         print(f"schedule {name}: legal ({len(sched.trace)} steps, {len(sched.deps)} dependences checked)")
     return status

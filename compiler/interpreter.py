@@ -841,9 +841,12 @@ def run(
 ) -> dict[str, np.ndarray]:
     """Execute the statement instances `order` (a sequence of (stmt name, point)) in turn.
 
+    A point lists the statement's iterators in `stmt.iters` order (LHS, then reduction).
     `inputs` holds every input tensor (any float array; values are rounded to the
-    tensor's dtype).  Returns every output and temp tensor in its storage numpy dtype.
-    With `trace=Trace()`, fills the per-element instance counts and the early reads.
+    tensor's dtype).  Returns every output and temp tensor as an array of its
+    `Tensor.dtype` storage numpy dtype (stores round to `Stmt.dtype`; the two agree in
+    a well-formed model).  Never-written elements are NaN.  With `trace=Trace()`, fills
+    the per-element instance counts and the early reads.
     """
     state = _init_state(model, inputs)
     if trace is not None:

@@ -614,3 +614,24 @@ def test_performance_instances_per_second():
     rate = n / (t2 - t0)
     print(f"\n{n} instances: order {t1 - t0:.4f} s, run {t2 - t1:.4f} s, {rate:,.0f} instances/s")
     assert rate > 20_000
+
+
+def test_fallbacks_give_the_same_order(monkeypatch):
+    m = gemm_silu_model(3, 4, 3)
+    sched = isl.UnionMap(
+        "{ C[i, j, k] -> [floor(i/2), j mod 2, floor(j/2), i, k]; D[i, j] -> [floor(i/2), j mod 2, floor(j/2), i, 7] }"
+    )
+    want = interp.instances_in_order(m, sched)
+
+    def refuse(*a, **k):
+        raise NotImplementedError("forced")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(interp, "_ast_expr_eval", refuse)
+        assert interp.instances_in_order(m, sched) == want
+    with monkeypatch.context() as mp:
+        mp.setattr(interp, "_BOX_LIMIT", 1)
+        assert interp.instances_in_order(m, sched) == want
+    # the order is the lexicographic order of the time vectors
+    times = [(i // 2, j % 2, j // 2, i, k if s == "C" else 7) for s, p in want for (i, j, k) in [tuple(p) + (0,) * (3 - len(p))]]
+    assert times == sorted(times)
