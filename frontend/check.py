@@ -90,6 +90,8 @@ def check_program(program: ast.Program) -> dict[str, KernelInfo]:
         return kernels
     except SourceError as err:
         raise err.located(program.source, program.filename)
+    except RecursionError:
+        raise SourceError("the program is nested too deeply", None).located(program.source, program.filename) from None
 
 
 def load_source(text: str, filename: str = "<string>") -> tuple[ast.Program, dict[str, KernelInfo]]:
@@ -130,10 +132,20 @@ def _word_span(span: ast.Span, word: str) -> ast.Span:
     return ast.Span(span.line, span.column, span.line, span.column + len(word))
 
 
+def _header(block: ast.ScheduleBlock) -> ast.Span:
+    # Blocks span many lines; point at their `schedule` keyword.
+    return _word_span(block.span, "schedule")
+
+
 def _plural(count: int, noun: str) -> str:
     if noun == "index":
         return f"{count} {'index' if count == 1 else 'indices'}"
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _is_headless_reduction(expr: ast.Expr) -> bool:
+    """`sum(k)` / `max(k)` parsed as a call: what `sum(k) -x` turns into."""
+    return isinstance(expr, ast.Call) and expr.func in REDUCTIONS and (expr.func == "sum" or len(expr.args) != 2)
 
 
 def _is_float_const(decl: ast.SizeDecl) -> bool:
@@ -160,7 +172,7 @@ def _check_kernels(kernels: list[ast.Kernel], sizes: dict[str, ast.SizeDecl]) ->
     for kernel in kernels:
         if kernel.name in infos:
             first = infos[kernel.name].kernel.span.line
-            _fail(f"duplicate definition of kernel '{kernel.name}' (first defined at line {first})", kernel.span)
+            _fail(f"duplicate definition of kernel '{kernel.name}' (first defined at line {first})", _word_span(kernel.span, "kernel"))
         infos[kernel.name] = _KernelChecker(kernel, sizes).run()
     return infos
 
@@ -171,20 +183,20 @@ def _attach_schedules(blocks: list[ast.ScheduleBlock], kernels: dict[str, Kernel
     for block in blocks:
         if block.name in seen:
             first = seen[block.name].span.line
-            _fail(f"duplicate definition of schedule '{block.name}' (first defined at line {first})", block.span)
+            _fail(f"duplicate definition of schedule '{block.name}' (first defined at line {first})", _header(block))
         seen[block.name] = block
         if block.kernel is not None:
             if block.kernel not in kernels:
                 hint = _did_you_mean(block.kernel, kernels)
-                _fail(f"unknown kernel '{block.kernel}' in schedule '{block.name}'{hint}", block.span)
+                _fail(f"unknown kernel '{block.kernel}' in schedule '{block.name}'{hint}", _header(block))
             kernels[block.kernel].schedules.append(block)
         elif not kernels:
-            _fail(f"schedule '{block.name}' has no kernel to apply to: the program defines no kernel", block.span)
+            _fail(f"schedule '{block.name}' has no kernel to apply to: the program defines no kernel", _header(block))
         elif len(kernels) > 1:
             _fail(
                 f"schedule '{block.name}' must name its kernel ('schedule {block.name} for KERNEL'): "
                 f"the program defines several ({', '.join(kernels)})",
-                block.span,
+                _header(block),
             )
         else:
             next(iter(kernels.values())).schedules.append(block)
@@ -361,6 +373,11 @@ class _KernelChecker:
         if isinstance(expr, ast.Name):
             self._value_name(expr, scope)
         elif isinstance(expr, ast.BinOp):
+            if expr.op == "-" and _is_headless_reduction(expr.lhs):
+                _fail(
+                    f"a reduction body cannot start with '-'; put it in parentheses, as in '{expr.lhs.func}(k) (-A[i, k])'",
+                    expr.span,
+                )
             if expr.op in ("//", "%"):
                 _fail(f"'{expr.op}' is only allowed in indices and conditions; use '/' for division of values", expr.span)
             self._value(expr.lhs, scope)

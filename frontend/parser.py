@@ -426,6 +426,9 @@ def _expected_words(expected: set[str], parser: Lark) -> list[str]:
     if "_NL" in essential:
         essential.discard("RBRACE")  # "end of line" already covers closing the block
     operators = expected & _OPERATORS
+    if operators == {"MINUS"} and expected & {"INT", "FLOAT"}:
+        operators = set()  # just the sign of a number
+        expected.discard("MINUS")
     if essential or words:
         shown = essential
         if operators and not essential & {"RSQB", "RPAR", "COMMA"}:
@@ -478,7 +481,8 @@ def _syntax_message(err: UnexpectedToken, parser: Lark, layout: _Layout) -> str:
     words = _expected_words(expected, parser)
     context, closer = _bracket_context(layout, err.token)
     where = ""
-    if context and closer in expected and err.token.type != "$END":
+    if context and {closer, "COMMA"} <= set(expected) and err.token.type != "$END":
+        # An element was just completed ("expected ']' or ',' after index").
         where = f" after {context}"
     if not words:
         return f"unexpected {_found(err.token)}"

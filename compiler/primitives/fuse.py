@@ -31,9 +31,8 @@ def fuse(state: State, first: LoopLike, second: LoopLike, name=None) -> str:
     if a is b:
         raise ScheduleError("fuse", f"cannot fuse loop {a.name} with itself")
     if a.body == [b]:
-        result = _fuse_nested(state, a, b, name)
-    else:
-        result = _fuse_siblings(state, a, b, name)
+        return _fuse_nested(state, a, b, name)  # same lexicographic order: legal by construction
+    result = _fuse_siblings(state, a, b, name)
     check_dependences(state.model, state.deps, state.tree, "fuse")
     return result
 

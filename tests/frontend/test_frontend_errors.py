@@ -1,0 +1,1083 @@
+"""One test per error message of the frontend.
+
+Each case is a small program with exactly one mistake and the full
+rendered diagnostic: `file:line:col: error: message`, the source line and
+the caret line.  See docs/language.md for the list of messages.
+"""
+
+import textwrap
+
+import pytest
+
+from tdsl.frontend.check import load_source
+from tdsl.frontend.diagnostics import SourceError
+
+
+def _text(block: str) -> str:
+    return textwrap.dedent(block).strip("\n")
+
+
+# name -> (program, expected diagnostic)
+CASES = {
+    # ------------------------------------------------------------ syntax
+    "unexpected_character": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i] $ 2
+        }
+        """,
+        """
+        prog.tdsl:3:15: error: unexpected character '$'
+            Y[i] = A[i] $ 2
+                        ^
+        """,
+    ),
+    "expected_after_index": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i foo]
+        }
+        """,
+        """
+        prog.tdsl:3:14: error: expected ']' or ',' after index, found 'foo'
+            Y[i] = A[i foo]
+                       ^^^
+        """,
+    ),
+    "expected_after_dimension": (
+        """
+        const M = 8, N = 8
+        kernel f(A: f32[M N]) -> Y: f32[N] {
+          Y[i] = 0
+        }
+        """,
+        """
+        prog.tdsl:2:19: error: expected ']' or ',' after dimension, found 'N'
+          kernel f(A: f32[M N]) -> Y: f32[N] {
+                            ^
+        """,
+    ),
+    "expected_after_argument": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = max(A[i] 2)
+        }
+        """,
+        """
+        prog.tdsl:3:19: error: expected ')' or ',' after argument, found '2'
+            Y[i] = max(A[i] 2)
+                            ^
+        """,
+    ),
+    "expected_after_parameter": (
+        """
+        const N = 8
+        kernel f(A: f32[N] -> Y: f32[N] {
+          Y[i] = 0
+        }
+        """,
+        """
+        prog.tdsl:2:20: error: expected ')' or ',' after parameter, found '->'
+          kernel f(A: f32[N] -> Y: f32[N] {
+                             ^^
+        """,
+    ),
+    "expected_expression": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i] *
+        }
+        """,
+        """
+        prog.tdsl:3:16: error: expected an expression, found end of line
+            Y[i] = A[i] *
+                         ^
+        """,
+    ),
+    "expected_operator_or_end_of_line": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i] A[i]
+        }
+        """,
+        """
+        prog.tdsl:3:15: error: expected an operator or end of line, found 'A'
+            Y[i] = A[i] A[i]
+                        ^
+        """,
+    ),
+    "expected_end_of_input": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i]
+        """,
+        """
+        prog.tdsl:3:14: error: expected '}' or a name, found end of input
+            Y[i] = A[i]
+                       ^
+        """,
+    ),
+    "expected_top_level": (
+        """
+        const N = 8
+        Y[i] = 0
+        """,
+        """
+        prog.tdsl:2:1: error: expected 'const', 'param', 'kernel' or 'schedule', found 'Y'
+          Y[i] = 0
+          ^
+        """,
+    ),
+    "expected_number": (
+        """
+        const N = M
+        """,
+        """
+        prog.tdsl:1:11: error: expected a number, found 'M'
+          const N = M
+                    ^
+        """,
+    ),
+    "semicolon_inside_brackets": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i; 0] }
+        """,
+        """
+        prog.tdsl:2:46: error: expected ']' or ',' after index, found ';'
+          kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i; 0] }
+                                                       ^
+        """,
+    ),
+    "expected_schedule_step": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        schedule s {
+          a, b split(Y.i, 4)
+        }
+        """,
+        """
+        prog.tdsl:4:8: error: expected ',' or '=', found 'split'
+            a, b split(Y.i, 4)
+                 ^^^^^
+        """,
+    ),
+    "lhs_index_not_plain": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i + 1] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:3:5: error: left-hand index 'i + 1' must be a plain iterator name (each one defines an iterator of the statement)
+            Y[i + 1] = A[i]
+              ^^^^^
+        """,
+    ),
+    "reduction_iterator_not_plain": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(2 * k) A[i, k]
+        }
+        """,
+        """
+        prog.tdsl:3:14: error: reduction iterator '2 * k' must be a plain name
+            Y[i] = sum(2 * k) A[i, k]
+                       ^^^^^
+        """,
+    ),
+    "unknown_dtype": (
+        """
+        const N = 8
+        kernel f(A: i32[N]) -> Y: f32[N] {
+          Y[i] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:2:13: error: unknown dtype 'i32'; expected one of bf16, f16, f32, f8e4m3
+          kernel f(A: i32[N]) -> Y: f32[N] {
+                      ^^^
+        """,
+    ),
+    "unknown_dtype_annotation": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          T[i]: f64 = A[i]
+          Y[i] = T[i]
+        }
+        """,
+        """
+        prog.tdsl:3:9: error: unknown dtype 'f64'; expected one of bf16, f16, f32, f8e4m3
+            T[i]: f64 = A[i]
+                  ^^^
+        """,
+    ),
+    "accum_not_a_float_dtype": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(k) A[i, k] accum i32
+        }
+        """,
+        """
+        prog.tdsl:3:31: error: accum expects a float dtype (bf16, f16, f32, f8e4m3), found 'i32'
+            Y[i] = sum(k) A[i, k] accum i32
+                                        ^^^
+        """,
+    ),
+    "unknown_combine_policy": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(k) A[i, k] combine fast
+        }
+        """,
+        """
+        prog.tdsl:3:33: error: unknown combine policy 'fast'; expected reassoc, deterministic, strict or segments(N) with N >= 1
+            Y[i] = sum(k) A[i, k] combine fast
+                                          ^^^^
+        """,
+    ),
+    "combine_segments_zero": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(k) A[i, k] combine segments(0)
+        }
+        """,
+        """
+        prog.tdsl:3:33: error: unknown combine policy 'segments(0)'; expected reassoc, deterministic, strict or segments(N) with N >= 1
+            Y[i] = sum(k) A[i, k] combine segments(0)
+                                          ^^^^^^^^^^^
+        """,
+    ),
+    # ------------------------------------------------------------ declarations
+    "inf_is_reserved": (
+        """
+        const inf = 3
+        """,
+        """
+        prog.tdsl:1:7: error: 'inf' is reserved for the float infinity and cannot name a size
+          const inf = 3
+                ^^^^^^^
+        """,
+    ),
+    "duplicate_size": (
+        """
+        const M = 8, N = 8
+        param B, M
+        """,
+        """
+        prog.tdsl:2:10: error: duplicate definition of size 'M' (first defined at line 1)
+          param B, M
+                   ^
+        """,
+    ),
+    "duplicate_kernel": (
+        """
+        const N = 8
+        kernel f() -> Y: f32[N] { Y[i] = 1 }
+        kernel f() -> Y: f32[N] { Y[i] = 2 }
+        """,
+        """
+        prog.tdsl:3:1: error: duplicate definition of kernel 'f' (first defined at line 2)
+          kernel f() -> Y: f32[N] { Y[i] = 2 }
+          ^^^^^^
+        """,
+    ),
+    "duplicate_tensor": (
+        """
+        const N = 8
+        kernel f(A: f32[N], A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:2:21: error: duplicate definition of tensor 'A' (first defined at line 2)
+          kernel f(A: f32[N], A: f32[N]) -> Y: f32[N] {
+                              ^^^^^^^^^
+        """,
+    ),
+    "duplicate_result": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> (Y: f32[N], A: f32[N]) {
+          Y[i] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:2:36: error: duplicate definition of tensor 'A' (first defined at line 2)
+          kernel f(A: f32[N]) -> (Y: f32[N], A: f32[N]) {
+                                             ^^^^^^^^^
+        """,
+    ),
+    "tensor_named_like_size": (
+        """
+        const N = 8
+        kernel f(N: f32[8]) -> Y: f32[8] {
+          Y[i] = 0
+        }
+        """,
+        """
+        prog.tdsl:2:10: error: tensor 'N' has the same name as the size defined at line 1
+          kernel f(N: f32[8]) -> Y: f32[8] {
+                   ^^^^^^^^^
+        """,
+    ),
+    "unknown_size": (
+        """
+        const N = 8
+        kernel f(A: f32[NN]) -> Y: f32[N] {
+          Y[i] = 0
+        }
+        """,
+        """
+        prog.tdsl:2:17: error: unknown size 'NN'; did you mean 'N'?
+          kernel f(A: f32[NN]) -> Y: f32[N] {
+                          ^^
+        """,
+    ),
+    "float_const_as_size": (
+        """
+        const N = 8
+        const eps = 1e-6
+        kernel f(A: f32[eps]) -> Y: f32[N] {
+          Y[i] = 0
+        }
+        """,
+        """
+        prog.tdsl:3:17: error: float constant 'eps' cannot be used in a tensor dimension; only int sizes can
+          kernel f(A: f32[eps]) -> Y: f32[N] {
+                          ^^^
+        """,
+    ),
+    "non_affine_dimension": (
+        """
+        param B
+        kernel f(A: f32[B * B]) -> Y: f32[B] {
+          Y[i] = 0
+        }
+        """,
+        """
+        prog.tdsl:2:17: error: a tensor dimension must be affine, but 'B * B' multiplies two non-constant terms
+          kernel f(A: f32[B * B]) -> Y: f32[B] {
+                          ^^^^^
+        """,
+    ),
+    "result_never_computed": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> (Y: f32[N], Z: f32[N]) {
+          Y[i] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:2:36: error: result 'Z' is never computed
+          kernel f(A: f32[N]) -> (Y: f32[N], Z: f32[N]) {
+                                             ^^^^^^^^^
+        """,
+    ),
+    # ------------------------------------------------------------ statements
+    "write_kernel_input": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          A[i] = 0
+          Y[i] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:3:3: error: cannot write kernel input 'A'
+            A[i] = 0
+            ^
+        """,
+    ),
+    "written_twice": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i]
+          Y[i] = 2 * A[i]
+        }
+        """,
+        """
+        prog.tdsl:4:3: error: tensor 'Y' is written twice (first written at line 3)
+            Y[i] = 2 * A[i]
+            ^
+        """,
+    ),
+    "rank_mismatch_write": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N, N] {
+          Y[i] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:3:3: error: tensor 'Y' has rank 2 but is indexed with 1 index
+            Y[i] = A[i]
+            ^
+        """,
+    ),
+    "rank_mismatch_read": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: tensor 'A' has rank 2 but is indexed with 1 index
+            Y[i] = A[i]
+                   ^^^^
+        """,
+    ),
+    "rank_mismatch_temporary": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          T[i] = A[i]
+          Y[i] = T[i, 0]
+        }
+        """,
+        """
+        prog.tdsl:4:10: error: tensor 'T' has rank 1 but is indexed with 2 indices
+            Y[i] = T[i, 0]
+                   ^^^^^^^
+        """,
+    ),
+    "size_as_iterator": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[N] = A[0]
+        }
+        """,
+        """
+        prog.tdsl:3:5: error: 'N' is a size, not an iterator; iterators need fresh names
+            Y[N] = A[0]
+              ^
+        """,
+    ),
+    "float_const_as_iterator": (
+        """
+        const N = 8
+        const eps = 1e-6
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(eps) A[i, 0]
+        }
+        """,
+        """
+        prog.tdsl:4:14: error: 'eps' is a float constant, not an iterator; iterators need fresh names
+            Y[i] = sum(eps) A[i, 0]
+                       ^^^
+        """,
+    ),
+    "tensor_as_iterator": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[A] = 0
+        }
+        """,
+        """
+        prog.tdsl:3:5: error: 'A' is a tensor, not an iterator; iterators need fresh names
+            Y[A] = 0
+              ^
+        """,
+    ),
+    "lhs_iterator_twice": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N, N] {
+          Y[i, i] = A[i, i]
+        }
+        """,
+        """
+        prog.tdsl:3:8: error: iterator 'i' appears twice on the left-hand side
+            Y[i, i] = A[i, i]
+                 ^
+        """,
+    ),
+    "reduction_iterator_twice": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(k, k) A[i, k]
+        }
+        """,
+        """
+        prog.tdsl:3:17: error: iterator 'k' appears twice in the reduction
+            Y[i] = sum(k, k) A[i, k]
+                          ^
+        """,
+    ),
+    "reduction_shadows_lhs": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(i) A[i, i]
+        }
+        """,
+        """
+        prog.tdsl:3:14: error: reduction iterator 'i' shadows the left-hand iterator 'i'
+            Y[i] = sum(i) A[i, i]
+                       ^
+        """,
+    ),
+    "dtype_conflicts_with_result": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: bf16[N] {
+          Y[i]: f32 = A[i]
+        }
+        """,
+        """
+        prog.tdsl:3:3: error: dtype annotation 'f32' conflicts with the declared dtype 'bf16' of result 'Y'
+            Y[i]: f32 = A[i]
+            ^
+        """,
+    ),
+    "unknown_reduction": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = prod(k) A[i, k]
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: unknown reduction 'prod'; expected sum or max
+            Y[i] = prod(k) A[i, k]
+                   ^^^^
+        """,
+    ),
+    "not_equal_in_condition": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N, N] {
+          Y[i, j : i != j] = A[i, j]
+        }
+        """,
+        """
+        prog.tdsl:3:12: error: '!=' is not affine and cannot be used in a condition; split the domain with '<' and '>'
+            Y[i, j : i != j] = A[i, j]
+                     ^^^^^^
+        """,
+    ),
+    "condition_uses_unknown_name": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i : k < 4] = sum(k) A[i, k]
+        }
+        """,
+        """
+        prog.tdsl:3:9: error: 'k' is not an iterator of this statement, a size or a constant
+            Y[i : k < 4] = sum(k) A[i, k]
+                  ^
+        """,
+    ),
+    # ------------------------------------------------------------ values
+    "floor_division_in_value": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i] // 2
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: '//' is only allowed in indices and conditions; use '/' for division of values
+            Y[i] = A[i] // 2
+                   ^^^^^^^^^
+        """,
+    ),
+    "comparison_outside_where": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i] < 2.0
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: a comparison is only allowed as the first argument of where(...)
+            Y[i] = A[i] < 2.0
+                   ^^^^^^^^^^
+        """,
+    ),
+    "where_needs_comparison": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = where(A[i], 1.0, 0.0)
+        }
+        """,
+        """
+        prog.tdsl:3:16: error: the first argument of where(...) must be a comparison, such as 'j <= i'
+            Y[i] = where(A[i], 1.0, 0.0)
+                         ^^^^
+        """,
+    ),
+    "reduction_not_whole_rhs": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = 1.0 + sum(k) A[i, k]
+        }
+        """,
+        """
+        prog.tdsl:3:16: error: a reduction must be the whole right-hand side of a statement; assign it to its own tensor
+            Y[i] = 1.0 + sum(k) A[i, k]
+                         ^^^^^^^^^^^^^^
+        """,
+    ),
+    "reduction_body_starts_with_minus": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(k) -A[i, k]
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: a reduction body cannot start with '-'; put it in parentheses, as in 'sum(k) (-A[i, k])'
+            Y[i] = sum(k) -A[i, k]
+                   ^^^^^^^^^^^^^^^
+        """,
+    ),
+    "tensor_not_indexed": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A + 1
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: tensor 'A' must be indexed, as in A[...]
+            Y[i] = A + 1
+                   ^
+        """,
+    ),
+    "not_an_iterator_of_this_statement": (
+        """
+        const N = 8
+        kernel f(A: f32[N], B: f32[N]) -> Y: f32[N] {
+          T[j] = A[j]
+          Y[i] = T[i] + B[j]
+        }
+        """,
+        """
+        prog.tdsl:4:19: error: 'j' is not an iterator of this statement, a size or a constant
+            Y[i] = T[i] + B[j]
+                            ^
+        """,
+    ),
+    "not_an_iterator_did_you_mean": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[row] = A[rows]
+        }
+        """,
+        """
+        prog.tdsl:3:14: error: 'rows' is not an iterator of this statement, a size or a constant; did you mean 'row'?
+            Y[row] = A[rows]
+                       ^^^^
+        """,
+    ),
+    "read_in_own_definition": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = Y[i] + A[i]
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: tensor 'Y' is read in its own definition
+            Y[i] = Y[i] + A[i]
+                   ^
+        """,
+    ),
+    "read_before_defined": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = T[i]
+          T[i] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: tensor 'T' is read before it is defined (it is computed at line 4)
+            Y[i] = T[i]
+                   ^
+        """,
+    ),
+    "read_result_never_computed": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> (Y: f32[N], Z: f32[N]) {
+          Y[i] = Z[i]
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: tensor 'Z' is read before it is defined (it is never computed)
+            Y[i] = Z[i]
+                   ^
+        """,
+    ),
+    "size_is_not_a_tensor": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = N[i]
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: 'N' is a size, not a tensor
+            Y[i] = N[i]
+                   ^
+        """,
+    ),
+    "unknown_tensor": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = Q[i]
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: unknown tensor 'Q'
+            Y[i] = Q[i]
+                   ^
+        """,
+    ),
+    "unknown_tensor_did_you_mean": (
+        """
+        const N = 8
+        kernel f(Alpha: f32[N]) -> Y: f32[N] {
+          Y[i] = Alpah[i]
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: unknown tensor 'Alpah'; did you mean 'Alpha'?
+            Y[i] = Alpah[i]
+                   ^^^^^
+        """,
+    ),
+    "sum_without_body": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = sum(A[i])
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: 'sum' is a reduction and needs a body, as in 'sum(k) A[i, k]'
+            Y[i] = sum(A[i])
+                   ^^^
+        """,
+    ),
+    "unknown_function": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = gelu(A[i])
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: unknown function 'gelu'
+            Y[i] = gelu(A[i])
+                   ^^^^
+        """,
+    ),
+    "unknown_function_did_you_mean": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = sigmod(A[i])
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: unknown function 'sigmod'; did you mean 'sigmoid'?
+            Y[i] = sigmod(A[i])
+                   ^^^^^^
+        """,
+    ),
+    "wrong_number_of_arguments": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = where(i < 4, A[i])
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: 'where' takes 3 arguments, got 2
+            Y[i] = where(i < 4, A[i])
+                   ^^^^^^^^^^^^^^^^^^
+        """,
+    ),
+    "max_with_one_argument": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = max(A[i])
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: 'max' takes 2 arguments, got 1 (a reduction needs a body, as in 'max(k) A[i, k]')
+            Y[i] = max(A[i])
+                   ^^^^^^^^^
+        """,
+    ),
+    # ------------------------------------------------------------ indices and conditions
+    "float_in_index": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[0.5]
+        }
+        """,
+        """
+        prog.tdsl:3:12: error: a float cannot be used in an index
+            Y[i] = A[0.5]
+                     ^^^
+        """,
+    ),
+    "float_const_in_index": (
+        """
+        const N = 8
+        const eps = 1e-6
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[eps]
+        }
+        """,
+        """
+        prog.tdsl:4:12: error: float constant 'eps' cannot be used in an index; only int sizes can
+            Y[i] = A[eps]
+                     ^^^
+        """,
+    ),
+    "indirect_index": (
+        """
+        const N = 8
+        kernel f(A: f32[N], P: f32[N]) -> Y: f32[N] {
+          Y[i] = A[P[i]]
+        }
+        """,
+        """
+        prog.tdsl:3:12: error: an index cannot read a tensor ('P'): indirect indexing is not supported
+            Y[i] = A[P[i]]
+                     ^^^^
+        """,
+    ),
+    "function_in_index": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[abs(i)]
+        }
+        """,
+        """
+        prog.tdsl:3:12: error: an index cannot call a function ('abs')
+            Y[i] = A[abs(i)]
+                     ^^^^^^
+        """,
+    ),
+    "slash_in_index": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i / 2]
+        }
+        """,
+        """
+        prog.tdsl:3:12: error: use '//' for integer division in an index, not '/'
+            Y[i] = A[i / 2]
+                     ^^^^^
+        """,
+    ),
+    "floor_division_by_non_literal": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i // N]
+        }
+        """,
+        """
+        prog.tdsl:3:12: error: '//' in an index needs a positive integer literal on its right, found 'N'
+            Y[i] = A[i // N]
+                     ^^^^^^
+        """,
+    ),
+    "product_of_iterators": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N, N] {
+          Y[i, j] = A[i, i * j]
+        }
+        """,
+        """
+        prog.tdsl:3:18: error: an index must be affine, but 'i * j' multiplies two non-constant terms
+            Y[i, j] = A[i, i * j]
+                           ^^^^^
+        """,
+    ),
+    "product_with_param": (
+        """
+        param B
+        kernel f(A: f32[B]) -> Y: f32[B] {
+          Y[i] = A[B * i]
+        }
+        """,
+        """
+        prog.tdsl:3:12: error: an index must be affine, but 'B * i' multiplies two non-constant terms
+            Y[i] = A[B * i]
+                     ^^^^^
+        """,
+    ),
+    "non_affine_condition": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N, N] {
+          Y[i, j : i * j < 8] = A[i, j]
+        }
+        """,
+        """
+        prog.tdsl:3:12: error: a condition must be affine, but 'i * j' multiplies two non-constant terms
+            Y[i, j : i * j < 8] = A[i, j]
+                     ^^^^^
+        """,
+    ),
+    # ------------------------------------------------------------ iterator ranges
+    "iterator_ranges_disagree": (
+        """
+        const M = 64, K = 32, N = 16
+        kernel f(A: f32[M, K], W: f32[K, N]) -> Y: f32[M, N] {
+          C[i, j] = sum(k) A[i, k] * W[j, k]
+          Y[i, j] = C[i, j]
+        }
+        """,
+        """
+        prog.tdsl:3:30: error: iterator 'k' ranges over K in A[i, k] but over N in W[j, k]
+            C[i, j] = sum(k) A[i, k] * W[j, k]
+                                       ^^^^^^^
+        """,
+    ),
+    "iterator_range_disagrees_with_result": (
+        """
+        const M = 64, K = 32
+        kernel f(A: f32[M, K]) -> Y: f32[M, M] {
+          Y[i, j] = A[i, j]
+        }
+        """,
+        """
+        prog.tdsl:3:13: error: iterator 'j' ranges over M in Y[i, j] but over K in A[i, j]
+            Y[i, j] = A[i, j]
+                      ^^^^^^^
+        """,
+    ),
+    "cannot_infer_range": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          T[i] = 2 * i
+          Y[i] = T[i]
+        }
+        """,
+        """
+        prog.tdsl:3:5: error: cannot infer the range of iterator 'i': index a tensor with it directly
+            T[i] = 2 * i
+              ^
+        """,
+    ),
+    "cannot_infer_reduction_range": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(k) A[i, 2 * k]
+        }
+        """,
+        """
+        prog.tdsl:3:14: error: cannot infer the range of iterator 'k': index a tensor with it directly
+            Y[i] = sum(k) A[i, 2 * k]
+                       ^
+        """,
+    ),
+    # ------------------------------------------------------------ schedules
+    "duplicate_schedule": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        schedule s { split(Y.i, 4) }
+        schedule s { split(Y.i, 2) }
+        """,
+        """
+        prog.tdsl:4:1: error: duplicate definition of schedule 's' (first defined at line 3)
+          schedule s { split(Y.i, 2) }
+          ^^^^^^^^
+        """,
+    ),
+    "unknown_kernel_in_schedule": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        schedule s for gemm { split(Y.i, 4) }
+        """,
+        """
+        prog.tdsl:3:1: error: unknown kernel 'gemm' in schedule 's'
+          schedule s for gemm { split(Y.i, 4) }
+          ^^^^^^^^
+        """,
+    ),
+    "unknown_kernel_did_you_mean": (
+        """
+        const N = 8
+        kernel gemm(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        schedule s for gemn { split(Y.i, 4) }
+        """,
+        """
+        prog.tdsl:3:1: error: unknown kernel 'gemn' in schedule 's'; did you mean 'gemm'?
+          schedule s for gemn { split(Y.i, 4) }
+          ^^^^^^^^
+        """,
+    ),
+    "schedule_without_kernel": (
+        """
+        schedule s { split(Y.i, 4) }
+        """,
+        """
+        prog.tdsl:1:1: error: schedule 's' has no kernel to apply to: the program defines no kernel
+          schedule s { split(Y.i, 4) }
+          ^^^^^^^^
+        """,
+    ),
+    "schedule_needs_for": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        kernel g(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        schedule s { split(Y.i, 4) }
+        """,
+        """
+        prog.tdsl:4:1: error: schedule 's' must name its kernel ('schedule s for KERNEL'): the program defines several (f, g)
+          schedule s { split(Y.i, 4) }
+          ^^^^^^^^
+        """,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_error_message(name):
+    source, expected = CASES[name]
+    with pytest.raises(SourceError) as info:
+        load_source(_text(source) + "\n", "prog.tdsl")
+    assert str(info.value) == _text(expected)
