@@ -91,6 +91,17 @@ class CacheConflict(LegalityError):
     explanation = "an on-chip copy must not go stale: the cached region may not change while the copy lives"
 
 
+class BackendError(TdslError):
+    """A valid schedule that a code generator cannot express (exit code 2)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, backend: str = "tile lowering"):
+        self.backend = backend
+        self.reason = message
+        super().__init__(f"cannot generate code ({backend}): {message}")
+
+
 class StepError(TdslError):
     """An error raised while replaying a `schedule` block: adds the step's source location."""
 

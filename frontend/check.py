@@ -103,7 +103,7 @@ def load_source(text: str, filename: str = "<string>") -> tuple[ast.Program, dic
 def load_file(path: Union[str, Path]) -> tuple[ast.Program, dict[str, KernelInfo]]:
     """Parse and check a .tdsl file; an unreadable file is a `TdslError`."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
     except FileNotFoundError:
         raise TdslError(f"cannot read '{path}': no such file") from None
     except IsADirectoryError:
@@ -143,6 +143,20 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def _names_in(expr: ast.Expr):
+    """Every `Name` in an expression, left to right."""
+    if isinstance(expr, ast.Name):
+        yield expr
+    elif isinstance(expr, (ast.BinOp, ast.Compare)):
+        yield from _names_in(expr.lhs)
+        yield from _names_in(expr.rhs)
+    elif isinstance(expr, ast.Neg):
+        yield from _names_in(expr.operand)
+    elif isinstance(expr, (ast.Access, ast.Call)):
+        for sub in expr.indices if isinstance(expr, ast.Access) else expr.args:
+            yield from _names_in(sub)
+
+
 def _is_headless_reduction(expr: ast.Expr) -> bool:
     """`sum(k)` / `max(k)` parsed as a call: what `sum(k) -x` turns into."""
     return isinstance(expr, ast.Call) and expr.func in REDUCTIONS and (expr.func == "sum" or len(expr.args) != 2)
@@ -172,7 +186,8 @@ def _check_kernels(kernels: list[ast.Kernel], sizes: dict[str, ast.SizeDecl]) ->
     for kernel in kernels:
         if kernel.name in infos:
             first = infos[kernel.name].kernel.span.line
-            _fail(f"duplicate definition of kernel '{kernel.name}' (first defined at line {first})", _word_span(kernel.span, "kernel"))
+            message = f"duplicate definition of kernel '{kernel.name}' (first defined at line {first})"
+            _fail(message, _word_span(kernel.span, "kernel"))
         infos[kernel.name] = _KernelChecker(kernel, sizes).run()
     return infos
 
@@ -275,14 +290,14 @@ class _KernelChecker:
         if info is not None and len(stmt.iters) != len(info.shape):
             _fail(self._rank_message(stmt.target, len(info.shape), len(stmt.iters)), target_span)
         dtype = self._storage_dtype(stmt, info, target_span)
+        reduce = stmt.value if isinstance(stmt.value, ast.Reduce) else None
         for cond in stmt.conditions:
+            self._reject_reduction_iterators(cond, reduce)
             self._condition(cond, lhs)
 
         scope = _StmtScope(stmt.target, lhs)
-        reduce = stmt.value if isinstance(stmt.value, ast.Reduce) else None
-        red: list[str] = []
         if reduce is not None:
-            red = self._reduction(reduce, scope)
+            self._reduction(reduce, scope)
         else:
             self._value(stmt.value, scope)
 
@@ -334,7 +349,8 @@ class _KernelChecker:
             return stmt.dtype or DEFAULT_DTYPE
         if stmt.dtype is not None and stmt.dtype != info.dtype:
             _fail(
-                f"dtype annotation '{stmt.dtype}' conflicts with the declared dtype '{info.dtype}' of result '{stmt.target}'",
+                f"dtype annotation '{stmt.dtype}' conflicts with the declared dtype '{info.dtype}' "
+                f"of result '{stmt.target}'",
                 span,
             )
         return info.dtype
@@ -357,6 +373,20 @@ class _KernelChecker:
         self._value(red.body, inner)
         return names
 
+    @staticmethod
+    def _reject_reduction_iterators(cond: ast.Expr, reduce: Optional[ast.Reduce]) -> None:
+        """A left-hand condition restricts the statement's domain: reduction iterators are not in it yet."""
+        if reduce is None:
+            return
+        red = {it.name for it in reduce.iters}
+        for name in _names_in(cond):
+            if name.name in red:
+                _fail(
+                    f"reduction iterator '{name.name}' cannot be used in a left-hand condition; "
+                    f"put it in the reduction, as in '{reduce.op}({name.name} : ...)'",
+                    name.span,
+                )
+
     def _condition(self, cond: ast.Expr, iters: list[str]) -> None:
         if not isinstance(cond, ast.Compare):  # the grammar only builds comparisons here
             _fail("a condition must be a comparison, such as 'j <= i'", cond.span)
@@ -375,11 +405,13 @@ class _KernelChecker:
         elif isinstance(expr, ast.BinOp):
             if expr.op == "-" and _is_headless_reduction(expr.lhs):
                 _fail(
-                    f"a reduction body cannot start with '-'; put it in parentheses, as in '{expr.lhs.func}(k) (-A[i, k])'",
+                    f"a reduction body cannot start with '-'; "
+                    f"put it in parentheses, as in '{expr.lhs.func}(k) (-A[i, k])'",
                     expr.span,
                 )
             if expr.op in ("//", "%"):
-                _fail(f"'{expr.op}' is only allowed in indices and conditions; use '/' for division of values", expr.span)
+                message = f"'{expr.op}' is only allowed in indices and conditions; use '/' for division of values"
+                _fail(message, expr.span)
             self._value(expr.lhs, scope)
             self._value(expr.rhs, scope)
         elif isinstance(expr, ast.Neg):
@@ -397,7 +429,10 @@ class _KernelChecker:
         if isinstance(expr, ast.Compare):
             _fail("a comparison is only allowed as the first argument of where(...)", expr.span)
         if isinstance(expr, ast.Reduce):
-            _fail("a reduction must be the whole right-hand side of a statement; assign it to its own tensor", expr.span)
+            _fail(
+                "a reduction must be the whole right-hand side of a statement; assign it to its own tensor",
+                expr.span,
+            )
         _fail("unexpected expression", expr.span)
 
     def _value_name(self, expr: ast.Name, scope: _StmtScope) -> None:
@@ -489,10 +524,12 @@ class _KernelChecker:
         decl = self.sizes.get(expr.name)
         if decl is not None:
             if _is_float_const(decl):
-                _fail(f"float constant '{expr.name}' cannot be used in {_AFFINE_PLACES[place]}; only int sizes can", expr.span)
+                where = _AFFINE_PLACES[place]
+                _fail(f"float constant '{expr.name}' cannot be used in {where}; only int sizes can", expr.span)
             return not decl.is_param
         if self._name_kind(expr.name) == "tensor":
-            _fail(f"{_AFFINE_PLACES[place]} cannot read a tensor ('{expr.name}'): indirect indexing is not supported", expr.span)
+            where = _AFFINE_PLACES[place]
+            _fail(f"{where} cannot read a tensor ('{expr.name}'): indirect indexing is not supported", expr.span)
         if place == "dimension":
             _fail(f"unknown size '{expr.name}'{_did_you_mean(expr.name, self.sizes)}", expr.span)
         self._unknown_name(expr, iters)
@@ -505,7 +542,8 @@ class _KernelChecker:
         if expr.op in ("//", "%"):
             rhs = expr.rhs
             if not (isinstance(rhs, ast.IntLit) and rhs.value > 0):
-                _fail(f"'{expr.op}' in {where} needs a positive integer literal on its right, found '{format_expr(rhs)}'", expr.span)
+                found = format_expr(rhs)
+                _fail(f"'{expr.op}' in {where} needs a positive integer literal on its right, found '{found}'", expr.span)
             return self._affine(expr.lhs, iters, place)
         lhs_const = self._affine(expr.lhs, iters, place)
         rhs_const = self._affine(expr.rhs, iters, place)

@@ -10,6 +10,7 @@ found 'foo'"); no Lark exception escapes.
 from __future__ import annotations
 
 import math
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -19,6 +20,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, Unex
 
 from . import ast
 from .diagnostics import SourceError
+from .printer import expr_text
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
@@ -45,7 +47,8 @@ class _Layout:
         self.reset()
 
     def reset(self) -> None:
-        self.brackets: list[tuple[Token, Optional[Token], Optional[Token]]] = []  # (opener, token before, token before that)
+        # Open brackets: (opener, the token before it, the token before that).
+        self.brackets: list[tuple[Token, Optional[Token], Optional[Token]]] = []
         self.brackets_before_last: list = []  # `brackets` as it was before `last` was read
         self.last: Optional[Token] = None  # last real (non-separator) token
         self.history: list[Token] = []  # tokens handed to the parser, last few only
@@ -65,7 +68,7 @@ class _Layout:
             if pending_sep:
                 pending_sep = False
                 if self.last is not None:  # a leading separator is useless
-                    yield self._emit(self._separator_before(tok))
+                    yield self._emit(self._separator_after(self.last))
             self.brackets_before_last = list(self.brackets)
             self._track_brackets(tok)
             self.last = tok
@@ -85,15 +88,18 @@ class _Layout:
         elif tok.type in _CLOSERS and self.brackets:
             self.brackets.pop()
 
-    def _separator_before(self, tok: Token) -> Token:
-        # A synthetic separator placed at the end of the previous token.
-        return self._separator_after(self.last or tok)
-
     @staticmethod
     def _separator_after(tok: Token) -> Token:
+        """A synthetic separator just after `tok` (errors at it point there)."""
         line = tok.end_line or tok.line
         col = tok.end_column or tok.column
-        return Token("_NL", "\n", start_pos=tok.end_pos, line=line, column=col, end_line=line, end_column=col + 1, end_pos=tok.end_pos)
+        return Token(
+            "_NL", "\n", start_pos=tok.end_pos, line=line, column=col, end_line=line, end_column=col + 1, end_pos=tok.end_pos
+        )
+
+
+# The postlexer keeps per-parse state, so one parse runs at a time.
+_PARSE_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
@@ -135,44 +141,9 @@ def _present(items) -> list:
 # Reduction combine policies: these words, or segments(N) with N >= 1.
 COMBINE_POLICIES = ("reassoc", "deterministic", "strict")
 
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "//": 2, "%": 2}
-
-
-def format_expr(expr: ast.Expr, context: int = 0) -> str:
-    """Print an expression back in source syntax, with only the parentheses it needs.
-
-    Also the normal form used to compare iterator extents ("K" vs "2 * N").
-    """
-    if isinstance(expr, ast.IntLit):
-        return str(expr.value)
-    if isinstance(expr, ast.FloatLit):
-        if math.isinf(expr.value):
-            return "inf" if expr.value > 0 else "-inf"
-        return repr(expr.value)
-    if isinstance(expr, ast.Name):
-        return expr.name
-    if isinstance(expr, ast.BinOp):
-        prec = _PRECEDENCE.get(expr.op, 1)
-        text = f"{format_expr(expr.lhs, prec)} {expr.op} {format_expr(expr.rhs, prec + 1)}"
-        return f"({text})" if prec < context else text
-    if isinstance(expr, ast.Neg):
-        return "-" + format_expr(expr.operand, 3)
-    if isinstance(expr, ast.Compare):
-        text = f"{format_expr(expr.lhs, 1)} {expr.op} {format_expr(expr.rhs, 1)}"
-        return f"({text})" if context > 0 else text
-    if isinstance(expr, ast.Access):
-        return f"{expr.tensor}[{', '.join(format_expr(i) for i in expr.indices)}]"
-    if isinstance(expr, ast.Call):
-        return f"{expr.func}({', '.join(format_expr(a) for a in expr.args)})"
-    if isinstance(expr, ast.Reduce):
-        head = ", ".join(i.name for i in expr.iters)
-        if expr.conditions:
-            head += " : " + " and ".join(format_expr(c) for c in expr.conditions)
-        text = f"{expr.op}({head}) {format_expr(expr.body)}"
-        text += f" accum {expr.accum}" if expr.accum else ""
-        text += f" combine {expr.combine}" if expr.combine else ""
-        return f"({text})" if context > 0 else text
-    return "?"
+def format_expr(expr: ast.Expr) -> str:
+    """Print an expression back in source syntax (messages; the normal form that iterator extents are compared in)."""
+    return expr_text(expr)
 
 
 def _check_dtype(tok: Token) -> str:
@@ -228,7 +199,8 @@ class _ToAst(Transformer):
 
     def tensor_decl(self, meta, items):
         name, dtype, shape = items
-        ttype = ast.TensorType(_check_dtype(dtype), shape, ast.Span(dtype.line, dtype.column, meta.end_line, meta.end_column))
+        type_span = ast.Span(dtype.line, dtype.column, meta.end_line, meta.end_column)  # `bf16[M, K]`
+        ttype = ast.TensorType(_check_dtype(dtype), shape, type_span)
         return ast.TensorParam(str(name), ttype, _span(meta))
 
     def kernel_body(self, meta, stmts):
@@ -237,14 +209,16 @@ class _ToAst(Transformer):
     def statement(self, meta, items):
         target, indices, conditions, dtype, value = items
         iters = [self._lhs_iterator(e) for e in indices]
-        return ast.Statement(str(target), iters, conditions or [], _check_dtype(dtype) if dtype is not None else None, value, _span(meta))
+        dtype = _check_dtype(dtype) if dtype is not None else None
+        return ast.Statement(str(target), iters, conditions or [], dtype, value, _span(meta))
 
     @staticmethod
     def _lhs_iterator(expr: ast.Expr) -> ast.Name:
         # Left-hand indices define the statement's iterators, so they must be names.
         if not isinstance(expr, ast.Name):
             raise SourceError(
-                f"left-hand index '{format_expr(expr)}' must be a plain iterator name (each one defines an iterator of the statement)",
+                f"left-hand index '{format_expr(expr)}' must be a plain iterator name "
+                "(each one defines an iterator of the statement)",
                 expr.span,
             )
         return expr
@@ -313,7 +287,8 @@ class _ToAst(Transformer):
     def accum(self, meta, items):
         (dtype,) = items
         if dtype not in ast.DTYPES:
-            raise SourceError(f"accum expects a float dtype ({', '.join(ast.DTYPES)}), found '{dtype}'", _tok_span(dtype))
+            expected = ", ".join(ast.DTYPES)
+            raise SourceError(f"accum expects a float dtype ({expected}), found '{dtype}'", _tok_span(dtype))
         return str(dtype)
 
     def combine(self, meta, items):
@@ -385,7 +360,10 @@ _EXPRESSION_START = {"NAME", "INT", "FLOAT", "LPAR"}
 # noise when something structural (a closer, ',', end of line) also fits.
 _CONTINUATIONS = _OPERATORS | {"LSQB", "LPAR", "CMP", "ACCUM", "COMBINE", "AND", "COLON", "DOT"}
 # Preferred order when several things are expected.
-_ORDER = ["CONST", "PARAM", "KERNEL", "SCHEDULE", "RSQB", "RPAR", "RBRACE", "COMMA", "COLON", "EQUAL", "LSQB", "LPAR", "LBRACE", "_ARROW"]
+_ORDER = [
+    *("CONST", "PARAM", "KERNEL", "SCHEDULE"),
+    *("RSQB", "RPAR", "RBRACE", "COMMA", "COLON", "EQUAL", "LSQB", "LPAR", "LBRACE", "_ARROW"),
+]
 _TOP_LEVEL = {"CONST", "PARAM", "KERNEL", "SCHEDULE"}
 
 
@@ -489,7 +467,7 @@ def _syntax_message(err: UnexpectedToken, parser: Lark, layout: _Layout) -> str:
     return f"expected {_join_or(words)}{where}, found {_found(err.token)}"
 
 
-def _end_span(text: str, layout: _Layout) -> ast.Span:
+def _end_span(layout: _Layout) -> ast.Span:
     """Where 'end of input' is reported: just after the last real token."""
     tok = layout.last
     if tok is None:
@@ -497,9 +475,9 @@ def _end_span(text: str, layout: _Layout) -> ast.Span:
     return ast.Span(tok.end_line, tok.end_column, tok.end_line, tok.end_column + 1)
 
 
-def _error_span(tok: Token, text: str, layout: _Layout) -> ast.Span:
+def _error_span(tok: Token, layout: _Layout) -> ast.Span:
     if tok.type == "$END":
-        return _end_span(text, layout)
+        return _end_span(layout)
     if tok.type == "_NL" and tok.value == "\n":
         # A synthetic separator sits right after the previous token.
         return ast.Span(tok.line, tok.column, tok.line, tok.column + 1)
@@ -508,7 +486,7 @@ def _error_span(tok: Token, text: str, layout: _Layout) -> ast.Span:
 
 def _syntax_error(err: LarkError, text: str, parser: Lark, layout: _Layout) -> SourceError:
     if isinstance(err, UnexpectedToken):
-        return SourceError(_syntax_message(err, parser, layout), _error_span(err.token, text, layout))
+        return SourceError(_syntax_message(err, parser, layout), _error_span(err.token, layout))
     if isinstance(err, UnexpectedCharacters):
         char = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
         shown = repr(char)[1:-1] if not char.isprintable() else char
@@ -516,30 +494,36 @@ def _syntax_error(err: LarkError, text: str, parser: Lark, layout: _Layout) -> S
     if isinstance(err, UnexpectedEOF):
         words = _expected_words(set(err.expected or ()), parser)
         msg = f"expected {_join_or(words)}, found end of input" if words else "unexpected end of input"
-        return SourceError(msg, _end_span(text, layout))
+        return SourceError(msg, _end_span(layout))
     return SourceError(f"syntax error: {err}", None)
 
 
 # ---------------------------------------------------------------- entry point
 
 
+def _too_deep(text: str, filename: str) -> SourceError:
+    return SourceError("the program is nested too deeply", None).located(text, filename)
+
+
 def parse(text: str, filename: str = "<string>") -> ast.Program:
     """Parse a .tdsl program; raise a located `SourceError` on any syntax error."""
     parser, layout = _lark()
+    with _PARSE_LOCK:
+        try:
+            tree = parser.parse(text)
+        except LarkError as err:
+            raise _syntax_error(err, text, parser, layout).located(text, filename) from None
     try:
-        tree = parser.parse(text)
         program = _ToAst().transform(tree)
     except VisitError as err:
-        # A callback raised: it is one of our SourceErrors (or a bug).
+        # A callback raised: one of our SourceErrors, or a bug (shown as itself, not as a Lark error).
         if isinstance(err.orig_exc, SourceError):
             raise err.orig_exc.located(text, filename) from None
         if isinstance(err.orig_exc, RecursionError):
-            raise SourceError("the program is nested too deeply", None).located(text, filename) from None
-        raise
-    except LarkError as err:
-        raise _syntax_error(err, text, parser, layout).located(text, filename) from None
+            raise _too_deep(text, filename) from None
+        raise err.orig_exc from None
     except RecursionError:
-        raise SourceError("the program is nested too deeply", None).located(text, filename) from None
+        raise _too_deep(text, filename) from None
     program.source = text
     program.filename = filename
     return program

@@ -241,3 +241,28 @@ def test_load_file_not_utf8(tmp_path):
     with pytest.raises(TdslError) as info:
         load_file(path)
     assert str(info.value) == f"cannot read '{path}': it is not UTF-8 text"
+
+
+# ---------------------------------------------------------------- hand-built trees
+
+
+def _program(stmt: ast.Statement, dtype: str = "f32") -> ast.Program:
+    span = ast.Span(1, 1, 1, 2)
+    result = ast.TensorParam("Y", ast.TensorType(dtype, [ast.IntLit(4, span)], span), span)
+    kernel = ast.Kernel("f", [], [result], [stmt], span)
+    return ast.Program(sizes=[], kernels=[kernel], schedules=[], source="Y[i] = 1\n", filename="built.tdsl")
+
+
+def test_checker_guards_trees_not_built_by_the_parser():
+    # The parser rejects these words already; trees built in Python get the same messages.
+    span = ast.Span(1, 1, 1, 2)
+    i = ast.Name("i", span)
+    with pytest.raises(SourceError, match="unknown dtype 'i32'"):
+        check_program(_program(ast.Statement("Y", [i], [], None, ast.IntLit(1, span), span), dtype="i32"))
+    red = ast.Reduce("sum", [ast.Name("k", span)], [], ast.IntLit(1, span), accum="i8", span=span)
+    with pytest.raises(SourceError, match="accum expects a float dtype"):
+        check_program(_program(ast.Statement("Y", [i], [], None, red, span)))
+    program = _program(ast.Statement("Y", [i], [], None, ast.Access("Y", [i], span), span))
+    with pytest.raises(SourceError) as info:
+        check_program(program)
+    assert str(info.value).startswith("built.tdsl:1:1: error: tensor 'Y' is read in its own definition")

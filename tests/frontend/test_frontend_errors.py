@@ -574,7 +574,7 @@ CASES = {
                      ^^^^^^
         """,
     ),
-    "condition_uses_unknown_name": (
+    "condition_uses_reduction_iterator": (
         """
         const N = 8
         kernel f(A: f32[N, N]) -> Y: f32[N] {
@@ -582,8 +582,21 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:9: error: 'k' is not an iterator of this statement, a size or a constant
+        prog.tdsl:3:9: error: reduction iterator 'k' cannot be used in a left-hand condition; put it in the reduction, as in 'sum(k : ...)'
             Y[i : k < 4] = sum(k) A[i, k]
+                  ^
+        """,
+    ),
+    "condition_uses_unknown_name": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i : j < 4] = sum(k) A[i, k]
+        }
+        """,
+        """
+        prog.tdsl:3:9: error: 'j' is not an iterator of this statement, a size or a constant
+            Y[i : j < 4] = sum(k) A[i, k]
                   ^
         """,
     ),

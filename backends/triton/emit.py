@@ -1,0 +1,380 @@
+"""Emit a Triton module from a tile program.
+
+The module text comes from `templates/module.py.j2`; this file prints the
+kernel bodies.  Every schedule decision (grid, serial loops, tile shapes,
+masks, what stays in registers) is read from the tile program; nothing is
+re-derived here.  Values are computed in f32 and rounded where the program
+stores (`.to(tl.bfloat16)`), exactly where the tile program says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from tdsl.compiler import tileir as T
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+TL_DTYPES = {"bf16": "tl.bfloat16", "f16": "tl.float16", "f32": "tl.float32", "f8e4m3": "tl.float8e4nv"}
+TORCH_DTYPES = {"bf16": "torch.bfloat16", "f16": "torch.float16", "f32": "torch.float32", "f8e4m3": "torch.float8_e4m3fn"}
+GRID_AXES = {"x": 0, "y": 1, "z": 2}
+F8_MAX = 448.0
+
+
+def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "", statements=(), signature: str = "") -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
+                             trim_blocks=False, lstrip_blocks=False)
+    kernels = [_KernelPrinter(program, k).render() for k in program.kernels]
+    text = env.get_template("module.py.j2").render(
+        source=source,
+        schedule_name=schedule_name,
+        signature=signature or program.name,
+        statements=list(statements),
+        schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
+        kernels=kernels,
+        torch_dtypes="{" + ", ".join(f'"{k}": {v}' for k, v in TORCH_DTYPES.items()) + "}",
+        entry=program.name,
+        inputs=[t.name for t in program.inputs],
+        outputs=[t.name for t in program.outputs],
+        launcher=_launcher(program),
+    )
+    return text
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass
+class _Frame:
+    """How iterator names print inside one tile: a broadcast 1-D vector per axis, or a scalar."""
+
+    axes: list  # iterator names, one per tile axis
+    vectors: dict  # iterator -> 1-D variable name
+    scalars: dict  # iterator -> scalar variable name
+
+    def var(self, name: str) -> str:
+        if name in self.vectors:
+            rank = len(self.axes)
+            if rank == 1:
+                return self.vectors[name]
+            pos = self.axes.index(name)
+            index = ", ".join(":" if k == pos else "None" for k in range(rank))
+            return f"{self.vectors[name]}[{index}]"
+        return self.scalars.get(name, name)
+
+
+def index_code(e: T.Expr, frame: _Frame, python: bool = False) -> str:
+    """Integer/boolean index arithmetic (offsets, masks, bounds)."""
+    if isinstance(e, T.Const):
+        return repr(e.value)
+    if isinstance(e, T.Var):
+        return frame.var(e.name) if frame else e.name
+    if isinstance(e, T.Neg):
+        return f"(-{index_code(e.operand, frame, python)})"
+    if isinstance(e, T.Select):
+        c, a, b = (index_code(x, frame, python) for x in (e.cond, e.then, e.other))
+        return f"({a} if {c} else {b})" if python else f"tl.where({c}, {a}, {b})"
+    if isinstance(e, T.Bin):
+        a, b = index_code(e.lhs, frame, python), index_code(e.rhs, frame, python)
+        if e.op in ("min", "max"):
+            return f"{e.op}({a}, {b})" if python else f"tl.{e.op}imum({a}, {b})"
+        if e.op == "and":
+            return f"({a} and {b})" if python else f"({a}) & ({b})"
+        if e.op == "or":
+            return f"({a} or {b})" if python else f"({a}) | ({b})"
+        return f"({a} {e.op} {b})"
+    raise TypeError(f"not an index expression: {e!r}")
+
+
+def simplify(e: T.Expr) -> T.Expr:
+    """Fold constant integer arithmetic so generated bounds read `128`, not `((127 - 0) + 1)`."""
+    if isinstance(e, T.Bin):
+        a, b = simplify(e.lhs), simplify(e.rhs)
+        if isinstance(a, T.Const) and isinstance(b, T.Const) and isinstance(a.value, int) and isinstance(b.value, int):
+            ops = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+                   "//": lambda x, y: x // y, "%": lambda x, y: x % y, "min": min, "max": max}
+            if e.op in ops:
+                return T.Const(ops[e.op](a.value, b.value))
+        if e.op == "+" and isinstance(b, T.Const) and b.value == 0:
+            return a
+        if e.op == "+" and isinstance(a, T.Const) and a.value == 0:
+            return b
+        if e.op == "-" and isinstance(b, T.Const) and b.value == 0:
+            return a
+        return T.Bin(e.op, a, b)
+    return e
+
+
+# ---------------------------------------------------------------- kernels
+
+
+@dataclass
+class _KernelPrinter:
+    program: T.TileProgram
+    kernel: T.TileKernel
+    lines: list = field(default_factory=list)
+    depth: int = 0
+    counter: int = 0
+
+    def render(self) -> dict:
+        k = self.kernel
+        params = [t.name for t in k.tensors] + list(k.sizes)
+        self._grid()
+        for op in k.body:
+            self._op(op)
+        return {"name": k.name, "params": params, "lines": self.lines, "comment": k.comment}
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def _grid(self) -> None:
+        for axis in self.kernel.grid:
+            pid = f"tl.program_id({GRID_AXES[axis.axis]})"
+            if len(axis.vars) == 1:
+                self.emit(f"{axis.vars[0]} = {index_code(simplify(axis.lowers[0]), None)} + {pid}")
+                continue
+            self.emit(f"pid_{axis.axis} = {pid}")
+            for var, extent, lower in reversed(list(zip(axis.vars, axis.extents, axis.lowers))):
+                ext = index_code(simplify(extent), None)
+                self.emit(f"{var} = {index_code(simplify(lower), None)} + pid_{axis.axis} % {ext}")
+                self.emit(f"pid_{axis.axis} = pid_{axis.axis} // {ext}")
+
+    # ------------------------------------------------------------ ops
+
+    def _op(self, op) -> None:
+        if isinstance(op, T.SerialLoop):
+            lo, hi = index_code(simplify(op.lower), None), index_code(simplify(op.upper), None)
+            if op.stages:
+                self.emit(f"for {op.var} in tl.range({lo}, {hi}, num_stages={op.stages}):")
+            else:
+                self.emit(f"for {op.var} in range({lo}, {hi}):")
+            self.depth += 1
+            for inner in op.body:
+                self._op(inner)
+            if not op.body:
+                self.emit("pass")
+            self.depth -= 1
+        elif isinstance(op, T.Compute):
+            frame = self._frame(op.stmt, op.tile)
+            self.emit(f"v_{op.stmt} = {self._round(op.dtype, self._value(op.value, frame))}")
+            if op.store:
+                self._store(op, frame)
+        elif isinstance(op, T.AccInit):
+            shape = "[" + ", ".join(str(a.size) for a in op.tile.axes) + "]"
+            fill = "0.0" if op.op == "sum" else 'float("-inf")'
+            self.emit(f"# {op.stmt}: {op.op} accumulator ({op.accum}), tile {shape}")
+            self.emit(f"acc_{op.stmt} = tl.full({shape}, {fill}, tl.float32)")
+        elif isinstance(op, T.AccUpdate):
+            frame = self._frame(op.stmt, op.tile, suffix="p")
+            acc = f"acc_{op.stmt}"
+            if isinstance(op.partial, T.Dot):
+                a, b = self._dot_operands(op.partial, op.tile, frame)
+                precise = ', input_precision="ieee"' if "f32" in (op.partial.lhs_dtype, op.partial.rhs_dtype) else ""
+                if op.accum == "f32":
+                    self.emit(f"{acc} = tl.dot({a}, {b}, {acc}{precise})")
+                else:
+                    self.emit(f"{acc} = {self._round(op.accum, f'{acc} + tl.dot({a}, {b}{precise})')}")
+                return
+            partial = self._value(op.partial, frame)
+            combined = f"{acc} + {partial}" if op.op == "sum" else f"tl.maximum({acc}, {partial})"
+            self.emit(f"{acc} = {self._round(op.accum, combined)}")
+        elif isinstance(op, T.AccFinish):
+            frame = self._frame(op.stmt, op.tile)
+            self.emit(f"v_{op.stmt} = {self._round(op.dtype, f'acc_{op.stmt}')}")
+            if op.store:
+                self._store(op, frame)
+        else:
+            raise TypeError(f"unknown tile op {op!r}")
+
+    def _frame(self, stmt: str, tile: T.Tile, suffix: str = "") -> _Frame:
+        """Define the tile's iterator variables; return how to print them."""
+        vectors, scalars = {}, {}
+        for it, value in tile.scalars.items():
+            name = f"{stmt}{suffix}_{it}"
+            self.emit(f"{name} = {index_code(simplify(value), None)}")
+            scalars[it] = name
+        for axis in tile.axes:
+            name = f"{stmt}{suffix}_{axis.iter}"
+            self.emit(f"{name} = {index_code(simplify(axis.offset), None)} + tl.arange(0, {axis.size})")
+            vectors[axis.iter] = name
+        return _Frame([a.iter for a in tile.axes], vectors, scalars)
+
+    def _store(self, op, frame: _Frame) -> None:
+        tile, dtype = op.tile, op.dtype
+        pointer = self._pointer(op.stmt, [T.Var(it) for it in op.lhs], frame)
+        value = f"v_{op.stmt}"
+        if dtype == "f8e4m3":
+            value = f"tl.clamp({value}, -{F8_MAX}, {F8_MAX})"
+        mask = f", mask={index_code(tile.mask, frame)}" if tile.mask is not None else ""
+        self.emit(f"tl.store({pointer}, {value}.to({TL_DTYPES[dtype]}){mask})")
+
+    def _pointer(self, tensor: str, indices, frame: _Frame) -> str:
+        arg = next(t for t in self.kernel.tensors if t.name == tensor)
+        strides = _strides(arg.shape)
+        terms = []
+        for index, stride in zip(indices, strides):
+            code = index_code(simplify(index), frame)
+            terms.append(code if stride == "1" else f"{code} * {stride}")
+        return f"{tensor} + " + " + ".join(terms) if terms else tensor
+
+    def _round(self, dtype: str, code: str) -> str:
+        if dtype == "f32":
+            return code
+        if dtype == "f8e4m3":
+            return f"tl.clamp({code}, -{F8_MAX}, {F8_MAX}).to(tl.float8e4nv).to(tl.float32)"
+        return f"({code}).to({TL_DTYPES[dtype]}).to(tl.float32)"
+
+    def _dot_operands(self, dot: T.Dot, tile: T.Tile, frame: _Frame) -> tuple[str, str]:
+        axes = [a.iter for a in tile.axes]
+        i, j, k = axes
+        names = []
+        for load, frame_axes, dtype in ((dot.lhs, [i, k], dot.lhs_dtype), (dot.rhs, [k, j], dot.rhs_dtype)):
+            sub = _Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars)
+            pointer = self._pointer(load.tensor, load.indices, sub)
+            mask = f", mask={index_code(load.mask, sub)}, other=0.0" if load.mask is not None else ""
+            # The pointer tile is built in the operand's (row, column) frame, whatever the storage order.
+            name = self.fresh(f"t_{load.tensor}_")
+            self.emit(f"{name} = tl.load({pointer}{mask})")
+            if dtype != "f32":
+                self.emit("if DOT_F32:")
+                self.emit(f"    {name} = {name}.to(tl.float32)")
+            names.append(name)
+        return names[0], names[1]
+
+    # ------------------------------------------------------------ values (f32)
+
+    def _value(self, e: T.Expr, frame: _Frame) -> str:
+        v = lambda x: self._value(x, frame)  # noqa: E731
+        if isinstance(e, T.Const):
+            if isinstance(e.value, float) and e.value in (float("inf"), float("-inf")):
+                return 'float("inf")' if e.value > 0 else 'float("-inf")'
+            return repr(float(e.value))
+        if isinstance(e, T.Var):
+            return frame.var(e.name)
+        if isinstance(e, T.Neg):
+            return f"(-{v(e.operand)})"
+        if isinstance(e, T.Bin):
+            if e.op in ("and", "or"):
+                return f"(({v(e.lhs)}) {'&' if e.op == 'and' else '|'} ({v(e.rhs)}))"
+            return f"({v(e.lhs)} {e.op} {v(e.rhs)})"
+        if isinstance(e, T.Select):
+            return f"tl.where({self._cond(e.cond, frame)}, {v(e.then)}, {v(e.other)})"
+        if isinstance(e, T.Load):
+            pointer = self._pointer(e.tensor, e.indices, frame)
+            mask = f", mask={index_code(e.mask, frame)}, other={e.other}" if e.mask is not None else ""
+            return f"tl.load({pointer}{mask}).to(tl.float32)"
+        if isinstance(e, T.Reg):
+            rank = len(frame.axes)
+            name = f"v_{e.stmt}"
+            if not e.axes or (len(e.axes) == rank and list(e.axes) == list(range(rank))):
+                return name
+            index = ", ".join(":" if k in e.axes else "None" for k in range(rank))
+            return f"{name}[{index}]"
+        if isinstance(e, T.Call):
+            return _call(e.func, [v(a) for a in e.args])
+        if isinstance(e, T.Round):
+            return self._round(e.dtype, v(e.operand))
+        if isinstance(e, T.Reduce):
+            code = v(e.operand)
+            fn = "tl.sum" if e.op == "sum" else "tl.max"
+            for axis in sorted(e.axes, reverse=True):
+                code = f"{fn}({code}, axis={axis})"
+            return code
+        raise TypeError(f"cannot print value {e!r}")
+
+    def _cond(self, e: T.Expr, frame: _Frame) -> str:
+        if isinstance(e, T.Bin) and e.op in ("<", "<=", ">", ">=", "==", "!=", "and", "or"):
+            return self._value(e, frame)
+        return index_code(e, frame)
+
+
+def _call(func: str, args: list) -> str:
+    x = args[0]
+    table = {
+        "exp": f"tl.exp({x})",
+        "log": f"tl.log({x})",
+        "sqrt": f"tl.sqrt_rn({x})",
+        "rsqrt": f"(1.0 / tl.sqrt_rn({x}))",
+        "sigmoid": f"(1.0 / (1.0 + tl.exp(-({x}))))",
+        "silu": f"({x} * (1.0 / (1.0 + tl.exp(-({x})))))",
+        "tanh": f"(2.0 / (1.0 + tl.exp(-2.0 * ({x}))) - 1.0)",
+        "abs": f"tl.abs({x})",
+    }
+    if func in table:
+        return table[func]
+    if func in ("max", "min"):
+        return f"tl.{func}imum({args[0]}, {args[1]})"
+    raise TypeError(f"unknown function {func}")
+
+
+def _strides(shape) -> list[str]:
+    strides, acc = [], "1"
+    for dim in reversed(shape):
+        strides.append(acc)
+        acc = str(dim) if acc == "1" else (f"{acc} * {dim}" if not (isinstance(dim, int) and acc.isdigit()) else str(int(acc) * dim))
+    strides = list(reversed(strides))
+    return strides
+
+
+# ---------------------------------------------------------------- launcher
+
+
+def _launcher(program: T.TileProgram) -> list[str]:
+    lines = []
+    sizes = program.sizes
+    params = [n for n, v in sizes.items() if v is None]
+    for t in program.inputs:
+        shape = "(" + ", ".join(str(d) for d in t.shape) + ("," if len(t.shape) == 1 else "") + ")"
+        if any(isinstance(d, str) for d in t.shape):
+            lines.append(f"# {t.name}: shape {shape} with run-time sizes")
+    bound = _bind_params(program, params)
+    lines.extend(bound)
+    for t in program.inputs:
+        lines.append(f'{t.name} = _check({t.name}, "{t.name}", "{t.dtype}", {_shape_code(t.shape)})')
+    device = program.inputs[0].name + ".device" if program.inputs else '"cuda"'
+    for t in program.outputs:
+        lines.append(f"if {t.name} is None:")
+        lines.append(f"    {t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})")
+        lines.append(f"elif not {t.name}.is_contiguous():")
+        lines.append(f'    raise ValueError("{program.name}: output {t.name} must be contiguous")')
+        lines.append(f"else:")
+        lines.append(f'    _check({t.name}, "{t.name}", "{t.dtype}", {_shape_code(t.shape)})')
+    for t in program.temps:
+        lines.append(f"{t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})"
+                     f"  # intermediate between launches")
+    for kernel in program.kernels:
+        grid = [1, 1, 1]
+        used = 0
+        for axis in kernel.grid:
+            extent = " * ".join(f"({index_code(simplify(e), None, python=True)})" for e in axis.extents)
+            grid[GRID_AXES[axis.axis]] = extent
+            used = max(used, GRID_AXES[axis.axis] + 1)
+        grid_code = "(" + ", ".join(str(g) for g in grid[: max(used, 1)]) + ",)"
+        args = [t.name for t in kernel.tensors] + list(kernel.sizes)
+        lines.append(f"{kernel.name}[{grid_code}]({', '.join(args)}{', ' if args else ''}DOT_F32=_INTERPRET, "
+                     f"num_warps={kernel.num_warps}, num_stages={kernel.num_stages})")
+    outs = [t.name for t in program.outputs]
+    lines.append(f"return {', '.join(outs)}" if len(outs) > 1 else f"return {outs[0]}")
+    return lines
+
+
+def _shape_code(shape) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _bind_params(program: T.TileProgram, params: list[str]) -> list[str]:
+    """Run-time sizes are read off the input shapes (the first input dim equal to the size's name)."""
+    lines = []
+    for p in params:
+        where = next(((t.name, d) for t in program.inputs for d, dim in enumerate(t.shape) if dim == p), None)
+        if where is None:
+            raise ValueError(f"run-time size {p} does not appear as a dimension of any input")
+        lines.append(f"{p} = {where[0]}.shape[{where[1]}]")
+    return lines

@@ -1,0 +1,645 @@
+"""Tile lowering: a scheduled tree -> a backend-neutral tile program (`tileir`).
+
+Each top-level node of the tree is one kernel launch.  Inside it:
+
+* the chain of loops bound to grid axes (`bind`) at the top are the
+  program ids;
+* unbound loops made by `split`/`tile` (kind "tile") or pipelined loops are
+  serial loops every program runs;
+* everything below them -- point loops and the statement -- becomes one
+  *tile*: the statement's instances inside one iteration of the enclosing
+  loops.  isl gives its shape: for each iterator, the smallest value as a
+  function of the enclosing loop variables (the axis offset) and how many
+  values it takes (the axis size, rounded up to a power of two); lanes
+  outside the instance set are masked (partial tiles, causal triangles).
+
+Reductions keep an accumulator from just before the outermost serial loop
+that walks their reduction iterators to just after it; a `sum` of a product
+of two 2-D tiles becomes a `Dot` (hardware matrix multiply, f32
+accumulation), any other reduction a tile `Reduce`.  A statement whose
+result a later statement of the same kernel reads with the same tile stays
+in registers (rounded to its dtype, as the store would); a result read by a
+later kernel is stored to global memory.
+
+What a backend cannot express raises `BackendError` with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import islpy as isl
+
+from tdsl.frontend import ast
+
+from .errors import BackendError
+from .isl_code import pw_aff_to_expr, set_to_expr
+from .model import KernelModel, Stmt
+from .schedule import Schedule
+from .tileir import (
+    AccFinish,
+    AccInit,
+    AccUpdate,
+    Axis,
+    Bin,
+    Call,
+    Compute,
+    Const,
+    Dot,
+    Expr,
+    GridAxis,
+    Load,
+    Neg,
+    Reduce,
+    Reg,
+    Round,
+    Select,
+    SerialLoop,
+    TensorArg,
+    Tile,
+    TileKernel,
+    TileProgram,
+    Var,
+)
+from .tree import Leaf, Loop, Node, pw_affs_to_map, statements_under
+
+# Largest tile (elements) one statement may hold in registers; beyond it the schedule must split more.
+MAX_TILE_ELEMENTS = 1 << 16
+CASTS = {"bf16", "f16", "f32", "f8e4m3"}
+
+
+def lower(schedule: Schedule) -> TileProgram:
+    model, tree = schedule.model, schedule.tree
+    kernel_of = {s: k for k, node in enumerate(tree.body) for s in statements_under(node)}
+    temps = _global_temps(model, kernel_of)
+    kernels = []
+    for k, node in enumerate(tree.body):
+        lowering = _KernelLowering(model, tree, node, f"{model.name}_{k}", kernel_of, k, temps)
+        kernels.append(lowering.run())
+    inputs = [_tensor_arg(model, t.name, "input") for t in model.inputs()]
+    outputs = [_tensor_arg(model, t.name, "output") for t in model.outputs()]
+    temp_args = [_tensor_arg(model, name, "temp") for name in temps]
+    return TileProgram(model.name, kernels, inputs, outputs, temp_args, dict(model.sizes), str(schedule.trace))
+
+
+def _tensor_arg(model: KernelModel, name: str, role: str) -> TensorArg:
+    t = model.tensors[name]
+    return TensorArg(name, t.dtype, list(t.shape), role)
+
+
+def _global_temps(model: KernelModel, kernel_of: dict) -> list[str]:
+    """Temporaries written by one launch and read by another must live in global memory."""
+    temps = []
+    for stmt in model.stmts:
+        if model.tensors[stmt.name].kind != "temp":
+            continue
+        readers = [s.name for s in model.stmts if any(r.tensor == stmt.name for r in s.reads)]
+        if any(kernel_of[r] != kernel_of[stmt.name] for r in readers) or not readers:
+            temps.append(stmt.name)
+    return temps
+
+
+@dataclass
+class _Produced:
+    """A statement already lowered in this kernel: where its tile lives and whether it stayed in registers."""
+
+    stmt: Stmt
+    tile: Tile
+    context: list  # the enclosing loops' names at the point its value is final
+    keep: bool
+
+
+@dataclass
+class _KernelLowering:
+    model: KernelModel
+    tree: object
+    root: Node
+    name: str
+    kernel_of: dict
+    index: int
+    temps: list
+    produced: dict = field(default_factory=dict)
+
+    # ------------------------------------------------------------ kernel structure
+
+    def _var(self, loop: Loop, d: int) -> str:
+        """The variable of a loop dim; prefixed when a statement iterator has the same name (Y.i vs i)."""
+        name = _dim_name(loop, d)
+        iters = {it for s in statements_under(self.root) for it in self.model.stmt(s).iters}
+        return f"l_{name}" if name in iters else name
+
+    def run(self) -> TileKernel:
+        grid_loops, body = self._grid_chain()
+        grid = [self._grid_axis(loop, axis_loops=grid_loops[:n]) for n, loop in enumerate(grid_loops)]
+        ops = self._lower_body(body, list(grid_loops))
+        stmts = statements_under(self.root)
+        tensors = self._tensors(stmts)
+        sizes = [n for n in self.model.params]
+        stages = [l.pipeline for l in _loops(self.root) if l.pipeline]
+        return TileKernel(
+            name=self.name,
+            grid=grid,
+            tensors=tensors,
+            sizes=sizes,
+            body=ops,
+            num_warps=self._warps(),
+            num_stages=max(stages) if stages else 2,
+            comment=f"statements {', '.join(stmts)}",
+        )
+
+    def _grid_chain(self) -> tuple[list[Loop], list[Node]]:
+        chain: list[Loop] = []
+        node = self.root
+        while isinstance(node, Loop) and node.bind:
+            chain.append(node)
+            if len(node.body) == 1 and isinstance(node.body[0], Loop) and node.body[0].bind:
+                node = node.body[0]
+                continue
+            break
+        body = chain[-1].body if chain else [self.root]
+        for loop in _loops_in_body(body):
+            if loop.bind:
+                raise BackendError(
+                    f"loop {loop.name} is bound to grid.{loop.bind} but is not directly inside the other grid loops "
+                    f"of its kernel; bound loops must be the outermost loops"
+                )
+        axes = [l.bind for l in chain]
+        if len(set(axes)) != len(axes):
+            raise BackendError(f"grid axes bound twice in one kernel: {', '.join(axes)}")
+        return chain, body
+
+    def _grid_axis(self, loop: Loop, axis_loops: list[Loop]) -> GridAxis:
+        vars_, extents, lowers = [], [], []
+        for d in range(loop.n_dims):
+            lo, hi = self._loop_range(loop, d, outer=[])
+            vars_.append(self._var(loop, d))
+            lowers.append(lo)
+            extents.append(Bin("+", Bin("-", hi, lo), Const(1)))
+        return GridAxis(loop.bind, vars_, extents, lowers)
+
+    def _loop_range(self, loop: Loop, d: int, outer: list[Loop]) -> tuple[Expr, Expr]:
+        """Smallest and largest value of a loop dim over every statement below it, as functions of `outer`."""
+        image = None
+        for stmt_name in statements_under(loop):
+            stmt = self.model.stmt(stmt_name)
+            dims = [e for l in outer for e in l.exprs[stmt_name]] + [loop.exprs[stmt_name][d]]
+            m = pw_affs_to_map(dims, stmt.domain).range()
+            image = m if image is None else image.union(m)
+        image = image.coalesce()
+        names = [self._var(l, k) for l in outer for k in range(l.n_dims)] + ["v_"]
+        for pos, n in enumerate(names):
+            image = image.set_dim_name(isl.dim_type.set, pos, n)
+        as_map = isl.Map.from_range(image).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, len(names) - 1) \
+            if len(names) > 1 else isl.Map.from_range(image)
+        lo = as_map.dim_min(0 if len(names) == 1 else 0)
+        hi = as_map.dim_max(0)
+        return _pa_expr(lo), _pa_expr(hi)
+
+    def _warps(self) -> int:
+        for loop in [self.root, *_loops(self.root)]:
+            if isinstance(loop, Loop) and getattr(loop, "warps", None):
+                return loop.warps
+        return 4
+
+    def _tensors(self, stmts: list[str]) -> list[TensorArg]:
+        used: list[str] = []
+        for s in stmts:
+            stmt = self.model.stmt(s)
+            for name in [stmt.name] + [r.tensor for r in stmt.reads]:
+                if name not in used:
+                    used.append(name)
+        args = []
+        for name in used:
+            t = self.model.tensors[name]
+            role = t.kind if t.kind != "temp" else "temp"
+            if role == "temp" and name not in self.temps:
+                continue  # lives in registers only
+            args.append(TensorArg(name, t.dtype, list(t.shape), role))
+        return args
+
+    # ------------------------------------------------------------ body
+
+    def _lower_body(self, body: list[Node], context: list[Loop]) -> list:
+        ops: list = []
+        for node in body:
+            if isinstance(node, Loop) and _is_serial(node):
+                ops.extend(self._serial(node, context))
+            else:
+                ops.extend(self._tile_statement(node, context))
+        return ops
+
+    def _serial(self, loop: Loop, context: list[Loop]) -> list:
+        if loop.n_dims != 1:
+            raise BackendError(f"serial loop {loop.name} is a fused loop; only grid loops may be fused")
+        lo, hi = self._loop_range(loop, 0, outer=[l for l in context])
+        starts = [s for s in statements_under(loop) if self._accumulation_loop(s, context + [loop]) is loop]
+        before = [self._acc_init(s, context) for s in starts]
+        inner = SerialLoop(self._var(loop, 0), lo, Bin("+", hi, Const(1)), loop.pipeline, self._lower_body(loop.body, context + [loop]))
+        after = [self._acc_finish(s, context) for s in starts]
+        return before + [inner] + after
+
+    def _accumulation_loop(self, stmt_name: str, context: list[Loop]) -> Optional[Loop]:
+        """The outermost serial loop of `context` that walks the reduction iterators of `stmt_name`."""
+        stmt = self.model.stmt(stmt_name)
+        if not stmt.is_reduction:
+            return None
+        first = len(stmt.lhs_iters)
+        for loop in context:
+            if loop.bind:
+                continue
+            for pa in loop.exprs[stmt_name]:
+                if pa.involves_dims(isl.dim_type.in_, first, len(stmt.red_iters)):
+                    return loop
+        return None
+
+    def _tile_statement(self, node: Node, context: list[Loop]) -> list:
+        leaf = _single_leaf(node)
+        stmt = self.model.stmt(leaf.stmt)
+        names = [l.name for l in context]
+        if not stmt.is_reduction:
+            tile = self._tile(stmt, context, stmt.iters)
+            value = self._value(stmt.value, stmt, tile, context)
+            keep, store = self._keep_store(stmt)
+            self.produced[stmt.name] = _Produced(stmt, tile, names, keep)
+            return [Compute(stmt.name, tile, value, stmt.dtype, store, keep, tuple(stmt.lhs_iters))]
+        ops = []
+        outer = self._accumulation_loop(stmt.name, context)
+        if outer is None:
+            ops.append(self._acc_init(stmt.name, context))
+        tile = self._tile(stmt, context, stmt.iters, check_size=False)
+        partial = self._partial(stmt, tile, context)
+        ops.append(AccUpdate(stmt.name, tile, partial, stmt.reduce_op, stmt.accum_dtype))
+        if outer is None:
+            ops.append(self._acc_finish(stmt.name, context))
+        return ops
+
+    def _acc_init(self, stmt_name: str, context: list[Loop]) -> AccInit:
+        stmt = self.model.stmt(stmt_name)
+        tile = self._tile(stmt, context, stmt.lhs_iters)
+        return AccInit(stmt.name, tile, stmt.reduce_op, stmt.accum_dtype)
+
+    def _acc_finish(self, stmt_name: str, context: list[Loop]) -> AccFinish:
+        stmt = self.model.stmt(stmt_name)
+        tile = self._tile(stmt, context, stmt.lhs_iters)
+        keep, store = self._keep_store(stmt)
+        self.produced[stmt.name] = _Produced(stmt, tile, [l.name for l in context], keep)
+        return AccFinish(stmt.name, tile, stmt.dtype, store, keep, tuple(stmt.lhs_iters))
+
+    def _keep_store(self, stmt: Stmt) -> tuple[bool, bool]:
+        readers_here = [
+            s for s in self.model.stmts
+            if self.kernel_of[s.name] == self.index and any(r.tensor == stmt.name for r in s.reads)
+        ]
+        kind = self.model.tensors[stmt.name].kind
+        store = kind == "output" or stmt.name in self.temps
+        return bool(readers_here), store
+
+    # ------------------------------------------------------------ tiles (isl)
+
+    def _tile(self, stmt: Stmt, context: list[Loop], iters: list[str], check_size: bool = True) -> Tile:
+        """The instances of `stmt` inside one iteration of `context`, projected onto `iters`."""
+        dims, names = [], []
+        for loop in context:
+            for d, pa in enumerate(loop.exprs[stmt.name]):
+                dims.append(pa)
+                names.append(self._var(loop, d))
+        keep = [stmt.iters.index(i) for i in iters]
+        domain = stmt.domain
+        if dims:
+            rel = pw_affs_to_map(dims, domain).reverse()  # loop values -> instances
+        else:
+            rel = isl.Map.from_range(domain)
+        for pos, n in enumerate(names):
+            rel = rel.set_dim_name(isl.dim_type.in_, pos, n)
+        drop = [p for p in range(len(stmt.iters)) if p not in keep]
+        for p in reversed(drop):
+            rel = rel.project_out(isl.dim_type.out, p, 1)
+        kept = [stmt.iters[p] for p in sorted(keep)]  # the order isl keeps them in
+        for out_pos, it in enumerate(kept):
+            rel = rel.set_dim_name(isl.dim_type.out, out_pos, it)
+        axes, scalars, offsets, sizes = [], {}, [], []
+        for it in kept:
+            pos = kept.index(it)
+            lo = rel.dim_min(pos)
+            hi = rel.dim_max(pos)
+            span = hi.sub(lo).coalesce()
+            extent = span.max_val()
+            if not extent.is_int():
+                raise BackendError(
+                    f"the tile of {stmt.name} along {it} has no fixed size ({_pa_text(span)}): "
+                    f"split the loop over {it} (tiles must have constant sizes)"
+                )
+            size = extent.to_python() + 1
+            offsets.append(lo)
+            if size == 1:
+                scalars[it] = _pa_expr(lo)
+                sizes.append(1)
+            else:
+                p2 = 1 << (size - 1).bit_length()
+                axes.append(Axis(it, _pa_expr(lo), p2))
+                sizes.append(p2)
+        mask = self._mask(rel, names, kept, offsets, sizes)
+        order = {it: n for n, it in enumerate(iters)}
+        tile = Tile(sorted(axes, key=lambda a: order[a.iter]), scalars, mask)
+        if check_size:
+            _check_size(stmt, tile)
+        return tile
+
+    def _mask(self, rel: isl.Map, loop_names: list[str], iters: list[str], offsets, sizes) -> Optional[Expr]:
+        """Which lanes of the tile box hold instances: `rel` simplified against the box itself."""
+        members = rel.wrap().flatten()
+        names = loop_names + iters
+        for pos, n in enumerate(names):
+            members = members.set_dim_name(isl.dim_type.set, pos, n)
+        box = isl.Set.universe(members.get_space())
+        if loop_names:
+            proj = isl.MultiAff.read_from_str(
+                members.get_ctx(),
+                f"{_params(members)}{{ [{', '.join(names)}] -> [{', '.join(loop_names)}] }}",
+            )
+            box = box.intersect(rel.domain().preimage_multi_aff(proj))
+        else:
+            proj = None
+        ls = isl.LocalSpace.from_space(members.get_space())
+        for k, (lo, size) in enumerate(zip(offsets, sizes)):
+            var = isl.PwAff.var_on_domain(ls, isl.dim_type.set, len(loop_names) + k)
+            start = lo.pullback_multi_aff(proj) if proj is not None else _const_pa(lo, members.get_space())
+            end = start.add(_const_like(start, size))
+            box = box.intersect(var.ge_set(start)).intersect(var.lt_set(end))
+        simplified = members.gist(box).coalesce()
+        if simplified.plain_is_universe():
+            return None
+        params_only = _to_params(simplified)
+        context = _to_params(box)
+        return set_to_expr(params_only, context)
+
+    # ------------------------------------------------------------ values
+
+    def _value(self, e: ast.Expr, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
+        v = lambda x: self._value(x, stmt, tile, context)  # noqa: E731
+        if isinstance(e, ast.FloatLit):
+            return Const(float(e.value))
+        if isinstance(e, ast.IntLit):
+            return Const(float(e.value))
+        if isinstance(e, ast.Name):
+            return self._name(e.name, stmt, value=True)
+        if isinstance(e, ast.Neg):
+            return Neg(v(e.operand))
+        if isinstance(e, ast.BinOp):
+            if e.op in ("//", "%"):
+                raise BackendError(f"'{e.op}' is only allowed in indices")
+            return Bin(e.op, v(e.lhs), v(e.rhs))
+        if isinstance(e, ast.Compare):
+            return Bin(e.op, v(e.lhs), v(e.rhs))
+        if isinstance(e, ast.Call):
+            if e.func in CASTS:
+                return Round(e.func, v(e.args[0])) if e.func != "f32" else v(e.args[0])
+            if e.func == "where":
+                return Select(v(e.args[0]), v(e.args[1]), v(e.args[2]))
+            return Call(e.func, tuple(v(a) for a in e.args))
+        if isinstance(e, ast.Access):
+            return self._access(e, stmt, tile, context)
+        raise BackendError(f"cannot lower expression {e!r}")
+
+    def _name(self, name: str, stmt: Stmt, value: bool) -> Expr:
+        if name in stmt.iters:
+            return Var(name)
+        size = self.model.sizes.get(name)
+        if size is None and name in self.model.params:
+            return Var(name)
+        if isinstance(size, float) or value:
+            return Const(float(size) if value else size)
+        return Const(size)
+
+    def _index(self, e: ast.Expr, stmt: Stmt) -> Expr:
+        if isinstance(e, ast.IntLit):
+            return Const(e.value)
+        if isinstance(e, ast.Name):
+            return self._name(e.name, stmt, value=False)
+        if isinstance(e, ast.Neg):
+            return Neg(self._index(e.operand, stmt))
+        if isinstance(e, ast.BinOp):
+            return Bin(e.op, self._index(e.lhs, stmt), self._index(e.rhs, stmt))
+        raise BackendError(f"index expression {e!r} is not affine")
+
+    def _access(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
+        producer = self.produced.get(e.tensor)
+        if producer is not None and producer.keep:
+            reg = self._register(e, stmt, tile, producer, context)
+            if reg is not None:
+                return reg
+        if e.tensor in self.produced or (self.kernel_of.get(e.tensor) == self.index and e.tensor not in self.temps):
+            raise BackendError(
+                f"{stmt.name} reads {e.tensor} with a different tile than the one {e.tensor} is computed in, "
+                f"inside the same kernel; place {stmt.name} where it reads {e.tensor}'s tile element for element, "
+                f"or leave them in separate kernels"
+            )
+        return Load(e.tensor, tuple(self._index(i, stmt) for i in e.indices), tile.mask)
+
+    def _register(self, e: ast.Access, stmt: Stmt, tile: Tile, producer: _Produced, context) -> Optional[Reg]:
+        """The producer's register tile, if this read takes it element for element."""
+        here = [l.name for l in context]
+        if producer.context != here[: len(producer.context)]:
+            return None
+        consumer_axes = {a.iter: a for a in tile.axes}
+        for p_iter, index in zip(producer.stmt.lhs_iters, e.indices):
+            if not isinstance(index, ast.Name) or index.name not in stmt.iters:
+                return None
+            c_iter = index.name
+            p_axis = next((a for a in producer.tile.axes if a.iter == p_iter), None)
+            if p_axis is None:
+                if c_iter in consumer_axes or tile.scalars.get(c_iter) != producer.tile.scalars.get(p_iter):
+                    return None
+                continue
+            c_axis = consumer_axes.get(c_iter)
+            if c_axis is None or c_axis.size != p_axis.size or c_axis.offset != p_axis.offset:
+                return None
+        positions = []
+        for p_axis in producer.tile.axes:
+            index = e.indices[producer.stmt.lhs_iters.index(p_axis.iter)]
+            positions.append([a.iter for a in tile.axes].index(index.name))
+        if positions != sorted(positions):
+            return None  # a transposed register tile: not supported
+        return Reg(producer.stmt.name, tuple(positions))
+
+    def _partial(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
+        dot = self._dot(stmt, tile, context)
+        if dot is not None:
+            return dot
+        _check_size(stmt, tile)
+        body = self._value(stmt.value, stmt, tile, context)
+        identity = Const(0.0) if stmt.reduce_op == "sum" else Const(float("-inf"))
+        if tile.mask is not None:
+            body = Select(tile.mask, body, identity)
+        red_axes = tuple(k for k, a in enumerate(tile.axes) if a.iter in stmt.red_iters)
+        if not red_axes:
+            return body
+        return Reduce(stmt.reduce_op, body, red_axes)
+
+    def _dot(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Optional[Dot]:
+        """sum(k) X[i, k] * Y[k, j] over a tile with axes (i, j, k), each at least 16 wide -> a matrix product."""
+        if stmt.reduce_op != "sum" or not isinstance(stmt.value, ast.BinOp) or stmt.value.op != "*":
+            return None
+        names = [a.iter for a in tile.axes]
+        if len(names) != 3 or len(stmt.red_iters) != 1 or any(a.size < 16 for a in tile.axes):
+            return None
+        k = stmt.red_iters[0]
+        i, j = [n for n in names if n != k]
+        if names != [i, j, k]:
+            return None
+        lhs, rhs = stmt.value.lhs, stmt.value.rhs
+        if not (_plain(lhs, {i, k}) and _plain(rhs, {k, j})):
+            lhs, rhs = rhs, lhs
+            if not (_plain(lhs, {i, k}) and _plain(rhs, {k, j})):
+                return None
+        if tile.mask is not None and not self._separable(stmt, context, i, j, k):
+            return None
+        a = Load(lhs.tensor, tuple(self._index(x, stmt) for x in lhs.indices), self._operand_mask(stmt, context, [i, k]))
+        b = Load(rhs.tensor, tuple(self._index(x, stmt) for x in rhs.indices), self._operand_mask(stmt, context, [k, j]))
+        return Dot(a, b, self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
+
+    def _operand_mask(self, stmt: Stmt, context, iters) -> Optional[Expr]:
+        return self._tile(stmt, context, iters).mask
+
+    def _separable(self, stmt: Stmt, context, i, j, k) -> bool:
+        """The reduction range of every (i, j) is what the operand masks allow: (i,k) and (k,j) constraints only."""
+        full = self._instances(stmt, context, [i, j, k])
+        ik = self._instances(stmt, context, [i, k])
+        kj = self._instances(stmt, context, [k, j])
+        ij = self._instances(stmt, context, [i, j])
+        n_loop = full.dim(isl.dim_type.set) - 3
+        rebuilt = (ij.insert_dims(isl.dim_type.set, n_loop + 2, 1)
+                   .intersect(ik.insert_dims(isl.dim_type.set, n_loop + 1, 1))
+                   .intersect(kj.insert_dims(isl.dim_type.set, n_loop, 1)))
+        return rebuilt.is_subset(full)
+
+    def _instances(self, stmt: Stmt, context, iters) -> isl.Set:
+        dims = [pa for loop in context for pa in loop.exprs[stmt.name]]
+        rel = pw_affs_to_map(dims, stmt.domain).reverse() if dims else isl.Map.from_range(stmt.domain)
+        keep = [stmt.iters.index(x) for x in iters]
+        for p in reversed(range(len(stmt.iters))):
+            if p not in keep:
+                rel = rel.project_out(isl.dim_type.out, p, 1)
+        order = sorted(keep)
+        flat = rel.wrap().flatten()
+        n_loop = len(dims)
+        # reorder the kept iterators into the order asked for
+        if [stmt.iters[p] for p in order] != iters:
+            perm = [order.index(stmt.iters.index(x)) for x in iters]
+            text = ", ".join(f"x{p}" for p in range(n_loop + len(iters)))
+            target = ", ".join([f"x{p}" for p in range(n_loop)] + [f"x{n_loop + p}" for p in perm])
+            m = isl.Map.read_from_str(flat.get_ctx(), f"{{ [{text}] -> [{target}] }}")
+            flat = flat.apply(m.align_params(flat.get_space()))
+        return flat
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _loops(node: Node):
+    from .tree import walk_loops
+
+    return list(walk_loops(node.body)) if isinstance(node, Loop) else []
+
+
+def _loops_in_body(body):
+    from .tree import walk_loops
+
+    return list(walk_loops(body))
+
+
+def _is_serial(loop: Loop) -> bool:
+    return not loop.bind and (loop.kind == "tile" or loop.pipeline is not None)
+
+
+def _single_leaf(node: Node) -> Leaf:
+    """A point-loop chain down to one statement (vectorised as one tile)."""
+    while isinstance(node, Loop):
+        if len(node.body) != 1:
+            names = ", ".join(statements_under(node))
+            raise BackendError(
+                f"loop {node.name} holds several statements ({names}) but is not a serial loop; the tile backends "
+                f"vectorise point loops one statement at a time: split it (the outer loop becomes serial) or keep "
+                f"the statements in separate loops"
+            )
+        child = node.body[0]
+        if isinstance(child, Loop) and _is_serial(child):
+            raise BackendError(
+                f"serial loop {child.name} is inside point loop {node.name}; serial loops must enclose the tile loops"
+            )
+        node = child
+    return node
+
+
+def _check_size(stmt: Stmt, tile: Tile) -> None:
+    elements = 1
+    for a in tile.axes:
+        elements *= a.size
+    if elements > MAX_TILE_ELEMENTS:
+        shape = " x ".join(f"{a.iter}:{a.size}" for a in tile.axes)
+        raise BackendError(
+            f"the tile of {stmt.name} would hold {elements} elements ({shape}); split its loops so that one "
+            f"tile holds at most {MAX_TILE_ELEMENTS}"
+        )
+
+
+def _dim_name(loop: Loop, d: int) -> str:
+    return loop.name if loop.n_dims == 1 else f"{loop.name}_{d}"
+
+
+def _plain(e: ast.Expr, iters: set) -> bool:
+    return (
+        isinstance(e, ast.Access)
+        and len(e.indices) == 2
+        and all(isinstance(x, ast.Name) for x in e.indices)
+        and {x.name for x in e.indices} == iters
+    )
+
+
+def _params(s) -> str:
+    n = s.dim(isl.dim_type.param)
+    names = [s.get_dim_name(isl.dim_type.param, i) for i in range(n)]
+    return f"[{', '.join(names)}] -> " if names else ""
+
+
+def _to_params(s: isl.Set) -> isl.Set:
+    n = s.dim(isl.dim_type.set)
+    return s.move_dims(isl.dim_type.param, s.dim(isl.dim_type.param), isl.dim_type.set, 0, n).params()
+
+
+def _const_like(pa: isl.PwAff, value: int) -> isl.PwAff:
+    ls = isl.LocalSpace.from_space(pa.get_domain_space())
+    return isl.PwAff.from_aff(isl.Aff.val_on_domain(ls, isl.Val.int_from_si(pa.get_ctx(), value)))
+
+
+def _const_pa(lo: isl.PwAff, space) -> isl.PwAff:
+    """An offset that depends on parameters only, lifted to the space of the members set."""
+    return _lift_to(lo, isl.Set.universe(space))
+
+
+def _lift_to(lo: isl.PwAff, target: isl.Set) -> isl.PwAff:
+    proj = isl.MultiAff.read_from_str(
+        target.get_ctx(),
+        f"{_params(target)}{{ [{', '.join(f'x{k}' for k in range(target.dim(isl.dim_type.set)))}] -> [] }}",
+    )
+    return lo.pullback_multi_aff(proj.align_params(target.get_space()))
+
+
+def _pa_expr(pa: isl.PwAff) -> Expr:
+    return pw_aff_to_expr(_pa_params(pa))
+
+
+def _pa_params(pa: isl.PwAff) -> isl.PwAff:
+    """Move a function's input dims (loop variables) into named parameters."""
+    n = pa.dim(isl.dim_type.in_)
+    if n == 0:
+        return pa
+    names = [pa.get_dim_name(isl.dim_type.in_, i) for i in range(n)]
+    if any(x is None for x in names):
+        raise BackendError(f"internal: unnamed loop dimension in {pa}")
+    return pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
+
+
+def _pa_text(pa: isl.PwAff) -> str:
+    return str(pa)

@@ -1,0 +1,234 @@
+"""The tile program: a backend-neutral description of the kernels a schedule asks for.
+
+`compiler/tile.py` derives it from a scheduled tree; every backend (Triton,
+TileLang) consumes it unchanged and re-derives no schedule decision.
+
+A `TileKernel` is one launch: grid axes (bound loops), run-time size
+arguments, the tensors it touches, and a body of ops:
+
+* `SerialLoop` -- a loop every program runs in order (e.g. `ko`), maybe pipelined;
+* `Compute`    -- one elementwise statement over a tile (its axes are the
+  statement iterators that vary inside one iteration of the enclosing loops);
+* `AccInit` / `AccUpdate` / `AccFinish` -- a reduction: the accumulator is
+  created before the loops that walk the reduction, updated with one tile's
+  partial result (a tile `Dot` or a tile `Reduce`) inside them, and rounded
+  to the statement's dtype after them.
+
+Expressions (`Expr`) are a small tree: integer index arithmetic over loop
+variables and sizes (from isl), and f32 value arithmetic over tiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Var:
+    """A loop variable (grid or serial), a run-time size, or an iterator of the current tile."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Union[int, float]
+
+
+@dataclass(frozen=True)
+class Bin:
+    """Integer or value arithmetic, comparisons and boolean and/or.
+
+    op: + - * / // (floor division) % (non-negative remainder) min max
+        < <= > >= == != and or
+    """
+
+    op: str
+    lhs: "Expr"
+    rhs: "Expr"
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: "Expr"
+
+
+@dataclass(frozen=True)
+class Select:
+    cond: "Expr"
+    then: "Expr"
+    other: "Expr"
+
+
+@dataclass(frozen=True)
+class Load:
+    """Read a global tensor at broadcast index tiles; masked lanes read `other`."""
+
+    tensor: str
+    indices: tuple
+    mask: Optional["Expr"]
+    other: float = 0.0
+
+
+@dataclass(frozen=True)
+class Reg:
+    """The register tile of an earlier statement of the same kernel (already rounded to its dtype).
+
+    `axes[n]` is the position, in the reading statement's tile, of the
+    producer's tile axis n (the producer's tile is broadcast along the others).
+    """
+
+    stmt: str
+    axes: tuple = ()
+
+
+@dataclass(frozen=True)
+class Call:
+    """exp log sqrt rsqrt silu sigmoid tanh abs max min (values, f32)."""
+
+    func: str
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Round:
+    """Round an f32 value to a storage dtype (bf16, f16, f8e4m3 saturating); the result is f32 again."""
+
+    dtype: str
+    operand: "Expr"
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """Tile reduction over some axes of the current statement's tile."""
+
+    op: str  # sum | max
+    operand: "Expr"
+    axes: tuple  # axis positions in the statement's tile
+
+
+@dataclass(frozen=True)
+class Dot:
+    """Matrix product of two tiles loaded in their storage dtype: lhs [I, K] x rhs [K, J] (f32 result)."""
+
+    lhs: "Expr"
+    rhs: "Expr"
+    lhs_dtype: str
+    rhs_dtype: str
+
+
+Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Call, Round, Reduce, Dot]
+
+
+# ---------------------------------------------------------------- tiles and ops
+
+
+@dataclass
+class Axis:
+    """One tile dimension: iterator values offset + 0..size-1 (size a power of two; lanes past the domain masked)."""
+
+    iter: str
+    offset: Expr
+    size: int
+
+
+@dataclass
+class Tile:
+    """Where a statement's instances lie within one iteration of the enclosing loops."""
+
+    axes: list[Axis]  # iterators that vary inside the tile, in tile-axis order
+    scalars: dict[str, Expr]  # iterators fixed by the enclosing loops: iterator -> value
+    mask: Optional[Expr]  # domain membership of a lane (None: every lane is inside)
+
+
+@dataclass
+class Compute:
+    stmt: str
+    tile: Tile
+    value: Expr
+    dtype: str  # storage dtype: the value is rounded to it
+    store: bool  # write the tile to the global tensor
+    keep: bool  # later statements of this kernel read it from registers
+    lhs: tuple = ()  # the written tensor's index iterators, in dimension order
+
+
+@dataclass
+class AccInit:
+    stmt: str
+    tile: Tile  # the accumulator's tile: the left-hand iterators only
+    op: str  # sum | max
+    accum: str
+
+
+@dataclass
+class AccUpdate:
+    stmt: str
+    tile: Tile  # left-hand and reduction iterators of one partial step
+    partial: Expr  # the partial result over the accumulator's tile (a Dot or a Reduce)
+    op: str
+    accum: str
+
+
+@dataclass
+class AccFinish:
+    stmt: str
+    tile: Tile  # the accumulator's tile
+    dtype: str
+    store: bool
+    keep: bool
+    lhs: tuple = ()
+
+
+@dataclass
+class SerialLoop:
+    var: str
+    lower: Expr
+    upper: Expr  # exclusive
+    stages: Optional[int]
+    body: list["Op"] = field(default_factory=list)
+
+
+Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop]
+
+
+@dataclass
+class GridAxis:
+    axis: str  # x | y | z
+    vars: list[str]  # one loop variable, or several for a fused loop (row-major)
+    extents: list[Expr]  # number of iterations of each var (over run-time sizes)
+    lowers: list[Expr]
+
+
+@dataclass
+class TensorArg:
+    name: str
+    dtype: str
+    shape: list  # ints or size names
+    role: str  # input | output | temp
+
+
+@dataclass
+class TileKernel:
+    name: str
+    grid: list[GridAxis]
+    tensors: list[TensorArg]
+    sizes: list[str]  # run-time size arguments
+    body: list[Op]
+    num_warps: int = 4
+    num_stages: int = 2
+    comment: str = ""  # the statements and schedule steps this kernel comes from
+
+
+@dataclass
+class TileProgram:
+    name: str  # the .tdsl kernel
+    kernels: list[TileKernel]
+    inputs: list[TensorArg]
+    outputs: list[TensorArg]
+    temps: list[TensorArg]  # global intermediates written by one launch and read by a later one
+    sizes: dict  # size name -> int (compile-time) or None (run-time argument)
+    schedule: str = ""  # the schedule's trace, for comments
