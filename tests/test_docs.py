@@ -196,7 +196,7 @@ def check_command(cmd: Command, block: Block, lines: list[str], status: int) -> 
 @pytest.fixture(scope="session")
 def scratch(tmp_path_factory):
     base = tmp_path_factory.mktemp("docs")
-    return {doc: scratch_dir(doc, base) for doc in DOCS}
+    return {doc: scratch_dir(doc, base) for doc in DOCS if doc.exists()}
 
 
 CONSOLE = [b for doc in DOCS if doc.exists() for b in blocks(doc) if is_tdsl_console(b)]
@@ -230,6 +230,7 @@ def test_python_sessions(doc, scratch):
             if block.lang != "pycon":
                 continue
             test = parser.get_doctest(block.body, globs, block.id, str(doc), block.line - 1)
+            test.globs = globs  # get_doctest copies; the blocks of a document share one session
             runner.run(test, out=out.write, clear_globs=False)
     finally:
         os.chdir(old)

@@ -209,9 +209,7 @@ class _KernelPrinter:
     def _store(self, op, frame: _Frame) -> None:
         tile, dtype = op.tile, op.dtype
         pointer = self._pointer(op.stmt, [T.Var(it) for it in op.lhs], frame)
-        value = f"v_{op.stmt}"
-        if dtype == "f8e4m3":
-            value = f"tl.clamp({value}, -{F8_MAX}, {F8_MAX})"
+        value = f"v_{op.stmt}"  # already rounded to the storage dtype: the conversion is exact
         mask = f", mask={index_code(tile.mask, frame)}" if tile.mask is not None else ""
         self.emit(f"tl.store({pointer}, {value}.to({TL_DTYPES[dtype]}){mask})")
 
@@ -228,7 +226,7 @@ class _KernelPrinter:
         if dtype == "f32":
             return code
         if dtype == "f8e4m3":
-            return f"tl.clamp({code}, -{F8_MAX}, {F8_MAX}).to(tl.float8e4nv).to(tl.float32)"
+            return f"_round_f8e4m3({code}, INTERPRET)"
         return f"({code}).to({TL_DTYPES[dtype]}).to(tl.float32)"
 
     def _dot_operands(self, dot: T.Dot, tile: T.Tile, frame: _Frame) -> tuple[str, str]:
@@ -243,7 +241,7 @@ class _KernelPrinter:
             name = self.fresh(f"t_{load.tensor}_")
             self.emit(f"{name} = tl.load({pointer}{mask})")
             if dtype != "f32":
-                self.emit("if DOT_F32:")
+                self.emit("if INTERPRET:")
                 self.emit(f"    {name} = {name}.to(tl.float32)")
             names.append(name)
         return names[0], names[1]
@@ -358,7 +356,7 @@ def _launcher(program: T.TileProgram) -> list[str]:
             used = max(used, GRID_AXES[axis.axis] + 1)
         grid_code = "(" + ", ".join(str(g) for g in grid[: max(used, 1)]) + ",)"
         args = [t.name for t in kernel.tensors] + list(kernel.sizes)
-        lines.append(f"{kernel.name}[{grid_code}]({', '.join(args)}{', ' if args else ''}DOT_F32=_INTERPRET, "
+        lines.append(f"{kernel.name}[{grid_code}]({', '.join(args)}{', ' if args else ''}INTERPRET=_INTERPRET, "
                      f"num_warps={kernel.num_warps}, num_stages={kernel.num_stages})")
     outs = [t.name for t in program.outputs]
     lines.append(f"return {', '.join(outs)}" if len(outs) > 1 else f"return {outs[0]}")
