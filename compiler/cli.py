@@ -3,6 +3,8 @@
     tdsl tree  PROG [--schedule NAME] [--format text|yaml]
     tdsl check PROG [--schedule NAME | --all]
     tdsl run   PROG --interp [--schedule NAME] [--size M=8,N=8] [--seed S]
+    tdsl run   PROG --target nvidia [--schedule NAME] [--size M=8,N=8] [--seed S]
+    tdsl compile PROG --target nvidia [--backend triton] [--schedule NAME] -o OUT.py
 
 Exit codes: 0 success, 1 an illegal schedule or a result mismatch, 2 a
 usage, parse or schedule-misuse error.  User errors never show a traceback.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Optional
 
 from tdsl.frontend.diagnostics import TdslError
@@ -90,9 +93,76 @@ def cmd_check(args) -> int:
     return status
 
 
+def cmd_compile(args) -> int:
+    from .codegen import generate
+
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
+    out = Path(args.output)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    except OSError as err:
+        raise TdslError(f"cannot write {out}: {err.strerror}") from None
+    n = text.count("@triton.jit") - 1  # one helper
+    print(f"wrote {out}: {n} kernel launch(es), schedule {name or 'program order'}, target {args.target}")
+    return 0
+
+
+def _interpreter_reference(prog, args, model):
+    from .interpreter import interpret, random_inputs
+
+    if model.params:
+        raise TdslError(f"give a value to every param with --size: {', '.join(model.params)}")
+    count = sum(stmt.domain.count_val().to_python() for stmt in model.stmts)
+    if count > MAX_INTERPRETED_INSTANCES:
+        small = ",".join(f"{k}=8" for k in model.sizes if isinstance(model.sizes[k], int))
+        raise TdslError(
+            f"the interpreter would execute {count:,} statement instances; choose smaller sizes with --size (e.g. --size {small})"
+        )
+    inputs = random_inputs(model, args.seed)
+    original = prog.schedule(None, kernel=args.kernel)
+    return inputs, interpret(model, original.time_map(), inputs), count
+
+
+def cmd_run_target(args) -> int:
+    import os
+    import tempfile
+
+    from .codegen import generate, load_module, run_generated
+    from .verify import compare
+
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    model = prog.schedule(None, kernel=args.kernel).model
+    inputs, reference, count = _interpreter_reference(prog, args, model)
+    text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # read when the generated module's kernels are decorated
+    with tempfile.TemporaryDirectory() as tmp:
+        module = load_module(text, Path(tmp) / f"{model.name}_kernel.py")
+        outputs = run_generated(module, model, inputs, device=device, guard=64)
+    where = "GPU" if device == "cuda" else "Triton interpreter"
+    print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
+    status = 0
+    for t in model.outputs():
+        result = compare(reference[t.name].astype("float32"), outputs[t.name], t.dtype)
+        print(f"  {t.name} {list(outputs[t.name].shape)} {t.dtype}: {'ok' if result.ok else 'MISMATCH'} ({result.summary()})")
+        status = status or (0 if result.ok else 1)
+    return status
+
+
 def cmd_run(args) -> int:
+    if args.target:
+        if args.interp:
+            raise TdslError("choose --interp or --target, not both")
+        return cmd_run_target(args)
     if not args.interp:
-        raise TdslError("tdsl run needs --interp (the reference interpreter); GPU targets are not built yet")
+        raise TdslError("tdsl run needs --interp (reference interpreter) or --target nvidia (generated kernel)")
     import numpy as np
 
     from .dtypes import describe_difference
@@ -168,9 +238,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a program on random inputs and compare the schedule with program order")
     common(p)
-    p.add_argument("--interp", action="store_true", help="use the reference interpreter")
+    p.add_argument("--interp", action="store_true", help="compare the schedule with program order in the reference interpreter")
+    p.add_argument("--target", choices=("nvidia",), help="compile and run the kernel (GPU if present, else the Triton interpreter) against the reference interpreter")
+    p.add_argument("--backend", choices=("triton",), default=None, help="code generator for --target")
     p.add_argument("--seed", type=int, default=0, help="random seed for the inputs")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compile", help="compile a program and schedule to a kernel module")
+    common(p)
+    p.add_argument("--target", choices=("nvidia",), default="nvidia")
+    p.add_argument("--backend", choices=("triton",), default=None, help="code generator (default: triton)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.py", help="where to write the generated module")
+    p.set_defaults(func=cmd_compile)
     return parser
 
 

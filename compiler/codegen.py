@@ -67,3 +67,47 @@ def load_module(text: str, path) -> object:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+# ---------------------------------------------------------------- running a generated module
+
+TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f8e4m3": "float8_e4m3fn"}
+
+
+def to_torch(array, dtype: str, device: str):
+    """A numpy array in a tdsl storage dtype -> a torch tensor of the same dtype (exact)."""
+    import numpy as np
+    import torch
+
+    as_f32 = torch.from_numpy(np.ascontiguousarray(array).astype(np.float32))
+    return as_f32.to(getattr(torch, TORCH_DTYPE_NAMES[dtype])).to(device)
+
+
+def run_generated(module, model, inputs: dict, device: str = "cpu", guard: int = 0) -> dict:
+    """Call the generated launcher on `inputs`; outputs come back as float32 numpy arrays.
+
+    With `guard` > 0 each output is the middle of a NaN-filled buffer with `guard`
+    elements on both sides, and a kernel that writes outside its output is reported.
+    """
+    import numpy as np
+    import torch
+
+    args = [to_torch(inputs[t.name], t.dtype, device) for t in model.inputs()]
+    kwargs, buffers = {}, {}
+    for t in model.outputs():
+        numel = int(np.prod(t.shape))
+        buf = torch.full((numel + 2 * guard,), float("nan"), dtype=torch.float32, device=device)
+        buf = buf.to(getattr(torch, TORCH_DTYPE_NAMES[t.dtype]))
+        buffers[t.name] = buf
+        kwargs[t.name] = buf[guard: guard + numel].view(*t.shape)
+    out = getattr(module, model.name)(*args, **kwargs)
+    outs = out if isinstance(out, tuple) else (out,)
+    results = {}
+    for t, o in zip(model.outputs(), outs):
+        if guard:
+            buf = buffers[t.name].float().cpu()
+            spoiled = (~torch.isnan(buf[:guard])).sum().item() + (~torch.isnan(buf[-guard:])).sum().item()
+            if spoiled:
+                raise AssertionError(f"the kernel wrote {spoiled} elements outside output {t.name}")
+        results[t.name] = o.float().cpu().numpy()
+    return results

@@ -435,7 +435,20 @@ class _KernelLowering:
                 f"inside the same kernel; place {stmt.name} where it reads {e.tensor}'s tile element for element, "
                 f"or leave them in separate kernels"
             )
-        return Load(e.tensor, tuple(self._index(i, stmt) for i in e.indices), tile.mask)
+        return Load(e.tensor, tuple(self._index(i, stmt) for i in e.indices), self._access_mask(e, stmt, tile, context))
+
+    def _access_mask(self, e: ast.Access, stmt: Stmt, tile: Tile, context) -> Optional[Expr]:
+        """The tile's mask projected onto the iterators the access uses: same shape as its pointer tile.
+
+        A lane it lets through is the index of some instance, so the read stays in bounds (the model checked
+        every instance's reads); lanes outside the instance set are masked where the value is stored."""
+        used = {n.name for i in e.indices for n in _names(i)} & set(stmt.iters)
+        if tile.mask is None or not used:
+            return None
+        iters = [it for it in stmt.iters if it in used]
+        if set(iters) == {a.iter for a in tile.axes} | (set(iters) & set(tile.scalars)) and len(iters) == len(stmt.iters):
+            return tile.mask
+        return self._tile(stmt, context, iters, check_size=False).mask
 
     def _register(self, e: ast.Access, stmt: Stmt, tile: Tile, producer: _Produced, context) -> Optional[Reg]:
         """The producer's register tile, if this read takes it element for element."""
@@ -586,6 +599,16 @@ def _check_size(stmt: Stmt, tile: Tile) -> None:
 
 def _dim_name(loop: Loop, d: int) -> str:
     return loop.name if loop.n_dims == 1 else f"{loop.name}_{d}"
+
+
+def _names(e: ast.Expr):
+    if isinstance(e, ast.Name):
+        yield e
+    elif isinstance(e, ast.BinOp):
+        yield from _names(e.lhs)
+        yield from _names(e.rhs)
+    elif isinstance(e, ast.Neg):
+        yield from _names(e.operand)
 
 
 def _plain(e: ast.Expr, iters: set) -> bool:

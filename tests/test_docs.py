@@ -135,7 +135,7 @@ def run_in_process(line: str, cwd: Path) -> tuple[list[str], int]:
                 status = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     finally:
         os.chdir(old)
-    lines = [l.rstrip() for l in out.getvalue().splitlines()]
+    lines = trim([l.rstrip() for l in out.getvalue().splitlines()])
     if echo:
         lines.append(str(status))
     return lines, status
@@ -150,10 +150,17 @@ def run_subprocess(line: str, cwd: Path) -> tuple[list[str], int]:
         [sys.executable, "-m", "tdsl.compiler.cli", *argv[1:]],
         cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    lines = [l.rstrip() for l in proc.stdout.splitlines()]
+    lines = trim([l.rstrip() for l in proc.stdout.splitlines()])
     if echo:
         lines.append(str(proc.returncode))
     return lines, proc.returncode
+
+
+def trim(lines: list[str]) -> list[str]:
+    """Without trailing blank lines (a Markdown block cannot show them)."""
+    while lines and not lines[-1]:
+        lines = lines[:-1]
+    return lines
 
 
 def matches(expected: list[str], actual: list[str]) -> bool:
@@ -177,9 +184,7 @@ def matches(expected: list[str], actual: list[str]) -> bool:
 
 def check_command(cmd: Command, block: Block, lines: list[str], status: int) -> None:
     _, echo = split_status(cmd.line)
-    expected = list(cmd.expected)
-    while expected and expected[-1] == "":
-        expected.pop()
+    expected = trim(list(cmd.expected))
     if not echo:
         assert status == 0, f"{block.id}: `{cmd.line}` exited {status}; add '{ECHO_STATUS}' to show it\n" + "\n".join(lines)
     if not matches(expected, lines):

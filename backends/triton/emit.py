@@ -176,7 +176,8 @@ class _KernelPrinter:
             acc = f"acc_{op.stmt}"
             if isinstance(op.partial, T.Dot):
                 a, b = self._dot_operands(op.partial, op.tile, frame)
-                precise = ', input_precision="ieee"' if "f32" in (op.partial.lhs_dtype, op.partial.rhs_dtype) else ""
+                wide = "f32" in (op.partial.lhs_dtype, op.partial.rhs_dtype) or op.partial.lhs_dtype != op.partial.rhs_dtype
+                precise = ', input_precision="ieee"' if wide else ""
                 if op.accum == "f32":
                     self.emit(f"{acc} = tl.dot({a}, {b}, {acc}{precise})")
                 else:
@@ -232,6 +233,7 @@ class _KernelPrinter:
     def _dot_operands(self, dot: T.Dot, tile: T.Tile, frame: _Frame) -> tuple[str, str]:
         axes = [a.iter for a in tile.axes]
         i, j, k = axes
+        mixed = dot.lhs_dtype != dot.rhs_dtype
         names = []
         for load, frame_axes, dtype in ((dot.lhs, [i, k], dot.lhs_dtype), (dot.rhs, [k, j], dot.rhs_dtype)):
             sub = _Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars)
@@ -240,7 +242,9 @@ class _KernelPrinter:
             # The pointer tile is built in the operand's (row, column) frame, whatever the storage order.
             name = self.fresh(f"t_{load.tensor}_")
             self.emit(f"{name} = tl.load({pointer}{mask})")
-            if dtype != "f32":
+            if dtype != "f32" and mixed:
+                self.emit(f"{name} = {name}.to(tl.float32)  # operands of different dtypes meet in f32")
+            elif dtype != "f32":
                 self.emit("if INTERPRET:")
                 self.emit(f"    {name} = {name}.to(tl.float32)")
             names.append(name)

@@ -1,0 +1,68 @@
+"""Compare a kernel's output with the reference interpreter, with tolerances that fit the output dtype.
+
+A generated kernel may legally differ from the interpreter in two ways: a
+tile's products are accumulated by hardware in another order (allowed by
+default, see docs/legality.md), and exp/rsqrt come from the GPU's math
+library.  Both move a result by a few units in the last place of the
+output dtype; anything larger is a mismatch.
+
+Tolerance: |got - ref| <= ULPS * ulp(ref) + ulp(max |ref|), where ulp is the
+spacing of the output dtype (bf16: 8 bits of precision, f16: 11, f8e4m3: 4,
+f32: 24 widened to 2^-16 relative because long f32 reductions reorder).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PRECISION_BITS = {"bf16": 8, "f16": 11, "f8e4m3": 4, "f32": 17}
+ULPS = 2
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    max_abs: float
+    worst: float  # largest error as a fraction of its tolerance (ok when <= 1)
+    n_bad: int
+    n: int
+    first_bad: tuple = ()
+    nan_mismatch: int = 0
+
+    def summary(self) -> str:
+        text = f"max abs err {self.max_abs:.4g}, worst {self.worst:.2f} of tolerance, {self.n_bad}/{self.n} elements outside"
+        if self.nan_mismatch:
+            text += f", {self.nan_mismatch} NaN mismatches"
+        if self.first_bad:
+            text += f", first at {self.first_bad}"
+        return text
+
+
+def ulp(values: np.ndarray, dtype: str) -> np.ndarray:
+    bits = PRECISION_BITS[dtype]
+    mag = np.maximum(np.abs(values), np.finfo(np.float32).tiny)
+    return np.exp2(np.floor(np.log2(mag)) - (bits - 1))
+
+
+def compare(ref, got, dtype: str) -> Comparison:
+    r = np.asarray(ref).astype(np.float64)
+    g = np.asarray(got).astype(np.float64)
+    nan_mismatch = int(np.sum(np.isnan(r) != np.isnan(g)))
+    finite = ~np.isnan(r) & ~np.isnan(g)
+    err = np.where(finite, np.abs(r - g), 0.0)
+    scale = np.max(np.abs(r[finite])) if finite.any() else 0.0
+    unit = ulp(r, dtype)
+    allowed = ULPS * unit + (ulp(np.array(scale), dtype) if scale else 0.0)
+    bad = (err > allowed) | (np.isnan(r) != np.isnan(g))
+    first = tuple(int(x) for x in np.argwhere(bad)[0]) if bad.any() else ()
+    return Comparison(
+        ok=not bad.any(),
+        max_abs=float(err.max()) if err.size else 0.0,
+        worst=float(np.max(err / allowed)) if err.size else 0.0,
+        n_bad=int(bad.sum()),
+        n=int(r.size),
+        first_bad=first,
+        nan_mismatch=nan_mismatch,
+    )
