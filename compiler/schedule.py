@@ -26,6 +26,7 @@ from .primitives.common import State, as_ref
 from .primitives.compute_at import compute_at, reverse_compute_at
 from .primitives.compute_inline import compute_inline
 from .primitives.fuse import fuse
+from .primitives.launch import launch
 from .primitives.pipeline import pipeline
 from .primitives.reorder import reorder
 from .primitives.reverse import reverse
@@ -47,6 +48,7 @@ PRIMITIVES = {
     "cache_write": (cache_write, ("tensor", "scope", "at"), ("at", "scope"), False),
     "pipeline": (pipeline, ("loop", "stages"), ("stages",), False),
     "bind": (bind, ("loop", "axis"), ("axis",), False),
+    "launch": (launch, ("stmt", "warps"), ("warps",), False),
 }
 
 
@@ -168,6 +170,9 @@ class Schedule:
     def bind(self, loop, axis):
         return self._apply("bind", loop, axis)
 
+    def launch(self, stmt, warps=4):
+        return self._apply("launch", stmt, warps=warps)
+
 
 # ---------------------------------------------------------------- .tdsl schedule blocks
 
@@ -235,6 +240,7 @@ def _signature(primitive: str) -> str:
         "cache_write": "cache_write(TENSOR, SCOPE, at=STMT.LOOP)",
         "pipeline": "pipeline(STMT.LOOP, stages=N)",
         "bind": "bind(STMT.LOOP, grid.x)",
+        "launch": "launch(STMT, warps=N)",
     }[primitive]
 
 

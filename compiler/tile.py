@@ -197,10 +197,7 @@ class _KernelLowering:
         return _pa_expr(lo), _pa_expr(hi)
 
     def _warps(self) -> int:
-        for loop in [self.root, *_loops(self.root)]:
-            if isinstance(loop, Loop) and getattr(loop, "warps", None):
-                return loop.warps
-        return 4
+        return (self.root.warps if isinstance(self.root, Loop) else None) or 4
 
     def _tensors(self, stmts: list[str]) -> list[TensorArg]:
         used: list[str] = []

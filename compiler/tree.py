@@ -34,6 +34,7 @@ class Loop:
     kind: str = "point"  # "tile" for the outer loop of a split; bands group loops of one kind
     pipeline: Optional[int] = None  # software-pipeline stages
     bind: Optional[str] = None  # grid axis: "x" | "y" | "z"
+    warps: Optional[int] = None  # launch configuration of the kernel this loop nest is (set on its top loop)
 
     @property
     def n_dims(self) -> int:
@@ -73,7 +74,7 @@ class Tree:
             if isinstance(node, Leaf):
                 return Leaf(node.stmt)
             new = Loop(node.name, {s: list(d) for s, d in node.exprs.items()}, [dup(c) for c in node.body],
-                       node.kind, node.pipeline, node.bind)
+                       node.kind, node.pipeline, node.bind, node.warps)
             memo[id(node)] = new
             return new
 

@@ -13,7 +13,7 @@ from conftest import EXAMPLES
 # example -> {schedule: expected rule or None for legal}
 EXPECTED = {
     "gemm": {"tiled": None, "gpu": None, "reversed_k": "reduction-order", "split_k": "parallel-reduction"},
-    "gemm_silu": {"fused": None, "silu_in_ko": "reduction-incomplete"},
+    "gemm_silu": {"fused": None, "silu_in_ko": "reduction-incomplete", "fast": None},
     "swiglu_quant": {"fused": None, "inlined": None},
     "rmsnorm": {"row_per_program": None, "scale_before_sum": "reduction-incomplete"},
     "softmax": {"row_fused": None, "normalize_early": "reduction-incomplete", "exp_before_max": "reduction-incomplete"},

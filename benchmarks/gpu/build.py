@@ -1,0 +1,40 @@
+"""Generate the Triton modules the H200 benchmark runs (the device has torch and triton, not islpy).
+
+    .venv/bin/python benchmarks/gpu/build.py        # writes benchmarks/gpu/generated/*.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tdsl.compiler.api import load
+from tdsl.compiler.codegen import generate
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = Path(__file__).resolve().parent / "generated"
+
+WORKLOADS = [
+    ("benchmarks/programs/gemm_bf16.tdsl", ["t128x128x64_s3_w4", "t128x128x64_s4_w4", "t128x256x64_s3_w8", "t256x128x64_s3_w8"]),
+    ("examples/gemm_silu.tdsl", ["fused", "fast"]),
+    ("benchmarks/programs/swiglu.tdsl", ["fused", "fused_wide"]),
+    ("examples/swiglu_quant.tdsl", ["fused", "inlined"]),
+    ("examples/rmsnorm.tdsl", ["row_per_program"]),
+    ("examples/softmax.tdsl", ["row_fused"]),
+    ("examples/quant_gemm.tdsl", ["separate"]),
+    ("examples/attention.tdsl", ["unfused"]),
+    ("examples/gemm.tdsl", ["gpu"]),
+]
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for path, schedules in WORKLOADS:
+        prog = load(ROOT / path)
+        for name in schedules:
+            target = OUT / f"{Path(path).stem}__{name}.py"
+            target.write_text(generate(prog, name))
+            print(f"wrote {target.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
