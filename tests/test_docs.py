@@ -245,14 +245,10 @@ def test_python_sessions(doc, scratch):
 
 def test_in_process_runner_matches_the_real_command(scratch):
     """A legal and an illegal command through `python -m tdsl.compiler.cli`: same output, same status."""
-    sample = []
-    for block in CONSOLE:
-        for cmd in commands(block):
-            if not sample or split_status(cmd.line)[1] != split_status(sample[0][1].line)[1]:
-                sample.append((block, cmd))
-        if len(sample) == 2:
-            break
-    assert len(sample) == 2
+    every = [(block, cmd) for block in CONSOLE for cmd in commands(block)]
+    legal = next(pair for pair in every if not split_status(pair[1].line)[1])
+    failing = next(pair for pair in every if split_status(pair[1].line)[1])
+    sample = [legal, failing]
     for block, cmd in sample:
         lines, status = run_subprocess(cmd.line, scratch[block.doc])
         check_command(cmd, block, lines, status)

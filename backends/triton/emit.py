@@ -178,6 +178,10 @@ class _KernelPrinter:
                 a, b = self._dot_operands(op.partial, op.tile, frame)
                 wide = "f32" in (op.partial.lhs_dtype, op.partial.rhs_dtype) or op.partial.lhs_dtype != op.partial.rhs_dtype
                 precise = ', input_precision="ieee"' if wide else ""
+                if op.partial.lhs_dtype == op.partial.rhs_dtype == "f8e4m3":
+                    # On sm_90 Triton otherwise keeps FP8 products in the tensor core's reduced-precision
+                    # accumulator for the whole loop; the program says the accumulator is FP32.
+                    precise = ", max_num_imprecise_acc=0"
                 if op.accum == "f32":
                     self.emit(f"{acc} = tl.dot({a}, {b}, {acc}{precise})")
                 else:
@@ -265,6 +269,8 @@ class _KernelPrinter:
         if isinstance(e, T.Bin):
             if e.op in ("and", "or"):
                 return f"(({v(e.lhs)}) {'&' if e.op == 'and' else '|'} ({v(e.rhs)}))"
+            if e.op == "/":  # IEEE division: Triton's plain `/` is approximate and would move rounding points
+                return f"tl.div_rn({v(e.lhs)}, {v(e.rhs)})"
             return f"({v(e.lhs)} {e.op} {v(e.rhs)})"
         if isinstance(e, T.Select):
             return f"tl.where({self._cond(e.cond, frame)}, {v(e.then)}, {v(e.other)})"
@@ -303,10 +309,10 @@ def _call(func: str, args: list) -> str:
         "exp": f"tl.exp({x})",
         "log": f"tl.log({x})",
         "sqrt": f"tl.sqrt_rn({x})",
-        "rsqrt": f"(1.0 / tl.sqrt_rn({x}))",
-        "sigmoid": f"(1.0 / (1.0 + tl.exp(-({x}))))",
-        "silu": f"({x} * (1.0 / (1.0 + tl.exp(-({x})))))",
-        "tanh": f"(2.0 / (1.0 + tl.exp(-2.0 * ({x}))) - 1.0)",
+        "rsqrt": f"tl.div_rn(1.0, tl.sqrt_rn({x}))",
+        "sigmoid": f"tl.div_rn(1.0, 1.0 + tl.exp(-({x})))",
+        "silu": f"({x} * tl.div_rn(1.0, 1.0 + tl.exp(-({x}))))",
+        "tanh": f"(tl.div_rn(2.0, 1.0 + tl.exp(-2.0 * ({x}))) - 1.0)",
         "abs": f"tl.abs({x})",
     }
     if func in table:

@@ -120,6 +120,13 @@ def copy_bandwidth(results):
     return bytes_moved / t / 1e6
 
 
+def same_size_copy(nbytes: int) -> float:
+    """Copy bandwidth (read + write) for a copy that moves as many bytes as the kernel: same launch overheads."""
+    x = torch.empty(nbytes // 2, dtype=torch.uint8, device=DEV)  # read nbytes/2, write nbytes/2
+    y = torch.empty_like(x)
+    return 2 * x.numel() / bench(lambda: y.copy_(x)) / 1e6
+
+
 def swiglu(results, copy_tbs):
     M, N = 1024, 12288
     G = torch.randn(M, N, device=DEV).to(BF16)
@@ -130,8 +137,9 @@ def swiglu(results, copy_tbs):
     comp(G, U)
     t_eager, t_comp = bench(eager), bench(lambda: comp(G, U))
     bytes_moved = 3 * M * N * 2
+    copy_same = same_size_copy(bytes_moved)
     rows = []
-    for sched in ["fused", "fused_wide"]:
+    for sched in ["fused", "fused_wide", "t1x4096_w4", "t8x1024_w8"]:
         mod = module(f"swiglu__{sched}")
         out = poisoned((M, N), BF16)
         mod.swiglu(G, U, Z=out)
@@ -139,9 +147,11 @@ def swiglu(results, copy_tbs):
         row = check(sched, out, want, "bf16")
         t = bench(lambda: mod.swiglu(G, U, Z=out))
         tbs = bytes_moved / t / 1e6
-        row.update(schedule=sched, us=t, tb_per_s=tbs, of_copy=tbs / copy_tbs, vs_eager=t_eager / t, vs_compile=t_comp / t)
+        row.update(schedule=sched, us=t, tb_per_s=tbs, of_copy=tbs / copy_tbs, of_same_size_copy=tbs / copy_same,
+                   vs_eager=t_eager / t, vs_compile=t_comp / t)
         rows.append(row)
-    results["swiglu_1024x12288"] = {"eager_us": t_eager, "compile_us": t_comp, "bytes": bytes_moved, "schedules": rows}
+    results["swiglu_1024x12288"] = {"eager_us": t_eager, "compile_us": t_comp, "bytes": bytes_moved,
+                                    "same_size_copy_tb_per_s": copy_same, "schedules": rows}
 
 
 def swiglu_quant(results, copy_tbs):
@@ -159,8 +169,9 @@ def swiglu_quant(results, copy_tbs):
     comp(G, U)
     t_eager, t_comp = bench(lambda: ref(G, U)), bench(lambda: comp(G, U))
     bytes_moved = 2 * M * N * 2 + M * N
+    copy_same = same_size_copy(bytes_moved)
     rows = []
-    for sched in ["fused", "inlined"]:
+    for sched in ["fused", "inlined", "t1x4096_w4", "t8x1024_w8", "t2x2048_w4", "t16x512_w4"]:
         mod = module(f"swiglu_quant__{sched}")
         out = torch.full((M, N), float("nan"), device=DEV).to(F8)
         mod.swiglu_quant(G, U, Q=out)
@@ -168,9 +179,11 @@ def swiglu_quant(results, copy_tbs):
         row = check(sched, out, want, "f8e4m3")
         t = bench(lambda: mod.swiglu_quant(G, U, Q=out))
         tbs = bytes_moved / t / 1e6
-        row.update(schedule=sched, us=t, tb_per_s=tbs, of_copy=tbs / copy_tbs, vs_eager=t_eager / t, vs_compile=t_comp / t)
+        row.update(schedule=sched, us=t, tb_per_s=tbs, of_copy=tbs / copy_tbs, of_same_size_copy=tbs / copy_same,
+                   vs_eager=t_eager / t, vs_compile=t_comp / t)
         rows.append(row)
-    results["swiglu_quant_1024x12288"] = {"eager_us": t_eager, "compile_us": t_comp, "bytes": bytes_moved, "schedules": rows}
+    results["swiglu_quant_1024x12288"] = {"eager_us": t_eager, "compile_us": t_comp, "bytes": bytes_moved,
+                                          "same_size_copy_tb_per_s": copy_same, "schedules": rows}
 
 
 def rmsnorm(results):

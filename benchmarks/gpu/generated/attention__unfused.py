@@ -134,7 +134,7 @@ def attention_5(O, U, l, INTERPRET: tl.constexpr):
     l_i = 0 + tl.program_id(0)
     O_i = l_i
     O_c = 0 + tl.arange(0, 128)
-    v_O = ((tl.load(U + O_i * 128 + O_c).to(tl.float32) / tl.load(l + O_i).to(tl.float32))).to(tl.bfloat16).to(tl.float32)
+    v_O = (tl.div_rn(tl.load(U + O_i * 128 + O_c).to(tl.float32), tl.load(l + O_i).to(tl.float32))).to(tl.bfloat16).to(tl.float32)
     tl.store(O + O_i * 128 + O_c, v_O.to(tl.bfloat16))
 
 

@@ -63,7 +63,7 @@ def gemm_silu_0(A, W, Y, INTERPRET: tl.constexpr):
     v_C = (acc_C).to(tl.bfloat16).to(tl.float32)
     Y_i = (64 * io) + tl.arange(0, 64)
     Y_j = (64 * jo) + tl.arange(0, 64)
-    v_Y = ((v_C * (1.0 / (1.0 + tl.exp(-(v_C)))))).to(tl.bfloat16).to(tl.float32)
+    v_Y = ((v_C * tl.div_rn(1.0, 1.0 + tl.exp(-(v_C))))).to(tl.bfloat16).to(tl.float32)
     tl.store(Y + Y_i[:, None] * 12288 + Y_j[None, :], v_Y.to(tl.bfloat16))
 
 

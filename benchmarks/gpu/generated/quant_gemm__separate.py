@@ -59,7 +59,7 @@ def quant_gemm_1(Aq, A, amax, INTERPRET: tl.constexpr):
     l_i = 0 + tl.program_id(0)
     Aq_i = l_i
     Aq_k = 0 + tl.arange(0, 4096)
-    v_Aq = _round_f8e4m3(((tl.load(A + Aq_i * 4096 + Aq_k).to(tl.float32) * 448.0) / tl.load(amax + Aq_i).to(tl.float32)), INTERPRET)
+    v_Aq = _round_f8e4m3(tl.div_rn((tl.load(A + Aq_i * 4096 + Aq_k).to(tl.float32) * 448.0), tl.load(amax + Aq_i).to(tl.float32)), INTERPRET)
     tl.store(Aq + Aq_i * 4096 + Aq_k, v_Aq.to(tl.float8e4nv))
 
 
@@ -80,13 +80,13 @@ def quant_gemm_2(Aq, W, Out, amax, INTERPRET: tl.constexpr):
         t_W_2 = tl.load(W + Pp_k[:, None] * 1536 + Pp_j[None, :])
         if INTERPRET:
             t_W_2 = t_W_2.to(tl.float32)
-        acc_P = tl.dot(t_Aq_1, t_W_2, acc_P)
+        acc_P = tl.dot(t_Aq_1, t_W_2, acc_P, max_num_imprecise_acc=0)
     P_i = (128 * io) + tl.arange(0, 128)
     P_j = (128 * jo) + tl.arange(0, 128)
     v_P = acc_P
     Out_i = (128 * io) + tl.arange(0, 128)
     Out_j = (128 * jo) + tl.arange(0, 128)
-    v_Out = (((v_P * tl.load(amax + Out_i[:, None]).to(tl.float32)) / 448.0)).to(tl.float16).to(tl.float32)
+    v_Out = (tl.div_rn((v_P * tl.load(amax + Out_i[:, None]).to(tl.float32)), 448.0)).to(tl.float16).to(tl.float32)
     tl.store(Out + Out_i[:, None] * 1536 + Out_j[None, :], v_Out.to(tl.float16))
 
 

@@ -45,7 +45,7 @@ def rmsnorm_0(X, Y, g, INTERPRET: tl.constexpr):
     ss_i = l_i
     v_ss = acc_ss
     r_i = l_i
-    v_r = (1.0 / tl.sqrt_rn(((v_ss / 4096.0) + 1e-06)))
+    v_r = tl.div_rn(1.0, tl.sqrt_rn((tl.div_rn(v_ss, 4096.0) + 1e-06)))
     Y_i = l_i
     Y_j = 0 + tl.arange(0, 4096)
     v_Y = (((tl.load(X + Y_i * 4096 + Y_j).to(tl.float32) * v_r) * tl.load(g + Y_j).to(tl.float32))).to(tl.bfloat16).to(tl.float32)

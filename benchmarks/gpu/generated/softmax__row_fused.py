@@ -58,7 +58,7 @@ def softmax_0(X, Y, INTERPRET: tl.constexpr):
     v_s = acc_s
     Y_i = l_i
     Y_j = 0 + tl.arange(0, 4096)
-    v_Y = ((v_e / v_s)).to(tl.bfloat16).to(tl.float32)
+    v_Y = (tl.div_rn(v_e, v_s)).to(tl.bfloat16).to(tl.float32)
     tl.store(Y + Y_i * 4096 + Y_j, v_Y.to(tl.bfloat16))
 
 

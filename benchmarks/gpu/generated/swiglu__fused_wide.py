@@ -41,7 +41,7 @@ def swiglu_0(Z, U, G, INTERPRET: tl.constexpr):
     jo = 0 + tl.program_id(1)
     Z_i = (2 * io) + tl.arange(0, 2)
     Z_j = (4096 * jo) + tl.arange(0, 4096)
-    v_Z = ((((tl.load(G + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32) * (1.0 / (1.0 + tl.exp(-(tl.load(G + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32))))))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32)
+    v_Z = ((((tl.load(G + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32) * tl.div_rn(1.0, 1.0 + tl.exp(-(tl.load(G + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32)))))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32)
     tl.store(Z + Z_i[:, None] * 12288 + Z_j[None, :], v_Z.to(tl.bfloat16))
 
 

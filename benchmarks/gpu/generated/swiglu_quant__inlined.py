@@ -42,7 +42,7 @@ def swiglu_quant_0(Q, U, G, INTERPRET: tl.constexpr):
     jo = 0 + tl.program_id(1)
     Q_i = (4 * io) + tl.arange(0, 4)
     Q_j = (1024 * jo) + tl.arange(0, 1024)
-    v_Q = _round_f8e4m3((((((tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32) * (1.0 / (1.0 + tl.exp(-(tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32))))))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32) / 0.25), INTERPRET)
+    v_Q = _round_f8e4m3(tl.div_rn(((((tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32) * tl.div_rn(1.0, 1.0 + tl.exp(-(tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32)))))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32), 0.25), INTERPRET)
     tl.store(Q + Q_i[:, None] * 12288 + Q_j[None, :], v_Q.to(tl.float8e4nv))
 
 
