@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import math
+
 import jinja2
 
 from tdsl.compiler import tileir as T
@@ -269,8 +271,8 @@ class _KernelPrinter:
         if isinstance(e, T.Bin):
             if e.op in ("and", "or"):
                 return f"(({v(e.lhs)}) {'&' if e.op == 'and' else '|'} ({v(e.rhs)}))"
-            if e.op == "/":  # IEEE division: Triton's plain `/` is approximate and would move rounding points
-                return f"tl.div_rn({v(e.lhs)}, {v(e.rhs)})"
+            if e.op == "/":
+                return _divide(v(e.lhs), e.rhs, v(e.rhs))
             return f"({v(e.lhs)} {e.op} {v(e.rhs)})"
         if isinstance(e, T.Select):
             return f"tl.where({self._cond(e.cond, frame)}, {v(e.then)}, {v(e.other)})"
@@ -303,6 +305,16 @@ class _KernelPrinter:
         return index_code(e, frame)
 
 
+def _divide(lhs: str, divisor: T.Expr, rhs: str) -> str:
+    """A program's `/` rounds like IEEE division (Triton's plain `/` is approximate and would move rounding
+    points); dividing by a power of two is multiplying by its exact reciprocal, which is the same value."""
+    if isinstance(divisor, T.Const) and divisor.value:
+        mantissa, _ = math.frexp(float(divisor.value))
+        if abs(mantissa) == 0.5:
+            return f"({lhs} * {1.0 / float(divisor.value)!r})"
+    return f"tl.div_rn({lhs}, {rhs})"
+
+
 def _call(func: str, args: list) -> str:
     x = args[0]
     table = {
@@ -310,9 +322,9 @@ def _call(func: str, args: list) -> str:
         "log": f"tl.log({x})",
         "sqrt": f"tl.sqrt_rn({x})",
         "rsqrt": f"tl.div_rn(1.0, tl.sqrt_rn({x}))",
-        "sigmoid": f"tl.div_rn(1.0, 1.0 + tl.exp(-({x})))",
-        "silu": f"({x} * tl.div_rn(1.0, 1.0 + tl.exp(-({x}))))",
-        "tanh": f"(tl.div_rn(2.0, 1.0 + tl.exp(-2.0 * ({x}))) - 1.0)",
+        "sigmoid": f"_sigmoid({x})",
+        "silu": f"_silu({x})",
+        "tanh": f"_tanh({x})",
         "abs": f"tl.abs({x})",
     }
     if func in table:

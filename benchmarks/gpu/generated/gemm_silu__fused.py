@@ -40,6 +40,22 @@ def _round_f8e4m3(x, SOFTWARE: tl.constexpr):
         return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv).to(tl.float32)
 
 
+# Transcendental functions come from the GPU's approximate exp anyway, so their inner division may be too.
+@triton.jit
+def _sigmoid(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _silu(x):
+    return x * (1.0 / (1.0 + tl.exp(-x)))
+
+
+@triton.jit
+def _tanh(x):
+    return 2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0
+
+
 @triton.jit
 def gemm_silu_0(A, W, Y, INTERPRET: tl.constexpr):
     # statements C, Y
@@ -63,7 +79,7 @@ def gemm_silu_0(A, W, Y, INTERPRET: tl.constexpr):
     v_C = (acc_C).to(tl.bfloat16).to(tl.float32)
     Y_i = (64 * io) + tl.arange(0, 64)
     Y_j = (64 * jo) + tl.arange(0, 64)
-    v_Y = ((v_C * tl.div_rn(1.0, 1.0 + tl.exp(-(v_C))))).to(tl.bfloat16).to(tl.float32)
+    v_Y = (_silu(v_C)).to(tl.bfloat16).to(tl.float32)
     tl.store(Y + Y_i[:, None] * 12288 + Y_j[None, :], v_Y.to(tl.bfloat16))
 
 

@@ -33,6 +33,22 @@ def _round_f8e4m3(x, SOFTWARE: tl.constexpr):
         return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv).to(tl.float32)
 
 
+# Transcendental functions come from the GPU's approximate exp anyway, so their inner division may be too.
+@triton.jit
+def _sigmoid(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _silu(x):
+    return x * (1.0 / (1.0 + tl.exp(-x)))
+
+
+@triton.jit
+def _tanh(x):
+    return 2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0
+
+
 @triton.jit
 def rmsnorm_0(X, Y, g, INTERPRET: tl.constexpr):
     # statements ss, r, Y
@@ -45,7 +61,7 @@ def rmsnorm_0(X, Y, g, INTERPRET: tl.constexpr):
     ss_i = l_i
     v_ss = acc_ss
     r_i = l_i
-    v_r = tl.div_rn(1.0, tl.sqrt_rn((tl.div_rn(v_ss, 4096.0) + 1e-06)))
+    v_r = tl.div_rn(1.0, tl.sqrt_rn(((v_ss * 0.000244140625) + 1e-06)))
     Y_i = l_i
     Y_j = 0 + tl.arange(0, 4096)
     v_Y = (((tl.load(X + Y_i * 4096 + Y_j).to(tl.float32) * v_r) * tl.load(g + Y_j).to(tl.float32))).to(tl.bfloat16).to(tl.float32)

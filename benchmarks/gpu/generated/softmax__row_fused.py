@@ -35,6 +35,22 @@ def _round_f8e4m3(x, SOFTWARE: tl.constexpr):
         return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv).to(tl.float32)
 
 
+# Transcendental functions come from the GPU's approximate exp anyway, so their inner division may be too.
+@triton.jit
+def _sigmoid(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _silu(x):
+    return x * (1.0 / (1.0 + tl.exp(-x)))
+
+
+@triton.jit
+def _tanh(x):
+    return 2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0
+
+
 @triton.jit
 def softmax_0(X, Y, INTERPRET: tl.constexpr):
     # statements m, e, s, Y

@@ -34,6 +34,22 @@ def _round_f8e4m3(x, SOFTWARE: tl.constexpr):
         return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv).to(tl.float32)
 
 
+# Transcendental functions come from the GPU's approximate exp anyway, so their inner division may be too.
+@triton.jit
+def _sigmoid(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _silu(x):
+    return x * (1.0 / (1.0 + tl.exp(-x)))
+
+
+@triton.jit
+def _tanh(x):
+    return 2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0
+
+
 @triton.jit
 def swiglu_0(Z, U, G, INTERPRET: tl.constexpr):
     # statements Z
@@ -41,7 +57,7 @@ def swiglu_0(Z, U, G, INTERPRET: tl.constexpr):
     jo = 0 + tl.program_id(1)
     Z_i = (2 * io) + tl.arange(0, 2)
     Z_j = (4096 * jo) + tl.arange(0, 4096)
-    v_Z = ((((tl.load(G + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32) * tl.div_rn(1.0, 1.0 + tl.exp(-(tl.load(G + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32)))))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32)
+    v_Z = (((_silu(tl.load(G + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32)
     tl.store(Z + Z_i[:, None] * 12288 + Z_j[None, :], v_Z.to(tl.bfloat16))
 
 

@@ -35,6 +35,22 @@ def _round_f8e4m3(x, SOFTWARE: tl.constexpr):
         return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv).to(tl.float32)
 
 
+# Transcendental functions come from the GPU's approximate exp anyway, so their inner division may be too.
+@triton.jit
+def _sigmoid(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _silu(x):
+    return x * (1.0 / (1.0 + tl.exp(-x)))
+
+
+@triton.jit
+def _tanh(x):
+    return 2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0
+
+
 @triton.jit
 def swiglu_quant_0(Q, U, G, INTERPRET: tl.constexpr):
     # statements Q
@@ -42,7 +58,7 @@ def swiglu_quant_0(Q, U, G, INTERPRET: tl.constexpr):
     jo = 0 + tl.program_id(1)
     Q_i = (16 * io) + tl.arange(0, 16)
     Q_j = (512 * jo) + tl.arange(0, 512)
-    v_Q = _round_f8e4m3(tl.div_rn(((((tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32) * tl.div_rn(1.0, 1.0 + tl.exp(-(tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32)))))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32), 0.25), INTERPRET)
+    v_Q = _round_f8e4m3(((((_silu(tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32) * 4.0), INTERPRET)
     tl.store(Q + Q_i[:, None] * 12288 + Q_j[None, :], v_Q.to(tl.float8e4nv))
 
 
