@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+import islpy as isl
 from typing import Optional
 
 from tdsl.frontend.diagnostics import TdslError
@@ -89,7 +91,9 @@ def cmd_check(args) -> int:
             print(f"schedule {name}: {verdict}\n{err}")
             status = 2 if 2 in (status, err.exit_code) else 1
             continue
-        print(f"schedule {name}: legal ({len(sched.trace)} steps, {len(sched.deps)} dependences checked)")
+        steps, deps = len(sched.trace), len(sched.deps)
+        print(f"schedule {name}: legal ({steps} step{'s' * (steps != 1)}, "
+              f"{deps} dependence{'s' * (deps != 1)} checked)")
     return status
 
 
@@ -110,12 +114,26 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def instance_count(model) -> int:
+    """Exact number of statement instances, or the bounding-box count when that already exceeds the limit
+    (isl's exact count enumerates large domains, which takes seconds at the chapter's sizes)."""
+    box = 0
+    for stmt in model.stmts:
+        n = 1
+        for d in range(stmt.domain.dim(isl.dim_type.set)):
+            n *= stmt.domain.dim_max_val(d).to_python() - stmt.domain.dim_min_val(d).to_python() + 1
+        box += n
+    if box > MAX_INTERPRETED_INSTANCES:
+        return box
+    return sum(stmt.domain.count_val().to_python() for stmt in model.stmts)
+
+
 def _interpreter_reference(prog, args, model):
     from .interpreter import interpret, random_inputs
 
     if model.params:
         raise TdslError(f"give a value to every param with --size: {', '.join(model.params)}")
-    count = sum(stmt.domain.count_val().to_python() for stmt in model.stmts)
+    count = instance_count(model)
     if count > MAX_INTERPRETED_INSTANCES:
         small = ",".join(f"{k}=8" for k in model.sizes if isinstance(model.sizes[k], int))
         raise TdslError(
@@ -174,7 +192,7 @@ def cmd_run(args) -> int:
     model = original.model
     if model.params:
         raise TdslError(f"give a value to every param with --size: {', '.join(model.params)}")
-    count = sum(stmt.domain.count_val().to_python() for stmt in model.stmts)
+    count = instance_count(model)
     if count > MAX_INTERPRETED_INSTANCES:
         raise TdslError(
             f"the interpreter would execute {count:,} statement instances; "
@@ -262,7 +280,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         return args.func(args)
     except TdslError as err:
-        print(str(err), file=sys.stderr)
+        text = str(err)
+        if ": error: " not in text.split("\n")[0]:
+            text = f"tdsl: error: {text}"
+        print(text, file=sys.stderr)
         return err.exit_code
     except BrokenPipeError:
         return 0

@@ -10,7 +10,8 @@ Kinds:
 * `anti`   S reads, T writes   (T must not overwrite before S has read)
 * `output` S writes, T writes  (the later write must stay later)
 * `reduction` a reduction's self-dependence: its updates of one element
-  combine in the declared order.
+  combine in the declared order.  A reduction declared `combine reassoc`
+  has none: the program allows any order and grouping of its terms.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
                 if rel.is_empty():
                     continue
                 if kind == "output" and src is dst and src.is_reduction:
+                    if src.combine == "reassoc":
+                        continue  # the program allows any grouping of this reduction's terms
                     kind = "reduction"
                 deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce()))
     # Flow first: the most telling counterexample comes from a value read too early.

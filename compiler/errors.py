@@ -60,8 +60,8 @@ class DependenceViolation(LegalityError):
 class ReductionIncomplete(DependenceViolation):
     rule = "reduction-incomplete"
     explanation = (
-        "a consumer of a reduction must wait until every partial result is combined; "
-        "applying it to partial sums changes the result (SiLU(1) + SiLU(-1) != SiLU(1 + -1))"
+        "a consumer of a reduction must wait until every partial result is combined; applying it to "
+        "partial results changes the result (for example SiLU(1) + SiLU(-1) != SiLU(1 + -1), chapter 5.4.3)"
     )
 
 

@@ -107,6 +107,30 @@ def check_cache_write(model: KernelModel, tree: Tree, buf: Buffer, primitive: st
     )
 
 
+def check_invariants(model: KernelModel, deps: list[Dependence], tree: Tree, primitive: str) -> None:
+    """What earlier steps established must survive this one: bound loops stay parallel, buffers stay valid.
+
+    (A later compute_at, fuse or reorder can move a dependence across a bound loop or a writer into a
+    cached loop's scope.)"""
+    from .tree import walk_loops
+
+    loops = list(walk_loops(tree.body))
+    for loop in loops:
+        if loop.bind:
+            check_parallel(model, deps, tree, loop, primitive)
+    for buf in tree.buffers:
+        if not any(buf.at is l for l in loops):
+            from .errors import ScheduleError
+
+            raise ScheduleError(primitive, f"the loop of the {buf.scope} buffer of {buf.tensor} no longer exists")
+        under = statements_under(buf.at)
+        if buf.kind == "read":
+            buf.stmts = [s for s in under if any(r.tensor == buf.tensor for r in model.stmt(s).reads)] or buf.stmts
+            check_cache_read(model, tree, buf, primitive)
+        else:
+            check_cache_write(model, tree, buf, primitive)
+
+
 # ---------------------------------------------------------------- helpers
 
 

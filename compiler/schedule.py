@@ -18,6 +18,7 @@ from typing import Optional
 from tdsl.frontend import ast
 
 from .dependences import compute_dependences
+from .legality import check_invariants
 from .errors import ScheduleError, StepError
 from .model import KernelModel
 from .primitives.bind import bind
@@ -126,8 +127,9 @@ class Schedule:
         trial = self.state.copy()
         call_kwargs = dict(kwargs)
         if names is not None:
-            call_kwargs["names"] = tuple(names) if primitive != "fuse" else names
+            call_kwargs["names"] = (names,) if isinstance(names, str) else tuple(names)
         result = fn(trial, *args, **call_kwargs)
+        check_invariants(trial.model, trial.deps, trial.tree, primitive)
         self.state = trial
         results = tuple(result) if isinstance(result, (list, tuple)) else ((result,) if isinstance(result, str) else ())
         self.trace.steps.append(Step(primitive, tuple(args), dict(kwargs), results))
@@ -143,17 +145,16 @@ class Schedule:
         return self._apply("reorder", *loops)
 
     def fuse(self, first, second, names=None):
-        name = names[0] if isinstance(names, (list, tuple)) else names
-        return self._apply("fuse", first, second, names=name)
+        return self._apply("fuse", first, second, names=names)
 
     def reverse(self, loop):
         return self._apply("reverse", loop)
 
-    def compute_at(self, stmt, loop):
-        return self._apply("compute_at", stmt, loop)
+    def compute_at(self, stmt, loop=None, at=None):
+        return self._apply("compute_at", stmt, _target(loop, at, "compute_at"))
 
-    def reverse_compute_at(self, stmt, loop):
-        return self._apply("reverse_compute_at", stmt, loop)
+    def reverse_compute_at(self, stmt, loop=None, at=None):
+        return self._apply("reverse_compute_at", stmt, _target(loop, at, "reverse_compute_at"))
 
     def compute_inline(self, stmt):
         return self._apply("compute_inline", stmt)
@@ -172,6 +173,12 @@ class Schedule:
 
     def launch(self, stmt, warps=4):
         return self._apply("launch", stmt, warps=warps)
+
+
+def _target(loop, at, primitive):
+    if (loop is None) == (at is None):
+        raise ScheduleError(primitive, f"name the target loop once: {primitive}(STMT, TARGET.LOOP)")
+    return loop if loop is not None else at
 
 
 # ---------------------------------------------------------------- .tdsl schedule blocks
@@ -215,8 +222,8 @@ def apply_step(schedule: Schedule, step: ast.ScheduleStep):
         kwargs["names"] = names
     try:
         return method(*args, **kwargs)
-    except TypeError as err:
-        raise ScheduleError(step.primitive, f"wrong arguments ({_signature(step.primitive)}): {err}") from None
+    except TypeError:
+        raise ScheduleError(step.primitive, f"wrong arguments; expected {_signature(step.primitive)}") from None
 
 
 def _check_keywords(primitive: str, kwargs: dict) -> None:

@@ -164,6 +164,16 @@ class _KernelLowering:
                     f"loop {loop.name} is bound to grid.{loop.bind} but is not directly inside the other grid loops "
                     f"of its kernel; bound loops must be the outermost loops"
                 )
+        for loop in chain:
+            for stmt_name in statements_under(loop):
+                stmt = self.model.stmt(stmt_name)
+                first = len(stmt.lhs_iters)
+                if stmt.is_reduction and any(
+                        pa.involves_dims(isl.dim_type.in_, first, len(stmt.red_iters)) for pa in loop.exprs[stmt_name]):
+                    raise BackendError(
+                        f"grid loop {loop.name} walks the reduction of {stmt_name}: its programs would each hold a "
+                        f"partial result and combining them needs atomics or a second pass (split-K), which this "
+                        f"backend does not generate; keep reduction loops serial")
         axes = [l.bind for l in chain]
         if len(set(axes)) != len(axes):
             raise BackendError(f"grid axes bound twice in one kernel: {', '.join(axes)}")

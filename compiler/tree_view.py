@@ -123,29 +123,55 @@ def _expr_text(pa: isl.PwAff) -> str:
 
 
 def to_isl_schedule(model: KernelModel, tree: Tree) -> isl.Schedule:
-    return _body_schedule(model, tree, tree.body)
+    from .dependences import compute_dependences
+
+    return _body_schedule(model, tree, tree.body, compute_dependences(model))
 
 
-def _body_schedule(model, tree, body: list[Node]) -> isl.Schedule:
-    schedules = [_node_schedule(model, tree, n) for n in body]
+def _body_schedule(model, tree, body: list[Node], deps) -> isl.Schedule:
+    schedules = [_node_schedule(model, tree, n, deps) for n in body]
     result = schedules[0]
     for s in schedules[1:]:
         result = result.sequence(s)
     return result
 
 
-def _node_schedule(model, tree, node: Node) -> isl.Schedule:
+def _node_schedule(model, tree, node: Node, deps) -> isl.Schedule:
     if isinstance(node, Leaf):
         return isl.Schedule.from_domain(isl.UnionSet.from_set(model.stmt(node.stmt).domain))
     group = bands(node, tree)
-    child = _body_schedule(model, tree, group[-1].body)
+    child = _body_schedule(model, tree, group[-1].body, deps)
     mupa = _band_mupa(model, group)
     sched = child.insert_partial_schedule(mupa)
     band = sched.get_root().child(0)
-    band = band.band_set_permutable(1) if len(group) > 1 else band
+    if len(group) > 1 and _permutable(model, tree, group, deps):
+        band = band.band_set_permutable(1)
     for mark in reversed(_marks(node, tree)):
         band = band.insert_mark(isl.Id.read_from_str(model.ctx, _mark_id(mark)))
     return band.get_schedule()
+
+
+def _permutable(model, tree, group: list[Loop], deps) -> bool:
+    """isl's meaning: within one iteration of the outer loops, no dependence goes backwards along any member."""
+    from .tree import pw_affs_to_map
+
+    under = set(statements_under(group[0]))
+    outer = tree.enclosing_loops(group[0])
+    for dep in deps:
+        if dep.src not in under or dep.dst not in under:
+            continue
+        rel = dep.relation
+        if outer:
+            o_s = pw_affs_to_map([d for l in outer for d in l.exprs[dep.src]], model.stmt(dep.src).domain)
+            o_t = pw_affs_to_map([d for l in outer for d in l.exprs[dep.dst]], model.stmt(dep.dst).domain)
+            rel = rel.intersect(o_s.apply_range(o_t.reverse()))
+        for loop in group:
+            for d_s, d_t in zip(loop.exprs[dep.src], loop.exprs[dep.dst]):
+                m_s = pw_affs_to_map([d_s], model.stmt(dep.src).domain)
+                m_t = pw_affs_to_map([d_t], model.stmt(dep.dst).domain)
+                if not rel.intersect(m_s.lex_gt_map(m_t)).is_empty():
+                    return False
+    return True
 
 
 def _band_mupa(model, group: list[Loop]) -> isl.MultiUnionPwAff:

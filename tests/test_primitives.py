@@ -329,3 +329,71 @@ def test_every_legality_error_is_a_legality_error_with_exit_code_1():
     for cls in (DependenceViolation, ReductionIncomplete, ReductionOrder, ParallelDependence, ParallelReduction, CacheConflict):
         assert issubclass(cls, LegalityError) and cls.exit_code == 1
     assert ScheduleError.exit_code == 2
+
+
+# ---------------------------------------------------------------- regressions from the documentation review
+
+
+def test_a_later_step_cannot_break_an_earlier_bind():
+    s = sched(STENCIL)
+    s.bind("Y.i", "grid.x")
+    with pytest.raises(ParallelDependence, match=r"loop i carries a dependence"):
+        s.compute_at("T", "Y.i")  # T(i) would run in the iteration of Y(i+1), a dependence across programs
+
+
+def test_a_later_step_cannot_make_a_cached_copy_stale():
+    s = sched(ROWS)
+    s.cache_read("X", "shared", at="Y.i")
+    s.compute_at("s", "Y.i")  # s reads X too: the copy now also serves s
+    assert s.tree.buffers[0].stmts == ["s", "Y"]
+    t = sched(ROWS)
+    t.cache_read("s", "shared", at="Y.i")
+    with pytest.raises(CacheConflict, match=r"s writes s inside loop i"):
+        t.compute_at("s", "Y.i")
+
+
+def test_fuse_names_and_trace_replay():
+    s = tiled()
+    assert s.fuse("C.io", "C.jo", names="tile") == "tile"
+    again = s.trace.replay(sched())
+    assert [l.name for l in again.tree.path("C")][0] == "tile"
+
+
+def test_sibling_fuse_that_would_repeat_a_loop_name():
+    text = """
+const N = 4
+kernel k(X: f32[N, N]) -> (Y: f32[N, N]) {
+  T[i, j] = X[i, j]
+  Y[j, i] = T[i, j]
+}
+"""
+    s = sched(text)
+    with pytest.raises(ScheduleError, match=r"statement Y would have two loops named i"):
+        s.fuse("T.i", "Y.j")
+
+
+def test_argument_errors_are_schedule_errors():
+    s = sched(STENCIL)
+    with pytest.raises(ScheduleError, match=r"split makes two loops \(outer, inner\); name two, not 3"):
+        s.split("T.i", 4, names=("a", "b", "c"))
+    with pytest.raises(ScheduleError, match=r"loop Y.i does not enclose statement T"):
+        s.reorder("T.i", "Y.i")
+    with pytest.raises(ScheduleError, match=r"name at least two loops"):
+        s.reorder("T", "i")
+    s.compute_at("T", at="Y.i")
+    with pytest.raises(ScheduleError, match=r"tile the loops of one statement"):
+        sched().tile("C.i", "Y.j", 4, 4)
+
+
+def test_combine_reassoc_allows_regrouping():
+    text = """
+const N = 8, M = 2
+kernel total(X: f32[M, N]) -> (s: f32[M]) {
+  s[i] = sum(k) X[i, k] combine reassoc
+}
+"""
+    s = sched(text)
+    s.reverse("s.k")  # the program allows any order
+    strict = sched(text.replace(" combine reassoc", ""))
+    with pytest.raises(ReductionOrder):
+        strict.reverse("s.k")

@@ -136,3 +136,23 @@ schedule inner_bound {
 
     with pytest.raises(BackendError, match=r"loop j is bound to grid.x but is not directly inside the other grid loops"):
         generate(loads(text), "inner_bound")
+
+
+def test_a_grid_loop_over_a_reassociable_reduction_is_refused_by_the_backend():
+    from tdsl.compiler.api import loads
+
+    text = """
+const M = 64, K = 256
+kernel rowsum(X: f32[M, K]) -> (s: f32[M]) {
+  s[i] = sum(k) X[i, k] combine reassoc
+}
+schedule split_k {
+  ko, kk = split(s.k, 64)
+  reorder(s, ko, i, kk)
+  bind(s.ko, grid.x)
+}
+"""
+    prog = loads(text)
+    prog.schedule("split_k")  # legal: the program allows regrouping
+    with pytest.raises(BackendError, match=r"grid loop ko walks the reduction of s"):
+        generate(prog, "split_k")

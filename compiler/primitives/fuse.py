@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from ..legality import check_dependences
-from ..tree import Loop
+from ..tree import Loop, statements_under
 from .common import LoopLike, State, check_new_names, find_loop
 
 
-def fuse(state: State, first: LoopLike, second: LoopLike, name=None) -> str:
+def fuse(state: State, first: LoopLike, second: LoopLike, names=None) -> str:
+    name = _one_name(names)
     a, _ = find_loop(state, "fuse", first)
     b, _ = find_loop(state, "fuse", second)
     if a is b:
@@ -35,6 +36,15 @@ def fuse(state: State, first: LoopLike, second: LoopLike, name=None) -> str:
     result = _fuse_siblings(state, a, b, name)
     check_dependences(state.model, state.deps, state.tree, "fuse")
     return result
+
+
+def _one_name(names):
+    if names is None or isinstance(names, str):
+        return names
+    names = list(names)
+    if len(names) != 1:
+        raise ScheduleError("fuse", f"fuse makes one loop; name one, not {len(names)}")
+    return names[0]
 
 
 def _fuse_nested(state: State, outer: Loop, inner: Loop, name) -> str:
@@ -71,5 +81,9 @@ def _fuse_siblings(state: State, a: Loop, b: Loop, name) -> str:
         if buf.at is b:
             buf.at = a
     body.remove(b)
-    check_new_names(state.tree, "fuse", a, [], set())
+    for stmt in statements_under(a):
+        names = [l.name for l in state.tree.path(stmt)]
+        if len(set(names)) != len(names):
+            raise ScheduleError(
+                "fuse", f"statement {stmt} would have two loops named {new_name}; name the fused loop: f = fuse(...)")
     return new_name

@@ -24,6 +24,13 @@ def reorder(state: State, *loops: LoopLike) -> None:
     if len(loops) < 2:
         raise ScheduleError("reorder", "name at least two loops")
     stmt, refs = _statement_and_loops(state, loops)
+    if len(refs) < 2:
+        raise ScheduleError("reorder", "name at least two loops")
+    path = state.tree.path(stmt)
+    for ref in refs:
+        node, owner = find_loop(state, "reorder", ref if as_ref(ref).stmt else f"{stmt}.{as_ref(ref).loop}")
+        if node not in path:
+            raise ScheduleError("reorder", f"loop {ref_text(ref)} does not enclose statement {stmt}; reorder the loops of one statement")
     nodes = [find_loop(state, "reorder", ref if as_ref(ref).stmt else f"{stmt}.{as_ref(ref).loop}")[0] for ref in refs]
     if len({id(n) for n in nodes}) != len(nodes):
         raise ScheduleError("reorder", "a loop is named twice")
@@ -68,6 +75,8 @@ def _relink(state: State, old: list, new: list) -> None:
 
 
 def _describe(nodes) -> str:
-    from ..tree import Leaf
+    from ..tree import Leaf, statements_under
 
-    return ", ".join(f"statement {n.stmt}" if isinstance(n, Leaf) else f"loop {n.name}" for n in nodes)
+    return ", ".join(
+        f"statement {n.stmt}" if isinstance(n, Leaf) else f"loop {n.name} (of {', '.join(statements_under(n))})"
+        for n in nodes)

@@ -28,6 +28,8 @@ def split(state: State, loop: LoopLike, factor: int, names=None) -> tuple[str, s
     factor = positive_int("split", "the factor", factor)
     if node.n_dims != 1:
         raise ScheduleError("split", f"loop {node.name} is a fused loop of {node.n_dims} dimensions; split it before fusing")
+    if names is not None and len(names) != 2:
+        raise ScheduleError("split", f"split makes two loops (outer, inner); name two, not {len(names)}")
     outer_name, inner_name = names or (f"{node.name}o", f"{node.name}{node.name}")  # i -> io, ii (the chapter's names)
     check_new_names(state.tree, "split", node, [outer_name, inner_name], {node.name})
     outer, inner = split_exprs(node.exprs, factor)

@@ -27,6 +27,10 @@ def tile(state: State, *args, names=None) -> list[str]:
     if names and len(names) != 2 * n:
         raise ScheduleError("tile", f"tiling {n} loops gives {2 * n} loops; name all of them or none")
     stmt = find_loop(state, "tile", loops[0])[1]
+    for loop in loops[1:]:
+        ref = as_ref(loop)
+        if ref.stmt is not None and ref.stmt != stmt:
+            raise ScheduleError("tile", f"tile the loops of one statement: {stmt} and {ref.stmt} differ")
     outers, inners = [], []
     for k, (loop, factor) in enumerate(zip(loops, factors)):
         ref = as_ref(loop)
