@@ -167,9 +167,7 @@ class _KernelLowering:
         for loop in chain:
             for stmt_name in statements_under(loop):
                 stmt = self.model.stmt(stmt_name)
-                first = len(stmt.lhs_iters)
-                if stmt.is_reduction and any(
-                        pa.involves_dims(isl.dim_type.in_, first, len(stmt.red_iters)) for pa in loop.exprs[stmt_name]):
+                if stmt.is_reduction and any(_walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
                     raise BackendError(
                         f"grid loop {loop.name} walks the reduction of {stmt_name}: its programs would each hold a "
                         f"partial result and combining them needs atomics or a second pass (split-K), which this "
@@ -251,13 +249,11 @@ class _KernelLowering:
         stmt = self.model.stmt(stmt_name)
         if not stmt.is_reduction:
             return None
-        first = len(stmt.lhs_iters)
         for loop in context:
             if loop.bind:
                 continue
-            for pa in loop.exprs[stmt_name]:
-                if pa.involves_dims(isl.dim_type.in_, first, len(stmt.red_iters)):
-                    return loop
+            if any(_walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
+                return loop
         return None
 
     def _tile_statement(self, node: Node, context: list[Loop]) -> list:
@@ -344,7 +340,7 @@ class _KernelLowering:
                 sizes.append(1)
             else:
                 p2 = 1 << (size - 1).bit_length()
-                axes.append(Axis(it, _pa_expr(lo), p2))
+                axes.append(Axis(it, _pa_expr(lo), p2, lo))
                 sizes.append(p2)
         mask = self._mask(rel, names, kept, offsets, sizes)
         order = {it: n for n, it in enumerate(iters)}
@@ -473,7 +469,7 @@ class _KernelLowering:
                     return None
                 continue
             c_axis = consumer_axes.get(c_iter)
-            if c_axis is None or c_axis.size != p_axis.size or c_axis.offset != p_axis.offset:
+            if c_axis is None or c_axis.size != p_axis.size or not _same_offset(c_axis, p_axis):
                 return None
         positions = []
         for p_axis in producer.tile.axes:
@@ -590,6 +586,33 @@ def _single_leaf(node: Node) -> Leaf:
             )
         node = child
     return node
+
+
+def _same_offset(a: Axis, b: Axis) -> bool:
+    """Equal as functions of the loop variables wherever both tiles exist (isl, not syntax)."""
+    if a.offset == b.offset:
+        return True
+    if a.offset_isl is None or b.offset_isl is None:
+        return False
+    try:
+        diff = a.offset_isl.sub(b.offset_isl).coalesce()
+    except isl.Error:
+        return False
+    if diff.is_empty():
+        return True
+    lo, hi = diff.min_val(), diff.max_val()
+    return lo.is_zero() and hi.is_zero()
+
+
+def _walks_reduction(stmt: Stmt, pa: isl.PwAff) -> bool:
+    """Does this loop dim's expression use a reduction iterator (e.g. ko = floor(k/64))?
+
+    Structural on purpose: a loop over k stays the reduction loop even when a small size gives it one
+    iteration; the conditions of a piecewise placement (compute_at) are not part of the expression."""
+    first, count = len(stmt.lhs_iters), len(stmt.red_iters)
+    found = []
+    pa.foreach_piece(lambda _set, aff: found.append(aff.involves_dims(isl.dim_type.in_, first, count)))
+    return any(found)
 
 
 def _check_size(stmt: Stmt, tile: Tile) -> None:

@@ -134,6 +134,8 @@ class Axis:
     iter: str
     offset: Expr
     size: int
+    # The offset as isl saw it (a function of the loop variables), for exact comparisons during lowering.
+    offset_isl: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass
