@@ -80,7 +80,18 @@ def lower(schedule: Schedule) -> TileProgram:
     inputs = [_tensor_arg(model, t.name, "input") for t in model.inputs()]
     outputs = [_tensor_arg(model, t.name, "output") for t in model.outputs()]
     temp_args = [_tensor_arg(model, name, "temp") for name in temps]
-    return TileProgram(model.name, kernels, inputs, outputs, temp_args, dict(model.sizes), str(schedule.trace))
+    statements = {s.name: _statement_text(s) for s in model.stmts}
+    return TileProgram(model.name, kernels, inputs, outputs, temp_args, dict(model.sizes), str(schedule.trace),
+                       statements)
+
+
+def _statement_text(stmt: Stmt) -> str:
+    from tdsl.frontend.printer import expr_text
+
+    head = f"{stmt.name}[{', '.join(stmt.lhs_iters)}]: {stmt.dtype} = "
+    if not stmt.is_reduction:
+        return head + expr_text(stmt.value)
+    return head + f"{stmt.reduce_op}({', '.join(stmt.red_iters)}) {expr_text(stmt.value)} accum {stmt.accum_dtype}"
 
 
 def _tensor_arg(model: KernelModel, name: str, role: str) -> TensorArg:
@@ -240,9 +251,16 @@ class _KernelLowering:
         lo, hi = self._loop_range(loop, 0, outer=[l for l in context])
         starts = [s for s in statements_under(loop) if self._accumulation_loop(s, context + [loop]) is loop]
         before = [self._acc_init(s, context) for s in starts]
-        inner = SerialLoop(self._var(loop, 0), lo, Bin("+", hi, Const(1)), loop.pipeline, self._lower_body(loop.body, context + [loop]))
+        inner = SerialLoop(self._var(loop, 0), lo, Bin("+", hi, Const(1)), loop.pipeline,
+                           self._lower_body(loop.body, context + [loop]), self._loop_note(loop))
         after = [self._acc_finish(s, context) for s in starts]
         return before + [inner] + after
+
+    def _loop_note(self, loop: Loop) -> str:
+        parts = [f"cache_{b.kind} {b.tensor} -> {b.scope}" for b in self.tree.buffers if b.at is loop]
+        if loop.pipeline:
+            parts.append(f"pipeline stages={loop.pipeline}")
+        return f"loop {loop.name}" + (f": {'; '.join(parts)}" if parts else "")
 
     def _accumulation_loop(self, stmt_name: str, context: list[Loop]) -> Optional[Loop]:
         """The outermost serial loop of `context` that walks the reduction iterators of `stmt_name`."""

@@ -192,6 +192,7 @@ class SerialLoop:
     upper: Expr  # exclusive
     stages: Optional[int]
     body: list["Op"] = field(default_factory=list)
+    note: str = ""  # what the schedule placed at this loop (buffers, pipelining), for comments
 
 
 Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop]
@@ -234,3 +235,4 @@ class TileProgram:
     temps: list[TensorArg]  # global intermediates written by one launch and read by a later one
     sizes: dict  # size name -> int (compile-time) or None (run-time argument)
     schedule: str = ""  # the schedule's trace, for comments
+    statements: dict = field(default_factory=dict)  # statement -> its .tdsl text, for comments

@@ -140,7 +140,9 @@ class _KernelPrinter:
         for axis in self.kernel.grid:
             pid = f"tl.program_id({GRID_AXES[axis.axis]})"
             if len(axis.vars) == 1:
-                self.emit(f"{axis.vars[0]} = {index_code(simplify(axis.lowers[0]), None)} + {pid}")
+                lower = simplify(axis.lowers[0])
+                start = "" if lower == T.Const(0) else f"{index_code(lower, None)} + "
+                self.emit(f"{axis.vars[0]} = {start}{pid}  # grid.{axis.axis}")
                 continue
             self.emit(f"pid_{axis.axis} = {pid}")
             for var, extent, lower in reversed(list(zip(axis.vars, axis.extents, axis.lowers))):
@@ -153,6 +155,8 @@ class _KernelPrinter:
     def _op(self, op) -> None:
         if isinstance(op, T.SerialLoop):
             lo, hi = index_code(simplify(op.lower), None), index_code(simplify(op.upper), None)
+            if op.note:
+                self.emit(f"# {op.note}")
             if op.stages:
                 self.emit(f"for {op.var} in tl.range({lo}, {hi}, num_stages={op.stages}):")
             else:
@@ -164,6 +168,7 @@ class _KernelPrinter:
                 self.emit("pass")
             self.depth -= 1
         elif isinstance(op, T.Compute):
+            self.emit(f"# {self._text(op.stmt)}{self._tile_note(op.tile)}")
             frame = self._frame(op.stmt, op.tile)
             self.emit(f"v_{op.stmt} = {self._round(op.dtype, self._value(op.value, frame))}")
             if op.store:
@@ -171,9 +176,12 @@ class _KernelPrinter:
         elif isinstance(op, T.AccInit):
             shape = "[" + ", ".join(str(a.size) for a in op.tile.axes) + "]"
             fill = "0.0" if op.op == "sum" else 'float("-inf")'
+            self.emit(f"# {self._text(op.stmt)}")
             self.emit(f"# {op.stmt}: {op.op} accumulator ({op.accum}), tile {shape}")
             self.emit(f"acc_{op.stmt} = tl.full({shape}, {fill}, tl.float32)")
         elif isinstance(op, T.AccUpdate):
+            how = "matrix product" if isinstance(op.partial, T.Dot) else f"tile {op.op}"
+            self.emit(f"# {op.stmt}: partial result of one tile{self._tile_note(op.tile)} by {how}")
             frame = self._frame(op.stmt, op.tile, suffix="p")
             acc = f"acc_{op.stmt}"
             if isinstance(op.partial, T.Dot):
@@ -193,12 +201,22 @@ class _KernelPrinter:
             combined = f"{acc} + {partial}" if op.op == "sum" else f"tl.maximum({acc}, {partial})"
             self.emit(f"{acc} = {self._round(op.accum, combined)}")
         elif isinstance(op, T.AccFinish):
-            frame = self._frame(op.stmt, op.tile)
+            where = "stored" if op.store else "kept in registers"
+            self.emit(f"# {op.stmt}: the reduction is complete; round to {op.dtype} as the store would ({where})")
             self.emit(f"v_{op.stmt} = {self._round(op.dtype, f'acc_{op.stmt}')}")
             if op.store:
-                self._store(op, frame)
+                self._store(op, self._frame(op.stmt, op.tile))
         else:
             raise TypeError(f"unknown tile op {op!r}")
+
+    def _text(self, stmt: str) -> str:
+        return self.program.statements.get(stmt, stmt)
+
+    @staticmethod
+    def _tile_note(tile: T.Tile) -> str:
+        if not tile.axes:
+            return ""
+        return " [tile " + " x ".join(f"{a.iter}:{a.size}" for a in tile.axes) + "]"
 
     def _frame(self, stmt: str, tile: T.Tile, suffix: str = "") -> _Frame:
         """Define the tile's iterator variables; return how to print them."""

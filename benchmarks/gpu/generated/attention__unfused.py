@@ -65,10 +65,12 @@ def _tanh(x):
 @triton.jit
 def attention_0(S, Q, K, INTERPRET: tl.constexpr):
     # statements S
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # S[i, j]: f32 = sum(d) Q[i, d] * K[j, d] accum f32
     # S: sum accumulator (f32), tile [64, 64]
     acc_S = tl.full([64, 64], 0.0, tl.float32)
+    # S: partial result of one tile [tile i:64 x j:64 x d:128] by matrix product
     Sp_i = (64 * io) + tl.arange(0, 64)
     Sp_j = (64 * jo) + tl.arange(0, 64)
     Sp_d = 0 + tl.arange(0, 128)
@@ -79,31 +81,36 @@ def attention_0(S, Q, K, INTERPRET: tl.constexpr):
     if INTERPRET:
         t_K_2 = t_K_2.to(tl.float32)
     acc_S = tl.dot(t_Q_1, t_K_2, acc_S)
+    # S: the reduction is complete; round to f32 as the store would (stored)
+    v_S = acc_S
     S_i = (64 * io) + tl.arange(0, 64)
     S_j = (64 * jo) + tl.arange(0, 64)
-    v_S = acc_S
     tl.store(S + S_i[:, None] * 8192 + S_j[None, :], v_S.to(tl.float32), mask=(S_i[:, None] >= S_j[None, :]))
 
 
 @triton.jit
 def attention_1(m, S, INTERPRET: tl.constexpr):
     # statements m
-    l_i = 0 + tl.program_id(0)
+    l_i = tl.program_id(0)  # grid.x
+    # m[i]: f32 = max(j) S[i, j] accum f32
     # m: max accumulator (f32), tile []
     acc_m = tl.full([], float("-inf"), tl.float32)
+    # m: partial result of one tile [tile j:8192] by tile max
     mp_i = l_i
     mp_j = 0 + tl.arange(0, 8192)
     acc_m = tl.maximum(acc_m, tl.max(tl.where((l_i >= mp_j), tl.load(S + mp_i * 8192 + mp_j, mask=(l_i >= mp_j), other=0.0).to(tl.float32), float("-inf")), axis=0))
-    m_i = l_i
+    # m: the reduction is complete; round to f32 as the store would (stored)
     v_m = acc_m
+    m_i = l_i
     tl.store(m + m_i, v_m.to(tl.float32))
 
 
 @triton.jit
 def attention_2(P, S, m, INTERPRET: tl.constexpr):
     # statements P
-    po = 0 + tl.program_id(0)
-    qo = 0 + tl.program_id(1)
+    po = tl.program_id(0)  # grid.x
+    qo = tl.program_id(1)  # grid.y
+    # P[i, j]: f32 = exp((S[i, j] - m[i]) * scale) [tile i:64 x j:64]
     P_i = (64 * po) + tl.arange(0, 64)
     P_j = (64 * qo) + tl.arange(0, 64)
     v_P = tl.exp(((tl.load(S + P_i[:, None] * 8192 + P_j[None, :], mask=(P_i[:, None] >= P_j[None, :]), other=0.0).to(tl.float32) - tl.load(m + P_i[:, None]).to(tl.float32)) * 0.08838834764831845))
@@ -113,24 +120,30 @@ def attention_2(P, S, m, INTERPRET: tl.constexpr):
 @triton.jit
 def attention_3(l, P, INTERPRET: tl.constexpr):
     # statements l
-    l_i = 0 + tl.program_id(0)
+    l_i = tl.program_id(0)  # grid.x
+    # l[i]: f32 = sum(j) P[i, j] accum f32
     # l: sum accumulator (f32), tile []
     acc_l = tl.full([], 0.0, tl.float32)
+    # l: partial result of one tile [tile j:8192] by tile sum
     lp_i = l_i
     lp_j = 0 + tl.arange(0, 8192)
     acc_l = acc_l + tl.sum(tl.where((l_i >= lp_j), tl.load(P + lp_i * 8192 + lp_j, mask=(l_i >= lp_j), other=0.0).to(tl.float32), 0.0), axis=0)
-    l_i = l_i
+    # l: the reduction is complete; round to f32 as the store would (stored)
     v_l = acc_l
+    l_i = l_i
     tl.store(l + l_i, v_l.to(tl.float32))
 
 
 @triton.jit
 def attention_4(U, P, V, INTERPRET: tl.constexpr):
     # statements U
-    uo = 0 + tl.program_id(0)
+    uo = tl.program_id(0)  # grid.x
+    # U[i, c]: f32 = sum(j) P[i, j] * V[j, c] accum f32
     # U: sum accumulator (f32), tile [64, 128]
     acc_U = tl.full([64, 128], 0.0, tl.float32)
+    # loop ko
     for ko in range(0, (uo + 1)):
+        # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
         Up_i = (64 * uo) + tl.arange(0, 64)
         Up_c = 0 + tl.arange(0, 128)
         Up_j = (64 * ko) + tl.arange(0, 64)
@@ -138,16 +151,18 @@ def attention_4(U, P, V, INTERPRET: tl.constexpr):
         t_V_2 = tl.load(V + Up_j[:, None] * 128 + Up_c[None, :])
         t_V_2 = t_V_2.to(tl.float32)  # operands of different dtypes meet in f32
         acc_U = tl.dot(t_P_1, t_V_2, acc_U, input_precision="ieee")
+    # U: the reduction is complete; round to f32 as the store would (stored)
+    v_U = acc_U
     U_i = (64 * uo) + tl.arange(0, 64)
     U_c = 0 + tl.arange(0, 128)
-    v_U = acc_U
     tl.store(U + U_i[:, None] * 128 + U_c[None, :], v_U.to(tl.float32))
 
 
 @triton.jit
 def attention_5(O, U, l, INTERPRET: tl.constexpr):
     # statements O
-    l_i = 0 + tl.program_id(0)
+    l_i = tl.program_id(0)  # grid.x
+    # O[i, c]: bf16 = U[i, c] / l[i] [tile c:128]
     O_i = l_i
     O_c = 0 + tl.arange(0, 128)
     v_O = (tl.div_rn(tl.load(U + O_i * 128 + O_c).to(tl.float32), tl.load(l + O_i).to(tl.float32))).to(tl.bfloat16).to(tl.float32)

@@ -56,11 +56,14 @@ def _tanh(x):
 @triton.jit
 def gemm_0(C, A, B, INTERPRET: tl.constexpr):
     # statements C
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # C[i, j]: f32 = sum(k) A[i, k] * B[k, j] accum f32
     # C: sum accumulator (f32), tile [128, 128]
     acc_C = tl.full([128, 128], 0.0, tl.float32)
+    # loop ko: cache_read A -> shared; cache_read B -> shared; pipeline stages=3
     for ko in tl.range(0, 64, num_stages=3):
+        # C: partial result of one tile [tile i:128 x j:128 x k:64] by matrix product
         Cp_i = (128 * io) + tl.arange(0, 128)
         Cp_j = (128 * jo) + tl.arange(0, 128)
         Cp_k = (64 * ko) + tl.arange(0, 64)
@@ -71,9 +74,10 @@ def gemm_0(C, A, B, INTERPRET: tl.constexpr):
         if INTERPRET:
             t_B_2 = t_B_2.to(tl.float32)
         acc_C = tl.dot(t_A_1, t_B_2, acc_C)
+    # C: the reduction is complete; round to f32 as the store would (stored)
+    v_C = acc_C
     C_i = (128 * io) + tl.arange(0, 128)
     C_j = (128 * jo) + tl.arange(0, 128)
-    v_C = acc_C
     tl.store(C + C_i[:, None] * 4096 + C_j[None, :], v_C.to(tl.float32))
 
 

@@ -57,11 +57,14 @@ def _tanh(x):
 @triton.jit
 def gemm_bf16_0(C, A, W, INTERPRET: tl.constexpr):
     # statements C
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # C[i, j]: bf16 = sum(k) A[i, k] * W[k, j] accum f32
     # C: sum accumulator (f32), tile [128, 256]
     acc_C = tl.full([128, 256], 0.0, tl.float32)
+    # loop ko: cache_read A -> shared; cache_read W -> shared; pipeline stages=3
     for ko in tl.range(0, 64, num_stages=3):
+        # C: partial result of one tile [tile i:128 x j:256 x k:64] by matrix product
         Cp_i = (128 * io) + tl.arange(0, 128)
         Cp_j = (256 * jo) + tl.arange(0, 256)
         Cp_k = (64 * ko) + tl.arange(0, 64)
@@ -72,9 +75,10 @@ def gemm_bf16_0(C, A, W, INTERPRET: tl.constexpr):
         if INTERPRET:
             t_W_2 = t_W_2.to(tl.float32)
         acc_C = tl.dot(t_A_1, t_W_2, acc_C)
+    # C: the reduction is complete; round to bf16 as the store would (stored)
+    v_C = (acc_C).to(tl.bfloat16).to(tl.float32)
     C_i = (128 * io) + tl.arange(0, 128)
     C_j = (256 * jo) + tl.arange(0, 256)
-    v_C = (acc_C).to(tl.bfloat16).to(tl.float32)
     tl.store(C + C_i[:, None] * 12288 + C_j[None, :], v_C.to(tl.bfloat16))
 
 

@@ -59,11 +59,14 @@ def _tanh(x):
 @triton.jit
 def gemm_silu_0(A, W, Y, INTERPRET: tl.constexpr):
     # statements C, Y
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # C[i, j]: bf16 = sum(k) A[i, k] * W[k, j] accum f32
     # C: sum accumulator (f32), tile [128, 256]
     acc_C = tl.full([128, 256], 0.0, tl.float32)
+    # loop ko: cache_read A -> shared; cache_read W -> shared; pipeline stages=3
     for ko in tl.range(0, 64, num_stages=3):
+        # C: partial result of one tile [tile i:128 x j:256 x k:64] by matrix product
         Cp_i = (128 * io) + tl.arange(0, 128)
         Cp_j = (256 * jo) + tl.arange(0, 256)
         Cp_k = (64 * ko) + tl.arange(0, 64)
@@ -74,9 +77,9 @@ def gemm_silu_0(A, W, Y, INTERPRET: tl.constexpr):
         if INTERPRET:
             t_W_2 = t_W_2.to(tl.float32)
         acc_C = tl.dot(t_A_1, t_W_2, acc_C)
-    C_i = (128 * io) + tl.arange(0, 128)
-    C_j = (256 * jo) + tl.arange(0, 256)
+    # C: the reduction is complete; round to bf16 as the store would (kept in registers)
     v_C = (acc_C).to(tl.bfloat16).to(tl.float32)
+    # Y[i, j]: bf16 = silu(C[i, j]) [tile i:128 x j:256]
     Y_i = (128 * io) + tl.arange(0, 128)
     Y_j = (256 * jo) + tl.arange(0, 256)
     v_Y = (_silu(v_C)).to(tl.bfloat16).to(tl.float32)

@@ -58,21 +58,25 @@ def _tanh(x):
 @triton.jit
 def quant_gemm_0(amax, A, INTERPRET: tl.constexpr):
     # statements amax
-    l_i = 0 + tl.program_id(0)
+    l_i = tl.program_id(0)  # grid.x
+    # amax[i]: f32 = max(k) abs(A[i, k]) accum f32
     # amax: max accumulator (f32), tile []
     acc_amax = tl.full([], float("-inf"), tl.float32)
+    # amax: partial result of one tile [tile k:4096] by tile max
     amaxp_i = l_i
     amaxp_k = 0 + tl.arange(0, 4096)
     acc_amax = tl.maximum(acc_amax, tl.max(tl.abs(tl.load(A + amaxp_i * 4096 + amaxp_k).to(tl.float32)), axis=0))
-    amax_i = l_i
+    # amax: the reduction is complete; round to f32 as the store would (stored)
     v_amax = acc_amax
+    amax_i = l_i
     tl.store(amax + amax_i, v_amax.to(tl.float32))
 
 
 @triton.jit
 def quant_gemm_1(Aq, A, amax, INTERPRET: tl.constexpr):
     # statements Aq
-    l_i = 0 + tl.program_id(0)
+    l_i = tl.program_id(0)  # grid.x
+    # Aq[i, k]: f8e4m3 = A[i, k] * 448.0 / amax[i] [tile k:4096]
     Aq_i = l_i
     Aq_k = 0 + tl.arange(0, 4096)
     v_Aq = _round_f8e4m3(tl.div_rn((tl.load(A + Aq_i * 4096 + Aq_k).to(tl.float32) * 448.0), tl.load(amax + Aq_i).to(tl.float32)), INTERPRET)
@@ -82,11 +86,14 @@ def quant_gemm_1(Aq, A, amax, INTERPRET: tl.constexpr):
 @triton.jit
 def quant_gemm_2(Aq, W, Out, amax, INTERPRET: tl.constexpr):
     # statements P, Out
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # P[i, j]: f32 = sum(k) Aq[i, k] * W[k, j] accum f32
     # P: sum accumulator (f32), tile [128, 128]
     acc_P = tl.full([128, 128], 0.0, tl.float32)
+    # loop ko
     for ko in range(0, 64):
+        # P: partial result of one tile [tile i:128 x j:128 x k:64] by matrix product
         Pp_i = (128 * io) + tl.arange(0, 128)
         Pp_j = (128 * jo) + tl.arange(0, 128)
         Pp_k = (64 * ko) + tl.arange(0, 64)
@@ -97,9 +104,9 @@ def quant_gemm_2(Aq, W, Out, amax, INTERPRET: tl.constexpr):
         if INTERPRET:
             t_W_2 = t_W_2.to(tl.float32)
         acc_P = tl.dot(t_Aq_1, t_W_2, acc_P, max_num_imprecise_acc=0)
-    P_i = (128 * io) + tl.arange(0, 128)
-    P_j = (128 * jo) + tl.arange(0, 128)
+    # P: the reduction is complete; round to f32 as the store would (kept in registers)
     v_P = acc_P
+    # Out[i, j]: f16 = P[i, j] * amax[i] / 448.0 [tile i:128 x j:128]
     Out_i = (128 * io) + tl.arange(0, 128)
     Out_j = (128 * jo) + tl.arange(0, 128)
     v_Out = (tl.div_rn((v_P * tl.load(amax + Out_i[:, None]).to(tl.float32)), 448.0)).to(tl.float16).to(tl.float32)

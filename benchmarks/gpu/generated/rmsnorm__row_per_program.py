@@ -52,16 +52,20 @@ def _tanh(x):
 @triton.jit
 def rmsnorm_0(X, Y, g, INTERPRET: tl.constexpr):
     # statements ss, r, Y
-    l_i = 0 + tl.program_id(0)
+    l_i = tl.program_id(0)  # grid.x
+    # ss[i]: f32 = sum(j) X[i, j] * X[i, j] accum f32
     # ss: sum accumulator (f32), tile []
     acc_ss = tl.full([], 0.0, tl.float32)
+    # ss: partial result of one tile [tile j:4096] by tile sum
     ssp_i = l_i
     ssp_j = 0 + tl.arange(0, 4096)
     acc_ss = acc_ss + tl.sum((tl.load(X + ssp_i * 4096 + ssp_j).to(tl.float32) * tl.load(X + ssp_i * 4096 + ssp_j).to(tl.float32)), axis=0)
-    ss_i = l_i
+    # ss: the reduction is complete; round to f32 as the store would (kept in registers)
     v_ss = acc_ss
+    # r[i]: f32 = rsqrt(ss[i] / N + eps)
     r_i = l_i
     v_r = tl.div_rn(1.0, tl.sqrt_rn(((v_ss * 0.000244140625) + 1e-06)))
+    # Y[i, j]: bf16 = X[i, j] * r[i] * g[j] [tile j:4096]
     Y_i = l_i
     Y_j = 0 + tl.arange(0, 4096)
     v_Y = (((tl.load(X + Y_i * 4096 + Y_j).to(tl.float32) * v_r) * tl.load(g + Y_j).to(tl.float32))).to(tl.bfloat16).to(tl.float32)

@@ -54,24 +54,30 @@ def _tanh(x):
 @triton.jit
 def softmax_0(X, Y, INTERPRET: tl.constexpr):
     # statements m, e, s, Y
-    l_i = 0 + tl.program_id(0)
+    l_i = tl.program_id(0)  # grid.x
+    # m[i]: f32 = max(j) X[i, j] accum f32
     # m: max accumulator (f32), tile []
     acc_m = tl.full([], float("-inf"), tl.float32)
+    # m: partial result of one tile [tile j:4096] by tile max
     mp_i = l_i
     mp_j = 0 + tl.arange(0, 4096)
     acc_m = tl.maximum(acc_m, tl.max(tl.load(X + mp_i * 4096 + mp_j).to(tl.float32), axis=0))
-    m_i = l_i
+    # m: the reduction is complete; round to f32 as the store would (kept in registers)
     v_m = acc_m
+    # e[i, j]: f32 = exp(X[i, j] - m[i]) [tile j:4096]
     e_i = l_i
     e_j = 0 + tl.arange(0, 4096)
     v_e = tl.exp((tl.load(X + e_i * 4096 + e_j).to(tl.float32) - v_m))
+    # s[i]: f32 = sum(j) e[i, j] accum f32
     # s: sum accumulator (f32), tile []
     acc_s = tl.full([], 0.0, tl.float32)
+    # s: partial result of one tile [tile j:4096] by tile sum
     sp_i = l_i
     sp_j = 0 + tl.arange(0, 4096)
     acc_s = acc_s + tl.sum(v_e, axis=0)
-    s_i = l_i
+    # s: the reduction is complete; round to f32 as the store would (kept in registers)
     v_s = acc_s
+    # Y[i, j]: bf16 = e[i, j] / s[i] [tile j:4096]
     Y_i = l_i
     Y_j = 0 + tl.arange(0, 4096)
     v_Y = (tl.div_rn(v_e, v_s)).to(tl.bfloat16).to(tl.float32)

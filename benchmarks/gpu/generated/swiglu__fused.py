@@ -52,8 +52,9 @@ def _tanh(x):
 @triton.jit
 def swiglu_0(Z, U, G, INTERPRET: tl.constexpr):
     # statements Z
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # Z[i, j]: bf16 = bf16(silu(G[i, j])) * U[i, j] [tile i:4 x j:1024]
     Z_i = (4 * io) + tl.arange(0, 4)
     Z_j = (1024 * jo) + tl.arange(0, 1024)
     v_Z = (((_silu(tl.load(G + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32)

@@ -52,8 +52,9 @@ def _tanh(x):
 @triton.jit
 def swiglu_0(Z, U, G, INTERPRET: tl.constexpr):
     # statements Z
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # Z[i, j]: bf16 = bf16(silu(G[i, j])) * U[i, j] [tile j:4096]
     Z_i = io
     Z_j = (4096 * jo) + tl.arange(0, 4096)
     v_Z = (((_silu(tl.load(G + Z_i * 12288 + Z_j).to(tl.float32))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Z_i * 12288 + Z_j).to(tl.float32))).to(tl.bfloat16).to(tl.float32)

@@ -54,14 +54,17 @@ def _tanh(x):
 @triton.jit
 def swiglu_quant_0(G, U, Q, INTERPRET: tl.constexpr):
     # statements T, Z, Q
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # T[i, j]: bf16 = silu(G[i, j]) [tile i:4 x j:1024]
     T_i = (4 * io) + tl.arange(0, 4)
     T_j = (1024 * jo) + tl.arange(0, 1024)
     v_T = (_silu(tl.load(G + T_i[:, None] * 12288 + T_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32)
+    # Z[i, j]: bf16 = T[i, j] * U[i, j] [tile i:4 x j:1024]
     Z_i = (4 * io) + tl.arange(0, 4)
     Z_j = (1024 * jo) + tl.arange(0, 1024)
     v_Z = ((v_T * tl.load(U + Z_i[:, None] * 12288 + Z_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32)
+    # Q[i, j]: f8e4m3 = Z[i, j] / scale [tile i:4 x j:1024]
     Q_i = (4 * io) + tl.arange(0, 4)
     Q_j = (1024 * jo) + tl.arange(0, 1024)
     v_Q = _round_f8e4m3((v_Z * 4.0), INTERPRET)

@@ -54,8 +54,9 @@ def _tanh(x):
 @triton.jit
 def swiglu_quant_0(Q, U, G, INTERPRET: tl.constexpr):
     # statements Q
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # Q[i, j]: f8e4m3 = bf16(bf16(silu(G[i, j])) * U[i, j]) / scale [tile i:16 x j:512]
     Q_i = (16 * io) + tl.arange(0, 16)
     Q_j = (512 * jo) + tl.arange(0, 512)
     v_Q = _round_f8e4m3(((((_silu(tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32))).to(tl.bfloat16).to(tl.float32) * 4.0), INTERPRET)

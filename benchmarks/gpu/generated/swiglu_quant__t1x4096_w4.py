@@ -54,8 +54,9 @@ def _tanh(x):
 @triton.jit
 def swiglu_quant_0(Q, U, G, INTERPRET: tl.constexpr):
     # statements Q
-    io = 0 + tl.program_id(0)
-    jo = 0 + tl.program_id(1)
+    io = tl.program_id(0)  # grid.x
+    jo = tl.program_id(1)  # grid.y
+    # Q[i, j]: f8e4m3 = bf16(bf16(silu(G[i, j])) * U[i, j]) / scale [tile j:4096]
     Q_i = io
     Q_j = (4096 * jo) + tl.arange(0, 4096)
     v_Q = _round_f8e4m3(((((_silu(tl.load(G + Q_i * 12288 + Q_j).to(tl.float32))).to(tl.bfloat16).to(tl.float32) * tl.load(U + Q_i * 12288 + Q_j).to(tl.float32))).to(tl.bfloat16).to(tl.float32) * 4.0), INTERPRET)
