@@ -21,7 +21,7 @@ _OPS = {
     isl.ast_expr_op_type.fdiv_q: "//",
     isl.ast_expr_op_type.pdiv_q: "//",
     isl.ast_expr_op_type.pdiv_r: "%",
-    isl.ast_expr_op_type.zdiv_r: "%",
+    isl.ast_expr_op_type.zdiv_r: "%",  # only ever compared with 0, so the sign convention does not matter
     isl.ast_expr_op_type.min: "min",
     isl.ast_expr_op_type.max: "max",
     isl.ast_expr_op_type.eq: "==",
@@ -53,13 +53,7 @@ def ast_to_expr(node: isl.AstExpr) -> Expr:
     result = args[0]
     for arg in args[1:]:
         result = Bin(_OPS[op], result, arg)
-    if op == isl.ast_expr_op_type.zdiv_r:  # "is a multiple": isl means (a % b) == 0 when used as a condition
-        return result
     return result
-
-
-def _builder(params_space_set: isl.Set) -> isl.AstBuild:
-    return isl.AstBuild.from_context(isl.Set.universe(params_space_set.get_space().params()))
 
 
 def as_params(s: isl.Set) -> isl.Set:

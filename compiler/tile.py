@@ -62,7 +62,7 @@ from .tileir import (
     TileProgram,
     Var,
 )
-from .tree import Leaf, Loop, Node, pw_affs_to_map, statements_under
+from .tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, walk_loops
 
 # Largest tile (elements) one statement may hold in registers; beyond it the schedule must split more.
 MAX_TILE_ELEMENTS = 1 << 16
@@ -169,7 +169,7 @@ class _KernelLowering:
                 continue
             break
         body = chain[-1].body if chain else [self.root]
-        for loop in _loops_in_body(body):
+        for loop in walk_loops(body):
             if loop.bind:
                 raise BackendError(
                     f"loop {loop.name} is bound to grid.{loop.bind} but is not directly inside the other grid loops "
@@ -348,7 +348,7 @@ class _KernelLowering:
             extent = span.max_val()
             if not extent.is_int():
                 raise BackendError(
-                    f"the tile of {stmt.name} along {it} has no fixed size ({_pa_text(span)}): "
+                    f"the tile of {stmt.name} along {it} has no fixed size ({span}): "
                     f"split the loop over {it} (tiles must have constant sizes)"
                 )
             size = extent.to_python() + 1
@@ -373,19 +373,17 @@ class _KernelLowering:
         names = loop_names + iters
         for pos, n in enumerate(names):
             members = members.set_dim_name(isl.dim_type.set, pos, n)
+        # (loop values, iterators) -> loop values: lifts the offsets, functions of the loop values, to lanes.
+        proj = isl.MultiAff.read_from_str(
+            members.get_ctx(), f"{_params(members)}{{ [{', '.join(names)}] -> [{', '.join(loop_names)}] }}"
+        ).align_params(members.get_space())
         box = isl.Set.universe(members.get_space())
         if loop_names:
-            proj = isl.MultiAff.read_from_str(
-                members.get_ctx(),
-                f"{_params(members)}{{ [{', '.join(names)}] -> [{', '.join(loop_names)}] }}",
-            )
             box = box.intersect(rel.domain().preimage_multi_aff(proj))
-        else:
-            proj = None
         ls = isl.LocalSpace.from_space(members.get_space())
         for k, (lo, size) in enumerate(zip(offsets, sizes)):
             var = isl.PwAff.var_on_domain(ls, isl.dim_type.set, len(loop_names) + k)
-            start = lo.pullback_multi_aff(proj) if proj is not None else _const_pa(lo, members.get_space())
+            start = lo.pullback_multi_aff(proj)
             end = start.add(_const_like(start, size))
             box = box.intersect(var.ge_set(start)).intersect(var.lt_set(end))
         simplified = members.gist(box).coalesce()
@@ -571,16 +569,8 @@ class _KernelLowering:
 # ---------------------------------------------------------------- helpers
 
 
-def _loops(node: Node):
-    from .tree import walk_loops
-
+def _loops(node: Node) -> list[Loop]:
     return list(walk_loops(node.body)) if isinstance(node, Loop) else []
-
-
-def _loops_in_body(body):
-    from .tree import walk_loops
-
-    return list(walk_loops(body))
 
 
 def _is_serial(loop: Loop) -> bool:
@@ -684,19 +674,6 @@ def _const_like(pa: isl.PwAff, value: int) -> isl.PwAff:
     return isl.PwAff.from_aff(isl.Aff.val_on_domain(ls, isl.Val.int_from_si(pa.get_ctx(), value)))
 
 
-def _const_pa(lo: isl.PwAff, space) -> isl.PwAff:
-    """An offset that depends on parameters only, lifted to the space of the members set."""
-    return _lift_to(lo, isl.Set.universe(space))
-
-
-def _lift_to(lo: isl.PwAff, target: isl.Set) -> isl.PwAff:
-    proj = isl.MultiAff.read_from_str(
-        target.get_ctx(),
-        f"{_params(target)}{{ [{', '.join(f'x{k}' for k in range(target.dim(isl.dim_type.set)))}] -> [] }}",
-    )
-    return lo.pullback_multi_aff(proj.align_params(target.get_space()))
-
-
 def _pa_expr(pa: isl.PwAff) -> Expr:
     return pw_aff_to_expr(_pa_params(pa))
 
@@ -711,6 +688,3 @@ def _pa_params(pa: isl.PwAff) -> isl.PwAff:
         raise BackendError(f"internal: unnamed loop dimension in {pa}")
     return pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
 
-
-def _pa_text(pa: isl.PwAff) -> str:
-    return str(pa)

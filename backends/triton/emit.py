@@ -382,7 +382,7 @@ def _launcher(program: T.TileProgram) -> list[str]:
         lines.append(f"    {t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})")
         lines.append(f"elif not {t.name}.is_contiguous():")
         lines.append(f'    raise ValueError("{program.name}: output {t.name} must be contiguous")')
-        lines.append(f"else:")
+        lines.append("else:")
         lines.append(f'    _check({t.name}, "{t.name}", "{t.dtype}", {_shape_code(t.shape)})')
     for t in program.temps:
         lines.append(f"{t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})"
