@@ -397,3 +397,17 @@ kernel total(X: f32[M, N]) -> (s: f32[M]) {
     strict = sched(text.replace(" combine reassoc", ""))
     with pytest.raises(ReductionOrder):
         strict.reverse("s.k")
+
+
+def test_launch_sets_the_kernel_warps_and_survives_reorder():
+    s = tiled()
+    s.launch("C", warps=8)
+    s.reorder("C", "jo", "io")
+    assert s.tree.path("C")[0].warps == 8 and s.tree.path("C")[0].name == "jo"
+    with pytest.raises(ScheduleError, match=r"warps must be a power of two up to 32, got 6"):
+        s.launch("C", warps=6)
+    from tdsl.compiler.tile import lower
+
+    s.bind("C.jo", "grid.x")
+    s.bind("C.io", "grid.y")
+    assert lower(s).kernels[0].num_warps == 8
