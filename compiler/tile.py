@@ -142,17 +142,16 @@ class _KernelLowering:
 
     def run(self) -> TileKernel:
         grid_loops, body = self._grid_chain()
-        grid = [self._grid_axis(loop, axis_loops=grid_loops[:n]) for n, loop in enumerate(grid_loops)]
+        grid = [self._grid_axis(loop) for loop in grid_loops]
         ops = self._lower_body(body, list(grid_loops))
         stmts = statements_under(self.root)
         tensors = self._tensors(stmts)
-        sizes = [n for n in self.model.params]
         stages = [l.pipeline for l in _loops(self.root) if l.pipeline]
         return TileKernel(
             name=self.name,
             grid=grid,
             tensors=tensors,
-            sizes=sizes,
+            sizes=list(self.model.params),
             body=ops,
             num_warps=self._warps(),
             num_stages=max(stages) if stages else 2,
@@ -188,7 +187,7 @@ class _KernelLowering:
             raise BackendError(f"grid axes bound twice in one kernel: {', '.join(axes)}")
         return chain, body
 
-    def _grid_axis(self, loop: Loop, axis_loops: list[Loop]) -> GridAxis:
+    def _grid_axis(self, loop: Loop) -> GridAxis:
         vars_, extents, lowers = [], [], []
         for d in range(loop.n_dims):
             lo, hi = self._loop_range(loop, d, outer=[])
@@ -209,11 +208,9 @@ class _KernelLowering:
         names = [self._var(l, k) for l in outer for k in range(l.n_dims)] + ["v_"]
         for pos, n in enumerate(names):
             image = image.set_dim_name(isl.dim_type.set, pos, n)
-        as_map = isl.Map.from_range(image).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, len(names) - 1) \
-            if len(names) > 1 else isl.Map.from_range(image)
-        lo = as_map.dim_min(0 if len(names) == 1 else 0)
-        hi = as_map.dim_max(0)
-        return _pa_expr(lo), _pa_expr(hi)
+        # outer loop values -> this dim's values
+        as_map = isl.Map.from_range(image).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, len(names) - 1)
+        return _pa_expr(as_map.dim_min(0)), _pa_expr(as_map.dim_max(0))
 
     def _warps(self) -> int:
         return (self.root.warps if isinstance(self.root, Loop) else None) or 4
@@ -228,10 +225,9 @@ class _KernelLowering:
         args = []
         for name in used:
             t = self.model.tensors[name]
-            role = t.kind if t.kind != "temp" else "temp"
-            if role == "temp" and name not in self.temps:
+            if t.kind == "temp" and name not in self.temps:
                 continue  # lives in registers only
-            args.append(TensorArg(name, t.dtype, list(t.shape), role))
+            args.append(TensorArg(name, t.dtype, list(t.shape), t.kind))
         return args
 
     # ------------------------------------------------------------ body
