@@ -20,7 +20,12 @@ from tdsl.frontend.printer import expr_text
 
 from .tile import lower
 
-TARGETS = {"nvidia": ("triton",)}
+# target -> its code generators, the default first
+TARGETS = {
+    "nvidia": ("triton", "tilelang"),
+    "ascend-950": ("tilelang",),  # mainline TileLang's Ascend dialect (tilelang.ascend.language)
+    "ascend-910b": ("tilelang-ascend",),  # the tilelang-ascend API of the chapter's 5.4.5
+}
 
 
 def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend: Optional[str] = None,
@@ -32,16 +37,27 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
         raise TdslError(f"target {target} has no backend '{backend}' (backends: {', '.join(TARGETS[target])})")
     sched = prog.schedule(schedule_name, kernel=kernel)
     program = lower(sched)
-    from tdsl.backends.triton import emit_module
-
     info = prog.kernels[sched.model.name]
-    return emit_module(
-        program,
+    common = dict(
         source=Path(prog.filename).name,
         schedule_name=schedule_name or "",
         statements=[_statement_text(si) for si in info.stmts],
         signature=_signature(info),
     )
+    if target == "nvidia" and backend == "triton":
+        from tdsl.backends.triton import emit_module
+
+        return emit_module(program, **common)
+    from .memory import plan
+
+    buffers = plan(sched)
+    if target == "nvidia":
+        from tdsl.backends.tilelang import emit_module as emit_tilelang
+
+        return emit_tilelang(program, buffers=buffers, **common)
+    from tdsl.backends.ascend import emit_module as emit_ascend
+
+    return emit_ascend(program, target=target, buffers=buffers, **common)
 
 
 def _signature(info) -> str:

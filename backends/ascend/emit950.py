@@ -1,0 +1,237 @@
+"""Ascend 950: mainline TileLang's Ascend dialect (`tilelang.ascend.language`, tilelang 0.1.15).
+
+The kernel printer of the NVIDIA TileLang backend, with the Ascend memory
+hierarchy instead of shared memory and registers:
+
+| tile program                         | Ascend 950 (cube = AIC, vector = AIV)                             |
+|--------------------------------------|-------------------------------------------------------------------|
+| grid axes                            | `with T.Kernel(n_blocks) as cid` (1-D), decomposed row-major      |
+| `Dot` of one dtype, unmasked operands | cube: `T.copy` GM->L1 (`T.alloc_l1`), L1->L0A/L0B, `T.gemm` into L0C, `clear_accum` on the first step |
+| any other `Dot` (f32 / mixed / masked)| vector: operands GM->UB, exact f32 multiply-add in `T.SimtVF`    |
+| elementwise, reductions, rounding    | vector: UB buffers (`T.alloc_shared`), `T.Parallel` in `T.SimtVF(threads=...)` |
+| L0C result read by vector work       | `T.copy(acc_l0c, C_ub)` (L0C -> UB), then rounded in UB          |
+| L0C result stored as f32             | `T.copy(acc_l0c, C[r0, c0])` (fixpipe L0C -> GM)                 |
+
+Core assignment and synchronisation are left to the dialect's automatic
+scheduler, which puts copies into L1/L0 and `T.gemm` on the AIC and the
+SIMT functions on the AIV (the tests check that in the AscendC source).
+Every buffer's bytes are summed per scope and checked against the target's
+capacities (`targets.py`); a schedule that does not fit is a `BackendError`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, shape_code, simplify
+from tdsl.compiler import tileir as T
+from tdsl.compiler.errors import BackendError
+
+from .targets import TARGETS, check_capacity
+
+SIMT_THREADS = 128
+
+
+class Ascend950Printer(KernelPrinter):
+    vector_scope = "UB"
+
+    def __init__(self, program, kernel, buffers, target="ascend-950"):
+        super().__init__(program, kernel, buffers)
+        self.target = TARGETS[target]
+        self.cube = _cube_statements(kernel.body)
+        self.vf_depth = 0
+
+    def render(self) -> dict:
+        out = super().render()
+        check_capacity(self.kernel.name, self.target, self.footprint)
+        out["cube"] = sorted(self.cube)
+        return out
+
+    def _params(self) -> list[str]:
+        return [f'{t.name}: T.Tensor({shape_code(t.shape)}, "{TL_DTYPES[t.dtype]}")' for t in self.kernel.tensors]
+
+    def alloc(self, name, shape, dtype, scope, note=""):
+        shape = list(shape) or [1]
+        call = {"UB": "T.alloc_shared", "L1": "T.alloc_l1", "L0A": "T.alloc_l0a", "L0B": "T.alloc_l0b",
+                "L0C": "T.alloc_l0c", "fragment": "T.alloc_shared", "shared": "T.alloc_shared"}[scope]
+        scope = "UB" if scope in ("fragment", "shared") else scope
+        self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")  # {scope}'
+                           + (f": {note}" if note else ""))
+        self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
+        return name
+
+    # ------------------------------------------------------------ grid: one dimension of AI cores
+
+    def _kernel_head(self) -> None:
+        k = self.kernel
+        vars_, exts, lowers, axes = [], [], [], []
+        for axis in sorted(k.grid, key=lambda a: "xyz".index(a.axis)):
+            for var, ext, lo in zip(axis.vars, axis.extents, axis.lowers):
+                vars_.append(var)
+                exts.append(index_code(simplify(ext)))
+                lowers.append(simplify(lo))
+                axes.append(axis.axis)
+        par = lambda x: x if x.isidentifier() or x.isdigit() else f"({x})"  # noqa: E731
+        total = " * ".join(par(e) for e in exts) if exts else "1"
+        self.head_lines = [f"with T.Kernel({total}) as cid:"]
+        for n, var in enumerate(vars_):
+            inner = " * ".join(par(x) for x in exts[n + 1:])
+            q = f"cid // {par(inner) if len(exts) - n > 2 else inner}" if inner else "cid"
+            start = "" if lowers[n] == T.Const(0) else f"{index_code(lowers[n])} + "
+            self.emit(f"{var} = {start}{q} % {par(exts[n])}  # grid.{axes[n]}" if len(vars_) > 1
+                      else f"{var} = {start}cid  # grid.{axes[n]}")
+
+    # ------------------------------------------------------------ vector sections
+
+    def enter_vector(self) -> None:
+        if self.vf_depth == 0:
+            self.emit(f"with T.SimtVF(threads={SIMT_THREADS}):  # vector core (AIV)")
+            self.depth += 1
+        self.vf_depth += 1
+
+    def exit_vector(self) -> None:
+        self.vf_depth -= 1
+        if self.vf_depth == 0:
+            self.depth -= 1
+
+    # ------------------------------------------------------------ accumulators
+
+    def acc_alloc(self, op, shape) -> str:
+        if op.stmt in self.cube:
+            planned = self._planned(op.stmt, "write")
+            note = f"cube accumulator{f' (cache_write {op.stmt} -> {planned.scope})' if planned else ''}"
+            return self.alloc(f"acc_{op.stmt}", shape, "f32", "L0C", note)
+        return self.alloc(f"acc_{op.stmt}", shape, "f32", "UB", "vector accumulator")
+
+    def acc_fill(self, op, buf) -> None:
+        if op.stmt in self.cube:
+            self.emit(f"# {buf} is cleared by the first T.gemm (clear_accum)")
+            return
+        fill = "0.0" if op.op == "sum" else '(-T.infinity("float32"))'
+        lanes = [f"l{n}" for n in range(len(self.accs[op.stmt][1]))] or ["l0"]
+        idx = ", ".join(lanes) if self.accs[op.stmt][1] else "0"
+        self.enter_vector()
+        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, self.accs[op.stmt][1])) or '1'}):")
+        self.emit(f"    {buf}[{idx}] = {fill}")
+        self.exit_vector()
+
+    # ------------------------------------------------------------ matrix products
+
+    def dot(self, op: T.AccUpdate) -> None:
+        if op.stmt not in self.cube:
+            return self._vector_dot(op)
+        (i, j, k), ((la, ta, sa, da), (lb, tb, sb, db)) = self.dot_layout(op)
+        acc, shape = self.accs[op.stmt]
+        stages = self.loops[-1].stages if (self.loops and self.loops[-1].stages) else 1
+        a1 = self._l1(op, la, sa, da, stages)
+        b1 = self._l1(op, lb, sb, db, stages)
+        a0 = self.alloc(f"{la.tensor}_l0a", sa, da, "L0A", "cube operand")
+        b0 = self.alloc(f"{lb.tensor}_l0b", sb, db, "L0B", "cube operand")
+        self.emit(f"T.copy({a1}, {a0})  # L1 -> L0A")
+        self.emit(f"T.copy({b1}, {b0})  # L1 -> L0B")
+        first = [f"{l.var} == {index_code(simplify(l.lower))}" for l in self.loops[self.acc_depth[op.stmt]:]]
+        clear = "True" if not first else (first[0] if len(first) == 1 else _and(first))
+        flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
+        self.emit(f"T.gemm({a0}, {b0}, {acc}{flags}, clear_accum={clear})  # cube core (AIC)")
+
+    def _l1(self, op, load, shape, dtype, stages) -> str:
+        loop = self.loops[-1].var if self.loops else None
+        planned = self._planned(load.tensor, "read", loop)
+        note = (f"cache_read {load.tensor} -> {planned.scope} at {planned.loop}" if planned
+                else f"{load.tensor} staged for the cube (no cache_read in the schedule)")
+        buf = self.alloc(f"{load.tensor}_l1", shape, dtype, "L1", note + (f", x{stages} stages" if stages > 1 else ""))
+        self.footprint["L1"] += math.prod(shape) * BYTES[dtype] * (stages - 1)
+        starts = [self._start(x, op.tile) for x in load.indices]
+        self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {buf})  # GM -> L1")
+        return buf
+
+    def _vector_dot(self, op: T.AccUpdate) -> None:
+        (i, j, k), ((la, ta, sa, da), (lb, tb, sb, db)) = self.dot_layout(op)
+        acc, shape = self.accs[op.stmt]
+        size = {a.iter: a.size for a in op.tile.axes}
+        a = self.stage_operand(op, la, sa, da, "UB", "ub")
+        b = self.stage_operand(op, lb, sb, db, "UB", "ub")
+        self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
+
+    def copy_in(self, op, load, buf, shape, dtype) -> None:
+        if load.mask is None:
+            starts = [self._start(x, op.tile) for x in load.indices]
+            self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {buf})  # GM -> UB")
+            return
+        super().copy_in(op, load, buf, shape, dtype)
+
+    # ------------------------------------------------------------ tile reductions: SIMT, one lane per result
+
+    def tile_reduce(self, op, part, shape, red, acc, acc_shape) -> None:
+        keep = [n for n in range(len(shape)) if n not in red]
+        lanes = [f"l{n}" for n in range(len(shape))]
+        self.emit(f"# {op.stmt}: {op.op} over tile axes {red} (vector core, one lane per result, in order)")
+        self.enter_vector()
+        outer = [lanes[n] for n in keep] or ["l0"]
+        self.emit(f"for {', '.join(outer)} in T.Parallel({', '.join(str(shape[n]) for n in keep) or '1'}):")
+        depth = 1
+        for n in red:
+            self.emit("    " * depth + f"for {lanes[n]} in T.serial({shape[n]}):")
+            depth += 1
+        idx = ", ".join(lanes[n] for n in keep) if acc_shape else "0"
+        term = f"{part}[{', '.join(lanes)}]"
+        combined = f"{acc}[{idx}] + {term}" if op.op == "sum" else f"T.max({acc}[{idx}], {term})"
+        self.emit("    " * depth + f"{acc}[{idx}] = {self.round(op.accum, combined)}")
+        self.exit_vector()
+
+    # ------------------------------------------------------------ results
+
+    def finish_buffer(self, op: T.AccFinish, acc: str, shape) -> str:
+        if op.stmt in self.cube:
+            plain = op.tile.mask is None and list(op.lhs) == [a.iter for a in op.tile.axes]
+            if op.store and not op.keep and op.dtype == "f32" and plain:
+                return acc  # stored straight from L0C (fixpipe)
+            ub = self.alloc(f"{op.stmt}_ub", shape, "f32", "UB", "cube result for the vector core")
+            self.emit(f"T.copy({acc}, {ub})  # L0C -> UB")
+            acc = ub
+        if op.dtype != "f32":
+            self.enter_vector()
+            super().finish_buffer(op, acc, shape)
+            self.exit_vector()
+        return acc
+
+
+def _and(terms: list[str]) -> str:
+    code = terms[0]
+    for t in terms[1:]:
+        code = f"T.And({code}, {t})"
+    return code
+
+
+def _cube_statements(ops) -> set:
+    """Statements whose partial result is a Dot the cube can run: one operand dtype (not f32), no masks."""
+    out = set()
+    for op in ops:
+        if isinstance(op, T.SerialLoop):
+            out |= _cube_statements(op.body)
+        elif isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+            d = op.partial
+            if d.lhs_dtype == d.rhs_dtype != "f32" and d.lhs.mask is None and d.rhs.mask is None and op.accum == "f32":
+                out.add(op.stmt)
+    return out
+
+
+def _store(self, stmt, tile, lhs, dtype, buf) -> None:
+    """DMA copies cannot convert: values are cast to the tensor's dtype in UB (inside a VF) before T.copy."""
+    arg = next(t for t in self.kernel.tensors if t.name == stmt)
+    axes = [a.iter for a in tile.axes]
+    plain = tile.mask is None and axes and list(lhs) == axes
+    if arg.dtype == "f32" or not plain:
+        return KernelPrinter.store(self, stmt, tile, lhs, dtype, buf)
+    shape = [a.size for a in tile.axes]
+    out = self.alloc(f"{stmt}_out", shape, arg.dtype, "UB", f"{stmt} in {arg.dtype} for the DMA to GM")
+    lanes = [f"l{n}" for n in range(len(shape))]
+    self.enter_vector()
+    self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
+    self.emit(f'    {out}[{", ".join(lanes)}] = T.Cast("{TL_DTYPES[arg.dtype]}", {buf}[{", ".join(lanes)}])')
+    self.exit_vector()
+    starts = [index_code(simplify(a.offset)) for a in tile.axes]
+    self.emit(f"T.copy({out}, {stmt}[{', '.join(starts)}])  # UB -> GM")
+
+
+Ascend950Printer.store = _store

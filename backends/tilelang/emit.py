@@ -1,0 +1,625 @@
+"""Emit a TileLang module (NVIDIA, `tilelang.language`) from a tile program.
+
+Like the Triton backend, every schedule decision is read from the tile
+program (`compiler/tileir.py`) and the buffer plan (`compiler/memory.py`);
+this file only chooses the TileLang form of each op:
+
+| tile program                          | TileLang                                               |
+|---------------------------------------|--------------------------------------------------------|
+| grid axes                             | `with T.Kernel(gx, gy, threads=32*warps) as (bx, by)`  |
+| `SerialLoop` (pipelined)              | `for ko in T.Pipelined(lo, hi, num_stages=S)`          |
+| `SerialLoop`                          | `for ko in T.serial(lo, hi)`                           |
+| `Dot` operands (cache_read or not)    | `T.alloc_shared` + `T.copy(A[r0, c0], A_s)` per step   |
+| `Dot` of one dtype, f32 accumulator   | `T.gemm(A_s, B_s, acc)` into a `T.alloc_fragment`      |
+| `Dot` of f32 or mixed operands        | exact f32 FMA: `for kk in T.serial(K): T.Parallel(I, J)` |
+| accumulator                           | `T.alloc_fragment` + `T.fill`                          |
+| `Reduce`                              | `T.reduce_sum / T.reduce_max(p, acc, dim, clear=False)` |
+| `Compute` (elementwise)               | `for a, b in T.Parallel(...)` into a fragment          |
+| store of a full, unmasked tile        | `T.copy(frag, Y[r0, c0])`                               |
+| store of a masked tile                | `T.Parallel` + `if mask:`                               |
+
+Values are f32 and rounded where the program stores (`T.Cast(f32, T.Cast(bf16, x))`),
+as in the Triton backend.  All buffers are allocated at the top of the kernel
+(TileLang needs that for `T.Pipelined`).  What has no TileLang form raises
+`BackendError` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import jinja2
+
+from tdsl.compiler import tileir as T
+from tdsl.compiler.errors import BackendError
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+TL_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f8e4m3": "float8_e4m3fn"}
+TORCH_DTYPES = {"bf16": "torch.bfloat16", "f16": "torch.float16", "f32": "torch.float32", "f8e4m3": "torch.float8_e4m3fn"}
+BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f8e4m3": 1}
+GRID_VARS = {"x": "bx", "y": "by", "z": "bz"}
+F8_MAX = 448.0
+
+
+def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "", statements=(), signature: str = "",
+                buffers=()) -> str:
+    env = _env()
+    kernels = [KernelPrinter(program, k, list(buffers)).render() for k in program.kernels]
+    return env.get_template("module.py.j2").render(
+        source=source,
+        schedule_name=schedule_name,
+        signature=signature or program.name,
+        statements=list(statements),
+        schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
+        kernels=kernels,
+        dynamic=[n for n, v in program.sizes.items() if v is None],
+        torch_dtypes="{" + ", ".join(f'"{k}": {v}' for k, v in TORCH_DTYPES.items()) + "}",
+        entry=program.name,
+        inputs=[t.name for t in program.inputs],
+        outputs=[t.name for t in program.outputs],
+        launcher=launcher(program),
+    )
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
+
+
+# ---------------------------------------------------------------- index expressions
+
+
+def simplify(e: T.Expr) -> T.Expr:
+    """Fold constant integer arithmetic so bounds read `128`, not `((127 - 0) + 1)`."""
+    if isinstance(e, T.Bin):
+        a, b = simplify(e.lhs), simplify(e.rhs)
+        if isinstance(a, T.Const) and isinstance(b, T.Const) and isinstance(a.value, int) and isinstance(b.value, int):
+            ops = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+                   "//": lambda x, y: x // y, "%": lambda x, y: x % y, "min": min, "max": max}
+            if e.op in ops:
+                return T.Const(ops[e.op](a.value, b.value))
+        if e.op in ("+", "-") and isinstance(b, T.Const) and b.value == 0:
+            return a
+        if e.op == "+" and isinstance(a, T.Const) and a.value == 0:
+            return b
+        return T.Bin(e.op, a, b)
+    if isinstance(e, T.Neg):
+        return T.Neg(simplify(e.operand))
+    return e
+
+
+def index_code(e: T.Expr, names: Optional[dict] = None) -> str:
+    """Integer / boolean index arithmetic; `names` maps iterators to their code (lanes, offsets)."""
+    names = names or {}
+    r = lambda x: index_code(x, names)  # noqa: E731
+    if isinstance(e, T.Const):
+        return repr(e.value)
+    if isinstance(e, T.Var):
+        return names.get(e.name, e.name)
+    if isinstance(e, T.Neg):
+        return f"(-{r(e.operand)})"
+    if isinstance(e, T.Select):
+        return f"T.if_then_else({r(e.cond)}, {r(e.then)}, {r(e.other)})"
+    if isinstance(e, T.Bin):
+        a, b = r(e.lhs), r(e.rhs)
+        if e.op in ("min", "max"):
+            return f"T.{e.op}({a}, {b})"
+        if e.op == "and":
+            return f"T.And({a}, {b})"
+        if e.op == "or":
+            return f"T.Or({a}, {b})"
+        return f"({a} {e.op} {b})"
+    raise BackendError(f"not an index expression: {e!r}")
+
+
+def shape_code(shape) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# ---------------------------------------------------------------- kernels
+
+
+@dataclass
+class _Value:
+    """Where a statement's (rounded, f32) tile lives: a buffer and the iterators of its axes."""
+
+    buffer: str
+    iters: list  # tile axis iterators, in buffer-dimension order ([] for a scalar held in a (1,) buffer)
+
+
+@dataclass
+class KernelPrinter:
+    program: T.TileProgram
+    kernel: T.TileKernel
+    buffers: list  # compiler.memory.PlannedBuffer
+    lines: list = field(default_factory=list)
+    allocs: list = field(default_factory=list)
+    depth: int = 2
+    counter: int = 0
+    values: dict = field(default_factory=dict)
+    accs: dict = field(default_factory=dict)  # stmt -> (buffer, shape)
+    loops: list = field(default_factory=list)  # enclosing SerialLoops
+    acc_depth: dict = field(default_factory=dict)  # stmt -> len(loops) at AccInit
+    footprint: dict = field(default_factory=dict)  # scope -> bytes
+
+    # dialect hooks (Ascend-950 overrides these)
+    module_T = "tilelang.language"
+    vector_scope = "fragment"
+
+    def render(self) -> dict:
+        k = self.kernel
+        self._kernel_head()
+        for op in k.body:
+            self._op(op)
+        head = self.head_lines
+        return {"name": k.name, "params": self._params(), "head": head, "allocs": self.allocs, "lines": self.lines,
+                "comment": k.comment, "footprint": dict(self.footprint)}
+
+    def _params(self) -> list[str]:
+        params = []
+        for t in self.kernel.tensors:
+            params.append(f'{t.name}: T.Tensor({shape_code(t.shape)}, "{TL_DTYPES[t.dtype]}")')
+        return params
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}_{self.counter}"
+
+    def alloc(self, name: str, shape, dtype: str, scope: str, note: str = "") -> str:
+        shape = list(shape) or [1]
+        call = {"fragment": "T.alloc_fragment", "shared": "T.alloc_shared"}[scope]
+        self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")' + (f"  # {note}" if note else ""))
+        self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
+        return name
+
+    # ------------------------------------------------------------ grid
+
+    def _kernel_head(self) -> None:
+        k = self.kernel
+        extents, names = [], []
+        for axis in k.grid:
+            extents.append(" * ".join(f"({index_code(simplify(e))})" if len(axis.extents) > 1 else index_code(simplify(e))
+                                      for e in axis.extents))
+            names.append(GRID_VARS[axis.axis])
+        if len(set(a.axis for a in k.grid)) != len(k.grid):
+            raise BackendError(f"{k.name}: a grid axis is bound twice")
+        order = sorted(range(len(k.grid)), key=lambda n: "xyz".index(k.grid[n].axis))
+        if [k.grid[n].axis for n in order] != list("xyz"[: len(order)]):
+            raise BackendError(f"{k.name}: grid axes {', '.join(a.axis for a in k.grid)} leave a gap; "
+                               f"TileLang's T.Kernel takes x, y, z in order")
+        threads = 32 * k.num_warps
+        if not k.grid:
+            self.head_lines = [f"with T.Kernel(1, threads={threads}) as (bx,):"]
+        else:
+            ext = ", ".join(extents[n] for n in order)
+            bind = ", ".join(names[n] for n in order) + ("," if len(order) == 1 else "")
+            self.head_lines = [f"with T.Kernel({ext}, threads={threads}) as ({bind}):"]
+        for axis in k.grid:
+            self._bind_grid_vars(axis, GRID_VARS[axis.axis])
+
+    def _bind_grid_vars(self, axis: T.GridAxis, pid: str) -> None:
+        if len(axis.vars) == 1:
+            lower = simplify(axis.lowers[0])
+            start = "" if lower == T.Const(0) else f"{index_code(lower)} + "
+            self.emit(f"{axis.vars[0]} = {start}{pid}  # grid.{axis.axis}")
+            return
+        # a fused loop: row-major decomposition, the last variable fastest
+        exts = [index_code(simplify(e)) for e in axis.extents]
+        for n, (var, lower) in enumerate(zip(axis.vars, axis.lowers)):
+            inner = " * ".join(f"({x})" for x in exts[n + 1:]) or "1"
+            self.emit(f"{var} = {index_code(simplify(lower))} + ({pid} // ({inner})) % ({exts[n]})  # grid.{axis.axis}")
+
+    # ------------------------------------------------------------ ops
+
+    def _op(self, op) -> None:
+        if isinstance(op, T.SerialLoop):
+            self._serial(op)
+        elif isinstance(op, T.Compute):
+            self._compute(op)
+        elif isinstance(op, T.AccInit):
+            self._acc_init(op)
+        elif isinstance(op, T.AccUpdate):
+            self._acc_update(op)
+        elif isinstance(op, T.AccFinish):
+            self._acc_finish(op)
+        else:
+            raise BackendError(f"unknown tile op {op!r}")
+
+    def _serial(self, op: T.SerialLoop) -> None:
+        lo, hi = index_code(simplify(op.lower)), index_code(simplify(op.upper))
+        if op.note:
+            self.emit(f"# {op.note}")
+        if op.stages:
+            self.emit(f"for {op.var} in T.Pipelined({lo}, {hi}, num_stages={op.stages}):")
+        else:
+            self.emit(f"for {op.var} in T.serial({lo}, {hi}):")
+        self.depth += 1
+        self.loops.append(op)
+        for inner in op.body:
+            self._op(inner)
+        if not op.body:
+            self.emit("T.evaluate(0)")
+        self.loops.pop()
+        self.depth -= 1
+
+    def text(self, stmt: str) -> str:
+        return self.program.statements.get(stmt, stmt)
+
+    @staticmethod
+    def tile_note(tile: T.Tile) -> str:
+        if not tile.axes:
+            return ""
+        return " [tile " + " x ".join(f"{a.iter}:{a.size}" for a in tile.axes) + "]"
+
+    # lanes: the iterators of a tile inside a T.Parallel over its box
+
+    def lanes(self, tile: T.Tile) -> tuple[list[str], dict]:
+        lane_vars = [f"l{n}" for n in range(len(tile.axes))] or ["l0"]
+        names = {it: f"({index_code(simplify(v))})" for it, v in tile.scalars.items()}
+        for n, axis in enumerate(tile.axes):
+            off = simplify(axis.offset)
+            names[axis.iter] = lane_vars[n] if off == T.Const(0) else f"({index_code(off)} + {lane_vars[n]})"
+        return lane_vars, names
+
+    def parallel(self, tile: T.Tile) -> tuple[list[str], dict]:
+        lane_vars, names = self.lanes(tile)
+        sizes = [str(a.size) for a in tile.axes] or ["1"]
+        self.emit(f"for {', '.join(lane_vars)} in T.Parallel({', '.join(sizes)}):")
+        return lane_vars, names
+
+    def enter_vector(self) -> None:
+        """Hook: Ascend wraps SIMT loops in a vector-function scope."""
+
+    def exit_vector(self) -> None:
+        pass
+
+    def _compute(self, op: T.Compute) -> None:
+        self.emit(f"# {self.text(op.stmt)}{self.tile_note(op.tile)}")
+        shape = [a.size for a in op.tile.axes]
+        buf = self.alloc(f"v_{op.stmt}", shape, "f32", self.vector_scope, f"{op.stmt}, rounded to {op.dtype}")
+        self.enter_vector()
+        lane_vars, names = self.parallel(op.tile)
+        self.depth += 1
+        index = ", ".join(lane_vars) if op.tile.axes else "0"
+        self.emit(f"{buf}[{index}] = {self.round(op.dtype, self.value(op.value, op.tile, lane_vars, names))}")
+        self.depth -= 1
+        self.exit_vector()
+        self.values[op.stmt] = _Value(buf, [a.iter for a in op.tile.axes])
+        if op.store:
+            self.store(op.stmt, op.tile, op.lhs, op.dtype, buf)
+
+    def _acc_init(self, op: T.AccInit) -> None:
+        shape = [a.size for a in op.tile.axes]
+        self.emit(f"# {self.text(op.stmt)}")
+        self.emit(f"# {op.stmt}: {op.op} accumulator ({op.accum}), tile {shape}")
+        buf = self.acc_alloc(op, shape)
+        self.accs[op.stmt] = (buf, shape)
+        self.acc_depth[op.stmt] = len(self.loops)
+        self.acc_fill(op, buf)
+
+    def acc_alloc(self, op: T.AccInit, shape) -> str:
+        return self.alloc(f"acc_{op.stmt}", shape, "f32", "fragment", f"cache_write {op.stmt} -> register" if self._planned(op.stmt, "write") else "")
+
+    def acc_fill(self, op: T.AccInit, buf: str) -> None:
+        fill = "0.0" if op.op == "sum" else '-T.infinity("float32")'
+        self.emit(f"T.fill({buf}, {fill})")
+
+    def _planned(self, tensor: str, kind: str, loop: Optional[str] = None):
+        for b in self.buffers:
+            if b.tensor == tensor and b.kind == kind and (loop is None or b.loop == loop):
+                return b
+        return None
+
+    def _acc_update(self, op: T.AccUpdate) -> None:
+        how = "matrix product" if isinstance(op.partial, T.Dot) else f"tile {op.op}"
+        self.emit(f"# {op.stmt}: partial result of one tile{self.tile_note(op.tile)} by {how}")
+        if op.stmt not in self.accs:
+            raise BackendError(f"internal: {op.stmt} is updated before its accumulator exists")
+        if isinstance(op.partial, T.Dot):
+            self.dot(op)
+        else:
+            self.reduce(op)
+
+    # ------------------------------------------------------------ matrix products
+
+    def dot_layout(self, op: T.AccUpdate):
+        """(i, j, k) iterators and for each operand: (its load, stored transposed?, box shape, dtype)."""
+        dot = op.partial
+        i, j, k = [a.iter for a in op.tile.axes]
+        size = {a.iter: a.size for a in op.tile.axes}
+        out = []
+        for load, rows, cols, dtype in ((dot.lhs, i, k, dot.lhs_dtype), (dot.rhs, k, j, dot.rhs_dtype)):
+            order = [x.name if isinstance(x, T.Var) else None for x in load.indices]
+            if order == [rows, cols]:
+                out.append((load, False, [size[rows], size[cols]], dtype))
+            elif order == [cols, rows]:
+                out.append((load, True, [size[cols], size[rows]], dtype))
+            else:
+                raise BackendError(f"{op.stmt}: operand {load.tensor}[{', '.join(map(str, order))}] is not a plain 2-D tile")
+        return (i, j, k), out
+
+    def stage_operand(self, op: T.AccUpdate, load: T.Load, shape, dtype: str, scope: str, stem: str) -> str:
+        """Allocate an operand buffer and copy the operand's box from global memory into it."""
+        loop = self.loops[-1].var if self.loops else None
+        planned = self._planned(load.tensor, "read", loop)
+        stages = self.loops[-1].stages if (self.loops and self.loops[-1].stages) else 1
+        note = (f"cache_read {load.tensor} -> {planned.scope} at {planned.loop} (plan {planned.shape} {planned.dtype})"
+                if planned else f"{load.tensor} staged for the matrix unit (no cache_read in the schedule)")
+        buf = self.alloc(f"{load.tensor}_{stem}_{self.fresh('t').split('_')[1]}", shape, dtype, scope, note)
+        if scope == "shared":
+            self.footprint["shared"] += math.prod(shape) * BYTES[dtype] * (stages - 1)
+        if planned and planned.shape != list(shape) and sorted(planned.shape) != sorted(shape):
+            raise BackendError(f"{op.stmt}: the buffer plan gives {load.tensor} the box {planned.shape} but the tile "
+                               f"reads {list(shape)}")
+        self.copy_in(op, load, buf, shape, dtype)
+        return buf
+
+    def copy_in(self, op: T.AccUpdate, load: T.Load, buf: str, shape, dtype: str) -> None:
+        _, names = self.lanes(op.tile)
+        starts = [self._start(x, op.tile) for x in load.indices]
+        if load.mask is None:
+            self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {buf})")
+            return
+        lanes = [f"l{n}" for n in range(len(shape))]
+        idx = [f"({s} + {l})" if s != "0" else l for s, l in zip(starts, lanes)]
+        sub = dict(names)
+        for x, code in zip(load.indices, idx):
+            sub[x.name] = code
+        self.enter_vector()
+        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
+        self.emit(f"    {buf}[{', '.join(lanes)}] = T.if_then_else({index_code(load.mask, sub)}, "
+                  f"{load.tensor}[{', '.join(idx)}], T.cast(0, \"{TL_DTYPES[dtype]}\"))")
+        self.exit_vector()
+
+    def _start(self, x: T.Expr, tile: T.Tile) -> str:
+        for a in tile.axes:
+            if isinstance(x, T.Var) and x.name == a.iter:
+                return index_code(simplify(a.offset))
+        raise BackendError(f"internal: operand index {x} is not a tile axis")
+
+    def dot(self, op: T.AccUpdate) -> None:
+        (i, j, k), ((la, ta, sa, da), (lb, tb, sb, db)) = self.dot_layout(op)
+        acc, shape = self.accs[op.stmt]
+        size = {a.iter: a.size for a in op.tile.axes}
+        if shape != [size[i], size[j]]:
+            raise BackendError(f"{op.stmt}: accumulator tile {shape} differs from the product tile {[size[i], size[j]]}")
+        a = self.stage_operand(op, la, sa, da, "shared", "s")
+        b = self.stage_operand(op, lb, sb, db, "shared", "s")
+        exact = "f32" in (da, db) or da != db
+        if exact:
+            self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
+            return
+        flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
+        if op.accum == "f32":
+            self.emit(f"T.gemm({a}, {b}, {acc}{flags})")
+            return
+        part = self.alloc(f"part_{op.stmt}", shape, "f32", "fragment", "one step's product, added in the accumulator's dtype")
+        self.emit(f"T.gemm({a}, {b}, {part}{flags}, clear_accum=True)")
+        self.emit(f"for l0, l1 in T.Parallel({shape[0]}, {shape[1]}):")
+        self.emit(f"    {acc}[l0, l1] = {self.round(op.accum, f'{acc}[l0, l1] + {part}[l0, l1]')}")
+
+    def _fma_loop(self, op, a, ta, b, tb, acc, si, sj, sk) -> None:
+        """f32 or mixed operands: the program's f32 products, accumulated exactly in f32 (no tf32 tensor cores);
+        each lane owns one accumulator element and walks k in order."""
+        self.emit("# f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)")
+        av = f"{a}[kk, l0]" if ta else f"{a}[l0, kk]"
+        bv = f"{b}[l1, kk]" if tb else f"{b}[kk, l1]"
+        self.enter_vector()
+        self.emit(f"for l0, l1 in T.Parallel({si}, {sj}):")
+        self.emit(f"    for kk in T.serial({sk}):")
+        combined = f'{acc}[l0, l1] + T.Cast("float32", {av}) * T.Cast("float32", {bv})'
+        self.emit(f"        {acc}[l0, l1] = {self.round(op.accum, combined)}")
+        self.exit_vector()
+
+    # ------------------------------------------------------------ tile reductions
+
+    def reduce(self, op: T.AccUpdate) -> None:
+        acc, acc_shape = self.accs[op.stmt]
+        partial = op.partial
+        body, red = (partial.operand, list(partial.axes)) if isinstance(partial, T.Reduce) else (partial, [])
+        keep = [a for n, a in enumerate(op.tile.axes) if n not in red]
+        if [a.size for a in keep] != acc_shape:
+            raise BackendError(f"{op.stmt}: the partial tile {[a.size for a in keep]} does not match the accumulator "
+                               f"{acc_shape}")
+        if not red:
+            self.enter_vector()
+            lane_vars, names = self.parallel(op.tile)
+            idx = ", ".join(lane_vars) if op.tile.axes else "0"
+            value = self.value(body, op.tile, lane_vars, names)
+            combined = f"{acc}[{idx}] + {value}" if op.op == "sum" else f"T.max({acc}[{idx}], {value})"
+            self.emit(f"    {acc}[{idx}] = {self.round(op.accum, combined)}")
+            self.exit_vector()
+            return
+        shape = [a.size for a in op.tile.axes]
+        part = self.alloc(f"p_{op.stmt}", shape, "f32", self.vector_scope, f"{op.stmt}: one tile's terms")
+        self.enter_vector()
+        lane_vars, names = self.parallel(op.tile)
+        self.emit(f"    {part}[{', '.join(lane_vars)}] = {self.value(body, op.tile, lane_vars, names)}")
+        self.exit_vector()
+        self.tile_reduce(op, part, shape, red, acc, acc_shape)
+
+    def tile_reduce(self, op, part, shape, red, acc, acc_shape) -> None:
+        fn = "T.reduce_sum" if op.op == "sum" else "T.reduce_max"
+        src, cur = part, list(shape)
+        for n, dim in enumerate(sorted(red, reverse=True)):
+            cur = cur[:dim] + cur[dim + 1:]
+            last = n == len(red) - 1
+            if last and op.accum == "f32":
+                self.emit(f"{fn}({src}, {acc}, dim={dim}, clear=False)")
+                return
+            dst = self.alloc(self.fresh(f"r_{op.stmt}"), cur, "f32", self.vector_scope)
+            self.emit(f"{fn}({src}, {dst}, dim={dim}, clear=True)")
+            src = dst
+        lanes = [f"l{n}" for n in range(len(acc_shape))] or ["l0"]
+        idx = ", ".join(lanes) if acc_shape else "0"
+        combined = f"{acc}[{idx}] + {src}[{idx}]" if op.op == "sum" else f"T.max({acc}[{idx}], {src}[{idx}])"
+        self.enter_vector()
+        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, acc_shape)) or '1'}):")
+        self.emit(f"    {acc}[{idx}] = {self.round(op.accum, combined)}")
+        self.exit_vector()
+
+    def _acc_finish(self, op: T.AccFinish) -> None:
+        where = "stored" if op.store else "kept on chip"
+        self.emit(f"# {op.stmt}: the reduction is complete; round to {op.dtype} as the store would ({where})")
+        acc, shape = self.accs[op.stmt]
+        buf = self.finish_buffer(op, acc, shape)
+        self.values[op.stmt] = _Value(buf, [a.iter for a in op.tile.axes])
+        if op.store:
+            self.store(op.stmt, op.tile, op.lhs, op.dtype, buf)
+
+    def finish_buffer(self, op: T.AccFinish, acc: str, shape) -> str:
+        if op.dtype != "f32":
+            lanes = [f"l{n}" for n in range(len(shape))] or ["l0"]
+            idx = ", ".join(lanes) if shape else "0"
+            self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape)) or '1'}):")
+            self.emit(f"    {acc}[{idx}] = {self.round(op.dtype, f'{acc}[{idx}]')}")
+        return acc
+
+    # ------------------------------------------------------------ stores
+
+    def store(self, stmt: str, tile: T.Tile, lhs: tuple, dtype: str, buf: str) -> None:
+        arg = next(t for t in self.kernel.tensors if t.name == stmt)
+        axes = [a.iter for a in tile.axes]
+        if tile.mask is None and axes and list(lhs) == axes:
+            starts = [index_code(simplify(a.offset)) for a in tile.axes]
+            self.emit(f"T.copy({buf}, {stmt}[{', '.join(starts)}])")
+            return
+        self.enter_vector()
+        lane_vars, names = self.parallel(tile)
+        self.depth += 1
+        idx = ", ".join(names[it] for it in lhs)
+        src = f"{buf}[{', '.join(lane_vars) if axes else '0'}]"
+        if tile.mask is not None:
+            self.emit(f"if {index_code(tile.mask, names)}:")
+            self.emit(f'    {stmt}[{idx}] = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
+        else:
+            self.emit(f'{stmt}[{idx}] = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
+        self.depth -= 1
+        self.exit_vector()
+
+    # ------------------------------------------------------------ values (f32)
+
+    def round(self, dtype: str, code: str) -> str:
+        if dtype == "f32":
+            return code
+        if dtype == "f8e4m3":
+            return f'T.Cast("float32", T.Cast("float8_e4m3fn", T.max(T.min({code}, {F8_MAX}), {-F8_MAX})))'
+        return f'T.Cast("float32", T.Cast("{TL_DTYPES[dtype]}", {code}))'
+
+    def value(self, e: T.Expr, tile: T.Tile, lane_vars: list, names: dict) -> str:
+        v = lambda x: self.value(x, tile, lane_vars, names)  # noqa: E731
+        if isinstance(e, T.Const):
+            if isinstance(e.value, float) and math.isinf(e.value):
+                return 'T.infinity("float32")' if e.value > 0 else '(-T.infinity("float32"))'
+            return repr(float(e.value))
+        if isinstance(e, T.Var):
+            return f'T.Cast("float32", {names.get(e.name, e.name)})'
+        if isinstance(e, T.Neg):
+            return f"(-{v(e.operand)})"
+        if isinstance(e, T.Bin):
+            if e.op in ("<", "<=", ">", ">=", "==", "!=", "and", "or"):
+                return self.cond(e, tile, lane_vars, names)
+            if e.op in ("min", "max"):
+                return f"T.{e.op}({v(e.lhs)}, {v(e.rhs)})"
+            if e.op in ("//", "%"):
+                raise BackendError(f"'{e.op}' on values has no TileLang form here")
+            return f"({v(e.lhs)} {e.op} {v(e.rhs)})"
+        if isinstance(e, T.Select):
+            return f"T.if_then_else({self.cond(e.cond, tile, lane_vars, names)}, {v(e.then)}, {v(e.other)})"
+        if isinstance(e, T.Load):
+            idx = ", ".join(index_code(simplify(x), names) for x in e.indices)
+            load = f'T.Cast("float32", {e.tensor}[{idx}])'
+            if e.mask is not None:
+                return f"T.if_then_else({index_code(e.mask, names)}, {load}, {float(e.other)!r})"
+            return load
+        if isinstance(e, T.Reg):
+            value = self.values.get(e.stmt)
+            if value is None:
+                raise BackendError(f"internal: {e.stmt} is read before it is computed")
+            if not value.iters:
+                return f"{value.buffer}[0]"
+            return f"{value.buffer}[{', '.join(lane_vars[p] for p in e.axes)}]"
+        if isinstance(e, T.Call):
+            return _call(e.func, [v(a) for a in e.args])
+        if isinstance(e, T.Round):
+            return self.round(e.dtype, v(e.operand))
+        if isinstance(e, (T.Reduce, T.Dot)):
+            raise BackendError(f"a {type(e).__name__.lower()} nested inside an expression has no tile form; "
+                               f"make it its own statement")
+        raise BackendError(f"cannot print value {e!r}")
+
+    def cond(self, e: T.Expr, tile, lane_vars, names) -> str:
+        if isinstance(e, T.Bin) and e.op in ("and", "or"):
+            f = "T.And" if e.op == "and" else "T.Or"
+            return f"{f}({self.cond(e.lhs, tile, lane_vars, names)}, {self.cond(e.rhs, tile, lane_vars, names)})"
+        if isinstance(e, T.Bin) and e.op in ("<", "<=", ">", ">=", "==", "!="):
+            side = lambda x: index_code(x, names) if _is_index(x) else self.value(x, tile, lane_vars, names)  # noqa: E731
+            return f"({side(e.lhs)} {e.op} {side(e.rhs)})"
+        return index_code(e, names)
+
+
+def _is_index(e: T.Expr) -> bool:
+    if isinstance(e, T.Var):
+        return True
+    if isinstance(e, T.Const):
+        return isinstance(e.value, int)
+    if isinstance(e, T.Bin) and e.op in ("+", "-", "*", "//", "%", "min", "max"):
+        return _is_index(e.lhs) and _is_index(e.rhs)
+    if isinstance(e, T.Neg):
+        return _is_index(e.operand)
+    return False
+
+
+def _call(func: str, args: list) -> str:
+    x = args[0] if args else ""
+    table = {
+        "exp": f"T.exp({x})",
+        "log": f"T.log({x})",
+        "sqrt": f"T.sqrt({x})",
+        "rsqrt": f"(1.0 / T.sqrt({x}))",
+        "sigmoid": f"(1.0 / (1.0 + T.exp(-{x})))",
+        "silu": f"({x} * (1.0 / (1.0 + T.exp(-{x}))))",
+        "tanh": f"T.tanh({x})",
+        "abs": f"T.abs({x})",
+    }
+    if func in table:
+        return table[func]
+    if func in ("max", "min"):
+        return f"T.{func}({args[0]}, {args[1]})"
+    raise BackendError(f"function {func} has no TileLang form")
+
+
+# ---------------------------------------------------------------- launcher
+
+
+def launcher(program: T.TileProgram, call: str = "_kernel") -> list[str]:
+    from tdsl.backends.triton.emit import _bind_params, _shape_code
+
+    lines = []
+    params = [n for n, v in program.sizes.items() if v is None]
+    lines.extend(_bind_params(program, params))
+    for t in program.inputs:
+        lines.append(f'{t.name} = _check({t.name}, "{t.name}", "{t.dtype}", {_shape_code(t.shape)})')
+    device = program.inputs[0].name + ".device" if program.inputs else '"cuda"'
+    for t in program.outputs:
+        lines.append(f"if {t.name} is None:")
+        lines.append(f"    {t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})")
+        lines.append(f"elif not {t.name}.is_contiguous():")
+        lines.append(f'    raise ValueError("{program.name}: output {t.name} must be contiguous")')
+        lines.append("else:")
+        lines.append(f'    _check({t.name}, "{t.name}", "{t.dtype}", {_shape_code(t.shape)})')
+    for t in program.temps:
+        lines.append(f"{t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})"
+                     f"  # intermediate between launches")
+    for kernel in program.kernels:
+        args = [t.name for t in kernel.tensors]
+        lines.append(f'{call}("{kernel.name}")({", ".join(args)})')
+    outs = [t.name for t in program.outputs]
+    lines.append(f"return {', '.join(outs)}" if len(outs) > 1 else f"return {outs[0]}")
+    return lines

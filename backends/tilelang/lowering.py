@@ -1,0 +1,39 @@
+"""Lower the kernels of a generated TileLang module without a GPU or NPU (used by the tests and the docs).
+
+    sources = lower_module(module, "sm_90a")     # NVIDIA: CUDA C++ per kernel (TMA, wgmma on sm_90a)
+    sources = lower_module(module, "ascend")     # Ascend 950: AscendC per kernel (mainline TileLang)
+
+`tilelang.lower` needs a `PassContext` and a target context; the device compiler (nvcc, bisheng) is not
+run.  `compile_cubin` runs nvcc through `tilelang.compile(..., execution_backend="tvm_ffi")`.
+"""
+
+from __future__ import annotations
+
+
+def _target(arch: str):
+    from tilelang.backend.target import determine_target
+
+    if arch == "ascend":
+        return determine_target("ascend", return_object=True)
+    return determine_target({"kind": "cuda", "arch": arch}, return_object=True)
+
+
+def lower_module(module, arch: str = "sm_90a", names=None) -> dict:
+    import tilelang
+    from tilelang import tvm
+
+    target = _target(arch)
+    sources = {}
+    for name, fn in module.KERNELS.items():
+        if names is not None and name not in names:
+            continue
+        with tvm.transform.PassContext(opt_level=3), target:
+            sources[name] = tilelang.lower(fn, target=target).kernel_source
+    return sources
+
+
+def compile_cubin(module, name: str, arch: str = "sm_90a"):
+    """nvcc the kernel to a cubin (no driver needed); returns the JIT kernel (its source via get_kernel_source())."""
+    import tilelang
+
+    return tilelang.compile(module.KERNELS[name], target={"kind": "cuda", "arch": arch}, execution_backend="tvm_ffi")

@@ -1,0 +1,132 @@
+"""The Ascend backends.  ascend-950: every legal schedule of every example compiles to mainline TileLang's Ascend
+dialect and lowers to AscendC with `tilelang.lower(target="ascend")`, matrix statements on the cube (AIC, asc_mmad),
+the rest on the vector cores (AIV, SIMT functions); a schedule whose buffers exceed the target's capacities is a
+BackendError naming the scope.  ascend-910b: the tilelang-ascend 0.1.4 API of the chapter's 5.4.5, checked with
+ast.parse and bound call by call to that API's signatures (the package needs CANN and cannot be installed here);
+programs it cannot express are BackendErrors with the reason.  Generated sources are golden files."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, ROOT
+
+os.environ.setdefault("TILELANG_CACHE_DIR", str(ROOT / ".cache" / "tilelang"))
+
+from tdsl.backends.ascend.api910b import check_module  # noqa: E402
+from tdsl.compiler.api import load  # noqa: E402
+from tdsl.compiler.codegen import generate, load_module  # noqa: E402
+from tdsl.compiler.errors import BackendError  # noqa: E402
+
+from golden_files import check_golden  # noqa: E402
+from test_examples import EXPECTED  # noqa: E402
+
+LEGAL = [(ex, name) for ex, schedules in EXPECTED.items() for name, rule in schedules.items() if rule is None]
+IDS = [f"{e}-{n}" for e, n in LEGAL]
+
+# What each backend refuses, and why (a substring of the BackendError).
+REFUSED_950 = {
+    ("gemm_silu", "fast"): "the buffers in UB need 327,680 B but ascend-950 allows 253,952 B",
+}
+REFUSED_910B = {
+    ("gemm_silu", "fast"): "the buffers in UB need 720,896 B but ascend-910b allows 196,352 B",
+    ("swiglu_quant", "fused"): "Q is FP8 (E4M3), which the Ascend 910B has no type for",
+    ("swiglu_quant", "inlined"): "Q is FP8 (E4M3), which the Ascend 910B has no type for",
+    ("quant_gemm", "separate"): "Aq is FP8 (E4M3), which the Ascend 910B has no type for",
+    ("attention", "unfused"): "S: a masked result tile needs T.tile.select",
+}
+# statement -> expected core: matrix statements on the cube
+CUBE = {"gemm": "C", "gemm_silu": "C", "quant_gemm": "P", "attention": "S"}
+
+
+@pytest.mark.parametrize("example,name", LEGAL, ids=IDS)
+def test_ascend950_lowers_to_ascendc(example, name, tmp_path):
+    pytest.importorskip("tilelang")
+    from tdsl.backends.tilelang.lowering import lower_module
+
+    prog = load(EXAMPLES / f"{example}.tdsl")
+    if (example, name) in REFUSED_950:
+        with pytest.raises(BackendError, match=re.escape(REFUSED_950[example, name])):
+            generate(prog, name, target="ascend-950")
+        return
+    text = generate(prog, name, target="ascend-950")
+    check_golden("ascend-950", f"{example}__{name}", text)
+    module = load_module(text, tmp_path / f"{example}__{name}.py")
+    sources = lower_module(module, "ascend")
+    for kernel, src in sources.items():
+        assert f'extern "C" __global__' in src
+        if "asc_mmad" in src and "__cube__" not in src:  # mixed: the product on the AIC, its epilogue on the AIV
+            aic, aiv = src.index("if ASC_IS_AIC"), src.index("if ASC_IS_AIV")
+            assert aic < src.index("asc_mmad") < aiv and "asc_vf_call" in src[aiv:]
+        if "asc_mmad" not in src:  # no cube statement: a vector-only kernel
+            assert "__vector__" in src and "asc_vf_call" in src
+    if example in CUBE:
+        assert any("asc_mmad" in s for s in sources.values()), f"{CUBE[example]} should run on the cube"
+
+
+def test_ascend950_chapter_gemm_buffers():
+    text = generate(load(EXAMPLES / "gemm_silu.tdsl"), "fused", target="ascend-950")
+    for line in ('A_l1 = T.alloc_l1((64, 32), "bfloat16")', 'A_l0a = T.alloc_l0a((64, 32), "bfloat16")',
+                 'W_l0b = T.alloc_l0b((32, 64), "bfloat16")', 'acc_C = T.alloc_l0c((64, 64), "float32")',
+                 "T.gemm(A_l0a, W_l0b, acc_C, clear_accum=ko == 0)", "T.copy(acc_C, C_ub)  # L0C -> UB",
+                 "with T.SimtVF(threads=128):", "for ko in T.Pipelined(0, 128, num_stages=3):",
+                 "with T.Kernel(16 * 192) as cid:"):
+        assert line in text, line
+    # 5.4.4's buffer sizes: A and W tiles of 4 KiB (x3 stages in L1), the 16 KiB FP32 accumulator in L0C
+    assert "on-chip bytes: L0A 4096, L0B 4096, L0C 16384, L1 24576" in text
+
+
+@pytest.mark.parametrize("example,name", LEGAL, ids=IDS)
+def test_ascend910b_parses_and_fits_the_tilelang_ascend_api(example, name):
+    prog = load(EXAMPLES / f"{example}.tdsl")
+    if (example, name) in REFUSED_910B:
+        with pytest.raises(BackendError, match=re.escape(REFUSED_910B[example, name])):
+            generate(prog, name, target="ascend-910b")
+        return
+    text = generate(prog, name, target="ascend-910b")
+    check_golden("ascend-910b", f"{example}__{name}", text)
+    assert check_module(text) == []
+    assert "is_npu=True) as (cid, vid):" in text
+
+
+def test_ascend910b_chapter_gemm_follows_5_4_5():
+    text = generate(load(EXAMPLES / "gemm.tdsl"), "gpu", target="ascend-910b")
+    for line in ('A_L1 = T.alloc_L1((3, 128, 64), "bfloat16")', 'A_L0A = T.alloc_L0A((128, 64), "bfloat16")',
+                 'B_L0B = T.alloc_L0B((64, 128), "bfloat16")', 'C_L0C = T.alloc_L0C((128, 128), "float32")',
+                 'with T.Scope("C"):', "for ko in T.Pipelined(0, 64, num_stages=3):",
+                 "T.copy(A[(128 * io), (64 * ko)], A_L1[ko % 3, :, :])  # GM -> L1",
+                 "T.copy(A_L1[ko % 3, :, :], A_L0A)  # L1 -> L0A",
+                 "T.mma(A_L0A, B_L0B, C_L0C, init=ko == 0)",
+                 "T.copy(C_L0C, C[(128 * io), (128 * jo)])  # L0C -> GM"):
+        assert line in text, line
+
+
+def test_ascend910b_vector_work_is_in_vector_scope_after_the_cube():
+    text = generate(load(EXAMPLES / "gemm_silu.tdsl"), "fused", target="ascend-910b")
+    c, v = text.index('with T.Scope("C")'), text.index('with T.Scope("V")')
+    assert c < text.index("T.mma(") < text.index('T.set_cross_flag("FIX", 0)') < v
+    assert v < text.index("T.wait_cross_flag(0)") < text.index("T.tile.silu(")
+
+
+def test_the_api_check_catches_mistakes():
+    bad = 'import tilelang.language as T\nT.alloc_L1((1, 2))\nT.tile.exp(a, b, c)\nT.mmad(a, b, c)\nT.Scope("X")\n'
+    problems = "\n".join(check_module(bad))
+    assert "T.alloc_L1: missing a required argument: 'dtype'" in problems
+    assert "T.tile.exp: too many positional arguments" in problems
+    assert "T.mmad is not in the tilelang-ascend 0.1.4 API" in problems
+    assert 'T.Scope takes "C" or "V"' in problems
+
+
+@pytest.mark.parametrize("target", ["ascend-950", "ascend-910b"])
+def test_cli_compile_for_ascend(target, tmp_path):
+    out = tmp_path / "k.py"
+    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", "compile", str(EXAMPLES / "gemm.tdsl"),
+                           "--schedule", "gpu", "--target", target, "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"target {target}" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", "compile", str(EXAMPLES / "gemm_silu.tdsl"),
+                           "--schedule", "fast", "--target", target, "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 2 and "the buffers in UB need" in done.stderr and "Traceback" not in done.stderr
