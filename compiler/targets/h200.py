@@ -1,0 +1,24 @@
+"""NVIDIA H200 SXM (Hopper, compute capability 9.0): the H100's SMs with faster, larger HBM3e.
+
+Sources: [design] /work/shared/design.md targets table and its measured H200 figures (2026-11-29);
+[ds] NVIDIA H200 Tensor Core GPU datasheet, SXM column (dense = half of "with sparsity");
+every per-SM limit is the H100's (same GH100 SM, compute capability 9.0), see h100.py for those sources.
+"""
+
+from dataclasses import replace
+
+from . import KiB
+from .h100 import TARGET as H100
+
+TARGET = replace(
+    H100,
+    name="h200",
+    description="NVIDIA H200 SXM",
+    dram_bandwidth=4.8e12,  # HBM3e, 4.8 TB/s [ds] [design]
+    dram_bandwidth_measured=4.27e12,  # device-to-device copy on the lent H200, read + write [design]
+    dram_bytes=141 * 10**9,  # 141 GB [ds]
+    l2_bytes=50 * 1024 * KiB,  # same GH100 die [ds]
+    # peak_flops, vector_flops: as H100 (989.4 TFLOP/s dense bf16, 1,979 with sparsity [ds])
+    sources={**H100.sources, "design": "design.md targets table, measured H200 figures",
+             "ds": "NVIDIA H200 Tensor Core GPU datasheet, SXM"},
+)
