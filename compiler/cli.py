@@ -226,6 +226,67 @@ def _print_outputs(model, outputs) -> None:
         print(f"  {tensor.name} {list(values.shape)} {tensor.dtype}: mean {values.mean():.6g}, max |x| {np.abs(values).max():.6g}")
 
 
+def cmd_fuse(args) -> int:
+    """Every producer -> consumer fusion of the program: fused, rejected (rule, counterexample) or not applicable."""
+    from .fusion_report import report
+
+    prog = _program(args)
+    name = None if args.schedule in (None, "none") else args.schedule
+    print(report(prog, kernel=args.kernel, schedule=name, target=args.target, evidence=not args.no_run,
+                 seed=args.seed))
+    return 0
+
+
+def cmd_cost(args) -> int:
+    """Buffers, working set, residency, traffic per level, FLOPs, intensity and roofline of a schedule."""
+    from .cost import analyze, plot_sweep, sweep, sweep_table
+    from .targets import get_target
+
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    target = get_target(args.target)
+    if args.sweep or args.fit:
+        if name is None:
+            raise TdslError("--sweep and --fit need a schedule block whose split/tile factors they change")
+        axes = [_sweep_axis(text) for text in args.sweep or []]
+        rows = sweep(prog, name, target, axes, fit_loop=args.fit, kernel=args.kernel, regs=args.regs)
+        if args.json:
+            import json
+
+            print(json.dumps([{"factors": r.factors, "error": r.error,
+                               "cost": r.cost.to_dict() if r.cost else None} for r in rows], indent=2))
+        else:
+            print(f"schedule {name} of {prog.filename} on {target.name}: {len(rows)} candidate(s)")
+            print(sweep_table(rows, target))
+        if args.plot:
+            plot_sweep(rows, args.plot, title=f"{prog.filename}: schedule {name} on {target.name}")
+            print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)
+        return 0
+    if args.plot:
+        raise TdslError("--plot draws a sweep: add --sweep LOOPS=V1,V2,...")
+    sched = prog.schedule(name, kernel=args.kernel)
+    cost = analyze(sched, target, regs=args.regs)
+    print(cost.to_json() if args.json else cost.text())
+    if cost.violations:
+        from .memory import CapacityError
+
+        print(f"tdsl: error: {CapacityError(target.name, cost.violations, name)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _sweep_axis(text: str):
+    loops, eq, values = text.partition("=")
+    names = [n.strip() for n in loops.split(",") if n.strip()]
+    try:
+        numbers = [int(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        numbers = []
+    if not eq or not names or not numbers or any(v < 1 for v in numbers):
+        raise TdslError(f"--sweep expects LOOP[,LOOP...]=V1,V2,... with positive integers (e.g. io,jo=32,64,128), got '{text}'")
+    return names, numbers
+
+
 # ---------------------------------------------------------------- argument parsing
 
 
@@ -264,10 +325,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="compile a program and schedule to a kernel module")
     common(p)
-    p.add_argument("--target", choices=("nvidia",), default="nvidia")
-    p.add_argument("--backend", choices=("triton",), default=None, help="code generator (default: triton)")
+    p.add_argument("--target", choices=("nvidia", "ascend-950", "ascend-910b"), default="nvidia")
+    p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend"), default=None,
+                   help="code generator (default: triton for nvidia, tilelang for ascend-950, tilelang-ascend for ascend-910b)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.py", help="where to write the generated module")
     p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("fuse", help="try every producer -> consumer fusion and report each as fused or rejected")
+    p.add_argument("program", metavar="PROG", help="a .tdsl file")
+    p.add_argument("--kernel", help="the kernel to use when the file holds several")
+    p.add_argument("--size", metavar="M=8,N=8", help="override const sizes / bind params")
+    p.add_argument("--schedule", metavar="NAME", help="start from this schedule block (default: program order)")
+    p.add_argument("--target", metavar="T", help="also check that each legal fusion can be generated for target T")
+    p.add_argument("--no-run", action="store_true", help="skip the interpreter evidence at small sizes")
+    p.add_argument("--seed", type=int, default=0, help="random seed for the interpreter evidence")
+    p.set_defaults(func=cmd_fuse)
+
+    p = sub.add_parser("cost", help="buffers, occupancy, traffic, FLOPs and roofline of a schedule on a target")
+    common(p)
+    p.add_argument("--target", default="h100", metavar="T",
+                   help="h100 (default), h200, rtx-pro-6000, ascend-910b or ascend-950")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.add_argument("--regs", type=int, metavar="N", help="registers per thread for the occupancy (default: estimated)")
+    p.add_argument("--sweep", action="append", metavar="LOOPS=V1,V2", help="cost every factor of the split/tile "
+                   "loops named (io,jo=32,64,128 sets both together); repeat for a product")
+    p.add_argument("--fit", metavar="LOOP", help="in a sweep, give LOOP the largest factor that fits the target")
+    p.add_argument("--plot", metavar="PNG", help="with --sweep: plot traffic against local memory (needs matplotlib)")
+    p.set_defaults(func=cmd_cost)
     return parser
 
 

@@ -28,6 +28,10 @@ TARGETS = {
 }
 
 
+# The device whose capacities a target's code is checked against (the H200 has the H100's per-SM limits).
+DEVICE_OF_TARGET = {"nvidia": "h100", "ascend-950": "ascend-950", "ascend-910b": "ascend-910b"}
+
+
 def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend: Optional[str] = None,
              kernel: Optional[str] = None) -> str:
     if target not in TARGETS:
@@ -37,6 +41,12 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
         raise TdslError(f"target {target} has no backend '{backend}' (backends: {', '.join(TARGETS[target])})")
     sched = prog.schedule(schedule_name, kernel=kernel)
     program = lower(sched)
+    if not sched.model.params:  # with run-time sizes the footprints are checked when the sizes are known
+        from .memory import check, kernel_stages
+
+        kernels = check(sched, DEVICE_OF_TARGET[target])  # a schedule whose buffers do not fit is rejected here
+        for tile_kernel, planned in zip(program.kernels, kernels):
+            tile_kernel.num_stages = kernel_stages(planned)
     info = prog.kernels[sched.model.name]
     common = dict(
         source=Path(prog.filename).name,

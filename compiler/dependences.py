@@ -10,13 +10,25 @@ Kinds:
 * `anti`   S reads, T writes   (T must not overwrite before S has read)
 * `output` S writes, T writes  (the later write must stay later)
 * `reduction` a reduction's self-dependence: its updates of one element
-  combine in the declared order.  A reduction declared `combine reassoc`
-  has none: the program allows any order and grouping of its terms.
+  combine in the declared order.  It depends on the reduction's `combine`
+  policy (see `policy` and docs/legality.md#combine-policies):
+
+  - `strict` (the default): every pair of updates of one element, in
+    program order;
+  - `segments(N)`: only pairs in the same segment (the first reduction
+    iterator's range cut into N contiguous pieces, each summed in order;
+    the N partial results are then added in segment order, whatever order
+    the segments ran in);
+  - `reassoc` and `deterministic`: none -- the program allows any order and
+    grouping of its terms (`deterministic` additionally forbids atomics and
+    segment counts that depend on a problem size, checked by the steps that
+    would introduce them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import islpy as isl
 
@@ -65,8 +77,13 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
                 if rel.is_empty():
                     continue
                 if kind == "output" and src is dst and src.is_reduction:
-                    if src.combine == "reassoc":
-                        continue  # the program allows any grouping of this reduction's terms
+                    name, _ = policy(src)
+                    if name in ("reassoc", "deterministic"):
+                        continue  # the program allows any order and grouping of this reduction's terms
+                    if name == "segments":
+                        rel = rel.intersect(same_segment(src))
+                        if rel.is_empty():
+                            continue
                     kind = "reduction"
                 deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce()))
     # Flow first: the most telling counterexample comes from a value read too early.
@@ -85,3 +102,63 @@ def _access_pairs(src: Stmt, dst: Stmt):
             yield "anti", r, dst.write
     if src.write.tensor == dst.write.tensor:
         yield "output", src.write, dst.write
+
+
+# ---------------------------------------------------------------- combine policies
+
+
+def policy(stmt: Stmt) -> tuple[str, Optional[int]]:
+    """A reduction's combine policy: ("strict" | "reassoc" | "deterministic", None) or ("segments", N)."""
+    text = stmt.combine or "strict"
+    if text.startswith("segments(") and text.endswith(")"):
+        return "segments", int(text[len("segments("):-1])
+    return text, None
+
+
+@dataclass
+class Segments:
+    """How a `combine segments(N)` reduction cuts its terms: the first reduction iterator's range 0..extent-1
+    in `count` contiguous pieces of `length` (the last one may be shorter)."""
+
+    position: int  # index of the cut iterator in stmt.iters
+    iterator: str
+    extent: int
+    count: int
+    length: int
+
+    def of(self, value: int) -> int:
+        return value // self.length
+
+
+def segments(stmt: Stmt) -> Optional[Segments]:
+    """The segments of a `combine segments(N)` reduction, or None (another policy, or a symbolic extent)."""
+    name, count = policy(stmt)
+    if name != "segments" or not stmt.red_iters:
+        return None
+    position = len(stmt.lhs_iters)
+    top = stmt.domain.dim_max(position)
+    if top.dim(isl.dim_type.param) and not top.is_cst():
+        return None  # the extent depends on a size left symbolic: no fixed segments (checked as strict)
+    values = []
+    top.foreach_piece(lambda _set, aff: values.append(aff.get_constant_val().to_python()))
+    if not values:
+        return None
+    extent = int(max(values)) + 1
+    length = -(-extent // count)
+    return Segments(position, stmt.red_iters[0], extent, count, length)
+
+
+def same_segment(stmt: Stmt) -> isl.Map:
+    """{ S[x] -> S[x'] : x and x' lie in one segment } (all pairs when the segments are not fixed)."""
+    seg = segments(stmt)
+    space = stmt.domain.get_space()
+    params = [space.get_dim_name(isl.dim_type.param, i) for i in range(space.dim(isl.dim_type.param))]
+    prefix = f"[{', '.join(params)}] -> " if params else ""
+    a = ", ".join(stmt.iters)
+    b = ", ".join(f"{it}_" for it in stmt.iters)
+    cond = "true"
+    if seg is not None:
+        k = seg.iterator
+        cond = f"floor({k}/{seg.length}) = floor({k}_/{seg.length})"
+    text = f"{prefix}{{ {stmt.name}[{a}] -> {stmt.name}[{b}] : {cond} }}"
+    return isl.Map.read_from_str(stmt.domain.get_ctx(), text)

@@ -33,12 +33,23 @@ class LegalityError(TdslError):
     rule = "legality"
     explanation = ""
 
-    def __init__(self, primitive: str, statements: list[str], detail: str, counterexample: str):
+    def __init__(self, primitive: str, statements: list[str], detail: str, counterexample: str,
+                 explanation: Optional[str] = None):
         self.primitive = primitive
         self.statements = list(statements)
         self.detail = detail
         self.counterexample = counterexample
+        if explanation is not None:  # a rule can explain itself better for one case (e.g. a row statistic)
+            self.explanation = explanation
+        # What the rejected step would have built (a `State`: model, tree, dependences), so a test can run it
+        # in the interpreter and see the result change.  Filled by `Schedule` when the step is rejected.
+        self.rejected = None
         super().__init__(self.render())
+
+    @classmethod
+    def rules(cls) -> list[str]:
+        """This rule and the more general rules it refines, most specific first."""
+        return [k.rule for k in cls.__mro__ if isinstance(k, type) and issubclass(k, LegalityError)]
 
     def render(self) -> str:
         lines = [f"{self.primitive} is illegal [rule {self.rule}]: {self.detail}"]
@@ -89,6 +100,62 @@ class ParallelReduction(ParallelDependence):
 class CacheConflict(LegalityError):
     rule = "cache-conflict"
     explanation = "an on-chip copy must not go stale: the cached region may not change while the copy lives"
+
+
+class CombineViolation(LegalityError):
+    """A step that combines a reduction's terms in a way its `combine` policy does not allow."""
+
+    rule = "combine"
+
+
+class ReductionGrouping(CombineViolation):
+    rule = "reduction-grouping"
+    explanation = (
+        "partial sums change how the terms of a reduction are grouped, and floating-point addition is not "
+        "associative: (1 + 2^-24) + 2^-24 = 1 but 1 + (2^-24 + 2^-24) = 1 + 2^-23 (chapter 5.2.4); declare "
+        "`combine reassoc`, `combine deterministic` or a matching `combine segments(N)` to allow it"
+    )
+
+
+class SegmentCount(CombineViolation):
+    rule = "segment-count"
+    explanation = (
+        "the number of segments fixes which terms are added together; it must be the one the program declares "
+        "and must not depend on a problem size, or the same row gives different results for different batch "
+        "sizes (chapter 5.2.4: 1 segment is 175.2 ULP from the exact sum of squares, 8 segments 9.2 ULP)"
+    )
+
+
+class AtomicCombine(CombineViolation):
+    rule = "atomic-combine"
+    explanation = (
+        "atomic adds combine partial results in the order the programs finish, which changes from run to run; "
+        "a `deterministic` or `segments(N)` reduction must add its partial results in a fixed order "
+        "(rfactor them into a buffer and combine that), only `combine reassoc` allows atomics"
+    )
+
+
+class RoundingViolation(LegalityError):
+    """A step that moves, drops or adds a rounding: every store rounds to its dtype, at its place."""
+
+    rule = "rounding"
+
+
+class RoundingRemoved(RoundingViolation):
+    rule = "rounding-removed"
+    explanation = (
+        "every store rounds to its dtype, and a fused or cached value must be rounded at the same place: "
+        "where to keep a value and in which format are independent decisions (chapter 5.4.3: a register copy "
+        "of C still rounds to bf16 before SiLU)"
+    )
+
+
+class RoundingAdded(RoundingViolation):
+    rule = "rounding-added"
+    explanation = (
+        "a copy or an accumulator in a narrower format rounds values the program keeps exact: the bits lost "
+        "cannot be recovered by later steps, so the result changes"
+    )
 
 
 class BackendError(TdslError):

@@ -59,6 +59,7 @@ import islpy as isl
 import numpy as np
 
 from tdsl.compiler import dtypes as dt
+from tdsl.compiler.dependences import segments
 from tdsl.compiler.model import KernelModel, Stmt, Tensor
 from tdsl.frontend import ast
 
@@ -649,12 +650,22 @@ class _Compiler:
             racc = self.const(dt.scalar_rounder(acc_dtype), "r")
             racc_call = (lambda s: s) if acc_dtype == "f32" else (lambda s: f"{racc}({s})")
             init = self.const(np.float32(0.0) if stmt.reduce_op == "sum" else np.float32(-np.inf))
-            lines.append(f"    a = {acc}[{key}] if {cnt}[{key}] else {init}")
-            if stmt.reduce_op == "sum":
-                lines.append(f"    a = {racc_call('a + v')}")
+            combine = (lambda x, y: f"{x} + {y}") if stmt.reduce_op == "sum" else (lambda x, y: f"_fmax({x}, {y})")
+            seg = segments(stmt)
+            if seg is None:
+                lines.append(f"    a = {acc}[{key}] if {cnt}[{key}] else {init}")
+                lines.append(f"    a = {racc_call(combine('a', 'v'))}")
+                lines.append(f"    {acc}[{key}] = a")
             else:
-                lines.append(f"    a = {racc_call('_fmax(a, v)')}")
-            lines.append(f"    {acc}[{key}] = a")
+                # `combine segments(N)`: one accumulator per segment of the first reduction iterator, each
+                # started from the identity; the element is the partial results folded in segment order.
+                parts = self.const(self.state.seg_accs[stmt.name], "S")
+                skey = "(" + ", ".join([f"x{k}" for k in range(nlhs)] + [f"x{seg.position} // {seg.length}"]) + ",)"
+                lines.append(f"    {parts}[{skey}] = {racc_call(combine(f'{parts}[{skey}]', 'v'))}")
+                lines.append(f"    a = {init}")
+                lines.append(f"    for q in {parts}[{key}]:")
+                lines.append(f"        a = {racc_call(combine('a', 'q'))}")
+                lines.append(f"    {acc}[{key}] = a")
             lines.append(f"    {cnt}[{key}] += 1")
             lines.append(f"    {vals}[{key}] = {rst_call('a')}")
         src = "\n".join(lines) + "\n"
@@ -794,6 +805,7 @@ class _State:
     counts: dict[str, np.ndarray]  # instances executed per element (written tensors)
     accs: dict[str, np.ndarray]  # reduction accumulators (f32 arrays holding accum-dtype values)
     expected: dict[str, np.ndarray]
+    seg_accs: dict[str, np.ndarray] = field(default_factory=dict)  # `combine segments(N)`: [element..., segment]
 
 
 def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
@@ -814,11 +826,17 @@ def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
         else:
             values[name] = np.full(shape, np.nan, dtype=np.float32)
             counts[name] = np.zeros(shape, dtype=np.int64)
+    seg_accs = {}
     for stmt in model.stmts:
         if stmt.reduce_op is not None and stmt.name in values:
             accs[stmt.name] = np.zeros(values[stmt.name].shape, dtype=np.float32)
+            seg = segments(stmt)
+            if seg is not None:
+                identity = 0.0 if stmt.reduce_op == "sum" else -np.inf
+                shape = values[stmt.name].shape + (seg.count,)
+                seg_accs[stmt.name] = np.full(shape, identity, dtype=np.float32)
     expected = {name: np.zeros_like(c) for name, c in counts.items()}
-    return _State(values, counts, accs, expected)
+    return _State(values, counts, accs, expected, seg_accs)
 
 
 # =============================================================== public entry points

@@ -7,20 +7,31 @@ Rules (see docs/legality.md):
 * parallel-dependence / parallel-reduction: a loop bound to a grid axis
   carries no dependence.
 * cache-conflict: an on-chip copy never goes stale.
+* atomic-combine: a loop bound to grid axes that splits one element's
+  updates needs atomics; only `combine reassoc` allows them.
+* rounding-removed / rounding-added: a buffer in another dtype rounds
+  exactly where the program does (every store rounds to its dtype).
+* reduction-grouping / segment-count: checked by rfactor
+  (compiler/primitives/rfactor.py) with `check_grouping` below.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 import islpy as isl
 
 from .dependences import Dependence
 from .errors import (
+    AtomicCombine,
     CacheConflict,
     DependenceViolation,
     ParallelDependence,
     ParallelReduction,
     ReductionIncomplete,
     ReductionOrder,
+    RoundingAdded,
+    RoundingRemoved,
 )
 from .model import KernelModel, first_point
 from .tree import Buffer, Loop, Tree, statements_under
@@ -36,12 +47,14 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
         src, dst, element = concrete_pair(model, dep, broken)
         cls = _violation_class(model, dep)
         detail = f"{dep.describe()}, but {dep.dst} would run first"
+        explanation = None
         if cls is ReductionIncomplete:
             detail = f"{dep.dst} reads {dep.tensor} before the reduction {dep.src} has combined all its terms"
+            explanation = statistic_explanation(model, dep.src)
         elif cls is ReductionOrder:
             detail = f"the updates of the reduction {dep.src} would be combined in a different order"
         example = f"{src} must run before {dst} ({_touch(dep, element)}) but would run after"
-        raise cls(primitive, sorted({dep.src, dep.dst}), detail, example)
+        raise cls(primitive, sorted({dep.src, dep.dst}), detail, example, explanation)
 
 
 def check_parallel(model: KernelModel, deps: list[Dependence], tree: Tree, loop: Loop, primitive: str) -> None:
@@ -64,6 +77,46 @@ def check_parallel(model: KernelModel, deps: list[Dependence], tree: Tree, loop:
         detail = f"loop {loop.name} carries a dependence: {dep.describe()}"
         example = f"{src} and {dst} run in different iterations of {loop.name} ({_touch(dep, element)})"
         raise cls(primitive, sorted({dep.src, dep.dst}), detail, example)
+    check_atomics(model, tree, loop, primitive, inner, outer)
+
+
+def check_atomics(model: KernelModel, tree: Tree, loop: Loop, primitive: str, inner=None, outer=None) -> None:
+    """A bound loop that puts updates of one reduction element in different programs combines them with atomics,
+    in the order the programs finish.  Only `combine reassoc` allows that (a strict reduction is already
+    rejected as parallel-reduction by its dependence)."""
+    from .dependences import policy
+
+    if inner is None:
+        inner = tree.time_maps(model, upto=loop, positions=False)
+        outer_loop = _outer_of(tree, loop)
+        outer = tree.time_maps(model, upto=outer_loop, positions=False) if outer_loop else None
+    for name in statements_under(loop):
+        stmt = model.stmt(name)
+        kind, count = policy(stmt) if stmt.is_reduction else ("", None)
+        if kind not in ("deterministic", "segments"):
+            continue
+        same_element = stmt.write.relation.apply_range(stmt.write.relation.reverse())
+        split = same_element.subtract(inner[name].apply_range(inner[name].reverse()))
+        if outer is not None:
+            split = split.intersect(outer[name].apply_range(outer[name].reverse()))
+        if split.is_empty():
+            continue
+        params, coords = first_point(split.wrap())
+        n = len(stmt.iters)
+        from .model import instance_text
+
+        a = instance_text(name, stmt.iters, coords[:n])
+        b = instance_text(name, stmt.iters, coords[n:])
+        suffix = (" with " + ", ".join(f"{k}={v}" for k, v in params.items())) if params else ""
+        declared = f"combine {stmt.combine}"
+        raise AtomicCombine(
+            primitive,
+            [name],
+            f"the programs of loop {loop.name} would add their partial results of {name} with atomics, "
+            f"but {name} declares `{declared}`",
+            f"{a} and {b} update {_element_of(stmt, coords[:n])} in different programs of {loop.name}{suffix}: "
+            f"their partial results would be added in the order the programs finish",
+        )
 
 
 def check_cache_read(model: KernelModel, tree: Tree, buf: Buffer, primitive: str) -> None:
@@ -107,6 +160,355 @@ def check_cache_write(model: KernelModel, tree: Tree, buf: Buffer, primitive: st
     )
 
 
+# ---------------------------------------------------------------- rounding of buffers
+
+# Which dtypes hold every value of which: a copy in a wider type is exact.
+_HOLDS = {
+    "f32": {"f32", "bf16", "f16", "f8e4m3"},
+    "bf16": {"bf16", "f8e4m3"},
+    "f16": {"f16", "f8e4m3"},
+    "f8e4m3": {"f8e4m3"},
+}
+
+
+def holds(wide: str, narrow: str) -> bool:
+    """Every value of `narrow` is exactly a value of `wide`."""
+    return narrow in _HOLDS.get(wide, {wide})
+
+
+def rounding_witness(exact: str, rounded: str) -> Optional[float]:
+    """A value that `exact` represents and rounding to `rounded` changes (1 + half an ulp of `rounded`, or a value
+    out of its range), or None when every value of `exact` survives."""
+    from . import dtypes as dt
+
+    candidates = [1.0 + 2.0 ** -dt.PRECISION_BITS.get(rounded, 24), 65536.0, 512.0, 2.0 ** -25, 1e38]
+    for v in candidates:
+        if float(dt.round_to(exact, v)) == v and float(dt.round_to(rounded, v)) != v:
+            return v
+    return None
+
+
+def _value_text(v: float) -> str:
+    return repr(float(v)) if abs(v) >= 1e-3 or v == 0 else f"2^{int(round(__import__('math').log2(v)))}"
+
+
+def witness_text(exact: str, rounded: str, what: str = "value") -> str:
+    v = rounding_witness(exact, rounded)
+    if v is None:
+        return ""
+    from . import dtypes as dt
+
+    article = "a" if exact.startswith("b") else "an"
+    return (f"{article} {exact} {what} such as {_value_text(v)} becomes {_value_text(float(dt.round_to(rounded, v)))} "
+            f"in {rounded}")
+
+
+def stored_dtype(model: KernelModel, tensor: str) -> str:
+    """The dtype of the values a tensor holds in the program: its writer's store dtype, or an input's dtype."""
+    for stmt in model.stmts:
+        if stmt.write.tensor == tensor:
+            return stmt.dtype
+    return model.tensors[tensor].dtype
+
+
+def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive: str) -> None:
+    """A buffer in another dtype (cache_read / cache_write `dtype=`) must round exactly where the program rounds."""
+    dtype = getattr(buf, "dtype", None)
+    if dtype is None:
+        return
+    if buf.kind == "read":
+        values = stored_dtype(model, buf.tensor)
+        if holds(dtype, values):
+            return
+        reader, inst, element = _first_read(model, buf.stmts, buf.tensor)
+        _raise_rounding(
+            RoundingAdded, model, tree, primitive, [reader],
+            f"the {buf.scope} copy of {buf.tensor} in {dtype} would round the {values} values of {buf.tensor} "
+            f"that {', '.join(buf.stmts)} read{'s' * (len(buf.stmts) == 1)}",
+            f"{inst} reads {element} through the copy: {witness_text(values, dtype)}",
+        )
+    writer = model.stmt(buf.stmts[0])
+    store = writer.dtype
+    readers = [s for s in statements_under(buf.at)
+               if s != writer.name and any(r.tensor == buf.tensor for r in model.stmt(s).reads)]
+    if writer.is_reduction:
+        accum = writer.accum_dtype or "f32"
+        if not holds(dtype, accum):
+            point = _first_instance(writer)
+            _raise_rounding(
+                RoundingAdded, model, tree, primitive, [writer.name],
+                f"the {buf.scope} copy of {buf.tensor} in {dtype} would hold the {accum} accumulator of the "
+                f"reduction {writer.name} and round it after every update",
+                f"{point} adds a term to {_element_of(writer, _first_coords(writer))}: "
+                f"{witness_text(accum, dtype, 'partial sum')}",
+            )
+        if readers and not (holds(store, accum) or dtype == store):
+            reader, inst, element = _first_read(model, readers, buf.tensor)
+            _raise_rounding(
+                RoundingRemoved, model, tree, primitive, [writer.name, reader],
+                f"{reader} would read {buf.tensor} from the {dtype} {buf.scope} copy inside loop {buf.at.name}, "
+                f"skipping the rounding of {writer.name} to {store}",
+                f"{inst} reads {element}: the program rounds the {accum} sum to {store} before {reader} uses it; "
+                f"{witness_text(dtype, store)}",
+            )
+        return
+    if readers and dtype != store:
+        reader, inst, element = _first_read(model, readers, buf.tensor)
+        if holds(dtype, store):
+            _raise_rounding(
+                RoundingRemoved, model, tree, primitive, [writer.name, reader],
+                f"{reader} would read {buf.tensor} from the {dtype} {buf.scope} copy inside loop {buf.at.name}, "
+                f"skipping the rounding of {writer.name} to {store}",
+                f"{inst} reads {element}: the program rounds it to {store} first; {witness_text(dtype, store)}",
+            )
+        _raise_rounding(
+            RoundingAdded, model, tree, primitive, [writer.name, reader],
+            f"{reader} would read {buf.tensor} from the {dtype} {buf.scope} copy inside loop {buf.at.name}, "
+            f"rounded to {dtype} instead of {store}",
+            f"{inst} reads {element}: {witness_text('f32', dtype)}",
+        )
+    if dtype not in (store, "f32"):
+        point = _first_instance(writer)
+        _raise_rounding(
+            RoundingAdded, model, tree, primitive, [writer.name],
+            f"the {dtype} {buf.scope} copy of {buf.tensor} would round the values of {writer.name} before they are "
+            f"stored as {store} (two roundings)",
+            f"{point} writes {_element_of(writer, _first_coords(writer))}: {witness_text('f32', dtype)} before "
+            f"the store rounds it to {store}",
+        )
+
+
+def _raise_rounding(cls, model, tree, primitive, statements, detail, example):
+    err = cls(primitive, sorted(set(statements)), detail, example)
+    err.rejected_model = buffer_semantics(model, tree)
+    raise err
+
+
+def buffer_semantics(model: KernelModel, tree: Tree) -> KernelModel:
+    """The kernel as its buffers with a `dtype` would compute it (what a rejected buffer does, for the interpreter):
+    a read copy rounds what its readers read, a write copy holds the written values (and a reduction's
+    accumulator) in its dtype; readers outside the copy's loop read the value rounded to the store dtype."""
+    from dataclasses import replace
+
+    from tdsl.frontend import ast as tast
+
+    stmts = {s.name: s for s in model.stmts}
+
+    def cast_reads(stmt, tensor, dtype):
+        def visit(e):
+            if isinstance(e, tast.Access):
+                return tast.Call(dtype, [e], e.span) if e.tensor == tensor else e
+            if isinstance(e, tast.BinOp):
+                return tast.BinOp(e.op, visit(e.lhs), visit(e.rhs), e.span)
+            if isinstance(e, tast.Compare):
+                return tast.Compare(e.op, visit(e.lhs), visit(e.rhs), e.span)
+            if isinstance(e, tast.Neg):
+                return tast.Neg(visit(e.operand), e.span)
+            if isinstance(e, tast.Call):
+                return tast.Call(e.func, [visit(a) for a in e.args], e.span)
+            return e
+
+        return replace(stmt, value=visit(stmt.value))
+
+    for buf in tree.buffers:
+        dtype = getattr(buf, "dtype", None)
+        if dtype is None:
+            continue
+        if buf.kind == "read":
+            for name in buf.stmts:
+                stmts[name] = cast_reads(stmts[name], buf.tensor, dtype)
+            continue
+        writer = stmts[buf.stmts[0]]
+        under = set(statements_under(buf.at))
+        changes = {"dtype": dtype}
+        if writer.is_reduction and not holds(dtype, writer.accum_dtype or "f32"):
+            changes["accum_dtype"] = dtype
+        stmts[writer.name] = replace(writer, **changes)
+        for name, stmt in list(stmts.items()):
+            if name != writer.name and name not in under and any(r.tensor == buf.tensor for r in stmt.reads):
+                stmts[name] = cast_reads(stmt, buf.tensor, writer.dtype)
+    return KernelModel(model.name, [stmts[s.name] for s in model.stmts], model.tensors, model.sizes,
+                       model.params, model.ctx)
+
+
+def _first_read(model: KernelModel, readers: list[str], tensor: str) -> tuple[str, str, str]:
+    """The first reader instance of `tensor` among `readers`: (reader, 'Y(i=0, j=0)', 'C[0, 0]')."""
+    from .model import first_pair
+
+    for name in readers:
+        for acc in model.stmt(name).reads:
+            if acc.tensor == tensor and not acc.relation.is_empty():
+                inst, element = first_pair(acc.relation)
+                return name, inst, element
+    return readers[0], readers[0], tensor
+
+
+def _first_coords(stmt) -> list[int]:
+    return first_point(stmt.domain)[1]
+
+
+def _first_instance(stmt) -> str:
+    from .model import instance_text
+
+    return instance_text(stmt.name, stmt.iters, _first_coords(stmt))
+
+
+def _element_of(stmt, coords: list[int]) -> str:
+    rel = stmt.write.relation
+    for pos, value in enumerate(coords):
+        rel = rel.fix_val(isl.dim_type.in_, pos, isl.Val.int_from_si(rel.get_ctx(), value))
+    _, element = first_point(rel.range())
+    return f"{stmt.write.tensor}[{', '.join(map(str, element))}]"
+
+
+# ---------------------------------------------------------------- grouping of reductions (rfactor)
+
+
+def check_grouping(model: KernelModel, stmt, sigma: isl.Map, primitive: str, size=None, partial: str = "") -> None:
+    """Splitting `stmt`'s terms into the partial sums `sigma` (instance -> [element, segment]) and adding the partial
+    sums in segment order must be allowed by its combine policy.  `size` = (name, value) when the number of
+    segments is a problem size."""
+    from .dependences import policy, same_segment, segments
+    from .errors import ReductionGrouping, SegmentCount
+    from .model import instance_text
+
+    kind, count = policy(stmt)
+    if kind == "reassoc":
+        return
+    n = len(stmt.iters)
+    declared = f"`combine {stmt.combine}`" if stmt.combine else "no combine policy (strict order)"
+
+    def pair(rel):
+        params, coords = first_point(rel.wrap())
+        suffix = (" with " + ", ".join(f"{k}={v}" for k, v in params.items())) if params else ""
+        return (instance_text(stmt.name, stmt.iters, coords[:n]), instance_text(stmt.name, stmt.iters, coords[n:]),
+                _element_of(stmt, coords[:n]), suffix)
+
+    same_part = sigma.apply_range(sigma.reverse())
+    if kind == "strict":
+        # The grouping changes iff some partial sum after the first of an element holds two terms: the program adds
+        # the first of them to the running sum, rfactor adds it to the other term first.
+        order = isl.Map.from_domain_and_range(stmt.domain, stmt.domain)
+        ident = isl.Map.read_from_str(
+            model.ctx, f"{{ {stmt.name}[{', '.join(stmt.iters)}] -> [{', '.join(stmt.iters)}] }}"
+        ).align_params(stmt.domain.get_space()).intersect_domain(stmt.domain)
+        later = ident.lex_lt_map(ident)
+        together = same_part.intersect(later)
+        earlier_part = sigma.lex_gt_map(sigma).intersect(stmt.write.relation.apply_range(stmt.write.relation.reverse()))
+        regrouped = together.intersect_domain(earlier_part.domain()).intersect(order)
+        if regrouped.is_empty():
+            return
+        a, b, element, suffix = pair(regrouped)
+        raise ReductionGrouping(
+            primitive,
+            [stmt.name],
+            f"the reduction {stmt.name} would be split into partial sums{' ' + partial if partial else ''} that are "
+            f"added afterwards, but {stmt.name} declares {declared}",
+            f"{a} and {b} would be added to each other in one partial sum and then to the sum of the earlier terms "
+            f"of {element}; the program adds {a} to that sum first{suffix}",
+        )
+    if size is not None:
+        name, value, extent = size
+        other = 1 if value != 1 else 2
+        k = stmt.red_iters[0]
+
+        def parts(n):
+            return f"{n} partial sum{'s' * (n != 1)} of {-(-extent // n)} terms of {k}"
+
+        raise SegmentCount(
+            primitive,
+            [stmt.name],
+            f"the number of partial sums of {stmt.name} would be the size {name}, so its result would depend on "
+            f"{name}; {stmt.name} declares {declared}",
+            f"with {name}={value}, {_element_of(stmt, first_point(stmt.domain)[1])} would add {parts(value)}, "
+            f"with {name}={other} {parts(other)}: the same row of inputs gives a different {stmt.name} when only "
+            f"{name} changes",
+        )
+    if kind != "segments":
+        return  # deterministic: any grouping fixed by the schedule
+    seg = segments(stmt)
+    if seg is None:
+        raise SegmentCount(
+            primitive, [stmt.name],
+            f"{stmt.name} declares `combine {stmt.combine}` but the extent of {stmt.red_iters[0]} is left symbolic, "
+            f"so its segments are not fixed",
+            f"bind the size of {stmt.red_iters[0]} (--size) to check the partial sums against the segments",
+        )
+    same_element = stmt.write.relation.apply_range(stmt.write.relation.reverse())
+    program = same_segment(stmt).intersect(same_element).intersect_domain(stmt.domain).intersect_range(stmt.domain)
+    mine = same_part.intersect_domain(stmt.domain).intersect_range(stmt.domain)
+    if program.is_equal(mine):
+        return
+    made = _count_of_parts(sigma)
+    joined = mine.subtract(program)
+    if not joined.is_empty():
+        a, b, element, suffix = pair(joined)
+        example = f"{a} and {b} would be in one partial sum, but in different segments of the program{suffix}"
+    else:
+        a, b, element, suffix = pair(program.subtract(mine))
+        example = f"{a} and {b} are in one segment of the program but would be in different partial sums{suffix}"
+    raise SegmentCount(
+        primitive,
+        [stmt.name],
+        f"{stmt.name} declares `combine {stmt.combine}` ({seg.count} segments of {seg.length} terms of "
+        f"{seg.iterator}), but {primitive} would make {made}",
+        example,
+    )
+
+
+def _count_of_parts(sigma: isl.Map) -> str:
+    """'16 partial sums' when the segment coordinate takes a fixed number of values, else 'different segments'."""
+    last = sigma.range().dim(isl.dim_type.set) - 1
+    top = sigma.range().dim_max(last)
+    if top.is_cst():
+        values = []
+        top.foreach_piece(lambda _s, aff: values.append(aff.get_constant_val().to_python()))
+        return f"{int(max(values)) + 1} partial sums"
+    return "a number of partial sums that depends on a size"
+
+
+# ---------------------------------------------------------------- row statistics
+
+
+def statistic_reader(model: KernelModel, reduction: str) -> Optional[str]:
+    """The elementwise statement that applies the reduction's result to many elements (a row scale, a softmax
+    normalisation), directly or through elementwise statements of the reduction's shape; None if there is none."""
+    first = model.stmt(reduction)
+    seen = set()
+    todo = [reduction]
+    while todo:
+        tensor = todo.pop()
+        if tensor in seen:
+            continue
+        seen.add(tensor)
+        for stmt in model.stmts:
+            if stmt.is_reduction:
+                continue
+            for acc in stmt.reads:
+                if acc.tensor != tensor:
+                    continue
+                if not acc.relation.is_injective():
+                    return stmt.name
+                if len(stmt.lhs_iters) == len(first.lhs_iters):
+                    todo.append(stmt.write.tensor)
+    return None
+
+
+def statistic_explanation(model: KernelModel, reduction: str) -> Optional[str]:
+    """The why-line of reduction-incomplete when the reduction is a row statistic (the E4M3 example of 5.4.3)."""
+    user = statistic_reader(model, reduction)
+    if user is None:
+        return None
+    stmt = model.stmt(reduction)
+    return (
+        f"{reduction} is a statistic of a whole row ({stmt.reduce_op} over {', '.join(stmt.red_iters)}) that "
+        f"{user} applies to every element of the row; a value computed with the statistic of the first block is "
+        f"rounded for good, later blocks cannot correct it (chapter 5.4.3, example 5-7: quantizing 1 to E4M3 with "
+        f"the first block's max 1 gives 1, with the row's max 10 it gives 44 * 10/448 = 55/56); compute the "
+        f"statistic first, or keep running statistics that rescale earlier blocks (online softmax)"
+    )
+
+
 def check_invariants(model: KernelModel, deps: list[Dependence], tree: Tree, primitive: str) -> None:
     """What earlier steps established must survive this one: bound loops stay parallel, buffers stay valid.
 
@@ -129,6 +531,7 @@ def check_invariants(model: KernelModel, deps: list[Dependence], tree: Tree, pri
             check_cache_read(model, tree, buf, primitive)
         else:
             check_cache_write(model, tree, buf, primitive)
+        check_buffer_rounding(model, tree, buf, primitive)
 
 
 # ---------------------------------------------------------------- helpers

@@ -19,7 +19,7 @@ from tdsl.frontend import ast
 
 from .dependences import compute_dependences
 from .legality import check_invariants
-from .errors import ScheduleError, StepError
+from .errors import LegalityError, ScheduleError, StepError
 from .model import KernelModel
 from .primitives.bind import bind
 from .primitives.cache import cache_read, cache_write
@@ -31,6 +31,7 @@ from .primitives.launch import launch
 from .primitives.pipeline import pipeline
 from .primitives.reorder import reorder
 from .primitives.reverse import reverse
+from .primitives.rfactor import rfactor
 from .primitives.split import split
 from .primitives.tile import tile
 from .tree import initial_tree
@@ -44,12 +45,13 @@ PRIMITIVES = {
     "reverse": (reverse, ("loop",), (), False),
     "compute_at": (compute_at, ("stmt", "loop"), ("at",), False),
     "reverse_compute_at": (reverse_compute_at, ("stmt", "loop"), ("at",), False),
-    "compute_inline": (compute_inline, ("stmt",), (), False),
-    "cache_read": (cache_read, ("tensor", "scope", "at"), ("at", "scope"), False),
-    "cache_write": (cache_write, ("tensor", "scope", "at"), ("at", "scope"), False),
+    "compute_inline": (compute_inline, ("stmt",), ("round",), False),
+    "cache_read": (cache_read, ("tensor", "scope", "at"), ("at", "scope", "dtype"), False),
+    "cache_write": (cache_write, ("tensor", "scope", "at"), ("at", "scope", "dtype"), False),
     "pipeline": (pipeline, ("loop", "stages"), ("stages",), False),
     "bind": (bind, ("loop", "axis"), ("axis",), False),
     "launch": (launch, ("stmt", "warps"), ("warps",), False),
+    "rfactor": (rfactor, ("loop",), ("segments", "dtype"), False),
 }
 
 
@@ -128,8 +130,14 @@ class Schedule:
         call_kwargs = dict(kwargs)
         if names is not None:
             call_kwargs["names"] = (names,) if isinstance(names, str) else tuple(names)
-        result = fn(trial, *args, **call_kwargs)
-        check_invariants(trial.model, trial.deps, trial.tree, primitive)
+        try:
+            result = fn(trial, *args, **call_kwargs)
+            check_invariants(trial.model, trial.deps, trial.tree, primitive)
+        except LegalityError as err:
+            # What the rejected step would run: for a test to execute it in the interpreter (tdsl.testing).
+            model = getattr(err, "rejected_model", None) or trial.model
+            err.rejected = State(model, trial.tree, trial.deps)
+            raise
         self.state = trial
         results = tuple(result) if isinstance(result, (list, tuple)) else ((result,) if isinstance(result, str) else ())
         self.trace.steps.append(Step(primitive, tuple(args), dict(kwargs), results))
@@ -156,14 +164,24 @@ class Schedule:
     def reverse_compute_at(self, stmt, loop=None, at=None):
         return self._apply("reverse_compute_at", stmt, _target(loop, at, "reverse_compute_at"))
 
-    def compute_inline(self, stmt):
-        return self._apply("compute_inline", stmt)
+    def compute_inline(self, stmt, round=True):
+        if round is True:
+            return self._apply("compute_inline", stmt)
+        return self._apply("compute_inline", stmt, round=round)
 
-    def cache_read(self, tensor, scope, at=None):
-        return self._apply("cache_read", tensor, scope, at=at)
+    def cache_read(self, tensor, scope, at=None, dtype=None):
+        if dtype is None:
+            return self._apply("cache_read", tensor, scope, at=at)
+        return self._apply("cache_read", tensor, scope, at=at, dtype=dtype)
 
-    def cache_write(self, tensor, scope, at=None):
-        return self._apply("cache_write", tensor, scope, at=at)
+    def cache_write(self, tensor, scope, at=None, dtype=None):
+        if dtype is None:
+            return self._apply("cache_write", tensor, scope, at=at)
+        return self._apply("cache_write", tensor, scope, at=at, dtype=dtype)
+
+    def rfactor(self, loop, segments=None, dtype=None):
+        kwargs = {k: v for k, v in (("segments", segments), ("dtype", dtype)) if v is not None}
+        return self._apply("rfactor", loop, **kwargs)
 
     def pipeline(self, loop, stages=2):
         return self._apply("pipeline", loop, stages=stages)
@@ -242,12 +260,13 @@ def _signature(primitive: str) -> str:
         "reverse": "reverse(STMT.LOOP)",
         "compute_at": "compute_at(STMT, TARGET.LOOP)",
         "reverse_compute_at": "reverse_compute_at(STMT, TARGET.LOOP)",
-        "compute_inline": "compute_inline(STMT)",
-        "cache_read": "cache_read(TENSOR, SCOPE, at=STMT.LOOP)",
-        "cache_write": "cache_write(TENSOR, SCOPE, at=STMT.LOOP)",
+        "compute_inline": "compute_inline(STMT[, round=false])",
+        "cache_read": "cache_read(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
+        "cache_write": "cache_write(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
         "pipeline": "pipeline(STMT.LOOP, stages=N)",
         "bind": "bind(STMT.LOOP, grid.x)",
         "launch": "launch(STMT, warps=N)",
+        "rfactor": "rfactor(STMT.LOOP[, segments=N][, dtype=DTYPE])",
     }[primitive]
 
 

@@ -58,6 +58,7 @@ class Buffer:
     at: Loop
     kind: str  # "read" | "write"
     stmts: list[str]  # the statements that use the copy
+    dtype: Optional[str] = None  # the copy's element type (None: the program's dtypes, rounding kept)
 
 
 @dataclass
@@ -79,7 +80,7 @@ class Tree:
             return new
 
         body = [dup(n) for n in self.body]
-        buffers = [Buffer(b.tensor, b.scope, memo[id(b.at)], b.kind, list(b.stmts)) for b in self.buffers]
+        buffers = [Buffer(b.tensor, b.scope, memo[id(b.at)], b.kind, list(b.stmts), b.dtype) for b in self.buffers]
         return Tree(body, buffers)
 
     def leaves(self) -> list[str]:

@@ -96,7 +96,8 @@ def _marks(loop: Loop, tree: Tree) -> list[str]:
         marks.append(f"pipeline {loop.name} stages={loop.pipeline}")
     for buf in tree.buffers:
         if buf.at is loop:
-            marks.append(f"cache_{buf.kind} {buf.tensor} -> {buf.scope} at {loop.name} (for {', '.join(buf.stmts)})")
+            scope = f"{buf.scope} {buf.dtype}" if getattr(buf, "dtype", None) else buf.scope
+            marks.append(f"cache_{buf.kind} {buf.tensor} -> {scope} at {loop.name} (for {', '.join(buf.stmts)})")
     return marks
 
 

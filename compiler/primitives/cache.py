@@ -17,34 +17,56 @@ Legality (rule cache-conflict): a cached input must not be written while
 its copy lives, and every update of an element written through a cache
 must happen in one iteration of `at` (otherwise a partial value would be
 written back).
+
+``dtype=`` gives the copy its own element type.  By default (no dtype) a
+copy keeps the program's roundings: a register copy of a bf16 reduction
+holds the f32 accumulator and is rounded to bf16 before anything reads it.
+A copy whose dtype would skip a rounding (an f32 copy of C read by SiLU
+inside the loop) is rule rounding-removed; one that would round values the
+program keeps exact (an f8e4m3 copy of bf16 A, a bf16 accumulator) is
+rule rounding-added.
 """
 
 from __future__ import annotations
 
 from ..errors import ScheduleError
-from ..legality import check_cache_read, check_cache_write
+from ..legality import check_buffer_rounding, check_cache_read, check_cache_write
 from ..tree import Buffer, statements_under
 from .common import SCOPES, LoopLike, State, find_loop
 
 
-def cache_read(state: State, tensor: str, scope: str, at: LoopLike) -> None:
+def cache_read(state: State, tensor: str, scope: str, at: LoopLike, dtype=None) -> None:
     loop = _checked(state, "cache_read", tensor, scope, at)
+    dtype = _dtype("cache_read", dtype)
     readers = [s for s in statements_under(loop) if any(r.tensor == tensor for r in state.model.stmt(s).reads)]
     if not readers:
         raise ScheduleError("cache_read", f"no statement under loop {loop.name} reads {tensor}")
-    buf = Buffer(tensor, scope, loop, "read", readers)
+    buf = Buffer(tensor, scope, loop, "read", readers, dtype)
+    state.tree.buffers.append(buf)  # placed before the checks, so a rejected step shows what it would compute
     check_cache_read(state.model, state.tree, buf, "cache_read")
-    state.tree.buffers.append(buf)
+    check_buffer_rounding(state.model, state.tree, buf, "cache_read")
 
 
-def cache_write(state: State, tensor: str, scope: str, at: LoopLike) -> None:
+def cache_write(state: State, tensor: str, scope: str, at: LoopLike, dtype=None) -> None:
     loop = _checked(state, "cache_write", tensor, scope, at)
+    dtype = _dtype("cache_write", dtype)
     writers = [s for s in statements_under(loop) if state.model.stmt(s).write.tensor == tensor]
     if not writers:
         raise ScheduleError("cache_write", f"{tensor} is not computed under loop {loop.name}")
-    buf = Buffer(tensor, scope, loop, "write", writers)
-    check_cache_write(state.model, state.tree, buf, "cache_write")
+    buf = Buffer(tensor, scope, loop, "write", writers, dtype)
     state.tree.buffers.append(buf)
+    check_cache_write(state.model, state.tree, buf, "cache_write")
+    check_buffer_rounding(state.model, state.tree, buf, "cache_write")
+
+
+def _dtype(primitive: str, dtype):
+    from tdsl.frontend.ast import DTYPES
+
+    if dtype is None:
+        return None
+    if dtype not in DTYPES:
+        raise ScheduleError(primitive, f"unknown dtype '{dtype}' (dtypes: {', '.join(DTYPES)})")
+    return dtype
 
 
 def _checked(state: State, primitive: str, tensor: str, scope: str, at: LoopLike):

@@ -49,9 +49,15 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
     partner = _partner(model, tree, stmt, target, target_stmt, after, primitive)
     placement = _placement(model, tree, stmt, partner, target_path, after, primitive)
 
-    # Detach the moved subtree and drop the statement from loops it leaves.
+    # Detach the moved subtree and drop the statement from loops it leaves.  Loops it shares with other
+    # statements stay where they are; the moved statement takes a copy of its own dims of each (dropped below
+    # if the placement pins them), so none of its instances lose their time coordinates.
     own_loops = _loops_in(moved)
+    shared = [l for l in tree.path(stmt) if not any(l is o for o in own_loops)]
     tree.parent_body(moved).remove(moved)
+    for loop_ in reversed(shared):
+        moved = Loop(loop_.name, {stmt: list(loop_.exprs[stmt])}, [moved], loop_.kind)
+    own_loops = _loops_in(moved)
     for node in _all_loops(tree):
         if stmt in node.exprs and not any(node is l for l in own_loops):
             del node.exprs[stmt]

@@ -10,6 +10,11 @@ program put it: the inlined value is cast to T's dtype (here bf16) before
 it is used, exactly as the store would have rounded it.  Only temporaries
 computed without a reduction can be inlined.  The readers now read T's
 inputs directly, so dependences are recomputed and checked.
+
+``compute_inline(T, round=False)`` asks to drop that cast (what a fusing
+compiler does when it keeps a fused chain in f32).  It is accepted only
+where the cast does nothing (T is f32); otherwise it is rule
+rounding-removed.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from ..tree import Leaf, statements_under
 from .common import State, check_stmt
 
 
-def compute_inline(state: State, stmt: str) -> None:
+def compute_inline(state: State, stmt: str, round=True) -> None:
     stmt = check_stmt(state, "compute_inline", stmt)
+    keep = _flag("compute_inline", "round", round)
     model = state.model
     target = model.stmt(stmt)
     if target.is_reduction:
@@ -42,17 +48,41 @@ def compute_inline(state: State, stmt: str) -> None:
         if s is target:
             continue
         if s in readers:
-            s = _inline_into(s, target)
+            s = _inline_into(s, target, keep)
         new_stmts.append(s)
     tensors = {k: v for k, v in model.tensors.items() if k != stmt}
     state.model = KernelModel(model.name, new_stmts, tensors, model.sizes, model.params, model.ctx)
     _remove_leaf(state, stmt)
     state.deps = compute_dependences(state.model)
+    if not keep and target.dtype != "f32":
+        _rounding_removed(model, target, readers)
     check_dependences(state.model, state.deps, state.tree, "compute_inline")
 
 
-def _inline_into(reader, target):
-    value = substitute_reads(reader.value, target)
+def _flag(primitive: str, name: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ScheduleError(primitive, f"{name} must be true or false, got {value!r}")
+
+
+def _rounding_removed(model, target, readers) -> None:
+    from ..errors import RoundingRemoved
+    from ..legality import _first_read, witness_text
+
+    reader, inst, element = _first_read(model, [r.name for r in readers], target.name)
+    raise RoundingRemoved(
+        "compute_inline",
+        sorted({target.name, reader}),
+        f"{reader} would use the value of {target.name} unrounded, but the program rounds {target.name} to "
+        f"{target.dtype} when it stores it",
+        f"{inst} reads {element}, which the program rounds to {target.dtype}: {witness_text('f32', target.dtype)}",
+    )
+
+
+def _inline_into(reader, target, keep_rounding: bool = True):
+    value = substitute_reads(reader.value, target, keep_rounding)
     reads = [r for r in reader.reads if r.tensor != target.name]
     for r in reader.reads:
         if r.tensor != target.name:
@@ -64,14 +94,16 @@ def _inline_into(reader, target):
     return replace(reader, value=value, reads=reads)
 
 
-def substitute_reads(expr: ast.Expr, target) -> ast.Expr:
+def substitute_reads(expr: ast.Expr, target, keep_rounding: bool = True) -> ast.Expr:
     """Replace every read of the target tensor by its (rounded) defining expression."""
 
     def visit(e):
         if isinstance(e, ast.Access) and e.tensor == target.name:
             mapping = dict(zip(target.lhs_iters, e.indices))
             inlined = _rename(target.value, mapping)
-            return inlined if target.dtype == "f32" else ast.Call(target.dtype, [inlined], e.span)
+            if target.dtype == "f32" or not keep_rounding:
+                return inlined
+            return ast.Call(target.dtype, [inlined], e.span)
         if isinstance(e, ast.Access):
             return e
         if isinstance(e, ast.BinOp):
