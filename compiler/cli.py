@@ -4,7 +4,9 @@
     tdsl check PROG [--schedule NAME | --all]
     tdsl run   PROG --interp [--schedule NAME] [--size M=8,N=8] [--seed S]
     tdsl run   PROG --target nvidia [--schedule NAME] [--size M=8,N=8] [--seed S]
-    tdsl compile PROG --target nvidia [--backend triton] [--schedule NAME] -o OUT.py
+    tdsl compile PROG --target nvidia|ascend-950|ascend-910b [--backend triton|tilelang] [--schedule NAME] -o OUT.py
+    tdsl cost  PROG [--schedule NAME] --target T [--json] [--sweep ...] [--plot PNG]
+    tdsl fuse  PROG [--schedule NAME] [--target T]
 
 Exit codes: 0 success, 1 an illegal schedule or a result mismatch, 2 a
 usage, parse or schedule-misuse error.  User errors never show a traceback.
