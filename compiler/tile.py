@@ -174,6 +174,12 @@ class _KernelLowering:
                     f"loop {loop.name} is bound to grid.{loop.bind} but is not directly inside the other grid loops "
                     f"of its kernel; bound loops must be the outermost loops"
                 )
+        for stmt_name in statements_under(self.root):
+            policy = self.model.stmt(stmt_name).combine or ""
+            if policy.startswith("segments"):
+                raise BackendError(
+                    f"reduction {stmt_name} declares `combine {policy}`: its terms must be summed in those segments; "
+                    f"apply rfactor({stmt_name}.<loop>, segments=...) so the kernel computes exactly them")
         for loop in chain:
             for stmt_name in statements_under(loop):
                 stmt = self.model.stmt(stmt_name)

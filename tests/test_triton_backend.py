@@ -156,3 +156,19 @@ schedule split_k {
     prog.schedule("split_k")  # legal: the program allows regrouping
     with pytest.raises(BackendError, match=r"grid loop ko walks the reduction of s"):
         generate(prog, "split_k")
+
+
+def test_a_segmented_reduction_must_be_rfactored_before_code_generation():
+    from tdsl.compiler.api import loads
+
+    text = """
+const M = 4, K = 64
+kernel rowsum(X: f32[M, K]) -> (s: f32[M]) {
+  s[i] = sum(k) X[i, k] combine segments(4)
+}
+schedule plain {
+  bind(s.i, grid.x)
+}
+"""
+    with pytest.raises(BackendError, match=r"reduction s declares `combine segments\(4\)`"):
+        generate(loads(text), "plain")
