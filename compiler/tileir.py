@@ -236,3 +236,22 @@ class TileProgram:
     sizes: dict  # size name -> int (compile-time) or None (run-time argument)
     schedule: str = ""  # the schedule's trace, for comments
     statements: dict = field(default_factory=dict)  # statement -> its .tdsl text, for comments
+
+
+def simplify(e: Expr) -> Expr:
+    """Fold constant integer arithmetic, so generated bounds read `128`, not `((127 - 0) + 1)`."""
+    if isinstance(e, Bin):
+        a, b = simplify(e.lhs), simplify(e.rhs)
+        if isinstance(a, Const) and isinstance(b, Const) and isinstance(a.value, int) and isinstance(b.value, int):
+            ops = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+                   "//": lambda x, y: x // y, "%": lambda x, y: x % y, "min": min, "max": max}
+            if e.op in ops:
+                return Const(ops[e.op](a.value, b.value))
+        if e.op in ("+", "-") and isinstance(b, Const) and b.value == 0:
+            return a
+        if e.op == "+" and isinstance(a, Const) and a.value == 0:
+            return b
+        return Bin(e.op, a, b)
+    if isinstance(e, Neg):
+        return Neg(simplify(e.operand))
+    return e

@@ -29,7 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, index_code, shape_code, simplify
+from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, index_code, shape_code
+from tdsl.compiler.tileir import simplify
 from tdsl.compiler import tileir as T
 from tdsl.compiler.errors import BackendError
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 
-from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, shape_code, simplify
+from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, shape_code
+from tdsl.compiler.tileir import simplify
 from tdsl.compiler import tileir as T
-from tdsl.compiler.errors import BackendError
 
 from .targets import TARGETS, check_capacity
 

@@ -1,9 +1,7 @@
 """On-chip capacities of the Ascend targets (bytes one block may allocate), for the buffer checks.
 
 They come from `compiler/targets/` (`get_target("ascend-910b" | "ascend-950").scope(S).per_block`, each
-figure with its source there).  Should that package be unavailable, the fallback table below holds the
-values it had when this backend was written (910B: CANN platform config less tilelang-ascend's 256 B
-reserves; 950: CANN platform config, UB less an 8 KiB reserve).
+figure with its source there).
 """
 
 from __future__ import annotations
@@ -11,20 +9,13 @@ from __future__ import annotations
 from tdsl.compiler.errors import BackendError
 
 SCOPES = ("L1", "L0A", "L0B", "L0C", "UB")
-_FALLBACK = {
-    "ascend-910b": {"L1": 524_032, "L0A": 65_536, "L0B": 65_536, "L0C": 131_072, "UB": 196_352},
-    "ascend-950": {"L1": 524_288, "L0A": 65_536, "L0B": 65_536, "L0C": 262_144, "UB": 253_952},
-}
 
 
 def capacities(name: str) -> dict:
-    try:
-        from tdsl.compiler.targets import get_target
+    from tdsl.compiler.targets import get_target
 
-        target = get_target(name)
-        caps = {s: target.scope(s).per_block for s in SCOPES}
-    except Exception:  # the targets package is someone else's and may change; keep the backend usable
-        caps = dict(_FALLBACK[name])
+    target = get_target(name)
+    caps = {s: target.scope(s).per_block for s in SCOPES}
     caps["name"] = name
     return caps
 

@@ -34,6 +34,7 @@ from typing import Optional
 import jinja2
 
 from tdsl.compiler import tileir as T
+from tdsl.compiler.tileir import simplify
 from tdsl.compiler.errors import BackendError
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -70,25 +71,6 @@ def _env() -> jinja2.Environment:
 
 
 # ---------------------------------------------------------------- index expressions
-
-
-def simplify(e: T.Expr) -> T.Expr:
-    """Fold constant integer arithmetic so bounds read `128`, not `((127 - 0) + 1)`."""
-    if isinstance(e, T.Bin):
-        a, b = simplify(e.lhs), simplify(e.rhs)
-        if isinstance(a, T.Const) and isinstance(b, T.Const) and isinstance(a.value, int) and isinstance(b.value, int):
-            ops = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-                   "//": lambda x, y: x // y, "%": lambda x, y: x % y, "min": min, "max": max}
-            if e.op in ops:
-                return T.Const(ops[e.op](a.value, b.value))
-        if e.op in ("+", "-") and isinstance(b, T.Const) and b.value == 0:
-            return a
-        if e.op == "+" and isinstance(a, T.Const) and a.value == 0:
-            return b
-        return T.Bin(e.op, a, b)
-    if isinstance(e, T.Neg):
-        return T.Neg(simplify(e.operand))
-    return e
 
 
 def index_code(e: T.Expr, names: Optional[dict] = None) -> str:

@@ -17,6 +17,7 @@ import math
 import jinja2
 
 from tdsl.compiler import tileir as T
+from tdsl.compiler.tileir import simplify
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -89,25 +90,6 @@ def index_code(e: T.Expr, frame: _Frame, python: bool = False) -> str:
             return f"({a} or {b})" if python else f"({a}) | ({b})"
         return f"({a} {e.op} {b})"
     raise TypeError(f"not an index expression: {e!r}")
-
-
-def simplify(e: T.Expr) -> T.Expr:
-    """Fold constant integer arithmetic so generated bounds read `128`, not `((127 - 0) + 1)`."""
-    if isinstance(e, T.Bin):
-        a, b = simplify(e.lhs), simplify(e.rhs)
-        if isinstance(a, T.Const) and isinstance(b, T.Const) and isinstance(a.value, int) and isinstance(b.value, int):
-            ops = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-                   "//": lambda x, y: x // y, "%": lambda x, y: x % y, "min": min, "max": max}
-            if e.op in ops:
-                return T.Const(ops[e.op](a.value, b.value))
-        if e.op == "+" and isinstance(b, T.Const) and b.value == 0:
-            return a
-        if e.op == "+" and isinstance(a, T.Const) and a.value == 0:
-            return b
-        if e.op == "-" and isinstance(b, T.Const) and b.value == 0:
-            return a
-        return T.Bin(e.op, a, b)
-    return e
 
 
 # ---------------------------------------------------------------- kernels
