@@ -257,7 +257,6 @@ def _set_points(s: isl.Set) -> np.ndarray:
 
 def _map_points_slow(m: isl.Map) -> tuple[np.ndarray, np.ndarray]:
     n_in = m.dim(isl.dim_type.in_)
-    n_out = m.dim(isl.dim_type.out)
     w = m.wrap()
     rows = _set_points_slow(w)
     return rows[:, :n_in].copy(), rows[:, n_in:].copy()

@@ -23,7 +23,7 @@ from .errors import LegalityError, ScheduleError, StepError
 from .model import KernelModel
 from .primitives.bind import bind
 from .primitives.cache import cache_read, cache_write
-from .primitives.common import State, as_ref
+from .primitives.common import State
 from .primitives.compute_at import compute_at, reverse_compute_at
 from .primitives.compute_inline import compute_inline
 from .primitives.fuse import fuse

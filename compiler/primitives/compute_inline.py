@@ -26,8 +26,7 @@ from tdsl.frontend import ast
 from ..dependences import compute_dependences
 from ..errors import ScheduleError
 from ..legality import check_dependences
-from ..model import Access, KernelModel, collect_accesses
-from ..tree import Leaf, statements_under
+from ..model import Access, KernelModel
 from .common import State, check_stmt
 
 
