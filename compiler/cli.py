@@ -67,10 +67,10 @@ def cmd_tree(args) -> int:
     show = yaml_text if args.format == "yaml" else tree_text
     name = _default_schedule(prog, args.schedule)
     original = prog.schedule(None, kernel=args.kernel)
+    sched = prog.schedule(name, kernel=args.kernel) if name is not None else None  # errors before any output
     print("# before: program order")
     print(show(original.model, original.tree))
-    if name is not None:
-        sched = prog.schedule(name, kernel=args.kernel)
+    if sched is not None:
         print(f"\n# after: schedule {name}")
         print(show(sched.model, sched.tree))
     return 0
