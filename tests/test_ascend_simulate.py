@@ -1,0 +1,335 @@
+"""The emitted Ascend kernels, executed in NumPy (backends/ascend/simulate.py) against the reference interpreter.
+
+Every schedule the Ascend backends emit is generated at small sizes -- not multiples of the tiles where the
+backend emits such sizes (ragged), multiples of the tiles otherwise and in addition (aligned: the 910B
+backend refuses masked tiles, and on the 950 only unmasked operand tiles go to the cube) -- and its module
+text is executed on random inputs by the simulator; every output and GM temporary is compared with the
+interpreter run in program order (`compiler.verify.compare`), and the bytes each kernel allocated per scope
+must equal the totals its header declares.  Further tests show the check can fail: buffers beyond a scope's
+capacity, and kernels broken by editing the emitted text (a skipped copy, an offset index, a missing flag).
+
+Not simulated, because the backend does not emit them (each asserted in `test_what_is_not_emitted`):
+ascend-950 `gemm` `gpu` and `gemm_silu` `fast` at ragged sizes (masked operand tiles leave the cube and the
+vector staging exceeds UB, resp. the tile is larger than the planned box), the 910B at ragged sizes
+(masked tiles), the 910B's FP8 programs and the causal attention (masked triangle).
+"""
+
+import re
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from tdsl.backends.ascend import api910b
+from tdsl.backends.ascend.simulate import (CapacityExceeded, SimulationError, Unsupported, namespace_functions,
+                                           simulate)
+from tdsl.compiler.api import load
+from tdsl.compiler.codegen import generate
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.interpreter import interpret, random_inputs
+from tdsl.compiler.memory import CapacityError
+from tdsl.compiler.verify import compare
+
+from conftest import EXAMPLES
+from test_examples import SMALL
+
+RAGGED = SMALL  # not multiples of the tiles
+ALIGNED = {  # multiples of every tile of every schedule (the smallest that give two steps of most loops)
+    "gemm": {"M": 128, "N": 128, "K": 64},
+    "gemm_silu": {"M": 128, "N": 64, "K": 64},
+    "swiglu_quant": {"M": 8, "N": 2048},
+    "rmsnorm": {"M": 3, "N": 512},
+    "softmax": {"M": 3, "N": 1024},
+    "quant_gemm": {"M": 128, "N": 128, "K": 64},
+    "attention": {"L": 64, "D": 16},
+}
+SIZES = {"ragged": RAGGED, "aligned": ALIGNED}
+
+CASES = (
+    [("ascend-950", ex, s, "ragged") for ex, s in [
+        ("gemm", "tiled"), ("gemm_silu", "fused"), ("swiglu_quant", "fused"), ("swiglu_quant", "inlined"),
+        ("rmsnorm", "row_per_program"), ("softmax", "row_fused"), ("quant_gemm", "separate"),
+        ("attention", "unfused")]]
+    + [("ascend-950", ex, s, "aligned") for ex, s in [
+        ("gemm", "tiled"), ("gemm", "gpu"), ("gemm_silu", "fused"), ("gemm_silu", "fast"), ("swiglu_quant", "fused"),
+        ("swiglu_quant", "inlined"), ("rmsnorm", "row_per_program"), ("softmax", "row_fused"),
+        ("quant_gemm", "separate"), ("attention", "unfused")]]
+    + [("ascend-910b", ex, s, "aligned") for ex, s in [
+        ("gemm", "tiled"), ("gemm", "gpu"), ("gemm_silu", "fused"), ("gemm_silu", "fast"),
+        ("rmsnorm", "row_per_program"), ("softmax", "row_fused")]]
+)
+IDS = [f"{t}-{e}-{s}-{k}" for t, e, s, k in CASES]
+
+# (target, example, schedule, sizes) the backends refuse, and why (a substring of the error)
+NOT_EMITTED = [
+    ("ascend-950", "gemm", "gpu", "ragged", "UB"),
+    ("ascend-950", "gemm_silu", "fast", "ragged",
+     "the buffer plan gives A the box [66, 33] but the tile reads [128, 64]"),
+    ("ascend-910b", "gemm", "tiled", "ragged", "masked tiles"),
+    ("ascend-910b", "gemm_silu", "fused", "ragged", "masked tiles"),
+    ("ascend-910b", "rmsnorm", "row_per_program", "ragged", "masked tiles"),
+    ("ascend-910b", "softmax", "row_fused", "ragged", "masked tiles"),
+    ("ascend-910b", "swiglu_quant", "fused", "aligned", "FP8"),
+    ("ascend-910b", "swiglu_quant", "inlined", "aligned", "FP8"),
+    ("ascend-910b", "quant_gemm", "separate", "aligned", "FP8"),
+    ("ascend-910b", "attention", "unfused", "aligned", "T.tile.select"),
+]
+
+
+def program(example, sizes):
+    return load(EXAMPLES / f"{example}.tdsl", sizes=SIZES[sizes][example])
+
+
+@lru_cache(maxsize=None)
+def reference(example, sizes):
+    """Random inputs and the interpreter's result in program order (shared by the targets and schedules)."""
+    original = program(example, sizes).schedule()
+    inputs = random_inputs(original.model, seed=11)
+    return original.model, inputs, interpret(original.model, original.time_map(), inputs)
+
+
+@lru_cache(maxsize=None)
+def emitted(target, example, schedule, sizes):
+    return generate(program(example, sizes), schedule, target=target)
+
+
+def check(target, example, schedule, sizes, text=None):
+    """Simulate (the emitted or the given) module; {tensor: Comparison} for every output and GM temporary."""
+    model, inputs, want = reference(example, sizes)
+    sim = simulate(text or emitted(target, example, schedule, sizes), inputs, target)
+    got = {}
+    for name, t in model.tensors.items():
+        if t.kind != "input" and name in sim.tensors:
+            got[name] = compare(want[name].astype(np.float32), sim.tensors[name].astype(np.float32), t.dtype)
+    assert {t.name for t in model.outputs()} <= set(got)
+    return sim, got
+
+
+@pytest.mark.parametrize("target,example,schedule,sizes", CASES, ids=IDS)
+def test_emitted_kernel_computes_the_program(target, example, schedule, sizes):
+    try:
+        sim, result = check(target, example, schedule, sizes)
+    except Unsupported as err:
+        pytest.skip(f"not simulated faithfully: {err}")
+    for name, c in result.items():
+        assert c.ok, f"{target} {example}/{schedule} ({sizes}): {name}: {c.summary()}"
+    for run in sim.kernels:
+        assert run.footprint == run.declared, f"{run.name}: allocated {run.footprint}, header says {run.declared}"
+        for scope, used in run.footprint.items():
+            assert used <= sim.capacities[scope]
+
+
+@pytest.mark.parametrize("target,example,schedule,sizes,why", NOT_EMITTED,
+                         ids=[f"{c[0]}-{c[1]}-{c[2]}-{c[3]}" for c in NOT_EMITTED])
+def test_what_is_not_emitted(target, example, schedule, sizes, why):
+    with pytest.raises((BackendError, CapacityError), match=re.escape(why)):
+        generate(program(example, sizes), schedule, target=target)
+
+
+def test_chapter_gemm_over_several_blocks_and_pipeline_steps():
+    """gemm `gpu` on a 2 x 2 grid with two pipelined K steps (too large for the interpreter in this file's
+    budget): both targets' kernels against the exact product (f32 tolerance) and against each other."""
+    prog = load(EXAMPLES / "gemm.tdsl", sizes={"M": 256, "N": 256, "K": 128})
+    inputs = random_inputs(prog.schedule().model, seed=5)
+    exact = inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)
+    outs = {}
+    for target in ("ascend-950", "ascend-910b"):
+        sim = simulate(generate(prog, "gpu", target=target), inputs)
+        assert sim.kernels[0].blocks == 4
+        outs[target] = sim.tensors["C"]
+        c = compare(exact, outs[target], "f32")
+        assert c.ok, f"{target}: {c.summary()}"
+    assert np.array_equal(outs["ascend-950"], outs["ascend-910b"])
+
+
+# ---------------------------------------------------------------- capacities
+
+
+def test_a_buffer_beyond_ub_is_caught():
+    text = emitted("ascend-950", "softmax", "row_fused", "aligned")
+    big = text.replace('p_m = T.alloc_shared((1024,), "float32")', 'p_m = T.alloc_shared((70000,), "float32")')
+    assert big != text
+    with pytest.raises(CapacityExceeded, match=r"UB need 280,004 B but ascend-950 allows 253,952 B") as err:
+        check("ascend-950", "softmax", "row_fused", "aligned", big)
+    assert err.value.scope == "UB" and "p_m (70000,) f32 = 280,000 B" in str(err.value)
+
+
+def test_pipeline_stages_count_against_l1():
+    """On the 950 the dialect keeps one L1 copy per stage: 17 stages of 32 KiB exceed 512 KiB."""
+    text = emitted("ascend-950", "gemm", "gpu", "aligned")
+    assert "num_stages=3" in text and "L1 98304" in text
+    with pytest.raises(CapacityExceeded, match=r"L1 need 557,056 B but ascend-950 allows 524,288 B") as err:
+        check("ascend-950", "gemm", "gpu", "aligned", text.replace("num_stages=3", "num_stages=17"))
+    assert "A_l1 (128, 64) bf16 x17 stages" in str(err.value)
+
+
+def test_910b_stage_slots_count_against_l1():
+    text = emitted("ascend-910b", "gemm", "gpu", "aligned")
+    big = text.replace('A_L1 = T.alloc_L1((3, 128, 64), "bfloat16")', 'A_L1 = T.alloc_L1((40, 128, 64), "bfloat16")')
+    assert big != text
+    with pytest.raises(CapacityExceeded, match=r"L1 need 655,360 B but ascend-910b allows 524,032 B"):
+        check("ascend-910b", "gemm", "gpu", "aligned", big)
+
+
+def test_capacities_come_from_the_targets():
+    from tdsl.compiler.targets import get_target
+
+    sim, _ = check("ascend-910b", "rmsnorm", "row_per_program", "aligned")
+    target = get_target("ascend-910b")
+    assert sim.capacities == {s: target.scope(s).per_block for s in ("L1", "L0A", "L0B", "L0C", "UB")}
+    _, inputs, _ = reference("rmsnorm", "aligned")
+    with pytest.raises(CapacityExceeded, match="UB need"):
+        simulate(emitted("ascend-910b", "rmsnorm", "row_per_program", "aligned"), inputs, caps={"UB": 4096})
+
+
+# ---------------------------------------------------------------- broken kernels are detected
+
+# (target, example, schedule, sizes, text to replace, replacement, SimulationError message or None: wrong result)
+BROKEN = [
+    # a skipped copy: L0A keeps its uninitialised (NaN) contents
+    ("ascend-950", "gemm_silu", "fused", "aligned", "            T.copy(A_l1, A_l0a)  # L1 -> L0A\n", "", None),
+    # the accumulator never cleared
+    ("ascend-950", "gemm", "tiled", "aligned", "clear_accum=ko == 0", "clear_accum=False", None),
+    # an index that stays in bounds but takes the other column block of B
+    ("ascend-950", "gemm", "tiled", "aligned", "T.copy(B[(32 * ko), (64 * jo)], B_l1)",
+     "T.copy(B[(32 * ko), (64 * (1 - jo))], B_l1)", None),
+    # the wrong pipeline slot of L1 on the 910B
+    ("ascend-910b", "gemm_silu", "fused", "aligned", "T.copy(A_L1[ko % 3, :, :], A_L0A)",
+     "T.copy(A_L1[(ko + 1) % 3, :, :], A_L0A)", None),
+    # a mask dropped from a store at a ragged edge
+    ("ascend-950", "softmax", "row_fused", "ragged", "                if (l0 <= 1099):\n                    Y[",
+     "                if True:\n                    Y[", "out-of-bounds access Y"),
+    # an offset index at a ragged edge
+    ("ascend-950", "rmsnorm", "row_per_program", "ragged",
+     '(T.if_then_else((l0 <= 599), T.Cast("float32", X[(l_i), l0])',
+     '(T.if_then_else((l0 <= 599), T.Cast("float32", X[(l_i), (l0 + 1)])', "out-of-bounds access X"),
+    # a scalar result stored by every lane
+    ("ascend-950", "rmsnorm", "row_per_program", "ragged", "for l0 in T.Parallel(1):\n                v_r[0]",
+     "for l0 in T.Parallel(4):\n                v_r[0]", "both store v_r element"),
+    # a missing cast before a store
+    ("ascend-950", "gemm_silu", "fused", "aligned", 'Y_out[l0, l1] = T.Cast("bfloat16", v_Y[l0, l1])',
+     "Y_out[l0, l1] = v_Y[l0, l1]", "needs a T.Cast"),
+    # a copy that converts
+    ("ascend-950", "quant_gemm", "separate", "aligned", "T.copy(Out_out, Out[0, 0])", "T.copy(v_Out, Out[0, 0])",
+     "converts dtypes"),
+    # the vector core reads the workspace without waiting for the cube
+    ("ascend-910b", "gemm_silu", "fused", "aligned", "T.wait_cross_flag(0)\n", "T.evaluate(0)\n",
+     "without waiting for a cross-core flag"),
+    # the flag raised on a pipe that did not write the workspace
+    ("ascend-910b", "gemm_silu", "fused", "aligned", 'T.set_cross_flag("FIX", 0)', 'T.set_cross_flag("MTE2", 0)',
+     "without waiting for a cross-core flag"),
+    # a wait for a flag nobody sets
+    ("ascend-910b", "gemm_silu", "fused", "aligned", "T.wait_cross_flag(0)", "T.wait_cross_flag(1)", "wait forever"),
+    # the cube's result moved L0C -> UB, a path the 910B does not have
+    ("ascend-910b", "gemm_silu", "fused", "aligned", "T.copy(C_L0C, C_ws[cid, 0, 0])", "T.copy(C_L0C, C_ub)",
+     "has no data path L0C -> UB"),
+    # vector work in the cube scope
+    ("ascend-910b", "softmax", "row_fused", "aligned", 'with T.Scope("V"):', 'with T.Scope("C"):',
+     "T.tile.fill outside the vector scope"),
+    # a misspelt API function
+    ("ascend-910b", "rmsnorm", "row_per_program", "aligned", "T.tile.mul(", "T.tile.mult(", "has no attribute 'mult'"),
+]
+
+
+@pytest.mark.parametrize("target,example,schedule,sizes,old,new,error", BROKEN,
+                         ids=[f"{b[0]}-{b[1]}-{n}" for n, b in enumerate(BROKEN)])
+def test_a_broken_kernel_is_detected(target, example, schedule, sizes, old, new, error):
+    text = emitted(target, example, schedule, sizes)
+    assert old in text
+    broken = text.replace(old, new, 1)
+    if error is None:
+        _, result = check(target, example, schedule, sizes, broken)
+        assert not all(c.ok for c in result.values()), "the broken kernel passed"
+    else:
+        with pytest.raises(SimulationError, match=re.escape(error)) as err:
+            check(target, example, schedule, sizes, broken)
+        assert f"{example}_" in str(err.value) and "block" in str(err.value)  # where it happened
+
+
+def test_unsupported_constructs_are_reported_not_passed():
+    text = emitted("ascend-910b", "softmax", "row_fused", "aligned")
+    both_cores = text.replace("if vid == 0:", "if vid < 2:")
+    with pytest.raises(Unsupported, match="would run on both vector cores"):
+        check("ascend-910b", "softmax", "row_fused", "aligned", both_cores)
+
+
+# ---------------------------------------------------------------- the fake namespaces follow the real APIs
+
+
+def test_the_910b_namespace_is_the_tilelang_ascend_api():
+    import inspect
+
+    fake = namespace_functions("ascend-910b")
+    api = {n: f for n, f in vars(api910b).items() if inspect.isfunction(f) and not n.startswith("_")
+           and f.__module__ == api910b.__name__ and n != "check_module"}
+    api.update({f"tile.{n}": f for n, f in vars(api910b.tile).items() if inspect.isfunction(f)})
+    assert set(fake) == set(api)
+    for name, fn in api.items():
+        assert str(inspect.signature(fake[name])) == str(inspect.signature(fn)), name
+
+
+def test_the_950_namespace_follows_mainline_tilelang():
+    import inspect
+
+    real = pytest.importorskip("tilelang.ascend.language")
+    for name, fn in namespace_functions("ascend-950").items():
+        assert hasattr(real, name), name
+        try:
+            params = inspect.signature(getattr(real, name)).parameters
+        except (TypeError, ValueError):
+            continue
+        mine = inspect.signature(fn).parameters
+        assert list(mine) == [p for p in params if p in mine] and set(mine) <= set(params), (name, list(params))
+
+
+# ---------------------------------------------------------------- lanes, masks and the helper
+
+LANES = '''# Target ascend-950 (a hand-written module in the emitted style)
+import tilelang.ascend.language as T
+
+
+@T.prim_func
+def k(X: T.Tensor((5,), "float32"), Y: T.Tensor((5,), "float32")):
+    with T.Kernel(1) as cid:
+        b = T.alloc_shared((8,), "float32")
+        with T.SimtVF(threads=128):
+            for l0 in T.Parallel(8):
+                b[l0] = T.if_then_else(l0 < 5, X[l0], T.cast(0, "float32"))
+        with T.SimtVF(threads=128):
+            for l0 in T.Parallel(8):
+                if l0 < 5:
+                    Y[l0] = b[l0] * 2.0
+                else:
+                    b[l0] = 1.0
+
+
+KERNELS = {"k": k}
+'''
+
+
+def test_lanes_masks_and_guarded_loads():
+    x = np.arange(5, dtype=np.float32)
+    sim = simulate(LANES, {"X": x})
+    assert np.array_equal(sim.tensors["Y"], 2 * x)
+    unguarded = LANES.replace('T.if_then_else(l0 < 5, X[l0], T.cast(0, "float32"))', "X[l0]")
+    with pytest.raises(SimulationError, match=re.escape("out-of-bounds access X[5] (shape (5,)) by lane [5]")):
+        simulate(unguarded, {"X": x})
+    racy = LANES.replace("Y[l0] = b[l0] * 2.0", "Y[l0] = b[(l0 + 5) % 8] * 2.0")
+    war = "lane [5] of T.Parallel(8,) stores b element [5], which lane [0] of the same loop read"
+    with pytest.raises(SimulationError, match=re.escape(war)):
+        simulate(racy, {"X": x})
+    raw = LANES.replace("                    b[l0] = 1.0",
+                        "                    b[l0] = 1.0\n                    Y[l0 - 3] = b[l0 - 1]")
+    raw_msg = "lane [6] of T.Parallel(8,) reads b element [5], which lane [5]"
+    with pytest.raises(SimulationError, match=re.escape(raw_msg)):
+        simulate(raw, {"X": x})
+    into_input = LANES.replace("Y[l0] = b[l0] * 2.0", "X[l0] = b[l0] * 2.0")
+    with pytest.raises(SimulationError, match="store into input tensor X"):
+        simulate(into_input, {"X": x})
+
+
+def test_check_schedule_helper():
+    from tdsl.backends.ascend.simulate import check_schedule
+
+    result = check_schedule(program("rmsnorm", "ragged"), "row_per_program", "ascend-950", seed=3)
+    assert set(result) == {"Y"} and result["Y"].ok
