@@ -336,11 +336,14 @@ class KernelPrinter:
         buf = self.alloc(f"{load.tensor}_{stem}_{self.fresh('t').split('_')[1]}", shape, dtype, scope, note)
         if scope == "shared":
             self.footprint["shared"] += math.prod(shape) * BYTES[dtype] * (stages - 1)
-        if planned and planned.shape != list(shape) and sorted(planned.shape) != sorted(shape):
+        if planned and not _same_box(planned.shape, shape, self._tensor_shape(load.tensor)):
             raise BackendError(f"{op.stmt}: the buffer plan gives {load.tensor} the box {planned.shape} but the tile "
                                f"reads {list(shape)}")
         self.copy_in(op, load, buf, shape, dtype)
         return buf
+
+    def _tensor_shape(self, name: str) -> list:
+        return next((t.shape for t in self.kernel.tensors if t.name == name), [])
 
     def copy_in(self, op: T.AccUpdate, load: T.Load, buf: str, shape, dtype: str) -> None:
         _, names = self.lanes(op.tile)
@@ -605,3 +608,12 @@ def launcher(program: T.TileProgram, call: str = "_kernel") -> list[str]:
     outs = [t.name for t in program.outputs]
     lines.append(f"return {', '.join(outs)}" if len(outs) > 1 else f"return {outs[0]}")
     return lines
+
+
+def _same_box(planned: list, shape, tensor_shape: list) -> bool:
+    """The plan's box is the tile, maybe transposed, or the tile clipped to a tensor smaller than it."""
+    shape = list(shape)
+    if planned == shape or sorted(planned) == sorted(shape):
+        return True
+    clipped = [min(s, n) if isinstance(n, int) else s for s, n in zip(shape, tensor_shape)]
+    return planned == clipped or sorted(planned) == sorted(clipped)
