@@ -349,6 +349,21 @@ class _KernelPlanner:
     def _scope(self, name: str) -> str:
         return self.target.scope_name(name) if self.target is not None else name
 
+    def _buffer_scope(self, buf: Buffer, stmts: list[str]) -> str:
+        """On a target with a matrix unit fed from L1 and accumulating in L0C (Ascend's cube), the operands of a
+        matrix product staged in `shared` live in L1 and its accumulator in L0C, as the backends place them;
+        everything else takes the scope the schedule names (resolved through the target's aliases)."""
+        scopes = set(self.target.scopes) if self.target is not None else set()
+        if {"L1", "L0C"} <= scopes and buf.scope in ("shared", "register", "local"):
+            matrix = [s for s in stmts if _is_matrix_product(self.model.stmt(s))]
+            if matrix and buf.kind == "read" and buf.scope == "shared" and any(
+                    buf.tensor in (self.model.stmt(s).value.lhs.tensor, self.model.stmt(s).value.rhs.tensor)
+                    for s in matrix):
+                return "L1"
+            if matrix and buf.kind == "write":
+                return "L0C"
+        return self._scope(buf.scope)
+
     def _add(self, buf: PlannedBuffer, loop: Optional[Loop], users: list[str], whole: bool = False) -> PlannedBuffer:
         buf.kernel = self.index
         buf.live = self._live(loop, users, whole)
@@ -375,8 +390,8 @@ class _KernelPlanner:
         if write:  # readers of the tensor under the loop read the copy
             users += [s for s in statements_under(buf.at)
                       if any(r.tensor == buf.tensor for r in self.model.stmt(s).reads) and s not in users]
-        planned = PlannedBuffer(buf.tensor, self._scope(buf.scope), buf.kind, buf.at.name, shape, dtype, stages,
-                                list(stmts))
+        planned = PlannedBuffer(buf.tensor, self._buffer_scope(buf, stmts), buf.kind, buf.at.name, shape, dtype,
+                                stages, list(stmts))
         self._add(planned, buf.at, users, whole=stages > 1)
         self._planned[id(buf)] = planned
 
@@ -625,3 +640,12 @@ def _elementwise_read(model, writer, tensor: str) -> bool:
         if deltas.is_empty() or not deltas.is_subset(zero.align_params(deltas.get_space())):
             return False
     return True
+
+
+def _is_matrix_product(stmt) -> bool:
+    """sum(k) X[..] * Y[..]: the statements a matrix unit (tensor core, cube) computes."""
+    from tdsl.frontend import ast
+
+    v = stmt.value
+    return (stmt.reduce_op == "sum" and isinstance(v, ast.BinOp) and v.op == "*"
+            and isinstance(v.lhs, ast.Access) and isinstance(v.rhs, ast.Access))

@@ -342,8 +342,10 @@ def test_scope_must_exist_on_the_target():
     sched = load(COST / "gemm_akg.tdsl").schedule("akg")
     with pytest.raises(Exception, match="memory scope 'L1' does not exist on target h100"):
         plan(sched, "h100")
-    shared_on_ascend = {b.scope for b in plan(load(EXAMPLES / "gemm.tdsl").schedule("gpu"), "ascend-910b")}
-    assert shared_on_ascend == {"UB"}  # TileLang-Ascend's shared allocations are UB
+    on_ascend = {b.tensor: b.scope for b in plan(load(EXAMPLES / "gemm.tdsl").schedule("gpu"), "ascend-910b")}
+    assert on_ascend == {"A": "L1", "B": "L1", "C": "L0C"}  # the cube's operands and accumulator (5.4.4: A_L1, C_L0)
+    rows = {b.scope for b in plan(load(EXAMPLES / "softmax.tdsl").schedule("row_fused"), "ascend-910b")}
+    assert rows <= {"UB"}  # vector work: TileLang-Ascend's shared allocations are UB
 
 
 def test_plan_keeps_its_api():
