@@ -35,6 +35,8 @@ import jinja2
 
 from tdsl.compiler import tileir as T
 from tdsl.compiler.tileir import simplify
+
+from ..launcher import epilogue, prologue
 from tdsl.compiler.errors import BackendError
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -584,30 +586,10 @@ def _call(func: str, args: list) -> str:
 
 
 def launcher(program: T.TileProgram, call: str = "_kernel") -> list[str]:
-    from tdsl.backends.triton.emit import _bind_params, _shape_code
-
-    lines = []
-    params = [n for n, v in program.sizes.items() if v is None]
-    lines.extend(_bind_params(program, params))
-    for t in program.inputs:
-        lines.append(f'{t.name} = _check({t.name}, "{t.name}", "{t.dtype}", {_shape_code(t.shape)})')
-    device = program.inputs[0].name + ".device" if program.inputs else '"cuda"'
-    for t in program.outputs:
-        lines.append(f"if {t.name} is None:")
-        lines.append(f"    {t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})")
-        lines.append(f"elif not {t.name}.is_contiguous():")
-        lines.append(f'    raise ValueError("{program.name}: output {t.name} must be contiguous")')
-        lines.append("else:")
-        lines.append(f'    _check({t.name}, "{t.name}", "{t.dtype}", {_shape_code(t.shape)})')
-    for t in program.temps:
-        lines.append(f"{t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})"
-                     f"  # intermediate between launches")
+    lines = prologue(program)
     for kernel in program.kernels:
-        args = [t.name for t in kernel.tensors]
-        lines.append(f'{call}("{kernel.name}")({", ".join(args)})')
-    outs = [t.name for t in program.outputs]
-    lines.append(f"return {', '.join(outs)}" if len(outs) > 1 else f"return {outs[0]}")
-    return lines
+        lines.append(f'{call}("{kernel.name}")({", ".join(t.name for t in kernel.tensors)})')
+    return lines + epilogue(program)
 
 
 def _same_box(planned: list, shape, tensor_shape: list) -> bool:

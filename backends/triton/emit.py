@@ -19,6 +19,8 @@ import jinja2
 from tdsl.compiler import tileir as T
 from tdsl.compiler.tileir import simplify
 
+from ..launcher import epilogue, prologue
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 TL_DTYPES = {"bf16": "tl.bfloat16", "f16": "tl.float16", "f32": "tl.float32", "f8e4m3": "tl.float8e4nv"}
@@ -347,28 +349,7 @@ def _strides(shape) -> list[str]:
 
 
 def _launcher(program: T.TileProgram) -> list[str]:
-    lines = []
-    sizes = program.sizes
-    params = [n for n, v in sizes.items() if v is None]
-    for t in program.inputs:
-        shape = "(" + ", ".join(str(d) for d in t.shape) + ("," if len(t.shape) == 1 else "") + ")"
-        if any(isinstance(d, str) for d in t.shape):
-            lines.append(f"# {t.name}: shape {shape} with run-time sizes")
-    bound = _bind_params(program, params)
-    lines.extend(bound)
-    for t in program.inputs:
-        lines.append(f'{t.name} = _check({t.name}, "{t.name}", "{t.dtype}", {_shape_code(t.shape)})')
-    device = program.inputs[0].name + ".device" if program.inputs else '"cuda"'
-    for t in program.outputs:
-        lines.append(f"if {t.name} is None:")
-        lines.append(f"    {t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})")
-        lines.append(f"elif not {t.name}.is_contiguous():")
-        lines.append(f'    raise ValueError("{program.name}: output {t.name} must be contiguous")')
-        lines.append("else:")
-        lines.append(f'    _check({t.name}, "{t.name}", "{t.dtype}", {_shape_code(t.shape)})')
-    for t in program.temps:
-        lines.append(f"{t.name} = torch.empty({_shape_code(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})"
-                     f"  # intermediate between launches")
+    lines = prologue(program)
     for kernel in program.kernels:
         grid = [1, 1, 1]
         used = 0
@@ -380,21 +361,4 @@ def _launcher(program: T.TileProgram) -> list[str]:
         args = [t.name for t in kernel.tensors] + list(kernel.sizes)
         lines.append(f"{kernel.name}[{grid_code}]({', '.join(args)}{', ' if args else ''}INTERPRET=_INTERPRET, "
                      f"num_warps={kernel.num_warps}, num_stages={kernel.num_stages})")
-    outs = [t.name for t in program.outputs]
-    lines.append(f"return {', '.join(outs)}" if len(outs) > 1 else f"return {outs[0]}")
-    return lines
-
-
-def _shape_code(shape) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _bind_params(program: T.TileProgram, params: list[str]) -> list[str]:
-    """Run-time sizes are read off the input shapes (the first input dim equal to the size's name)."""
-    lines = []
-    for p in params:
-        where = next(((t.name, d) for t in program.inputs for d, dim in enumerate(t.shape) if dim == p), None)
-        if where is None:
-            raise ValueError(f"run-time size {p} does not appear as a dimension of any input")
-        lines.append(f"{p} = {where[0]}.shape[{where[1]}]")
-    return lines
+    return lines + epilogue(program)
