@@ -45,6 +45,38 @@ def bench(fn) -> float:
     return do_bench(fn, warmup=25, rep=200) * 1e3
 
 
+def graph_bench(calls, repeat: int = 20) -> float:
+    """Microseconds per call with CPU launch overhead removed: the calls (each on its own buffers, rotated so
+    the working set exceeds L2) are captured `repeat` times in one CUDA graph, and the graph's replays timed."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for call in calls:
+            call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(repeat):
+            for call in calls:
+                call()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / (repeat * len(calls)))
+    return sorted(times)[len(times) // 2]
+
+
+def rotated(make, n: int = 4):
+    """n independent input sets (together larger than the 60 MB L2)."""
+    return [make() for _ in range(n)]
+
+
 def poisoned(shape, dtype):
     return torch.full(shape, float("nan"), dtype=torch.float32, device=DEV).to(dtype)
 
@@ -128,6 +160,10 @@ def copy_bandwidth(results):
     t = bench(lambda: y.copy_(x))
     bytes_moved = 2 * x.numel() * x.element_size()
     results["copy"] = {"us": t, "tb_per_s": bytes_moved / t / 1e6}
+    pairs = rotated(lambda: (torch.empty(1024 * 12288 * 3, dtype=BF16, device=DEV),
+                             torch.empty(1024 * 12288 * 3, dtype=BF16, device=DEV)))
+    tg = graph_bench([lambda p=p: p[1].copy_(p[0]) for p in pairs])
+    results["copy_72MB_graph"] = {"us": tg, "tb_per_s": 2 * 1024 * 12288 * 3 * 2 / tg / 1e6}
     return bytes_moved / t / 1e6
 
 
@@ -160,7 +196,13 @@ def swiglu(results, copy_tbs):
         tbs = bytes_moved / t / 1e6
         row.update(schedule=sched, us=t, tb_per_s=tbs, of_copy=tbs / copy_tbs, of_same_size_copy=tbs / copy_same,
                    vs_eager=t_eager / t, vs_compile=t_comp / t)
+        sets = rotated(lambda: (torch.randn(M, N, device=DEV).to(BF16), torch.randn(M, N, device=DEV).to(BF16),
+                                torch.empty(M, N, device=DEV, dtype=BF16)))
+        tg = graph_bench([lambda s=s: mod.swiglu(s[0], s[1], Z=s[2]) for s in sets])
+        row.update(graph_us=tg, graph_of_copy=bytes_moved / tg / 1e6 / copy_tbs)
         rows.append(row)
+    csets = rotated(lambda: (torch.randn(M, N, device=DEV).to(BF16), torch.randn(M, N, device=DEV).to(BF16)))
+    results["swiglu_compile_graph_us"] = graph_bench([lambda s=s: comp(s[0], s[1]) for s in csets])
     results["swiglu_1024x12288"] = {"eager_us": t_eager, "compile_us": t_comp, "bytes": bytes_moved,
                                     "same_size_copy_tb_per_s": copy_same, "schedules": rows}
 
@@ -192,7 +234,13 @@ def swiglu_quant(results, copy_tbs):
         tbs = bytes_moved / t / 1e6
         row.update(schedule=sched, us=t, tb_per_s=tbs, of_copy=tbs / copy_tbs, of_same_size_copy=tbs / copy_same,
                    vs_eager=t_eager / t, vs_compile=t_comp / t)
+        sets = rotated(lambda: (torch.randn(M, N, device=DEV).to(BF16), torch.randn(M, N, device=DEV).to(BF16),
+                                torch.empty(M, N, device=DEV, dtype=F8)))
+        tg = graph_bench([lambda s=s: mod.swiglu_quant(s[0], s[1], Q=s[2]) for s in sets])
+        row.update(graph_us=tg, graph_of_copy=bytes_moved / tg / 1e6 / copy_tbs)
         rows.append(row)
+    csets = rotated(lambda: (torch.randn(M, N, device=DEV).to(BF16), torch.randn(M, N, device=DEV).to(BF16)))
+    results["swiglu_quant_compile_graph_us"] = graph_bench([lambda s=s: comp(s[0], s[1]) for s in csets])
     results["swiglu_quant_1024x12288"] = {"eager_us": t_eager, "compile_us": t_comp, "bytes": bytes_moved,
                                           "same_size_copy_tb_per_s": copy_same, "schedules": rows}
 
