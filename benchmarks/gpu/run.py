@@ -194,7 +194,7 @@ def swiglu(results, copy_tbs):
     bytes_moved = 3 * M * N * 2
     copy_same = same_size_copy(bytes_moved)
     rows = []
-    for sched in ["fused", "fused_wide", "t1x4096_w4", "t8x1024_w8"]:
+    for sched in ["fused", "fused_wide", "t1x4096_w4", "t8x1024_w8", "t1x1024_w4", "t2x1024_w4"]:
         mod = module(f"swiglu__{sched}")
         out = poisoned((M, N), BF16)
         mod.swiglu(G, U, Z=out)
@@ -232,7 +232,7 @@ def swiglu_quant(results, copy_tbs):
     bytes_moved = 2 * M * N * 2 + M * N
     copy_same = same_size_copy(bytes_moved)
     rows = []
-    for sched in ["fused", "inlined", "t1x4096_w4", "t8x1024_w8", "t2x2048_w4", "t16x512_w4"]:
+    for sched in ["fused", "inlined", "t1x4096_w4", "t8x1024_w8", "t2x2048_w4", "t16x512_w4", "t1x1024_w4"]:
         mod = module(f"swiglu_quant__{sched}")
         out = torch.full((M, N), float("nan"), device=DEV).to(F8)
         mod.swiglu_quant(G, U, Q=out)
