@@ -295,20 +295,12 @@ def buffer_semantics(model: KernelModel, tree: Tree) -> KernelModel:
     stmts = {s.name: s for s in model.stmts}
 
     def cast_reads(stmt, tensor, dtype):
-        def visit(e):
+        def cast(e):
             if isinstance(e, tast.Access):
                 return tast.Call(dtype, [e], e.span) if e.tensor == tensor else e
-            if isinstance(e, tast.BinOp):
-                return tast.BinOp(e.op, visit(e.lhs), visit(e.rhs), e.span)
-            if isinstance(e, tast.Compare):
-                return tast.Compare(e.op, visit(e.lhs), visit(e.rhs), e.span)
-            if isinstance(e, tast.Neg):
-                return tast.Neg(visit(e.operand), e.span)
-            if isinstance(e, tast.Call):
-                return tast.Call(e.func, [visit(a) for a in e.args], e.span)
-            return e
+            return None
 
-        return replace(stmt, value=visit(stmt.value))
+        return replace(stmt, value=tast.rewrite(stmt.value, cast))
 
     for buf in tree.buffers:
         dtype = getattr(buf, "dtype", None)

@@ -120,26 +120,7 @@ def _param_prefix(params: list[str]) -> str:
 
 def collect_accesses(expr: ast.Expr) -> list[ast.Access]:
     """Every tensor read in a value expression, left to right."""
-    found: list[ast.Access] = []
-
-    def walk(e):
-        if isinstance(e, ast.Access):
-            found.append(e)
-            for i in e.indices:
-                walk(i)
-        elif isinstance(e, (ast.BinOp, ast.Compare)):
-            walk(e.lhs)
-            walk(e.rhs)
-        elif isinstance(e, ast.Neg):
-            walk(e.operand)
-        elif isinstance(e, ast.Call):
-            for a in e.args:
-                walk(a)
-        elif isinstance(e, ast.Reduce):
-            walk(e.body)
-
-    walk(expr)
-    return found
+    return [e for e in ast.walk(expr) if isinstance(e, ast.Access)]
 
 
 def resolve_sizes(decls: dict, overrides: Optional[dict] = None) -> dict:

@@ -463,7 +463,7 @@ class _KernelLowering:
 
         A lane it lets through is the index of some instance, so the read stays in bounds (the model checked
         every instance's reads); lanes outside the instance set are masked where the value is stored."""
-        used = {n.name for i in e.indices for n in _names(i)} & set(stmt.iters)
+        used = {n.name for i in e.indices for n in ast.walk(i) if isinstance(n, ast.Name)} & set(stmt.iters)
         if tile.mask is None or not used:
             return None
         iters = [it for it in stmt.iters if it in used]
@@ -639,16 +639,6 @@ def _check_size(stmt: Stmt, tile: Tile) -> None:
 
 def _dim_name(loop: Loop, d: int) -> str:
     return loop.name if loop.n_dims == 1 else f"{loop.name}_{d}"
-
-
-def _names(e: ast.Expr):
-    if isinstance(e, ast.Name):
-        yield e
-    elif isinstance(e, ast.BinOp):
-        yield from _names(e.lhs)
-        yield from _names(e.rhs)
-    elif isinstance(e, ast.Neg):
-        yield from _names(e.operand)
 
 
 def _plain(e: ast.Expr, iters: set) -> bool:

@@ -226,3 +226,50 @@ class Program:
     source: str = ""
     filename: str = "<string>"
     extra: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- generic traversal
+
+
+def children(e: Expr) -> list:
+    """The sub-expressions of a node, in source order."""
+    if isinstance(e, (BinOp, Compare)):
+        return [e.lhs, e.rhs]
+    if isinstance(e, Neg):
+        return [e.operand]
+    if isinstance(e, Access):
+        return list(e.indices)
+    if isinstance(e, Call):
+        return list(e.args)
+    if isinstance(e, Reduce):
+        return [e.body]
+    return []
+
+
+def walk(e: Expr):
+    """Every node of an expression, parents before children, left to right."""
+    yield e
+    for child in children(e):
+        yield from walk(child)
+
+
+def rewrite(e: Expr, fn) -> Expr:
+    """A copy of `e` where every node for which `fn(node)` returns an expression is replaced by it
+    (its children are then not visited); other nodes are rebuilt around their rewritten children."""
+    replaced = fn(e)
+    if replaced is not None:
+        return replaced
+    r = lambda x: rewrite(x, fn)  # noqa: E731
+    if isinstance(e, BinOp):
+        return BinOp(e.op, r(e.lhs), r(e.rhs), e.span)
+    if isinstance(e, Compare):
+        return Compare(e.op, r(e.lhs), r(e.rhs), e.span)
+    if isinstance(e, Neg):
+        return Neg(r(e.operand), e.span)
+    if isinstance(e, Access):
+        return Access(e.tensor, [r(i) for i in e.indices], e.span)
+    if isinstance(e, Call):
+        return Call(e.func, [r(a) for a in e.args], e.span)
+    if isinstance(e, Reduce):
+        return Reduce(e.op, e.iters, e.conditions, r(e.body), e.accum, e.combine, e.span)
+    return e

@@ -96,43 +96,20 @@ def _inline_into(reader, target, keep_rounding: bool = True):
 def substitute_reads(expr: ast.Expr, target, keep_rounding: bool = True) -> ast.Expr:
     """Replace every read of the target tensor by its (rounded) defining expression."""
 
-    def visit(e):
-        if isinstance(e, ast.Access) and e.tensor == target.name:
-            mapping = dict(zip(target.lhs_iters, e.indices))
-            inlined = _rename(target.value, mapping)
-            if target.dtype == "f32" or not keep_rounding:
-                return inlined
-            return ast.Call(target.dtype, [inlined], e.span)
-        if isinstance(e, ast.Access):
-            return e
-        if isinstance(e, ast.BinOp):
-            return ast.BinOp(e.op, visit(e.lhs), visit(e.rhs), e.span)
-        if isinstance(e, ast.Compare):
-            return ast.Compare(e.op, visit(e.lhs), visit(e.rhs), e.span)
-        if isinstance(e, ast.Neg):
-            return ast.Neg(visit(e.operand), e.span)
-        if isinstance(e, ast.Call):
-            return ast.Call(e.func, [visit(a) for a in e.args], e.span)
-        return e
+    def inline(e):
+        if not (isinstance(e, ast.Access) and e.tensor == target.name):
+            return None
+        inlined = rename_iterators(target.value, dict(zip(target.lhs_iters, e.indices)))
+        if target.dtype == "f32" or not keep_rounding:
+            return inlined
+        return ast.Call(target.dtype, [inlined], e.span)
 
-    return visit(expr)
+    return ast.rewrite(expr, inline)
 
 
-def _rename(expr: ast.Expr, mapping: dict) -> ast.Expr:
-    """The target's expression with its iterators replaced by the reader's index expressions."""
-    if isinstance(expr, ast.Name) and expr.name in mapping:
-        return mapping[expr.name]
-    if isinstance(expr, ast.Access):
-        return ast.Access(expr.tensor, [_rename(i, mapping) for i in expr.indices], expr.span)
-    if isinstance(expr, ast.BinOp):
-        return ast.BinOp(expr.op, _rename(expr.lhs, mapping), _rename(expr.rhs, mapping), expr.span)
-    if isinstance(expr, ast.Compare):
-        return ast.Compare(expr.op, _rename(expr.lhs, mapping), _rename(expr.rhs, mapping), expr.span)
-    if isinstance(expr, ast.Neg):
-        return ast.Neg(_rename(expr.operand, mapping), expr.span)
-    if isinstance(expr, ast.Call):
-        return ast.Call(expr.func, [_rename(a, mapping) for a in expr.args], expr.span)
-    return expr
+def rename_iterators(expr: ast.Expr, mapping: dict) -> ast.Expr:
+    """The expression with iterator names replaced by expressions (e.g. a reader's index expressions)."""
+    return ast.rewrite(expr, lambda e: mapping.get(e.name) if isinstance(e, ast.Name) else None)
 
 
 def _remove_leaf(state: State, stmt: str) -> None:

@@ -44,6 +44,7 @@ from ..legality import check_dependences, check_grouping
 from ..model import Access, KernelModel, Stmt, Tensor
 from ..tree import Leaf, Loop, iterator_aff, statements_under, walk_loops
 from .common import LoopLike, State, find_loop, positive_int
+from .compute_inline import rename_iterators
 from .split import split
 
 
@@ -107,7 +108,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         lhs_iters=lhs + [seg_it],
         red_iters=[inner_it] + reds,
         domain=rf_domain,
-        value=_substitute(stmt.value, k, sub),
+        value=rename_iterators(stmt.value, {k: sub}),
         dtype=dtype,
         reduce_op=stmt.reduce_op,
         accum_dtype=stmt.accum_dtype,
@@ -232,22 +233,6 @@ def _count_of(domain: isl.Set, position: int):
 
 def _map(ctx, prefix, src, src_iters, dst, dst_index) -> isl.Map:
     return isl.Map.read_from_str(ctx, f"{prefix}{{ {src}[{', '.join(src_iters)}] -> {dst}[{', '.join(dst_index)}] }}")
-
-
-def _substitute(expr, name: str, value):
-    if isinstance(expr, ast.Name):
-        return value if expr.name == name else expr
-    if isinstance(expr, ast.Access):
-        return ast.Access(expr.tensor, [_substitute(i, name, value) for i in expr.indices], expr.span)
-    if isinstance(expr, ast.BinOp):
-        return ast.BinOp(expr.op, _substitute(expr.lhs, name, value), _substitute(expr.rhs, name, value), expr.span)
-    if isinstance(expr, ast.Compare):
-        return ast.Compare(expr.op, _substitute(expr.lhs, name, value), _substitute(expr.rhs, name, value), expr.span)
-    if isinstance(expr, ast.Neg):
-        return ast.Neg(_substitute(expr.operand, name, value), expr.span)
-    if isinstance(expr, ast.Call):
-        return ast.Call(expr.func, [_substitute(a, name, value) for a in expr.args], expr.span)
-    return expr
 
 
 def _rename_leaf(node, old: str, new: str) -> None:
