@@ -27,14 +27,19 @@ WORKLOADS = [
 ]
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    for path, schedules in WORKLOADS:
+def write_modules(workloads, out: Path, backend: str = "triton") -> None:
+    """Generate one module per (program, schedule) into `out`, named PROGRAM__SCHEDULE.py."""
+    out.mkdir(parents=True, exist_ok=True)
+    for path, schedules in workloads:
         prog = load(ROOT / path)
         for name in schedules:
-            target = OUT / f"{Path(path).stem}__{name}.py"
-            target.write_text(generate(prog, name))
+            target = out / f"{Path(path).stem}__{name}.py"
+            target.write_text(generate(prog, name, target="nvidia", backend=backend))
             print(f"wrote {target.relative_to(ROOT)}")
+
+
+def main() -> None:
+    write_modules(WORKLOADS, OUT)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,12 @@ Both folders are ignored build outputs; carry `benchmarks/gpu/generated` to the 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from tdsl.compiler.api import load
-from tdsl.compiler.codegen import generate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from build import write_modules  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "generated" / "tilelang"
 
 WORKLOADS = [
@@ -29,13 +29,7 @@ WORKLOADS = [
 
 
 def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    for path, schedules in WORKLOADS:
-        prog = load(ROOT / path)
-        for name in schedules:
-            target = OUT / f"{Path(path).stem}__{name}.py"
-            target.write_text(generate(prog, name, target="nvidia", backend="tilelang"))
-            print(f"wrote {target.relative_to(ROOT)}")
+    write_modules(WORKLOADS, OUT, backend="tilelang")
 
 
 if __name__ == "__main__":
