@@ -61,7 +61,7 @@ def program_order_maps(model: KernelModel) -> dict[str, isl.Map]:
         coords = [str(p)] + stmt.iters + ["0"] * (depth - len(stmt.iters))
         space = stmt.domain.get_space()
         text = f"{{ {stmt.name}[{', '.join(stmt.iters)}] -> [{', '.join(coords)}] }}"
-        m = isl.Map.read_from_str(model.ctx, text)
+        m = isl.Map.read_from_str(stmt.domain.get_ctx(), text)
         maps[stmt.name] = m.align_params(space).intersect_domain(stmt.domain)
     return maps
 

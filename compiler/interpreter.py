@@ -413,15 +413,10 @@ def program_order(model: KernelModel) -> isl.UnionMap:
     x are the LHS iterators then the reduction iterators; time vectors are padded with
     zeros to 1 + the largest number of iterators.  The map is restricted to the domains.
     """
-    ctx = _ctx_of(model)
-    width = max((s.domain.dim(isl.dim_type.set) for s in model.stmts), default=0)
-    result = isl.UnionMap.empty(isl.Space.params_alloc(ctx, 0))
-    for p, stmt in enumerate(model.stmts):
-        n = stmt.domain.dim(isl.dim_type.set)
-        xs = [f"x{k}" for k in range(n)]
-        out = [str(p)] + xs + ["0"] * (width - n)
-        m = isl.Map.read_from_str(ctx, f"{{ {stmt.name}[{', '.join(xs)}] -> [{', '.join(out)}] }}")
-        m = m.intersect_domain(stmt.domain)
+    from .dependences import program_order_maps  # the order the dependences are computed against
+
+    result = isl.UnionMap.empty(isl.Space.params_alloc(_ctx_of(model), 0))
+    for m in program_order_maps(model).values():
         result = result.union(isl.UnionMap.from_map(m))
     return result
 
