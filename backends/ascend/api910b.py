@@ -3,10 +3,15 @@
 Copied from github.com/tile-ai/tilelang-ascend (VERSION 0.1.4, commit 95acbd7f), `tilelang/language/`:
 kernel.py (Kernel), allocate.py (alloc_L1/L0A/L0B/L0C/ub), copy.py (npu_copy_v2, exported as T.copy),
 customize.py (npu_gemm, exported as T.mma), pipeline.py (Pipelined), warpgroup.py (Scope), ascend.py
-(set_cross_flag, wait_cross_flag), reduce_ascend.py (reduce_sum, reduce_max), ascend_tile.py (T.tile.*).
+(set_cross_flag, wait_cross_flag), reduce_ascend.py (reduce_sum, reduce_max), ascend_tile.py (T.tile.*:
+fill, add/sub/mul/div/max/min (binary_op), bitwise_and/bitwise_or, exp/ln/abs/sqrt/rsqrt/sigmoid/silu,
+cast, createvecindex, compare, select).
 `check_module(text)` parses a generated module and binds every `T.*` call to these signatures, so a
 misspelt function, a missing argument or an unknown keyword fails the tests even though the package
-itself cannot be installed here (it needs CANN and clashes with mainline `tilelang`).
+itself cannot be installed here (it needs CANN and clashes with mainline `tilelang`).  It also checks the
+string arguments the real functions assert on: the rounding mode of `T.tile.cast` (ascend_tile.py:1735),
+the mode of `T.tile.compare` (ascend_tile.py:1655) and the selMode of `T.tile.select` (ascend_tile.py:626),
+which must be constants.
 """
 
 from __future__ import annotations
@@ -62,9 +67,20 @@ class tile:  # noqa: N801  (T.tile.*: ascend_tile.py)
     def sigmoid(dst, src): ...
     def silu(dst, src): ...
     def cast(dst, src, mode, count): ...
+    def createvecindex(dst, firstValue): ...  # noqa: N803
+    def compare(dst, src0, src1, mode): ...
+    def select(dst, selMask, src0, src1, selMode): ...  # noqa: N803
+    def bitwise_and(dst, src0, src1): ...
+    def bitwise_or(dst, src0, src1): ...
 
 
 CAST_MODES = {"CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"}
+COMPARE_MODES = {"EQ", "NE", "GT", "GE", "LT", "LE"}
+SELECT_MODES = {"VSEL_CMPMASK_SPR", "VSEL_TENSOR_SCALAR_MODE", "VSEL_TENSOR_TENSOR_MODE"}
+# T.tile.* string arguments the real functions assert on: call -> (position, keyword, allowed values, what)
+STRING_ARGS = {"T.tile.cast": (2, "mode", CAST_MODES, "rounding mode"),
+               "T.tile.compare": (3, "mode", COMPARE_MODES, "comparison mode"),
+               "T.tile.select": (4, "selMode", SELECT_MODES, "selMode")}
 SCOPES = {"C", "V"}
 
 
@@ -76,6 +92,13 @@ def _lookup(func: ast.expr):
             and isinstance(func.value.value, ast.Name) and func.value.value.id == "T"):
         return getattr(tile, func.attr, None), f"T.tile.{func.attr}"
     return None, None
+
+
+def _argument(node: ast.Call, position: int, keyword: str):
+    """The argument at `position` or passed as `keyword=` (None if absent)."""
+    if len(node.args) > position:
+        return node.args[position]
+    return next((k.value for k in node.keywords if k.arg == keyword), None)
 
 
 def check_module(text: str) -> list[str]:
@@ -97,9 +120,13 @@ def check_module(text: str) -> list[str]:
             inspect.signature(fn).bind(*args, **kwargs)
         except TypeError as err:
             problems.append(f"line {node.lineno}: {name}: {err}")
-        if name == "T.tile.cast" and len(node.args) > 2 and not (
-                isinstance(node.args[2], ast.Constant) and node.args[2].value in CAST_MODES):
-            problems.append(f"line {node.lineno}: T.tile.cast with an unknown rounding mode")
+        if name in STRING_ARGS:
+            position, keyword, allowed, what = STRING_ARGS[name]
+            arg = _argument(node, position, keyword)
+            if arg is not None and not (isinstance(arg, ast.Constant) and arg.value in allowed):
+                shown = arg.value if isinstance(arg, ast.Constant) else ast.unparse(arg)
+                problems.append(f"line {node.lineno}: {name} with an unknown {what} {shown!r} (one of "
+                                f"{', '.join(sorted(allowed))}, as a constant)")
         if name == "T.Scope" and not (node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in SCOPES):
             problems.append(f"line {node.lineno}: T.Scope takes \"C\" or \"V\"")
         if name == "T.Kernel" and not any(k.arg == "is_npu" for k in node.keywords):

@@ -32,4 +32,5 @@ def emit_910b(program: T.TileProgram, source="", schedule_name="", statements=()
     return env().get_template("ascend910b.py.j2").render(
         source=source, schedule_name=schedule_name, signature=signature or program.name,
         statements=list(statements), schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
-        kernels=kernels, workspaces=sorted({w for k in kernels for w in k.get("workspaces", [])}))
+        kernels=kernels, workspaces=sorted({w for k in kernels for w in k.get("workspaces", [])}),
+        e4m3=sorted({n for k in kernels for n in k.get("e4m3", [])}))

@@ -16,26 +16,57 @@ Vector statements become whole-tile `T.tile.*` operations on UB buffers
 (three-address code, one UB temporary per operation), reductions
 `T.reduce_sum / T.reduce_max`.  This module cannot be run or even imported
 here (tilelang-ascend needs CANN); its text is checked with `ast.parse` and
-every `T.*` call is bound to the API's signatures (`api910b.py`).
+every `T.*` call is bound to the API's signatures (`api910b.py`), and it is
+executed in NumPy by `simulate.py`.
 
-Not expressible, reported as `BackendError`: FP8 (the 910B has no E4M3
-type), masked tiles (partial tiles, the causal triangle: they would need
-`T.tile.compare/select`), values broadcast along some but not all tile axes,
-and `where`/comparisons on values.
+Masked tiles (ragged sizes, the causal triangle): T.copy clips GM regions to
+the tensor (loads pad, stores write the valid part), so masks that only state
+tensor bounds cost nothing; other lanes are excluded with `T.tile.compare` on
+lane indices and `T.tile.select` (lanes910b.py): before a reduction (the
+identity), in a matrix product on the vector core (zero), and at a store
+(the GM tile is read first and kept where the mask is false).  A 2-D tile that
+reads a value broadcast along its rows (`m[i]` in `S[i, j] - m[i]`) is computed
+row by row.
+
+Matrix products: one 16-bit operand dtype with operands that are whole tiles or
+clipped at the tensor's bounds (zero-filled in L1) go to the cube; FP8 operands
+are decoded to f16 by the vector core into a GM workspace that the cube reads
+(e4m3_910b.py: the 910B has no FP8 type; E4M3 tensors are bytes); other products
+(f32 or mixed operands, tiles under 16 wide) run on the vector core, one row
+times one operand element at a time, in the program's summation order.
+
+Not expressible, reported as `BackendError`: values broadcast along columns of a
+tile that is not 2-D, non-affine masks, `where`/comparisons on values.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, index_code, shape_code
-from tdsl.compiler.tileir import simplify
+from tdsl.backends.tilelang.emit import BYTES as _BYTES
+from tdsl.backends.tilelang.emit import TL_DTYPES as _TL_DTYPES
+from tdsl.backends.tilelang.emit import index_code, shape_code
 from tdsl.compiler import tileir as T
 from tdsl.compiler.errors import BackendError
+from tdsl.compiler.tileir import simplify
 
-from .emit950 import _cube_statements
+from . import e4m3_910b as e4m3
+from .lanes910b import (
+    NEGATE,
+    atoms,
+    conjunction,
+    implied_by_bounds,
+    lane_test,
+    mentions,
+)
 from .targets import TARGETS, check_capacity
+
+TL_DTYPES = {**_TL_DTYPES, "f8e4m3": "uint8", "u8": "uint8"}  # no FP8 type: E4M3 tensors are bytes
+BYTES = {**_BYTES, "u8": 1}
+CUBE_DTYPES = ("bf16", "f16", "f8e4m3")  # FP8 via an f16 workspace
+MIN_ROW = 32  # lanes in a row of a multi-row vector tile: 32 bytes of the narrowest dtype (uint8)
 
 
 @dataclass
@@ -61,22 +92,43 @@ class Ascend910BPrinter:
     workspaces: list = field(default_factory=list)  # extra GM params: (name, shape)
     flag: int = 0
     ws_flag: dict = field(default_factory=dict)
+    shapes: dict = field(default_factory=dict)  # stmt -> shape of its value buffer
+    reused: dict = field(default_factory=dict)  # (kind, dtype, shape, tag) -> scratch buffer
+    row: str | None = None  # the row loop variable while a 2-D tile is computed row by row
+    fp8_flags: dict = field(default_factory=dict)  # stmt -> (decoded flag, consumed flag)
+    free: list = field(default_factory=list)  # UB temporaries of finished statements: (name, shape, dtype)
+    tracking: list | None = None  # UB buffers allocated by the vector statement being emitted
+    info: dict = field(default_factory=dict)  # UB buffer -> (shape, dtype)
+    expr_temps: set = field(default_factory=set)  # buffers holding one subexpression, read once by its parent
+
+    def temp(self, stem, shape, dtype="f32", note="") -> str:
+        """A UB buffer for one subexpression's value: free again once its parent has read it (`done`)."""
+        name = self.alloc(self.fresh(stem), shape, dtype, "UB", note)
+        self.expr_temps.add(name)
+        return name
+
+    def done(self, *values) -> None:
+        """The parent has read these values: subexpression buffers among them can hold the next ones."""
+        for v in values:
+            code = v.code if isinstance(v, _Opnd) else v
+            if code in self.expr_temps:
+                self.expr_temps.discard(code)
+                shape, dtype = self.info[code]
+                self.free.append((code, shape, dtype))
 
     def render(self) -> dict:
         k = self.kernel
-        for t in k.tensors:
-            if t.dtype == "f8e4m3":
-                raise BackendError(f"{k.name}: {t.name} is FP8 (E4M3), which the Ascend 910B has no type for; "
-                                   f"compile this program for ascend-950")
-        self.cube = _cube_statements(k.body)
+        self.cube, self.fp8_dots = self._cube_statements(k.body)
+        k.body = [self._widen_narrow(op) for op in k.body]
         self._head()
         self._body(k.body)
         check_capacity(k.name, TARGETS["ascend-910b"], self.footprint)
         params = [f'{t.name}: T.Tensor({shape_code(t.shape)}, "{TL_DTYPES[t.dtype]}")' for t in k.tensors]
-        params += [f'{n}: T.Tensor({shape_code(s)}, "float32")' for n, s in self.workspaces]
+        params += [f'{n}: T.Tensor({shape_code(s)}, "{TL_DTYPES[d]}")' for n, s, d in self.workspaces]
         return {"name": k.name, "params": params, "head": self.head, "allocs": self.allocs, "lines": self.lines,
                 "comment": k.comment, "footprint": dict(self.footprint), "cube": sorted(self.cube),
-                "workspaces": [n for n, _ in self.workspaces]}
+                "workspaces": [n for n, _, _ in self.workspaces],
+                "e4m3": [t.name for t in k.tensors if t.dtype == "f8e4m3"]}
 
     # ------------------------------------------------------------ helpers
 
@@ -89,10 +141,120 @@ class Ascend910BPrinter:
 
     def alloc(self, name, shape, dtype, scope, note="") -> str:
         shape = list(shape) or [1]
+        if scope == "UB" and note != "scratch" and not note.startswith("bit mask") and note != "lane positions":
+            for n, (free, fshape, fdtype) in enumerate(self.free):
+                if fshape == shape and fdtype == dtype:  # a temporary nothing reads any more: reuse it
+                    del self.free[n]
+                    if self.tracking is not None:
+                        self.tracking.append((free, shape, dtype))
+                    return free
+            if self.tracking is not None:
+                self.tracking.append((name, shape, dtype))
+            self.info[name] = (shape, dtype)
         call = {"L1": "T.alloc_L1", "L0A": "T.alloc_L0A", "L0B": "T.alloc_L0B", "L0C": "T.alloc_L0C", "UB": "T.alloc_ub"}[scope]
         self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")  # {scope}' + (f": {note}" if note else ""))
         self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
         return name
+
+    def scratch(self, dtype, shape, tag="t") -> str:
+        """A UB buffer reused by every emitted sequence that needs a temporary of this dtype, shape and role."""
+        key = ("scratch", dtype, tuple(shape), tag)
+        if key not in self.reused:
+            self.reused[key] = self.alloc(self.fresh(f"s_{tag}"), shape, dtype, "UB", "scratch")
+        return self.reused[key]
+
+    def mask_buffer(self, n: int, tag="cmp") -> str:
+        """A bit mask of n lanes for T.tile.compare / T.tile.select (uint8, whole 32-byte UB blocks)."""
+        key = ("mask", n, tag)
+        if key not in self.reused:
+            size = -(-n // 8)
+            self.reused[key] = self.alloc(self.fresh(f"mask_{tag}"), [-(-size // 32) * 32], "u8", "UB",
+                                          f"bit mask of {n} lanes")
+        return self.reused[key]
+
+    def lane_buffer(self, n: int) -> tuple[str, str]:
+        """(lane positions 0, 1, ... as f32, a bit mask for them) for masks over n lanes (filled where used).
+
+        T.tile.compare needs a multiple of 256 bytes (codegen_ascend.cc): 64 f32 lanes at least; the bits of
+        lanes past n are computed and not used."""
+        lanes = -(-n // 64) * 64
+        key = ("lanes", lanes)
+        if key not in self.reused:
+            self.reused[key] = self.alloc(self.fresh("lanes"), [lanes], "f32", "UB", "lane positions")
+        return self.reused[key], self.mask_buffer(lanes)
+
+    def _dims(self, tensor: str) -> list:
+        arg = next(t for t in self.kernel.tensors if t.name == tensor)
+        return [d if isinstance(d, int) else self.program.sizes.get(d) for d in arg.shape]
+
+    def _cube_statements(self, ops) -> tuple[set, set]:
+        """Statements whose partial result is a Dot the cube can run, and those of them with FP8 operands.
+
+        One operand dtype of 16 bits (or FP8, decoded), f32 accumulation, and operand tiles that are whole or
+        masked only at the tensor's bounds (GM -> L1 zero-fills what the clipped copy leaves out)."""
+        cube, fp8 = set(), set()
+        for op in ops:
+            if isinstance(op, T.SerialLoop):
+                c, f = self._cube_statements(op.body)
+                cube, fp8 = cube | c, fp8 | f
+            elif isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+                d = op.partial
+                if d.lhs_dtype == d.rhs_dtype and d.lhs_dtype in CUBE_DTYPES and op.accum == "f32" and all(
+                        self._clipped_by_dma(load.mask, list(load.indices), load.tensor) for load in (d.lhs, d.rhs)):
+                    cube.add(op.stmt)
+                    if d.lhs_dtype == "f8e4m3":
+                        fp8.add(op.stmt)
+        return cube, fp8
+
+    def _clipped_by_dma(self, mask, indices, tensor) -> bool:
+        """Every lane outside `mask` lies outside the tensor, where a clipped T.copy pads or does not write."""
+        dims = self._dims(tensor)
+        return all(implied_by_bounds(a, indices, dims) for a in atoms(mask))
+
+    # ------------------------------------------------------------ narrow tiles
+
+    def _widen_narrow(self, op):
+        """Vector tiles whose rows are narrower than MIN_ROW elements, widened, the extra lanes masked.
+
+        A GM <-> UB copy starts every UB row on a 32-byte block (DataCopyPad, tilelang-ascend common.h), so a
+        multi-row UB tile needs rows of a multiple of 32 bytes: 32 lanes cover every dtype down to bytes.  The
+        extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask, so they are
+        never reduced over and a store keeps their GM values.  A store would race with the block that owns
+        those lanes, so a widened axis must reach past the end of the stored tensor."""
+        if isinstance(op, T.SerialLoop):
+            return T.SerialLoop(op.var, op.lower, op.upper, op.stages, [self._widen_narrow(o) for o in op.body],
+                                op.note)
+        if op.stmt in self.cube or len(op.tile.axes) < 2:
+            return op
+        narrow = [a for a in op.tile.axes[1:] if a.size < MIN_ROW]
+        if not narrow:
+            return op
+        extra = [T.Bin("<=", T.Var(a.iter), simplify(T.Bin("+", a.offset, T.Const(a.size - 1)))) for a in narrow]
+        if getattr(op, "store", False):
+            self._check_widened_store(op, narrow)
+        axes = [T.Axis(a.iter, a.offset, MIN_ROW, a.offset_isl) if a in narrow else a for a in op.tile.axes]
+        tile = T.Tile(axes=axes, scalars=op.tile.scalars, mask=conjunction(atoms(op.tile.mask) + extra))
+        changes = {"tile": tile}
+        if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce):
+            body = op.partial.operand
+            if isinstance(body, T.Select):
+                body = T.Select(conjunction(atoms(body.cond) + extra), body.then, body.other)
+            else:
+                identity = T.Const(0.0) if op.op == "sum" else T.Const(float("-inf"))
+                body = T.Select(conjunction(extra), body, identity)
+            changes["partial"] = T.Reduce(op.partial.op, body, op.partial.axes)
+        return dataclasses.replace(op, **changes)
+
+    def _check_widened_store(self, op, narrow) -> None:
+        dims = self._dims(op.stmt)
+        for a in narrow:
+            if a.iter in op.lhs:
+                dim = dims[list(op.lhs).index(a.iter)]
+                if not isinstance(dim, int) or dim > a.size:
+                    raise BackendError(
+                        f"{op.stmt}: tile rows of {a.size} along {a.iter} are narrower than the 32-byte rows the 910B's "
+                        f"DMA moves between GM and UB, and widening them would write lanes of the neighbouring tile; "
+                        f"use tiles of at least {MIN_ROW} along {a.iter} (or one tile spanning the dimension)")
 
     def _head(self) -> None:
         vars_, exts, lowers = [], [], []
@@ -123,12 +285,19 @@ class Ascend910BPrinter:
         """Consecutive cube ops share one T.Scope("C"), consecutive vector ops one T.Scope("V")."""
         kind, group = None, []
         for op in ops:
-            if isinstance(op, T.SerialLoop) and not self._is_cube(op, self.cube):
+            if isinstance(op, T.SerialLoop) and not self._is_cube(op):
                 self._flush(kind, group)
                 kind, group = None, []
                 self._serial(op, lambda body: self._body(body))
                 continue
-            k = "C" if (self._is_cube(op, self.cube) or (isinstance(op, T.AccFinish) and op.stmt in self.cube)) else "V"
+            if isinstance(op, T.AccUpdate) and op.stmt in self.fp8_dots:
+                # the vector core decodes this step's FP8 operand tiles, then the cube multiplies them
+                self._flush(kind, group)
+                kind, group = None, []
+                self._vector_group([("decode", op)])
+                self._flush("C", [op])
+                continue
+            k = "C" if (self._is_cube(op) or (isinstance(op, T.AccFinish) and op.stmt in self.cube)) else "V"
             if k != kind:
                 self._flush(kind, group)
                 kind, group = k, []
@@ -138,12 +307,20 @@ class Ascend910BPrinter:
                 kind, group = "V", [("from-cube", op)]
         self._flush(kind, group)
 
+    def _is_cube(self, op) -> bool:
+        if isinstance(op, (T.AccInit, T.AccUpdate)):
+            return op.stmt in self.cube and not (isinstance(op, T.AccUpdate) and op.stmt in self.fp8_dots)
+        if isinstance(op, T.SerialLoop):
+            return all(self._is_cube(o) for o in op.body)
+        return False
+
     def _flush(self, kind, group) -> None:
         if not group:
             return
         if kind == "V":
             return self._vector_group(group)
         self.emit('with T.Scope("C"):  # cube core (AIC)')
+        start = len(self.lines)
         self.depth += 1
         for op in group:
             if isinstance(op, T.AccFinish):
@@ -151,11 +328,13 @@ class Ascend910BPrinter:
             else:
                 self._cube_op(op)
         self.depth -= 1
+        if all(line.strip().startswith("#") for line in self.lines[start:]):  # only allocations: no code
+            self.lines[start - 1:] = [line[4:] for line in self.lines[start:]]
 
-    @staticmethod
-    def _needs_vector(op: T.AccFinish) -> bool:
-        plain = op.tile.mask is None and list(op.lhs) == [a.iter for a in op.tile.axes]
-        return not (op.store and not op.keep and op.dtype == "f32" and plain)
+    def _needs_vector(self, op: T.AccFinish) -> bool:
+        if not (op.store and not op.keep and op.dtype == "f32" and list(op.lhs) == [a.iter for a in op.tile.axes]):
+            return True
+        return not self._clipped_by_dma(op.tile.mask, [T.Var(it) for it in op.lhs], op.stmt)
 
     def _vector_group(self, ops) -> None:
         if not ops:
@@ -167,13 +346,33 @@ class Ascend910BPrinter:
         start = len(self.lines)
         for op in ops:
             self.loads = {}
-            if isinstance(op, tuple):
+            self.tracking = [] if not self.loops else None
+            if isinstance(op, tuple) and op[0] == "from-cube":
                 self._from_cube(op[1])
+            elif isinstance(op, tuple):
+                self._decode_operands(op[1])
             else:
                 self._vector_op(op)
+            self._release(op[1] if isinstance(op, tuple) else op)
         if all(l.strip().startswith("#") for l in self.lines[start:]):
             self.emit("T.evaluate(0)  # scalar values only: computed where they are used")
         self.depth -= 2
+
+    def _release(self, op) -> None:
+        """After a top-level statement: its UB temporaries that hold no value read later become reusable.
+
+        Only outside serial loops: inside one, a buffer freed after its last reader would be overwritten
+        before the next iteration reads it again."""
+        if self.tracking is None:
+            return
+        later = set()
+        for other in self.kernel.body[self.kernel.body.index(op) + 1:] if op in self.kernel.body else []:
+            later |= _reads(other)
+        live = {acc for acc, _ in self.accs.values()}
+        live |= {v.code.split("[")[0] for s, v in self.values.items() if v.kind == "tile" and s in later}
+        self.free += [t for t in self.tracking if t[0] not in live and t not in self.free]
+        self.expr_temps.clear()
+        self.tracking = None
 
     def _serial(self, op: T.SerialLoop, inner) -> None:
         lo, hi = index_code(simplify(op.lower)), index_code(simplify(op.upper))
@@ -188,6 +387,21 @@ class Ascend910BPrinter:
         inner(op.body)
         self.loops.pop()
         self.depth -= 1
+
+    def _blocks(self, stmt: str) -> int:
+        blocks = 1
+        for axis in self.kernel.grid:
+            for e in axis.extents:
+                e = simplify(e)
+                if not isinstance(e, T.Const):
+                    raise BackendError(f"{stmt}: a GM workspace between the cores needs a constant number of blocks")
+                blocks *= e.value
+        return blocks
+
+    def _workspace(self, name: str, shape, dtype: str, stmt: str) -> str:
+        """A GM tensor with one tile slot per block, for data passed between the cube and the vector core."""
+        self.workspaces.append((name, [self._blocks(stmt)] + list(shape), dtype))
+        return name
 
     # ------------------------------------------------------------ cube
 
@@ -206,22 +420,30 @@ class Ascend910BPrinter:
     def _mma(self, op: T.AccUpdate) -> None:
         from tdsl.backends.tilelang.emit import KernelPrinter
 
-        (i, j, k), operands = KernelPrinter.dot_layout(self, op)
+        _, operands = KernelPrinter.dot_layout(self, op)
         acc, _ = self.accs[op.stmt]
         loop = self.loops[-1] if self.loops else None
         stages = loop.stages if loop is not None and loop.stages else 1
+        fp8 = op.stmt in self.fp8_dots
+        if fp8:
+            self.emit(f"T.wait_cross_flag({self.fp8_flags[op.stmt][0]})  # the vector core decoded this step")
         l0 = []
-        for (load, transposed, shape, dtype), scope in zip(operands, ("L0A", "L0B")):
+        for n, ((load, transposed, shape, dtype), scope) in enumerate(zip(operands, ("L0A", "L0B"))):
             if transposed and scope == "L0A":
                 raise BackendError(f"{op.stmt}: operand {load.tensor} is stored [K, M]; T.mma takes L0A [M, K] and "
                                    f"this backend emits the transposing L1 -> L0 copy only for L0B")
             planned = next((b for b in self.buffers if b.tensor == load.tensor and b.kind == "read"
                             and loop is not None and b.loop == loop.var), None)
             note = f"cache_read {load.tensor} -> {planned.scope} at {planned.loop}" if planned else "staged for the cube"
+            dtype = "f16" if fp8 else dtype
             l1 = self.alloc(f"{load.tensor}_L1", [stages] + shape, dtype, "L1", note)
-            starts = [self._start(x, op.tile) for x in load.indices]
             slot = f"{loop.var} % {stages}" if stages > 1 else "0"
-            self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {l1}[{slot}, :, :])  # GM -> L1")
+            if fp8:
+                ws = self._decoded_workspace(op, n)
+                self.emit(f"T.copy({ws}[cid, 0, 0], {l1}[{slot}, :, :])  # GM workspace (decoded FP8) -> L1")
+            else:
+                starts = [self._start(x, op.tile) for x in load.indices]
+                self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {l1}[{slot}, :, :])  # GM -> L1")
             l0_shape = list(reversed(shape)) if transposed else shape
             buf = self.alloc(f"{load.tensor}_{scope}", l0_shape, dtype, scope)
             flip = ", transpose=True" if transposed else ""
@@ -232,6 +454,35 @@ class Ascend910BPrinter:
         for c in first[1:]:
             init = f"T.And({init}, {c})"
         self.emit(f"T.mma({l0[0]}, {l0[1]}, {acc}, init={init})")
+        if fp8 and loop is not None:
+            self.emit(f"if {loop.var} < {index_code(simplify(loop.upper))} - 1:")
+            self.emit(f'    T.set_cross_flag("MTE2", {self.fp8_flags[op.stmt][1]})  # workspace read: decode the next step')
+
+    def _decoded_workspace(self, op: T.AccUpdate, n: int) -> str:
+        return f"{op.stmt}_ws{'AB'[n]}"
+
+    def _decode_operands(self, op: T.AccUpdate) -> None:
+        """The V side of an FP8 matrix step: operand bytes GM -> UB, decoded to f16, UB -> this block's workspace."""
+        from tdsl.backends.tilelang.emit import KernelPrinter
+
+        _, operands = KernelPrinter.dot_layout(self, op)
+        loop = self.loops[-1] if self.loops else None
+        if op.stmt not in self.fp8_flags:
+            self.fp8_flags[op.stmt] = (self.flag, self.flag + 1)
+            self.flag += 2
+        decoded, consumed = self.fp8_flags[op.stmt]
+        self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}: FP8 operands decoded for the cube")
+        if loop is not None:
+            self.emit(f"if {loop.var} > {index_code(simplify(loop.lower))}:")
+            self.emit(f"    T.wait_cross_flag({consumed})  # the cube has read the previous step's workspace")
+        for n, (load, _, shape, _) in enumerate(operands):
+            raw = self.alloc(self.fresh(f"{load.tensor}_bytes"), shape, "f8e4m3", "UB", f"E4M3 bytes of {load.tensor}")
+            starts = [self._start(x, op.tile) for x in load.indices]
+            self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {raw})  # GM -> UB (clipped: zero bytes are 0.0)")
+            values = e4m3.decode_e4m3(self, raw, shape)
+            ws = self._workspace(self._decoded_workspace(op, n), shape, "f16", op.stmt)
+            self.emit(f"T.copy({values}, {ws}[cid, 0, 0])  # UB -> this block's GM workspace slot")
+        self.emit(f'T.set_cross_flag("MTE3", {decoded})  # tell the cube')
 
     @staticmethod
     def _start(x, tile) -> str:
@@ -243,22 +494,12 @@ class Ascend910BPrinter:
     def _cube_finish(self, op: T.AccFinish) -> None:
         """The C side of a finished cube reduction: L0C -> GM (stored f32) or -> this block's workspace slot."""
         acc, shape = self.accs[op.stmt]
-        if op.tile.mask is not None:
-            raise BackendError(f"{op.stmt}: a masked result tile needs T.tile.select on the vector core; not generated "
-                               f"for ascend-910b")
         starts = [index_code(simplify(a.offset)) for a in op.tile.axes]
         if not self._needs_vector(op):
-            self.emit(f"T.copy({acc}, {op.stmt}[{', '.join(starts)}])  # L0C -> GM")
+            clipped = "  (clipped to the tensor)" if op.tile.mask is not None else ""
+            self.emit(f"T.copy({acc}, {op.stmt}[{', '.join(starts)}])  # L0C -> GM{clipped}")
             return
-        ws = f"{op.stmt}_ws"
-        blocks = 1
-        for axis in self.kernel.grid:
-            for e in axis.extents:
-                e = simplify(e)
-                if not isinstance(e, T.Const):
-                    raise BackendError(f"{op.stmt}: the cube -> vector workspace needs a constant number of blocks")
-                blocks *= e.value
-        self.workspaces.append((ws, [blocks] + shape))  # one tile slot per block
+        ws = self._workspace(f"{op.stmt}_ws", shape, "f32", op.stmt)
         self.ws_flag[op.stmt] = (ws, self.flag)
         self.emit(f"T.copy({acc}, {ws}[{', '.join(['cid'] + ['0'] * len(shape))}])  # L0C -> this block's GM workspace slot")
         self.emit(f'T.set_cross_flag("FIX", {self.flag})  # tell the vector core')
@@ -273,26 +514,23 @@ class Ascend910BPrinter:
         self.emit(f"T.copy({ws}[{', '.join(['cid'] + ['0'] * len(shape))}], {ub})  # GM workspace -> UB")
         value = self._round(op.dtype, _Opnd("tile", ub), shape)
         self.values[op.stmt] = value
+        self.expr_temps.discard(value.code)
+        self.shapes[op.stmt] = shape
         if op.store:
             self._store(op.stmt, op.tile, op.lhs, value)
-
-    def _shape_of(self, tensor: str):
-        for t in self.program.temps + self.program.outputs:
-            if t.name == tensor:
-                return t.shape
-        from tdsl.compiler.errors import BackendError as E
-
-        raise E(f"internal: no shape for {tensor}")
 
     # ------------------------------------------------------------ vector
 
     def _vector_op(self, op) -> None:
         if isinstance(op, T.Compute):
             self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}")
-            self._check_tile(op.stmt, op.tile)
+            if self._by_rows(op.value, op.tile):
+                return self._compute_rows(op)
             shape = [a.size for a in op.tile.axes]
             value = self._round(op.dtype, self._value(op.value, op.tile), shape)
             self.values[op.stmt] = value
+            self.expr_temps.discard(value.code)
+            self.shapes[op.stmt] = shape
             if op.store:
                 self._store(op.stmt, op.tile, op.lhs, value)
         elif isinstance(op, T.AccInit):
@@ -303,28 +541,161 @@ class Ascend910BPrinter:
             fill = "0.0" if op.op == "sum" else '-T.infinity("float32")'
             self.emit(f"T.tile.fill({acc}, {fill})")
         elif isinstance(op, T.AccUpdate):
-            self._check_tile(op.stmt, op.tile)
-            self._tile_reduce(op)
+            product = self._product(op)
+            if product is not None:
+                self._vector_matmul(op, *product)
+            else:
+                self._tile_reduce(op)
         elif isinstance(op, T.AccFinish):
             acc, shape = self.accs[op.stmt]
             value = self._round(op.dtype, _Opnd("tile", acc) if shape else _Opnd("scalar", f"{acc}[0]"), shape)
             self.values[op.stmt] = value
+            self.expr_temps.discard(value.code)
+            self.shapes[op.stmt] = shape
             if op.store:
                 self._store(op.stmt, op.tile, op.lhs, value)
         else:
             raise BackendError(f"{type(op).__name__} has no ascend-910b form here")
 
-    def _check_tile(self, stmt, tile) -> None:
-        if tile.mask is not None:
-            raise BackendError(f"{stmt}: masked tiles (partial tiles, triangles) need T.tile.compare/select, which "
-                               f"this backend does not generate for ascend-910b; use tile sizes that divide the "
-                               f"domain")
+    def _scalar_names(self, tile: T.Tile) -> dict:
+        return {it: index_code(simplify(v)) for it, v in tile.scalars.items()}
+
+    def _region_names(self, tile: T.Tile) -> dict:
+        names = self._scalar_names(tile)
+        names.update({a.iter: index_code(simplify(a.offset)) for a in tile.axes})
+        return names
+
+    @staticmethod
+    def _row_code(axis: T.Axis, var: str) -> str:
+        off = simplify(axis.offset)
+        return var if off == T.Const(0) else f"({index_code(off)} + {var})"
+
+    # rows: a 2-D tile that reads values broadcast along its rows
+
+    def _by_rows(self, value, tile: T.Tile) -> bool:
+        if len(tile.axes) != 2:
+            return False
+        row, col = (a.iter for a in tile.axes)
+
+        def broadcast(e) -> bool:
+            if isinstance(e, T.Load):
+                used = {x.name for idx in e.indices for x in _vars(idx)}
+                return used & {row, col} == {row}
+            if isinstance(e, T.Reg):
+                return tuple(e.axes) == (0,) and self.values[e.stmt].kind == "tile"
+            return any(broadcast(c) for c in _children(e))
+
+        return broadcast(value)
+
+    def _compute_rows(self, op: T.Compute) -> None:
+        """`for r: ...` over the rows, each row a 1-D tile in which the row's broadcast values are scalars."""
+        row, col = op.tile.axes
+        r = self.fresh("r")
+        lane_atoms = [a for a in atoms(op.tile.mask) if lane_test(a, col.iter, col.offset) is not None]
+        row_atoms = [a for a in atoms(op.tile.mask) if lane_test(a, col.iter, col.offset) is None]
+        scalars = dict(op.tile.scalars)
+        scalars[row.iter] = simplify(T.Bin("+", row.offset, T.Var(r)))
+        sub = T.Tile(axes=[col], scalars=scalars, mask=conjunction(lane_atoms))
+        full = self.alloc(self.fresh(f"{op.stmt}_rows"), [row.size, col.size], "f32", "UB", f"{op.stmt}, row by row") \
+            if op.keep else None
+        self.emit(f"for {r} in T.serial({row.size}):  # row by row: {op.stmt} reads values broadcast along the row")
+        depth = self.depth
+        self.depth += 1
+        if row_atoms:
+            self.emit(f"if {self._condition(row_atoms, self._scalar_names(sub))}:  # rows inside the domain")
+            self.depth += 1
+        self.row = r
+        value = self._round(op.dtype, self._value(op.value, sub), [col.size])
+        if value.kind != "tile":
+            value = self._materialise(value, [col.size])
+        if full is not None:
+            self.emit(f"T.copy({value.code}, {full}[{r}, :])  # UB -> UB")
+        if op.store:
+            self._store(op.stmt, sub, op.lhs, value)
+        self.row = None
+        self.depth = depth
+        if full is not None:
+            self.values[op.stmt] = _Opnd("tile", full)
+            self.shapes[op.stmt] = [row.size, col.size]
+
+    @staticmethod
+    def _condition(parts, names) -> str:
+        """A conjunction of comparisons as a scalar condition."""
+        conds = [f"{index_code(a.lhs, names)} {a.op} {index_code(a.rhs, names)}" for a in parts]
+        out = conds[0]
+        for c in conds[1:]:
+            out = f"T.And({out}, {c})"
+        return out
+
+    # masks
+
+    def _threshold(self, expr, names) -> str:
+        e = simplify(expr)
+        if isinstance(e, T.Const):
+            return repr(float(e.value))
+        return f'T.Cast("float32", {index_code(e, names)})'
+
+    def _mask_lanes(self, buf: str, tile: T.Tile, cond, scalar: str | None = None,
+                    tensor: str | None = None) -> None:
+        """Lanes of `buf` outside `cond` become `scalar` (or the same lanes of the buffer `tensor`)."""
+        if not tile.axes:
+            raise BackendError("internal: a lane mask on a scalar")
+        col, rows = tile.axes[-1], tile.axes[:-1]
+        if len(rows) > 1:
+            raise BackendError(f"a mask on a {len(tile.axes)}-D tile has no ascend-910b form (rows of 1-D and 2-D "
+                               f"tiles only)")
+        tests, whole = [], []
+        for atom in atoms(cond):
+            t = lane_test(atom, col.iter, col.offset)
+            (tests if t is not None else whole).append(t if t is not None else atom)
+        if not tests and not whole:
+            return
+        names = self._scalar_names(tile)
+        lanes, m = self.lane_buffer(col.size) if tests else (None, None)
+        if tests:
+            self.emit(f"T.tile.createvecindex({lanes}, 0.0)  # lane positions 0, 1, ...")
+        depth = self.depth
+        dst, alt, alt_row = buf, tensor, tensor
+        if rows:
+            r = self.fresh("r")
+            self.emit(f"for {r} in T.serial({rows[0].size}):")
+            self.depth += 1
+            names[rows[0].iter] = self._row_code(rows[0], r)
+            dst = f"{buf}[{r}, :]"
+            if tensor is not None:
+                alt = f"{tensor}[{r}, :]"
+                if tests:  # T.tile.select takes a whole buffer as its tensor operand (ascend_tile.py:673)
+                    alt_row = self.scratch("f32", [col.size], "row")
+                    self.emit(f"T.copy({alt}, {alt_row})  # UB -> UB")
+        for t in tests:
+            self.emit(f'T.tile.compare({m}, {lanes}, {self._threshold(t.threshold, names)}, "{t.mode}")')
+            if tensor is not None:
+                self.emit(f'T.tile.select({dst}, {m}, {dst}, {alt_row}, "VSEL_TENSOR_TENSOR_MODE")')
+            else:
+                self.emit(f'T.tile.select({dst}, {m}, {dst}, {scalar}, "VSEL_TENSOR_SCALAR_MODE")')
+        for atom in whole:
+            self.emit(f"if {index_code(atom.lhs, names)} {NEGATE[atom.op]} {index_code(atom.rhs, names)}:")
+            self.emit(f"    T.copy({alt}, {dst})  # UB -> UB" if tensor is not None else f"    T.tile.fill({dst}, {scalar})")
+        self.depth = depth
+
+    def _select(self, cond, then: _Opnd, other: T.Expr, tile: T.Tile) -> _Opnd:
+        shape = [a.size for a in tile.axes]
+        if not isinstance(other, T.Const):
+            raise BackendError(f"a masked value with a computed fallback ({other}) has no ascend-910b form")
+        src = then if then.kind == "tile" else self._materialise(then, shape)
+        out = self.temp("t", shape, note="masked lanes replaced")
+        self.emit(f"T.copy({src.code}, {out})  # UB -> UB")
+        self.done(src)
+        self._mask_lanes(out, tile, cond, scalar=_float_code(other.value))
+        return _Opnd("tile", out)
+
+    # reductions
 
     def _tile_reduce(self, op: T.AccUpdate) -> None:
         acc, acc_shape = self.accs[op.stmt]
         if isinstance(op.partial, T.Dot):
-            raise BackendError(f"{op.stmt}: a matrix product of f32 or mixed operands has no cube form on the 910B "
-                               f"(the cube takes one 16-bit dtype)")
+            raise BackendError(f"{op.stmt}: a matrix product whose tile is not [rows, columns, reduction] has no "
+                               f"ascend-910b form")
         body, red = (op.partial.operand, list(op.partial.axes)) if isinstance(op.partial, T.Reduce) else (op.partial, [])
         shape = [a.size for a in op.tile.axes]
         terms = self._value(body, op.tile)
@@ -336,57 +707,199 @@ class Ascend910BPrinter:
             part = self.alloc(self.fresh(f"r_{op.stmt}"), acc_shape, "f32", "UB")
             fn = "T.reduce_sum" if op.op == "sum" else "T.reduce_max"
             self.emit(f"{fn}({terms.code}, {part}, dim=-1, clear=True)")
+            self.done(terms)
             terms = _Opnd("tile", part)
+            self.expr_temps.add(part)
         fn = "T.tile.add" if op.op == "sum" else "T.tile.max"
         self.emit(f"{fn}({acc}, {acc}, {terms.code})")
+        self.done(terms)
         if op.accum != "f32":
             self._round(op.accum, _Opnd("tile", acc), acc_shape, into=acc)
+
+    def _product(self, op: T.AccUpdate):
+        """(mask, lhs load, rhs load) of sum(k) X * Y over a [rows, columns, k] tile on the vector core, or None."""
+        if op.op != "sum" or len(op.tile.axes) != 3:
+            return None
+        if isinstance(op.partial, T.Dot):
+            return op.tile.mask, op.partial.lhs, op.partial.rhs
+        if not (isinstance(op.partial, T.Reduce) and tuple(op.partial.axes) == (2,)):
+            return None
+        body, mask = op.partial.operand, None
+        if isinstance(body, T.Select) and body.other == T.Const(0.0):
+            body, mask = body.then, body.cond
+        if isinstance(body, T.Bin) and body.op == "*" and isinstance(body.lhs, T.Load) and isinstance(body.rhs, T.Load):
+            return mask, body.lhs, body.rhs
+        return None
+
+    def _vector_matmul(self, op: T.AccUpdate, mask, lhs: T.Load, rhs: T.Load) -> None:
+        """acc[r, :] += A[r, k] * B[k, :] for every row r and step k in order: the program's summation order,
+        each product rounded to f32 and added (no fused multiply-add), masked (i, j, k) lanes adding nothing."""
+        row, col, red = op.tile.axes
+        acc, acc_shape = self.accs[op.stmt]
+        if acc_shape != [row.size, col.size]:
+            raise BackendError(f"{op.stmt}: accumulator tile {acc_shape} differs from the product's rows and columns")
+
+        def order(load):
+            return [x.name if isinstance(x, T.Var) else None for x in load.indices]
+
+        if {row.iter, red.iter} != set(order(lhs)):
+            lhs, rhs = rhs, lhs
+        if set(order(lhs)) != {row.iter, red.iter} or set(order(rhs)) != {red.iter, col.iter}:
+            raise BackendError(f"{op.stmt}: the operands of sum({red.iter}) are not [{row.iter}, {red.iter}] and "
+                               f"[{red.iter}, {col.iter}] tiles")
+        self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}: on the vector core, row by row")
+        a_rows = order(lhs) == [row.iter, red.iter]
+        a = self._operand_f32(lhs, op.tile, [row.size, red.size] if a_rows else [red.size, row.size])
+        b_rows = order(rhs) == [red.iter, col.iter]
+        b = self._operand_f32(rhs, op.tile, [red.size, col.size] if b_rows else [col.size, red.size])
+        if not b_rows:  # the product needs rows of B along the columns: transpose the tile (scalar loop)
+            bt = self.alloc(self.fresh(f"{rhs.tensor}_t"), [red.size, col.size], "f32", "UB", f"{rhs.tensor} transposed")
+            u, w = self.fresh("c"), self.fresh("k")
+            self.emit(f"for {u} in T.serial({col.size}):")
+            self.emit(f"    for {w} in T.serial({red.size}):")
+            self.emit(f"        {bt}[{w}, {u}] = {b}[{u}, {w}]")
+            b = bt
+        prod = self.alloc(self.fresh("prod"), [col.size], "f32", "UB", "one row of products")
+        # which mask comparisons matter: those on (row, k) skip steps; those on a column and k select lanes;
+        # the rest only concern lanes the store leaves out
+        parts = atoms(mask)
+        by_row = [p for p in parts if not mentions(p, red.iter) and not mentions(p, col.iter)]
+        by_step = [p for p in parts if mentions(p, red.iter) and not mentions(p, col.iter)]
+        by_lane = [p for p in parts if mentions(p, red.iter) and mentions(p, col.iter)]
+        r, kk = self.fresh("r"), self.fresh("k")
+        names = self._scalar_names(op.tile)
+        names[row.iter] = self._row_code(row, r)
+        names[red.iter] = self._row_code(red, kk)
+        lanes, m = self.lane_buffer(col.size) if by_lane else (None, None)
+        if by_lane:
+            self.emit(f"T.tile.createvecindex({lanes}, 0.0)  # lane positions 0, 1, ...")
+        depth = self.depth
+        self.emit(f"for {r} in T.serial({row.size}):")
+        self.depth += 1
+        if by_row:
+            self.emit(f"if {self._condition(by_row, names)}:")
+            self.depth += 1
+        self.emit(f"for {kk} in T.serial({red.size}):")
+        self.depth += 1
+        if by_step:
+            self.emit(f"if {self._condition(by_step, names)}:")
+            self.depth += 1
+        scal = self.fresh("a")
+        self.emit(f"{scal} = {a}[{r}, {kk}]" if a_rows else f"{scal} = {a}[{kk}, {r}]")
+        self.emit(f"T.tile.mul({prod}, {b}[{kk}, :], {scal})")
+        if by_lane:
+            for atom in by_lane:
+                t = lane_test(atom, col.iter, col.offset)
+                self.emit(f'T.tile.compare({m}, {lanes}, {self._threshold(t.threshold, names)}, "{t.mode}")')
+                self.emit(f'T.tile.select({prod}, {m}, {prod}, 0.0, "VSEL_TENSOR_SCALAR_MODE")')
+        self.emit(f"T.tile.add({acc}[{r}, :], {acc}[{r}, :], {prod})")
+        if op.accum != "f32":
+            low = self.alloc(self.fresh(f"t_{op.accum}"), [col.size], op.accum, "UB")
+            self.emit(f'T.tile.cast({low}, {acc}[{r}, :], "CAST_RINT", {col.size})  # accumulate in {op.accum}')
+            self.emit(f'T.tile.cast({acc}[{r}, :], {low}, "CAST_NONE", {col.size})')
+        self.depth = depth
+
+    def _operand_f32(self, load: T.Load, tile: T.Tile, shape) -> str:
+        """An operand tile GM -> UB (clipped, zero-padded), widened to f32."""
+        arg = next(t for t in self.kernel.tensors if t.name == load.tensor)
+        names = self._region_names(tile)
+        raw = self.alloc(self.fresh(f"{load.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {load.tensor}")
+        region = ", ".join(index_code(simplify(i), names) for i in load.indices)
+        self.emit(f"T.copy({load.tensor}[{region}], {raw})  # GM -> UB")
+        return self._widen(raw, arg.dtype, shape)
+
+    def _widen(self, raw: str, dtype: str, shape) -> str:
+        if dtype == "f32":
+            return raw
+        if dtype == "f8e4m3":
+            bytes_, raw, dtype = raw, e4m3.decode_e4m3(self, raw, shape), "f16"
+            self.expr_temps.update({bytes_, raw})
+            self.done(bytes_)
+        wide = self.alloc(self.fresh("t_f32"), shape, "f32", "UB")
+        self.emit(f'T.tile.cast({wide}, {raw}, "CAST_NONE", {math.prod(shape or [1])})')
+        self.expr_temps.add(raw)
+        self.done(raw)
+        return wide
+
+    # stores
 
     def _store(self, stmt, tile, lhs, value: _Opnd) -> None:
         arg = next(t for t in self.kernel.tensors if t.name == stmt)
         shape = [a.size for a in tile.axes]
         src = value if value.kind == "tile" else self._materialise(value, shape)
-        if arg.dtype != "f32":
-            out = self.alloc(self.fresh(f"{stmt}_out"), shape, arg.dtype, "UB", f"{stmt} in {arg.dtype}")
+        names = self._region_names(tile)
+        region = f"{stmt}[{', '.join(names[it] for it in lhs)}]"
+        indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
+        extra = [a for a in atoms(tile.mask) if not implied_by_bounds(a, indices, self._dims(stmt))]
+        if extra:  # read-modify-write: the GM tile is kept where the mask is false
+            if arg.dtype == "f8e4m3":
+                raise BackendError(f"{stmt}: a store of FP8 bytes under a mask other than the tensor's bounds is not "
+                                   f"generated for ascend-910b")
+            old = self.alloc(self.fresh(f"{stmt}_old"), shape, arg.dtype, "UB", f"{stmt} as it is in GM")
+            self.emit(f"T.copy({region}, {old})  # GM -> UB: lanes outside the domain keep these values")
+            old = self._widen(old, arg.dtype, shape)
+            out = self.temp(f"{stmt}_new", shape)
+            self.emit(f"T.copy({src.code}, {out})  # UB -> UB")
+            self._mask_lanes(out, tile, conjunction(extra), tensor=old)
+            self.expr_temps.add(old)
+            self.done(old)
+            src = _Opnd("tile", out)
+        if arg.dtype == "f8e4m3":
+            src = _Opnd("tile", e4m3.encode_e4m3(self, src.code, shape))
+            self.expr_temps.add(src.code)
+        elif arg.dtype != "f32":
+            out = self.temp(f"{stmt}_out", shape, arg.dtype, f"{stmt} in {arg.dtype}")
             self.emit(f'T.tile.cast({out}, {src.code}, "CAST_RINT", {math.prod(shape or [1])})')
             src = _Opnd("tile", out)
-        names = {it: index_code(simplify(v)) for it, v in tile.scalars.items()}
-        names.update({a.iter: index_code(simplify(a.offset)) for a in tile.axes})
-        self.emit(f"T.copy({src.code}, {stmt}[{', '.join(names[it] for it in lhs)}])  # UB -> GM")
+        clipped = " (clipped to the tensor)" if tile.mask is not None else ""
+        self.emit(f"T.copy({src.code}, {region})  # UB -> GM{clipped}")
+        self.done(src)
+
+    def _shape_of(self, tensor: str):
+        for t in self.program.temps + self.program.outputs:
+            if t.name == tensor:
+                return t.shape
+        raise BackendError(f"internal: no shape for {tensor}")
 
     # three-address values (f32)
 
     def _materialise(self, v: _Opnd, shape) -> _Opnd:
-        buf = self.alloc(self.fresh("t"), shape, "f32", "UB")
+        buf = self.temp("t", shape)
         self.emit(f"T.tile.fill({buf}, {v.code})")
         return _Opnd("tile", buf)
 
     def _round(self, dtype, v: _Opnd, shape, into=None) -> _Opnd:
         if dtype == "f32":
             return v
+        if dtype == "f8e4m3":
+            if v.kind == "scalar":
+                raise BackendError("rounding a scalar to FP8 has no ascend-910b form")
+            y = e4m3.round_e4m3(self, v.code, shape)
+            self.done(v)
+            self.expr_temps.add(y)
+            if into is not None:
+                self.emit(f"T.copy({y}, {into})  # UB -> UB")
+                return _Opnd("tile", into)
+            return _Opnd("tile", y)
         if v.kind == "scalar":
             return _Opnd("scalar", f'T.Cast("float32", T.Cast("{TL_DTYPES[dtype]}", {v.code}))')
         n = math.prod(shape or [1])
-        low = self.alloc(self.fresh(f"t_{dtype}"), shape, dtype, "UB")
-        out = into or self.alloc(self.fresh("t"), shape, "f32", "UB")
+        low = self.temp(f"t_{dtype}", shape, dtype)
         self.emit(f'T.tile.cast({low}, {v.code}, "CAST_RINT", {n})  # round to {dtype}')
+        self.done(v)
+        out = into or self.temp("t", shape)
         self.emit(f'T.tile.cast({out}, {low}, "CAST_NONE", {n})')
+        self.done(low)
         return _Opnd("tile", out)
 
     def _value(self, e, tile: T.Tile) -> _Opnd:
         shape = [a.size for a in tile.axes]
         axes = [a.iter for a in tile.axes]
-        v = lambda x: self._value(x, tile)  # noqa: E731
+        v = lambda x: self._value(x, tile)
         if isinstance(e, T.Const):
-            return _Opnd("scalar", repr(float(e.value)))
+            return _Opnd("scalar", _float_code(e.value))
         if isinstance(e, T.Reg):
-            value = self.values[e.stmt]
-            if value.kind == "scalar":
-                return value
-            if list(e.axes) != list(range(len(axes))):
-                raise BackendError(f"reading {e.stmt} broadcast along some tile axes has no whole-tile T.tile form "
-                                   f"for ascend-910b")
-            return value
+            return self._reg(e, axes)
         if isinstance(e, T.Load):
             key = repr(e)
             if key in getattr(self, "loads", {}):
@@ -394,6 +907,8 @@ class Ascend910BPrinter:
             self.loads = getattr(self, "loads", {})
             self.loads[key] = result = self._load(e, tile, shape, axes)
             return result
+        if isinstance(e, T.Select):
+            return self._select(e.cond, v(e.then), e.other, tile)
         if isinstance(e, T.Neg):
             x = v(e.operand)
             if x.kind == "scalar":
@@ -414,39 +929,58 @@ class Ascend910BPrinter:
                 scal = {"exp": "T.exp({})", "ln": "T.log({})", "sqrt": "T.sqrt({})", "rsqrt": "(1.0 / T.sqrt({}))",
                         "abs": "T.abs({})", "sigmoid": "(1.0 / (1.0 + T.exp(-{})))", "silu": "({0} / (1.0 + T.exp(-{0})))"}
                 return _Opnd("scalar", scal[fn].format(x.code))
-            out = self.alloc(self.fresh("t"), shape, "f32", "UB")
+            out = self.temp("t", shape)
             self.emit(f"T.tile.{fn}({out}, {x.code})")
+            self.done(x)
             return _Opnd("tile", out)
         if isinstance(e, T.Round):
             return self._round(e.dtype, v(e.operand), shape)
         raise BackendError(f"{type(e).__name__} {getattr(e, 'op', '')} has no T.tile form for ascend-910b "
-                           f"(comparisons, where and masks need T.tile.compare/select)")
+                           f"(comparisons and where on values)")
+
+    def _reg(self, e: T.Reg, axes) -> _Opnd:
+        """A value computed earlier in this kernel; row by row, a row of it or its element for the row."""
+        value = self.values[e.stmt]
+        if value.kind == "scalar":
+            return value
+        if self.row is not None:
+            rank = len(self.shapes.get(e.stmt, []))
+            if tuple(e.axes) == (0, 1) and rank == 2:
+                return _Opnd("tile", f"{value.code}[{self.row}, :]")
+            if tuple(e.axes) == (1,) and rank == 1:
+                return value
+            if tuple(e.axes) == (0,) and rank == 1:
+                return _Opnd("scalar", f"{value.code}[{self.row}]")
+            raise BackendError(f"reading {e.stmt} (axes {e.axes}) row by row has no ascend-910b form")
+        if list(e.axes) != list(range(len(axes))):
+            raise BackendError(f"reading {e.stmt} broadcast along some tile axes has no whole-tile T.tile form "
+                               f"for ascend-910b")
+        return value
 
     def _load(self, e, tile, shape, axes) -> _Opnd:
         used = {x.name for idx in e.indices for x in _vars(idx)}
+        arg = next(t for t in self.kernel.tensors if t.name == e.tensor)
+        names = self._region_names(tile)
         if not used & set(axes):
-            names = {it: index_code(simplify(x)) for it, x in tile.scalars.items()}
+            if arg.dtype == "f8e4m3":
+                raise BackendError(f"a scalar read of the FP8 tensor {e.tensor} has no ascend-910b form")
             return _Opnd("scalar", f'T.Cast("float32", {e.tensor}[{", ".join(index_code(simplify(i), names) for i in e.indices)}])')
         plain = [i.name if isinstance(i, T.Var) else None for i in e.indices]
         tail = [p for p in plain if p in axes]
-        if tail != axes or e.mask is not None:
-            raise BackendError(f"load of {e.tensor} is not a whole tile in the tile's axis order (or is masked); "
-                               f"no T.copy form for ascend-910b")
-        names = {it: index_code(simplify(x)) for it, x in tile.scalars.items()}
-        names.update({a.iter: index_code(simplify(a.offset)) for a in tile.axes})
-        arg = next(t for t in self.kernel.tensors if t.name == e.tensor)
+        if tail != axes:
+            raise BackendError(f"load of {e.tensor} is not a whole tile in the tile's axis order; no T.copy form "
+                               f"for ascend-910b")
         raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
-        self.emit(f"T.copy({e.tensor}[{', '.join(index_code(simplify(i), names) for i in e.indices)}], {raw})  # GM -> UB")
-        if arg.dtype == "f32":
-            return _Opnd("tile", raw)
-        wide = self.alloc(self.fresh(f"{e.tensor}_f32"), shape, "f32", "UB")
-        self.emit(f'T.tile.cast({wide}, {raw}, "CAST_NONE", {math.prod(shape or [1])})')
-        return _Opnd("tile", wide)
+        clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
+        self.emit(f"T.copy({e.tensor}[{', '.join(index_code(simplify(i), names) for i in e.indices)}], {raw})  # GM -> UB{clipped}")
+        return _Opnd("tile", self._widen(raw, arg.dtype, shape))
 
     def _binop(self, op: str, a: _Opnd, b: _Opnd, shape) -> _Opnd:
         if a.kind == b.kind == "scalar":
             code = f"T.{op}({a.code}, {b.code})" if op in ("max", "min") else f"({a.code} {op} {b.code})"
             return _Opnd("scalar", code)
+        if op == "-" and a.kind == "tile" and b.kind == "scalar":  # x - s == x + (-s) exactly: Adds takes a scalar
+            op, b = "+", _Opnd("scalar", f"(-{b.code})")
         fn = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "max", "min": "min"}[op]
         scalar_ok = fn in ("add", "mul", "max", "min")  # these take a scalar second operand
         if a.kind == "scalar" and fn in ("add", "mul", "max", "min"):
@@ -455,9 +989,55 @@ class Ascend910BPrinter:
             a = self._materialise(a, shape)
         if b.kind == "scalar" and not scalar_ok:
             b = self._materialise(b, shape)
-        out = self.alloc(self.fresh("t"), shape, "f32", "UB")
+        out = self.temp("t", shape)
         self.emit(f"T.tile.{fn}({out}, {a.code}, {b.code})")
+        self.done(a, b)
         return _Opnd("tile", out)
+
+
+def _float_code(value) -> str:
+    value = float(value)
+    if math.isinf(value):
+        return '-T.infinity("float32")' if value < 0 else 'T.infinity("float32")'
+    return repr(value)
+
+
+def _reads(op) -> set:
+    """Statements whose register values an op (or a loop's body) reads."""
+    if isinstance(op, T.SerialLoop):
+        return set().union(*[_reads(o) for o in op.body]) if op.body else set()
+    expr = getattr(op, "value", None) or getattr(op, "partial", None)
+    out = set()
+
+    def walk(e):
+        if isinstance(e, T.Reg):
+            out.add(e.stmt)
+        elif isinstance(e, T.Dot):
+            walk(e.lhs)
+            walk(e.rhs)
+        elif isinstance(e, T.Reduce):
+            walk(e.operand)
+        elif isinstance(e, T.Select):
+            walk(e.then)
+            walk(e.other)
+        for c in _children(e):
+            walk(c)
+
+    if expr is not None:
+        walk(expr)
+    return out
+
+
+def _children(e):
+    if isinstance(e, T.Bin):
+        return [e.lhs, e.rhs]
+    if isinstance(e, (T.Neg, T.Round)):
+        return [e.operand]
+    if isinstance(e, T.Call):
+        return list(e.args)
+    if isinstance(e, T.Select):
+        return [e.then, e.other]
+    return []
 
 
 def _vars(e):

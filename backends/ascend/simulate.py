@@ -20,8 +20,10 @@ The namespaces
 * ascend-910b (`import tilelang.language as T`, tilelang-ascend 0.1.4): exactly the surface of
   `api910b.py`, with its signatures: `T.Kernel(n, is_npu=True) as (cid, vid)`, `T.alloc_L1 / L0A / L0B /
   L0C / ub`, `T.copy(..., transpose)`, `T.mma(..., init)`, `T.gemm_v0`, `T.Pipelined`, `T.serial`,
-  `T.Scope("C" | "V")`, `T.set_cross_flag / wait_cross_flag`, `T.reduce_sum / reduce_max`, `T.tile.*`,
-  `T.Cast`, `T.infinity`, scalar math.  A function outside that surface is an AttributeError.
+  `T.Scope("C" | "V")`, `T.set_cross_flag / wait_cross_flag`, `T.reduce_sum / reduce_max`, `T.tile.*`
+  (fill, add/sub/mul/div/max/min, bitwise_and/or, exp/ln/abs/sqrt/rsqrt/sigmoid/silu, cast,
+  createvecindex, compare, select), `T.Cast`, `T.infinity`, scalar math.  A function outside that surface
+  is an AttributeError.
 
 Execution model
 ---------------
@@ -29,8 +31,10 @@ Execution model
   (the 910B's `vid` is 0: the 910B kernels give all vector work to vector core 0 behind `if vid == 0`,
   which is checked statically; a `T.Scope("V")` with other content is `Unsupported`).  Within a block the
   statements run in program order; on the 910B the cube scope's work therefore precedes the vector scope's.
-* Every on-chip buffer is allocated per block and filled with NaN, so a read of something never written
-  shows up in the result.  Outputs, temporaries and workspaces in GM start NaN-filled too.
+* Every on-chip buffer is allocated per block and filled with NaN (integer buffers: INT_POISON), so a
+  read of something never written shows up in the result.  Outputs, temporaries and workspaces in GM start
+  NaN-filled too.  Buffers and tensors are bfloat16, float16, float32, float8_e4m3fn, int32, int16,
+  uint16 or uint8 (the 910B modules use the integer ones for masks, indices and FP8 bytes).
 * `T.Parallel(e0, e1, ...)` runs its body once with all lanes at once: the loop variables are broadcast
   index arrays.  That is exact only if the lanes are independent, and it is checked: within one
   `T.Parallel`, an element stored by two lanes, or stored by one lane and read by another (in either
@@ -40,6 +44,8 @@ Execution model
 * Dtypes are those of TIR: a store needs the buffer's dtype (`T.Cast` is explicit in TIR), casts round
   with `compiler.dtypes` (RNE, single rounding; f8e4m3 saturating), f32 arithmetic stays f32, and
   `exp/log/sqrt/tanh` are the float64 result rounded to f32 (the reference interpreter's definitions).
+  `T.tile.cast` float -> integer: CAST_RINT rounds half to even, CAST_NONE must be exact, a value outside
+  the integer type is an error; integer -> float rounds to nearest even.
 * `T.gemm` / `T.mma`: the operands widened to f32 and multiplied with `np.matmul` in f32 (the product of
   two bf16/f16/fp8 values is exact in f32; the f32 sums are in BLAS's order), then added to, or written
   into, the f32 L0C accumulator.
@@ -53,9 +59,31 @@ Execution model
   (`scope(S).per_block`) at every allocation: exceeding one is `CapacityExceeded`.
 * 910B synchronisation: `T.set_cross_flag(pipe, f)` publishes the GM writes its core made on `pipe`
   (L0C->GM is the FIX pipe, UB->GM MTE3) and `T.wait_cross_flag(f)` makes them visible to the waiting
-  core; reading GM data the other core wrote in this block without such a flag, waiting for a flag no one
-  set (a deadlock), or leaving a flag unconsumed is an error.  On the 950 the dialect inserts the
-  synchronisation itself and nothing is checked.
+  core; reading GM elements the other core wrote in this block without such a flag, waiting for a flag no
+  one set (a deadlock), or leaving a flag unconsumed is an error.  Writes are recorded element by element.
+  On the 950 the dialect inserts the synchronisation itself and nothing is checked.
+* 910B copies between GM and the chip clip the GM region as tilelang-ascend's lowering does (ascend.cc:
+  336-421): its start must be >= 0, its valid extent along the copied rows and columns (the last two
+  dimensions of extent != 1) is min(extent, max(shape - start, 0)), and a region leaving the tensor along
+  another dimension is Unsupported (the real copy would not clip it).  GM -> UB fills the whole UB region
+  with `pad_value` (None: 0, in the UB dtype; not for 8-bit dtypes, which AscendC::Duplicate lacks) before
+  copying the valid part into its leading corner (copy_gm_to_ub, common.h:199-226); GM -> L1 zero-fills it
+  (copy_gm_to_l1, common.h:57-86); UB -> GM and L0C -> GM write only the valid part, taken from the leading
+  corner (common.h:156-177, 229-236).  A region entirely outside the tensor, three dimensions of extent > 1,
+  and a UB side whose rows are not adjacent or not whole 32-byte blocks (DataCopyPad) are errors.  On the
+  950 a region must lie inside its tensor.
+* 910B `T.tile.*` take a pointer and an element count (ascend_tile.py): a region must be contiguous, the
+  element counts of dst and sources must agree (not the shapes), and a subscript `b[i]` passed as an
+  operand is TIR's BufferLoad, which the real functions read at `indices[0]`: it must index a 1-D UB buffer
+  (a name bound by `p = b[i, j]` is a scalar and may come from any buffer).  `T.tile.compare` writes one bit
+  per element into a uint8 mask, element i at bit i % 8 of byte i // 8 (AscendC's Compare), on a multiple of
+  256 bytes of input (codegen_ascend.cc:1790); `T.tile.select` takes src0 where the mask bit is set, src1
+  (a buffer, or a scalar in VSEL_TENSOR_SCALAR_MODE) elsewhere; VSEL_CMPMASK_SPR reads the same first
+  256 / itemsize bits in every 256-byte repeat (AscendC Select mode 0).  `T.tile.div` by a scalar operand
+  multiplies by its f32 reciprocal (codegen_ascend.cc:1721-1765).
+* FP8 on the 910B, which has no E4M3 type: the module lists at top level `E4M3_BYTES = [names]` of uint8 GM
+  tensors holding E4M3 bit patterns; `simulate` encodes their inputs (compiler.dtypes, saturating), starts
+  the others as 0x7F bytes (E4M3 NaN), and gives them back in `Simulation.tensors` decoded to float32.
 
 The rewrites (all inside `@T.prim_func` bodies)
 -----------------------------------------------
@@ -65,8 +93,10 @@ The rewrites (all inside `@T.prim_func` bodies)
    chosen operand per lane (a guarded out-of-range load is legal), so each operand is evaluated under its
    mask.
 3. A subscript passed to `T.copy` (`T.copy(A[r0, c0], A_l1)`) becomes a region object (TileLang reads the
-   extent of a point region from the other operand, right-aligned), and `X = T.alloc_*(...)` becomes
-   `X = __sim__.named("X")(T.alloc_*(...))`, which only records the name X for messages.
+   extent of a point region from the other operand, right-aligned); one passed to `T.tile.*` or
+   `T.reduce_*` becomes a region if it has a slice (`acc[r, :]`, a BufferRegion) and a BufferLoad object
+   otherwise (`p[r]`).  `X = T.alloc_*(...)` becomes `X = __sim__.named("X")(T.alloc_*(...))`, which only
+   records the name X for messages.
 
 What this does not model is in docs/target-ascend.md ("What the NumPy execution proves").
 """
@@ -88,7 +118,14 @@ from tdsl.compiler import dtypes as dt
 
 SCOPES = ("L1", "L0A", "L0B", "L0C", "UB")
 ON_CHIP = ("L1", "L0A", "L0B", "L0C")  # reached by DMA and the cube only, never by vector lanes
-TL_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float8_e4m3fn": "f8e4m3"}
+TL_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float8_e4m3fn": "f8e4m3",
+             "int32": "i32", "int16": "i16", "uint16": "u16", "uint8": "u8"}
+INT_DTYPES = {"i32": np.dtype(np.int32), "i16": np.dtype(np.int16), "u16": np.dtype(np.uint16),
+              "u8": np.dtype(np.uint8)}
+# what an uninitialised integer buffer holds (floats hold NaN); 0x7F is also the E4M3 NaN byte
+INT_POISON = {"i32": -2 ** 31, "i16": -2 ** 15, "u16": 0x7FFF, "u8": 0x7F}
+# AscendC::Duplicate (the pad fill of copy_gm_to_ub and T.tile.fill) has no 8-bit version (common.h:41-45)
+DUPLICATE_DTYPES = ("bf16", "f16", "f32", "i16", "u16", "i32")
 FILENAME = "<ascend-simulated>"
 
 # (source scope, destination scope) -> the pipe that moves the data
@@ -132,7 +169,7 @@ class KernelRun:
 @dataclass
 class Simulation:
     target: str
-    tensors: dict  # every GM tensor after the run, in its storage dtype
+    tensors: dict  # every GM tensor after the run, in its storage dtype (E4M3_BYTES tensors: decoded, float32)
     kernels: list = field(default_factory=list)
     capacities: dict = field(default_factory=dict)
 
@@ -174,6 +211,28 @@ class Region:
     def __init__(self, buf, key):
         self.buf, self.key = buf, key
 
+    def __repr__(self):
+        return f"{self.buf.name}[{', '.join(_show_index(k) for k in self.key)}]"
+
+
+class BufferLoad:
+    """`buf[i, j]` (integer indices only) passed to T.tile.* / T.reduce_*: TIR's BufferLoad, which
+    tilelang-ascend reads as a scalar operand at `indices[0]` only (ascend_tile.py:819-829)."""
+
+    __slots__ = ("buf", "key")
+
+    def __init__(self, buf, key):
+        self.buf, self.key = buf, key
+
+    def __repr__(self):
+        return f"{self.buf.name}[{', '.join(_show_index(k) for k in self.key)}]"
+
+
+def _show_index(k) -> str:
+    if isinstance(k, slice):
+        return f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}"
+    return "..." if k is Ellipsis else str(k)
+
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -197,6 +256,37 @@ def _dtype(name) -> str:
     if name in TL_DTYPES:
         return TL_DTYPES[name]
     raise Unsupported(f"dtype {name!r} is not simulated")
+
+
+def _is_int_dtype(d: str) -> bool:
+    return d in INT_DTYPES
+
+
+def _storage(d: str, x, what: str = "a value") -> np.ndarray:
+    """`x` in dtype `d`: floats rounded by compiler.dtypes (RNE), integers exactly (else SimulationError)."""
+    if not _is_int_dtype(d):
+        return dt.to_storage(d, x)
+    a = np.asarray(x)
+    if a.dtype.kind == "b":
+        raise SimulationError(f"{what}: a boolean where a {d} value is needed")
+    info = np.iinfo(INT_DTYPES[d])
+    floats = a.dtype.kind not in "iu"  # float32/64, or an ml_dtypes float (kind "V")
+    with np.errstate(invalid="ignore"):
+        wide = a.astype(np.float64) if floats else a.astype(np.int64)
+        fraction = ~np.isfinite(wide) | (wide != np.trunc(wide)) if floats else np.zeros(a.shape, bool)
+        outside = (wide < info.min) | (wide > info.max)
+    for bad, why in ((fraction, "is not an integer"), (outside, f"is outside {d} ({info.min}..{info.max})")):
+        if np.any(bad):
+            v = wide.reshape(-1)[int(np.argmax(np.reshape(bad, -1)))].item()
+            raise SimulationError(f"{what}: {v} {why}")
+    return wide.astype(INT_DTYPES[d])
+
+
+def _uninit(d: str, shape) -> np.ndarray:
+    """A buffer never written: NaN floats, INT_POISON integers."""
+    if _is_int_dtype(d):
+        return np.full(shape, INT_POISON[d], dtype=INT_DTYPES[d])
+    return dt.to_storage(d, np.full(shape, np.nan, dtype=np.float32))
 
 
 def _key(key) -> tuple:
@@ -225,6 +315,108 @@ def _strip(shape) -> tuple:
     return shape
 
 
+def _slices(lo, ext) -> tuple:
+    return tuple(slice(a, a + e) for a, e in zip(lo, ext))
+
+
+def _span(lo, ext) -> str:
+    return ", ".join(f"{a}:{a + e}" for a, e in zip(lo, ext))
+
+
+def _name(x) -> str:
+    """A buffer's name, a region as written (`acc[0, :]`)."""
+    return x.name if isinstance(x, Buffer) else repr(x)
+
+
+def _what(x) -> str:
+    if isinstance(x, BufferLoad):
+        return f"the element {x!r} (a BufferLoad)"
+    return type(x).__name__
+
+
+def _contiguous(shape, ext) -> bool:
+    """Whether a region of these extents is one run of memory in a row-major buffer of `shape`."""
+    dims = [i for i, e in enumerate(ext) if e != 1]
+    return not dims or all(ext[i] == shape[i] for i in range(dims[0] + 1, len(shape)))
+
+
+CORE_CODE = {"C": 1, "V": 2}  # who wrote a GM element (0: nobody, in this block)
+
+
+def _flat_of(buf, where) -> np.ndarray:
+    """Flat element indices of `where`: a tuple of slices or (an array of) flat indices."""
+    if isinstance(where, tuple):
+        return np.arange(buf.data.size).reshape(buf.shape)[where].reshape(-1)
+    return np.asarray(where).reshape(-1)
+
+
+def _elements(per_tensor: dict, buf) -> np.ndarray:
+    """The bool mask over `buf`'s elements kept in `per_tensor` (created empty)."""
+    mask = per_tensor.get(buf.name)
+    if mask is None:
+        mask = per_tensor[buf.name] = np.zeros(buf.data.size, dtype=bool)
+    return mask
+
+
+# ---------------------------------------------------------------- the 910B's copies between GM and the chip
+
+
+def _active_dims(ext) -> list:
+    """find_active_dim_indices (ascend.cc:346-376): the dimensions of extent != 1, always with the last one,
+    and with the one before it when there would be a single one; the last two are copied as rows x columns."""
+    n = len(ext)
+    active = [i for i, e in enumerate(ext) if e != 1]
+    if n >= 1 and (not active or active[-1] != n - 1):
+        active.append(n - 1)
+    if n >= 2 and len(active) == 1:
+        active.insert(0, n - 2)
+    return active
+
+
+def _clip(gm, lo, ext, what) -> tuple:
+    """The valid extents of the GM region of a 910B copy: compute_valid_extent (ascend.cc:336-344) gives
+    min(extent, max(shape - start, 0)) along the rows and columns the copy moves (ascend.cc:380-421)."""
+    if any(a < 0 for a in lo):
+        raise SimulationError(f"{what}: the GM region {gm.name}[{_span(lo, ext)}] starts at a negative index; the "
+                              f"910B's copy clips only the end of a region (compute_valid_extent, ascend.cc:336-344)")
+    if any(e < 0 for e in ext):
+        raise SimulationError(f"{what}: the GM region {gm.name}[{_span(lo, ext)}] ends before it starts")
+    valid = tuple(min(e, max(d - a, 0)) for a, e, d in zip(lo, ext, gm.shape))
+    active = _active_dims(ext)
+    if len(active) > 2:
+        raise SimulationError(f"{what}: the GM region {gm.name}[{_span(lo, ext)}] has {len(active)} dimensions of "
+                              f"extent > 1, but the 910B's copy moves validRow x validCol of the last two only "
+                              f"(ascend.cc:380-421)")
+    for i, (v, e) in enumerate(zip(valid, ext)):
+        if v != e and i not in active:
+            raise Unsupported(f"{what}: the GM region {gm.name}[{_span(lo, ext)}] leaves {gm.name} (shape "
+                              f"{tuple(gm.shape)}) along dimension {i}, which the copy does not clip (only the "
+                              f"last two dimensions of extent != 1 are, find_active_dim_indices, ascend.cc:346-376)")
+    if 0 in valid:
+        raise SimulationError(f"{what}: the GM region {gm.name}[{_span(lo, ext)}] lies entirely outside {gm.name} "
+                              f"(shape {tuple(gm.shape)}): a valid extent of 0 is read as the whole tile by "
+                              f"copy_gm_to_l1 / copy_l0c_to_gm (common.h:60-61, 159-160) and as no rows by "
+                              f"DataCopyPad")
+    return valid
+
+
+def _ub_rows(ub, lo, ext, what) -> None:
+    """A GM <-> UB copy lays its UB side out as rows of the region's last extent (copy_gm_to_ub / copy_ub_to_gm:
+    DataCopyPad with a UB stride in 32-byte blocks, common.h:199-236), each row starting on a 32-byte block."""
+    rows = int(np.prod(ext[:-1]))
+    if rows <= 1:
+        return
+    if not _contiguous(ub.shape, ext):
+        raise SimulationError(f"{what}: the {rows} rows of the UB region {ub.name}[{_span(lo, ext)}] are not adjacent "
+                              f"in {ub.name} {tuple(ub.shape)}, but copy_gm_to_ub / copy_ub_to_gm (common.h:199-236) "
+                              f"place UB rows {ext[-1]} elements apart")
+    row = ext[-1] * ub.data.itemsize
+    if row % 32:
+        raise SimulationError(f"{what}: UB rows of {ext[-1]} {ub.dtype} ({row} B) in {ub.name}: DataCopyPad starts "
+                              f"every UB row on a 32-byte block (common.h:218-224), so a tile of several rows needs "
+                              f"rows of a multiple of 32 bytes")
+
+
 # ---------------------------------------------------------------- the machine
 
 
@@ -249,10 +441,11 @@ class _Machine:
         self.lanes = None
         self.masks = []
         self.flags = Counter()
-        self.published = defaultdict(set)  # flag -> GM tensors it makes visible
-        self.pending = defaultdict(set)  # (core, pipe) -> GM tensors written and not yet published
-        self.written_by = {}  # GM tensor -> core that wrote it in this block
-        self.visible = defaultdict(set)  # core -> GM tensors it waited for
+        # element by element (flat bool masks per GM tensor), so a clipped copy counts only what it wrote
+        self.published = defaultdict(dict)  # flag -> {GM tensor: elements it makes visible}
+        self.pending = defaultdict(dict)  # (core, pipe) -> {GM tensor: elements written, not yet published}
+        self.written_by = {}  # GM tensor -> per element: the core that wrote it in this block (0: none)
+        self.visible = defaultdict(dict)  # core -> {GM tensor: elements it waited for}
 
     def end_block(self) -> None:
         if not self.entered:
@@ -270,7 +463,7 @@ class _Machine:
             raise SimulationError("buffer allocated inside T.Parallel")
         shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         d = _dtype(dtype)
-        data = dt.to_storage(d, np.full(shape, np.nan, dtype=np.float32))  # uninitialised: NaN
+        data = _uninit(d, shape)
         name = getattr(self, "next_name", None) or f"<{scope} buffer {len(self.allocs)}>"
         self.next_name = None
         buf = Buffer(self, name, scope, d, data)
@@ -376,8 +569,6 @@ class _Machine:
                 raise SimulationError(f"element access to {buf.name} outside T.Scope")
             if self.core == "C" and buf.scope == "UB":
                 raise SimulationError(f"the cube scope touches UB buffer {buf.name}")
-        if buf.scope == "GM" and not write:
-            self._gm_read(buf)
 
     def _indices(self, buf: Buffer, key, extra=()):
         if len(key) != len(buf.shape):
@@ -422,8 +613,12 @@ class _Machine:
         if all(_is_int(k) for k in key) and not self.masks and (lanes is None or lanes.size == 1):
             if len(key) != len(buf.shape) or any(not 0 <= k < d for k, d in zip(key, buf.shape)):
                 raise SimulationError(f"out-of-bounds access {buf.name}{list(key)} (shape {tuple(buf.shape)})")
+            self._gm_read(buf, np.ravel_multi_index(key, buf.shape))
             return buf.data[key]
         shape, idx, active = self._indices(buf, key)
+        if buf.scope == "GM" and self.target == "ascend-910b":
+            flat = np.ravel_multi_index(idx, buf.shape)
+            self._gm_read(buf, flat[active] if active is not None else flat)
         if lanes is not None and lanes.size > 1:
             flat = np.ravel_multi_index(idx, buf.shape)
             lid = np.broadcast_to(lanes.ids, shape)
@@ -454,7 +649,7 @@ class _Machine:
         if isinstance(value, (bool, np.bool_)) or (isinstance(value, np.ndarray) and value.dtype == np.bool_):
             raise SimulationError(f"storing a boolean into {buf.name}")
         if isinstance(value, (int, float)):  # a literal: TIR gives it the buffer's dtype
-            return dt.to_storage(buf.dtype, value)[()]
+            return _storage(buf.dtype, value, f"a literal stored into {buf.name}")[()]
         a = np.asarray(value)
         if a.dtype != buf.data.dtype:
             raise SimulationError(f"storing {a.dtype} values into {buf.name} ({buf.data.dtype}) needs a T.Cast "
@@ -473,7 +668,7 @@ class _Machine:
             if len(key) != len(buf.shape) or any(not 0 <= k < d for k, d in zip(key, buf.shape)):
                 raise SimulationError(f"out-of-bounds access {buf.name}{list(key)} (shape {tuple(buf.shape)})")
             buf.data[key] = val
-            self._gm_write(buf, "S")  # scalar / SIMT stores to GM
+            self._gm_write(buf, "S", np.ravel_multi_index(key, buf.shape))  # scalar / SIMT stores to GM
             return
         shape, idx, active = self._indices(buf, key, extra=(val,))
         v = np.broadcast_to(val, shape)
@@ -517,30 +712,46 @@ class _Machine:
                                           f"{buf.name} element {_pt(int(flat[k]), buf.shape)}, which {who} of the "
                                           f"same loop read: the lanes are not independent")
         buf.data.reshape(-1)[flat] = v
-        self._gm_write(buf, "S")  # scalar / SIMT stores to GM
+        self._gm_write(buf, "S", flat)  # scalar / SIMT stores to GM
 
     # ------------------------------------------------------------ GM ordering between the 910B's cores
 
-    def _gm_write(self, buf: Buffer, pipe) -> None:
+    def _gm_write(self, buf: Buffer, pipe, where) -> None:
+        """Record the GM elements (`where`: flat indices or a tuple of slices) this core wrote on `pipe`."""
         if buf.scope != "GM" or self.target != "ascend-910b":
             return
-        self.written_by[buf.name] = self.core
-        self.pending[(self.core, pipe)].add(buf.name)
+        flat = _flat_of(buf, where)
+        w = self.written_by.get(buf.name)
+        if w is None:
+            w = self.written_by[buf.name] = np.zeros(buf.data.size, dtype=np.int8)
+        w[flat] = CORE_CODE[self.core]
+        _elements(self.pending[(self.core, pipe)], buf)[flat] = True
 
-    def _gm_read(self, buf: Buffer) -> None:
-        if self.target != "ascend-910b":
+    def _gm_read(self, buf: Buffer, where) -> None:
+        """Reading GM elements the other core wrote in this block needs a flag set after those writes."""
+        if self.target != "ascend-910b" or buf.scope != "GM":
             return
-        writer = self.written_by.get(buf.name)
-        if writer is not None and writer != self.core and buf.name not in self.visible[self.core]:
+        w = self.written_by.get(buf.name)
+        if w is None:
+            return
+        flat = _flat_of(buf, where)
+        other = (w[flat] != 0) & (w[flat] != CORE_CODE[self.core])
+        seen = self.visible[self.core].get(buf.name)
+        if seen is not None:
+            other &= ~seen[flat]
+        if other.any():
+            at = int(np.reshape(flat, -1)[int(np.argmax(other))])
+            writer = "cube" if w[at] == CORE_CODE["C"] else "vector"
             raise SimulationError(f"the {'vector' if self.core == 'V' else 'cube'} core reads {buf.name}, which the "
-                                  f"{'cube' if writer == 'C' else 'vector'} core wrote in this block, without waiting "
-                                  f"for a cross-core flag set after that write on its pipe")
+                                  f"{writer} core wrote in this block (element {_pt(at, buf.shape)}), without "
+                                  f"waiting for a cross-core flag set after that write on its pipe")
 
     def set_flag(self, pipe: str, flag) -> None:
         if self.core is None:
             raise SimulationError("T.set_cross_flag outside T.Scope")
-        key = (self.core, str(pipe))
-        self.published[flag] |= self.pending.pop(key, set())
+        published = self.published[flag]
+        for name, mask in self.pending.pop((self.core, str(pipe)), {}).items():
+            published[name] = published[name] | mask if name in published else mask
         self.flags[flag] += 1
 
     def wait_flag(self, flag) -> None:
@@ -550,7 +761,9 @@ class _Machine:
             raise SimulationError(f"T.wait_cross_flag({flag}) waits for a flag that no core set before: the core "
                                   f"would wait forever")
         self.flags[flag] -= 1
-        self.visible[self.core] |= self.published[flag]
+        visible = self.visible[self.core]
+        for name, mask in self.published[flag].items():
+            visible[name] = visible[name] | mask if name in visible else mask.copy()
 
     # ------------------------------------------------------------ regions and copies
 
@@ -561,12 +774,25 @@ class _Machine:
             raise SimulationError(f"T.copy of {type(base).__name__}, not a buffer")
         return Region(base, _key(key))
 
-    def _view(self, x, other=None):
-        """(buffer, numpy view) of a buffer or region; a point region takes its extent from `other`."""
+    def region_arg(self, base, key):
+        """A subscript with a slice passed to T.tile.* / T.reduce_*: a BufferRegion."""
+        if not isinstance(base, Buffer):
+            return base[key[0] if len(key) == 1 else key]  # not a buffer: the subscript as written
+        return Region(base, _key(key))
+
+    def load_arg(self, base, key):
+        """A subscript of integer indices passed to T.tile.* / T.reduce_*: a BufferLoad, not yet read."""
+        if not isinstance(base, Buffer):
+            return base[key[0] if len(key) == 1 else key]
+        return BufferLoad(base, _key(key))
+
+    def _bounds(self, x, other=None):
+        """(buffer, start, extent) of a buffer or region, not yet checked against the buffer's shape; a point
+        region takes its extent from `other`, right-aligned (npu_copy_v2, copy.py:223-246)."""
         if isinstance(x, Buffer):
-            return x, x.data
+            return x, (0,) * len(x.shape), tuple(x.shape)
         if not isinstance(x, Region):
-            raise SimulationError(f"expected a buffer or a region, got {type(x).__name__}")
+            raise SimulationError(f"expected a buffer or a region, got {_what(x)}")
         buf, key = x.buf, x.key
         if Ellipsis in key:
             n = key.index(Ellipsis)
@@ -576,53 +802,63 @@ class _Machine:
         if all(_is_int(k) for k in key):  # a point: the extent is the other operand's shape, right-aligned
             if other is None:
                 raise SimulationError(f"a point region of {buf.name} needs a buffer on the other side")
-            ext = _strip(self._shape(other))
+            ext = _strip(self._extent(other))
             if len(ext) > len(key):
                 raise SimulationError(f"a {len(ext)}-d copy into the {len(key)}-d {buf.name}")
-            ext = (1,) * (len(key) - len(ext)) + ext
-            sl = tuple(slice(int(k), int(k) + e) for k, e in zip(key, ext))
-        else:
-            sl = []
-            for k, d in zip(key, buf.shape):
-                if isinstance(k, slice):
-                    if k.step not in (None, 1):
-                        raise Unsupported(f"a strided region of {buf.name}")
-                    lo = 0 if k.start is None else int(k.start)
-                    hi = d if k.stop is None else int(k.stop)
-                    sl.append(slice(lo, hi))
-                elif _is_int(k):
-                    sl.append(slice(int(k), int(k) + 1))
-                else:
-                    raise SimulationError(f"{buf.name}: region index {k!r} is not an integer or a slice")
-            sl = tuple(sl)
-        for s, d in zip(sl, buf.shape):
-            if s.start < 0 or s.stop > d or s.start > s.stop:
-                raise SimulationError(f"region {buf.name}[{', '.join(f'{s.start}:{s.stop}' for s in sl)}] lies "
-                                      f"outside {buf.name} (shape {tuple(buf.shape)})")
-        return buf, buf.data[sl]
+            return buf, tuple(int(k) for k in key), (1,) * (len(key) - len(ext)) + ext
+        lo, ext = [], []
+        for k, d in zip(key, buf.shape):
+            if isinstance(k, slice):
+                if k.step not in (None, 1):
+                    raise Unsupported(f"a strided region of {buf.name}")
+                a = 0 if k.start is None else int(k.start)
+                lo.append(a)
+                ext.append((d if k.stop is None else int(k.stop)) - a)
+            elif _is_int(k):
+                lo.append(int(k))
+                ext.append(1)
+            else:
+                raise SimulationError(f"{buf.name}: region index {k!r} is not an integer or a slice")
+        return buf, tuple(lo), tuple(ext)
 
-    def _shape(self, x):
+    @staticmethod
+    def _inside(buf: Buffer, lo, ext) -> None:
+        if any(a < 0 or e < 0 or a + e > d for a, e, d in zip(lo, ext, buf.shape)):
+            raise SimulationError(f"region {buf.name}[{_span(lo, ext)}] lies outside {buf.name} "
+                                  f"(shape {tuple(buf.shape)})")
+
+    def _view(self, x, other=None):
+        """(buffer, numpy view) of a buffer or region; a point region takes its extent from `other`."""
+        buf, lo, ext = self._bounds(x, other)
+        self._inside(buf, lo, ext)
+        return buf, buf.data[_slices(lo, ext)]
+
+    def _extent(self, x):
         if isinstance(x, Buffer):
             return x.shape
         if isinstance(x, Region):
             if all(_is_int(k) for k in x.key):
                 raise SimulationError(f"T.copy between two point regions ({x.buf.name})")
-            return self._view(x)[1].shape
-        raise SimulationError(f"expected a buffer or a region, got {type(x).__name__}")
+            return self._bounds(x)[2]
+        raise SimulationError(f"expected a buffer or a region, got {_what(x)}")
 
-    def copy(self, src, dst, transpose=False) -> None:
+    def copy(self, src, dst, transpose=False, pad_value=None) -> None:
         if self.lanes is not None or self.masks:
             raise Unsupported("T.copy inside T.Parallel or under a lane condition")
-        sb, sv = self._view(src, other=dst)
-        db, dv = self._view(dst, other=src)
+        sb, s_lo, s_ext = self._bounds(src, other=dst)
+        db, d_lo, d_ext = self._bounds(dst, other=src)
+        clips = self.target == "ascend-910b"  # the 910B clips the GM side (ascend.cc:336-421); the 950 does not
+        for b, lo, ext in ((sb, s_lo, s_ext), (db, d_lo, d_ext)):
+            if not (clips and b.scope == "GM"):
+                self._inside(b, lo, ext)
+        what = f"T.copy {sb.name} -> {db.name}"
         path = (sb.scope, db.scope)
         pipe = PATHS[self.target].get(path)
         if pipe is None:
-            raise SimulationError(f"T.copy {sb.name} -> {db.name}: {self.target} has no data path "
-                                  f"{path[0]} -> {path[1]}")
+            raise SimulationError(f"{what}: {self.target} has no data path {path[0]} -> {path[1]}")
         if self.target == "ascend-910b":
             if self.core is None:
-                raise SimulationError(f"T.copy {sb.name} -> {db.name} outside T.Scope")
+                raise SimulationError(f"{what} outside T.Scope")
             if CORE_910B[path] != self.core:
                 raise SimulationError(f"T.copy {path[0]} -> {path[1]} ({sb.name} -> {db.name}) in the "
                                       f"{'cube' if self.core == 'C' else 'vector'} scope")
@@ -631,25 +867,69 @@ class _Machine:
                                   f"moves bytes")
         if db.role == "input":
             raise SimulationError(f"T.copy into input tensor {db.name}")
-        s = _strip(sv.shape)
-        d = _strip(dv.shape)
+        if pad_value is not None and path != ("GM", "UB"):
+            raise SimulationError(f"{what} with pad_value: only a GM -> UB copy pads (ascend.cc:455-467); "
+                                  f"copy_gm_to_l1 zero-fills (common.h:68-72) and the other paths write only "
+                                  f"what they copy")
+        s, d = _strip(s_ext), _strip(d_ext)
         if transpose:
             if len(s) != 2 or (s[1], s[0]) != d:
-                raise SimulationError(f"transposing T.copy {sb.name} {sv.shape} -> {db.name} {dv.shape}")
-            val = np.ascontiguousarray(sv.reshape(s).T)
+                raise SimulationError(f"transposing T.copy {sb.name} {s_ext} -> {db.name} {d_ext}")
+        elif s != d:
+            raise SimulationError(f"T.copy {sb.name} {s_ext} -> {db.name} {d_ext}: shapes differ")
+        if clips and path in (("GM", "UB"), ("UB", "GM")):
+            ub, lo, ext = (db, d_lo, d_ext) if db.scope == "UB" else (sb, s_lo, s_ext)
+            _ub_rows(ub, lo, ext, what)
+        valid = None
+        if clips and "GM" in path:
+            gm, lo, ext = (sb, s_lo, s_ext) if sb.scope == "GM" else (db, d_lo, d_ext)
+            valid = _clip(gm, lo, ext, what)
+            if valid == ext:
+                valid = None
+        if valid is None:
+            sv = sb.data[_slices(s_lo, s_ext)]
+            dv = db.data[_slices(d_lo, d_ext)]
+            val = np.ascontiguousarray(sv.reshape(s).T) if transpose else sv
+            self._gm_read(sb, _slices(s_lo, s_ext))
+            dv[...] = val.reshape(dv.shape)
+            self._gm_write(db, pipe, _slices(d_lo, d_ext))
         else:
-            if s != d:
-                raise SimulationError(f"T.copy {sb.name} {sv.shape} -> {db.name} {dv.shape}: shapes differ")
-            val = sv
-        if sb.scope == "GM":
-            self._gm_read(sb)
-        dv[...] = val.reshape(dv.shape)
-        if db.scope == "GM":
-            self._gm_write(db, pipe)
+            if transpose:
+                raise Unsupported(f"{what}: a transposing copy of a clipped GM region")
+            self._clipped(sb, s_lo, s_ext, db, d_lo, d_ext, valid, pipe, pad_value)
         if self.target == "ascend-950" and path == ("GM", "L1") and self.stages and self.stages[-1] > 1:
             if db.stages < self.stages[-1]:
                 db.stages = self.stages[-1]  # multi-buffered by the dialect's pipeliner
                 self._account()
+
+    def _clipped(self, sb, s_lo, s_ext, db, d_lo, d_ext, valid, pipe, pad_value) -> None:
+        """A 910B copy whose GM region was clipped to `valid`: the valid part moves between GM and the leading
+        corner of the on-chip region (the GM region's extents index both, their sizes being equal)."""
+        corner = tuple(slice(0, v) for v in valid)
+        if sb.scope == "GM":  # GM -> UB / L1
+            g = _slices(s_lo, valid)
+            self._gm_read(sb, g)
+            dv = db.data[_slices(d_lo, d_ext)]
+            tile = dv.copy().reshape(s_ext)
+            if db.scope == "L1":
+                tile[...] = 0  # copy_gm_to_l1 clears the whole tile first (common.h:57-72)
+            elif db.dtype in DUPLICATE_DTYPES:  # copy_gm_to_ub Duplicate()s pad_value over it (common.h:209-217)
+                tile[...] = self._pad(db, pad_value)
+            tile[corner] = sb.data[g]
+            dv[...] = tile.reshape(dv.shape)
+        else:  # UB / L0C -> GM: only the valid rows and columns are written (common.h:156-177, 229-236)
+            g = _slices(d_lo, valid)
+            db.data[g] = sb.data[_slices(s_lo, s_ext)].reshape(d_ext)[corner]
+            self._gm_write(db, pipe, g)
+
+    @staticmethod
+    def _pad(buf: Buffer, pad_value):
+        """pad_value in the UB dtype (ascend.cc:458-461 casts it; None is 0, copy.py:248-249)."""
+        if pad_value is None:
+            pad_value = 0
+        if np.ndim(pad_value) != 0 or isinstance(pad_value, (Buffer, Region, BufferLoad)):
+            raise SimulationError(f"pad_value {pad_value!r} for {buf.name} is not a scalar")
+        return _storage(buf.dtype, pad_value, f"pad_value for {buf.name}")
 
     # ------------------------------------------------------------ the cube
 
@@ -663,7 +943,7 @@ class _Machine:
         cb, cv = self._view(C)
         if (ab.scope, bb.scope, cb.scope) != ("L0A", "L0B", "L0C"):
             raise SimulationError(f"{what} takes L0A, L0B, L0C operands; got {ab.scope}, {bb.scope}, {cb.scope}")
-        if ab.dtype != bb.dtype or ab.dtype == "f32" or cb.dtype != "f32":
+        if ab.dtype != bb.dtype or ab.dtype not in ("bf16", "f16", "f8e4m3") or cb.dtype != "f32":
             raise Unsupported(f"{what} of {ab.dtype} x {bb.dtype} into {cb.dtype}: only one 16-bit or 8-bit operand "
                               f"dtype into an f32 accumulator is modelled")
         a = av.reshape(_strip(av.shape)).astype(np.float32)
@@ -693,6 +973,45 @@ class _Machine:
         if b.scope != "UB":
             raise SimulationError(f"{what} on {b.name}, which is in {b.scope}, not UB")
         return b, v
+
+    def flat_view(self, x, what):
+        """(buffer, 1-D view) of a UB buffer or region as the T.tile.* functions see it: a pointer to its first
+        element and an element count (_handle_buffer_region, ascend_tile.py:62-68), so it must be contiguous."""
+        if not isinstance(x, (Buffer, Region)):
+            raise SimulationError(f"{what} takes a UB buffer or region here, got {_what(x)}")
+        b, lo, ext = self._bounds(x)
+        self._inside(b, lo, ext)
+        if b.scope != "UB":
+            raise SimulationError(f"{what} on {b.name}, which is in {b.scope}, not UB")
+        if not _contiguous(b.shape, ext):
+            raise SimulationError(f"{what}: the region {b.name}[{_span(lo, ext)}] is not contiguous in {b.name} "
+                                  f"{tuple(b.shape)}; T.tile.* take its first element and an element count "
+                                  f"(ascend_tile.py:62-68), so they would touch other elements")
+        n = int(np.prod(ext))
+        start = int(np.ravel_multi_index(lo, b.shape)) if n else 0
+        return b, b.data.reshape(-1)[start:start + n]
+
+    def scalar_load(self, x: BufferLoad, what):
+        """A BufferLoad passed as a scalar operand: tilelang-ascend passes the buffer's pointer and indices[0]
+        only (binary_op, ascend_tile.py:819-829; compare, 1671-1681), so it must be a 1-D UB buffer."""
+        b = x.buf
+        if len(b.shape) != 1:
+            raise SimulationError(f"{what}: the scalar operand {x!r} indexes the {len(b.shape)}-d {b.name}, but "
+                                  f"tilelang-ascend reads a BufferLoad operand at its first index only "
+                                  f"(buffer.access_ptr, indices[0], ascend_tile.py:819-829), i.e. {b.name}'s flat "
+                                  f"element {x.key[0]}; bind the element to a name first (`p = {x!r}`) or use a 1-D "
+                                  f"buffer")
+        if b.scope != "UB":
+            raise SimulationError(f"{what}: the scalar operand {x!r} is in {b.scope}, not UB")
+        return self.load(b, x.key)
+
+    def scalar_value(self, x, what):
+        """A PrimExpr operand (T.tile.fill's value, createvecindex's firstValue): a BufferLoad is read in full."""
+        if isinstance(x, BufferLoad):
+            return self.load(x.buf, x.key)
+        if not _is_scalar(x):
+            raise SimulationError(f"{what} takes a scalar here, got {_what(x)}")
+        return x
 
     # ------------------------------------------------------------ a kernel
 
@@ -817,6 +1136,10 @@ class _Common:
 
     def _cast(self, dtype, value):
         d = _dtype(dtype)
+        if _is_int_dtype(d):  # TIR's float -> int Cast truncates toward zero
+            a = np.asarray(value)
+            a = a if a.dtype.kind in "iu" else np.trunc(a.astype(np.float64))
+            return _scalar(_storage(d, a, f"T.Cast(\"{dtype}\", ...)"))
         if d == "f32":
             if isinstance(value, (int, float)):
                 return np.float32(value)
@@ -838,6 +1161,12 @@ class _Common:
         if np.ndim(a) == 0 and np.ndim(b) == 0:
             return bool(a) and bool(b)
         return np.logical_and(a, b)
+
+
+def _is_scalar(x) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    return isinstance(x, (int, float, np.generic)) or (isinstance(x, np.ndarray) and x.ndim == 0)
 
 
 def _f32(x):
@@ -957,63 +1286,124 @@ class Lang950(_Common):
         return None
 
 
+# dtypes of the 910B's vector instructions (AscendC dav_c220 kernel_operator_vec_binary_impl.h static_asserts:
+# Add/Sub/Mul/Max/Min half/float/int16/int32, Div half/float, And/Or int16/uint16; Exp/Ln/... half/float)
+ARITH_DTYPES = ("f16", "f32", "i16", "i32")
+FLOAT_DTYPES = ("f16", "f32")
+BITWISE_DTYPES = ("i16", "u16")
+COMPARE = {"EQ": np.equal, "NE": np.not_equal, "GT": np.greater, "GE": np.greater_equal, "LT": np.less,
+           "LE": np.less_equal}  # NaN: False except NE, as IEEE comparisons
+ANY_SRC1 = ("tensor", "load", "scalar")
+NO_SCALAR = "src1 is a buffer, a region or a BufferLoad (ascend_tile.py:867, 889: not a bare scalar)"
+NO_BITWISE_SCALAR = ("src1 is a buffer or a region: binary_op's scalar form would call tl.ascend_bitwise_ands / "
+                     "_ors, which are not registered (ascend.cc:879-888 has ascend_bitwise_and / _or only)")
+
+
+def _reciprocal(v):
+    """1 / v as DivsOpCodegen computes a scalar divisor: in f32, then in the operand's dtype (codegen_ascend.cc:
+    1731-1745), for AscendC::Muls."""
+    v = np.asarray(v)
+    with np.errstate(all="ignore"):
+        return (np.float32(1.0) / v.astype(np.float32)).astype(v.dtype)
+
+
 class _Tile910B:
-    """`T.tile.*` of tilelang-ascend 0.1.4 (ascend_tile.py): whole-tile operations on UB buffers."""
+    """`T.tile.*` of tilelang-ascend 0.1.4 (ascend_tile.py): operations on UB buffers and contiguous regions,
+    each a pointer and an element count."""
 
     def __init__(self, m: _Machine):
         self._m = m
 
-    def _binary(self, what, fn, dst, src0, src1, scalar_ok):
+    def _operand(self, what, x, like: Buffer, n: int, kinds, rule=""):
+        """(kind, value) of a second operand: ("tensor", n elements), ("load", a 1-D UB element) or ("scalar",
+        converted to `like`'s dtype as the generated code does, codegen_ascend.cc:1641-1650, 1822-1827)."""
+        m = self._m
+        if isinstance(x, (Buffer, Region)):
+            b, v = m.flat_view(x, what)
+            if "tensor" not in kinds:
+                raise SimulationError(f"{what}: src1 {b.name} is a buffer here, but {rule}")
+            if v.size != n:
+                raise SimulationError(f"{what}: src1 {b.name} has {v.size} elements, the operation {n} (binary_op "
+                                      f"asserts size_0 == size_2, ascend_tile.py:835)")
+            if b.dtype != like.dtype:
+                raise SimulationError(f"{what}: src1 {b.name} is {b.dtype}, {like.name} {like.dtype}")
+            return "tensor", v
+        if isinstance(x, BufferLoad):
+            if "load" not in kinds:
+                raise SimulationError(f"{what}: src1 {x!r} is a BufferLoad here, but {rule}")
+            v = m.scalar_load(x, what)
+            if x.buf.dtype != like.dtype:
+                raise SimulationError(f"{what}: the scalar operand {x!r} is {x.buf.dtype}, {like.name} {like.dtype} "
+                                      f"(codegen_ascend.cc:1628 checks they agree)")
+            return "load", v
+        if not _is_scalar(x):
+            raise SimulationError(f"{what}: src1 is {_what(x)}, not a buffer, a region or a scalar")
+        if "scalar" not in kinds:
+            raise SimulationError(f"{what}: src1 {x!r} is a scalar, but {rule}")
+        return "scalar", _storage(like.dtype, x, f"{what}'s scalar operand")
+
+    def _binary(self, what, fn, dst, src0, src1, kinds=ANY_SRC1, dtypes=ARITH_DTYPES, rule="", scalar_fn=None):
         m = self._m
         m.vector_op(what)
-        db, d = m.tile_view(dst, what)
-        _, a = m.tile_view(src0, what)
-        if isinstance(src1, (Buffer, Region)):
-            _, b = m.tile_view(src1, what)
-            if b.shape != d.shape:
-                raise SimulationError(f"{what}: operand shapes {a.shape}, {b.shape} into {d.shape}")
-        else:
-            if not scalar_ok or np.ndim(src1) != 0:
-                raise SimulationError(f"{what} with a scalar second operand")
-            b = m._convert(db, src1)
-        if a.shape != d.shape or a.dtype != d.dtype or np.asarray(b).dtype != d.dtype:
-            raise SimulationError(f"{what}: {a.shape} {a.dtype} and {np.asarray(b).dtype} into {d.shape} {d.dtype}")
-        d[...] = fn(a, b)
+        db, d = m.flat_view(dst, what)
+        sb, a = m.flat_view(src0, what)
+        if a.size != d.size:
+            raise SimulationError(f"{what}: dst {db.name} has {d.size} elements but src0 {sb.name} {a.size} "
+                                  f"(binary_op asserts size_0 == size_1, ascend_tile.py:816)")
+        if sb.dtype != db.dtype or db.dtype not in dtypes:
+            raise SimulationError(f"{what}: {sb.name} ({sb.dtype}) into {db.name} ({db.dtype}); the 910B's vector "
+                                  f"instruction takes one dtype of {', '.join(dtypes)}")
+        kind, b = self._operand(what, src1, db, d.size, kinds, rule)
+        d[...] = scalar_fn(a, b) if scalar_fn is not None and kind != "tensor" else fn(a, b)
 
     def _unary(self, what, fn, dst, src):
         m = self._m
         m.vector_op(what)
-        _, d = m.tile_view(dst, what)
-        _, a = m.tile_view(src, what)
-        if a.shape != d.shape or a.dtype != d.dtype:
-            raise SimulationError(f"{what}: {a.shape} {a.dtype} into {d.shape} {d.dtype}")
+        db, d = m.flat_view(dst, what)
+        sb, a = m.flat_view(src, what)
+        if a.size != d.size or sb.dtype != db.dtype or db.dtype not in FLOAT_DTYPES:
+            raise SimulationError(f"{what}: {a.size} {sb.dtype} elements of {sb.name} into {d.size} {db.dtype} of "
+                                  f"{db.name} (unary_op asserts equal sizes, ascend_tile.py:958; one dtype of "
+                                  f"{', '.join(FLOAT_DTYPES)})")
         d[...] = fn(a)
 
     def fill(self, buffer, value):
         m = self._m
         m.vector_op("T.tile.fill")
-        b, v = m.tile_view(buffer, "T.tile.fill")
-        if np.ndim(value) != 0:
-            raise SimulationError("T.tile.fill with a non-scalar value")
+        b, v = m.flat_view(buffer, "T.tile.fill")
+        if b.dtype not in DUPLICATE_DTYPES:
+            raise SimulationError(f"T.tile.fill of {b.name} ({b.dtype}): Fill is AscendC::Duplicate (common.h:"
+                                  f"923-927), which takes {', '.join(DUPLICATE_DTYPES)}")
+        value = m.scalar_value(value, "T.tile.fill")
         v[...] = m._convert(b, value)
 
     def add(self, dst, src0, src1):
-        self._binary("T.tile.add", np.add, dst, src0, src1, True)
+        self._binary("T.tile.add", np.add, dst, src0, src1)
 
     def sub(self, dst, src0, src1):
-        self._binary("T.tile.sub", np.subtract, dst, src0, src1, False)
+        # a BufferLoad subtrahend becomes AscendC::Adds of its negation (codegen_ascend.cc:1665-1719): exact
+        self._binary("T.tile.sub", np.subtract, dst, src0, src1, ("tensor", "load"), rule=NO_SCALAR)
 
     def mul(self, dst, src0, src1):
-        self._binary("T.tile.mul", np.multiply, dst, src0, src1, True)
+        self._binary("T.tile.mul", np.multiply, dst, src0, src1)
 
     def div(self, dst, src0, src1):
-        self._binary("T.tile.div", np.divide, dst, src0, src1, False)
+        self._binary("T.tile.div", np.divide, dst, src0, src1, ("tensor", "load"), FLOAT_DTYPES, NO_SCALAR,
+                     scalar_fn=lambda a, v: a * _reciprocal(v))
 
     def max(self, dst, src0, src1):  # noqa: A003
-        self._binary("T.tile.max", np.maximum, dst, src0, src1, True)
+        self._binary("T.tile.max", np.maximum, dst, src0, src1)
 
     def min(self, dst, src0, src1):  # noqa: A003
-        self._binary("T.tile.min", np.minimum, dst, src0, src1, True)
+        self._binary("T.tile.min", np.minimum, dst, src0, src1)
+
+    def bitwise_and(self, dst, src0, src1):
+        self._binary("T.tile.bitwise_and", np.bitwise_and, dst, src0, src1, ("tensor",), BITWISE_DTYPES,
+                     NO_BITWISE_SCALAR)
+
+    def bitwise_or(self, dst, src0, src1):
+        self._binary("T.tile.bitwise_or", np.bitwise_or, dst, src0, src1, ("tensor",), BITWISE_DTYPES,
+                     NO_BITWISE_SCALAR)
 
     def exp(self, dst, src0):
         self._unary("T.tile.exp", lambda a: _f64_math(np.exp, a), dst, src0)
@@ -1044,7 +1434,7 @@ class _Tile910B:
         m = self._m
         m.vector_op("T.tile.cast")
         db, d = m.tile_view(dst, "T.tile.cast")
-        _, s = m.tile_view(src, "T.tile.cast")
+        sb, s = m.tile_view(src, "T.tile.cast")
         if mode not in CAST_MODES:
             raise SimulationError(f"T.tile.cast with unknown mode {mode!r}")
         if int(count) != d.size or d.size != s.size or _strip(d.shape) != _strip(s.shape):
@@ -1052,7 +1442,119 @@ class _Tile910B:
         if mode not in ("CAST_RINT", "CAST_NONE"):
             raise Unsupported(f"T.tile.cast {mode}: only round-to-nearest-even (CAST_RINT, and CAST_NONE, which is "
                               f"RINT where the conversion is inexact) is modelled")
-        d[...] = dt.to_storage(db.dtype, s).reshape(d.shape)
+        what = f"T.tile.cast {sb.name} ({sb.dtype}) -> {db.name} ({db.dtype}, {mode})"
+        if _is_int_dtype(db.dtype) and not _is_int_dtype(sb.dtype):
+            wide = s.astype(np.float64)
+            r = np.rint(wide)  # ties to even
+            inexact = np.isfinite(wide) & (r != wide)
+            if mode == "CAST_NONE" and inexact.any():
+                v = wide.reshape(-1)[int(np.argmax(inexact.reshape(-1)))].item()
+                raise SimulationError(f"{what}: {v} is not an integer; the emitter uses CAST_NONE only where the "
+                                      f"conversion is exact (CAST_RINT rounds)")
+            d[...] = _storage(db.dtype, r, what).reshape(d.shape)
+        elif _is_int_dtype(db.dtype):
+            d[...] = _storage(db.dtype, s, what).reshape(d.shape)
+        else:  # float -> float, integer -> float: one RNE rounding (exact for the integers used)
+            d[...] = dt.to_storage(db.dtype, s).reshape(d.shape)
+
+    def createvecindex(self, dst, firstValue):  # noqa: N803
+        what = "T.tile.createvecindex"
+        m = self._m
+        m.vector_op(what)
+        if not isinstance(dst, Buffer):
+            raise SimulationError(f"{what} takes a whole buffer: the real function uses dst.shape and "
+                                  f"dst.access_ptr (ascend_tile.py:1426-1435); got {dst!r}")
+        b, v = m.flat_view(dst, what)
+        if b.dtype not in ARITH_DTYPES:
+            raise SimulationError(f"{what} into {b.name} ({b.dtype}): AscendC::CreateVecIndex takes "
+                                  f"{', '.join(ARITH_DTYPES)}")
+        first = m.scalar_value(firstValue, what)
+        v[...] = _storage(b.dtype, np.asarray(first) + np.arange(v.size), what)
+
+    def compare(self, dst, src0, src1, mode):
+        from .api910b import COMPARE_MODES
+
+        what = "T.tile.compare"
+        m = self._m
+        m.vector_op(what)
+        if mode not in COMPARE_MODES:
+            raise SimulationError(f"{what} with mode {mode!r}: one of {', '.join(sorted(COMPARE_MODES))} "
+                                  f"(ascend_tile.py:1655)")
+        sb, a = m.flat_view(src0, what)
+        if sb.dtype not in FLOAT_DTYPES:
+            raise SimulationError(f"{what} of {sb.name} ({sb.dtype}): one of {', '.join(FLOAT_DTYPES)} is compared")
+        n = a.size
+        if n * a.itemsize % 256:
+            raise SimulationError(f"{what} of {n} {sb.dtype} elements of {sb.name} ({n * a.itemsize} B): the "
+                                  f"compiler requires a multiple of 256 bytes (codegen_ascend.cc:1790, 1844)")
+        db, d = m.flat_view(dst, what)
+        need = -(-n // 8)
+        if db.dtype != "u8" or d.size < need:
+            raise SimulationError(f"{what}: the mask {db.name} ({d.size} {db.dtype}) is too small or not uint8: "
+                                  f"{n} elements of {sb.name} need {need} uint8 bytes, one bit per element")
+        _, b = self._operand(what, src1, sb, n, ANY_SRC1)
+        with np.errstate(invalid="ignore"):
+            bits = COMPARE[mode](a, b)
+        d[:need] = np.packbits(bits, bitorder="little")  # element i: bit i % 8 of byte i // 8
+
+    def select(self, dst, selMask, src0, src1, selMode):  # noqa: N803
+        from .api910b import SELECT_MODES
+
+        what = "T.tile.select"
+        m = self._m
+        m.vector_op(what)
+        if selMode not in SELECT_MODES:
+            raise SimulationError(f"{what} with selMode {selMode!r}: one of {', '.join(sorted(SELECT_MODES))} "
+                                  f"(ascend_tile.py:626)")
+        dshape, sshape = self._api_shape(dst, what), self._api_shape(src0, what)
+        if dshape != sshape:
+            raise SimulationError(f"{what}: dst {_name(dst)} has shape {dshape} but src0 {_name(src0)} {sshape}; "
+                                  f"the real function asserts they are equal, a region's shape being its list of "
+                                  f"extents (ascend_tile.py:578-593)")
+        db, d = m.flat_view(dst, what)
+        sb, a = m.flat_view(src0, what)
+        if sb.dtype != db.dtype or db.dtype not in FLOAT_DTYPES:
+            raise SimulationError(f"{what}: {sb.name} ({sb.dtype}) into {db.name} ({db.dtype}); AscendC::Select "
+                                  f"takes one dtype of {', '.join(FLOAT_DTYPES)}")
+        bits = self._selection(what, selMask, a.size, a.itemsize, selMode)
+        if selMode == "VSEL_TENSOR_SCALAR_MODE":
+            if not _is_scalar(src1):
+                raise SimulationError(f"{what} in VSEL_TENSOR_SCALAR_MODE takes a scalar src1 (ascend_tile.py:"
+                                      f"652-653), got {_what(src1)}")
+            other = _storage(db.dtype, src1, f"{what}'s scalar src1")
+        else:
+            if not isinstance(src1, Buffer):
+                raise SimulationError(f"{what} in {selMode} takes a whole UB buffer as src1: the real function calls "
+                                      f"src1.access_ptr (ascend_tile.py:673), which a region lacks, and its BufferLoad "
+                                      f"form passes indices[0] where the code generator expects the mode "
+                                      f"(ascend_tile.py:640-649, codegen_ascend.cc:1327-1342); got {_what(src1)}")
+            _, other = self._operand(what, src1, db, a.size, ("tensor",))
+        d[...] = np.where(bits, a, other)
+
+    def _api_shape(self, x, what):
+        """The shape select compares: a buffer's shape, a region's extents (ascend_tile.py:578-589)."""
+        if isinstance(x, Buffer):
+            return list(x.shape)
+        if isinstance(x, Region):
+            return list(self._m._bounds(x)[2])
+        raise SimulationError(f"{what} takes a UB buffer or region as dst and src0, got {_what(x)}")
+
+    def _selection(self, what, mask, n, itemsize, mode):
+        """Per element: take src0?  Bit i % 8 of byte i // 8 of the mask, except that VSEL_CMPMASK_SPR reuses the
+        first 256 / itemsize bits in every 256-byte repeat (the CMPMASK register: 64 bits for f32, 128 for f16;
+        AscendC Select mode 0, dav_c220 kernel_operator_vec_cmpsel_impl.h VselImpl)."""
+        if not isinstance(mask, Buffer):
+            raise SimulationError(f"{what}: selMask must be a whole UB buffer: the real function calls "
+                                  f"selMask.access_ptr (ascend_tile.py:623); got {_what(mask)}")
+        mb, mv = self._m.flat_view(mask, what)
+        index = np.arange(n)
+        if mode == "VSEL_CMPMASK_SPR":
+            index = index % (256 // itemsize)
+        need = -(-(int(index.max()) + 1) // 8) if n else 0
+        if mb.dtype != "u8" or mv.size < need:
+            raise SimulationError(f"{what}: the mask {mb.name} ({mv.size} {mb.dtype}) is too small or not uint8: "
+                                  f"{n} elements in {mode} need {need} uint8 bytes")
+        return np.unpackbits(mv[:need], bitorder="little")[index].astype(bool)
 
 
 class Lang910B(_Common):
@@ -1090,9 +1592,9 @@ class Lang910B(_Common):
         return self._m.alloc("UB", shape, dtype)
 
     def copy(self, src, dst, enable_relu=False, transpose=False, pad_value=None):
-        if enable_relu or pad_value is not None:
-            raise Unsupported("T.copy with enable_relu / pad_value")
-        self._m.copy(src, dst, transpose=bool(transpose))
+        if enable_relu:
+            raise Unsupported("T.copy with enable_relu")
+        self._m.copy(src, dst, transpose=bool(transpose), pad_value=pad_value)
 
     def mma(self, A, B, C, init=False):  # noqa: N803
         self._m.matmul(A, B, C, False, False, init, "T.mma")
@@ -1202,6 +1704,12 @@ def _is_T(func, name: Optional[str] = None) -> bool:  # noqa: N802
             and (name is None or func.attr == name))
 
 
+def _is_tile(func) -> bool:
+    """T.tile.name"""
+    return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and func.value.attr == "tile"
+            and isinstance(func.value.value, ast.Name) and func.value.value.id == "T")
+
+
 def _sim_call(name, args, node):
     call = ast.Call(ast.Attribute(ast.Name("__sim__", ast.Load()), name, ast.Load()), args, [])
     return ast.copy_location(call, node)
@@ -1238,6 +1746,10 @@ class _Rewriter(ast.NodeTransformer):
             for kw in node.keywords:
                 if kw.arg in ("src", "dst"):
                     kw.value = self._region(kw.value)
+        elif _is_tile(node.func) or (_is_T(node.func) and node.func.attr.startswith("reduce_")):
+            node.args = [self._operand(a) for a in node.args]
+            for kw in node.keywords:
+                kw.value = self._operand(kw.value)
         return node
 
     def visit_Assign(self, node):  # noqa: N802
@@ -1250,7 +1762,7 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     @staticmethod
-    def _region(e):
+    def _region(e, fn="region"):
         if not isinstance(e, ast.Subscript):
             return e
         elts = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
@@ -1261,7 +1773,16 @@ class _Rewriter(ast.NodeTransformer):
                 conv.append(ast.copy_location(ast.Call(ast.Name("slice", ast.Load()), parts, []), e))
             else:
                 conv.append(x)
-        return _sim_call("region", [e.value, ast.copy_location(ast.Tuple(conv, ast.Load()), e)], e)
+        return _sim_call(fn, [e.value, ast.copy_location(ast.Tuple(conv, ast.Load()), e)], e)
+
+    @classmethod
+    def _operand(cls, e):
+        """An argument of T.tile.* / T.reduce_*: `a[r, :]` (a slice) is a BufferRegion, `a[r]` a BufferLoad."""
+        if not isinstance(e, ast.Subscript):
+            return e
+        elts = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+        sliced = any(isinstance(x, ast.Slice) or (isinstance(x, ast.Constant) and x.value is Ellipsis) for x in elts)
+        return cls._region(e, "region_arg" if sliced else "load_arg")
 
 
 def _check_vector_scopes(fn: ast.FunctionDef) -> None:
@@ -1367,22 +1888,47 @@ def simulate(text: str, inputs: dict, target: Optional[str] = None, sizes: Optio
         for name, spec in k.params:
             if specs.setdefault(name, spec) != spec:
                 raise SimulationError(f"{name} is declared {specs[name]} and {spec} by different kernels")
+    fp8 = _e4m3_bytes(ns, specs, m.target)
     gm = {}
     for name, spec in specs.items():
         if name in inputs:
-            arr = np.ascontiguousarray(dt.to_storage(spec.dtype, np.asarray(inputs[name])))
+            x = np.asarray(inputs[name])
+            if name in fp8:
+                arr = dt.to_storage("f8e4m3", x).view(np.uint8)
+            else:
+                arr = _storage(spec.dtype, x, f"input {name}")
+            arr = np.ascontiguousarray(arr)
             if arr.shape != spec.shape:
                 raise SimulationError(f"input {name} has shape {arr.shape}, the module declares {spec.shape}")
             role = "input"
         else:
-            arr = dt.to_storage(spec.dtype, np.full(spec.shape, np.nan, dtype=np.float32))
+            arr = np.full(spec.shape, 0x7F, dtype=np.uint8) if name in fp8 else _uninit(spec.dtype, spec.shape)
             role = "output"
         gm[name] = Buffer(m, name, "GM", spec.dtype, arr, role)
     runs = []
     with np.errstate(all="ignore"):
         for k in ns["KERNELS"].values():
             runs.append(m.run_kernel(k, gm))
-    return Simulation(m.target, {n: b.data for n, b in gm.items()}, runs, dict(m.caps))
+    tensors = {n: b.data.view(dt.NUMPY_DTYPES["f8e4m3"]).astype(np.float32) if n in fp8 else b.data
+               for n, b in gm.items()}
+    return Simulation(m.target, tensors, runs, dict(m.caps))
+
+
+def _e4m3_bytes(ns: dict, specs: dict, target: str) -> set:
+    """910B: the GM tensors the module's E4M3_BYTES lists, uint8 tensors that hold FP8 E4M3 bit patterns (the
+    910B has no E4M3 type).  Their inputs are encoded, their other contents start as 0x7F (E4M3 NaN), and they
+    are given back decoded."""
+    names = ns.get("E4M3_BYTES", ())
+    if target != "ascend-910b":
+        return set()
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise SimulationError(f"E4M3_BYTES = {names!r}: a list or tuple of tensor names")
+    for n in names:
+        if n not in specs or specs[n].dtype != "u8":
+            got = f"a {specs[n].dtype} tensor" if n in specs else "not a tensor parameter of the module's kernels"
+            raise SimulationError(f"E4M3_BYTES names {n}, which is {got}; it lists uint8 GM tensors holding E4M3 "
+                                  f"bytes")
+    return set(names)
 
 
 # ---------------------------------------------------------------- against the reference interpreter

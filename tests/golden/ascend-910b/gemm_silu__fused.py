@@ -26,8 +26,8 @@ import tilelang.language as T
 
 @T.prim_func
 def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288), "bfloat16"), Y: T.Tensor((1024, 12288), "bfloat16"), C_ws: T.Tensor((3072, 64, 64), "float32")):
-    # statements C, Y; on-chip bytes: L0A 4096, L0B 4096, L0C 16384, L1 24576, UB 90112
-    # GM workspaces (f32, cube -> vector): C_ws
+    # statements C, Y; on-chip bytes: L0A 4096, L0B 4096, L0C 16384, L1 24576, UB 40960
+    # GM workspaces between the cube and the vector core (one tile slot per block): C_ws
     with T.Kernel(16 * 192, is_npu=True) as (cid, vid):
         C_L0C = T.alloc_L0C((64, 64), "float32")  # L0C: accumulator, cleared by the first T.mma (init)
         A_L1 = T.alloc_L1((3, 64, 32), "bfloat16")  # L1: cache_read A -> shared at ko
@@ -37,10 +37,6 @@ def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288)
         C_ub = T.alloc_ub((64, 64), "float32")  # UB: cube result
         t_bf16_1 = T.alloc_ub((64, 64), "bfloat16")  # UB
         t_2 = T.alloc_ub((64, 64), "float32")  # UB
-        t_3 = T.alloc_ub((64, 64), "float32")  # UB
-        t_bf16_4 = T.alloc_ub((64, 64), "bfloat16")  # UB
-        t_5 = T.alloc_ub((64, 64), "float32")  # UB
-        Y_out_6 = T.alloc_ub((64, 64), "bfloat16")  # UB: Y in bf16
         io = cid // 192 % 16
         jo = cid % 192
         with T.Scope("C"):  # cube core (AIC)
@@ -61,11 +57,11 @@ def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288)
                 T.tile.cast(t_bf16_1, C_ub, "CAST_RINT", 4096)  # round to bf16
                 T.tile.cast(t_2, t_bf16_1, "CAST_NONE", 4096)
                 # Y[i, j]: bf16 = silu(C[i, j])
-                T.tile.silu(t_3, t_2)
-                T.tile.cast(t_bf16_4, t_3, "CAST_RINT", 4096)  # round to bf16
-                T.tile.cast(t_5, t_bf16_4, "CAST_NONE", 4096)
-                T.tile.cast(Y_out_6, t_5, "CAST_RINT", 4096)
-                T.copy(Y_out_6, Y[(64 * io), (64 * jo)])  # UB -> GM
+                T.tile.silu(C_ub, t_2)
+                T.tile.cast(t_bf16_1, C_ub, "CAST_RINT", 4096)  # round to bf16
+                T.tile.cast(C_ub, t_bf16_1, "CAST_NONE", 4096)
+                T.tile.cast(t_bf16_1, C_ub, "CAST_RINT", 4096)
+                T.copy(t_bf16_1, Y[(64 * io), (64 * jo)])  # UB -> GM
 
 
 KERNELS = {"gemm_silu_0": gemm_silu_0}

@@ -19,44 +19,37 @@ import tilelang.language as T
 
 @T.prim_func
 def rmsnorm_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "bfloat16"), g: T.Tensor((4096,), "bfloat16")):
-    # statements ss, r, Y; on-chip bytes: UB 155656
+    # statements ss, r, Y; on-chip bytes: UB 73736
     with T.Kernel(1024, is_npu=True) as (cid, vid):
         acc_ss = T.alloc_ub((1,), "float32")  # UB: sum accumulator
         X_ub_1 = T.alloc_ub((4096,), "bfloat16")  # UB: tile of X
-        X_f32_2 = T.alloc_ub((4096,), "float32")  # UB
+        t_f32_2 = T.alloc_ub((4096,), "float32")  # UB
         t_3 = T.alloc_ub((4096,), "float32")  # UB
         r_ss_4 = T.alloc_ub((1,), "float32")  # UB
-        X_ub_5 = T.alloc_ub((4096,), "bfloat16")  # UB: tile of X
-        X_f32_6 = T.alloc_ub((4096,), "float32")  # UB
-        t_7 = T.alloc_ub((4096,), "float32")  # UB
-        g_ub_8 = T.alloc_ub((4096,), "bfloat16")  # UB: tile of g
-        g_f32_9 = T.alloc_ub((4096,), "float32")  # UB
+        t_f32_9 = T.alloc_ub((4096,), "float32")  # UB
         t_10 = T.alloc_ub((4096,), "float32")  # UB
-        t_bf16_11 = T.alloc_ub((4096,), "bfloat16")  # UB
-        t_12 = T.alloc_ub((4096,), "float32")  # UB
-        Y_out_13 = T.alloc_ub((4096,), "bfloat16")  # UB: Y in bf16
         l_i = cid
         with T.Scope("V"):  # vector core (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # ss[i]: f32 = sum(j) X[i, j] * X[i, j] accum f32
                 T.tile.fill(acc_ss, 0.0)
                 T.copy(X[l_i, 0], X_ub_1)  # GM -> UB
-                T.tile.cast(X_f32_2, X_ub_1, "CAST_NONE", 4096)
-                T.tile.mul(t_3, X_f32_2, X_f32_2)
+                T.tile.cast(t_f32_2, X_ub_1, "CAST_NONE", 4096)
+                T.tile.mul(t_3, t_f32_2, t_f32_2)
                 T.reduce_sum(t_3, r_ss_4, dim=-1, clear=True)
                 T.tile.add(acc_ss, acc_ss, r_ss_4)
                 # r[i]: f32 = rsqrt(ss[i] / N + eps)
                 # Y[i, j]: bf16 = X[i, j] * r[i] * g[j]
-                T.copy(X[l_i, 0], X_ub_5)  # GM -> UB
-                T.tile.cast(X_f32_6, X_ub_5, "CAST_NONE", 4096)
-                T.tile.mul(t_7, X_f32_6, (1.0 / T.sqrt(((acc_ss[0] / 4096.0) + 1e-06))))
-                T.copy(g[0], g_ub_8)  # GM -> UB
-                T.tile.cast(g_f32_9, g_ub_8, "CAST_NONE", 4096)
-                T.tile.mul(t_10, t_7, g_f32_9)
-                T.tile.cast(t_bf16_11, t_10, "CAST_RINT", 4096)  # round to bf16
-                T.tile.cast(t_12, t_bf16_11, "CAST_NONE", 4096)
-                T.tile.cast(Y_out_13, t_12, "CAST_RINT", 4096)
-                T.copy(Y_out_13, Y[l_i, 0])  # UB -> GM
+                T.copy(X[l_i, 0], X_ub_1)  # GM -> UB
+                T.tile.cast(t_3, X_ub_1, "CAST_NONE", 4096)
+                T.tile.mul(t_f32_2, t_3, (1.0 / T.sqrt(((acc_ss[0] / 4096.0) + 1e-06))))
+                T.copy(g[0], X_ub_1)  # GM -> UB
+                T.tile.cast(t_f32_9, X_ub_1, "CAST_NONE", 4096)
+                T.tile.mul(t_10, t_f32_2, t_f32_9)
+                T.tile.cast(X_ub_1, t_10, "CAST_RINT", 4096)  # round to bf16
+                T.tile.cast(t_f32_2, X_ub_1, "CAST_NONE", 4096)
+                T.tile.cast(X_ub_1, t_f32_2, "CAST_RINT", 4096)
+                T.copy(X_ub_1, Y[l_i, 0])  # UB -> GM
 
 
 KERNELS = {"rmsnorm_0": rmsnorm_0}

@@ -21,50 +21,40 @@ import tilelang.language as T
 
 @T.prim_func
 def softmax_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "bfloat16")):
-    # statements m, e, s, Y; on-chip bytes: UB 163856
+    # statements m, e, s, Y; on-chip bytes: UB 57356
     with T.Kernel(1024, is_npu=True) as (cid, vid):
         acc_m = T.alloc_ub((1,), "float32")  # UB: max accumulator
         X_ub_1 = T.alloc_ub((4096,), "bfloat16")  # UB: tile of X
-        X_f32_2 = T.alloc_ub((4096,), "float32")  # UB
+        t_f32_2 = T.alloc_ub((4096,), "float32")  # UB
         r_m_3 = T.alloc_ub((1,), "float32")  # UB
-        X_ub_4 = T.alloc_ub((4096,), "bfloat16")  # UB: tile of X
-        X_f32_5 = T.alloc_ub((4096,), "float32")  # UB
         t_6 = T.alloc_ub((4096,), "float32")  # UB
         t_7 = T.alloc_ub((4096,), "float32")  # UB
-        t_8 = T.alloc_ub((4096,), "float32")  # UB
-        acc_s = T.alloc_ub((1,), "float32")  # UB: sum accumulator
-        r_s_9 = T.alloc_ub((1,), "float32")  # UB
-        t_10 = T.alloc_ub((4096,), "float32")  # UB
-        t_11 = T.alloc_ub((4096,), "float32")  # UB
-        t_bf16_12 = T.alloc_ub((4096,), "bfloat16")  # UB
-        t_13 = T.alloc_ub((4096,), "float32")  # UB
-        Y_out_14 = T.alloc_ub((4096,), "bfloat16")  # UB: Y in bf16
+        r_s_8 = T.alloc_ub((1,), "float32")  # UB
         l_i = cid
         with T.Scope("V"):  # vector core (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # m[i]: f32 = max(j) X[i, j] accum f32
                 T.tile.fill(acc_m, -T.infinity("float32"))
                 T.copy(X[l_i, 0], X_ub_1)  # GM -> UB
-                T.tile.cast(X_f32_2, X_ub_1, "CAST_NONE", 4096)
-                T.reduce_max(X_f32_2, r_m_3, dim=-1, clear=True)
+                T.tile.cast(t_f32_2, X_ub_1, "CAST_NONE", 4096)
+                T.reduce_max(t_f32_2, r_m_3, dim=-1, clear=True)
                 T.tile.max(acc_m, acc_m, r_m_3)
                 # e[i, j]: f32 = exp(X[i, j] - m[i])
-                T.copy(X[l_i, 0], X_ub_4)  # GM -> UB
-                T.tile.cast(X_f32_5, X_ub_4, "CAST_NONE", 4096)
-                T.tile.fill(t_6, acc_m[0])
-                T.tile.sub(t_7, X_f32_5, t_6)
-                T.tile.exp(t_8, t_7)
+                T.copy(X[l_i, 0], X_ub_1)  # GM -> UB
+                T.tile.cast(t_f32_2, X_ub_1, "CAST_NONE", 4096)
+                T.tile.add(t_6, t_f32_2, (-acc_m[0]))
+                T.tile.exp(t_7, t_6)
                 # s[i]: f32 = sum(j) e[i, j] accum f32
-                T.tile.fill(acc_s, 0.0)
-                T.reduce_sum(t_8, r_s_9, dim=-1, clear=True)
-                T.tile.add(acc_s, acc_s, r_s_9)
+                T.tile.fill(r_m_3, 0.0)
+                T.reduce_sum(t_7, r_s_8, dim=-1, clear=True)
+                T.tile.add(r_m_3, r_m_3, r_s_8)
                 # Y[i, j]: bf16 = e[i, j] / s[i]
-                T.tile.fill(t_10, acc_s[0])
-                T.tile.div(t_11, t_8, t_10)
-                T.tile.cast(t_bf16_12, t_11, "CAST_RINT", 4096)  # round to bf16
-                T.tile.cast(t_13, t_bf16_12, "CAST_NONE", 4096)
-                T.tile.cast(Y_out_14, t_13, "CAST_RINT", 4096)
-                T.copy(Y_out_14, Y[l_i, 0])  # UB -> GM
+                T.tile.fill(t_6, r_m_3[0])
+                T.tile.div(t_f32_2, t_7, t_6)
+                T.tile.cast(X_ub_1, t_f32_2, "CAST_RINT", 4096)  # round to bf16
+                T.tile.cast(t_6, X_ub_1, "CAST_NONE", 4096)
+                T.tile.cast(X_ub_1, t_6, "CAST_RINT", 4096)
+                T.copy(X_ub_1, Y[l_i, 0])  # UB -> GM
 
 
 KERNELS = {"softmax_0": softmax_0}
