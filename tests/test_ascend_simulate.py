@@ -398,3 +398,19 @@ def test_910b_decodes_every_e4m3_byte_exactly():
     sim = simulate(text, {"B": values}, "ascend-910b")
     got = sim.tensors["Y"]
     assert np.array_equal(got.view(np.uint32), values.view(np.uint32)), "decoded values differ (or the sign of zero)"
+
+
+def test_910b_fp8_product_on_the_cube_at_ragged_sizes():
+    """quant_gemm's E4M3 product goes to the cube when its tiles are 16 wide or more; at sizes that are not
+    multiples of the tiles the clipped byte copies leave lanes unfilled (no 8-bit Duplicate), which the
+    decoded tiles must zero before the cube adds them up."""
+    prog = load(EXAMPLES / "quant_gemm.tdsl", sizes={"M": 130, "N": 140, "K": 70})
+    text = generate(prog, "separate", target="ascend-910b")
+    assert "GM workspace (decoded FP8) -> L1" in text and "T.tile.select(" in text
+    original = prog.schedule()
+    inputs = random_inputs(original.model, seed=5)
+    want = interpret(original.model, original.time_map(), inputs)
+    sim = simulate(text, inputs, "ascend-910b")
+    for name in ("Aq", "Out"):
+        c = compare(want[name].astype(np.float32), sim.tensors[name].astype(np.float32), original.model.tensors[name].dtype)
+        assert c.ok, f"{name}: {c.summary()}"

@@ -480,6 +480,10 @@ class Ascend910BPrinter:
             starts = [self._start(x, op.tile) for x in load.indices]
             self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {raw})  # GM -> UB (clipped: zero bytes are 0.0)")
             values = e4m3.decode_e4m3(self, raw, shape)
+            if load.mask is not None:  # a clipped copy leaves uint8 lanes unfilled (no 8-bit Duplicate): zero them
+                axes = {a.iter: a for a in op.tile.axes}
+                tile = T.Tile(axes=[axes[x.name] for x in load.indices], scalars=op.tile.scalars, mask=load.mask)
+                self._mask_lanes(values, tile, load.mask, scalar="0.0")
             ws = self._workspace(self._decoded_workspace(op, n), shape, "f16", op.stmt)
             self.emit(f"T.copy({values}, {ws}[cid, 0, 0])  # UB -> this block's GM workspace slot")
         self.emit(f'T.set_cross_flag("MTE3", {decoded})  # tell the cube')
