@@ -131,3 +131,71 @@ def test_cli_compile_for_ascend(target, tmp_path):
     # The memory plan lets this schedule through (L1/L0C/UB each fit), but the backend's vector stage also
     # copies the 128x256 FP32 accumulator into UB, which the backend's own check refuses.
     assert done.returncode == 2 and "the buffers in UB need" in done.stderr and "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- what the 910B refuses, and why
+
+NARROW = """
+const M = 64, N = 100
+kernel k(X: f32[M, N]) -> (Y: f32[M, N]) {
+  Y[i, j] = X[i, j] * 2.0
+}
+schedule narrow {
+  io, jo, ii, jj = tile(Y.i, Y.j, 16, WIDTH)
+  bind(Y.io, grid.x)
+  bind(Y.jo, grid.y)
+}
+"""
+
+REFUSED_PROGRAMS_910B = {
+    # tile rows of 4 f32 = 16 bytes, and the tensor continues past each tile
+    "narrow store": (NARROW.replace("WIDTH", "4"), "narrow",
+                     "tile rows of 4 along j are narrower than the 32-byte UB rows the 910B's DMA moves (8 lanes"),
+    "masked FP8 store": ("""
+const N = 64
+kernel k(X: f32[N, N]) -> (Q: f8e4m3[N, N]) {
+  Q[i, j : j <= i] = X[i, j]
+}
+schedule tiles {
+  io, jo, ii, jj = tile(Q.i, Q.j, 32, 64)
+  bind(Q.io, grid.x)
+}
+""", "tiles", "Q: a store of FP8 bytes under a mask other than the tensor's bounds is not generated"),
+    "small E4M3 tile": ("""
+const N = 64
+kernel k(X: f32[N]) -> (Q: f8e4m3[N]) {
+  Q[i] = X[i]
+}
+schedule tiles {
+  io, ii = split(Q.i, 32)
+  bind(Q.io, grid.x)
+}
+""", "tiles", "an E4M3 conversion of a tile of 32 elements: the 910B's T.tile.compare takes a multiple of 256 bytes"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_PROGRAMS_910B))
+def test_910b_refusals_name_the_reason(case, tmp_path):
+    from tdsl.compiler.api import loads
+
+    text, schedule, why = REFUSED_PROGRAMS_910B[case]
+    with pytest.raises(BackendError, match=re.escape(why)):
+        generate(loads(text), schedule, target="ascend-910b")
+    src = tmp_path / "k.tdsl"
+    src.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", "compile", str(src), "--schedule", schedule,
+                           "--target", "ascend-910b", "-o", str(tmp_path / "k.py")], capture_output=True, text=True)
+    assert done.returncode == 2 and why in done.stderr and "Traceback" not in done.stderr
+
+
+def test_910b_rows_of_32_bytes_need_no_widening():
+    """8 f32 lanes are one 32-byte UB row: the same program with tiles 8 wide compiles, unwidened, and runs."""
+    import numpy as np
+
+    from tdsl.backends.ascend.simulate import simulate
+    from tdsl.compiler.api import loads
+
+    text = generate(loads(NARROW.replace("WIDTH", "8")), "narrow", target="ascend-910b")
+    assert 'T.alloc_ub((16, 8), "float32")' in text
+    x = np.random.default_rng(1).standard_normal((64, 100)).astype(np.float32)
+    assert np.array_equal(simulate(text, {"X": x}, "ascend-910b").tensors["Y"], x * np.float32(2.0))

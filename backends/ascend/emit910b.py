@@ -66,7 +66,7 @@ from .targets import TARGETS, check_capacity
 TL_DTYPES = {**_TL_DTYPES, "f8e4m3": "uint8", "u8": "uint8"}  # no FP8 type: E4M3 tensors are bytes
 BYTES = {**_BYTES, "u8": 1}
 CUBE_DTYPES = ("bf16", "f16", "f8e4m3")  # FP8 via an f16 workspace
-MIN_ROW = 32  # lanes in a row of a multi-row vector tile: 32 bytes of the narrowest dtype (uint8)
+UB_ROW_BYTES = 32  # a GM <-> UB copy starts every UB row on a 32-byte block
 
 
 @dataclass
@@ -119,6 +119,8 @@ class Ascend910BPrinter:
     def render(self) -> dict:
         k = self.kernel
         self.cube, self.fp8_dots = self._cube_statements(k.body)
+        # one row width for the whole kernel, so that every statement's tiles keep the same shape
+        self.min_row = UB_ROW_BYTES // min(BYTES[t.dtype] for t in k.tensors)
         k.body = [self._widen_narrow(op) for op in k.body]
         self._head()
         self._body(k.body)
@@ -214,11 +216,11 @@ class Ascend910BPrinter:
     # ------------------------------------------------------------ narrow tiles
 
     def _widen_narrow(self, op):
-        """Vector tiles whose rows are narrower than MIN_ROW elements, widened, the extra lanes masked.
+        """Vector tiles whose rows are narrower than 32 bytes of the kernel's narrowest tensor dtype, widened to
+        that, the extra lanes masked.
 
         A GM <-> UB copy starts every UB row on a 32-byte block (DataCopyPad, tilelang-ascend common.h), so a
-        multi-row UB tile needs rows of a multiple of 32 bytes: 32 lanes cover every dtype down to bytes.  The
-        extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask, so they are
+        multi-row UB tile copied from or to GM needs rows of a multiple of 32 bytes.  The extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask, so they are
         never reduced over and a store keeps their GM values.  A store would race with the block that owns
         those lanes, so a widened axis must reach past the end of the stored tensor."""
         if isinstance(op, T.SerialLoop):
@@ -226,13 +228,13 @@ class Ascend910BPrinter:
                                 op.note)
         if op.stmt in self.cube or len(op.tile.axes) < 2:
             return op
-        narrow = [a for a in op.tile.axes[1:] if a.size < MIN_ROW]
+        narrow = [a for a in op.tile.axes[1:] if a.size < self.min_row]
         if not narrow:
             return op
         extra = [T.Bin("<=", T.Var(a.iter), simplify(T.Bin("+", a.offset, T.Const(a.size - 1)))) for a in narrow]
         if getattr(op, "store", False):
             self._check_widened_store(op, narrow)
-        axes = [T.Axis(a.iter, a.offset, MIN_ROW, a.offset_isl) if a in narrow else a for a in op.tile.axes]
+        axes = [T.Axis(a.iter, a.offset, self.min_row, a.offset_isl) if a in narrow else a for a in op.tile.axes]
         tile = T.Tile(axes=axes, scalars=op.tile.scalars, mask=conjunction(atoms(op.tile.mask) + extra))
         changes = {"tile": tile}
         if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce):
@@ -252,9 +254,10 @@ class Ascend910BPrinter:
                 dim = dims[list(op.lhs).index(a.iter)]
                 if not isinstance(dim, int) or dim > a.size:
                     raise BackendError(
-                        f"{op.stmt}: tile rows of {a.size} along {a.iter} are narrower than the 32-byte rows the 910B's "
-                        f"DMA moves between GM and UB, and widening them would write lanes of the neighbouring tile; "
-                        f"use tiles of at least {MIN_ROW} along {a.iter} (or one tile spanning the dimension)")
+                        f"{op.stmt}: tile rows of {a.size} along {a.iter} are narrower than the 32-byte UB rows the "
+                        f"910B's DMA moves ({self.min_row} lanes of this kernel's narrowest dtype), and widening them "
+                        f"would write lanes of the neighbouring tile; use tiles of at least {self.min_row} along "
+                        f"{a.iter} (or one tile spanning the dimension)")
 
     def _head(self) -> None:
         vars_, exts, lowers = [], [], []
