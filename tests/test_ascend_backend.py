@@ -150,7 +150,8 @@ schedule narrow {
 REFUSED_PROGRAMS_910B = {
     # tile rows of 4 f32 = 16 bytes, and the tensor continues past each tile
     "narrow store": (NARROW.replace("WIDTH", "4"), "narrow",
-                     "tile rows of 4 along j are narrower than the 32-byte UB rows the 910B's DMA moves (8 lanes"),
+                     "Y: its tile of 4 along j would be widened to 8 lanes (a tile row copied between GM and UB is a "
+                     "whole number of 32-byte blocks (8 lanes"),
     "masked FP8 store": ("""
 const N = 64
 kernel k(X: f32[N, N]) -> (Q: f8e4m3[N, N]) {
@@ -170,7 +171,8 @@ schedule tiles {
   io, ii = split(Q.i, 32)
   bind(Q.io, grid.x)
 }
-""", "tiles", "an E4M3 conversion of a tile of 32 elements: the 910B's T.tile.compare takes a multiple of 256 bytes"),
+""", "tiles", "Q: its tile of 32 along i would be widened to 128 lanes (the E4M3 conversions compare whole "
+              "256-byte repeats (128 f16 values)), and the wider tile would write lanes of the neighbouring tile"),
 }
 
 

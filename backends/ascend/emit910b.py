@@ -121,6 +121,7 @@ class Ascend910BPrinter:
         self.cube, self.fp8_dots = self._cube_statements(k.body)
         # one row width for the whole kernel, so that every statement's tiles keep the same shape
         self.min_row = UB_ROW_BYTES // min(BYTES[t.dtype] for t in k.tensors)
+        self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in k.tensors)
         k.body = [self._widen_narrow(op) for op in k.body]
         self._head()
         self._body(k.body)
@@ -201,7 +202,10 @@ class Ascend910BPrinter:
                 cube, fp8 = cube | c, fp8 | f
             elif isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
                 d = op.partial
-                if d.lhs_dtype == d.rhs_dtype and d.lhs_dtype in CUBE_DTYPES and op.accum == "f32" and all(
+                rows_ok = d.lhs_dtype != "f8e4m3" or all(  # the bytes cross GM -> UB in 32-byte rows
+                    a.size >= UB_ROW_BYTES for a in op.tile.axes
+                    if a.iter in {x.name for x in (d.lhs.indices[-1], d.rhs.indices[-1]) if isinstance(x, T.Var)})
+                if d.lhs_dtype == d.rhs_dtype and d.lhs_dtype in CUBE_DTYPES and op.accum == "f32" and rows_ok and all(
                         self._clipped_by_dma(load.mask, list(load.indices), load.tensor) for load in (d.lhs, d.rhs)):
                     cube.add(op.stmt)
                     if d.lhs_dtype == "f8e4m3":
@@ -220,21 +224,27 @@ class Ascend910BPrinter:
         that, the extra lanes masked.
 
         A GM <-> UB copy starts every UB row on a 32-byte block (DataCopyPad, tilelang-ascend common.h), so a
-        multi-row UB tile copied from or to GM needs rows of a multiple of 32 bytes.  The extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask, so they are
-        never reduced over and a store keeps their GM values.  A store would race with the block that owns
-        those lanes, so a widened axis must reach past the end of the stored tensor."""
+        multi-row UB tile copied from or to GM needs rows of a multiple of 32 bytes; in a kernel with E4M3
+        tensors every tile also needs a multiple of 128 elements (its conversions compare whole 256-byte repeats
+        of f16).  The extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask,
+        so they are never reduced over and a store keeps their GM values.  A store would race with the block
+        that owns those lanes, so a widened axis must reach past the end of the stored tensor."""
         if isinstance(op, T.SerialLoop):
             return T.SerialLoop(op.var, op.lower, op.upper, op.stages, [self._widen_narrow(o) for o in op.body],
                                 op.note)
-        if op.stmt in self.cube or len(op.tile.axes) < 2:
+        if op.stmt in self.cube or not op.tile.axes:
             return op
-        narrow = [a for a in op.tile.axes[1:] if a.size < self.min_row]
+        size = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
+        if self.e4m3_tiles and math.prod(size.values()) < 128:
+            last = op.tile.axes[-1].iter
+            size[last] *= 128 // math.prod(size.values())
+        narrow = [a for a in op.tile.axes if size[a.iter] != a.size]
         if not narrow:
             return op
         extra = [T.Bin("<=", T.Var(a.iter), simplify(T.Bin("+", a.offset, T.Const(a.size - 1)))) for a in narrow]
         if getattr(op, "store", False):
-            self._check_widened_store(op, narrow)
-        axes = [T.Axis(a.iter, a.offset, self.min_row, a.offset_isl) if a in narrow else a for a in op.tile.axes]
+            self._check_widened_store(op, narrow, size)
+        axes = [T.Axis(a.iter, a.offset, size[a.iter], a.offset_isl) for a in op.tile.axes]
         tile = T.Tile(axes=axes, scalars=op.tile.scalars, mask=conjunction(atoms(op.tile.mask) + extra))
         changes = {"tile": tile}
         if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce):
@@ -247,17 +257,19 @@ class Ascend910BPrinter:
             changes["partial"] = T.Reduce(op.partial.op, body, op.partial.axes)
         return dataclasses.replace(op, **changes)
 
-    def _check_widened_store(self, op, narrow) -> None:
+    def _check_widened_store(self, op, narrow, size) -> None:
         dims = self._dims(op.stmt)
         for a in narrow:
             if a.iter in op.lhs:
                 dim = dims[list(op.lhs).index(a.iter)]
                 if not isinstance(dim, int) or dim > a.size:
+                    why = (f"a tile row copied between GM and UB is a whole number of 32-byte blocks ({self.min_row} "
+                           f"lanes of this kernel's narrowest dtype)" if size[a.iter] == self.min_row else
+                           "the E4M3 conversions compare whole 256-byte repeats (128 f16 values)")
                     raise BackendError(
-                        f"{op.stmt}: tile rows of {a.size} along {a.iter} are narrower than the 32-byte UB rows the "
-                        f"910B's DMA moves ({self.min_row} lanes of this kernel's narrowest dtype), and widening them "
-                        f"would write lanes of the neighbouring tile; use tiles of at least {self.min_row} along "
-                        f"{a.iter} (or one tile spanning the dimension)")
+                        f"{op.stmt}: its tile of {a.size} along {a.iter} would be widened to {size[a.iter]} lanes "
+                        f"({why}), and the wider tile would write lanes of the neighbouring tile; use tiles of at "
+                        f"least {size[a.iter]} along {a.iter} (or one tile spanning the dimension)")
 
     def _head(self) -> None:
         vars_, exts, lowers = [], [], []
