@@ -18,6 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tdsl.backends.ascend import api910b
 from tdsl.backends.ascend.simulate import (CapacityExceeded, SimulationError, Unsupported, namespace_functions,
@@ -30,7 +32,7 @@ from tdsl.compiler.memory import CapacityError
 from tdsl.compiler.verify import compare
 
 from conftest import EXAMPLES
-from test_examples import SMALL
+from test_examples import EXPECTED, SMALL
 
 RAGGED = SMALL  # not multiples of the tiles
 ALIGNED = {  # multiples of every tile of every schedule (the smallest that give two steps of most loops)
@@ -414,3 +416,42 @@ def test_910b_fp8_product_on_the_cube_at_ragged_sizes():
     for name in ("Aq", "Out"):
         c = compare(want[name].astype(np.float32), sim.tensors[name].astype(np.float32), original.model.tensors[name].dtype)
         assert c.ok, f"{name}: {c.summary()}"
+
+
+# ---------------------------------------------------------------- the 910B at random sizes
+
+SIZE_RANGES = {  # (dimension, low, high): small enough for the interpreter, ragged almost always
+    "gemm": [("M", 2, 150), ("N", 2, 150), ("K", 2, 150)],
+    "gemm_silu": [("M", 2, 150), ("N", 2, 150), ("K", 2, 150)],
+    "swiglu_quant": [("M", 1, 6), ("N", 2, 2100)],
+    "rmsnorm": [("M", 1, 5), ("N", 2, 1100)],
+    "softmax": [("M", 1, 5), ("N", 2, 1100)],
+    "quant_gemm": [("M", 2, 150), ("N", 2, 150), ("K", 2, 150)],
+    "attention": [("L", 2, 80), ("D", 2, 40)],
+}
+
+
+@st.composite
+def _case(draw):
+    example = draw(st.sampled_from(sorted(SIZE_RANGES)))
+    schedule = draw(st.sampled_from(sorted(s for s, rule in EXPECTED[example].items() if rule is None)))
+    sizes = {d: draw(st.integers(lo, hi)) for d, lo, hi in SIZE_RANGES[example]}
+    return example, schedule, sizes, draw(st.integers(0, 2 ** 16))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_case())
+def test_910b_kernels_at_random_sizes_compute_the_program_or_are_refused_with_a_reason(case):
+    """Any example, legal schedule and sizes: the emitted 910B module runs and matches the interpreter, or the
+    backend (or the memory plan) refuses it with a message -- never a crash or a kernel the simulator rejects."""
+    from tdsl.backends.ascend.simulate import check_schedule
+
+    example, schedule, sizes, seed = case
+    prog = load(EXAMPLES / f"{example}.tdsl", sizes=sizes)
+    try:
+        result = check_schedule(prog, schedule, "ascend-910b", seed=seed)
+    except (BackendError, CapacityError) as err:
+        assert str(err)
+        return
+    for name, c in result.items():
+        assert c.ok, f"{example}/{schedule} {sizes}: {name}: {c.summary()}"
