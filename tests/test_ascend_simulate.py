@@ -210,8 +210,8 @@ BROKEN = [
     ("ascend-950", "quant_gemm", "separate", "aligned", "T.copy(Out_out, Out[0, 0])", "T.copy(v_Out, Out[0, 0])",
      "converts dtypes"),
     # the vector core reads the workspace without waiting for the cube
-    ("ascend-910b", "gemm_silu", "fused", "aligned", "T.wait_cross_flag(0)\n", "T.evaluate(0)\n",
-     "without waiting for a cross-core flag"),
+    ("ascend-910b", "gemm_silu", "fused", "aligned", "T.wait_cross_flag(0)  # the cube's result is in the workspace\n",
+     "\n", "without waiting for a cross-core flag"),
     # the flag raised on a pipe that did not write the workspace
     ("ascend-910b", "gemm_silu", "fused", "aligned", 'T.set_cross_flag("FIX", 0)', 'T.set_cross_flag("MTE2", 0)',
      "without waiting for a cross-core flag"),
@@ -246,8 +246,31 @@ def test_a_broken_kernel_is_detected(target, example, schedule, sizes, old, new,
 def test_unsupported_constructs_are_reported_not_passed():
     text = emitted("ascend-910b", "softmax", "row_fused", "aligned")
     both_cores = text.replace("if vid == 0:", "if vid < 2:")
-    with pytest.raises(Unsupported, match="would run on both vector cores"):
+    with pytest.raises(Unsupported, match="only cross-core flag calls may stand outside `if vid == 0`"):
         check("ascend-910b", "softmax", "row_fused", "aligned", both_cores)
+
+
+def _only_vector_core_0(text: str, line: str) -> str:
+    """The emitted line (a flag call both vector cores must make) moved under `if vid == 0`."""
+    at = text.index(line)
+    start = text.rindex("\n", 0, at) + 1
+    indent = text[start:at]
+    return text[:start] + f"{indent}if vid == 0:\n{indent}    " + text[at:]
+
+
+def test_both_vector_cores_must_take_part_in_the_cross_core_flags():
+    """Mode 2 (AscendC CrossCoreSetFlag): a flag the cube sets reaches both vector cores and each must wait for
+    it; the cube's wait goes on only when both vector cores have set the flag.  The kernels where only vector
+    core 0 waits or sets would leave a counter running or hang the cube."""
+    text = emitted("ascend-910b", "gemm_silu", "fused", "aligned")
+    waits_on_one = _only_vector_core_0(text, "T.wait_cross_flag(0)  # the cube's result is in the workspace")
+    with pytest.raises(SimulationError, match=re.escape("'0 (for vector core 1)': 1")):
+        check("ascend-910b", "gemm_silu", "fused", "aligned", waits_on_one)
+    text = emitted("ascend-910b", "quant_gemm", "separate", "aligned")
+    sets_on_one = _only_vector_core_0(text, 'T.set_cross_flag("MTE3", 0)')
+    with pytest.raises(SimulationError, match="the cube waits for both vector cores to set it .mode 2., and vector "
+                                              "core 1 did not"):
+        check("ascend-910b", "quant_gemm", "separate", "aligned", sets_on_one)
 
 
 # ---------------------------------------------------------------- the fake namespaces follow the real APIs

@@ -496,7 +496,8 @@ def k(A: T.Tensor((20, 24), "bfloat16"), B: T.Tensor((24, 40), "bfloat16"), C: T
         with T.Scope("V"):
             if vid == 0:
                 T.copy(W[32, 0], w)
-                T.wait_cross_flag(0)
+            T.wait_cross_flag(0)
+            if vid == 0:
                 T.copy(W[0, 0], w)
                 T.copy(w, R[0, 0])
 
@@ -522,8 +523,8 @@ def test_cross_core_flags_track_the_elements_written():
     b = dt.to_storage("bf16", RNG.standard_normal((24, 40)))
     # W[32:40] was not written by the cube (its copy was clipped to 20 rows): reading it needs no flag, but
     # reading W[0:8] before the wait does
-    early = CUBE.replace("                T.copy(W[32, 0], w)\n                T.wait_cross_flag(0)\n",
-                         "                T.copy(W[8, 0], w)\n                T.wait_cross_flag(0)\n")
+    early = CUBE.replace("                T.copy(W[32, 0], w)\n            T.wait_cross_flag(0)\n",
+                         "                T.copy(W[8, 0], w)\n            T.wait_cross_flag(0)\n")
     fails(early, {"A": a, "B": b}, "the vector core reads W, which the cube core wrote in this block (element "
                                    "[8, 0]), without waiting for a cross-core flag")
     assert "T.copy(W[32, 0], w)" in CUBE  # the passing version reads W[32:40] first

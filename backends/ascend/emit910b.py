@@ -9,8 +9,10 @@
                 T.copy(A_L1[ko % stages, :, :], A_L0)        # L1 -> L0A (and L0B)
                 T.mma(A_L0, B_L0, C_L0, init=(ko == lo))     # into L0C
             T.copy(C_L0, C_ws[..]); T.set_cross_flag("FIX", 0)   # L0C -> GM workspace for the vector core
-        with T.Scope("V"):                                   # vector core: elementwise and reductions
-            T.wait_cross_flag(0); T.copy(C_ws[..], C_ub); T.tile.silu(...); T.copy(Y_ub, Y[..])
+        with T.Scope("V"):                                   # vector cores: elementwise and reductions
+            T.wait_cross_flag(0)                             # both vector cores (mode 2)
+            if vid == 0:                                     # core 0 does the work
+                T.copy(C_ws[..], C_ub); T.tile.silu(...); T.copy(Y_ub, Y[..])
 
 Vector statements become whole-tile `T.tile.*` operations on UB buffers
 (three-address code, one UB temporary per operation), reductions
@@ -96,6 +98,8 @@ class Ascend910BPrinter:
     reused: dict = field(default_factory=dict)  # (kind, dtype, shape, tag) -> scratch buffer
     row: str | None = None  # the row loop variable while a 2-D tile is computed row by row
     fp8_flags: dict = field(default_factory=dict)  # stmt -> (decoded flag, consumed flag)
+    flags_before: list = field(default_factory=list)  # flag lines of the vector scope being emitted, before its work
+    flags_after: list = field(default_factory=list)  # ... and after it
     free: list = field(default_factory=list)  # UB temporaries of finished statements: (name, shape, dtype)
     tracking: list | None = None  # UB buffers allocated by the vector statement being emitted
     info: dict = field(default_factory=dict)  # UB buffer -> (shape, dtype)
@@ -352,10 +356,14 @@ class Ascend910BPrinter:
         return not self._clipped_by_dma(op.tile.mask, [T.Var(it) for it in op.lhs], op.stmt)
 
     def _vector_group(self, ops) -> None:
+        """Both vector cores run the scope: vector core 0 does the work, and both wait for and set the cross-core
+        flags (mode 2: a flag the cube sets reaches both, and the cube waits until both have set one)."""
         if not ops:
             return
-        self.emit('with T.Scope("V"):  # vector core (AIV)')
+        self.emit('with T.Scope("V"):  # vector cores (AIV)')
         self.depth += 1
+        head = len(self.lines)
+        self.flags_after = []
         self.emit("if vid == 0:  # one of the two vector cores takes the whole tile")
         self.depth += 1
         start = len(self.lines)
@@ -371,7 +379,14 @@ class Ascend910BPrinter:
             self._release(op[1] if isinstance(op, tuple) else op)
         if all(l.strip().startswith("#") for l in self.lines[start:]):
             self.emit("T.evaluate(0)  # scalar values only: computed where they are used")
-        self.depth -= 2
+        self.depth -= 1
+        # the flags both vector cores wait for go before the work, those they set after it
+        waits = [line for line in self.flags_before]
+        self.lines[head:head] = ["    " * self.depth + line for line in waits]
+        for line in self.flags_after:
+            self.emit(line)
+        self.flags_before, self.flags_after = [], []
+        self.depth -= 1
 
     def _release(self, op) -> None:
         """After a top-level statement: its UB temporaries that hold no value read later become reusable.
@@ -412,6 +427,14 @@ class Ascend910BPrinter:
                     raise BackendError(f"{stmt}: a GM workspace between the cores needs a constant number of blocks")
                 blocks *= e.value
         return blocks
+
+    def _new_flag(self, stmt: str) -> int:
+        """A cross-core flag id: the 910B has 0..10 (CrossCoreSetFlag on Atlas A2)."""
+        if self.flag > 10:
+            raise BackendError(f"{stmt}: this kernel needs more than the 910B's 11 cross-core flags (0..10); split "
+                               f"it into more kernels")
+        self.flag += 1
+        return self.flag - 1
 
     def _workspace(self, name: str, shape, dtype: str, stmt: str) -> str:
         """A GM tensor with one tile slot per block, for data passed between the cube and the vector core."""
@@ -483,13 +506,12 @@ class Ascend910BPrinter:
         _, operands = KernelPrinter.dot_layout(self, op)
         loop = self.loops[-1] if self.loops else None
         if op.stmt not in self.fp8_flags:
-            self.fp8_flags[op.stmt] = (self.flag, self.flag + 1)
-            self.flag += 2
+            self.fp8_flags[op.stmt] = (self._new_flag(op.stmt), self._new_flag(op.stmt))
         decoded, consumed = self.fp8_flags[op.stmt]
         self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}: FP8 operands decoded for the cube")
         if loop is not None:
-            self.emit(f"if {loop.var} > {index_code(simplify(loop.lower))}:")
-            self.emit(f"    T.wait_cross_flag({consumed})  # the cube has read the previous step's workspace")
+            self.flags_before.append(f"if {loop.var} > {index_code(simplify(loop.lower))}:")
+            self.flags_before.append(f"    T.wait_cross_flag({consumed})  # the cube has read the previous step's workspace")
         for n, (load, _, shape, _) in enumerate(operands):
             raw = self.alloc(self.fresh(f"{load.tensor}_bytes"), shape, "f8e4m3", "UB", f"E4M3 bytes of {load.tensor}")
             starts = [self._start(x, op.tile) for x in load.indices]
@@ -501,7 +523,7 @@ class Ascend910BPrinter:
                 self._mask_lanes(values, tile, load.mask, scalar="0.0")
             ws = self._workspace(self._decoded_workspace(op, n), shape, "f16", op.stmt)
             self.emit(f"T.copy({values}, {ws}[cid, 0, 0])  # UB -> this block's GM workspace slot")
-        self.emit(f'T.set_cross_flag("MTE3", {decoded})  # tell the cube')
+        self.flags_after.append(f'T.set_cross_flag("MTE3", {decoded})  # tell the cube (it waits for both vector cores)')
 
     @staticmethod
     def _start(x, tile) -> str:
@@ -519,16 +541,16 @@ class Ascend910BPrinter:
             self.emit(f"T.copy({acc}, {op.stmt}[{', '.join(starts)}])  # L0C -> GM{clipped}")
             return
         ws = self._workspace(f"{op.stmt}_ws", shape, "f32", op.stmt)
-        self.ws_flag[op.stmt] = (ws, self.flag)
+        flag = self._new_flag(op.stmt)
+        self.ws_flag[op.stmt] = (ws, flag)
         self.emit(f"T.copy({acc}, {ws}[{', '.join(['cid'] + ['0'] * len(shape))}])  # L0C -> this block's GM workspace slot")
-        self.emit(f'T.set_cross_flag("FIX", {self.flag})  # tell the vector core')
-        self.flag += 1
+        self.emit(f'T.set_cross_flag("FIX", {flag})  # tell the vector cores')
 
     def _from_cube(self, op: T.AccFinish) -> None:
         """The V side: wait for the cube, bring the tile into UB, round it, store it if the program stores it."""
         _, shape = self.accs[op.stmt]
         ws, flag = self.ws_flag[op.stmt]
-        self.emit(f"T.wait_cross_flag({flag})")
+        self.flags_before.append(f"T.wait_cross_flag({flag})  # the cube's result is in the workspace")
         ub = self.alloc(f"{op.stmt}_ub", shape, "f32", "UB", "cube result")
         self.emit(f"T.copy({ws}[{', '.join(['cid'] + ['0'] * len(shape))}], {ub})  # GM workspace -> UB")
         value = self._round(op.dtype, _Opnd("tile", ub), shape)

@@ -28,9 +28,11 @@ The namespaces
 Execution model
 ---------------
 * A kernel runs block by block: the prim_func is called once per block, `T.Kernel` returns that block's id
-  (the 910B's `vid` is 0: the 910B kernels give all vector work to vector core 0 behind `if vid == 0`,
-  which is checked statically; a `T.Scope("V")` with other content is `Unsupported`).  Within a block the
-  statements run in program order; on the 910B the cube scope's work therefore precedes the vector scope's.
+  (on the 910B each `T.Scope("V")` runs twice, as vector core 0 and then 1 (`vid`): the kernels give all
+  vector work to core 0 behind `if vid == 0`, and only cross-core flag calls, which both cores must make,
+  stand outside it -- checked statically; a `T.Scope("V")` with other content is `Unsupported`).  Within a
+  block the statements run in program order; on the 910B the cube scope's work therefore precedes the
+  vector scope's.
 * Every on-chip buffer is allocated per block and filled with NaN (integer buffers: INT_POISON), so a
   read of something never written shows up in the result.  Outputs, temporaries and workspaces in GM start
   NaN-filled too.  Buffers and tensors are bfloat16, float16, float32, float8_e4m3fn, int32, int16,
@@ -60,7 +62,9 @@ Execution model
 * 910B synchronisation: `T.set_cross_flag(pipe, f)` publishes the GM writes its core made on `pipe`
   (L0C->GM is the FIX pipe, UB->GM MTE3) and `T.wait_cross_flag(f)` makes them visible to the waiting
   core; reading GM elements the other core wrote in this block without such a flag, waiting for a flag no
-  one set (a deadlock), or leaving a flag unconsumed is an error.  Writes are recorded element by element.
+  one set (a deadlock), or leaving a flag unconsumed is an error.  The flags follow CrossCoreSetFlag's mode
+  2: one the cube sets counts once for each vector core, which must each wait for it; the cube's wait goes
+  on only when both vector cores have set the flag; ids 0..10, at most 16 pending sets.  Writes are recorded element by element.
   On the 950 the dialect inserts the synchronisation itself and nothing is checked.
 * 910B copies between GM and the chip clip the GM region as tilelang-ascend's lowering does (ascend.cc:
   336-421): its start must be >= 0, its valid extent along the copied rows and columns (the last two
@@ -117,6 +121,7 @@ import numpy as np
 from tdsl.compiler import dtypes as dt
 
 SCOPES = ("L1", "L0A", "L0B", "L0C", "UB")
+MAX_CROSS_FLAG = 10  # CrossCoreSetFlag flag ids 0..10 on Atlas A2 (the 910B)
 ON_CHIP = ("L1", "L0A", "L0B", "L0C")  # reached by DMA and the cube only, never by vector lanes
 TL_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float8_e4m3fn": "f8e4m3",
              "int32": "i32", "int16": "i16", "uint16": "u16", "uint8": "u8"}
@@ -440,7 +445,8 @@ class _Machine:
         self.stages = []  # enclosing T.Pipelined stage counts
         self.lanes = None
         self.masks = []
-        self.flags = Counter()
+        self.flags = Counter()  # (receiving core "C" | "V", sending vector core or receiving vid, flag) -> count
+        self.vid = 0  # the vector core running the current T.Scope("V") (each runs it, one after the other)
         # element by element (flat bool masks per GM tensor), so a clipped copy counts only what it wrote
         self.published = defaultdict(dict)  # flag -> {GM tensor: elements it makes visible}
         self.pending = defaultdict(dict)  # (core, pipe) -> {GM tensor: elements written, not yet published}
@@ -450,9 +456,11 @@ class _Machine:
     def end_block(self) -> None:
         if not self.entered:
             raise SimulationError("the kernel body never entered T.Kernel")
-        left = {f: n for f, n in self.flags.items() if n}
+        left = {f"{flag} (for {'the cube, from' if core == 'C' else 'vector core'} {'vector core ' if core == 'C' else ''}"
+                f"{vid})": n for (core, vid, flag), n in self.flags.items() if n}
         if left:
-            raise SimulationError(f"cross-core flags set but never waited for at the end of the block: {left}")
+            raise SimulationError(f"cross-core flags set but never waited for at the end of the block: {left}; in "
+                                  f"mode 2 a flag the cube sets reaches both vector cores, and each must wait for it")
 
     # ------------------------------------------------------------ allocation and capacities
 
@@ -746,21 +754,46 @@ class _Machine:
                                   f"{writer} core wrote in this block (element {_pt(at, buf.shape)}), without "
                                   f"waiting for a cross-core flag set after that write on its pipe")
 
-    def set_flag(self, pipe: str, flag) -> None:
+    def vector_cores(self):
+        """Each of the two vector cores runs a T.Scope("V") in turn (vid 0, then vid 1)."""
+        for vid in (0, 1):
+            self.vid = vid
+            yield vid
+        self.vid = 0
+
+    def set_flag(self, pipe: str, flag, mode=2) -> None:
+        """CrossCoreSetFlag in mode 2 (AIC <-> AIV within one AI core, the only mode emitted): a flag the cube
+        sets counts once for each of the two vector cores; one a vector core sets counts for the cube, which
+        goes on only when both vector cores have set it (AscendC CrossCoreSetFlag, modes 0-2).  Flag ids are
+        0..10 on the 910B and a counter holds at most 16 sets."""
         if self.core is None:
             raise SimulationError("T.set_cross_flag outside T.Scope")
+        if int(mode) != 2:
+            raise Unsupported(f"T.set_cross_flag mode {mode}: only mode 2 (cube <-> vector cores) is modelled")
+        if not 0 <= int(flag) <= MAX_CROSS_FLAG:
+            raise SimulationError(f"T.set_cross_flag({pipe!r}, {flag}): the 910B has cross-core flags 0..{MAX_CROSS_FLAG}")
         published = self.published[flag]
         for name, mask in self.pending.pop((self.core, str(pipe)), {}).items():
             published[name] = published[name] | mask if name in published else mask
-        self.flags[flag] += 1
+        keys = [("V", 0, flag), ("V", 1, flag)] if self.core == "C" else [("C", self.vid, flag)]
+        for key in keys:
+            self.flags[key] += 1
+            if self.flags[key] > 16:
+                raise SimulationError(f"cross-core flag {flag} set {self.flags[key]} times without a wait: a counter "
+                                      f"holds at most 16 sets")
 
     def wait_flag(self, flag) -> None:
         if self.core is None:
             raise SimulationError("T.wait_cross_flag outside T.Scope")
-        if self.flags[flag] <= 0:
-            raise SimulationError(f"T.wait_cross_flag({flag}) waits for a flag that no core set before: the core "
-                                  f"would wait forever")
-        self.flags[flag] -= 1
+        keys = [("C", 0, flag), ("C", 1, flag)] if self.core == "C" else [("V", self.vid, flag)]
+        missing = [k for k in keys if self.flags[k] <= 0]
+        if missing:
+            who = ("the cube waits for both vector cores to set it (mode 2), and vector core "
+                   f"{', '.join(str(k[1]) for k in missing)} did not" if self.core == "C"
+                   else f"no core set it for vector core {self.vid}")
+            raise SimulationError(f"T.wait_cross_flag({flag}) would wait forever: {who}")
+        for k in keys:
+            self.flags[k] -= 1
         visible = self.visible[self.core]
         for name, mask in self.published[flag].items():
             visible[name] = visible[name] | mask if name in visible else mask.copy()
@@ -1625,7 +1658,7 @@ class Lang910B(_Common):
         return _Frame(enter, leave)
 
     def set_cross_flag(self, pipe, flag, mode=2):
-        self._m.set_flag(pipe, flag)
+        self._m.set_flag(pipe, flag, mode)
 
     def wait_cross_flag(self, flag, pipe=""):
         self._m.wait_flag(flag)
@@ -1785,8 +1818,15 @@ class _Rewriter(ast.NodeTransformer):
         return cls._region(e, "region_arg" if sliced else "load_arg")
 
 
+def _flag_call(node) -> bool:
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and (_is_T(node.value.func, "wait_cross_flag") or _is_T(node.value.func, "set_cross_flag")))
+
+
 def _check_vector_scopes(fn: ast.FunctionDef) -> None:
-    """910B: vector work must sit behind `if vid == 0` (the simulation runs vector core 0 only)."""
+    """910B: both vector cores run every T.Scope("V"); its work must sit behind `if vid == 0` (the other core's
+    UB is not modelled), and only cross-core flag calls -- which both cores must make -- may stand outside it,
+    alone or under a scalar `if`."""
     for node in ast.walk(fn):
         if not (isinstance(node, ast.With) and len(node.items) == 1):
             continue
@@ -1794,11 +1834,26 @@ def _check_vector_scopes(fn: ast.FunctionDef) -> None:
         if not (isinstance(call, ast.Call) and _is_T(call.func, "Scope") and call.args
                 and isinstance(call.args[0], ast.Constant) and call.args[0].value == "V"):
             continue
-        ok = (len(node.body) == 1 and isinstance(node.body[0], ast.If) and not node.body[0].orelse
-              and ast.dump(node.body[0].test) == ast.dump(ast.parse("vid == 0", mode="eval").body))
-        if not ok:
-            raise Unsupported(f"line {node.lineno}: a T.Scope(\"V\") whose work is not all behind `if vid == 0` would "
-                              f"run on both vector cores; the simulation runs vector core 0 only")
+        for stmt in node.body:
+            work = (isinstance(stmt, ast.If) and not stmt.orelse
+                    and ast.dump(stmt.test) == ast.dump(ast.parse("vid == 0", mode="eval").body))
+            guarded_flags = isinstance(stmt, ast.If) and not stmt.orelse and all(_flag_call(b) for b in stmt.body)
+            if not (work or guarded_flags or _flag_call(stmt)):
+                raise Unsupported(f"line {stmt.lineno}: in a T.Scope(\"V\") only cross-core flag calls may stand "
+                                  f"outside `if vid == 0`: the simulation keeps one vector core's UB")
+
+
+class _BothVectorCores(ast.NodeTransformer):
+    """`with T.Scope("V"): ...` -> `for vid in __sim__.vector_cores(): with T.Scope("V"): ...` (910B)."""
+
+    def visit_With(self, node):  # noqa: N802
+        self.generic_visit(node)
+        call = node.items[0].context_expr if len(node.items) == 1 else None
+        if not (isinstance(call, ast.Call) and _is_T(call.func, "Scope") and call.args
+                and isinstance(call.args[0], ast.Constant) and call.args[0].value == "V"):
+            return node
+        cores = ast.Call(ast.Attribute(ast.Name("__sim__", ast.Load()), "vector_cores", ast.Load()), [], [])
+        return ast.copy_location(ast.For(ast.Name("vid", ast.Store()), cores, [node], []), node)
 
 
 def _prepare(text: str, target: str):
@@ -1808,6 +1863,7 @@ def _prepare(text: str, target: str):
                 _is_T(d) or (isinstance(d, ast.Call) and _is_T(d.func)) for d in node.decorator_list):
             if target == "ascend-910b":
                 _check_vector_scopes(node)
+                _BothVectorCores().visit(node)
             _Rewriter().visit(node)
     ast.fix_missing_locations(tree)
     return compile(tree, FILENAME, "exec")

@@ -56,10 +56,10 @@ def attention_0(S: T.Tensor((8192, 8192), "float32"), Q: T.Tensor((8192, 128), "
             T.copy(K_L1[0, :, :], K_L0B, transpose=True)  # L1 -> L0B
             T.mma(Q_L0A, K_L0B, S_L0C, init=True)
             T.copy(S_L0C, S_ws[cid, 0, 0])  # L0C -> this block's GM workspace slot
-            T.set_cross_flag("FIX", 0)  # tell the vector core
-        with T.Scope("V"):  # vector core (AIV)
+            T.set_cross_flag("FIX", 0)  # tell the vector cores
+        with T.Scope("V"):  # vector cores (AIV)
+            T.wait_cross_flag(0)  # the cube's result is in the workspace
             if vid == 0:  # one of the two vector cores takes the whole tile
-                T.wait_cross_flag(0)
                 T.copy(S_ws[cid, 0, 0], S_ub)  # GM workspace -> UB
                 T.copy(S[(64 * io), (64 * jo)], S_old_1)  # GM -> UB: lanes outside the domain keep these values
                 T.copy(S_ub, S_new_2)  # UB -> UB
@@ -82,7 +82,7 @@ def attention_1(m: T.Tensor((8192,), "float32"), S: T.Tensor((8192, 8192), "floa
         mask_cmp_4 = T.alloc_ub((1024,), "uint8")  # UB: bit mask of 8192 lanes
         r_m_5 = T.alloc_ub((1,), "float32")  # UB
         l_i = cid
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # m[i]: f32 = max(j) S[i, j] accum f32
                 T.tile.fill(acc_m, -T.infinity("float32"))
@@ -109,7 +109,7 @@ def attention_2(P: T.Tensor((8192, 8192), "float32"), S: T.Tensor((8192, 8192), 
         mask_cmp_9 = T.alloc_ub((32,), "uint8")  # UB: bit mask of 64 lanes
         po = cid // 128 % 128
         qo = cid % 128
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # P[i, j]: f32 = exp((S[i, j] - m[i]) * scale)
                 for r_1 in T.serial(64):  # row by row: P reads values broadcast along the row
@@ -136,7 +136,7 @@ def attention_3(l: T.Tensor((8192,), "float32"), P: T.Tensor((8192, 8192), "floa
         mask_cmp_4 = T.alloc_ub((1024,), "uint8")  # UB: bit mask of 8192 lanes
         r_l_5 = T.alloc_ub((1,), "float32")  # UB
         l_i = cid
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # l[i]: f32 = sum(j) P[i, j] accum f32
                 T.tile.fill(acc_l, 0.0)
@@ -161,13 +161,13 @@ def attention_4(U: T.Tensor((8192, 128), "float32"), P: T.Tensor((8192, 8192), "
         t_f32_3 = T.alloc_ub((64, 128), "float32")  # UB
         prod_4 = T.alloc_ub((128,), "float32")  # UB: one row of products
         uo = cid
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # U[i, c]: f32 = sum(j) P[i, j] * V[j, c] accum f32
                 T.tile.fill(acc_U, 0.0)
         # loop ko
         for ko in T.serial(0, (uo + 1)):
-            with T.Scope("V"):  # vector core (AIV)
+            with T.Scope("V"):  # vector cores (AIV)
                 if vid == 0:  # one of the two vector cores takes the whole tile
                     # U[i, c]: f32 = sum(j) P[i, j] * V[j, c] accum f32: on the vector core, row by row
                     T.copy(P[(64 * uo), (64 * ko)], P_ub_1)  # GM -> UB
@@ -179,7 +179,7 @@ def attention_4(U: T.Tensor((8192, 128), "float32"), P: T.Tensor((8192, 8192), "
                                 a_7 = P_ub_1[r_5, k_6]
                                 T.tile.mul(prod_4, t_f32_3[k_6, :], a_7)
                                 T.tile.add(acc_U[r_5, :], acc_U[r_5, :], prod_4)
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 T.copy(acc_U, U[(64 * uo), 0])  # UB -> GM
 
@@ -193,7 +193,7 @@ def attention_5(O: T.Tensor((8192, 128), "bfloat16"), U: T.Tensor((8192, 128), "
         t_3 = T.alloc_ub((128,), "float32")  # UB
         t_bf16_4 = T.alloc_ub((128,), "bfloat16")  # UB
         l_i = cid
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # O[i, c]: bf16 = U[i, c] / l[i]
                 T.copy(U[l_i, 0], U_ub_1)  # GM -> UB

@@ -49,10 +49,10 @@ def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288)
                 T.copy(W_L1[ko % 3, :, :], W_L0B)  # L1 -> L0B
                 T.mma(A_L0A, W_L0B, C_L0C, init=ko == 0)
             T.copy(C_L0C, C_ws[cid, 0, 0])  # L0C -> this block's GM workspace slot
-            T.set_cross_flag("FIX", 0)  # tell the vector core
-        with T.Scope("V"):  # vector core (AIV)
+            T.set_cross_flag("FIX", 0)  # tell the vector cores
+        with T.Scope("V"):  # vector cores (AIV)
+            T.wait_cross_flag(0)  # the cube's result is in the workspace
             if vid == 0:  # one of the two vector cores takes the whole tile
-                T.wait_cross_flag(0)
                 T.copy(C_ws[cid, 0, 0], C_ub)  # GM workspace -> UB
                 T.tile.cast(t_bf16_1, C_ub, "CAST_RINT", 4096)  # round to bf16
                 T.tile.cast(t_2, t_bf16_1, "CAST_NONE", 4096)

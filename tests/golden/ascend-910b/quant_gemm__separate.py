@@ -33,7 +33,7 @@ def quant_gemm_0(amax: T.Tensor((4096,), "float32"), A: T.Tensor((4096, 4096), "
         t_3 = T.alloc_ub((4096,), "float32")  # UB
         r_amax_4 = T.alloc_ub((1,), "float32")  # UB
         l_i = cid
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # amax[i]: f32 = max(k) abs(A[i, k]) accum f32
                 T.tile.fill(acc_amax, -T.infinity("float32"))
@@ -60,7 +60,7 @@ def quant_gemm_1(Aq: T.Tensor((4096, 4096), "uint8"), A: T.Tensor((4096, 4096), 
         mask_cmp_9 = T.alloc_ub((512,), "uint8")  # UB: bit mask of 4096 lanes
         e4m3_bytes_12 = T.alloc_ub((4096,), "uint8")  # UB: E4M3 bytes
         l_i = cid
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # Aq[i, k]: f8e4m3 = A[i, k] * 448.0 / amax[i]
                 T.copy(A[l_i, 0], A_ub_1)  # GM -> UB
@@ -229,11 +229,11 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "uint8"), W: T.Tensor((4096, 1536), 
         # P[i, j]: f32 = sum(k) Aq[i, k] * W[k, j] accum f32
         # loop ko
         for ko in T.serial(0, 64):
-            with T.Scope("V"):  # vector core (AIV)
+            with T.Scope("V"):  # vector cores (AIV)
+                if ko > 0:
+                    T.wait_cross_flag(1)  # the cube has read the previous step's workspace
                 if vid == 0:  # one of the two vector cores takes the whole tile
                     # P[i, j]: f32 = sum(k) Aq[i, k] * W[k, j] accum f32: FP8 operands decoded for the cube
-                    if ko > 0:
-                        T.wait_cross_flag(1)  # the cube has read the previous step's workspace
                     T.copy(Aq[(128 * io), (64 * ko)], Aq_bytes_1)  # GM -> UB (clipped: zero bytes are 0.0)
                     # decode E4M3 bytes: b * 2^-9 below 16, (b - 8E + 8) * 2^(E-10) for 8E <= b < 8E + 8; then the sign
                     T.tile.cast(s_byte_2, Aq_bytes_1, "CAST_NONE", 8192)
@@ -364,7 +364,7 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "uint8"), W: T.Tensor((4096, 1536), 
                     T.tile.mul(s_t_10, e4m3_f16_9, -1.0)
                     T.tile.select(e4m3_f16_9, mask_sign_6, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
                     T.copy(e4m3_f16_9, P_wsB[cid, 0, 0])  # UB -> this block's GM workspace slot
-                    T.set_cross_flag("MTE3", 0)  # tell the cube
+                T.set_cross_flag("MTE3", 0)  # tell the cube (it waits for both vector cores)
             with T.Scope("C"):  # cube core (AIC)
                 T.wait_cross_flag(0)  # the vector core decoded this step
                 T.copy(P_wsA[cid, 0, 0], Aq_L1[0, :, :])  # GM workspace (decoded FP8) -> L1
@@ -376,10 +376,10 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "uint8"), W: T.Tensor((4096, 1536), 
                     T.set_cross_flag("MTE2", 1)  # workspace read: decode the next step
         with T.Scope("C"):  # cube core (AIC)
             T.copy(P_L0C, P_ws[cid, 0, 0])  # L0C -> this block's GM workspace slot
-            T.set_cross_flag("FIX", 2)  # tell the vector core
-        with T.Scope("V"):  # vector core (AIV)
+            T.set_cross_flag("FIX", 2)  # tell the vector cores
+        with T.Scope("V"):  # vector cores (AIV)
+            T.wait_cross_flag(2)  # the cube's result is in the workspace
             if vid == 0:  # one of the two vector cores takes the whole tile
-                T.wait_cross_flag(2)
                 T.copy(P_ws[cid, 0, 0], P_ub)  # GM workspace -> UB
                 # Out[i, j]: f16 = P[i, j] * amax[i] / 448.0
                 for r_11 in T.serial(128):  # row by row: Out reads values broadcast along the row

@@ -29,7 +29,7 @@ def rmsnorm_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
         t_f32_9 = T.alloc_ub((4096,), "float32")  # UB
         t_10 = T.alloc_ub((4096,), "float32")  # UB
         l_i = cid
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # ss[i]: f32 = sum(j) X[i, j] * X[i, j] accum f32
                 T.tile.fill(acc_ss, 0.0)

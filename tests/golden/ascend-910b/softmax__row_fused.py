@@ -31,7 +31,7 @@ def softmax_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
         t_7 = T.alloc_ub((4096,), "float32")  # UB
         r_s_8 = T.alloc_ub((1,), "float32")  # UB
         l_i = cid
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # m[i]: f32 = max(j) X[i, j] accum f32
                 T.tile.fill(acc_m, -T.infinity("float32"))

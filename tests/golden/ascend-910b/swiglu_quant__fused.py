@@ -35,7 +35,7 @@ def swiglu_quant_0(G: T.Tensor((1024, 12288), "bfloat16"), U: T.Tensor((1024, 12
         e4m3_bytes_19 = T.alloc_ub((4, 1024), "uint8")  # UB: E4M3 bytes
         io = cid // 12 % 256
         jo = cid % 12
-        with T.Scope("V"):  # vector core (AIV)
+        with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # T[i, j]: bf16 = silu(G[i, j])
                 T.copy(G[(4 * io), (1024 * jo)], G_ub_1)  # GM -> UB
