@@ -577,3 +577,47 @@ def test_new_tile_functions_are_in_the_namespace_and_the_api():
 
     assert str(inspect.signature(api910b.tile.select)) == "(dst, selMask, src0, src1, selMode)"
     assert str(inspect.signature(api910b.tile.createvecindex)) == "(dst, firstValue)"
+
+
+# ---------------------------------------------------------------- cross-core flags (mode 2)
+
+FLAGS = '''# Target ascend-910b (hand-written in the emitted style)
+import tilelang
+import tilelang.language as T
+
+
+@T.prim_func
+def k(R: T.Tensor((8,), "float32")):
+    # hand-written; on-chip bytes: UB 32
+    with T.Kernel(1, is_npu=True) as (cid, vid):
+        r = T.alloc_ub((8,), "float32")
+        with T.Scope("C"):
+            for n in T.serial(SETS):
+                T.set_cross_flag("FIX", FLAG)
+        with T.Scope("V"):
+WAITS
+            if vid == 0:
+                T.tile.fill(r, 1.0)
+                T.copy(r, R[0])
+
+
+KERNELS = {"k": k}
+'''
+
+
+def _flags(sets, flag):
+    waits = "\n".join(["            T.wait_cross_flag(FLAG)"] * sets)
+    return FLAGS.replace("WAITS", waits).replace("SETS", str(sets)).replace("FLAG", str(flag))
+
+
+def test_both_vector_cores_wait_for_each_set_of_the_cube():
+    assert np.all(run(_flags(3, 10), {}).tensors["R"] == 1.0)
+
+
+def test_flag_ids_stop_at_10_on_the_910b():
+    fails(_flags(1, 11), {}, "the 910B has cross-core flags 0..10")
+
+
+def test_a_flag_counter_holds_16_sets():
+    assert np.all(run(_flags(16, 0), {}).tensors["R"] == 1.0)
+    fails(_flags(17, 0), {}, "cross-core flag 0 set 17 times without a wait: a counter holds at most 16 sets")
