@@ -183,12 +183,18 @@ class Simulation:
 
 
 class Buffer:
-    __slots__ = ("m", "name", "scope", "dtype", "data", "stages", "role")
+    __slots__ = ("m", "name", "scope", "dtype", "_data", "stages", "role")
 
     def __init__(self, m, name, scope, dtype, data, role=""):
-        self.m, self.name, self.scope, self.dtype, self.data = m, name, scope, dtype, data
+        self.m, self.name, self.scope, self.dtype = m, name, scope, dtype
+        # a 910B UB buffer exists once per vector core (each AIV has its own UB): one array per vid
+        self._data = [data, data.copy()] if (scope == "UB" and m.target == "ascend-910b") else data
         self.stages = 1
         self.role = role  # GM: input | output
+
+    @property
+    def data(self):
+        return self._data[self.m.vid] if isinstance(self._data, list) else self._data
 
     @property
     def shape(self):
@@ -345,7 +351,8 @@ def _contiguous(shape, ext) -> bool:
     return not dims or all(ext[i] == shape[i] for i in range(dims[0] + 1, len(shape)))
 
 
-CORE_CODE = {"C": 1, "V": 2}  # who wrote a GM element (0: nobody, in this block)
+CORE_CODE = {"C": 1, "V0": 2, "V1": 3}  # who wrote a GM element (0: nobody, in this block)
+CORE_NAME = {1: "cube", 2: "vector core 0", 3: "vector core 1"}
 
 
 def _flat_of(buf, where) -> np.ndarray:
@@ -427,6 +434,7 @@ def _ub_rows(ub, lo, ext, what) -> None:
 
 class _Machine:
     def __init__(self, target: str, capacities: dict, sizes: Optional[dict]):
+        self.vid = 0  # the vector core running now (910B)
         self.target = target
         self.caps = capacities
         self.sizes = dict(sizes or {})
@@ -451,7 +459,7 @@ class _Machine:
         self.published = defaultdict(dict)  # flag -> {GM tensor: elements it makes visible}
         self.pending = defaultdict(dict)  # (core, pipe) -> {GM tensor: elements written, not yet published}
         self.written_by = {}  # GM tensor -> per element: the core that wrote it in this block (0: none)
-        self.visible = defaultdict(dict)  # core -> {GM tensor: elements it waited for}
+        self.visible = defaultdict(dict)  # core ("C", "V0", "V1") -> {GM tensor: elements it waited for}
 
     def end_block(self) -> None:
         if not self.entered:
@@ -732,8 +740,14 @@ class _Machine:
         w = self.written_by.get(buf.name)
         if w is None:
             w = self.written_by[buf.name] = np.zeros(buf.data.size, dtype=np.int8)
-        w[flat] = CORE_CODE[self.core]
-        _elements(self.pending[(self.core, pipe)], buf)[flat] = True
+        me = CORE_CODE[self.who]
+        both = (w[flat] != 0) & (w[flat] != me) & (w[flat] != CORE_CODE["C"])
+        if both.any():
+            at = int(np.reshape(flat, -1)[int(np.argmax(both))])
+            raise SimulationError(f"both vector cores write {buf.name} element {_pt(at, buf.shape)} in this block: "
+                                  f"they run at the same time, so their GM writes must not overlap")
+        w[flat] = me
+        _elements(self.pending[(self.who, pipe)], buf)[flat] = True
 
     def _gm_read(self, buf: Buffer, where) -> None:
         """Reading GM elements the other core wrote in this block needs a flag set after those writes."""
@@ -743,16 +757,26 @@ class _Machine:
         if w is None:
             return
         flat = _flat_of(buf, where)
-        other = (w[flat] != 0) & (w[flat] != CORE_CODE[self.core])
-        seen = self.visible[self.core].get(buf.name)
+        other = (w[flat] != 0) & (w[flat] != CORE_CODE[self.who])
+        seen = self.visible[self.who].get(buf.name)
         if seen is not None:
             other &= ~seen[flat]
         if other.any():
             at = int(np.reshape(flat, -1)[int(np.argmax(other))])
+            reader = "cube" if self.core == "C" else "vector"
             writer = "cube" if w[at] == CORE_CODE["C"] else "vector"
-            raise SimulationError(f"the {'vector' if self.core == 'V' else 'cube'} core reads {buf.name}, which the "
+            if self.core == "V" and writer == "vector":
+                raise SimulationError(f"{CORE_NAME[CORE_CODE[self.who]]} reads {buf.name} element "
+                                      f"{_pt(at, buf.shape)}, which {CORE_NAME[int(w[at])]} wrote in this block: the "
+                                      f"two vector cores run at the same time and are not synchronised")
+            raise SimulationError(f"the {reader} core reads {buf.name}, which the "
                                   f"{writer} core wrote in this block (element {_pt(at, buf.shape)}), without "
                                   f"waiting for a cross-core flag set after that write on its pipe")
+
+    @property
+    def who(self) -> str:
+        """The core running now: "C", or "V0" / "V1" for the vector cores."""
+        return self.core if self.core != "V" else f"V{self.vid}"
 
     def vector_cores(self):
         """Each of the two vector cores runs a T.Scope("V") in turn (vid 0, then vid 1)."""
@@ -773,7 +797,7 @@ class _Machine:
         if not 0 <= int(flag) <= MAX_CROSS_FLAG:
             raise SimulationError(f"T.set_cross_flag({pipe!r}, {flag}): the 910B has cross-core flags 0..{MAX_CROSS_FLAG}")
         published = self.published[flag]
-        for name, mask in self.pending.pop((self.core, str(pipe)), {}).items():
+        for name, mask in self.pending.pop((self.who, str(pipe)), {}).items():
             published[name] = published[name] | mask if name in published else mask
         keys = [("V", 0, flag), ("V", 1, flag)] if self.core == "C" else [("C", self.vid, flag)]
         for key in keys:
@@ -794,7 +818,7 @@ class _Machine:
             raise SimulationError(f"T.wait_cross_flag({flag}) would wait forever: {who}")
         for k in keys:
             self.flags[k] -= 1
-        visible = self.visible[self.core]
+        visible = self.visible[self.who]
         for name, mask in self.published[flag].items():
             visible[name] = visible[name] | mask if name in visible else mask.copy()
 
@@ -1818,31 +1842,6 @@ class _Rewriter(ast.NodeTransformer):
         return cls._region(e, "region_arg" if sliced else "load_arg")
 
 
-def _flag_call(node) -> bool:
-    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-            and (_is_T(node.value.func, "wait_cross_flag") or _is_T(node.value.func, "set_cross_flag")))
-
-
-def _check_vector_scopes(fn: ast.FunctionDef) -> None:
-    """910B: both vector cores run every T.Scope("V"); its work must sit behind `if vid == 0` (the other core's
-    UB is not modelled), and only cross-core flag calls -- which both cores must make -- may stand outside it,
-    alone or under a scalar `if`."""
-    for node in ast.walk(fn):
-        if not (isinstance(node, ast.With) and len(node.items) == 1):
-            continue
-        call = node.items[0].context_expr
-        if not (isinstance(call, ast.Call) and _is_T(call.func, "Scope") and call.args
-                and isinstance(call.args[0], ast.Constant) and call.args[0].value == "V"):
-            continue
-        for stmt in node.body:
-            work = (isinstance(stmt, ast.If) and not stmt.orelse
-                    and ast.dump(stmt.test) == ast.dump(ast.parse("vid == 0", mode="eval").body))
-            guarded_flags = isinstance(stmt, ast.If) and not stmt.orelse and all(_flag_call(b) for b in stmt.body)
-            if not (work or guarded_flags or _flag_call(stmt)):
-                raise Unsupported(f"line {stmt.lineno}: in a T.Scope(\"V\") only cross-core flag calls may stand "
-                                  f"outside `if vid == 0`: the simulation keeps one vector core's UB")
-
-
 class _BothVectorCores(ast.NodeTransformer):
     """`with T.Scope("V"): ...` -> `for vid in __sim__.vector_cores(): with T.Scope("V"): ...` (910B)."""
 
@@ -1862,7 +1861,6 @@ def _prepare(text: str, target: str):
         if isinstance(node, ast.FunctionDef) and any(
                 _is_T(d) or (isinstance(d, ast.Call) and _is_T(d.func)) for d in node.decorator_list):
             if target == "ascend-910b":
-                _check_vector_scopes(node)
                 _BothVectorCores().visit(node)
             _Rewriter().visit(node)
     ast.fix_missing_locations(tree)
