@@ -11,10 +11,13 @@
             T.copy(C_L0, C_ws[..]); T.set_cross_flag("FIX", 0)   # L0C -> GM workspace for the vector core
         with T.Scope("V"):                                   # vector cores: elementwise and reductions
             T.wait_cross_flag(0)                             # both vector cores (mode 2)
-            if vid == 0:                                     # core 0 does the work
-                T.copy(C_ws[..], C_ub); T.tile.silu(...); T.copy(Y_ub, Y[..])
+            T.copy(C_ws[cid, vid * BM // 2, 0], C_ub)        # each vector core takes half of the rows
+            T.tile.silu(...); T.copy(Y_ub, Y[r0 + vid * BM // 2, c0])
 
-Vector statements become whole-tile `T.tile.*` operations on UB buffers
+The two vector cores of an AI core (`vid`, each with its own UB) split the
+rows of 2-D vector tiles; kernels whose vector tiles are 1-D (a row per block)
+run them on vector core 0 (`if vid == 0`).  Both take part in every
+cross-core flag (mode 2).  Vector statements become whole-tile `T.tile.*` operations on UB buffers
 (three-address code, one UB temporary per operation), reductions
 `T.reduce_sum / T.reduce_max`.  This module cannot be run or even imported
 here (tilelang-ascend needs CANN); its text is checked with `ast.parse` and
@@ -127,6 +130,9 @@ class Ascend910BPrinter:
         self.min_row = UB_ROW_BYTES // min(BYTES[t.dtype] for t in k.tensors)
         self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in k.tensors)
         k.body = [self._widen_narrow(op) for op in k.body]
+        self.half = self._split_rows(k.body)
+        if self.half:
+            k.body = [self._halve(op) for op in k.body]
         self._head()
         self._body(k.body)
         check_capacity(k.name, TARGETS["ascend-910b"], self.footprint)
@@ -220,6 +226,72 @@ class Ascend910BPrinter:
         """Every lane outside `mask` lies outside the tensor, where a clipped T.copy pads or does not write."""
         dims = self._dims(tensor)
         return all(implied_by_bounds(a, indices, dims) for a in atoms(mask))
+
+    # ------------------------------------------------------------ both vector cores
+
+    def _is_vector_op(self, op) -> bool:
+        if isinstance(op, T.Compute):
+            return True
+        if isinstance(op, (T.AccInit, T.AccUpdate)):
+            return op.stmt not in self.cube
+        if isinstance(op, T.AccFinish):
+            return op.stmt not in self.cube or self._needs_vector(op)
+        return False
+
+    def _vector_ops(self, ops):
+        for op in ops:
+            if isinstance(op, T.SerialLoop):
+                yield from self._vector_ops(op.body)
+            elif self._is_vector_op(op):
+                yield op
+
+    def _split_rows(self, body) -> int | None:
+        """Half the rows of the kernel's vector tiles, if both vector cores can each take half of them.
+
+        Each AI core of the 910B has two vector cores with a UB each; splitting the tile rows between them
+        halves the UB a tile needs and the vector work per core.  That needs every vector statement's tile to
+        have the same rows (the first axis, at least 2-D, an even count) and no reduction across rows."""
+        ops = list(self._vector_ops(body))
+        if not ops:
+            return None
+        rows = set()
+        for op in ops:
+            if len(op.tile.axes) < 2:
+                return None
+            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce) and 0 in op.partial.axes:
+                return None
+            first = op.tile.axes[0]
+            rows.add((first.size, repr(simplify(first.offset))))
+        if len(rows) != 1:
+            return None
+        size = rows.pop()[0]
+        return size // 2 if size >= 2 and size % 2 == 0 else None
+
+    def _first_rows_test(self, tile: T.Tile, mask) -> list:
+        """The comparisons of `mask` on the tile's rows alone (the first axis and loop variables)."""
+        first, others = tile.axes[0], {a.iter for a in tile.axes[1:]}
+        return [a for a in atoms(mask) if mentions(a, first.iter) and not any(mentions(a, o) for o in others)]
+
+    def _rows_guard(self, op) -> None:
+        """`if <first row of this vector core's half is in the domain>:` -- its half of a ragged tile may lie past
+        the tensor, and a copy whose GM region lies wholly outside is not clipped to nothing."""
+        parts = self._first_rows_test(op.tile, op.tile.mask)
+        if parts:
+            names = self._scalar_names(op.tile)
+            names[op.tile.axes[0].iter] = index_code(simplify(op.tile.axes[0].offset))
+            self.emit(f"if {self._condition(parts, names)}:  # this vector core's rows start inside the domain")
+            self.depth += 1
+
+    def _halve(self, op):
+        """The vector statement's tile: this vector core's half of the rows (vid 0 the first, vid 1 the second)."""
+        if isinstance(op, T.SerialLoop):
+            return T.SerialLoop(op.var, op.lower, op.upper, op.stages, [self._halve(o) for o in op.body], op.note)
+        if not self._is_vector_op(op):
+            return op
+        first, *rest = op.tile.axes
+        offset = simplify(T.Bin("+", first.offset, T.Bin("*", T.Var("vid"), T.Const(self.half))))
+        tile = T.Tile(axes=[T.Axis(first.iter, offset, self.half)] + rest, scalars=op.tile.scalars, mask=op.tile.mask)
+        return dataclasses.replace(op, tile=tile)
 
     # ------------------------------------------------------------ narrow tiles
 
@@ -360,26 +432,37 @@ class Ascend910BPrinter:
         flags (mode 2: a flag the cube sets reaches both, and the cube waits until both have set one)."""
         if not ops:
             return
-        self.emit('with T.Scope("V"):  # vector cores (AIV)')
+        split = bool(self.half) if not (isinstance(ops[0], tuple) and ops[0][0] == "decode") else \
+            self._decode_split(ops[0][1])
+        self.emit('with T.Scope("V"):  # vector cores (AIV)' + ("; each takes half of the tile's rows (vid)" if split else ""))
         self.depth += 1
         head = len(self.lines)
         self.flags_after = []
-        self.emit("if vid == 0:  # one of the two vector cores takes the whole tile")
-        self.depth += 1
+        if not split:
+            self.emit("if vid == 0:  # one of the two vector cores takes the whole tile")
+            self.depth += 1
         start = len(self.lines)
         for op in ops:
             self.loads = {}
             self.tracking = [] if not self.loops else None
+            depth, guard = self.depth, len(self.lines)
+            if split and not (isinstance(op, tuple) and op[0] == "decode"):
+                self._rows_guard(op[1] if isinstance(op, tuple) else op)
+            guarded = self.depth > depth
             if isinstance(op, tuple) and op[0] == "from-cube":
                 self._from_cube(op[1])
             elif isinstance(op, tuple):
                 self._decode_operands(op[1])
             else:
                 self._vector_op(op)
+            self.depth = depth
+            if guarded and all(line.strip().startswith("#") for line in self.lines[guard + 1:]):
+                self.lines[guard:] = [line[4:] for line in self.lines[guard + 1:]]  # no code: no guard
             self._release(op[1] if isinstance(op, tuple) else op)
         if all(l.strip().startswith("#") for l in self.lines[start:]):
             self.emit("T.evaluate(0)  # scalar values only: computed where they are used")
-        self.depth -= 1
+        if not split:
+            self.depth -= 1
         # the flags both vector cores wait for go before the work, those they set after it
         waits = [line for line in self.flags_before]
         self.lines[head:head] = ["    " * self.depth + line for line in waits]
@@ -496,6 +579,13 @@ class Ascend910BPrinter:
             self.emit(f"if {loop.var} < {index_code(simplify(loop.upper))} - 1:")
             self.emit(f'    T.set_cross_flag("MTE2", {self.fp8_flags[op.stmt][1]})  # workspace read: decode the next step')
 
+    def _decode_split(self, op: T.AccUpdate) -> bool:
+        """Whether both vector cores decode half of each FP8 operand tile's rows."""
+        from tdsl.backends.tilelang.emit import KernelPrinter
+
+        _, operands = KernelPrinter.dot_layout(self, op)
+        return all(shape[0] >= 2 and shape[0] % 2 == 0 for _, _, shape, _ in operands)
+
     def _decoded_workspace(self, op: T.AccUpdate, n: int) -> str:
         return f"{op.stmt}_ws{'AB'[n]}"
 
@@ -512,17 +602,37 @@ class Ascend910BPrinter:
         if loop is not None:
             self.flags_before.append(f"if {loop.var} > {index_code(simplify(loop.lower))}:")
             self.flags_before.append(f"    T.wait_cross_flag({consumed})  # the cube has read the previous step's workspace")
+        split = self._decode_split(op)
         for n, (load, _, shape, _) in enumerate(operands):
+            ws = self._workspace(self._decoded_workspace(op, n), shape, "f16", op.stmt)
+            axes = {a.iter: a for a in op.tile.axes}
+            tile_axes = [axes[x.name] for x in load.indices]
+            if split:  # each vector core decodes half of the operand tile's rows
+                half = shape[0] // 2
+                first = tile_axes[0]
+                tile_axes[0] = T.Axis(first.iter, simplify(T.Bin("+", first.offset, T.Bin("*", T.Var("vid"),
+                                                                                          T.Const(half)))), half)
+                shape = [half] + shape[1:]
             raw = self.alloc(self.fresh(f"{load.tensor}_bytes"), shape, "f8e4m3", "UB", f"E4M3 bytes of {load.tensor}")
-            starts = [self._start(x, op.tile) for x in load.indices]
+            starts = [index_code(simplify(a.offset)) for a in tile_axes]
+            tile = T.Tile(axes=tile_axes, scalars=op.tile.scalars, mask=load.mask)
+            outside = self._first_rows_test(tile, load.mask) if split else []
+            depth = self.depth
+            if outside:  # this core's half may lie past the tensor: then it writes zeros for the cube
+                names = self._scalar_names(tile)
+                names[tile_axes[0].iter] = index_code(simplify(tile_axes[0].offset))
+                self.emit(f"if {self._condition(outside, names)}:  # this vector core's rows start inside the tensor")
+                self.depth += 1
             self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {raw})  # GM -> UB (clipped: zero bytes are 0.0)")
             values = e4m3.decode_e4m3(self, raw, shape)
             if load.mask is not None:  # a clipped copy leaves uint8 lanes unfilled (no 8-bit Duplicate): zero them
-                axes = {a.iter: a for a in op.tile.axes}
-                tile = T.Tile(axes=[axes[x.name] for x in load.indices], scalars=op.tile.scalars, mask=load.mask)
                 self._mask_lanes(values, tile, load.mask, scalar="0.0")
-            ws = self._workspace(self._decoded_workspace(op, n), shape, "f16", op.stmt)
-            self.emit(f"T.copy({values}, {ws}[cid, 0, 0])  # UB -> this block's GM workspace slot")
+            if outside:
+                self.depth = depth
+                self.emit("else:")
+                self.emit(f"    T.tile.fill({values}, 0.0)")
+            row = f"vid * {shape[0]}" if split else "0"
+            self.emit(f"T.copy({values}, {ws}[cid, {row}, 0])  # UB -> this block's GM workspace slot")
         self.flags_after.append(f'T.set_cross_flag("MTE3", {decoded})  # tell the cube (it waits for both vector cores)')
 
     @staticmethod
@@ -548,11 +658,12 @@ class Ascend910BPrinter:
 
     def _from_cube(self, op: T.AccFinish) -> None:
         """The V side: wait for the cube, bring the tile into UB, round it, store it if the program stores it."""
-        _, shape = self.accs[op.stmt]
+        shape = [a.size for a in op.tile.axes]
         ws, flag = self.ws_flag[op.stmt]
         self.flags_before.append(f"T.wait_cross_flag({flag})  # the cube's result is in the workspace")
         ub = self.alloc(f"{op.stmt}_ub", shape, "f32", "UB", "cube result")
-        self.emit(f"T.copy({ws}[{', '.join(['cid'] + ['0'] * len(shape))}], {ub})  # GM workspace -> UB")
+        rows = ["cid", f"vid * {self.half}" if self.half else "0"] + ["0"] * (len(shape) - 1)
+        self.emit(f"T.copy({ws}[{', '.join(rows)}], {ub})  # GM workspace -> UB")
         value = self._round(op.dtype, _Opnd("tile", ub), shape)
         self.values[op.stmt] = value
         self.expr_temps.discard(value.code)

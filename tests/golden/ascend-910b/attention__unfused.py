@@ -32,7 +32,7 @@ import tilelang.language as T
 
 @T.prim_func
 def attention_0(S: T.Tensor((8192, 8192), "float32"), Q: T.Tensor((8192, 128), "bfloat16"), K: T.Tensor((8192, 128), "bfloat16"), S_ws: T.Tensor((16384, 64, 64), "float32")):
-    # statements S; on-chip bytes: L0A 16384, L0B 16384, L0C 16384, L1 32768, UB 49696
+    # statements S; on-chip bytes: L0A 16384, L0B 16384, L0C 16384, L1 32768, UB 25120
     # GM workspaces between the cube and the vector core (one tile slot per block): S_ws
     with T.Kernel(128 * 128, is_npu=True) as (cid, vid):
         S_L0C = T.alloc_L0C((64, 64), "float32")  # L0C: accumulator, cleared by the first T.mma (init)
@@ -40,9 +40,9 @@ def attention_0(S: T.Tensor((8192, 8192), "float32"), Q: T.Tensor((8192, 128), "
         Q_L0A = T.alloc_L0A((64, 128), "bfloat16")  # L0A
         K_L1 = T.alloc_L1((1, 64, 128), "bfloat16")  # L1: staged for the cube
         K_L0B = T.alloc_L0B((128, 64), "bfloat16")  # L0B
-        S_ub = T.alloc_ub((64, 64), "float32")  # UB: cube result
-        S_old_1 = T.alloc_ub((64, 64), "float32")  # UB: S as it is in GM
-        S_new_2 = T.alloc_ub((64, 64), "float32")  # UB
+        S_ub = T.alloc_ub((32, 64), "float32")  # UB: cube result
+        S_old_1 = T.alloc_ub((32, 64), "float32")  # UB: S as it is in GM
+        S_new_2 = T.alloc_ub((32, 64), "float32")  # UB
         lanes_3 = T.alloc_ub((64,), "float32")  # UB: lane positions
         mask_cmp_4 = T.alloc_ub((32,), "uint8")  # UB: bit mask of 64 lanes
         s_row_6 = T.alloc_ub((64,), "float32")  # UB: scratch
@@ -57,18 +57,17 @@ def attention_0(S: T.Tensor((8192, 8192), "float32"), Q: T.Tensor((8192, 128), "
             T.mma(Q_L0A, K_L0B, S_L0C, init=True)
             T.copy(S_L0C, S_ws[cid, 0, 0])  # L0C -> this block's GM workspace slot
             T.set_cross_flag("FIX", 0)  # tell the vector cores
-        with T.Scope("V"):  # vector cores (AIV)
+        with T.Scope("V"):  # vector cores (AIV); each takes half of the tile's rows (vid)
             T.wait_cross_flag(0)  # the cube's result is in the workspace
-            if vid == 0:  # one of the two vector cores takes the whole tile
-                T.copy(S_ws[cid, 0, 0], S_ub)  # GM workspace -> UB
-                T.copy(S[(64 * io), (64 * jo)], S_old_1)  # GM -> UB: lanes outside the domain keep these values
-                T.copy(S_ub, S_new_2)  # UB -> UB
-                T.tile.createvecindex(lanes_3, 0.0)  # lane positions 0, 1, ...
-                for r_5 in T.serial(64):
-                    T.copy(S_old_1[r_5, :], s_row_6)  # UB -> UB
-                    T.tile.compare(mask_cmp_4, lanes_3, T.Cast("float32", (((64 * io) + r_5) + (-64 * jo))), "LE")
-                    T.tile.select(S_new_2[r_5, :], mask_cmp_4, S_new_2[r_5, :], s_row_6, "VSEL_TENSOR_TENSOR_MODE")
-                T.copy(S_new_2, S[(64 * io), (64 * jo)])  # UB -> GM (clipped to the tensor)
+            T.copy(S_ws[cid, vid * 32, 0], S_ub)  # GM workspace -> UB
+            T.copy(S[((64 * io) + (vid * 32)), (64 * jo)], S_old_1)  # GM -> UB: lanes outside the domain keep these values
+            T.copy(S_ub, S_new_2)  # UB -> UB
+            T.tile.createvecindex(lanes_3, 0.0)  # lane positions 0, 1, ...
+            for r_5 in T.serial(32):
+                T.copy(S_old_1[r_5, :], s_row_6)  # UB -> UB
+                T.tile.compare(mask_cmp_4, lanes_3, T.Cast("float32", ((((64 * io) + (vid * 32)) + r_5) + (-64 * jo))), "LE")
+                T.tile.select(S_new_2[r_5, :], mask_cmp_4, S_new_2[r_5, :], s_row_6, "VSEL_TENSOR_TENSOR_MODE")
+            T.copy(S_new_2, S[((64 * io) + (vid * 32)), (64 * jo)])  # UB -> GM (clipped to the tensor)
 
 
 @T.prim_func
@@ -109,20 +108,19 @@ def attention_2(P: T.Tensor((8192, 8192), "float32"), S: T.Tensor((8192, 8192), 
         mask_cmp_9 = T.alloc_ub((32,), "uint8")  # UB: bit mask of 64 lanes
         po = cid // 128 % 128
         qo = cid % 128
-        with T.Scope("V"):  # vector cores (AIV)
-            if vid == 0:  # one of the two vector cores takes the whole tile
-                # P[i, j]: f32 = exp((S[i, j] - m[i]) * scale)
-                for r_1 in T.serial(64):  # row by row: P reads values broadcast along the row
-                    T.copy(S[((64 * po) + r_1), (64 * qo)], S_ub_2)  # GM -> UB (clipped to the tensor, zero-padded)
-                    T.tile.add(t_3, S_ub_2, (-T.Cast("float32", m[((64 * po) + r_1)])))
-                    T.tile.mul(t_4, t_3, 0.08838834764831845)
-                    T.tile.exp(t_3, t_4)
-                    T.copy(P[((64 * po) + r_1), (64 * qo)], t_4)  # GM -> UB: lanes outside the domain keep these values
-                    T.copy(t_3, P_new_7)  # UB -> UB
-                    T.tile.createvecindex(lanes_8, 0.0)  # lane positions 0, 1, ...
-                    T.tile.compare(mask_cmp_9, lanes_8, T.Cast("float32", (((64 * po) + r_1) + (-64 * qo))), "LE")
-                    T.tile.select(P_new_7, mask_cmp_9, P_new_7, t_4, "VSEL_TENSOR_TENSOR_MODE")
-                    T.copy(P_new_7, P[((64 * po) + r_1), (64 * qo)])  # UB -> GM (clipped to the tensor)
+        with T.Scope("V"):  # vector cores (AIV); each takes half of the tile's rows (vid)
+            # P[i, j]: f32 = exp((S[i, j] - m[i]) * scale)
+            for r_1 in T.serial(32):  # row by row: P reads values broadcast along the row
+                T.copy(S[(((64 * po) + (vid * 32)) + r_1), (64 * qo)], S_ub_2)  # GM -> UB (clipped to the tensor, zero-padded)
+                T.tile.add(t_3, S_ub_2, (-T.Cast("float32", m[(((64 * po) + (vid * 32)) + r_1)])))
+                T.tile.mul(t_4, t_3, 0.08838834764831845)
+                T.tile.exp(t_3, t_4)
+                T.copy(P[(((64 * po) + (vid * 32)) + r_1), (64 * qo)], t_4)  # GM -> UB: lanes outside the domain keep these values
+                T.copy(t_3, P_new_7)  # UB -> UB
+                T.tile.createvecindex(lanes_8, 0.0)  # lane positions 0, 1, ...
+                T.tile.compare(mask_cmp_9, lanes_8, T.Cast("float32", ((((64 * po) + (vid * 32)) + r_1) + (-64 * qo))), "LE")
+                T.tile.select(P_new_7, mask_cmp_9, P_new_7, t_4, "VSEL_TENSOR_TENSOR_MODE")
+                T.copy(P_new_7, P[(((64 * po) + (vid * 32)) + r_1), (64 * qo)])  # UB -> GM (clipped to the tensor)
 
 
 @T.prim_func
@@ -153,35 +151,32 @@ def attention_3(l: T.Tensor((8192,), "float32"), P: T.Tensor((8192, 8192), "floa
 
 @T.prim_func
 def attention_4(U: T.Tensor((8192, 128), "float32"), P: T.Tensor((8192, 8192), "float32"), V: T.Tensor((8192, 128), "bfloat16")):
-    # statements U; on-chip bytes: UB 98816
+    # statements U; on-chip bytes: UB 74240
     with T.Kernel(128, is_npu=True) as (cid, vid):
-        acc_U = T.alloc_ub((64, 128), "float32")  # UB: sum accumulator
-        P_ub_1 = T.alloc_ub((64, 64), "float32")  # UB: tile of P
+        acc_U = T.alloc_ub((32, 128), "float32")  # UB: sum accumulator
+        P_ub_1 = T.alloc_ub((32, 64), "float32")  # UB: tile of P
         V_ub_2 = T.alloc_ub((64, 128), "bfloat16")  # UB: tile of V
         t_f32_3 = T.alloc_ub((64, 128), "float32")  # UB
         prod_4 = T.alloc_ub((128,), "float32")  # UB: one row of products
         uo = cid
-        with T.Scope("V"):  # vector cores (AIV)
-            if vid == 0:  # one of the two vector cores takes the whole tile
-                # U[i, c]: f32 = sum(j) P[i, j] * V[j, c] accum f32
-                T.tile.fill(acc_U, 0.0)
+        with T.Scope("V"):  # vector cores (AIV); each takes half of the tile's rows (vid)
+            # U[i, c]: f32 = sum(j) P[i, j] * V[j, c] accum f32
+            T.tile.fill(acc_U, 0.0)
         # loop ko
         for ko in T.serial(0, (uo + 1)):
-            with T.Scope("V"):  # vector cores (AIV)
-                if vid == 0:  # one of the two vector cores takes the whole tile
-                    # U[i, c]: f32 = sum(j) P[i, j] * V[j, c] accum f32: on the vector core, row by row
-                    T.copy(P[(64 * uo), (64 * ko)], P_ub_1)  # GM -> UB
-                    T.copy(V[(64 * ko), 0], V_ub_2)  # GM -> UB
-                    T.tile.cast(t_f32_3, V_ub_2, "CAST_NONE", 8192)
-                    for r_5 in T.serial(64):
-                        for k_6 in T.serial(64):
-                            if ((64 * uo) + r_5) >= ((64 * ko) + k_6):
-                                a_7 = P_ub_1[r_5, k_6]
-                                T.tile.mul(prod_4, t_f32_3[k_6, :], a_7)
-                                T.tile.add(acc_U[r_5, :], acc_U[r_5, :], prod_4)
-        with T.Scope("V"):  # vector cores (AIV)
-            if vid == 0:  # one of the two vector cores takes the whole tile
-                T.copy(acc_U, U[(64 * uo), 0])  # UB -> GM
+            with T.Scope("V"):  # vector cores (AIV); each takes half of the tile's rows (vid)
+                # U[i, c]: f32 = sum(j) P[i, j] * V[j, c] accum f32: on the vector core, row by row
+                T.copy(P[((64 * uo) + (vid * 32)), (64 * ko)], P_ub_1)  # GM -> UB
+                T.copy(V[(64 * ko), 0], V_ub_2)  # GM -> UB
+                T.tile.cast(t_f32_3, V_ub_2, "CAST_NONE", 8192)
+                for r_5 in T.serial(32):
+                    for k_6 in T.serial(64):
+                        if (((64 * uo) + (vid * 32)) + r_5) >= ((64 * ko) + k_6):
+                            a_7 = P_ub_1[r_5, k_6]
+                            T.tile.mul(prod_4, t_f32_3[k_6, :], a_7)
+                            T.tile.add(acc_U[r_5, :], acc_U[r_5, :], prod_4)
+        with T.Scope("V"):  # vector cores (AIV); each takes half of the tile's rows (vid)
+            T.copy(acc_U, U[((64 * uo) + (vid * 32)), 0])  # UB -> GM
 
 
 @T.prim_func

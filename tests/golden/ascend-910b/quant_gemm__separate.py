@@ -201,25 +201,25 @@ def quant_gemm_1(Aq: T.Tensor((4096, 4096), "uint8"), A: T.Tensor((4096, 4096), 
 
 @T.prim_func
 def quant_gemm_2(Aq: T.Tensor((4096, 4096), "uint8"), W: T.Tensor((4096, 1536), "uint8"), Out: T.Tensor((4096, 1536), "float16"), amax: T.Tensor((4096,), "float32"), P_wsA: T.Tensor((384, 128, 64), "float16"), P_wsB: T.Tensor((384, 64, 128), "float16"), P_ws: T.Tensor((384, 128, 128), "float32")):
-    # statements P, Out; on-chip bytes: L0A 16384, L0B 16384, L0C 65536, L1 32768, UB 184064
+    # statements P, Out; on-chip bytes: L0A 16384, L0B 16384, L0C 65536, L1 32768, UB 92928
     # GM workspaces between the cube and the vector core (one tile slot per block): P_wsA, P_wsB, P_ws
     with T.Kernel(32 * 12, is_npu=True) as (cid, vid):
         P_L0C = T.alloc_L0C((128, 128), "float32")  # L0C: accumulator, cleared by the first T.mma (init)
-        Aq_bytes_1 = T.alloc_ub((128, 64), "uint8")  # UB: E4M3 bytes of Aq
-        s_byte_2 = T.alloc_ub((128, 64), "float16")  # UB: scratch
-        e4m3_f16_3 = T.alloc_ub((128, 64), "float16")  # UB: decoded E4M3 values
-        s_t_4 = T.alloc_ub((128, 64), "float16")  # UB: scratch
-        mask_cmp_5 = T.alloc_ub((1024,), "uint8")  # UB: bit mask of 8192 lanes
-        mask_sign_6 = T.alloc_ub((1024,), "uint8")  # UB: bit mask of 8192 lanes
-        W_bytes_7 = T.alloc_ub((64, 128), "uint8")  # UB: E4M3 bytes of W
-        s_byte_8 = T.alloc_ub((64, 128), "float16")  # UB: scratch
-        e4m3_f16_9 = T.alloc_ub((64, 128), "float16")  # UB: decoded E4M3 values
-        s_t_10 = T.alloc_ub((64, 128), "float16")  # UB: scratch
+        Aq_bytes_1 = T.alloc_ub((64, 64), "uint8")  # UB: E4M3 bytes of Aq
+        s_byte_2 = T.alloc_ub((64, 64), "float16")  # UB: scratch
+        e4m3_f16_3 = T.alloc_ub((64, 64), "float16")  # UB: decoded E4M3 values
+        s_t_4 = T.alloc_ub((64, 64), "float16")  # UB: scratch
+        mask_cmp_5 = T.alloc_ub((512,), "uint8")  # UB: bit mask of 4096 lanes
+        mask_sign_6 = T.alloc_ub((512,), "uint8")  # UB: bit mask of 4096 lanes
+        W_bytes_7 = T.alloc_ub((32, 128), "uint8")  # UB: E4M3 bytes of W
+        s_byte_8 = T.alloc_ub((32, 128), "float16")  # UB: scratch
+        e4m3_f16_9 = T.alloc_ub((32, 128), "float16")  # UB: decoded E4M3 values
+        s_t_10 = T.alloc_ub((32, 128), "float16")  # UB: scratch
         Aq_L1 = T.alloc_L1((1, 128, 64), "float16")  # L1: staged for the cube
         Aq_L0A = T.alloc_L0A((128, 64), "float16")  # L0A
         W_L1 = T.alloc_L1((1, 64, 128), "float16")  # L1: staged for the cube
         W_L0B = T.alloc_L0B((64, 128), "float16")  # L0B
-        P_ub = T.alloc_ub((128, 128), "float32")  # UB: cube result
+        P_ub = T.alloc_ub((64, 128), "float32")  # UB: cube result
         t_12 = T.alloc_ub((128,), "float32")  # UB
         t_13 = T.alloc_ub((128,), "float32")  # UB
         t_14 = T.alloc_ub((128,), "float32")  # UB
@@ -229,141 +229,140 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "uint8"), W: T.Tensor((4096, 1536), 
         # P[i, j]: f32 = sum(k) Aq[i, k] * W[k, j] accum f32
         # loop ko
         for ko in T.serial(0, 64):
-            with T.Scope("V"):  # vector cores (AIV)
+            with T.Scope("V"):  # vector cores (AIV); each takes half of the tile's rows (vid)
                 if ko > 0:
                     T.wait_cross_flag(1)  # the cube has read the previous step's workspace
-                if vid == 0:  # one of the two vector cores takes the whole tile
-                    # P[i, j]: f32 = sum(k) Aq[i, k] * W[k, j] accum f32: FP8 operands decoded for the cube
-                    T.copy(Aq[(128 * io), (64 * ko)], Aq_bytes_1)  # GM -> UB (clipped: zero bytes are 0.0)
-                    # decode E4M3 bytes: b * 2^-9 below 16, (b - 8E + 8) * 2^(E-10) for 8E <= b < 8E + 8; then the sign
-                    T.tile.cast(s_byte_2, Aq_bytes_1, "CAST_NONE", 8192)
-                    T.tile.compare(mask_sign_6, s_byte_2, 128.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -128.0)
-                    T.tile.select(s_byte_2, mask_sign_6, s_t_4, s_byte_2, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.mul(e4m3_f16_3, s_byte_2, 0.001953125)
-                    T.tile.compare(mask_cmp_5, s_byte_2, 16.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -8.0)
-                    T.tile.mul(s_t_4, s_t_4, 0.00390625)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 24.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -16.0)
-                    T.tile.mul(s_t_4, s_t_4, 0.0078125)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 32.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -24.0)
-                    T.tile.mul(s_t_4, s_t_4, 0.015625)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 40.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -32.0)
-                    T.tile.mul(s_t_4, s_t_4, 0.03125)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 48.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -40.0)
-                    T.tile.mul(s_t_4, s_t_4, 0.0625)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 56.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -48.0)
-                    T.tile.mul(s_t_4, s_t_4, 0.125)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 64.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -56.0)
-                    T.tile.mul(s_t_4, s_t_4, 0.25)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 72.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -64.0)
-                    T.tile.mul(s_t_4, s_t_4, 0.5)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 80.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -72.0)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 88.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -80.0)
-                    T.tile.mul(s_t_4, s_t_4, 2.0)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 96.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -88.0)
-                    T.tile.mul(s_t_4, s_t_4, 4.0)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 104.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -96.0)
-                    T.tile.mul(s_t_4, s_t_4, 8.0)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 112.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -104.0)
-                    T.tile.mul(s_t_4, s_t_4, 16.0)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_2, 120.0, "GE")
-                    T.tile.add(s_t_4, s_byte_2, -112.0)
-                    T.tile.mul(s_t_4, s_t_4, 32.0)
-                    T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.mul(s_t_4, e4m3_f16_3, -1.0)
-                    T.tile.select(e4m3_f16_3, mask_sign_6, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
-                    T.copy(e4m3_f16_3, P_wsA[cid, 0, 0])  # UB -> this block's GM workspace slot
-                    T.copy(W[(64 * ko), (128 * jo)], W_bytes_7)  # GM -> UB (clipped: zero bytes are 0.0)
-                    # decode E4M3 bytes: b * 2^-9 below 16, (b - 8E + 8) * 2^(E-10) for 8E <= b < 8E + 8; then the sign
-                    T.tile.cast(s_byte_8, W_bytes_7, "CAST_NONE", 8192)
-                    T.tile.compare(mask_sign_6, s_byte_8, 128.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -128.0)
-                    T.tile.select(s_byte_8, mask_sign_6, s_t_10, s_byte_8, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.mul(e4m3_f16_9, s_byte_8, 0.001953125)
-                    T.tile.compare(mask_cmp_5, s_byte_8, 16.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -8.0)
-                    T.tile.mul(s_t_10, s_t_10, 0.00390625)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 24.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -16.0)
-                    T.tile.mul(s_t_10, s_t_10, 0.0078125)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 32.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -24.0)
-                    T.tile.mul(s_t_10, s_t_10, 0.015625)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 40.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -32.0)
-                    T.tile.mul(s_t_10, s_t_10, 0.03125)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 48.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -40.0)
-                    T.tile.mul(s_t_10, s_t_10, 0.0625)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 56.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -48.0)
-                    T.tile.mul(s_t_10, s_t_10, 0.125)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 64.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -56.0)
-                    T.tile.mul(s_t_10, s_t_10, 0.25)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 72.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -64.0)
-                    T.tile.mul(s_t_10, s_t_10, 0.5)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 80.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -72.0)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 88.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -80.0)
-                    T.tile.mul(s_t_10, s_t_10, 2.0)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 96.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -88.0)
-                    T.tile.mul(s_t_10, s_t_10, 4.0)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 104.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -96.0)
-                    T.tile.mul(s_t_10, s_t_10, 8.0)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 112.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -104.0)
-                    T.tile.mul(s_t_10, s_t_10, 16.0)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.compare(mask_cmp_5, s_byte_8, 120.0, "GE")
-                    T.tile.add(s_t_10, s_byte_8, -112.0)
-                    T.tile.mul(s_t_10, s_t_10, 32.0)
-                    T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.tile.mul(s_t_10, e4m3_f16_9, -1.0)
-                    T.tile.select(e4m3_f16_9, mask_sign_6, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
-                    T.copy(e4m3_f16_9, P_wsB[cid, 0, 0])  # UB -> this block's GM workspace slot
+                # P[i, j]: f32 = sum(k) Aq[i, k] * W[k, j] accum f32: FP8 operands decoded for the cube
+                T.copy(Aq[((128 * io) + (vid * 64)), (64 * ko)], Aq_bytes_1)  # GM -> UB (clipped: zero bytes are 0.0)
+                # decode E4M3 bytes: b * 2^-9 below 16, (b - 8E + 8) * 2^(E-10) for 8E <= b < 8E + 8; then the sign
+                T.tile.cast(s_byte_2, Aq_bytes_1, "CAST_NONE", 4096)
+                T.tile.compare(mask_sign_6, s_byte_2, 128.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -128.0)
+                T.tile.select(s_byte_2, mask_sign_6, s_t_4, s_byte_2, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.mul(e4m3_f16_3, s_byte_2, 0.001953125)
+                T.tile.compare(mask_cmp_5, s_byte_2, 16.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -8.0)
+                T.tile.mul(s_t_4, s_t_4, 0.00390625)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 24.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -16.0)
+                T.tile.mul(s_t_4, s_t_4, 0.0078125)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 32.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -24.0)
+                T.tile.mul(s_t_4, s_t_4, 0.015625)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 40.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -32.0)
+                T.tile.mul(s_t_4, s_t_4, 0.03125)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 48.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -40.0)
+                T.tile.mul(s_t_4, s_t_4, 0.0625)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 56.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -48.0)
+                T.tile.mul(s_t_4, s_t_4, 0.125)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 64.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -56.0)
+                T.tile.mul(s_t_4, s_t_4, 0.25)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 72.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -64.0)
+                T.tile.mul(s_t_4, s_t_4, 0.5)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 80.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -72.0)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 88.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -80.0)
+                T.tile.mul(s_t_4, s_t_4, 2.0)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 96.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -88.0)
+                T.tile.mul(s_t_4, s_t_4, 4.0)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 104.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -96.0)
+                T.tile.mul(s_t_4, s_t_4, 8.0)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 112.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -104.0)
+                T.tile.mul(s_t_4, s_t_4, 16.0)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 120.0, "GE")
+                T.tile.add(s_t_4, s_byte_2, -112.0)
+                T.tile.mul(s_t_4, s_t_4, 32.0)
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.mul(s_t_4, e4m3_f16_3, -1.0)
+                T.tile.select(e4m3_f16_3, mask_sign_6, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.copy(e4m3_f16_3, P_wsA[cid, vid * 64, 0])  # UB -> this block's GM workspace slot
+                T.copy(W[((64 * ko) + (vid * 32)), (128 * jo)], W_bytes_7)  # GM -> UB (clipped: zero bytes are 0.0)
+                # decode E4M3 bytes: b * 2^-9 below 16, (b - 8E + 8) * 2^(E-10) for 8E <= b < 8E + 8; then the sign
+                T.tile.cast(s_byte_8, W_bytes_7, "CAST_NONE", 4096)
+                T.tile.compare(mask_sign_6, s_byte_8, 128.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -128.0)
+                T.tile.select(s_byte_8, mask_sign_6, s_t_10, s_byte_8, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.mul(e4m3_f16_9, s_byte_8, 0.001953125)
+                T.tile.compare(mask_cmp_5, s_byte_8, 16.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -8.0)
+                T.tile.mul(s_t_10, s_t_10, 0.00390625)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 24.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -16.0)
+                T.tile.mul(s_t_10, s_t_10, 0.0078125)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 32.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -24.0)
+                T.tile.mul(s_t_10, s_t_10, 0.015625)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 40.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -32.0)
+                T.tile.mul(s_t_10, s_t_10, 0.03125)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 48.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -40.0)
+                T.tile.mul(s_t_10, s_t_10, 0.0625)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 56.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -48.0)
+                T.tile.mul(s_t_10, s_t_10, 0.125)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 64.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -56.0)
+                T.tile.mul(s_t_10, s_t_10, 0.25)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 72.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -64.0)
+                T.tile.mul(s_t_10, s_t_10, 0.5)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 80.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -72.0)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 88.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -80.0)
+                T.tile.mul(s_t_10, s_t_10, 2.0)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 96.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -88.0)
+                T.tile.mul(s_t_10, s_t_10, 4.0)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 104.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -96.0)
+                T.tile.mul(s_t_10, s_t_10, 8.0)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 112.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -104.0)
+                T.tile.mul(s_t_10, s_t_10, 16.0)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 120.0, "GE")
+                T.tile.add(s_t_10, s_byte_8, -112.0)
+                T.tile.mul(s_t_10, s_t_10, 32.0)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.mul(s_t_10, e4m3_f16_9, -1.0)
+                T.tile.select(e4m3_f16_9, mask_sign_6, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.copy(e4m3_f16_9, P_wsB[cid, vid * 32, 0])  # UB -> this block's GM workspace slot
                 T.set_cross_flag("MTE3", 0)  # tell the cube (it waits for both vector cores)
             with T.Scope("C"):  # cube core (AIC)
                 T.wait_cross_flag(0)  # the vector core decoded this step
@@ -377,19 +376,18 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "uint8"), W: T.Tensor((4096, 1536), 
         with T.Scope("C"):  # cube core (AIC)
             T.copy(P_L0C, P_ws[cid, 0, 0])  # L0C -> this block's GM workspace slot
             T.set_cross_flag("FIX", 2)  # tell the vector cores
-        with T.Scope("V"):  # vector cores (AIV)
+        with T.Scope("V"):  # vector cores (AIV); each takes half of the tile's rows (vid)
             T.wait_cross_flag(2)  # the cube's result is in the workspace
-            if vid == 0:  # one of the two vector cores takes the whole tile
-                T.copy(P_ws[cid, 0, 0], P_ub)  # GM workspace -> UB
-                # Out[i, j]: f16 = P[i, j] * amax[i] / 448.0
-                for r_11 in T.serial(128):  # row by row: Out reads values broadcast along the row
-                    T.tile.mul(t_12, P_ub[r_11, :], T.Cast("float32", amax[((128 * io) + r_11)]))
-                    T.tile.fill(t_13, 448.0)
-                    T.tile.div(t_14, t_12, t_13)
-                    T.tile.cast(t_f16_15, t_14, "CAST_RINT", 128)  # round to f16
-                    T.tile.cast(t_12, t_f16_15, "CAST_NONE", 128)
-                    T.tile.cast(t_f16_15, t_12, "CAST_RINT", 128)
-                    T.copy(t_f16_15, Out[((128 * io) + r_11), (128 * jo)])  # UB -> GM
+            T.copy(P_ws[cid, vid * 64, 0], P_ub)  # GM workspace -> UB
+            # Out[i, j]: f16 = P[i, j] * amax[i] / 448.0
+            for r_11 in T.serial(64):  # row by row: Out reads values broadcast along the row
+                T.tile.mul(t_12, P_ub[r_11, :], T.Cast("float32", amax[(((128 * io) + (vid * 64)) + r_11)]))
+                T.tile.fill(t_13, 448.0)
+                T.tile.div(t_14, t_12, t_13)
+                T.tile.cast(t_f16_15, t_14, "CAST_RINT", 128)  # round to f16
+                T.tile.cast(t_12, t_f16_15, "CAST_NONE", 128)
+                T.tile.cast(t_f16_15, t_12, "CAST_RINT", 128)
+                T.copy(t_f16_15, Out[(((128 * io) + (vid * 64)) + r_11), (128 * jo)])  # UB -> GM
 
 
 KERNELS = {"quant_gemm_0": quant_gemm_0, "quant_gemm_1": quant_gemm_1, "quant_gemm_2": quant_gemm_2}
