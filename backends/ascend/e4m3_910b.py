@@ -51,13 +51,10 @@ def round_e4m3(p, x: str, shape) -> str:
     p.emit(f"T.tile.min({a}, {a}, 448.0)")
     p.emit(f"T.tile.add({y}, {a}, {_f(2.0 ** 14)})")
     p.emit(f"T.tile.add({y}, {y}, {_f(-2.0 ** 14)})  # the quantum 2^-9 of the subnormals and of binade -6")
-    for e in NORMAL_BINADES:
-        big = 2.0 ** (e + 20)
-        p.emit(f"T.tile.compare({m}, {a}, {_f(2.0 ** e)}, \"GE\")")
-        p.emit(f"T.tile.add({t}, {a}, {_f(big)})")
-        p.emit(f"T.tile.add({t}, {t}, {_f(-big)})")
-        p.emit(f"T.tile.select({y}, {m}, {t}, {y}, \"VSEL_TENSOR_TENSOR_MODE\")")
-    _apply_sign(p, x, y, t, m)
+    _piecewise(p, a, y, t, m, [(2.0 ** e, [f"T.tile.add({t}, {a}, {_f(2.0 ** (e + 20))})",
+                                           f"T.tile.add({t}, {t}, {_f(-2.0 ** (e + 20))})"])
+                               for e in NORMAL_BINADES])
+    _when(p, m, x, 0.0, "LT", y, t, [f"T.tile.mul({t}, {y}, -1.0)"])
     return y
 
 
@@ -74,14 +71,10 @@ def encode_e4m3(p, r: str, shape) -> str:
     p.emit("# encode E4M3 values as bytes: r * 2^(3-e) + 8e + 48 in binade e, + 128 if negative")
     p.emit(f"T.tile.abs({a}, {r})")
     p.emit(f"T.tile.mul({b}, {a}, {_f(2.0 ** 9)})")
-    for e in NORMAL_BINADES:
-        p.emit(f"T.tile.compare({m}, {a}, {_f(2.0 ** e)}, \"GE\")")
-        p.emit(f"T.tile.mul({t}, {a}, {_f(2.0 ** (3 - e))})")
-        p.emit(f"T.tile.add({t}, {t}, {_f(8 * e + 48)})")
-        p.emit(f"T.tile.select({b}, {m}, {t}, {b}, \"VSEL_TENSOR_TENSOR_MODE\")")
-    p.emit(f"T.tile.compare({m}, {r}, 0.0, \"LT\")")
-    p.emit(f"T.tile.add({t}, {b}, 128.0)")
-    p.emit(f"T.tile.select({b}, {m}, {t}, {b}, \"VSEL_TENSOR_TENSOR_MODE\")")
+    _piecewise(p, a, b, t, m, [(2.0 ** e, [f"T.tile.mul({t}, {a}, {_f(2.0 ** (3 - e))})",
+                                           f"T.tile.add({t}, {t}, {_f(8 * e + 48)})"])
+                               for e in NORMAL_BINADES])
+    _when(p, m, r, 0.0, "LT", b, t, [f"T.tile.add({t}, {b}, 128.0)"])
     p.emit(f"T.tile.cast({h}, {b}, \"CAST_NONE\", {n})  # integers 0..255: exact in f16")
     p.emit(f"T.tile.cast({u}, {h}, \"CAST_RINT\", {n})")
     return u
@@ -98,22 +91,30 @@ def decode_e4m3(p, raw: str, shape) -> str:
     neg = p.mask_buffer(n, "sign")
     p.emit("# decode E4M3 bytes: b * 2^-9 below 16, (b - 8E + 8) * 2^(E-10) for 8E <= b < 8E + 8; then the sign")
     p.emit(f"T.tile.cast({b}, {raw}, \"CAST_NONE\", {n})")
-    p.emit(f"T.tile.compare({neg}, {b}, 128.0, \"GE\")")
-    p.emit(f"T.tile.add({t}, {b}, -128.0)")
-    p.emit(f"T.tile.select({b}, {neg}, {t}, {b}, \"VSEL_TENSOR_TENSOR_MODE\")")
+    _when(p, neg, b, 128.0, "GE", b, t, [f"T.tile.add({t}, {b}, -128.0)"])  # the sign bit, kept in `neg`
     p.emit(f"T.tile.mul({v}, {b}, {_f(2.0 ** -9)})")
-    for e in DECODE_EXPONENTS:
-        p.emit(f"T.tile.compare({m}, {b}, {_f(8 * e)}, \"GE\")")
-        p.emit(f"T.tile.add({t}, {b}, {_f(8 - 8 * e)})")
-        if e != 10:
-            p.emit(f"T.tile.mul({t}, {t}, {_f(2.0 ** (e - 10))})")
-        p.emit(f"T.tile.select({v}, {m}, {t}, {v}, \"VSEL_TENSOR_TENSOR_MODE\")")
+    _piecewise(p, b, v, t, m, [(8.0 * e, [f"T.tile.add({t}, {b}, {_f(8 - 8 * e)})"]
+                                + ([f"T.tile.mul({t}, {t}, {_f(2.0 ** (e - 10))})"] if e != 10 else []))
+                               for e in DECODE_EXPONENTS])
     p.emit(f"T.tile.mul({t}, {v}, -1.0)")
-    p.emit(f"T.tile.select({v}, {neg}, {t}, {v}, \"VSEL_TENSOR_TENSOR_MODE\")")
+    _select(p, v, neg, t)
     return v
 
 
-def _apply_sign(p, x: str, y: str, t: str, m: str) -> None:
-    p.emit(f"T.tile.compare({m}, {x}, 0.0, \"LT\")")
-    p.emit(f"T.tile.mul({t}, {y}, -1.0)")
-    p.emit(f"T.tile.select({y}, {m}, {t}, {y}, \"VSEL_TENSOR_TENSOR_MODE\")")
+def _select(p, out: str, mask: str, t: str) -> None:
+    p.emit(f"T.tile.select({out}, {mask}, {t}, {out}, \"VSEL_TENSOR_TENSOR_MODE\")")
+
+
+def _when(p, mask: str, key: str, threshold: float, mode: str, out: str, t: str, ops: list) -> None:
+    """out = (the value `ops` leave in t) where `key MODE threshold`, else out unchanged."""
+    p.emit(f"T.tile.compare({mask}, {key}, {_f(threshold)}, \"{mode}\")")
+    for op in ops:
+        p.emit(op)
+    _select(p, out, mask, t)
+
+
+def _piecewise(p, key: str, out: str, t: str, mask: str, pieces) -> None:
+    """For each (threshold, ops) in increasing order: out = (what ops leave in t) where key >= threshold --
+    the last piece whose threshold the lane reaches wins."""
+    for threshold, ops in pieces:
+        _when(p, mask, key, threshold, "GE", out, t, ops)
