@@ -260,6 +260,8 @@ class Ascend910BPrinter:
                 return None
             if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce) and 0 in op.partial.axes:
                 return None
+            if self.e4m3_tiles and math.prod(a.size for a in op.tile.axes) // 2 < 128:
+                return None  # the E4M3 conversions need 128 elements per tile (whole 256-byte f16 repeats)
             first = op.tile.axes[0]
             rows.add((first.size, repr(simplify(first.offset))))
         if len(rows) != 1:
