@@ -51,6 +51,7 @@ import math
 from dataclasses import dataclass, field
 
 from tdsl.backends.tilelang.emit import BYTES as _BYTES
+from tdsl.backends.tilelang.emit import KernelPrinter, axis_start
 from tdsl.backends.tilelang.emit import TL_DTYPES as _TL_DTYPES
 from tdsl.backends.tilelang.emit import index_code, shape_code
 from tdsl.compiler import tileir as T
@@ -94,7 +95,7 @@ class Ascend910BPrinter:
     accs: dict = field(default_factory=dict)  # stmt -> (buffer, shape)
     loops: list = field(default_factory=list)
     acc_depth: dict = field(default_factory=dict)
-    workspaces: list = field(default_factory=list)  # extra GM params: (name, shape)
+    workspaces: list = field(default_factory=list)  # extra GM params: (name, shape, dtype)
     flag: int = 0
     ws_flag: dict = field(default_factory=dict)
     shapes: dict = field(default_factory=dict)  # stmt -> shape of its value buffer
@@ -129,10 +130,10 @@ class Ascend910BPrinter:
         # one row width for the whole kernel, so that every statement's tiles keep the same shape
         self.min_row = UB_ROW_BYTES // min(BYTES[t.dtype] for t in k.tensors)
         self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in k.tensors)
-        k.body = [self._widen_narrow(op) for op in k.body]
+        k.body = _map_ops(k.body, self._widen_narrow)
         self.half = self._split_rows(k.body)
         if self.half:
-            k.body = [self._halve(op) for op in k.body]
+            k.body = _map_ops(k.body, self._halve)
         self._head()
         self._body(k.body)
         check_capacity(k.name, TARGETS["ascend-910b"], self.footprint)
@@ -152,9 +153,10 @@ class Ascend910BPrinter:
         self.counter += 1
         return f"{stem}_{self.counter}"
 
-    def alloc(self, name, shape, dtype, scope, note="") -> str:
+    def alloc(self, name, shape, dtype, scope, note="", pooled=True) -> str:
+        """A buffer in `scope`; a UB buffer may be a freed temporary of the same shape and dtype (`pooled`)."""
         shape = list(shape) or [1]
-        if scope == "UB" and note != "scratch" and not note.startswith("bit mask") and note != "lane positions":
+        if scope == "UB" and pooled:
             for n, (free, fshape, fdtype) in enumerate(self.free):
                 if fshape == shape and fdtype == dtype:  # a temporary nothing reads any more: reuse it
                     del self.free[n]
@@ -173,7 +175,7 @@ class Ascend910BPrinter:
         """A UB buffer reused by every emitted sequence that needs a temporary of this dtype, shape and role."""
         key = ("scratch", dtype, tuple(shape), tag)
         if key not in self.reused:
-            self.reused[key] = self.alloc(self.fresh(f"s_{tag}"), shape, dtype, "UB", "scratch")
+            self.reused[key] = self.alloc(self.fresh(f"s_{tag}"), shape, dtype, "UB", "scratch", pooled=False)
         return self.reused[key]
 
     def mask_buffer(self, n: int, tag="cmp") -> str:
@@ -182,7 +184,7 @@ class Ascend910BPrinter:
         if key not in self.reused:
             size = -(-n // 8)
             self.reused[key] = self.alloc(self.fresh(f"mask_{tag}"), [-(-size // 32) * 32], "u8", "UB",
-                                          f"bit mask of {n} lanes")
+                                          f"bit mask of {n} lanes", pooled=False)
         return self.reused[key]
 
     def lane_buffer(self, n: int) -> tuple[str, str]:
@@ -193,7 +195,7 @@ class Ascend910BPrinter:
         lanes = -(-n // 64) * 64
         key = ("lanes", lanes)
         if key not in self.reused:
-            self.reused[key] = self.alloc(self.fresh("lanes"), [lanes], "f32", "UB", "lane positions")
+            self.reused[key] = self.alloc(self.fresh("lanes"), [lanes], "f32", "UB", "lane positions", pooled=False)
         return self.reused[key], self.mask_buffer(lanes)
 
     def _dims(self, tensor: str) -> list:
@@ -274,20 +276,20 @@ class Ascend910BPrinter:
         first, others = tile.axes[0], {a.iter for a in tile.axes[1:]}
         return [a for a in atoms(mask) if mentions(a, first.iter) and not any(mentions(a, o) for o in others)]
 
-    def _rows_guard(self, op) -> None:
-        """`if <first row of this vector core's half is in the domain>:` -- its half of a ragged tile may lie past
-        the tensor, and a copy whose GM region lies wholly outside is not clipped to nothing."""
-        parts = self._first_rows_test(op.tile, op.tile.mask)
+    def _guard_first_row(self, tile: T.Tile, mask) -> bool:
+        """`if <the first row of this vector core's half is inside mask>:` (entered; False if no row test) --
+        its half of a ragged tile may lie past the tensor, and a copy whose GM region lies wholly outside is
+        not clipped to nothing."""
+        parts = self._first_rows_test(tile, mask)
         if parts:
-            names = self._scalar_names(op.tile)
-            names[op.tile.axes[0].iter] = index_code(simplify(op.tile.axes[0].offset))
+            names = self._scalar_names(tile)
+            names[tile.axes[0].iter] = index_code(simplify(tile.axes[0].offset))
             self.emit(f"if {self._condition(parts, names)}:  # this vector core's rows start inside the domain")
             self.depth += 1
+        return bool(parts)
 
     def _halve(self, op):
         """The vector statement's tile: this vector core's half of the rows (vid 0 the first, vid 1 the second)."""
-        if isinstance(op, T.SerialLoop):
-            return T.SerialLoop(op.var, op.lower, op.upper, op.stages, [self._halve(o) for o in op.body], op.note)
         if not self._is_vector_op(op):
             return op
         first, *rest = op.tile.axes
@@ -307,9 +309,6 @@ class Ascend910BPrinter:
         of f16).  The extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask,
         so they are never reduced over and a store keeps their GM values.  A store would race with the block
         that owns those lanes, so a widened axis must reach past the end of the stored tensor."""
-        if isinstance(op, T.SerialLoop):
-            return T.SerialLoop(op.var, op.lower, op.upper, op.stages, [self._widen_narrow(o) for o in op.body],
-                                op.note)
         if op.stmt in self.cube or not op.tile.axes:
             return op
         size = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
@@ -449,7 +448,8 @@ class Ascend910BPrinter:
             self.tracking = [] if not self.loops else None
             depth, guard = self.depth, len(self.lines)
             if split and not (isinstance(op, tuple) and op[0] == "decode"):
-                self._rows_guard(op[1] if isinstance(op, tuple) else op)
+                guarded = op[1] if isinstance(op, tuple) else op
+                self._guard_first_row(guarded.tile, guarded.tile.mask)
             guarded = self.depth > depth
             if isinstance(op, tuple) and op[0] == "from-cube":
                 self._from_cube(op[1])
@@ -466,8 +466,7 @@ class Ascend910BPrinter:
         if not split:
             self.depth -= 1
         # the flags both vector cores wait for go before the work, those they set after it
-        waits = [line for line in self.flags_before]
-        self.lines[head:head] = ["    " * self.depth + line for line in waits]
+        self.lines[head:head] = ["    " * self.depth + line for line in self.flags_before]
         for line in self.flags_after:
             self.emit(line)
         self.flags_before, self.flags_after = [], []
@@ -541,8 +540,6 @@ class Ascend910BPrinter:
             self._mma(op)
 
     def _mma(self, op: T.AccUpdate) -> None:
-        from tdsl.backends.tilelang.emit import KernelPrinter
-
         _, operands = KernelPrinter.dot_layout(self, op)
         acc, _ = self.accs[op.stmt]
         loop = self.loops[-1] if self.loops else None
@@ -565,7 +562,7 @@ class Ascend910BPrinter:
                 ws = self._decoded_workspace(op, n)
                 self.emit(f"T.copy({ws}[cid, 0, 0], {l1}[{slot}, :, :])  # GM workspace (decoded FP8) -> L1")
             else:
-                starts = [self._start(x, op.tile) for x in load.indices]
+                starts = [axis_start(x, op.tile) for x in load.indices]
                 self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {l1}[{slot}, :, :])  # GM -> L1")
             l0_shape = list(reversed(shape)) if transposed else shape
             buf = self.alloc(f"{load.tensor}_{scope}", l0_shape, dtype, scope)
@@ -583,8 +580,6 @@ class Ascend910BPrinter:
 
     def _decode_split(self, op: T.AccUpdate) -> bool:
         """Whether both vector cores decode half of each FP8 operand tile's rows."""
-        from tdsl.backends.tilelang.emit import KernelPrinter
-
         _, operands = KernelPrinter.dot_layout(self, op)
         return all(shape[0] >= 2 and shape[0] % 2 == 0 for _, _, shape, _ in operands)
 
@@ -593,8 +588,6 @@ class Ascend910BPrinter:
 
     def _decode_operands(self, op: T.AccUpdate) -> None:
         """The V side of an FP8 matrix step: operand bytes GM -> UB, decoded to f16, UB -> this block's workspace."""
-        from tdsl.backends.tilelang.emit import KernelPrinter
-
         _, operands = KernelPrinter.dot_layout(self, op)
         loop = self.loops[-1] if self.loops else None
         if op.stmt not in self.fp8_flags:
@@ -618,13 +611,9 @@ class Ascend910BPrinter:
             raw = self.alloc(self.fresh(f"{load.tensor}_bytes"), shape, "f8e4m3", "UB", f"E4M3 bytes of {load.tensor}")
             starts = [index_code(simplify(a.offset)) for a in tile_axes]
             tile = T.Tile(axes=tile_axes, scalars=op.tile.scalars, mask=load.mask)
-            outside = self._first_rows_test(tile, load.mask) if split else []
             depth = self.depth
-            if outside:  # this core's half may lie past the tensor: then it writes zeros for the cube
-                names = self._scalar_names(tile)
-                names[tile_axes[0].iter] = index_code(simplify(tile_axes[0].offset))
-                self.emit(f"if {self._condition(outside, names)}:  # this vector core's rows start inside the tensor")
-                self.depth += 1
+            # this core's half may lie past the tensor: then it writes zeros for the cube
+            outside = split and self._guard_first_row(tile, load.mask)
             self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {raw})  # GM -> UB (clipped: zero bytes are 0.0)")
             values = e4m3.decode_e4m3(self, raw, shape)
             if load.mask is not None:  # a clipped copy leaves uint8 lanes unfilled (no 8-bit Duplicate): zero them
@@ -636,13 +625,6 @@ class Ascend910BPrinter:
             row = f"vid * {shape[0]}" if split else "0"
             self.emit(f"T.copy({values}, {ws}[cid, {row}, 0])  # UB -> this block's GM workspace slot")
         self.flags_after.append(f'T.set_cross_flag("MTE3", {decoded})  # tell the cube (it waits for both vector cores)')
-
-    @staticmethod
-    def _start(x, tile) -> str:
-        for a in tile.axes:
-            if isinstance(x, T.Var) and x.name == a.iter:
-                return index_code(simplify(a.offset))
-        raise BackendError(f"internal: operand index {x} is not a tile axis")
 
     def _cube_finish(self, op: T.AccFinish) -> None:
         """The C side of a finished cube reduction: L0C -> GM (stored f32) or -> this block's workspace slot."""
@@ -1009,12 +991,6 @@ class Ascend910BPrinter:
         self.emit(f"T.copy({src.code}, {region})  # UB -> GM{clipped}")
         self.done(src)
 
-    def _shape_of(self, tensor: str):
-        for t in self.program.temps + self.program.outputs:
-            if t.name == tensor:
-                return t.shape
-        raise BackendError(f"internal: no shape for {tensor}")
-
     # three-address values (f32)
 
     def _materialise(self, v: _Opnd, shape) -> _Opnd:
@@ -1154,6 +1130,12 @@ def _float_code(value) -> str:
     if math.isinf(value):
         return '-T.infinity("float32")' if value < 0 else 'T.infinity("float32")'
     return repr(value)
+
+
+def _map_ops(ops, fn) -> list:
+    """`fn` applied to every statement op, through serial loops."""
+    return [T.SerialLoop(op.var, op.lower, op.upper, op.stages, _map_ops(op.body, fn), op.note)
+            if isinstance(op, T.SerialLoop) else fn(op) for op in ops]
 
 
 def _reads(op) -> set:

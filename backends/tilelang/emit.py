@@ -99,6 +99,14 @@ def index_code(e: T.Expr, names: Optional[dict] = None) -> str:
     raise BackendError(f"not an index expression: {e!r}")
 
 
+def axis_start(x: T.Expr, tile: T.Tile) -> str:
+    """The first value of the tile axis that the operand index `x` (a plain iterator) runs along."""
+    for a in tile.axes:
+        if isinstance(x, T.Var) and x.name == a.iter:
+            return index_code(simplify(a.offset))
+    raise BackendError(f"internal: operand index {x} is not a tile axis")
+
+
 def shape_code(shape) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -365,10 +373,7 @@ class KernelPrinter:
         self.exit_vector()
 
     def _start(self, x: T.Expr, tile: T.Tile) -> str:
-        for a in tile.axes:
-            if isinstance(x, T.Var) and x.name == a.iter:
-                return index_code(simplify(a.offset))
-        raise BackendError(f"internal: operand index {x} is not a tile axis")
+        return axis_start(x, tile)
 
     def dot(self, op: T.AccUpdate) -> None:
         (i, j, k), ((la, ta, sa, da), (lb, tb, sb, db)) = self.dot_layout(op)
