@@ -34,8 +34,10 @@ class Program:
         return [b.name for b in self.ast.schedules]
 
     def kernel_name(self, kernel: Optional[str] = None) -> str:
+        if not self.kernels:
+            raise TdslError(f"{self.filename} defines no kernel: a program needs a 'kernel NAME(...) -> ... {{ ... }}'")
         if kernel is None:
-            if len(self.kernels) != 1:
+            if len(self.kernels) > 1:
                 raise TdslError(f"{self.filename} has several kernels ({', '.join(self.kernels)}); name one")
             return next(iter(self.kernels))
         if kernel not in self.kernels:

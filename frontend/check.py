@@ -14,13 +14,16 @@ the extent of A's dimension 1).  All plain uses must agree.
 
 from __future__ import annotations
 
+import codecs
 import difflib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
 from . import ast
 from .diagnostics import SourceError, TdslError
+from .limits import MAX_INT, MAX_SOURCE_CHARS
 from .parser import COMBINE_POLICIES, format_expr, parse
 
 __all__ = [
@@ -102,17 +105,56 @@ def load_source(text: str, filename: str = "<string>") -> tuple[ast.Program, dic
 
 def load_file(path: Union[str, Path]) -> tuple[ast.Program, dict[str, KernelInfo]]:
     """Parse and check a .tdsl file; an unreadable file is a `TdslError`."""
+    return load_source(read_source(path), str(path))
+
+
+def read_source(path: Union[str, Path]) -> str:
+    """The text of a .tdsl file, as Python reads text files: a byte-order mark dropped, '\\r\\n' and a lone
+    '\\r' read as '\\n'.  Past the size limit only one more character is read: `parse` refuses it anyway."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
+        with open(path, encoding="utf-8-sig") as file:
+            return file.read(MAX_SOURCE_CHARS + 1)
     except FileNotFoundError:
         raise TdslError(f"cannot read '{path}': no such file") from None
     except IsADirectoryError:
         raise TdslError(f"cannot read '{path}': it is a directory") from None
     except UnicodeDecodeError:
-        raise TdslError(f"cannot read '{path}': it is not UTF-8 text") from None
+        raise _not_utf8(Path(path)) from None
     except OSError as err:
         raise TdslError(f"cannot read '{path}': {err.strerror or err}") from None
-    return load_source(text, str(path))
+
+
+def _not_utf8(path: Path) -> TdslError:
+    """Where a file stops being UTF-8: a located error at the first undecodable byte (shown as '\\xNN')."""
+    limit = 4 * (MAX_SOURCE_CHARS + 1)  # bytes enough for the characters `read_source` reads
+    try:
+        with open(path, "rb") as file:
+            data = file.read(limit)
+    except OSError:
+        data = b""
+    cut = len(data) == limit
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if not (cut and err.end == len(data)):  # not merely a character cut where reading stopped
+            return _undecodable_byte(data, err.start, err.end, str(path))
+    return TdslError(f"cannot read '{path}': it is not UTF-8 text")
+
+
+def _undecodable_byte(data: bytes, start: int, end: int, filename: str) -> SourceError:
+    prefix = _universal_newlines(data[:start].decode("utf-8"))
+    text = prefix + _universal_newlines(data[start:].decode("utf-8", errors="backslashreplace"))
+    line = prefix.count("\n") + 1
+    column = len(prefix) - (prefix.rfind("\n") + 1) + 1
+    span = ast.Span(line, column, line, column + 4 * (end - start))  # each byte shows as '\xNN'
+    message = f"the file is not UTF-8 text: byte 0x{data[start]:02x} cannot be decoded (tdsl programs are UTF-8)"
+    return SourceError(message, span).located(text, filename)
+
+
+def _universal_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 # ---------------------------------------------------------------- helpers
@@ -177,8 +219,16 @@ def _collect_sizes(decls: list[ast.SizeDecl]) -> dict[str, ast.SizeDecl]:
         if decl.name in sizes:
             first = sizes[decl.name].span.line
             _fail(f"duplicate definition of size '{decl.name}' (first defined at line {first})", decl.span)
+        _check_size_value(decl)
         sizes[decl.name] = decl
     return sizes
+
+
+def _check_size_value(decl: ast.SizeDecl) -> None:
+    """An int `const` is a size: an extent of loops and tensors, a 32-bit integer in generated kernels."""
+    value = decl.value
+    if isinstance(value, int) and not decl.is_param and not 1 <= value <= MAX_INT:
+        _fail(f"size '{decl.name}' is {value}, but a size must be between 1 and {MAX_INT} (2^31 - 1)", decl.span)
 
 
 def _check_kernels(kernels: list[ast.Kernel], sizes: dict[str, ast.SizeDecl]) -> dict[str, KernelInfo]:
@@ -268,12 +318,35 @@ class _KernelChecker:
         self._check_dtype(ttype.dtype, _word_span(ttype.span, ttype.dtype))
         for dim in ttype.shape:
             self._affine(dim, [], "dimension")
+        self._check_shape(name, ttype.shape, param.span)
         self.tensors[name] = TensorInfo(name, ttype.dtype, list(ttype.shape), kind, param.span)
 
     def _check_tensor_name(self, name: str, span: ast.Span) -> None:
         if name in self.sizes:
             line = self.sizes[name].span.line
             _fail(f"tensor '{name}' has the same name as the size defined at line {line}", span)
+
+    def _check_shape(self, name: str, shape: list[ast.Expr], span: ast.Span) -> None:
+        """Dimensions known at compile time are in 1..2^31-1, and so is the element count (32-bit offsets)."""
+        for axis, dim in enumerate(shape):
+            value = self._const_value(dim)
+            if value is not None and not 1 <= value <= MAX_INT:
+                shown = str(value) if isinstance(dim, ast.IntLit) else f"{format_expr(dim)} = {value}"
+                _fail(
+                    f"dimension {axis} of tensor '{name}' is {shown}, but a dimension must be between 1 and {MAX_INT}",
+                    dim.span,
+                )
+        self._check_element_count(name, shape, span)
+
+    def _check_element_count(self, name: str, shape: list[ast.Expr], span: ast.Span) -> None:
+        values = [self._const_value(dim) for dim in shape]
+        if None in values or math.prod(values) <= MAX_INT:
+            return  # a param's value is known only at run time
+        _fail(
+            f"tensor '{name}' has {math.prod(values)} elements ({' x '.join(map(str, values))}), but a tensor may "
+            f"have at most {MAX_INT} (2^31 - 1): generated kernels index it with 32-bit integers",
+            span,
+        )
 
     @staticmethod
     def _check_dtype(dtype: str, span: ast.Span) -> None:
@@ -303,7 +376,9 @@ class _KernelChecker:
 
         extents = self._extents(stmt, info, reduce, scope.plain)
         if info is None:  # a temporary: its shape is the range of its iterators
-            self.tensors[stmt.target] = TensorInfo(stmt.target, dtype, [extents[i] for i in lhs], "temp", stmt.span)
+            shape = [extents[i] for i in lhs]
+            self._check_element_count(stmt.target, shape, target_span)
+            self.tensors[stmt.target] = TensorInfo(stmt.target, dtype, shape, "temp", stmt.span)
         self.written[stmt.target] = stmt
         self.readable.add(stmt.target)
         return StmtInfo(stmt, dtype, reduce, extents)

@@ -15,11 +15,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
 from . import ast
-from .diagnostics import SourceError
+from .diagnostics import SourceError, escape_char
+from .limits import MAX_EXPR_DEPTH, MAX_SOURCE_CHARS, float_problem, int_problem, reserved_name_problem
 from .printer import expr_text
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -49,7 +50,9 @@ class _Layout:
     def reset(self) -> None:
         # Open brackets: (opener, the token before it, the token before that).
         self.brackets: list[tuple[Token, Optional[Token], Optional[Token]]] = []
-        self.brackets_before_last: list = []  # `brackets` as it was before `last` was read
+        # The innermost open bracket before `last` was read (copying the whole stack per token would make
+        # deeply nested input quadratic).
+        self.top_before_last: Optional[tuple[Token, Optional[Token], Optional[Token]]] = None
         self.last: Optional[Token] = None  # last real (non-separator) token
         self.history: list[Token] = []  # tokens handed to the parser, last few only
 
@@ -69,7 +72,7 @@ class _Layout:
                 pending_sep = False
                 if self.last is not None:  # a leading separator is useless
                     yield self._emit(self._separator_after(self.last))
-            self.brackets_before_last = list(self.brackets)
+            self.top_before_last = self.brackets[-1] if self.brackets else None
             self._track_brackets(tok)
             self.last = tok
             yield self._emit(tok)
@@ -129,8 +132,32 @@ def _tok_span(tok: Token) -> ast.Span:
     return ast.Span(tok.line, tok.column, tok.end_line, tok.end_column)
 
 
-def _name(tok: Token) -> ast.Name:
+def _name(tok: Token, role: str) -> ast.Name:
+    """A name that the program defines (not one it refers to), checked against the reserved words."""
+    _check_name(str(tok), _tok_span(tok), role)
     return ast.Name(str(tok), _tok_span(tok))
+
+
+def _check_name(name: str, span: ast.Span, role: str) -> None:
+    problem = reserved_name_problem(name, role)
+    if problem is not None:
+        raise SourceError(problem, span)
+
+
+def _int(tok: Token) -> int:
+    """An INT token's value, refused (with its place) beyond the 32-bit range."""
+    problem = int_problem(str(tok))
+    if problem is not None:
+        raise SourceError(problem, _tok_span(tok))
+    return int(tok)
+
+
+def _float(tok: Token) -> float:
+    value = float(tok)
+    problem = float_problem(str(tok), value)
+    if problem is not None:
+        raise SourceError(problem, _tok_span(tok))
+    return value
 
 
 def _present(items) -> list:
@@ -152,9 +179,36 @@ def _check_dtype(tok: Token) -> str:
     return str(tok)
 
 
+def _too_deep_message(depth: int) -> str:
+    return (
+        f"this expression nests {depth} levels deep, more than the limit of {MAX_EXPR_DEPTH} "
+        f"(a chain 'a + b + c ...' of N terms nests N levels); split it into several statements, "
+        f"e.g. T[i] = (first terms) then Y[i] = T[i] + (the rest)"
+    )
+
+
 @v_args(meta=True)
-class _ToAst(Transformer):
-    """Builds `ast` nodes bottom-up; each callback gets the rule's meta (positions)."""
+class _ToAst(Transformer_NonRecursive):
+    """Builds `ast` nodes bottom-up; each callback gets the rule's meta (positions).
+
+    Non-recursive, so that a deep tree cannot exhaust Python's stack before
+    `_nested` refuses it at the first subexpression deeper than MAX_EXPR_DEPTH.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._depths: dict[int, tuple[int, object]] = {}  # id(node) -> (depth, node kept alive); leaves: 1
+
+    def _depth(self, node) -> int:
+        return self._depths.get(id(node), (1, None))[0]
+
+    def _nested(self, node, children: list, span: Optional[ast.Span] = None):
+        """Record `node`'s nesting depth (one more than its deepest child); refuse it past the limit."""
+        depth = 1 + max((self._depth(c) for c in children), default=0)
+        if depth > MAX_EXPR_DEPTH:
+            raise SourceError(_too_deep_message(depth), span or node.span)
+        self._depths[id(node)] = (depth, node)
+        return node
 
     # -------------------------------------------------- program
 
@@ -174,20 +228,22 @@ class _ToAst(Transformer):
 
     def const_item(self, meta, items):
         name, value = items
+        _check_name(str(name), _tok_span(name), "size")
         return ast.SizeDecl(str(name), value, is_param=False, span=_span(meta))
 
     def signed_number(self, meta, items):
         sign = -1 if len(items) == 2 else 1
         tok = items[-1]
-        return sign * (int(tok) if tok.type == "INT" else float(tok))
+        return sign * (_int(tok) if tok.type == "INT" else _float(tok))
 
     def param_decl(self, meta, names):
-        return [ast.SizeDecl(str(n), None, is_param=True, span=_tok_span(n)) for n in names]
+        return [ast.SizeDecl(str(n), None, is_param=True, span=_name(n, "size").span) for n in names]
 
     # -------------------------------------------------- kernels
 
     def kernel(self, meta, items):
         name, params, results, body = items
+        _check_name(str(name), _tok_span(name), "kernel")
         return ast.Kernel(str(name), params or [], results, body, _span(meta))
 
     def results(self, meta, items):
@@ -199,6 +255,7 @@ class _ToAst(Transformer):
 
     def tensor_decl(self, meta, items):
         name, dtype, shape = items
+        _check_name(str(name), _tok_span(name), "tensor")
         type_span = ast.Span(dtype.line, dtype.column, meta.end_line, meta.end_column)  # `bf16[M, K]`
         ttype = ast.TensorType(_check_dtype(dtype), shape, type_span)
         return ast.TensorParam(str(name), ttype, _span(meta))
@@ -208,6 +265,7 @@ class _ToAst(Transformer):
 
     def statement(self, meta, items):
         target, indices, conditions, dtype, value = items
+        _check_name(str(target), _tok_span(target), "tensor")
         iters = [self._lhs_iterator(e) for e in indices]
         dtype = _check_dtype(dtype) if dtype is not None else None
         return ast.Statement(str(target), iters, conditions or [], dtype, value, _span(meta))
@@ -221,6 +279,7 @@ class _ToAst(Transformer):
                 "(each one defines an iterator of the statement)",
                 expr.span,
             )
+        _check_name(expr.name, expr.span, "iterator")
         return expr
 
     def conditions(self, meta, items):
@@ -230,7 +289,7 @@ class _ToAst(Transformer):
 
     def comparison(self, meta, items):
         lhs, op, rhs = items
-        return ast.Compare(str(op), lhs, rhs, _span(meta))
+        return self._nested(ast.Compare(str(op), lhs, rhs, _span(meta)), [lhs, rhs])
 
     def expr_list(self, meta, items):
         return list(items)
@@ -240,17 +299,17 @@ class _ToAst(Transformer):
 
     def binop(self, meta, items):
         lhs, op, rhs = items
-        return ast.BinOp(str(op), lhs, rhs, _span(meta))
+        return self._nested(ast.BinOp(str(op), lhs, rhs, _span(meta)), [lhs, rhs])
 
     def neg(self, meta, items):
         _, operand = items
-        return ast.Neg(operand, _span(meta))
+        return self._nested(ast.Neg(operand, _span(meta)), [operand])
 
     def int_lit(self, meta, items):
-        return ast.IntLit(int(items[0]), _span(meta))
+        return ast.IntLit(_int(items[0]), _span(meta))
 
     def float_lit(self, meta, items):
-        return ast.FloatLit(float(items[0]), _span(meta))
+        return ast.FloatLit(_float(items[0]), _span(meta))
 
     def name(self, meta, items):
         (tok,) = items
@@ -260,15 +319,15 @@ class _ToAst(Transformer):
 
     def access(self, meta, items):
         tensor, indices = items
-        return ast.Access(str(tensor), indices, _span(meta))
+        return self._nested(ast.Access(str(tensor), indices, _span(meta)), indices)
 
     def call(self, meta, items):
         func, args = items
-        return ast.Call(str(func), args or [], _span(meta))
+        return self._nested(ast.Call(str(func), args or [], _span(meta)), args or [])
 
     def reduction(self, meta, items):
         op, iters, conditions, body, accum, combine = items
-        return ast.Reduce(
+        node = ast.Reduce(
             op=str(op),
             iters=[self._reduction_iterator(e) for e in iters],
             conditions=conditions or [],
@@ -277,11 +336,13 @@ class _ToAst(Transformer):
             combine=combine,
             span=_span(meta),
         )
+        return self._nested(node, [body, *(conditions or [])])
 
     @staticmethod
     def _reduction_iterator(expr: ast.Expr) -> ast.Name:
         if not isinstance(expr, ast.Name):
             raise SourceError(f"reduction iterator '{format_expr(expr)}' must be a plain name", expr.span)
+        _check_name(expr.name, expr.span, "iterator")
         return expr
 
     def accum(self, meta, items):
@@ -293,8 +354,8 @@ class _ToAst(Transformer):
 
     def combine(self, meta, items):
         name, count = items
-        policy = str(name) if count is None else f"{name}({int(count)})"
-        valid = policy in COMBINE_POLICIES or (name == "segments" and count is not None and int(count) >= 1)
+        policy = str(name) if count is None else f"{name}({_int(count)})"
+        valid = policy in COMBINE_POLICIES or (name == "segments" and count is not None and _int(count) >= 1)
         if not valid:
             raise SourceError(
                 f"unknown combine policy '{policy}'; expected {', '.join(COMBINE_POLICIES)} or segments(N) with N >= 1",
@@ -316,7 +377,7 @@ class _ToAst(Transformer):
         return ast.ScheduleStep(results or [], str(primitive), args or [], _span(meta))
 
     def step_results(self, meta, names):
-        return [_name(n) for n in names]
+        return [_name(n, "loop") for n in names]
 
     def sched_args(self, meta, args):
         # Positional values arrive bare; keyword ones already as ScheduleArg.
@@ -329,7 +390,7 @@ class _ToAst(Transformer):
     # A schedule value travels as (value, span) until it is wrapped in a ScheduleArg.
     def signed_int(self, meta, items):
         sign = -1 if len(items) == 2 else 1
-        return sign * int(items[-1]), _span(meta)
+        return sign * _int(items[-1]), _span(meta)
 
     def bare_name(self, meta, items):
         return str(items[0]), _span(meta)
@@ -339,7 +400,9 @@ class _ToAst(Transformer):
         return ast.LoopRef(str(stmt), str(loop), _span(meta)), _span(meta)
 
     def sched_list(self, meta, items):
-        return [value for value, _ in _present(items)], _span(meta)
+        values = [value for value, _ in _present(items)]
+        # Lists nest like expressions (`[[[...]]]`): the same depth limit keeps later stages off deep recursion.
+        return self._nested(values, values, _span(meta)), _span(meta)
 
 
 # ---------------------------------------------------------------- syntax errors
@@ -435,10 +498,10 @@ def _join_or(words: list[str]) -> str:
 def _bracket_context(layout: _Layout, err_tok: Token) -> tuple[Optional[str], Optional[str]]:
     """(what the innermost open bracket holds, the closer it expects)."""
     # The postlexer has already seen the bad token; use its state from before.
-    brackets = list(layout.brackets_before_last if err_tok is layout.last else layout.brackets)
-    if not brackets:
+    top = layout.top_before_last if err_tok is layout.last else (layout.brackets[-1] if layout.brackets else None)
+    if top is None:
         return None, None
-    opener, before, before2 = brackets[-1]
+    opener, before, before2 = top
     closer = _OPENERS[opener.type]
     if opener.type == "LSQB":
         if before is not None and before.type == "NAME":
@@ -489,8 +552,7 @@ def _syntax_error(err: LarkError, text: str, parser: Lark, layout: _Layout) -> S
         return SourceError(_syntax_message(err, parser, layout), _error_span(err.token, layout))
     if isinstance(err, UnexpectedCharacters):
         char = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
-        shown = repr(char)[1:-1] if not char.isprintable() else char
-        return SourceError(f"unexpected character '{shown}'", ast.Span(err.line, err.column, err.line, err.column + 1))
+        return SourceError(f"unexpected character '{escape_char(char)}'", ast.Span(err.line, err.column, err.line, err.column + 1))
     if isinstance(err, UnexpectedEOF):
         words = _expected_words(set(err.expected or ()), parser)
         msg = f"expected {_join_or(words)}, found end of input" if words else "unexpected end of input"
@@ -501,12 +563,25 @@ def _syntax_error(err: LarkError, text: str, parser: Lark, layout: _Layout) -> S
 # ---------------------------------------------------------------- entry point
 
 
-def _too_deep(text: str, filename: str) -> SourceError:
-    return SourceError("the program is nested too deeply", None).located(text, filename)
+def _check_size(text: str) -> None:
+    """Refuse a program too long to parse quickly, pointing at its first character past the limit."""
+    if len(text) <= MAX_SOURCE_CHARS:
+        return
+    line = text.count("\n", 0, MAX_SOURCE_CHARS) + 1
+    column = MAX_SOURCE_CHARS - (text.rfind("\n", 0, MAX_SOURCE_CHARS) + 1) + 1
+    raise SourceError(
+        f"the program is longer than {MAX_SOURCE_CHARS} characters ({MAX_SOURCE_CHARS // 1024} KiB), "
+        "the most tdsl reads; split it into several files (one per kernel)",
+        ast.Span(line, column, line, column + 1),
+    )
 
 
 def parse(text: str, filename: str = "<string>") -> ast.Program:
     """Parse a .tdsl program; raise a located `SourceError` on any syntax error."""
+    try:
+        _check_size(text)
+    except SourceError as err:
+        raise err.located(text, filename) from None
     parser, layout = _lark()
     with _PARSE_LOCK:
         try:
@@ -519,11 +594,7 @@ def parse(text: str, filename: str = "<string>") -> ast.Program:
         # A callback raised: one of our SourceErrors, or a bug (shown as itself, not as a Lark error).
         if isinstance(err.orig_exc, SourceError):
             raise err.orig_exc.located(text, filename) from None
-        if isinstance(err.orig_exc, RecursionError):
-            raise _too_deep(text, filename) from None
         raise err.orig_exc from None
-    except RecursionError:
-        raise _too_deep(text, filename) from None
     program.source = text
     program.filename = filename
     return program

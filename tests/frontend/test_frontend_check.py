@@ -197,10 +197,22 @@ def test_check_program_on_parsed_program_raises_located_errors():
     assert info.value.span == ast.Span(3, 10, 3, 11)
 
 
-def test_deep_nesting_is_a_source_error():
+def test_deep_nesting_is_a_located_source_error():
+    # 20000 unary minus: refused at the innermost subexpression past the limit, not by a RecursionError.
     text = "const N = 8\nkernel f() -> Y: f32[N] {\n  Y[i] = " + "-" * 20000 + "1\n}\n"
-    with pytest.raises(SourceError, match="nested too deeply"):
+    with pytest.raises(SourceError) as info:
         load_source(text, "deep.tdsl")
+    assert str(info.value).startswith("deep.tdsl:3:19910: error: this expression nests 101 levels deep")
+
+
+def test_hand_built_trees_too_deep_for_python_are_a_source_error():
+    # Trees built in Python skip the parser's depth limit; the checker still never lets a RecursionError out.
+    span = ast.Span(1, 1, 1, 2)
+    value = ast.IntLit(1, span)
+    for _ in range(5000):
+        value = ast.Neg(value, span)
+    with pytest.raises(SourceError, match="nested too deeply"):
+        check_program(_program(ast.Statement("Y", [ast.Name("i", span)], [], None, value, span)))
 
 
 # ---------------------------------------------------------------- files
@@ -235,12 +247,27 @@ def test_load_file_directory(tmp_path):
     assert str(info.value) == f"cannot read '{tmp_path}': it is a directory"
 
 
-def test_load_file_not_utf8(tmp_path):
+def test_load_file_not_utf8_points_at_the_first_undecodable_byte(tmp_path):
     path = tmp_path / "latin1.tdsl"
-    path.write_bytes(b"const N = 8 # \xe9\xff\n")
-    with pytest.raises(TdslError) as info:
+    path.write_bytes(b"const N = 8\r\nconst M = 4 # \xe9\xff\n")
+    with pytest.raises(SourceError) as info:
         load_file(path)
-    assert str(info.value) == f"cannot read '{path}': it is not UTF-8 text"
+    assert str(info.value) == (
+        f"{path}:2:15: error: the file is not UTF-8 text: byte 0xe9 cannot be decoded (tdsl programs are UTF-8)\n"
+        "  const M = 4 # \\xe9\\xff\n"
+        "                ^^^^"
+    )
+
+
+def test_load_file_cut_character_at_the_end(tmp_path):
+    path = tmp_path / "cut.tdsl"
+    path.write_bytes(b"const N = 8 # \xe2\x82")
+    with pytest.raises(SourceError) as info:
+        load_file(path)
+    assert str(info.value).splitlines()[0] == (
+        f"{path}:1:15: error: the file is not UTF-8 text: byte 0xe2 cannot be decoded (tdsl programs are UTF-8)"
+    )
+    assert str(info.value).splitlines()[2] == "                ^^^^^^^^"
 
 
 # ---------------------------------------------------------------- hand-built trees
