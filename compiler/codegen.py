@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -45,8 +46,8 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
         from .memory import check, kernel_stages
 
         kernels = check(sched, DEVICE_OF_TARGET[target])  # a schedule whose buffers do not fit is rejected here
-        for tile_kernel, planned in zip(program.kernels, kernels):
-            tile_kernel.num_stages = kernel_stages(planned)
+        staged = [replace(k, num_stages=kernel_stages(planned)) for k, planned in zip(program.kernels, kernels)]
+        program = replace(program, kernels=staged)
     info = prog.kernels[sched.model.name]
     common = dict(
         source=Path(prog.filename).name,

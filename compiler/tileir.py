@@ -20,7 +20,8 @@ variables and sizes (from isl), and f32 value arithmetic over tiles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Optional, Union
 
 
@@ -127,8 +128,24 @@ Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Call, Round, Reduce, Dot]
 # ---------------------------------------------------------------- tiles and ops
 
 
-@dataclass
-class Axis:
+class _Value:
+    """Tiles, ops, kernels and programs are values: once built, no pass or printer can change them.
+
+    The dataclasses below are frozen, and on construction their lists become tuples and their dicts read-only
+    views, so a backend that wants another form of an op builds a new one (`dataclasses.replace`) and emitting
+    one program twice, or with several backends, always sees the same program."""
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, list):
+                object.__setattr__(self, f.name, tuple(value))
+            elif isinstance(value, dict):
+                object.__setattr__(self, f.name, MappingProxyType(dict(value)))
+
+
+@dataclass(frozen=True)
+class Axis(_Value):
     """One tile dimension: iterator values offset + 0..size-1 (size a power of two; lanes past the domain masked)."""
 
     iter: str
@@ -138,8 +155,8 @@ class Axis:
     offset_isl: object = field(default=None, compare=False, repr=False)
 
 
-@dataclass
-class Tile:
+@dataclass(frozen=True)
+class Tile(_Value):
     """Where a statement's instances lie within one iteration of the enclosing loops."""
 
     axes: list[Axis]  # iterators that vary inside the tile, in tile-axis order
@@ -147,8 +164,8 @@ class Tile:
     mask: Optional[Expr]  # domain membership of a lane (None: every lane is inside)
 
 
-@dataclass
-class Compute:
+@dataclass(frozen=True)
+class Compute(_Value):
     stmt: str
     tile: Tile
     value: Expr
@@ -158,16 +175,16 @@ class Compute:
     lhs: tuple = ()  # the written tensor's index iterators, in dimension order
 
 
-@dataclass
-class AccInit:
+@dataclass(frozen=True)
+class AccInit(_Value):
     stmt: str
     tile: Tile  # the accumulator's tile: the left-hand iterators only
     op: str  # sum | max
     accum: str
 
 
-@dataclass
-class AccUpdate:
+@dataclass(frozen=True)
+class AccUpdate(_Value):
     stmt: str
     tile: Tile  # left-hand and reduction iterators of one partial step
     partial: Expr  # the partial result over the accumulator's tile (a Dot or a Reduce)
@@ -175,8 +192,8 @@ class AccUpdate:
     accum: str
 
 
-@dataclass
-class AccFinish:
+@dataclass(frozen=True)
+class AccFinish(_Value):
     stmt: str
     tile: Tile  # the accumulator's tile
     dtype: str
@@ -185,8 +202,8 @@ class AccFinish:
     lhs: tuple = ()
 
 
-@dataclass
-class SerialLoop:
+@dataclass(frozen=True)
+class SerialLoop(_Value):
     var: str
     lower: Expr
     upper: Expr  # exclusive
@@ -198,24 +215,24 @@ class SerialLoop:
 Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop]
 
 
-@dataclass
-class GridAxis:
+@dataclass(frozen=True)
+class GridAxis(_Value):
     axis: str  # x | y | z
     vars: list[str]  # one loop variable, or several for a fused loop (row-major)
     extents: list[Expr]  # number of iterations of each var (over run-time sizes)
     lowers: list[Expr]
 
 
-@dataclass
-class TensorArg:
+@dataclass(frozen=True)
+class TensorArg(_Value):
     name: str
     dtype: str
     shape: list  # ints or size names
     role: str  # input | output | temp
 
 
-@dataclass
-class TileKernel:
+@dataclass(frozen=True)
+class TileKernel(_Value):
     name: str
     grid: list[GridAxis]
     tensors: list[TensorArg]
@@ -226,8 +243,8 @@ class TileKernel:
     comment: str = ""  # the statements and schedule steps this kernel comes from
 
 
-@dataclass
-class TileProgram:
+@dataclass(frozen=True)
+class TileProgram(_Value):
     name: str  # the .tdsl kernel
     kernels: list[TileKernel]
     inputs: list[TensorArg]

@@ -130,10 +130,12 @@ class Ascend910BPrinter:
         # one row width for the whole kernel, so that every statement's tiles keep the same shape
         self.min_row = UB_ROW_BYTES // min(BYTES[t.dtype] for t in k.tensors)
         self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in k.tensors)
-        k.body = _map_ops(k.body, self._widen_narrow)
+        # The 910B forms of the ops (widened narrow tiles, rows halved between the vector cores) live in this
+        # printer's own copy of the kernel; the tile program it was given stays as it is.
+        k = self.kernel = dataclasses.replace(k, body=_map_ops(k.body, self._widen_narrow))
         self.half = self._split_rows(k.body)
         if self.half:
-            k.body = _map_ops(k.body, self._halve)
+            k = self.kernel = dataclasses.replace(k, body=_map_ops(k.body, self._halve))
         self._head()
         self._body(k.body)
         check_capacity(k.name, TARGETS["ascend-910b"], self.footprint)

@@ -1,0 +1,237 @@
+"""The differential fuzzer: random schedules of random programs at random ragged sizes, every oracle checked.
+
+    from fuzz.engine import Fuzzer
+    result = Fuzzer(backends=("triton", "ascend-910b")).run(seed=1, sequences=50)
+    for finding, case in result.findings: print(case.describe(), finding)
+
+One *sequence* is a program (an example or a generated one) at random sizes, grown by random steps (each
+either accepted or rejected with a typed error), then checked by every oracle in `oracles.py`.  Findings are
+shrunk to a minimal case (fewest steps, smallest sizes) before they are reported.  Everything is
+deterministic in the seed.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from tdsl.compiler.api import loads
+from tdsl.compiler.errors import LegalityError
+from tdsl.frontend.diagnostics import TdslError
+
+from . import oracles
+from .cases import Case
+from .programs import example_sources, random_program
+from .schedules import random_step
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Sizes drawn for every size of a program: ragged, tiny, and a few just past powers of two.
+SIZE_CHOICES = (1, 1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 16, 17, 19, 24, 31, 33, 40, 65)
+MAX_INSTANCES = 12_000  # the interpreter runs one Python call per instance; keep each sequence fast
+
+
+@dataclass
+class Result:
+    sequences: int = 0
+    steps_tried: int = 0
+    steps_accepted: Counter = field(default_factory=Counter)
+    steps_rejected: Counter = field(default_factory=Counter)
+    backend: Counter = field(default_factory=Counter)  # (backend, outcome) -> count
+    findings: list = field(default_factory=list)  # (Finding, shrunk Case)
+
+    def merge(self, other: "Result") -> None:
+        self.sequences += other.sequences
+        self.steps_tried += other.steps_tried
+        self.steps_accepted.update(other.steps_accepted)
+        self.steps_rejected.update(other.steps_rejected)
+        self.backend.update(other.backend)
+        self.findings.extend(other.findings)
+
+    def summary(self) -> str:
+        lines = [f"{self.sequences} sequences, {self.steps_tried} steps tried, "
+                 f"{sum(self.steps_accepted.values())} accepted, {len(self.findings)} findings"]
+        lines.append("  accepted: " + ", ".join(f"{k} {v}" for k, v in sorted(self.steps_accepted.items())))
+        lines.append("  rejected: " + ", ".join(f"{k} {v}" for k, v in self.steps_rejected.most_common()))
+        by_backend: dict = {}
+        for (backend, outcome), n in self.backend.items():
+            by_backend.setdefault(backend, Counter())[outcome] += n
+        for backend, counts in sorted(by_backend.items()):
+            lines.append(f"  {backend}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
+        return "\n".join(lines)
+
+
+@dataclass
+class Fuzzer:
+    backends: tuple = ("triton", "ascend-950", "ascend-910b", "tilelang")
+    max_steps: int = 8
+    random_programs: float = 0.4  # share of sequences on generated programs (the rest on the examples)
+    tilelang_every: int = 10  # TileLang lowering takes seconds: check every n-th sequence only
+    shrink: bool = True
+    workdir: Optional[Path] = None
+
+    def run(self, seed: int, sequences: int, on_result=None) -> Result:
+        total = Result()
+        workdir = self.workdir or Path(tempfile.mkdtemp(prefix="tdsl-fuzz-"))
+        for n in range(sequences):
+            one = self.sequence(seed * 1_000_003 + n, workdir)
+            total.merge(one)
+            if on_result:
+                on_result(n, one)
+        return total
+
+    # ------------------------------------------------------------ one sequence
+
+    def sequence(self, seed: int, workdir: Path) -> Result:
+        rng = random.Random(seed)
+        result = Result(sequences=1)
+        case = self._program(rng, seed)
+        if case is None:
+            return result
+        grown, finding = self._grow(rng, case, result)
+        if finding is None:
+            backends = [b for b in self.backends if b != "tilelang" or seed % self.tilelang_every == 0]
+            finding = self.check(grown, backends, workdir, result)
+        if finding is not None:
+            if self.shrink:
+                grown = shrink(grown, finding, self, workdir)
+                finding = self.check(grown, list(self.backends), workdir, Result()) or finding
+            result.findings.append((finding, grown))
+        return result
+
+    def _program(self, rng: random.Random, seed: int) -> Optional[Case]:
+        if rng.random() < self.random_programs:
+            name, source = f"random-{seed}", random_program(rng)
+        else:
+            name, source = rng.choice(example_sources())
+        prog = loads(source, "fuzz.tdsl")
+        kernel = next(iter(prog.kernels))
+        decls = prog.kernels[kernel].sizes
+        ints = [n for n, d in decls.items() if isinstance(d.value, int) or d.is_param]
+        for _ in range(20):
+            sizes = {n: rng.choice(SIZE_CHOICES) for n in ints}
+            try:
+                model = prog.model(sizes=sizes)
+            except TdslError:
+                continue
+            if instance_count(model) <= MAX_INSTANCES:
+                return Case(name, source, sizes, [], seed=rng.randrange(1 << 30))
+        return None
+
+    def _grow(self, rng: random.Random, case: Case, result: Result):
+        """Apply random steps; keep the accepted ones.  A step must succeed or raise a typed error."""
+        from tdsl.compiler.tree_view import tree_text
+
+        try:
+            prog, sched = oracles.apply_steps(case)
+        except Exception as err:  # noqa: BLE001
+            return case, oracles.internal("program order", err)
+        steps = []
+        for _ in range(rng.randint(0, self.max_steps)):
+            step = random_step(rng, sched)
+            if step is None:
+                continue
+            result.steps_tried += 1
+            before = tree_text(sched.model, sched.tree), len(sched.trace)
+            try:
+                step.apply(sched)
+            except TdslError as err:
+                result.steps_rejected[_outcome(step, err)] += 1
+                if (tree_text(sched.model, sched.tree), len(sched.trace)) != before:
+                    return case.but(steps=steps + [step]), oracles.Finding(
+                        "rejected-step-changed-state", f"step {step}", str(err).splitlines()[0])
+                continue
+            except Exception as err:  # noqa: BLE001
+                return case.but(steps=steps + [step]), oracles.internal(f"step {step}", err)
+            steps.append(step)
+            result.steps_accepted[step.primitive] += 1
+        return case.but(steps=steps, trace_text=str(sched.trace)), None
+
+    # ------------------------------------------------------------ every oracle
+
+    def check(self, case: Case, backends, workdir: Path, result: Result) -> Optional[oracles.Finding]:
+        try:
+            prog, sched = oracles.apply_steps(case)
+        except TdslError as err:
+            return oracles.Finding("replay", "steps", f"the steps no longer apply: {err}")
+        except Exception as err:  # noqa: BLE001
+            return oracles.internal("steps", err)
+        case = case.but(trace_text=str(sched.trace))
+        finding = oracles.check_trace(case, sched)
+        if finding:
+            return finding
+        try:
+            original = prog.schedule(kernel=case.kernel)
+            refs = oracles.references(case, original)
+        except Exception as err:  # noqa: BLE001
+            return oracles.internal("interpreter (program order)", err)
+        finding = oracles.check_interpreter(case, original, sched, refs)
+        if finding:
+            return finding
+        for backend in backends:
+            outcome: dict = {}
+            finding = oracles.check_backend(case, backend, original, refs, workdir, outcome)
+            result.backend[backend, _short(outcome.get(backend, "finding"))] += 1
+            if finding:
+                return finding
+        return oracles.check_pure_emission(sched, [b for b in backends if b != "tilelang"] + ["tilelang"])
+
+
+def instance_count(model) -> int:
+    return sum(s.domain.count_val().to_python() for s in model.stmts)
+
+
+def _outcome(step, err: TdslError) -> str:
+    if isinstance(err, LegalityError):
+        return f"{step.primitive}: {err.rule}"
+    return f"{step.primitive}: {type(err).__name__}"
+
+
+def _short(outcome: str) -> str:
+    return outcome if not outcome.startswith("refused") else "refused"
+
+
+# ---------------------------------------------------------------- shrinking
+
+
+def shrink(case: Case, finding: oracles.Finding, fuzzer: Fuzzer, workdir: Path) -> Case:
+    """The smallest case (fewest steps, then smallest sizes) that still shows the same kind of finding."""
+    want = finding.key()
+
+    def still_fails(candidate: Case) -> bool:
+        got = _replay_finding(candidate, fuzzer, workdir)
+        return got is not None and got.key() == want
+
+    changed = True
+    while changed:
+        changed = False
+        for k in reversed(range(len(case.steps))):
+            candidate = case.but(steps=case.steps[:k] + case.steps[k + 1:])
+            if still_fails(candidate):
+                case, changed = candidate, True
+        for name, value in sorted(case.sizes.items()):
+            for smaller in sorted({1, 2, 3, value // 2, value - 1}):
+                if 1 <= smaller < value and still_fails(case.but(sizes={**case.sizes, name: smaller})):
+                    case, changed = case.but(sizes={**case.sizes, name: smaller}), True
+                    break
+    return case
+
+
+def _replay_finding(case: Case, fuzzer: Fuzzer, workdir: Path) -> Optional[oracles.Finding]:
+    """Apply the steps one by one (as generation did) and run the checks."""
+    try:
+        prog, sched = oracles.apply_steps(case.but(steps=[]))
+    except Exception as err:  # noqa: BLE001
+        return oracles.internal("program order", err)
+    for step in case.steps:
+        try:
+            step.apply(sched)
+        except TdslError:
+            return None  # the shrunk sequence no longer reaches the failing state this way
+        except Exception as err:  # noqa: BLE001
+            return oracles.internal(f"step {step}", err)
+    return fuzzer.check(case, list(fuzzer.backends), workdir, Result())

@@ -1,0 +1,251 @@
+"""What must hold for every schedule the fuzzer builds (docs/testing.md#differential-fuzzing).
+
+* A step either succeeds or raises a typed project error (`TdslError`); a rejected step leaves the schedule
+  as it was.
+* The trace of an accepted schedule, printed as a `schedule` block, replays to the same tree.
+* An accepted schedule is bit-identical to program order in the reference interpreter (within the declared
+  policy when a reduction allows reassociation), on inputs from several distributions.
+* Every backend's kernel matches the interpreter, or the backend refuses with a `TdslError` that says why:
+  Triton under its interpreter (with NaN guard regions around every output), both Ascend dialects through
+  the NumPy execution model, TileLang for NVIDIA through `tilelang.lower`.
+* Emission is a pure function of the tile program: emitting one lowered program twice, with other backends
+  in between, gives identical text.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from tdsl.compiler.api import loads
+from tdsl.compiler.errors import LegalityError, ScheduleError
+from tdsl.frontend.diagnostics import TdslError
+
+from .cases import Case, FUZZ_SCHEDULE, inputs_for
+
+# Backends the fuzzer can check: name -> (target, backend) for `generate`.
+BACKENDS = {
+    "triton": ("nvidia", "triton"),
+    "tilelang": ("nvidia", "tilelang"),
+    "ascend-950": ("ascend-950", None),
+    "ascend-910b": ("ascend-910b", None),
+}
+
+
+@dataclass
+class Finding:
+    kind: str  # internal-error | rejected-step-changed-state | trace | interp-mismatch | miscompile | emission
+    where: str  # the step, "interpreter", or a backend name
+    detail: str
+
+    def key(self) -> tuple:
+        """What a shrunk case must still show to count as the same finding."""
+        return self.kind, self.where.split(":")[0]
+
+    def __str__(self) -> str:
+        return f"[{self.kind}] {self.where}: {self.detail}"
+
+
+def internal(where: str, err: BaseException) -> Finding:
+    lines = traceback.format_exception(type(err), err, err.__traceback__)
+    return Finding("internal-error", where, f"{type(err).__name__}: {err}\n" + "".join(lines[-6:]))
+
+
+# ---------------------------------------------------------------- schedule and trace
+
+
+def apply_steps(case: Case):
+    """The case's program with its steps applied: (program, schedule).  Raises what a step raises."""
+    prog = loads(case.source, case.filename, sizes=case.sizes)
+    sched = prog.schedule(kernel=case.kernel)
+    for step in case.steps:
+        step.apply(sched)
+    return prog, sched
+
+
+def check_trace(case: Case, sched) -> Optional[Finding]:
+    """The printed trace replays to the same tree (what `tdsl compile` of that text would build)."""
+    from tdsl.compiler.tree_view import tree_text
+
+    text = case.with_schedule(str(sched.trace))
+    try:
+        replayed = loads(text, case.filename, sizes=case.sizes).schedule(FUZZ_SCHEDULE, kernel=case.kernel)
+    except TdslError as err:
+        return Finding("trace", "replay", f"the printed trace does not replay: {err}")
+    except Exception as err:  # noqa: BLE001
+        return internal("trace replay", err)
+    if tree_text(replayed.model, replayed.tree) != tree_text(sched.model, sched.tree):
+        return Finding("trace", "replay", "the replayed trace builds a different tree")
+    return None
+
+
+# ---------------------------------------------------------------- interpreter
+
+
+def relaxed(model) -> bool:
+    """Some reduction allows another order or grouping than program order."""
+    return any(s.is_reduction and (s.combine or "strict") in ("reassoc", "deterministic") for s in model.stmts)
+
+
+def check_interpreter(case: Case, original, sched, references: dict) -> Optional[Finding]:
+    from tdsl.compiler.interpreter import interpret
+    from tdsl.compiler.verify import compare
+
+    for dist, (inputs, want) in references.items():
+        try:
+            got = interpret(sched.model, sched.time_map(), inputs)
+        except Exception as err:  # noqa: BLE001
+            return internal("interpreter", err)
+        for t in original.model.outputs():
+            a, b = want[t.name], got[t.name]
+            if np.array_equal(a.view(np.uint8), b.view(np.uint8)):
+                continue
+            if relaxed(original.model) and compare(a.astype(np.float32), b.astype(np.float32), t.dtype).ok:
+                continue
+            bad = int(np.sum(~((a == b) | (np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))))))
+            return Finding("interp-mismatch", "interpreter",
+                           f"{t.name} differs from program order in {bad} of {a.size} elements ({dist} inputs)")
+    return None
+
+
+def references(case: Case, original) -> dict:
+    """dist -> (inputs, program-order result) for every input distribution."""
+    from tdsl.compiler.interpreter import interpret
+
+    out = {}
+    for dist in case.distributions:
+        inputs = inputs_for(original.model, case.seed, dist)
+        out[dist] = (inputs, interpret(original.model, original.time_map(), inputs))
+    return out
+
+
+# ---------------------------------------------------------------- backends
+
+
+def generate_text(case: Case, backend: str):
+    """(module text, None) or (None, refusal message); other exceptions propagate."""
+    from tdsl.compiler.codegen import generate
+
+    target, which = BACKENDS[backend]
+    prog = loads(case.with_schedule(case.trace_text), case.filename, sizes=case.sizes)
+    try:
+        return generate(prog, FUZZ_SCHEDULE, target=target, backend=which, kernel=case.kernel), None
+    except TdslError as err:
+        return None, str(err).splitlines()[0]
+
+
+def check_backend(case: Case, backend: str, original, refs: dict, workdir: Path,
+                  outcome: dict) -> Optional[Finding]:
+    try:
+        text, refusal = generate_text(case, backend)
+    except Exception as err:  # noqa: BLE001
+        return internal(f"{backend} generate", err)
+    if text is None:
+        outcome[backend] = "refused: " + refusal
+        return None
+    try:
+        again, _ = generate_text(case, backend)
+    except Exception as err:  # noqa: BLE001
+        return internal(f"{backend} generate (second time)", err)
+    if again != text:
+        return Finding("emission", backend, "generating the same schedule twice gives different text")
+    runner = {"triton": _run_triton, "tilelang": _run_tilelang,
+              "ascend-950": _run_ascend, "ascend-910b": _run_ascend}[backend]
+    finding = runner(case, backend, text, original, refs, workdir)
+    outcome[backend] = "checked" if finding is None else "finding"
+    return finding
+
+
+def _compare_outputs(backend: str, original, want: dict, got: dict, dist: str) -> Optional[Finding]:
+    from tdsl.compiler.verify import compare
+
+    for t in original.model.outputs():
+        if t.name not in got:
+            return Finding("miscompile", backend, f"output {t.name} was not produced")
+        result = compare(want[t.name].astype(np.float32), np.asarray(got[t.name], dtype=np.float32), t.dtype)
+        if not result.ok:
+            return Finding("miscompile", backend, f"{t.name}: {result.summary()} ({dist} inputs)")
+    return None
+
+
+def _run_triton(case, backend, text, original, refs, workdir) -> Optional[Finding]:
+    from tdsl.compiler.codegen import load_module, run_generated
+
+    try:
+        module = load_module(text, workdir / f"fz_{case.ident()}_triton.py")
+    except Exception as err:  # noqa: BLE001
+        return internal("triton import", err)
+    for dist, (inputs, want) in refs.items():
+        try:
+            got = run_generated(module, original.model, inputs, guard=13)
+        except AssertionError as err:  # a write into the NaN guard around an output
+            return Finding("miscompile", backend, str(err))
+        except Exception as err:  # noqa: BLE001
+            return internal("triton run", err)
+        finding = _compare_outputs(backend, original, want, got, dist)
+        if finding:
+            return finding
+    return None
+
+
+def _run_ascend(case, backend, text, original, refs, workdir) -> Optional[Finding]:
+    from tdsl.backends.ascend.simulate import SimulationError, Unsupported, simulate
+
+    for dist, (inputs, want) in refs.items():
+        try:
+            sim = simulate(text, inputs, backend)
+        except Unsupported:
+            return None
+        except SimulationError as err:
+            return Finding("miscompile", backend, f"the NumPy execution model rejects the kernel: {err}")
+        except Exception as err:  # noqa: BLE001
+            return internal(f"{backend} simulate", err)
+        finding = _compare_outputs(backend, original, want, sim.tensors, dist)
+        if finding:
+            return finding
+    return None
+
+
+def _run_tilelang(case, backend, text, original, refs, workdir) -> Optional[Finding]:
+    from tdsl.backends.tilelang.lowering import lower_module
+    from tdsl.compiler.codegen import load_module
+
+    try:
+        module = load_module(text, workdir / f"fz_{case.ident()}_tilelang.py")
+        lower_module(module, "sm_90a")
+    except Exception as err:  # noqa: BLE001
+        return internal("tilelang lower", err)
+    return None
+
+
+# ---------------------------------------------------------------- purity of emission
+
+
+def check_pure_emission(sched, backends) -> Optional[Finding]:
+    """Emit one lowered program with every backend, twice, in two orders: every text must be the same."""
+    from .emission import emit_all
+
+    try:
+        first = emit_all(sched, backends)
+        second = emit_all(sched, list(reversed(backends)), program=first.program)
+    except TdslError:
+        return None
+    except Exception as err:  # noqa: BLE001
+        return internal("emission", err)
+    for name in first.texts:
+        if name in second.texts and first.texts[name] != second.texts[name]:
+            return Finding("emission", name, "emitting one tile program again changes the text "
+                                             "(an emitter mutates the shared tile program)")
+    return None
+
+
+def is_typed(err: BaseException) -> bool:
+    return isinstance(err, TdslError)
+
+
+__all__ = ["Finding", "BACKENDS", "apply_steps", "check_trace", "check_interpreter", "check_backend",
+           "check_pure_emission", "references", "is_typed", "LegalityError", "ScheduleError"]

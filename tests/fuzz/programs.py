@@ -1,0 +1,236 @@
+"""Programs for the fuzzer: the chapter's examples, and small random kernels built from the shapes they use.
+
+A random kernel works on three iteration spaces -- MN (i, j), MK (i, k), KN (k, j) -- and their 1-D edges
+(M by i, N by j, K by k).  Statements are elementwise maps in one space, reductions of a 2-D space to one of
+its edges (`sum`/`max`, optionally over a triangle `j <= i`, with an accumulator dtype and a combine policy),
+matrix products MK x KN -> MN, and maps on the edges.  Every read is in bounds and every iterator is indexed
+plainly somewhere, so every generated program passes the frontend's checks; the last one or two statements
+become the kernel's results.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+SPACES = {"MN": (("i", "M"), ("j", "N")), "MK": (("i", "M"), ("k", "K")), "KN": (("k", "K"), ("j", "N"))}
+EDGES = {"M": "i", "N": "j", "K": "k"}
+DTYPES = ("bf16", "bf16", "f16", "f32", "f32", "f8e4m3")
+UNARY = ("exp", "silu", "sigmoid", "tanh", "abs", "neg", "bf16", "f16", "f8e4m3", "sqrtabs", "rsqrt1", "square")
+
+
+@lru_cache(maxsize=None)
+def example_sources() -> tuple:
+    return tuple((p.stem, p.read_text()) for p in sorted(EXAMPLES.glob("*.tdsl")))
+
+
+@dataclass
+class _Tensor:
+    name: str
+    space: str  # MN | MK | KN | M | N | K
+    dtype: str
+    triangle: bool = False  # defined only where j <= i (MN space)
+    is_input: bool = False
+
+
+@dataclass
+class _Stmt:
+    target: str
+    space: str
+    text: str  # the right-hand side, and anything after the left-hand indices
+    dtype: str
+    triangle: bool = False
+    lhs: Optional[list] = None  # left-hand iterators (default: the space's)
+
+
+@dataclass
+class _Builder:
+    rng: random.Random
+    tensors: list = field(default_factory=list)
+    stmts: list = field(default_factory=list)
+    counter: int = 0
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def values(self, space: str, triangle: bool = False) -> list:
+        return [t for t in self.tensors if t.space == space and (not t.triangle or triangle)]
+
+    # ------------------------------------------------------------ expressions
+
+    def leaf(self, space: str, triangle: bool) -> str:
+        """A value at the current point of `space` (its own tensors, or a broadcast edge)."""
+        iters = {it for it, _ in SPACES[space]} if space in SPACES else {EDGES[space]}
+        options = [(t, "full") for t in self.values(space, triangle)]
+        for edge, it in EDGES.items():
+            if it in iters and space != edge:
+                options += [(t, "edge") for t in self.values(edge)]
+        roll = self.rng.random()
+        if not options or roll < 0.08:
+            return self.rng.choice(["0.5", "2.0", "1.0", "3", "0.125", "448.0", "(-1.5)"])
+        if roll < 0.12:
+            return self.rng.choice(sorted(iters))
+        t, kind = self.rng.choice(options)
+        if kind == "edge":
+            return f"{t.name}[{EDGES[t.space]}]"
+        return f"{t.name}[{', '.join(it for it, _ in SPACES[space])}]" if space in SPACES else f"{t.name}[{EDGES[space]}]"
+
+    def expr(self, space: str, triangle: bool, depth: int = 0) -> str:
+        roll = self.rng.random()
+        if depth >= 2 or roll < 0.3:
+            return self.leaf(space, triangle)
+        if roll < 0.65:
+            op = self.rng.choice(["+", "-", "*", "*", "/"])
+            rhs = self.expr(space, triangle, depth + 1)
+            if op == "/":
+                rhs = self.rng.choice(["2.0", "3.0", "448.0", "0.25", f"(abs({rhs}) + 1.0)"])
+            return f"({self.expr(space, triangle, depth + 1)} {op} {rhs})"
+        if roll < 0.9:
+            return _unary(self.rng.choice(UNARY), self.expr(space, triangle, depth + 1))
+        a, b = self.expr(space, triangle, depth + 1), self.expr(space, triangle, depth + 1)
+        kind = self.rng.choice(["max", "min", "where"])
+        if kind == "where":
+            return f"where({a} > {b}, {a}, {b})"
+        return f"{kind}({a}, {b})"
+
+    # ------------------------------------------------------------ statements
+
+    def add(self, target: str, space: str, text: str, dtype: str, triangle: bool = False) -> None:
+        self.stmts.append(_Stmt(target, space, text, dtype, triangle))
+        self.tensors.append(_Tensor(target, space, dtype, triangle))
+
+    def anchored(self, space: str, triangle: bool) -> Optional[str]:
+        """An expression that reads a whole tensor of `space` plainly (so every iterator's range is inferred)."""
+        full = self.values(space, triangle)
+        if not full:
+            return None
+        t = self.rng.choice(full)
+        index = ", ".join(it for it, _ in SPACES[space]) if space in SPACES else EDGES[space]
+        anchor = f"{t.name}[{index}]"
+        body = self.expr(space, triangle)
+        if anchor in body:
+            return body
+        return f"({anchor} {self.rng.choice(['+', '*', '-'])} {body})" if self.rng.random() < 0.7 else anchor
+
+    def elementwise(self) -> None:
+        space = self.rng.choice(["MN", "MN", "MK", "KN", "M", "N"])
+        triangle = space == "MN" and self.rng.random() < 0.2
+        body = self.anchored(space, triangle)
+        if body is None:
+            return
+        name = self.fresh("T")
+        cond = " : j <= i" if triangle else ""
+        self.add(name, space, f"{cond}]{self._annot()} = {body}", self._dtype(), triangle)
+
+    def reduction(self) -> None:
+        space = self.rng.choice(["MN", "MN", "MK", "KN"])
+        (a, ea), (b, eb) = SPACES[space]
+        # reduce the second axis (a row statistic) or the first (a column statistic)
+        keep, keep_edge, red = (a, ea, b) if self.rng.random() < 0.75 else (b, eb, a)
+        triangle = space == "MN" and self.rng.random() < 0.25
+        op = self.rng.choice(["sum", "sum", "max"])
+        cond = " : j <= i" if triangle else ""
+        body = self.anchored(space, triangle)
+        if body is None:
+            return
+        accum = self.rng.choice(["", "", "", " accum f32", " accum bf16", " accum f16"])
+        combine = self.rng.choice(["", "", "", "", " combine reassoc", " combine deterministic"])
+        name = self.fresh("r")
+        text = f"]{self._annot()} = {op}({red}{cond}) {_paren(body)}{accum}{combine}"
+        dtype = self._dtype()
+        self.stmts.append(_Stmt(name, keep_edge, text, dtype, lhs=[keep]))
+        self.tensors.append(_Tensor(name, keep_edge, dtype))
+
+    def matmul(self) -> None:
+        left, right = self.values("MK"), self.values("KN")
+        if not left or not right:
+            return
+        a, b = self.rng.choice(left), self.rng.choice(right)
+        body = f"{a.name}[i, k] * {b.name}[k, j]"
+        if self.rng.random() < 0.2:
+            body = f"0.5 * {body}"
+        accum = self.rng.choice(["", " accum f32", " accum f32", " accum bf16"])
+        name = self.fresh("C")
+        self.add(name, "MN", f"]{self._annot()} = sum(k) {body}{accum}", self._dtype())
+
+    def _dtype(self) -> str:
+        return self.rng.choice(DTYPES)
+
+    def _annot(self) -> str:
+        return "@DTYPE@"  # filled in when the statement's role (temporary or result) is known
+
+
+def random_program(rng: random.Random) -> str:
+    b = _Builder(rng)
+    spaces = rng.sample(["MN", "MK", "KN", "M", "N"], k=rng.randint(1, 4))
+    if "MK" in spaces and rng.random() < 0.6:
+        spaces.append("KN")
+    for space in dict.fromkeys(spaces):
+        b.tensors.append(_Tensor(f"X{space}", space, rng.choice(DTYPES), is_input=True))
+    for _ in range(rng.randint(1, 5)):
+        rng.choice([b.elementwise, b.elementwise, b.reduction, b.matmul])()
+    full = [s for s in b.stmts if not s.triangle]
+    while not full:
+        b.elementwise()
+        full = [s for s in b.stmts if not s.triangle]
+    outputs = [full[-1]] + ([full[-2]] if len(full) > 1 and rng.random() < 0.3 else [])
+    return _text(b, outputs)
+
+
+def _text(b: _Builder, outputs: list) -> str:
+    used = {t.space for t in b.tensors} | {s.space for s in b.stmts}
+    sizes = sorted({e for sp in used for e in (_edges(sp))})
+    params = [s for s in sizes if b.rng.random() < 0.15]
+    lines = [f"const {', '.join(f'{s} = 8' for s in sizes if s not in params)}" if len(params) < len(sizes) else ""]
+    if params:
+        lines.append(f"param {', '.join(params)}")
+    ins = [t for t in b.tensors if t.is_input]
+    outs = {s.target for s in outputs}
+    decl = lambda name, dtype, space: f"{name}: {dtype}[{', '.join(_edges(space))}]"  # noqa: E731
+    params_text = ", ".join(decl(t.name, t.dtype, t.space) for t in ins)
+    results_text = ", ".join(decl(s.target, s.dtype, s.space) for s in outputs)
+    lines.append(f"kernel fz({params_text}) -> ({results_text}) {{")
+    for s in b.stmts:
+        lhs = s.lhs or ([it for it, _ in SPACES[s.space]] if s.space in SPACES else [EDGES[s.space]])
+        annot = "" if s.target in outs else f": {s.dtype}"
+        lines.append(f"  {s.target}[{', '.join(lhs)}{s.text.replace('@DTYPE@', annot)}")
+    lines.append("}")
+    return "\n".join(line for line in lines if line) + "\n"
+
+
+def _edges(space: str) -> list:
+    return [e for _, e in SPACES[space]] if space in SPACES else [space]
+
+
+def _paren(text: str) -> str:
+    return text if text.startswith("(") else f"({text})"
+
+
+def _unary(fn: str, x: str) -> str:
+    if fn == "neg":
+        return f"(-{x})"
+    if fn == "sqrtabs":
+        return f"sqrt(abs({x}))"
+    if fn == "rsqrt1":
+        return f"rsqrt(abs({x}) + 1.0)"
+    if fn == "square":
+        return f"({x} * {x})"
+    return f"{fn}({x})"
+
+
+def parse_check(text: str) -> Optional[str]:
+    """None when the frontend accepts the program, else its first error line (for the generator's tests)."""
+    from tdsl.compiler.api import loads
+    from tdsl.frontend.diagnostics import TdslError
+
+    try:
+        loads(text, "fuzz.tdsl")
+    except TdslError as err:
+        return str(err).splitlines()[0]
+    return None
