@@ -236,6 +236,8 @@ class _KernelPrinter:
             return code
         if dtype == "f8e4m3":
             return f"_round_f8e4m3({code}, INTERPRET)"
+        if dtype == "bf16":
+            return f"_round_bf16({code}, INTERPRET)"
         return f"({code}).to({TL_DTYPES[dtype]}).to(tl.float32)"
 
     def _dot_operands(self, dot: T.Dot, tile: T.Tile, frame: _Frame) -> tuple[str, str]:

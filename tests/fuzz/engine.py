@@ -42,6 +42,7 @@ class Result:
     steps_accepted: Counter = field(default_factory=Counter)
     steps_rejected: Counter = field(default_factory=Counter)
     backend: Counter = field(default_factory=Counter)  # (backend, outcome) -> count
+    refusals: Counter = field(default_factory=Counter)  # (backend, first line of the refusal) -> count
     findings: list = field(default_factory=list)  # (Finding, shrunk Case)
 
     def merge(self, other: "Result") -> None:
@@ -50,6 +51,7 @@ class Result:
         self.steps_accepted.update(other.steps_accepted)
         self.steps_rejected.update(other.steps_rejected)
         self.backend.update(other.backend)
+        self.refusals.update(other.refusals)
         self.findings.extend(other.findings)
 
     def summary(self) -> str:
@@ -63,6 +65,9 @@ class Result:
         for backend, counts in sorted(by_backend.items()):
             lines.append(f"  {backend}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
         return "\n".join(lines)
+
+    def refusal_summary(self, top: int = 15) -> str:
+        return "\n".join(f"  {n:4d} {b}: {why}" for (b, why), n in self.refusals.most_common(top))
 
 
 @dataclass
@@ -175,7 +180,10 @@ class Fuzzer:
         for backend in backends:
             outcome: dict = {}
             finding = oracles.check_backend(case, backend, original, refs, workdir, outcome)
-            result.backend[backend, _short(outcome.get(backend, "finding"))] += 1
+            said = outcome.get(backend, "finding")
+            result.backend[backend, _short(said)] += 1
+            if said.startswith("refused"):
+                result.refusals[backend, said[len("refused: "):]] += 1
             if finding:
                 return finding
         return oracles.check_pure_emission(sched, [b for b in backends if b != "tilelang"] + ["tilelang"])

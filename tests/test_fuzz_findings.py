@@ -1,0 +1,61 @@
+"""Every finding of the differential fuzzer, kept as a regression case: each failed on the main branch it was
+found on, and must now pass every oracle of tests/fuzz/oracles.py for the backends it names.
+
+A case is a program (an example's name or source text), sizes, schedule steps (.tdsl syntax) and backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from tdsl.compiler.api import loads
+
+from conftest import EXAMPLES
+from fuzz.cases import Case
+from fuzz.engine import Fuzzer, Result
+from fuzz.schedules import Step
+
+ALL = ("triton", "ascend-950", "ascend-910b")
+
+C4_BF16_ACCUM = """\
+const K = 1, M = 1, N = 2
+kernel fz(XMK: f32[M, K], XKN: f32[K, N]) -> (C4: f32[M, N]) {
+  C4[i, j] = sum(k) XMK[i, k] * XKN[k, j] accum bf16
+}
+"""
+
+# (id, program, sizes, steps, backends, what was wrong)
+FINDINGS = [
+    ("bf16-accumulator-rounding", C4_BF16_ACCUM, {"K": 1, "M": 1, "N": 2}, [], ("triton",),
+     "the Triton interpreter converts f32 to bf16 by truncation: every bf16 rounding was off by one ulp"),
+]
+
+
+def case_of(program: str, sizes: dict, steps: list) -> Case:
+    source = (EXAMPLES / f"{program}.tdsl").read_text() if "\n" not in program else program
+    parsed = [_step(s) for s in steps]
+    return Case(program if "\n" not in program else "inline", source, sizes, parsed, seed=7)
+
+
+def _step(text: str) -> Step:
+    """A .tdsl schedule line -> a fuzzer Step (parsed by the real frontend)."""
+    prog = loads(f"kernel k(A: f32[4]) -> (B: f32[4]) {{\n  B[i] = A[i]\n}}\nschedule s {{\n  {text}\n}}\n")
+    (step,) = prog.ast.schedules[0].steps
+    from tdsl.compiler.schedule import _plain
+
+    args = tuple(_plain(a.value) for a in step.args if a.keyword is None)
+    args = tuple(f"{a.stmt}.{a.loop}" if hasattr(a, "loop") else a for a in args)
+    kwargs = tuple((a.keyword, _text(_plain(a.value))) for a in step.args if a.keyword is not None)
+    names = tuple(n.name for n in step.results) or None
+    return Step(step.primitive, args, kwargs, names)
+
+
+def _text(value):
+    return f"{value.stmt}.{value.loop}" if hasattr(value, "loop") else value
+
+
+@pytest.mark.parametrize("ident,program,sizes,steps,backends,why", FINDINGS, ids=[f[0] for f in FINDINGS])
+def test_fuzz_finding_stays_fixed(ident, program, sizes, steps, backends, why, tmp_path):
+    case = case_of(program, sizes, steps)
+    fuzzer = Fuzzer(backends=backends, shrink=False)
+    finding = fuzzer.check(case, list(backends), tmp_path, Result())
+    assert finding is None, f"{ident} ({why}):\n{case.describe()}\n{finding}"
