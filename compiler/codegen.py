@@ -11,11 +11,13 @@ that was only `exec`'d from a string.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
+from tdsl.backends.text import comment_text
 from tdsl.frontend.diagnostics import TdslError
 from tdsl.frontend.printer import expr_text
 
@@ -49,11 +51,14 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
         staged = [replace(k, num_stages=kernel_stages(planned)) for k, planned in zip(program.kernels, kernels)]
         program = replace(program, kernels=staged)
     info = prog.kernels[sched.model.name]
+    # The one place where text from the user (file name, schedule name, names in statements) is handed to the
+    # templates and printers of every backend: all of it passes comment_text, so none of it can become code.
+    program = _comments_quoted(program)
     common = dict(
-        source=Path(prog.filename).name,
-        schedule_name=schedule_name or "",
-        statements=[_statement_text(si) for si in info.stmts],
-        signature=_signature(info),
+        source=comment_text(Path(prog.filename).name),
+        schedule_name=comment_text(schedule_name or ""),
+        statements=[comment_text(_statement_text(si)) for si in info.stmts],
+        signature=comment_text(_signature(info)),
     )
     if target == "nvidia" and backend == "triton":
         from tdsl.backends.triton import emit_module
@@ -69,6 +74,14 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
     from tdsl.backends.ascend import emit_module as emit_ascend
 
     return emit_ascend(program, target=target, buffers=buffers, **common)
+
+
+def _comments_quoted(program):
+    """The tile program with the text its comments show (schedule steps, statements, kernel notes) quoted."""
+    schedule = "\n".join(comment_text(line) for line in program.schedule.split("\n"))  # other breaks escaped
+    statements = {name: comment_text(text) for name, text in program.statements.items()}
+    kernels = [replace(k, comment=comment_text(k.comment)) for k in program.kernels]
+    return replace(program, schedule=schedule, statements=statements, kernels=kernels)
 
 
 def _signature(info) -> str:
@@ -88,7 +101,10 @@ def load_module(text: str, path) -> object:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    name = f"tdsl_generated_{path.stem}_{abs(hash(str(path.resolve()))) % 10**8}"
+    # A module name is a dotted path: a stem such as "a.b" (or one with spaces or newlines) would name a
+    # submodule of a package that does not exist, and lookups through __module__ (pickle, Triton) would fail.
+    stem = re.sub(r"\W", "_", path.stem, flags=re.ASCII)
+    name = f"tdsl_generated_{stem}_{abs(hash(str(path.resolve()))) % 10**8}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
