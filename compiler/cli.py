@@ -4,7 +4,7 @@
     tdsl check PROG [--schedule NAME | --all]
     tdsl run   PROG --interp [--schedule NAME] [--size M=8,N=8] [--seed S]
     tdsl run   PROG --target nvidia [--schedule NAME] [--size M=8,N=8] [--seed S]
-    tdsl compile PROG --target nvidia|ascend-950|ascend-910b [--backend triton|tilelang] [--schedule NAME] -o OUT.py
+    tdsl compile PROG --target nvidia|ascend-950|ascend-910b [--backend triton|tilelang] [--schedule NAME] -o OUT.py|DIR/|-
     tdsl cost  PROG [--schedule NAME] --target T [--json] [--sweep ...] [--plot PNG]
     tdsl fuse  PROG [--schedule NAME] [--target T]
 
@@ -15,6 +15,7 @@ usage, parse or schedule-misuse error.  User errors never show a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -102,18 +103,78 @@ def cmd_check(args) -> int:
 def cmd_compile(args) -> int:
     from .codegen import generate
 
+    out = output_path(args.output, args.program)  # refused before the (slow) compilation
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
     text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
-    out = Path(args.output)
+    n = text.count("\n    # statements ")  # one comment line opens each kernel
+    summary = f"{n} kernel launch(es), schedule {name or 'program order'}, target {args.target}"
+    if out is None:
+        _write_stdout(text)
+        print(f"wrote the module to stdout: {summary}", file=sys.stderr)  # stdout holds the module alone
+        return 0
+    write_module(out, text)
+    print(f"wrote {out}: {summary}")
+    return 0
+
+
+STDOUT = "-"
+
+
+def output_path(output: str, program: str) -> Optional[Path]:
+    """Where `compile -o OUTPUT` writes: None for '-' (stdout); for a folder (an existing one, or any path
+    ending in '/') the file <folder>/<PROG's stem>.py.  Never PROG itself, whatever the spelling or link."""
+    if output == STDOUT:
+        return None
+    out = Path(output)
+    into_folder = os.path.isdir(out) or output.endswith(("/", os.sep))
+    if into_folder:
+        out = out / f"{Path(program).stem}.py"
+    if _same_file(out, Path(program)):
+        named = f"{output} (that is {out})" if into_folder else output
+        raise TdslError(f"-o {named} is the same file as the input {program}; refusing to overwrite the program "
+                        f"with the generated module")
+    return out
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when both exist and are one file (through symbolic links, hard links, './' and '..' spellings)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one does not exist (ValueError: a NUL in a name from the API)
+        return False
+
+
+def write_module(out: Path, text: str) -> None:
+    """Write a generated module (UTF-8, as Python reads it), creating its folder; a user error if impossible."""
+    blocker = _nearest_existing_parent(out)
+    if blocker is not None and not os.path.isdir(blocker):
+        raise TdslError(f"cannot write {out}: {blocker} is not a folder")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
     except OSError as err:
-        raise TdslError(f"cannot write {out}: {err.strerror}") from None
-    n = text.count("\n    # statements ")  # one comment line opens each kernel
-    print(f"wrote {out}: {n} kernel launch(es), schedule {name or 'program order'}, target {args.target}")
-    return 0
+        raise TdslError(f"cannot create the folder {out.parent} for {out}: {err.strerror or err}") from None
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise TdslError(f"cannot write {out}: {err.strerror or err}") from None
+
+
+def _nearest_existing_parent(out: Path) -> Optional[Path]:
+    for parent in out.parents:
+        if os.path.lexists(parent):  # os.path never raises: an unreadable folder is left to mkdir to report
+            return parent
+    return None
+
+
+def _write_stdout(text: str) -> None:
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text stream without bytes underneath (tests, a StringIO)
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))  # a generated module is UTF-8 source, whatever the terminal's encoding
+    buffer.flush()
 
 
 def instance_count(model) -> int:
@@ -330,7 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=("nvidia", "ascend-950", "ascend-910b"), default="nvidia")
     p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend"), default=None,
                    help="code generator (default: triton for nvidia, tilelang for ascend-950, tilelang-ascend for ascend-910b)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.py", help="where to write the generated module")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.py",
+                   help="where to write the generated module: a file (never PROG itself), a folder (gets "
+                        "FOLDER/<PROG's stem>.py; an existing one, or a path ending in '/'), or '-' for stdout")
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("fuse", help="try every producer -> consumer fusion and report each as fused or rejected")

@@ -100,7 +100,7 @@ def _statement_text(si) -> str:
 def load_module(text: str, path) -> object:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")  # Python reads source as UTF-8, whatever the locale
     # A module name is a dotted path: a stem such as "a.b" (or one with spaces or newlines) would name a
     # submodule of a package that does not exist, and lookups through __module__ (pickle, Triton) would fail.
     stem = re.sub(r"\W", "_", path.stem, flags=re.ASCII)
