@@ -411,3 +411,32 @@ def test_launch_sets_the_kernel_warps_and_survives_reorder():
     s.bind("C.jo", "grid.x")
     s.bind("C.io", "grid.y")
     assert lower(s).kernels[0].num_warps == 8
+
+
+def test_binding_a_bound_loop_again_is_refused():
+    s = tiled()
+    s.bind("C.io", "grid.x")
+    for axis in ("grid.y", "grid.x"):  # another axis would replace the first bind; the same one repeats it
+        with pytest.raises(ScheduleError, match=r"^bind: loop io is already bound to grid.x; a loop runs on one grid axis"):
+            s.bind("C.io", axis)
+    assert [loop.bind for loop in s.tree.path("C")[:2]] == ["x", None]
+    assert [step.primitive for step in s.trace.steps].count("bind") == 1
+    s.bind("C.jo", "grid.y")  # another loop of the kernel, another axis: fine
+    with pytest.raises(ScheduleError, match=r"^bind: grid.y is already bound to loop jo"):
+        s.bind("C.ii", "grid.y")  # another loop, an axis the kernel already uses
+
+
+def test_binding_twice_in_a_schedule_block_points_at_the_second_bind():
+    text = GEMM_SILU + """
+schedule twice {
+  io, ii = split(C.i, 32)
+  bind(C.io, grid.x)
+  bind(C.io, grid.y)
+}
+"""
+    from tdsl.compiler.errors import StepError
+
+    with pytest.raises(StepError) as err:
+        loads(text, filename="twice.tdsl").schedule("twice")
+    assert isinstance(err.value.error, ScheduleError) and err.value.exit_code == 2
+    assert "twice.tdsl:11:3: error: bind: loop io is already bound to grid.x" in str(err.value)

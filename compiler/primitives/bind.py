@@ -8,7 +8,8 @@ Before::                           After ``bind(C.io, grid.x)``::
 The iterations of a bound loop run concurrently and in no particular
 order, so the loop may carry no dependence (rule parallel-dependence);
 binding a reduction loop splits the reduction into independent partial
-results (rule parallel-reduction).
+results (rule parallel-reduction).  A loop is bound once, and each grid axis to one loop of a kernel;
+both are checked here, when the step is applied.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from .common import GRID_AXES, LoopLike, State, as_ref, find_loop
 def bind(state: State, loop: LoopLike, axis) -> None:
     node, _ = find_loop(state, "bind", loop)
     axis = _axis(axis)
+    if node.bind:  # a second bind would silently replace the first: the schedule says two different things
+        raise ScheduleError("bind", f"loop {node.name} is already bound to grid.{node.bind}; a loop runs on one "
+                                    f"grid axis, bind it once")
     if node.pipeline:
         raise ScheduleError("bind", f"loop {node.name} is pipelined; a grid axis cannot be pipelined")
     # Each top-level loop nest is its own kernel launch, with its own grid.
