@@ -27,6 +27,9 @@ _ECHO_LEAD = 40  # columns shown before the caret in a cut line
 _CUT = "..."
 
 
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
 class TdslError(Exception):
     """Base of every error meant for the user (exit code 2 unless a subclass says otherwise)."""
 
@@ -37,6 +40,8 @@ def escape_char(char: str) -> str:
     """`char` as the terminal should show it: itself when printable, else an escape such as `\\x1b`."""
     if char.isprintable():
         return char
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
     code = ord(char)
     if code < 0x100:
         return f"\\x{code:02x}"

@@ -41,13 +41,13 @@ ISL_ROLES = frozenset({"iterator", "size", "loop"})
 
 
 def reserved_name_problem(name: str, role: str) -> Optional[str]:
-    """Why `name` cannot name a `role` (tensor, kernel, size, iterator, loop), or None when it can."""
+    """Why `name` cannot name a `role` (tensor, kernel, size, constant, iterator, loop), or None when it can."""
     if name in PYTHON_KEYWORDS:
         return f"'{name}' is a Python keyword and cannot name {_a(role)} (generated kernels are Python)"
     if role in ISL_ROLES and name.lower() in ISL_KEYWORDS:
         return (
             f"'{name}' is an isl keyword and cannot name {_a(role)} "
-            "(isl reads the iteration domains and reserves it in any letter case)"
+            "(iteration domains are written for isl, which reserves it in any letter case)"
         )
     if name.startswith("__"):
         return f"'{name}' starts with '__', which is reserved for names the compiler generates; rename the {role}"

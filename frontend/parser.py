@@ -182,8 +182,8 @@ def _check_dtype(tok: Token) -> str:
 def _too_deep_message(depth: int) -> str:
     return (
         f"this expression nests {depth} levels deep, more than the limit of {MAX_EXPR_DEPTH} "
-        f"(a chain 'a + b + c ...' of N terms nests N levels); split it into several statements, "
-        f"e.g. T[i] = (first terms) then Y[i] = T[i] + (the rest)"
+        f"(each operator, call or tensor read is a level: 'A[i] + A[i] + ...' of N terms nests N + 1); "
+        f"split it into several statements, e.g. T[i] = (first terms) then Y[i] = T[i] + (the rest)"
     )
 
 
@@ -228,7 +228,7 @@ class _ToAst(Transformer_NonRecursive):
 
     def const_item(self, meta, items):
         name, value = items
-        _check_name(str(name), _tok_span(name), "size")
+        _check_name(str(name), _tok_span(name), "constant" if isinstance(value, float) else "size")
         return ast.SizeDecl(str(name), value, is_param=False, span=_span(meta))
 
     def signed_number(self, meta, items):

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from tdsl.frontend.check import load_source
+from tdsl.frontend.check import load_file, load_source
 from tdsl.frontend.diagnostics import SourceError
 
 
@@ -261,6 +261,119 @@ CASES = {
                                           ^^^^^^^^^^^
         """,
     ),
+    "unexpected_control_character": (
+        # An escape sequence is shown escaped, in the message and in the echoed line, never sent to the terminal.
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i] + \x1b[31m1
+        }
+        """,
+        """
+        prog.tdsl:3:17: error: unexpected character '\\x1b'
+            Y[i] = A[i] + \\x1b[31m1
+                          ^^^^
+        """,
+    ),
+    "unexpected_bidi_override": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i] \u202e+ 1
+        }
+        """,
+        """
+        prog.tdsl:3:15: error: unexpected character '\\u202e'
+            Y[i] = A[i] \\u202e+ 1
+                        ^^^^^^
+        """,
+    ),
+    "expression_too_deep": (
+        # 101 terms nest 101 levels (left-associative, never rebalanced); the first 101 terms are underlined,
+        # and the long line is cut to a window around the caret.
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = """ + " + ".join(["1"] * 101) + """
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: this expression nests 101 levels deep, more than the limit of 100 (each operator, call or tensor read is a level: 'A[i] + A[i] + ...' of N terms nests N + 1); split it into several statements, e.g. T[i] = (first terms) then Y[i] = T[i] + (the rest)
+            Y[i] = """ + "1 + " * 37 + "1 +..." + """
+                   """ + "^" * 151 + """
+        """,
+    ),
+    "integer_too_large": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = A[i] + 2147483648
+        }
+        """,
+        """
+        prog.tdsl:3:17: error: integer 2147483648 is too large: integers must be at most 2147483647 (2^31 - 1; kernels index with 32-bit integers)
+            Y[i] = A[i] + 2147483648
+                          ^^^^^^^^^^
+        """,
+    ),
+    "integer_with_hundreds_of_digits": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        schedule s { io, ii = split(Y.i, """ + "9" * 300 + """) }
+        """,
+        """
+        prog.tdsl:3:34: error: integer 999999999999...9999 (300 digits) is too large: integers must be at most 2147483647 (2^31 - 1; kernels index with 32-bit integers)
+          schedule s { io, ii = split(Y.i, """ + "9" * 127 + """...
+                                           """ + "^" * 127 + """
+        """,
+    ),
+    "float_out_of_range": (
+        """
+        const N = 8
+        const big = -1e999
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] * big }
+        """,
+        """
+        prog.tdsl:2:14: error: float 1e999 is out of range: a float literal must be at most 3.4028235e+38 in magnitude (the largest f32); write 'inf' for infinity
+          const big = -1e999
+                       ^^^^^
+        """,
+    ),
+    "python_keyword_name": (
+        """
+        const N = 8
+        kernel f(lambda: f32[N]) -> Y: f32[N] { Y[i] = lambda[i] }
+        """,
+        """
+        prog.tdsl:2:10: error: 'lambda' is a Python keyword and cannot name a tensor (generated kernels are Python)
+          kernel f(lambda: f32[N]) -> Y: f32[N] { Y[i] = lambda[i] }
+                   ^^^^^^
+        """,
+    ),
+    "isl_keyword_name": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(Mod) A[i, Mod] }
+        """,
+        """
+        prog.tdsl:2:50: error: 'Mod' is an isl keyword and cannot name an iterator (iteration domains are written for isl, which reserves it in any letter case)
+          kernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(Mod) A[i, Mod] }
+                                                           ^^^
+        """,
+    ),
+    "dunder_name": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        schedule s { io, __ii = split(Y.i, 4) }
+        """,
+        """
+        prog.tdsl:3:18: error: '__ii' starts with '__', which is reserved for names the compiler generates; rename the loop
+          schedule s { io, __ii = split(Y.i, 4) }
+                           ^^^^
+        """,
+    ),
     # ------------------------------------------------------------ declarations
     "inf_is_reserved": (
         """
@@ -270,6 +383,52 @@ CASES = {
         prog.tdsl:1:7: error: 'inf' is reserved for the float infinity and cannot name a size
           const inf = 3
                 ^^^^^^^
+        """,
+    ),
+    "size_out_of_range": (
+        """
+        const M = 4, N = 0
+        """,
+        """
+        prog.tdsl:1:14: error: size 'N' is 0, but a size must be between 1 and 2147483647 (2^31 - 1)
+          const M = 4, N = 0
+                       ^^^^^
+        """,
+    ),
+    "dimension_out_of_range": (
+        """
+        const N = 8
+        kernel f(A: f32[N - 8]) -> Y: f32[N] { Y[i] = 1 }
+        """,
+        """
+        prog.tdsl:2:17: error: dimension 0 of tensor 'A' is N - 8 = 0, but a dimension must be between 1 and 2147483647
+          kernel f(A: f32[N - 8]) -> Y: f32[N] { Y[i] = 1 }
+                          ^^^^^
+        """,
+    ),
+    "too_many_elements": (
+        """
+        const N = 65536
+        kernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(k) A[i, k] }
+        """,
+        """
+        prog.tdsl:2:10: error: tensor 'A' has 4294967296 elements (65536 x 65536), but a tensor may have at most 2147483647 (2^31 - 1): generated kernels index it with 32-bit integers
+          kernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(k) A[i, k] }
+                   ^^^^^^^^^^^^
+        """,
+    ),
+    "too_many_elements_in_a_temporary": (
+        """
+        const N = 65536
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          T[i, j] = A[i] * A[j]
+          Y[i] = sum(j) T[i, j]
+        }
+        """,
+        """
+        prog.tdsl:3:3: error: tensor 'T' has 4294967296 elements (65536 x 65536), but a tensor may have at most 2147483647 (2^31 - 1): generated kernels index it with 32-bit integers
+            T[i, j] = A[i] * A[j]
+            ^
         """,
     ),
     "duplicate_size": (
@@ -1094,3 +1253,66 @@ def test_error_message(name):
     with pytest.raises(SourceError) as info:
         load_source(_text(source) + "\n", "prog.tdsl")
     assert str(info.value) == _text(expected)
+
+
+# ------------------------------------------------------------ messages whose programs are built in code
+
+
+def test_program_too_long():
+    from tdsl.frontend.limits import MAX_SOURCE_CHARS
+
+    filler = "# padding\n" * (MAX_SOURCE_CHARS // 10)  # 10 characters a line, up to the limit exactly
+    text = filler + "const N = 8\n"
+    with pytest.raises(SourceError) as info:
+        load_source(text, "prog.tdsl")
+    line = MAX_SOURCE_CHARS // 10 + 1
+    assert str(info.value) == _text(
+        f"""
+        prog.tdsl:{line}:{MAX_SOURCE_CHARS - (line - 1) * 10 + 1}: error: the program is longer than 65536 characters (64 KiB), the most tdsl reads; split it into several files (one per kernel)
+          const N = 8
+                ^
+        """
+    )
+
+
+def test_file_not_utf8(tmp_path):
+    path = tmp_path / "prog.tdsl"
+    path.write_bytes(b"const N = 8\nkernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] } # caf\xe9\n")
+    with pytest.raises(SourceError) as info:
+        load_file(path)
+    assert str(info.value) == _text(
+        f"""
+        {path}:2:55: error: the file is not UTF-8 text: byte 0xe9 cannot be decoded (tdsl programs are UTF-8)
+          kernel f(A: f32[N]) -> Y: f32[N] {{ Y[i] = A[i] }} # caf\\xe9
+                                                                ^^^^
+        """
+    )
+
+
+def test_file_defines_no_kernel(tmp_path):
+    from tdsl.compiler.api import load
+    from tdsl.frontend.diagnostics import TdslError
+
+    path = tmp_path / "sizes.tdsl"
+    path.write_text("const M = 8, N = 8\n")
+    with pytest.raises(TdslError) as info:
+        load(path).schedule()
+    assert str(info.value) == f"{path} defines no kernel: a program needs a 'kernel NAME(...) -> ... {{ ... }}'"
+
+
+def test_hand_built_tree_nested_too_deeply():
+    # The parser refuses deep expressions with a position; a tree built in Python can still be deeper than
+    # Python's recursion allows, and is refused without one.
+    from tdsl.frontend import ast
+    from tdsl.frontend.check import check_program
+
+    span = ast.Span(1, 1, 1, 2)
+    value = ast.IntLit(1, span)
+    for _ in range(5000):
+        value = ast.Neg(value, span)
+    result = ast.TensorParam("Y", ast.TensorType("f32", [ast.IntLit(4, span)], span), span)
+    kernel = ast.Kernel("f", [], [result], [ast.Statement("Y", [ast.Name("i", span)], [], None, value, span)], span)
+    program = ast.Program([], [kernel], [], source="", filename="built.tdsl")
+    with pytest.raises(SourceError) as info:
+        check_program(program)
+    assert str(info.value) == "built.tdsl: error: the program is nested too deeply"
