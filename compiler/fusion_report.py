@@ -189,6 +189,10 @@ class _Small:
             self._interpret, self._random = interpret, random_inputs
         except (TdslError, OSError, ValueError) as err:
             self.error = f"the program does not load at {getattr(self, 'size_text', 'small sizes')}: {err}"
+        # Every attempt is compared with the same program-order run, and several attempts often build the
+        # same schedule (compute_at, reverse_compute_at and fuse of one edge): run each of them only once.
+        self._references: dict = {}  # (seed, scale) -> (inputs, program-order outputs)
+        self._runs: dict = {}  # (model id, time map text, seed, scale) -> (model, outputs)
 
     def evidence(self, attempt: Attempt, run: bool, target: Optional[str], seed: int) -> None:
         if attempt.verdict == "n/a":
@@ -209,9 +213,26 @@ class _Small:
         if target and verdict == "fused":
             attempt.lines.append(f"{target}: " + self._generate(trial, target))
 
-    def _diffs(self, state, inputs) -> list[str]:
-        want = self._interpret(self.original.model, self.original.time_map(), inputs)
-        got = self._interpret(state.model, state.tree.union_map(state.model), inputs)
+    def _reference(self, seed: int, scale: float) -> tuple[dict, dict]:
+        """Random inputs and the program-order outputs on them, computed once per (seed, scale)."""
+        key = (seed, scale)
+        if key not in self._references:
+            model = self.original.model
+            inputs = self._random(model, seed, scale)
+            self._references[key] = inputs, self._interpret(model, self.original.time_map(), inputs)
+        return self._references[key]
+
+    def _run(self, state, seed: int, scale: float, inputs: dict) -> dict:
+        """The outputs of `state` on the inputs of (seed, scale); equal schedules of one model run once."""
+        time_map = state.tree.union_map(state.model)
+        key = (id(state.model), time_map.to_str(), seed, scale)
+        if key not in self._runs:  # the model is kept in the value, so its id is not reused meanwhile
+            self._runs[key] = state.model, self._interpret(state.model, time_map, inputs)
+        return self._runs[key][1]
+
+    def _diffs(self, state, seed: int, scale: float) -> list[str]:
+        inputs, want = self._reference(seed, scale)
+        got = self._run(state, seed, scale, inputs)
         diffs = []
         for t in self.original.model.outputs():
             a, b = want[t.name], got[t.name]
@@ -227,7 +248,7 @@ class _Small:
         tries = [(seed, 1.0)] if verdict == "fused" else [(seed, 1.0), (seed + 1, 1.0), (seed, 30.0), (seed + 1, 30.0), (seed, 100.0)]
         try:
             for n, (s, scale) in enumerate(tries):
-                diffs = self._diffs(state, self._random(self.original.model, s, scale))
+                diffs = self._diffs(state, s, scale)
                 if diffs:
                     break
         except (ValueError, IndexError) as err:
