@@ -131,6 +131,8 @@ class _KernelLowering:
     index: int
     temps: list
     produced: dict = field(default_factory=dict)
+    bounds_cache: dict = field(default_factory=dict)
+    geometry_cache: dict = field(default_factory=dict)
 
     # ------------------------------------------------------------ kernel structure
 
@@ -204,6 +206,11 @@ class _KernelLowering:
 
     def _loop_range(self, loop: Loop, d: int, outer: list[Loop]) -> tuple[Expr, Expr]:
         """Smallest and largest value of a loop dim over every statement below it, as functions of `outer`."""
+        lo, hi = self._loop_bounds(loop, d, outer)
+        return _pa_expr(lo), _pa_expr(hi)
+
+    def _loop_bounds(self, loop: Loop, d: int, outer: list[Loop]) -> tuple[isl.PwAff, isl.PwAff]:
+        """`_loop_range` as isl functions of the outer loop variables (defined where some instance lies below)."""
         image = None
         for stmt_name in statements_under(loop):
             stmt = self.model.stmt(stmt_name)
@@ -216,7 +223,45 @@ class _KernelLowering:
             image = image.set_dim_name(isl.dim_type.set, pos, n)
         # outer loop values -> this dim's values
         as_map = isl.Map.from_range(image).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, len(names) - 1)
-        return _pa_expr(as_map.dim_min(0)), _pa_expr(as_map.dim_max(0))
+        return as_map.dim_min(0), as_map.dim_max(0)
+
+    def _emitted_bounds(self, context: list[Loop]) -> isl.Set:
+        """What the generated code guarantees about the loop variables of `context` (a set over their names).
+
+        Each variable runs within the bounds it is emitted with -- wherever isl defines those bounds; for outer
+        values without instances below, the emitted formula gives some range we know nothing about -- and
+        nothing ties variables of different loops together: a fused grid axis launches every combination of
+        its variables' ranges, a serial loop runs for every value of the loops around it.  Masks may only
+        assume these facts and the sizes' positivity; anything more (which combinations hold instances) must
+        be tested by the mask itself."""
+        key = tuple(id(l) for l in context)
+        if key in self.bounds_cache:
+            return self.bounds_cache[key]
+        names = [self._var(l, d) for l in context for d in range(l.n_dims)]
+        facts = isl.Set.universe(isl.Space.create_from_names(self.model.ctx, set=names, params=self.model.params))
+        if self.model.params:
+            positive = " and ".join(f"{p} > 0" for p in self.model.params)
+            facts = facts.intersect_params(isl.Set.read_from_str(
+                self.model.ctx, f"[{', '.join(self.model.params)}] -> {{ : {positive} }}"))
+        pos = 0
+        for k, loop in enumerate(context):
+            outer = [] if loop.bind else context[:k]
+            n_outer = sum(l.n_dims for l in outer)
+            for d in range(loop.n_dims):
+                lo, hi = self._loop_bounds(loop, d, outer)
+                lo, hi = (f.insert_dims(isl.dim_type.in_, n_outer, 1) for f in (lo, hi))
+                var = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(lo.get_domain_space()), isl.dim_type.set,
+                                              n_outer)
+                within = var.ge_set(lo).intersect(var.le_set(hi)).union(lo.domain().complement())
+                # (outer variables, this one) -> every variable of the context
+                within = within.insert_dims(isl.dim_type.set, n_outer, pos - n_outer)
+                within = within.add_dims(isl.dim_type.set, len(names) - pos - 1)
+                for p, n in enumerate(names):
+                    within = within.set_dim_name(isl.dim_type.set, p, n)
+                facts = facts.intersect(within.align_params(facts.get_space()))
+                pos += 1
+        self.bounds_cache[key] = facts.coalesce()
+        return self.bounds_cache[key]
 
     def _warps(self) -> int:
         return (self.root.warps if isinstance(self.root, Loop) else None) or 4
@@ -322,6 +367,27 @@ class _KernelLowering:
 
     def _tile(self, stmt: Stmt, context: list[Loop], iters: list[str], check_size: bool = True) -> Tile:
         """The instances of `stmt` inside one iteration of `context`, projected onto `iters`."""
+        g = self._geometry(stmt, context, iters)
+        axes, scalars = [], {}
+        for it, lo, size in zip(g.iters, g.offsets, g.sizes):
+            if size == 1:
+                scalars[it] = _pa_expr(lo)
+            else:
+                axes.append(Axis(it, _pa_expr(lo), size, lo))
+        order = {it: n for n, it in enumerate(iters)}
+        tile = Tile(sorted(axes, key=lambda a: order[a.iter]), scalars, self._mask(g))
+        if check_size:
+            _check_size(stmt, tile)
+        return tile
+
+    def _geometry(self, stmt: Stmt, context: list[Loop], iters: list[str]) -> "_Geometry":
+        """Where the tile of `stmt` (projected onto `iters`) lies as a function of the loop variables (cached)."""
+        key = (stmt.name, tuple(id(l) for l in context), tuple(iters))
+        if key not in self.geometry_cache:
+            self.geometry_cache[key] = self._measure(stmt, context, iters)
+        return self.geometry_cache[key]
+
+    def _measure(self, stmt: Stmt, context: list[Loop], iters: list[str]) -> "_Geometry":
         dims, names = [], []
         for loop in context:
             for d, pa in enumerate(loop.exprs[stmt.name]):
@@ -341,12 +407,10 @@ class _KernelLowering:
         kept = [stmt.iters[p] for p in sorted(keep)]  # the order isl keeps them in
         for out_pos, it in enumerate(kept):
             rel = rel.set_dim_name(isl.dim_type.out, out_pos, it)
-        axes, scalars, offsets, sizes = [], {}, [], []
-        for it in kept:
-            pos = kept.index(it)
+        offsets, sizes = [], []
+        for pos, it in enumerate(kept):
             lo = rel.dim_min(pos)
-            hi = rel.dim_max(pos)
-            span = hi.sub(lo).coalesce()
+            span = rel.dim_max(pos).sub(lo).coalesce()
             extent = span.max_val()
             if not extent.is_int():
                 raise BackendError(
@@ -355,45 +419,55 @@ class _KernelLowering:
                 )
             size = extent.to_python() + 1
             offsets.append(lo)
-            if size == 1:
-                scalars[it] = _pa_expr(lo)
-                sizes.append(1)
-            else:
-                p2 = 1 << (size - 1).bit_length()
-                axes.append(Axis(it, _pa_expr(lo), p2, lo))
-                sizes.append(p2)
-        mask = self._mask(rel, names, kept, offsets, sizes)
-        order = {it: n for n, it in enumerate(iters)}
-        tile = Tile(sorted(axes, key=lambda a: order[a.iter]), scalars, mask)
-        if check_size:
-            _check_size(stmt, tile)
-        return tile
-
-    def _mask(self, rel: isl.Map, loop_names: list[str], iters: list[str], offsets, sizes) -> Optional[Expr]:
-        """Which lanes of the tile box hold instances: `rel` simplified against the box itself."""
+            sizes.append(1 if size == 1 else 1 << (size - 1).bit_length())
         members = rel.wrap().flatten()
-        names = loop_names + iters
-        for pos, n in enumerate(names):
+        for pos, n in enumerate(names + kept):
             members = members.set_dim_name(isl.dim_type.set, pos, n)
-        # (loop values, iterators) -> loop values: lifts the offsets, functions of the loop values, to lanes.
-        proj = isl.MultiAff.read_from_str(
-            members.get_ctx(), f"{_params(members)}{{ [{', '.join(names)}] -> [{', '.join(loop_names)}] }}"
-        ).align_params(members.get_space())
-        box = isl.Set.universe(members.get_space())
-        if loop_names:
-            box = box.intersect(rel.domain().preimage_multi_aff(proj))
-        ls = isl.LocalSpace.from_space(members.get_space())
-        for k, (lo, size) in enumerate(zip(offsets, sizes)):
-            var = isl.PwAff.var_on_domain(ls, isl.dim_type.set, len(loop_names) + k)
-            start = lo.pullback_multi_aff(proj)
-            end = start.add(_const_like(start, size))
-            box = box.intersect(var.ge_set(start)).intersect(var.lt_set(end))
-        simplified = members.gist(box).coalesce()
-        if simplified.plain_is_universe():
+        total = [_total(lo) for lo in offsets]
+        exact = all(t is not None for t in total)
+        facts = self._emitted_bounds(context)
+        box = _lane_box(members.get_space(), names, facts if exact else rel.domain(),
+                        total if exact else offsets, sizes)
+        return _Geometry(stmt, names, kept, offsets, sizes, rel, members, facts, box, exact)
+
+    def _mask(self, g: "_Geometry") -> Optional[Expr]:
+        """Which lanes of the tile box hold instances: the instance set simplified against what the code
+        guarantees.
+
+        The generated code guarantees the loop variables' emitted bounds (`_emitted_bounds`) and that lane n
+        of an axis is its offset formula + n.  When every offset is one affine formula, the mask is the
+        instance set gisted against exactly those facts, so it holds for every combination of loop values the
+        code runs, including combinations with no instances (a fused grid axis past a partial tile, the empty
+        tiles of a triangle).  Otherwise the offsets are only known where instances exist: the mask is gisted
+        against that, and a condition on the loop values says where that is."""
+        lanes = _mask_expr(g.members, g.box)
+        valid = None if g.exact else self._valid_loop_values(g.rel, g.facts)
+        if valid is None:
+            return lanes
+        return valid if lanes is None else Bin("and", valid, lanes)
+
+    def _valid_loop_values(self, rel: isl.Map, facts: isl.Set) -> Optional[Expr]:
+        """The condition on the loop variables under which a tile holds instances at all, beyond what the
+        emitted loops guarantee (`facts`); None when the loops guarantee it."""
+        if facts.dim(isl.dim_type.set) == 0:
             return None
-        params_only = _to_params(simplified)
-        context = _to_params(box)
-        return set_to_expr(params_only, context)
+        valid = rel.domain().align_params(facts.get_space())
+        facts = facts.align_params(valid.get_space())
+        if facts.is_subset(valid):
+            return None
+        return set_to_expr(_to_params(valid.gist(facts).coalesce()), _to_params(facts))
+
+    def _in_bounds(self, stmt: Stmt, node: ast.Access, g: "_Geometry") -> Optional[isl.Set]:
+        """The lanes of `g` at which the access `node` reads inside its tensor (a set over the loop variables and
+        `g.iters`), or None when the access is not one affine function of the iterators."""
+        access = next((r for r in stmt.reads if r.node is node), None)
+        function = _total_map(access.relation) if access is not None else None
+        if function is None:
+            return None
+        box = self.model.tensors[access.tensor].box
+        inside = function.intersect_range(box.align_params(function.get_space().range())).domain()
+        inside = _project_onto(inside, stmt.iters, g.iters)
+        return _embed(inside, g.iters, g.loop_names + g.iters).align_params(g.box.get_space())
 
     # ------------------------------------------------------------ values
 
@@ -459,17 +533,21 @@ class _KernelLowering:
         return Load(e.tensor, tuple(self._index(i, stmt) for i in e.indices), self._access_mask(e, stmt, tile, context))
 
     def _access_mask(self, e: ast.Access, stmt: Stmt, tile: Tile, context) -> Optional[Expr]:
-        """The tile's mask projected onto the iterators the access uses: same shape as its pointer tile.
+        """Which lanes of a load may read memory: those whose index lies inside the tensor.
 
-        A lane it lets through is the index of some instance, so the read stays in bounds (the model checked
-        every instance's reads); lanes outside the instance set are masked where the value is stored."""
+        A lane's value matters only where the statement has an instance, and there the index is inside (the
+        model checked every read); every other lane is masked where the statement stores, reduces or keeps
+        its value, so it may read anything -- as long as the read stays inside the tensor.  Over the lanes the
+        pointer tile spans (the iterators the access uses), simplified against what the code guarantees: a
+        read that never leaves its tensor has no mask."""
         used = {n.name for i in e.indices for n in ast.walk(i) if isinstance(n, ast.Name)} & set(stmt.iters)
-        if tile.mask is None or not used:
+        if not used:
             return None
-        iters = [it for it in stmt.iters if it in used]
-        if set(iters) == {a.iter for a in tile.axes} | (set(iters) & set(tile.scalars)) and len(iters) == len(stmt.iters):
-            return tile.mask
-        return self._tile(stmt, context, iters, check_size=False).mask
+        g = self._geometry(stmt, context, [it for it in stmt.iters if it in used])
+        inside = self._in_bounds(stmt, e, g)
+        if inside is None:  # not one affine function: the instances' lanes are inside, and only they are read
+            return self._mask(g)
+        return _mask_expr(inside, g.box)
 
     def _register(self, e: ast.Access, stmt: Stmt, tile: Tile, producer: _Produced, context) -> Optional[Reg]:
         """The producer's register tile, if this read takes it element for element."""
@@ -529,12 +607,30 @@ class _KernelLowering:
                 return None
         if tile.mask is not None and not self._separable(stmt, context, i, j, k):
             return None
-        a = Load(lhs.tensor, tuple(self._index(x, stmt) for x in lhs.indices), self._operand_mask(stmt, context, [i, k]))
-        b = Load(rhs.tensor, tuple(self._index(x, stmt) for x in rhs.indices), self._operand_mask(stmt, context, [k, j]))
+        a = Load(lhs.tensor, tuple(self._index(x, stmt) for x in lhs.indices),
+                 self._operand_mask(stmt, context, [i, k], lhs, i))
+        b = Load(rhs.tensor, tuple(self._index(x, stmt) for x in rhs.indices),
+                 self._operand_mask(stmt, context, [k, j], rhs, j))
         return Dot(a, b, self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
 
-    def _operand_mask(self, stmt: Stmt, context, iters) -> Optional[Expr]:
-        return self._tile(stmt, context, iters).mask
+    def _operand_mask(self, stmt: Stmt, context, iters, node: ast.Access, outer: str) -> Optional[Expr]:
+        """The lanes of a matrix-product operand over (`outer`, k) that must hold their values, the rest 0.
+
+        For every row (or column) `outer` of the product that holds an instance, the lanes of k outside the
+        reduction must be 0 so that the product adds nothing for them; rows with no instance are masked
+        where the product is stored, so there a lane only has to stay inside the tensor."""
+        g = self._geometry(stmt, context, iters)
+        inside = self._in_bounds(stmt, node, g)
+        if inside is None:
+            return self._mask(g)
+        rows = _embed(self._geometry(stmt, context, [outer]).members, g.loop_names + [outer],
+                      g.loop_names + g.iters)
+        needed = g.members.union(inside.subtract(rows.align_params(inside.get_space())))
+        lanes = _mask_expr(needed, g.box)
+        valid = None if g.exact else self._valid_loop_values(g.rel, g.facts)
+        if valid is None:
+            return lanes
+        return valid if lanes is None else Bin("and", valid, lanes)
 
     def _separable(self, stmt: Stmt, context, i, j, k) -> bool:
         """The reduction range of every (i, j) is what the operand masks allow: (i,k) and (k,j) constraints only."""
@@ -659,6 +755,96 @@ def _params(s) -> str:
 def _to_params(s: isl.Set) -> isl.Set:
     n = s.dim(isl.dim_type.set)
     return s.move_dims(isl.dim_type.param, s.dim(isl.dim_type.param), isl.dim_type.set, 0, n).params()
+
+
+@dataclass
+class _Geometry:
+    """A statement's tile inside one iteration of its enclosing loops, in isl terms.
+
+    `members` is the instance set over (loop variables, `iters`); `box` is what the generated code covers:
+    the loop variables within their emitted bounds and each iterator from its offset over `sizes` lanes
+    (when `exact`; otherwise only where instances exist, see `_mask`)."""
+
+    stmt: Stmt
+    loop_names: list
+    iters: list  # the kept iterators, in the statement's order
+    offsets: list  # isl functions of the loop variables, where instances exist
+    sizes: list  # lanes per iterator (a power of two, or 1 for a scalar)
+    rel: isl.Map  # loop values -> kept iterators of the instances
+    members: isl.Set
+    facts: isl.Set  # what the loops guarantee (`_emitted_bounds`)
+    box: isl.Set
+    exact: bool
+
+
+def _lane_box(space: isl.Space, loop_names: list, loops: isl.Set, offsets: list, sizes: list) -> isl.Set:
+    """The points (loop values, lanes) the code covers: `loops` for the loop variables, and lane n of each
+    iterator at offset + n."""
+    names = [space.get_dim_name(isl.dim_type.set, p) for p in range(space.dim(isl.dim_type.set))]
+    proj = _selection(space, names, loop_names)
+    box = isl.Set.universe(space)
+    if loop_names:
+        box = box.intersect(loops.align_params(space).preimage_multi_aff(proj))
+    ls = isl.LocalSpace.from_space(space)
+    for k, (lo, size) in enumerate(zip(offsets, sizes)):
+        var = isl.PwAff.var_on_domain(ls, isl.dim_type.set, len(loop_names) + k)
+        start = lo.pullback_multi_aff(proj)
+        end = start.add(_const_like(start, size))
+        box = box.intersect(var.ge_set(start)).intersect(var.lt_set(end))
+    return box
+
+
+def _selection(space: isl.Space, names: list, chosen: list) -> isl.MultiAff:
+    """[names] -> [chosen]: picks some dims (by name) of a set in `space`."""
+    return isl.MultiAff.read_from_str(
+        space.get_ctx(), f"{_params_of_space(space)}{{ [{', '.join(names)}] -> [{', '.join(chosen)}] }}"
+    ).align_params(space)
+
+
+def _embed(s: isl.Set, names: list, into: list) -> isl.Set:
+    """A set over dims `names` as a set over dims `into` (a superset of names, any order): new dims are free."""
+    space = isl.Space.create_from_names(s.get_ctx(), set=into).align_params(s.get_space())
+    return s.align_params(space).preimage_multi_aff(_selection(space, into, names))
+
+
+def _project_onto(s: isl.Set, names: list, kept: list) -> isl.Set:
+    """Project a set over dims `names` onto the dims `kept` (kept in the order of `names`)."""
+    for p in reversed(range(len(names))):
+        if names[p] not in kept:
+            s = s.project_out(isl.dim_type.set, p, 1)
+    s = s.reset_tuple_id()
+    for p, n in enumerate(x for x in names if x in kept):
+        s = s.set_dim_name(isl.dim_type.set, p, n)
+    return s
+
+
+def _mask_expr(s: isl.Set, box: isl.Set) -> Optional[Expr]:
+    """A lane condition: membership in `s`, simplified against `box` (None when every lane of the box is in)."""
+    simplified = s.align_params(box.get_space()).gist(box).coalesce()
+    if simplified.plain_is_universe():
+        return None
+    return set_to_expr(_to_params(simplified), _to_params(box))
+
+
+def _total_map(m: isl.Map) -> Optional[isl.Map]:
+    """A relation given by one quasi-affine function, extended to every input; None for several pieces."""
+    pieces = []
+    m.as_pw_multi_aff().foreach_piece(lambda _set, ma: pieces.append(ma))
+    return isl.Map.from_multi_aff(pieces[0]) if len(pieces) == 1 else None
+
+
+def _params_of_space(space: isl.Space) -> str:
+    n = space.dim(isl.dim_type.param)
+    names = [space.get_dim_name(isl.dim_type.param, i) for i in range(n)]
+    return f"[{', '.join(names)}] -> " if names else ""
+
+
+def _total(pa: isl.PwAff) -> Optional[isl.PwAff]:
+    """A function given by one affine formula, extended to every value of its inputs (the formula the code
+    evaluates everywhere); None for a function of several pieces."""
+    pieces = []
+    pa.foreach_piece(lambda _set, aff: pieces.append(aff))
+    return isl.PwAff.from_aff(pieces[0]) if len(pieces) == 1 else None
 
 
 def _const_like(pa: isl.PwAff, value: int) -> isl.PwAff:

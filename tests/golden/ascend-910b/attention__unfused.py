@@ -85,7 +85,7 @@ def attention_1(m: T.Tensor((8192,), "float32"), S: T.Tensor((8192, 8192), "floa
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # m[i]: f32 = max(j) S[i, j] accum f32
                 T.tile.fill(acc_m, -T.infinity("float32"))
-                T.copy(S[l_i, 0], S_ub_1)  # GM -> UB (clipped to the tensor, zero-padded)
+                T.copy(S[l_i, 0], S_ub_1)  # GM -> UB
                 T.copy(S_ub_1, t_2)  # UB -> UB
                 T.tile.createvecindex(lanes_3, 0.0)  # lane positions 0, 1, ...
                 T.tile.compare(mask_cmp_4, lanes_3, T.Cast("float32", l_i), "LE")
@@ -111,7 +111,7 @@ def attention_2(P: T.Tensor((8192, 8192), "float32"), S: T.Tensor((8192, 8192), 
         with T.Scope("V"):  # vector cores (AIV); each takes half of the tile's rows (vid)
             # P[i, j]: f32 = exp((S[i, j] - m[i]) * scale)
             for r_1 in T.serial(32):  # row by row: P reads values broadcast along the row
-                T.copy(S[(((64 * po) + (vid * 32)) + r_1), (64 * qo)], S_ub_2)  # GM -> UB (clipped to the tensor, zero-padded)
+                T.copy(S[(((64 * po) + (vid * 32)) + r_1), (64 * qo)], S_ub_2)  # GM -> UB
                 T.tile.add(t_3, S_ub_2, (-T.Cast("float32", m[(((64 * po) + (vid * 32)) + r_1)])))
                 T.tile.mul(t_4, t_3, 0.08838834764831845)
                 T.tile.exp(t_3, t_4)
@@ -138,7 +138,7 @@ def attention_3(l: T.Tensor((8192,), "float32"), P: T.Tensor((8192, 8192), "floa
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # l[i]: f32 = sum(j) P[i, j] accum f32
                 T.tile.fill(acc_l, 0.0)
-                T.copy(P[l_i, 0], P_ub_1)  # GM -> UB (clipped to the tensor, zero-padded)
+                T.copy(P[l_i, 0], P_ub_1)  # GM -> UB
                 T.copy(P_ub_1, t_2)  # UB -> UB
                 T.tile.createvecindex(lanes_3, 0.0)  # lane positions 0, 1, ...
                 T.tile.compare(mask_cmp_4, lanes_3, T.Cast("float32", l_i), "LE")

@@ -73,7 +73,7 @@ def attention_1(m: T.Tensor((8192,), "float32"), S: T.Tensor((8192, 8192), "floa
         # m: partial result of one tile [tile j:8192] by tile max
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0 in T.Parallel(8192):
-                p_m[l0] = T.if_then_else((l_i >= l0), T.if_then_else((l_i >= l0), T.Cast("float32", S[(l_i), l0]), 0.0), (-T.infinity("float32")))
+                p_m[l0] = T.if_then_else((l_i >= l0), T.Cast("float32", S[(l_i), l0]), (-T.infinity("float32")))
         # m: max over tile axes [0] (vector core, one lane per result, in order)
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0 in T.Parallel(1):
@@ -95,7 +95,7 @@ def attention_2(P: T.Tensor((8192, 8192), "float32"), S: T.Tensor((8192, 8192), 
         # P[i, j]: f32 = exp((S[i, j] - m[i]) * scale) [tile i:64 x j:64]
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0, l1 in T.Parallel(64, 64):
-                v_P[l0, l1] = T.exp(((T.if_then_else((((64 * po) + l0) >= ((64 * qo) + l1)), T.Cast("float32", S[((64 * po) + l0), ((64 * qo) + l1)]), 0.0) - T.Cast("float32", m[((64 * po) + l0)])) * 0.08838834764831845))
+                v_P[l0, l1] = T.exp(((T.Cast("float32", S[((64 * po) + l0), ((64 * qo) + l1)]) - T.Cast("float32", m[((64 * po) + l0)])) * 0.08838834764831845))
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0, l1 in T.Parallel(64, 64):
                 if (((64 * po) + l0) >= ((64 * qo) + l1)):
@@ -117,7 +117,7 @@ def attention_3(l: T.Tensor((8192,), "float32"), P: T.Tensor((8192, 8192), "floa
         # l: partial result of one tile [tile j:8192] by tile sum
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0 in T.Parallel(8192):
-                p_l[l0] = T.if_then_else((l_i >= l0), T.if_then_else((l_i >= l0), T.Cast("float32", P[(l_i), l0]), 0.0), 0.0)
+                p_l[l0] = T.if_then_else((l_i >= l0), T.Cast("float32", P[(l_i), l0]), 0.0)
         # l: sum over tile axes [0] (vector core, one lane per result, in order)
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0 in T.Parallel(1):

@@ -65,7 +65,7 @@ def attention_1(m: T.Tensor((8192,), "float32"), S: T.Tensor((8192, 8192), "floa
         T.fill(acc_m, -T.infinity("float32"))
         # m: partial result of one tile [tile j:8192] by tile max
         for l0 in T.Parallel(8192):
-            p_m[l0] = T.if_then_else((l_i >= l0), T.if_then_else((l_i >= l0), T.Cast("float32", S[(l_i), l0]), 0.0), (-T.infinity("float32")))
+            p_m[l0] = T.if_then_else((l_i >= l0), T.Cast("float32", S[(l_i), l0]), (-T.infinity("float32")))
         T.reduce_max(p_m, acc_m, dim=0, clear=False)
         # m: the reduction is complete; round to f32 as the store would (stored)
         for l0 in T.Parallel(1):
@@ -81,7 +81,7 @@ def attention_2(P: T.Tensor((8192, 8192), "float32"), S: T.Tensor((8192, 8192), 
         qo = by  # grid.y
         # P[i, j]: f32 = exp((S[i, j] - m[i]) * scale) [tile i:64 x j:64]
         for l0, l1 in T.Parallel(64, 64):
-            v_P[l0, l1] = T.exp(((T.if_then_else((((64 * po) + l0) >= ((64 * qo) + l1)), T.Cast("float32", S[((64 * po) + l0), ((64 * qo) + l1)]), 0.0) - T.Cast("float32", m[((64 * po) + l0)])) * 0.08838834764831845))
+            v_P[l0, l1] = T.exp(((T.Cast("float32", S[((64 * po) + l0), ((64 * qo) + l1)]) - T.Cast("float32", m[((64 * po) + l0)])) * 0.08838834764831845))
         for l0, l1 in T.Parallel(64, 64):
             if (((64 * po) + l0) >= ((64 * qo) + l1)):
                 P[((64 * po) + l0), ((64 * qo) + l1)] = T.Cast("float32", v_P[l0, l1])
@@ -99,7 +99,7 @@ def attention_3(l: T.Tensor((8192,), "float32"), P: T.Tensor((8192, 8192), "floa
         T.fill(acc_l, 0.0)
         # l: partial result of one tile [tile j:8192] by tile sum
         for l0 in T.Parallel(8192):
-            p_l[l0] = T.if_then_else((l_i >= l0), T.if_then_else((l_i >= l0), T.Cast("float32", P[(l_i), l0]), 0.0), 0.0)
+            p_l[l0] = T.if_then_else((l_i >= l0), T.Cast("float32", P[(l_i), l0]), 0.0)
         T.reduce_sum(p_l, acc_l, dim=0, clear=False)
         # l: the reduction is complete; round to f32 as the store would (stored)
         for l0 in T.Parallel(1):
