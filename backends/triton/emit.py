@@ -90,8 +90,32 @@ def index_code(e: T.Expr, frame: _Frame, python: bool = False) -> str:
             return f"({a} and {b})" if python else f"({a}) & ({b})"
         if e.op == "or":
             return f"({a} or {b})" if python else f"({a}) | ({b})"
+        if e.op in _COMPARISONS and frame is not None and frame.axes and not _varies(e, frame):
+            # A comparison of scalars inside a tile's mask: the Triton interpreter gives it an int32 value that
+            # it then refuses as a mask, so the comparison is made on a one-lane block (free on the GPU).
+            a = f"({a} + tl.zeros([1], tl.int32))"
         return f"({a} {e.op} {b})"
     raise TypeError(f"not an index expression: {e!r}")
+
+
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def _varies(e: T.Expr, frame: "_Frame") -> bool:
+    """Does an index expression use an iterator that is a vector (a tile axis) in this frame?"""
+    if isinstance(e, T.Var):
+        return e.name in frame.vectors
+    return any(_varies(x, frame) for x in _children(e))
+
+
+def _children(e: T.Expr) -> tuple:
+    if isinstance(e, T.Bin):
+        return e.lhs, e.rhs
+    if isinstance(e, T.Neg):
+        return (e.operand,)
+    if isinstance(e, T.Select):
+        return e.cond, e.then, e.other
+    return ()
 
 
 # ---------------------------------------------------------------- kernels
@@ -304,9 +328,23 @@ class _KernelPrinter:
         raise TypeError(f"cannot print value {e!r}")
 
     def _cond(self, e: T.Expr, frame: _Frame) -> str:
-        if isinstance(e, T.Bin) and e.op in ("<", "<=", ">", ">=", "==", "!=", "and", "or"):
-            return self._value(e, frame)
-        return index_code(e, frame)
+        """A mask (integer arithmetic on loop variables and iterators) prints as index code; a comparison of
+        values (`where(x > y, ...)`) as values."""
+        return index_code(e, frame) if _is_index(e) else self._value(e, frame)
+
+
+def _is_index(e: T.Expr) -> bool:
+    """Integer arithmetic over variables and integer constants only."""
+    if isinstance(e, T.Const):
+        return isinstance(e.value, int)
+    if isinstance(e, T.Var):
+        return True
+    if isinstance(e, T.Neg):
+        return _is_index(e.operand)
+    if isinstance(e, (T.Bin, T.Select)):
+        parts = (e.lhs, e.rhs) if isinstance(e, T.Bin) else (e.cond, e.then, e.other)
+        return (not isinstance(e, T.Bin) or e.op != "/") and all(_is_index(p) for p in parts)
+    return False
 
 
 def _divide(lhs: str, divisor: T.Expr, rhs: str) -> str:
