@@ -77,7 +77,7 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
 
 
 def _comments_quoted(program):
-    """The tile program with the text its comments show (schedule steps, statements, kernel notes) quoted."""
+    """The tile program with the text its comments show (schedule steps, statements, kernel comments) quoted."""
     schedule = "\n".join(comment_text(line) for line in program.schedule.split("\n"))  # other breaks escaped
     statements = {name: comment_text(text) for name, text in program.statements.items()}
     kernels = [replace(k, comment=comment_text(k.comment)) for k in program.kernels]
