@@ -237,7 +237,9 @@ class _ToAst(Transformer_NonRecursive):
         return sign * (_int(tok) if tok.type == "INT" else _float(tok))
 
     def param_decl(self, meta, names):
-        return [ast.SizeDecl(str(n), None, is_param=True, span=_name(n, "size").span) for n in names]
+        for n in names:
+            _check_name(str(n), _tok_span(n), "size")
+        return [ast.SizeDecl(str(n), None, is_param=True, span=_tok_span(n)) for n in names]
 
     # -------------------------------------------------- kernels
 
@@ -552,7 +554,8 @@ def _syntax_error(err: LarkError, text: str, parser: Lark, layout: _Layout) -> S
         return SourceError(_syntax_message(err, parser, layout), _error_span(err.token, layout))
     if isinstance(err, UnexpectedCharacters):
         char = text[err.pos_in_stream] if 0 <= err.pos_in_stream < len(text) else "?"
-        return SourceError(f"unexpected character '{escape_char(char)}'", ast.Span(err.line, err.column, err.line, err.column + 1))
+        span = ast.Span(err.line, err.column, err.line, err.column + 1)
+        return SourceError(f"unexpected character '{escape_char(char)}'", span)  # escaped: it may be a control
     if isinstance(err, UnexpectedEOF):
         words = _expected_words(set(err.expected or ()), parser)
         msg = f"expected {_join_or(words)}, found end of input" if words else "unexpected end of input"

@@ -92,6 +92,8 @@ def _run(argv: list[str]) -> Run:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             run.code = main(argv)
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001 - an escaping exception is what this test looks for
         run.code = exc
         run.failures.append("exception escaped main:\n" + "".join(traceback.format_exception(exc)))

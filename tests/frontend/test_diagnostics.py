@@ -80,18 +80,21 @@ def test_control_characters_in_the_echoed_line_are_escaped(char, shown):
     )
 
 
-def test_escapes_in_a_comment_keep_the_caret_under_the_faulty_text():
-    text = "const N = 8\n" + KERNEL + "  Y[i] = A[i] # \x1b[2J\u202e\n  Z = 1\n}\n"
-    rendered = _error(text)
-    assert rendered == (
-        "p.tdsl:4:5: error: expected '[', found '='\n"
-        "    Z = 1\n"
-        "      ^"
+def test_escaped_whitespace_before_the_faulty_text_moves_the_caret_with_it():
+    # Form feed and a lone carriage return are whitespace to the lexer: escaped in the echo (4 and 2 columns).
+    text = "const N = 8\n" + KERNEL + "  Y[i] =\f\rB[i]\n}\n"
+    assert _error(text) == (
+        "p.tdsl:3:11: error: unknown tensor 'B'\n"
+        "    Y[i] =\\x0c\\rB[i]\n"
+        "                ^"
     )
-    text = "const N = 8 # \x1b[2J\u202e\tx\n" + KERNEL + "  Y[i] = A[i]\n}\nconst N = 4 # \x1b\n"
+
+
+def test_escapes_in_a_comment_are_shown_escaped():
+    text = "const N = 8 # \x1b[2J\u202e\tx\n" + KERNEL + "  Y[i] = A[i]\n}\nconst N = 4 # \x1b]0;owned\x07\n"
     assert _error(text) == (
         "p.tdsl:5:7: error: duplicate definition of size 'N' (first defined at line 1)\n"
-        "  const N = 4 # \\x1b\n"
+        "  const N = 4 # \\x1b]0;owned\\x07\n"
         "        ^^^^^"
     )
 

@@ -1289,6 +1289,16 @@ def test_file_not_utf8(tmp_path):
     )
 
 
+def test_file_not_utf8_without_a_position(tmp_path):
+    # When the undecodable byte cannot be found again (the file changed between the two reads), the error
+    # names the file only.
+    from tdsl.frontend.check import _not_utf8
+
+    path = tmp_path / "prog.tdsl"
+    path.write_text("const N = 8\n")
+    assert str(_not_utf8(path)) == f"cannot read '{path}': it is not UTF-8 text"
+
+
 def test_file_defines_no_kernel(tmp_path):
     from tdsl.compiler.api import load
     from tdsl.frontend.diagnostics import TdslError

@@ -152,7 +152,8 @@ def test_every_python_keyword_is_refused_as_a_tensor_name(word):
         ("const N = 8\nkernel f(A: f32[N]) -> Y: f32[N] {\n  with[i] = A[i]\n  Y[i] = with[i]\n}\n", "tensor"),
         ("const N = 8\nkernel f(A: f32[N]) -> Y: f32[N] { Y[if] = A[if] }\n", "iterator"),
         ("const N = 8\nkernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(in) A[i, in] }\n", "iterator"),
-        ("const N = 8\nkernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }\nschedule s { pass, ii = split(Y.i, 4) }\n", "loop"),
+        ("const N = 8\nkernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }\nschedule s { pass, i2 = split(Y.i, 4) }\n",
+         "loop"),
     ],
 )
 def test_python_keywords_are_refused_in_every_role(program, role):

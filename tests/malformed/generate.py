@@ -126,12 +126,16 @@ def bad_size(text: str, rng: random.Random) -> Iterator[str]:
 
 # ---------------------------------------------------------------- schedule steps
 
-_STEP = re.compile(r"^(?P<indent>[ \t]*)(?P<results>(?:\w+\s*,\s*)*\w+\s*=\s*)?(?P<prim>\w+)\((?P<args>[^()\n]*)\)[ \t]*$", re.M)
+_STEP = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<results>(?:\w+\s*,\s*)*\w+\s*=\s*)?(?P<prim>\w+)\((?P<args>[^()\n]*)\)[ \t]*$", re.M
+)
 _LOOP_REF = re.compile(r"\b[A-Za-z_]\w*\.[A-Za-z_]\w*\b")
 _INT_ARG = re.compile(r"(?<![\w.])\d+\b")
 
 BAD_FACTORS = ["0", "-4", "-2147483647", "2147483647", "2147483648", "9" * 300, "1", "100000", "[]", "[0, 0]", "shared"]
-BAD_REFS = ["C.nope", "nope.i", "grid.x", "grid.w", "shared", "-5", "[1, 2]", "[[[1]]]", "[" * 30 + "]" * 30, "i", "X.i"]
+BAD_REFS = [
+    "C.nope", "nope.i", "grid.x", "grid.w", "shared", "-5", "[1, 2]", "[[[1]]]", "[" * 30 + "]" * 30, "i", "X.i",
+]
 BAD_PRIMITIVES = ["splitt", "vectorize", "unroll", "parallel", "tile", "split", "fuse", "reorder", "reverse", "rfactor",
                   "compute_inline", "launch", "cache_read", "bind", "__init__", "lambda"]
 EXTRA_ARGS = ["7", "C.i", "foo=1", "stages=3", "at=64", "factor=0", "factor=[1, 2]", "stages=shared", "warps=0",
@@ -224,7 +228,10 @@ def _prim_names(text: str) -> list[str]:
 
 # ---------------------------------------------------------------- hand-written programs
 
-_SMALL = "const N = 8\nkernel f(A: f32[N], B: f32[N, N]) -> Y: f32[N] {\n  Y[i] = %s\n}\nschedule s {\n  io, ii = split(Y.i, 4)\n}\n"
+_SMALL = (
+    "const N = 8\nkernel f(A: f32[N], B: f32[N, N]) -> Y: f32[N] {\n  Y[i] = %s\n}\n"
+    "schedule s {\n  io, ii = split(Y.i, 4)\n}\n"
+)
 
 
 def handwritten() -> Iterator[tuple[str, bytes]]:
@@ -260,7 +267,7 @@ def handwritten() -> Iterator[tuple[str, bytes]]:
         f"  T{k}[i] = A[i]\n" for k in range(500)) + "  Y[i] = T499[i] $\n}\n")
     yield text("dimension_zero", "const N = 8\nkernel f(A: f32[N - 8]) -> Y: f32[N] {\n  Y[i] = 1\n}\n")
     yield text("dimension_negative", "const N = 8\nkernel f(A: f32[N - 16]) -> Y: f32[N] {\n  Y[i] = 1\n}\n")
-    yield text("too_many_elements", "const N = 65536\nkernel f(A: f32[N, N]) -> Y: f32[N] {\n  Y[i] = sum(k) A[i, k]\n}\n")
+    yield text("too_many_elements", "const N = 65536\nkernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(k) A[i, k] }\n")
     yield text("param_dunder", "param __B\nkernel f(A: f32[__B]) -> Y: f32[__B] {\n  Y[i] = A[i]\n}\n")
     yield text("unicode_digits", _SMALL % "A[i] + \u0663")
     yield text("fullwidth_name", _SMALL % "\uff21[i]")
