@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from . import ast
-from .diagnostics import SourceError, TdslError
+from .diagnostics import SourceError, TdslError, visible
 from .limits import MAX_INT, MAX_SOURCE_CHARS
 from .parser import COMBINE_POLICIES, format_expr, parse
 
@@ -111,17 +111,18 @@ def load_file(path: Union[str, Path]) -> tuple[ast.Program, dict[str, KernelInfo
 def read_source(path: Union[str, Path]) -> str:
     """The text of a .tdsl file, as Python reads text files: a byte-order mark dropped, '\\r\\n' and a lone
     '\\r' read as '\\n'.  Past the size limit only one more character is read: `parse` refuses it anyway."""
+    shown = visible(str(path))  # a path may hold control characters too
     try:
         with open(path, encoding="utf-8-sig") as file:
             return file.read(MAX_SOURCE_CHARS + 1)
     except FileNotFoundError:
-        raise TdslError(f"cannot read '{path}': no such file") from None
+        raise TdslError(f"cannot read '{shown}': no such file") from None
     except IsADirectoryError:
-        raise TdslError(f"cannot read '{path}': it is a directory") from None
+        raise TdslError(f"cannot read '{shown}': it is a directory") from None
     except UnicodeDecodeError:
         raise _not_utf8(Path(path)) from None
-    except OSError as err:
-        raise TdslError(f"cannot read '{path}': {err.strerror or err}") from None
+    except (OSError, ValueError) as err:  # ValueError: a NUL in the path
+        raise TdslError(f"cannot read '{shown}': {getattr(err, 'strerror', None) or err}") from None
 
 
 def _not_utf8(path: Path) -> TdslError:
@@ -140,7 +141,7 @@ def _not_utf8(path: Path) -> TdslError:
     except UnicodeDecodeError as err:
         if not (cut and err.end == len(data)):  # not merely a character cut where reading stopped
             return _undecodable_byte(data, err.start, err.end, str(path))
-    return TdslError(f"cannot read '{path}': it is not UTF-8 text")
+    return TdslError(f"cannot read '{visible(str(path))}': it is not UTF-8 text")
 
 
 def _undecodable_byte(data: bytes, start: int, end: int, filename: str) -> SourceError:

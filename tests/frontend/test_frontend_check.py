@@ -241,6 +241,15 @@ def test_load_file_missing(tmp_path):
     assert not isinstance(info.value, SourceError)
 
 
+def test_load_file_path_with_a_nul_or_a_control_character(tmp_path):
+    with pytest.raises(TdslError) as info:
+        load_file(str(tmp_path / "a\x00b.tdsl"))
+    assert str(info.value) == f"cannot read '{tmp_path}/a\\x00b.tdsl': embedded null byte"
+    with pytest.raises(TdslError) as info:
+        load_file(tmp_path / "a\x1b[31m.tdsl")
+    assert str(info.value) == f"cannot read '{tmp_path}/a\\x1b[31m.tdsl': no such file"
+
+
 def test_load_file_directory(tmp_path):
     with pytest.raises(TdslError) as info:
         load_file(tmp_path)
