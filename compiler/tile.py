@@ -408,7 +408,15 @@ class _KernelLowering:
         for out_pos, it in enumerate(kept):
             rel = rel.set_dim_name(isl.dim_type.out, out_pos, it)
         offsets, sizes = [], []
+        anchor = self._anchor(stmt, context)
         for pos, it in enumerate(kept):
+            if anchor is not None and it in stmt.lhs_iters:
+                # Inside the loops that walk a reduction, its output lanes are the accumulator's: the partial
+                # result of each step is added lane for lane, so the lanes must not move with those loops.
+                lo, size = self._anchored(stmt, anchor, it, names)
+                offsets.append(lo)
+                sizes.append(size)
+                continue
             lo = rel.dim_min(pos)
             span = rel.dim_max(pos).sub(lo).coalesce()
             extent = span.max_val()
@@ -429,6 +437,20 @@ class _KernelLowering:
         box = _lane_box(members.get_space(), names, facts if exact else rel.domain(),
                         total if exact else offsets, sizes)
         return _Geometry(stmt, names, kept, offsets, sizes, rel, members, facts, box, exact)
+
+    def _anchor(self, stmt: Stmt, context: list[Loop]) -> Optional[list[Loop]]:
+        """For a reduction inside the loops that walk it, the loops around its accumulator (else None)."""
+        outer = self._accumulation_loop(stmt.name, context) if stmt.is_reduction else None
+        return None if outer is None else context[: context.index(outer)]
+
+    def _anchored(self, stmt: Stmt, anchor: list[Loop], it: str, names: list[str]) -> tuple[isl.PwAff, int]:
+        """The accumulator's offset (a function of the `anchor` loops, lifted to all of `names`) and lane count
+        for the output iterator `it`."""
+        g = self._geometry(stmt, anchor, [it])
+        lo = g.offsets[0]
+        space = isl.Space.create_from_names(self.model.ctx, set=names).align_params(lo.get_domain_space())
+        lifted = lo.align_params(space).pullback_multi_aff(_selection(space, names, g.loop_names))
+        return lifted, g.sizes[0]
 
     def _mask(self, g: "_Geometry") -> Optional[Expr]:
         """Which lanes of the tile box hold instances: the instance set simplified against what the code
@@ -524,13 +546,27 @@ class _KernelLowering:
             reg = self._register(e, stmt, tile, producer, context)
             if reg is not None:
                 return reg
-        if e.tensor in self.produced or (self.kernel_of.get(e.tensor) == self.index and e.tensor not in self.temps):
+        if self.kernel_of.get(e.tensor) == self.index:
+            # Inside one kernel a value passes only through registers: a store by one program is not ordered
+            # with a load by another, nor with the other threads of the same program.
+            if e.tensor not in self.produced:
+                raise BackendError(self._early_read(stmt.name, e.tensor, context))
             raise BackendError(
                 f"{stmt.name} reads {e.tensor} with a different tile than the one {e.tensor} is computed in, "
                 f"inside the same kernel; place {stmt.name} where it reads {e.tensor}'s tile element for element, "
                 f"or leave them in separate kernels"
             )
         return Load(e.tensor, tuple(self._index(i, stmt) for i in e.indices), self._access_mask(e, stmt, tile, context))
+
+    def _early_read(self, reader: str, reduction: str, context: list[Loop]) -> str:
+        """Why `reader` cannot read `reduction` here: inside the loop that walks it, the value is an accumulator."""
+        loop = self._accumulation_loop(reduction, context)
+        if loop is None:
+            return f"{reader} reads {reduction} before {reduction} is computed in this kernel"
+        around = context[: context.index(loop)]
+        fix = f"reverse_compute_at({reader}, {reduction}.{around[-1].name})" if around else f"a separate kernel"
+        return (f"{reader} reads {reduction} inside loop {loop.name}, which walks the reduction of {reduction}: in a "
+                f"kernel its accumulator is final only after that loop; place {reader} after it ({fix})")
 
     def _access_mask(self, e: ast.Access, stmt: Stmt, tile: Tile, context) -> Optional[Expr]:
         """Which lanes of a load may read memory: those whose index lies inside the tensor.
@@ -616,15 +652,17 @@ class _KernelLowering:
     def _operand_mask(self, stmt: Stmt, context, iters, node: ast.Access, outer: str) -> Optional[Expr]:
         """The lanes of a matrix-product operand over (`outer`, k) that must hold their values, the rest 0.
 
-        For every row (or column) `outer` of the product that holds an instance, the lanes of k outside the
-        reduction must be 0 so that the product adds nothing for them; rows with no instance are masked
-        where the product is stored, so there a lane only has to stay inside the tensor."""
+        For every row (or column) `outer` of the accumulator that holds an instance -- in any step of the
+        loops that walk the reduction, not only this one -- the lanes of k outside the reduction must be 0 so
+        that the product adds nothing for them; rows with no instance at all are masked where the product is
+        stored, so there a lane only has to stay inside the tensor."""
         g = self._geometry(stmt, context, iters)
         inside = self._in_bounds(stmt, node, g)
         if inside is None:
             return self._mask(g)
-        rows = _embed(self._geometry(stmt, context, [outer]).members, g.loop_names + [outer],
-                      g.loop_names + g.iters)
+        around = self._anchor(stmt, context)
+        rows = self._geometry(stmt, context if around is None else around, [outer])
+        rows = _embed(rows.members, rows.loop_names + [outer], g.loop_names + g.iters)
         needed = g.members.union(inside.subtract(rows.align_params(inside.get_space())))
         lanes = _mask_expr(needed, g.box)
         valid = None if g.exact else self._valid_loop_values(g.rel, g.facts)

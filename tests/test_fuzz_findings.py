@@ -23,6 +23,13 @@ kernel fz(XMK: f32[M, K], XKN: f32[K, N]) -> (C4: f32[M, N]) {
 }
 """
 
+TRIANGULAR = """\
+const M = 8, N = 8, K = 8
+kernel tri(A: bf16[M, K], B: bf16[K, N]) -> (C: f32[M, N]) {
+  C[i, j] = sum(k : k <= i) A[i, k] * B[k, j] accum f32
+}
+"""
+
 # (id, program, sizes, steps, backends, what was wrong)
 FINDINGS = [
     ("bf16-accumulator-rounding", C4_BF16_ACCUM, {"K": 1, "M": 1, "N": 2}, [], ("triton",),
@@ -31,6 +38,19 @@ FINDINGS = [
      ["tile(C.i, 3)", "fuse(C.io, C.ii)", "bind(C.io_ii, grid.x)"], ALL,
      "a fused grid axis launches every combination of its loops; masks assumed only valid ones and the last "
      "programs wrote outside C"),
+    ("row-sum-over-a-triangle-in-chunks", "attention", {"L": 4, "D": 1}, ["tile(l.i, l.j, 8, 3)"], ALL,
+     "the partial row sums of each chunk of j were added at lanes shifted by 3*jo (the tile's start moved with "
+     "the chunk loop)"),
+    ("triangular-matmul-chunks-smaller-than-tile", TRIANGULAR, {"M": 40, "N": 33, "K": 40},
+     ["tile(C.i, C.j, 32, 32)", "split(C.k, 16)", "reorder(C, io, jo, ko, ii, jj, kk)"], ALL,
+     "as above, for a product over a triangle (k <= i): 4158 of 4800 elements wrong in the issue's symm"),
+    ("serial-output-loop-inside-the-accumulation-loop", "gemm", {"M": 2, "N": 1, "K": 1},
+     ["tile(C.i, C.j, 128, 128)", "split(C.k, 64)", "reorder(C, io, jo, ko, ii, jj, kk)",
+      "pipeline(C.ii, stages=1)"], ALL,
+     "a pipelined loop over rows inside the k loop added each row's partial sum into every row of the accumulator"),
+    ("reduction-read-inside-its-accumulation-loop", "quant_gemm", {"M": 5, "N": 7, "K": 100},
+     ["split(amax.k, 128)", "reverse_compute_at(Aq, amax.ko)", "bind(amax.i, grid.x)"], ALL,
+     "Aq read amax from global memory before the kernel stored it (now refused: the value is an accumulator)"),
 ]
 
 

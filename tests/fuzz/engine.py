@@ -128,11 +128,10 @@ class Fuzzer:
         return None
 
     def _grow(self, rng: random.Random, case: Case, result: Result):
-        """Apply random steps; keep the accepted ones.  A step must succeed or raise a typed error."""
-        from tdsl.compiler.tree_view import tree_text
-
+        """Try random steps; the case keeps every step tried (a rejected one included, since what it leaves
+        behind is part of what is tested)."""
         try:
-            prog, sched = oracles.apply_steps(case)
+            prog, sched, _ = oracles.apply_steps(case)
         except Exception as err:  # noqa: BLE001
             return case, oracles.internal("program order", err)
         steps = []
@@ -140,19 +139,19 @@ class Fuzzer:
             step = random_step(rng, sched)
             if step is None:
                 continue
+            steps.append(step)
             result.steps_tried += 1
-            before = tree_text(sched.model, sched.tree), len(sched.trace)
+            before = oracles.state_of(sched)
             try:
                 step.apply(sched)
             except TdslError as err:
                 result.steps_rejected[_outcome(step, err)] += 1
-                if (tree_text(sched.model, sched.tree), len(sched.trace)) != before:
-                    return case.but(steps=steps + [step]), oracles.Finding(
+                if not oracles.same_state(before, oracles.state_of(sched)):
+                    return case.but(steps=steps), oracles.Finding(
                         "rejected-step-changed-state", f"step {step}", str(err).splitlines()[0])
                 continue
             except Exception as err:  # noqa: BLE001
-                return case.but(steps=steps + [step]), oracles.internal(f"step {step}", err)
-            steps.append(step)
+                return case.but(steps=steps), oracles.internal(f"step {step}", err)
             result.steps_accepted[step.primitive] += 1
         return case.but(steps=steps, trace_text=str(sched.trace)), None
 
@@ -160,11 +159,11 @@ class Fuzzer:
 
     def check(self, case: Case, backends, workdir: Path, result: Result) -> Optional[oracles.Finding]:
         try:
-            prog, sched = oracles.apply_steps(case)
-        except TdslError as err:
-            return oracles.Finding("replay", "steps", f"the steps no longer apply: {err}")
+            prog, sched, finding = oracles.apply_steps(case)
         except Exception as err:  # noqa: BLE001
-            return oracles.internal("steps", err)
+            return oracles.internal("program order", err)
+        if finding:
+            return finding
         case = case.but(trace_text=str(sched.trace))
         finding = oracles.check_trace(case, sched)
         if finding:
@@ -230,16 +229,4 @@ def shrink(case: Case, finding: oracles.Finding, fuzzer: Fuzzer, workdir: Path) 
 
 
 def _replay_finding(case: Case, fuzzer: Fuzzer, workdir: Path) -> Optional[oracles.Finding]:
-    """Apply the steps one by one (as generation did) and run the checks."""
-    try:
-        prog, sched = oracles.apply_steps(case.but(steps=[]))
-    except Exception as err:  # noqa: BLE001
-        return oracles.internal("program order", err)
-    for step in case.steps:
-        try:
-            step.apply(sched)
-        except TdslError:
-            return None  # the shrunk sequence no longer reaches the failing state this way
-        except Exception as err:  # noqa: BLE001
-            return oracles.internal(f"step {step}", err)
     return fuzzer.check(case, list(fuzzer.backends), workdir, Result())

@@ -59,18 +59,42 @@ def internal(where: str, err: BaseException) -> Finding:
 
 
 def apply_steps(case: Case):
-    """The case's program with its steps applied: (program, schedule).  Raises what a step raises."""
+    """The case's program with its steps tried in turn, as the fuzzer tried them: (program, schedule, finding).
+
+    A step rejected with a typed error is skipped (and must have left the schedule as it was); any other
+    exception is an internal error.  The finding is None when every step behaved."""
     prog = loads(case.source, case.filename, sizes=case.sizes)
     sched = prog.schedule(kernel=case.kernel)
     for step in case.steps:
-        step.apply(sched)
-    return prog, sched
+        before = state_of(sched)
+        try:
+            step.apply(sched)
+        except TdslError as err:
+            if not same_state(before, state_of(sched)):
+                return prog, sched, Finding("rejected-step-changed-state", f"step {step}",
+                                            str(err).splitlines()[0])
+        except Exception as err:  # noqa: BLE001
+            return prog, sched, internal(f"step {step}", err)
+    return prog, sched, None
+
+
+def state_of(sched) -> tuple:
+    """What a schedule is: its trace, its tree's shape and annotations, its instances' times, its domains."""
+    from tdsl.compiler.tree_view import tree_text
+
+    shape = tree_text(sched.model, sched.tree).split("\n", 1)[-1]  # without the domain line (isl's wording)
+    domains = {s.name: s.domain for s in sched.model.stmts}
+    return str(sched.trace), shape, sched.time_map(), domains
+
+
+def same_state(a: tuple, b: tuple) -> bool:
+    """Equal as schedules: isl objects compared as sets, not by how isl happens to print them."""
+    return (a[:2] == b[:2] and a[2].is_equal(b[2]) and a[3].keys() == b[3].keys()
+            and all(a[3][k].is_equal(b[3][k]) for k in a[3]))
 
 
 def check_trace(case: Case, sched) -> Optional[Finding]:
     """The printed trace replays to the same tree (what `tdsl compile` of that text would build)."""
-    from tdsl.compiler.tree_view import tree_text
-
     text = case.with_schedule(str(sched.trace))
     try:
         replayed = loads(text, case.filename, sizes=case.sizes).schedule(FUZZ_SCHEDULE, kernel=case.kernel)
@@ -78,8 +102,8 @@ def check_trace(case: Case, sched) -> Optional[Finding]:
         return Finding("trace", "replay", f"the printed trace does not replay: {err}")
     except Exception as err:  # noqa: BLE001
         return internal("trace replay", err)
-    if tree_text(replayed.model, replayed.tree) != tree_text(sched.model, sched.tree):
-        return Finding("trace", "replay", "the replayed trace builds a different tree")
+    if not same_state(state_of(replayed), state_of(sched)):
+        return Finding("trace", "replay", "the replayed trace builds a different schedule")
     return None
 
 
