@@ -283,25 +283,76 @@ class _KernelLowering:
 
     # ------------------------------------------------------------ body
 
-    def _lower_body(self, body: list[Node], context: list[Loop]) -> list:
+    def _lower_body(self, body: list, context: list[Loop]) -> list:
         ops: list = []
         for node in body:
-            if isinstance(node, Loop) and _is_serial(node):
+            if isinstance(node, Loop) and self._is_serial(node):
                 ops.extend(self._serial(node, context))
+            elif isinstance(node, _Hoisted):
+                ops.extend(self._serial(node.loops[0], context, [_Hoisted(node.loops[1:], node.leaf)])
+                           if node.loops else self._tile_statement(node.leaf, context))
             else:
                 ops.extend(self._tile_statement(node, context))
         return ops
 
-    def _serial(self, loop: Loop, context: list[Loop]) -> list:
+    def _serial(self, loop: Loop, context: list[Loop], body: Optional[list] = None) -> list:
         if loop.n_dims != 1:
             raise BackendError(f"serial loop {loop.name} is a fused loop; only grid loops may be fused")
         lo, hi = self._loop_range(loop, 0, outer=[l for l in context])
         starts = [s for s in statements_under(loop) if self._accumulation_loop(s, context + [loop]) is loop]
         before = [self._acc_init(s, context) for s in starts]
         inner = SerialLoop(self._var(loop, 0), lo, Bin("+", hi, Const(1)), loop.pipeline,
-                           self._lower_body(loop.body, context + [loop]), self._loop_note(loop))
+                           self._lower_body(loop.body if body is None else body, context + [loop]),
+                           self._loop_note(loop))
         after = [self._acc_finish(s, context) for s in starts]
         return before + [inner] + after
+
+    def _is_serial(self, loop: Loop) -> bool:
+        """Does every program run this loop's iterations one after another (rather than as lanes of a tile)?
+
+        Tile loops (from split / tile) and pipelined loops are serial; so is every loop that walks a `sum`
+        whose accumulator is narrower than f32: the program rounds that accumulator after every term, so one
+        step may add only one term (lanes of a tile would be added at f32 precision, then rounded once)."""
+        if loop.bind:
+            return False
+        if loop.kind == "tile" or loop.pipeline is not None:
+            return True
+        return any(self._rounds_every_term(s, loop) for s in statements_under(loop))
+
+    def _rounds_every_term(self, stmt_name: str, loop: Loop) -> bool:
+        stmt = self.model.stmt(stmt_name)
+        return (stmt.reduce_op == "sum" and (stmt.accum_dtype or "f32") != "f32"
+                and any(_walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]))
+
+    def _point_chain(self, node: Node) -> tuple[Leaf, list[Loop]]:
+        """The statement under a chain of point loops (vectorised as one tile), and the serial loops found inside
+        the chain, outermost first.  Those run around the tile: a serial loop inside point loops becomes a
+        loop over tiles, which keeps every element's order as long as no point loop outside it walks the
+        statement's reduction (that would interleave the terms of one element differently)."""
+        stmt = statements_under(node)[0]
+        hoisted: list[Loop] = []
+        points: list[Loop] = []
+        while isinstance(node, Loop):
+            if len(node.body) != 1:
+                names = ", ".join(statements_under(node))
+                raise BackendError(
+                    f"loop {node.name} holds several statements ({names}) but is not a serial loop; the tile "
+                    f"backends vectorise point loops one statement at a time: split it (the outer loop becomes "
+                    f"serial) or keep the statements in separate loops"
+                )
+            if self._is_serial(node):
+                walking = [p for p in points if _walks_reduction(self.model.stmt(stmt), p.exprs[stmt][0])]
+                if walking and self.model.stmt(stmt).is_reduction:
+                    raise BackendError(
+                        f"serial loop {node.name} is inside point loop {walking[0].name}, which walks the reduction "
+                        f"of {stmt}: a tile over {walking[0].name} would add the terms of one element in another "
+                        f"order; reorder so that {node.name} encloses {walking[0].name}, or split "
+                        f"{walking[0].name} (its outer loop is serial)")
+                hoisted.append(node)
+            else:
+                points.append(node)
+            node = node.body[0]
+        return node, hoisted
 
     def _loop_note(self, loop: Loop) -> str:
         parts = [f"cache_{b.kind} {b.tensor} -> {b.scope}" for b in self.tree.buffers if b.at is loop]
@@ -322,7 +373,9 @@ class _KernelLowering:
         return None
 
     def _tile_statement(self, node: Node, context: list[Loop]) -> list:
-        leaf = _single_leaf(node)
+        leaf, hoisted = self._point_chain(node)
+        if hoisted:
+            return self._lower_body([_Hoisted(hoisted, leaf)], context)
         stmt = self.model.stmt(leaf.stmt)
         names = [l.name for l in context]
         if not stmt.is_reduction:
@@ -709,27 +762,12 @@ def _loops(node: Node) -> list[Loop]:
     return list(walk_loops(node.body)) if isinstance(node, Loop) else []
 
 
-def _is_serial(loop: Loop) -> bool:
-    return not loop.bind and (loop.kind == "tile" or loop.pipeline is not None)
+@dataclass
+class _Hoisted:
+    """Serial loops found inside a statement's point loops, to be run around its tile (outermost first)."""
 
-
-def _single_leaf(node: Node) -> Leaf:
-    """A point-loop chain down to one statement (vectorised as one tile)."""
-    while isinstance(node, Loop):
-        if len(node.body) != 1:
-            names = ", ".join(statements_under(node))
-            raise BackendError(
-                f"loop {node.name} holds several statements ({names}) but is not a serial loop; the tile backends "
-                f"vectorise point loops one statement at a time: split it (the outer loop becomes serial) or keep "
-                f"the statements in separate loops"
-            )
-        child = node.body[0]
-        if isinstance(child, Loop) and _is_serial(child):
-            raise BackendError(
-                f"serial loop {child.name} is inside point loop {node.name}; serial loops must enclose the tile loops"
-            )
-        node = child
-    return node
+    loops: list
+    leaf: Leaf
 
 
 def _same_offset(a: Axis, b: Axis) -> bool:
