@@ -69,27 +69,40 @@ def program_order_maps(model: KernelModel) -> dict[str, isl.Map]:
 def compute_dependences(model: KernelModel) -> list[Dependence]:
     order = program_order_maps(model)
     deps: list[Dependence] = []
-    for src in model.stmts:
-        for dst in model.stmts:
-            before = order[src.name].lex_lt_map(order[dst.name])
-            for kind, a, b in _access_pairs(src, dst):
-                rel = a.relation.apply_range(b.relation.reverse()).intersect(before)
-                if rel.is_empty():
-                    continue
-                if kind == "output" and src is dst and src.is_reduction:
-                    name, _ = policy(src)
-                    if name in ("reassoc", "deterministic"):
-                        continue  # the program allows any order and grouping of this reduction's terms
-                    if name == "segments":
-                        rel = rel.intersect(same_segment(src))
-                        if rel.is_empty():
-                            continue
-                    kind = "reduction"
-                deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce()))
+    for src, dst in _sharing_pairs(model):
+        before = order[src.name].lex_lt_map(order[dst.name])
+        for kind, a, b in _access_pairs(src, dst):
+            rel = a.relation.apply_range(b.relation.reverse()).intersect(before)
+            if rel.is_empty():
+                continue
+            if kind == "output" and src is dst and src.is_reduction:
+                name, _ = policy(src)
+                if name in ("reassoc", "deterministic"):
+                    continue  # the program allows any order and grouping of this reduction's terms
+                if name == "segments":
+                    rel = rel.intersect(same_segment(src))
+                    if rel.is_empty():
+                        continue
+                kind = "reduction"
+            deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce()))
     # Flow first: the most telling counterexample comes from a value read too early.
     rank = {"flow": 0, "reduction": 1, "output": 2, "anti": 3}
     deps.sort(key=lambda d: rank[d.kind])
     return deps
+
+
+def _sharing_pairs(model: KernelModel):
+    """(src, dst) statement pairs, in program order of src then dst, that touch a common tensor, one of them
+    writing it: only they can depend on each other (a chain of n statements has O(n) such pairs, not n^2)."""
+    users: dict[str, set] = {}
+    for n, stmt in enumerate(model.stmts):
+        for tensor in {stmt.write.tensor, *(r.tensor for r in stmt.reads)}:
+            users.setdefault(tensor, set()).add(n)
+    pairs = set()
+    for n, stmt in enumerate(model.stmts):
+        for m in users.get(stmt.write.tensor, ()):
+            pairs.update({(n, m), (m, n)})
+    return [(model.stmts[a], model.stmts[b]) for a, b in sorted(pairs)]
 
 
 def _access_pairs(src: Stmt, dst: Stmt):

@@ -133,8 +133,40 @@ def resolve_sizes(decls: dict, overrides: Optional[dict] = None) -> dict:
         raise TdslError(f"--size names unknown sizes: {', '.join(unknown)} (known: {', '.join(decls) or 'none'})")
     sizes = {}
     for name, decl in decls.items():
+        if name in overrides:
+            _check_size_value(name, decl, overrides[name])
         sizes[name] = overrides.get(name, decl.value)
     return sizes
+
+
+def _check_elements(tensor: "Tensor") -> None:
+    """Generated kernels index tensors with 32-bit offsets: a tensor holds at most 2^31 - 1 elements."""
+    from tdsl.frontend.diagnostics import TdslError
+    from tdsl.frontend.limits import MAX_INT
+
+    if not all(isinstance(d, int) for d in tensor.shape):
+        return
+    count = 1
+    for d in tensor.shape:
+        count *= d
+    if count > MAX_INT:
+        dims = " x ".join(map(str, tensor.shape))
+        raise TdslError(f"tensor {tensor.name} would hold {count} elements ({dims}); at most {MAX_INT} (2^31 - 1) "
+                        f"fit the 32-bit offsets of generated kernels: choose smaller sizes")
+
+
+def _check_size_value(name: str, decl, value) -> None:
+    """A size bound from the command line or the Python API obeys the language's limits (docs/language.md)."""
+    from tdsl.frontend.diagnostics import TdslError
+    from tdsl.frontend.limits import MAX_INT
+
+    if isinstance(decl.value, float):
+        raise TdslError(f"'{name}' is a float constant, not a size; it cannot be given a value")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TdslError(f"size {name} must be an integer, got {value!r}")
+    if not 1 <= value <= MAX_INT:
+        shown = str(value) if abs(value) < 10**20 else f"a number of {len(str(abs(value)))} digits"
+        raise TdslError(f"size {name} must be between 1 and {MAX_INT} (2^31 - 1), got {shown}")
 
 
 def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] = None) -> KernelModel:
@@ -148,12 +180,13 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
     tensors = {}
     for name, info in kinfo.tensors.items():
         shape = [_shape_value(d, values) for d in info.shape]
-        dims = [f"a{n}" for n in range(len(shape))]
+        dims = [f"__a{n}" for n in range(len(shape))]  # '__' names are reserved: no size can be called so
         bounds = [f"0 <= {d} < {affine_text(e, values)}" for d, e in zip(dims, info.shape)]
         if positive:
             bounds.append(positive)
         box = isl.Set.read_from_str(ctx, f"{prefix}{{ {name}[{', '.join(dims)}] : {' and '.join(bounds) or 'true'} }}")
         tensors[name] = Tensor(name, info.dtype, shape, info.kind, box)
+        _check_elements(tensors[name])
 
     stmts = [_lower_statement(si, values, prefix, positive, ctx) for si in kinfo.stmts]
     model = KernelModel(kinfo.kernel.name, stmts, tensors, values, params, ctx)

@@ -192,7 +192,8 @@ def _steps(program, steps: str, kernel: Optional[str]):
 
     from .schedule import apply_block
 
-    lines = [line.strip() for line in steps.strip().splitlines() if line.strip()]
+    # Lines as the lexer counts them: only '\n' ends one (str.splitlines would also split at \f, U+2028, ...).
+    lines = [line.strip() for line in steps.strip().split("\n") if line.strip()]
     text = "schedule __steps {\n" + "\n".join(lines) + "\n}\n"
     block = parse(text, "<schedule steps>").schedules[0]
     return apply_block(program.schedule(None, kernel=kernel), block, text, "<schedule steps>")

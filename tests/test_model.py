@@ -1,11 +1,15 @@
 """The polyhedral model of GEMM equals hand-written isl: domains, accesses, dependences."""
 
+import re
+
 import islpy as isl
 import pytest
 
-from tdsl.compiler.api import loads
+from tdsl.compiler.api import load, loads
 from tdsl.compiler.dependences import compute_dependences
 from tdsl.frontend.diagnostics import SourceError
+
+from conftest import EXAMPLES
 
 GEMM = """
 const M = 64, N = 48, K = 32
@@ -97,3 +101,45 @@ kernel tri(X: f32[L, L]) -> (Y: f32[L, L]) {
     with pytest.raises(SourceError) as err:
         loads(text, "tri.tdsl").model()
     assert "P[i, j] reads an element of P that no instance of P writes: Y(i=0, j=1) reads P[0, 1]" in str(err.value)
+
+
+# ---------------------------------------------------------------- sizes bound through the Python API
+
+
+@pytest.mark.parametrize("sizes,message", [
+    ({"M": 0}, "size M must be between 1 and 2147483647"),
+    ({"M": -3}, "size M must be between 1"),
+    ({"M": 2**62}, "size M must be between 1"),
+    ({"M": 10**400}, "a number of 401 digits"),
+    ({"M": "x"}, "size M must be an integer, got 'x'"),
+    ({"M": 1.5}, "size M must be an integer"),
+    ({"M": True}, "size M must be an integer"),
+    ({"eps": 3}, "'eps' is a float constant"),
+    ({"M": 65536, "N": 65536}, "tensor X would hold 4294967296 elements"),
+])
+def test_sizes_given_through_the_api_obey_the_language_limits(sizes, message):
+    from tdsl.frontend.diagnostics import TdslError
+
+    with pytest.raises(TdslError, match=re.escape(message)):
+        load(EXAMPLES / "rmsnorm.tdsl", sizes=sizes).schedule()
+
+
+def test_a_size_named_like_an_internal_dimension_is_its_own_size():
+    """Tensor boxes name their dims with reserved '__' names, so a param `a0` stays a size (it was read as
+    the box's own first dimension and every read was 'outside A')."""
+    prog = loads("param a0\nkernel f(A: f32[a0]) -> (Y: f32[a0]) {\n  Y[i] = A[i]\n}\n")
+    box = prog.schedule().model.tensors["A"].box
+    assert box.dim(isl.dim_type.param) == 1 and box.get_dim_name(isl.dim_type.param, 0) == "a0"
+
+
+def test_dependences_of_a_long_chain_are_found_quickly():
+    """Only statements that share a tensor can depend on each other: 300 chained statements take well under
+    a second (every pair of statements was compared: seconds)."""
+    import time
+
+    lines = ["const N = 64", "kernel f(A: f32[N]) -> (Y: f32[N]) {", "  T1[i] = A[i] * 2.0"]
+    lines += [f"  T{k}[i] = T{k - 1}[i] + 1.0" for k in range(2, 300)] + ["  Y[i] = T299[i]", "}"]
+    start = time.perf_counter()
+    sched = loads("\n".join(lines) + "\n").schedule()
+    assert time.perf_counter() - start < 5
+    assert len([d for d in sched.deps if d.kind == "flow"]) == 299
