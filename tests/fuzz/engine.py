@@ -66,6 +66,15 @@ class Result:
             lines.append(f"  {backend}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
         return "\n".join(lines)
 
+    def counts(self) -> dict:
+        """The run's figures as plain data (for benchmarks/RESULTS.md and --json)."""
+        return {
+            "sequences": self.sequences, "steps_tried": self.steps_tried,
+            "steps_accepted": sum(self.steps_accepted.values()), "findings": len(self.findings),
+            "findings_by_kind": dict(Counter(f.kind for f, _ in self.findings)),
+            "backend_outcomes": {f"{b} {o}": n for (b, o), n in sorted(self.backend.items())},
+        }
+
     def refusal_summary(self, top: int = 15) -> str:
         return "\n".join(f"  {n:4d} {b}: {why}" for (b, why), n in self.refusals.most_common(top))
 
@@ -80,9 +89,13 @@ class Fuzzer:
     workdir: Optional[Path] = None
 
     def run(self, seed: int, sequences: int, on_result=None) -> Result:
+        return self.run_range(seed, 0, sequences, on_result)
+
+    def run_range(self, seed: int, first: int, count: int, on_result=None) -> Result:
+        """Sequences first .. first+count-1 of `seed` (sequence n is seeded seed * 1000003 + n)."""
         total = Result()
         workdir = self.workdir or Path(tempfile.mkdtemp(prefix="tdsl-fuzz-"))
-        for n in range(sequences):
+        for n in range(first, first + count):
             one = self.sequence(seed * 1_000_003 + n, workdir)
             total.merge(one)
             if on_result:
