@@ -309,7 +309,7 @@ class _KernelPlanner:
     def _shape(self, region: isl.Map, what: str) -> list[int]:
         shape = []
         for d in range(region.dim(isl.dim_type.out)):
-            span = region.dim_max(d).sub(region.dim_min(d)).coalesce().max_val()
+            span = _largest_span(region, d)
             if not span.is_int():
                 raise BackendError(f"{what} has no fixed size along dimension {d}")
             shape.append(span.to_python() + 1)
@@ -613,6 +613,20 @@ def _index(path: list[Loop], loop: Optional[Loop]) -> int:
         if l is loop:
             return n
     raise KeyError(loop.name)
+
+
+def _largest_span(region: isl.Map, d: int) -> isl.Val:
+    """The most that coordinate `d` of the elements one iteration touches varies (max - min, over iterations)."""
+    try:
+        return region.dim_max(d).sub(region.dim_min(d)).coalesce().max_val()
+    except isl.Error:
+        # A region with strides (an index `j // 2`, a condition `j % 2 == 0`) can give bounds with rational
+        # coefficients, which max_val refuses; the differences of two touched coordinates are integers.
+        one = region.project_out(isl.dim_type.out, d + 1, region.dim(isl.dim_type.out) - d - 1)
+        one = one.project_out(isl.dim_type.out, 0, d)
+        deltas = one.reverse().apply_range(one).deltas()
+        return deltas.max_val(isl.Aff.var_on_domain(isl.LocalSpace.from_space(deltas.get_space()),
+                                                    isl.dim_type.set, 0))
 
 
 def _common_loop(paths: list[list[Loop]]) -> Optional[Loop]:

@@ -93,7 +93,10 @@ from tdsl.frontend.diagnostics import SourceError  # noqa: E402
 
 
 def affine_text(expr: ast.Expr, sizes: dict) -> str:
-    """An affine index/condition expression as isl syntax; bound sizes become numbers."""
+    """An affine index/condition expression as isl syntax; bound sizes become numbers.
+
+    isl reads `//` and `%` only with an integer literal as divisor and no parentheses around it:
+    `floor((e)/4)` and `((e) mod 4)`; both floor like Python, so negative operands agree."""
     if isinstance(expr, ast.IntLit):
         return str(expr.value)
     if isinstance(expr, ast.Name):
@@ -102,16 +105,46 @@ def affine_text(expr: ast.Expr, sizes: dict) -> str:
     if isinstance(expr, ast.Neg):
         return f"(-{affine_text(expr.operand, sizes)})"
     if isinstance(expr, ast.BinOp):
-        lhs, rhs = affine_text(expr.lhs, sizes), affine_text(expr.rhs, sizes)
+        lhs = affine_text(expr.lhs, sizes)
         if expr.op == "//":
-            return f"floor(({lhs})/({rhs}))"
+            return f"floor(({lhs})/{_divisor(expr, sizes)})"
         if expr.op == "%":
-            return f"(({lhs}) mod ({rhs}))"
-        return f"({lhs} {expr.op} {rhs})"
+            return f"(({lhs}) mod {_divisor(expr, sizes)})"
+        return f"({lhs} {expr.op} {affine_text(expr.rhs, sizes)})"
     if isinstance(expr, ast.Compare):
         op = "=" if expr.op == "==" else expr.op
         return f"{affine_text(expr.lhs, sizes)} {op} {affine_text(expr.rhs, sizes)}"
     raise SourceError("expected an affine expression", getattr(expr, "span", None))
+
+
+def _divisor(expr: ast.BinOp, sizes: dict) -> int:
+    """The positive integer on the right of `//` or `%` (the language allows only a literal there)."""
+    value = constant_value(expr.rhs, sizes)
+    if value is None or value < 1:
+        raise SourceError(f"'{expr.op}' needs a positive integer literal on its right", getattr(expr, "span", None))
+    return value
+
+
+def constant_value(expr: ast.Expr, sizes: dict) -> Optional[int]:
+    """The integer value of an expression over literals and bound sizes (floor `//`, Python `%`), else None."""
+    if isinstance(expr, ast.IntLit):
+        return expr.value
+    if isinstance(expr, ast.Name):
+        value = sizes.get(expr.name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(expr, ast.Neg):
+        value = constant_value(expr.operand, sizes)
+        return None if value is None else -value
+    if not isinstance(expr, ast.BinOp):
+        return None
+    lhs, rhs = constant_value(expr.lhs, sizes), constant_value(expr.rhs, sizes)
+    if lhs is None or rhs is None:
+        return None
+    if expr.op in ("//", "%"):
+        if rhs < 1:
+            return None
+        return lhs // rhs if expr.op == "//" else lhs % rhs
+    return {"+": lhs + rhs, "-": lhs - rhs, "*": lhs * rhs}.get(expr.op)
 
 
 def _param_prefix(params: list[str]) -> str:
@@ -195,11 +228,9 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
 
 
 def _shape_value(expr: ast.Expr, values: dict):
-    text = affine_text(expr, values)
-    try:
-        return int(eval(text, {"__builtins__": {}}, {}))  # numbers only: safe
-    except Exception:
-        return text
+    """A dimension: its number when every size in it is bound, else its isl text (a symbolic size)."""
+    value = constant_value(expr, values)
+    return value if value is not None else affine_text(expr, values)
 
 
 def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
