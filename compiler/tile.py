@@ -119,6 +119,7 @@ class _Produced:
     tile: Tile
     context: list  # the enclosing loops' names at the point its value is final
     keep: bool
+    loops: list = field(default_factory=list)  # those loops
 
 
 @dataclass
@@ -310,14 +311,17 @@ class _KernelLowering:
     def _is_serial(self, loop: Loop) -> bool:
         """Does every program run this loop's iterations one after another (rather than as lanes of a tile)?
 
-        Tile loops (from split / tile) and pipelined loops are serial; so is every loop that walks a `sum`
-        whose accumulator is narrower than f32: the program rounds that accumulator after every term, so one
-        step may add only one term (lanes of a tile would be added at f32 precision, then rounded once)."""
+        Tile loops (from split / tile) and pipelined loops are serial; so is a loop around several statements
+        (a tile holds one statement: the loop's iterations run each statement's tile in turn, in program
+        order), and every loop that walks a `sum` whose accumulator is narrower than f32: the program rounds
+        that accumulator after every term, so one step may add only one term (lanes of a tile would be added
+        at f32 precision, then rounded once)."""
         if loop.bind:
             return False
         if loop.kind == "tile" or loop.pipeline is not None:
             return True
-        return any(self._rounds_every_term(s, loop) for s in statements_under(loop))
+        under = statements_under(loop)
+        return len(under) > 1 or any(self._rounds_every_term(s, loop) for s in under)
 
     def _rounds_every_term(self, stmt_name: str, loop: Loop) -> bool:
         stmt = self.model.stmt(stmt_name)
@@ -382,7 +386,7 @@ class _KernelLowering:
             tile = self._tile(stmt, context, stmt.iters)
             value = self._value(stmt.value, stmt, tile, context)
             keep, store = self._keep_store(stmt)
-            self.produced[stmt.name] = _Produced(stmt, tile, names, keep)
+            self.produced[stmt.name] = _Produced(stmt, tile, names, keep, list(context))
             return [Compute(stmt.name, tile, value, stmt.dtype, store, keep, tuple(stmt.lhs_iters))]
         ops = []
         outer = self._accumulation_loop(stmt.name, context)
@@ -404,7 +408,7 @@ class _KernelLowering:
         stmt = self.model.stmt(stmt_name)
         tile = self._tile(stmt, context, stmt.lhs_iters)
         keep, store = self._keep_store(stmt)
-        self.produced[stmt.name] = _Produced(stmt, tile, [l.name for l in context], keep)
+        self.produced[stmt.name] = _Produced(stmt, tile, [l.name for l in context], keep, list(context))
         return AccFinish(stmt.name, tile, stmt.dtype, store, keep, tuple(stmt.lhs_iters))
 
     def _keep_store(self, stmt: Stmt) -> tuple[bool, bool]:
@@ -662,7 +666,24 @@ class _KernelLowering:
             positions.append([a.iter for a in tile.axes].index(index.name))
         if positions != sorted(positions):
             return None  # a transposed register tile: not supported
+        if not self._same_iteration(producer, stmt, e):
+            return None
         return Reg(producer.stmt.name, tuple(positions))
+
+    def _same_iteration(self, producer: _Produced, stmt: Stmt, e: ast.Access) -> bool:
+        """Was every element this read takes written by the producer in the same iteration of the producer's
+        loops?  A register tile holds only the current iteration's values: in an iteration where the producer
+        has no instance its tile is recomputed empty, so a value from an earlier iteration is gone."""
+        if not producer.loops:
+            return True
+        access = next((r for r in stmt.reads if r.node is e), None)
+        if access is None:
+            return False
+        prod = producer.stmt
+        reader_times = pw_affs_to_map([pa for l in producer.loops for pa in l.exprs[stmt.name]], stmt.domain)
+        writer_times = pw_affs_to_map([pa for l in producer.loops for pa in l.exprs[prod.name]], prod.domain)
+        writers = access.relation.apply_range(prod.write.relation.reverse())  # reader instance -> writers
+        return writers.apply_range(writer_times).is_subset(reader_times)
 
     def _partial(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
         dot = self._dot(stmt, tile, context)

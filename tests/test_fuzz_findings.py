@@ -51,6 +51,9 @@ FINDINGS = [
     ("reduction-read-inside-its-accumulation-loop", "quant_gemm", {"M": 5, "N": 7, "K": 100},
      ["split(amax.k, 128)", "reverse_compute_at(Aq, amax.ko)", "bind(amax.i, grid.x)"], ALL,
      "Aq read amax from global memory before the kernel stored it (now refused: the value is an accumulator)"),
+    ("register-value-from-an-earlier-iteration", "attention", {"L": 1, "D": 2}, ["compute_at(l, O.c)"], ALL,
+     "l is computed at c = 0 only, but O read its register tile at c = 1 too, where the empty reduction had "
+     "reset it to 0 (now refused: a register tile holds one iteration's values)"),
 ]
 
 
