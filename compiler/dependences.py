@@ -23,6 +23,10 @@ Kinds:
     grouping of its terms (`deterministic` additionally forbids atomics and
     segment counts that depend on a problem size, checked by the steps that
     would introduce them).
+
+  A `max` reduction has none under any policy: its result is the same bits
+  in every order and grouping (`order_independent`), so there is no order
+  to protect.
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
                 name, _ = policy(src)
                 if name in ("reassoc", "deterministic"):
                     continue  # the program allows any order and grouping of this reduction's terms
+                if order_independent(src):
+                    continue  # every order and grouping gives the same bits: nothing to keep in order
                 if name == "segments":
                     rel = rel.intersect(same_segment(src))
                     if rel.is_empty():
@@ -126,6 +132,17 @@ def policy(stmt: Stmt) -> tuple[str, Optional[int]]:
     if text.startswith("segments(") and text.endswith(")"):
         return "segments", int(text[len("segments("):-1])
     return text, None
+
+
+def order_independent(stmt: Stmt) -> bool:
+    """The reduction gives the same bits in every order and grouping of its terms, whatever its policy.
+
+    True for `max`: under the interpreter's maximum (-0.0 < +0.0, any NaN gives the one canonical NaN) max is a
+    commutative, associative, idempotent operation on f32 bit patterns, so the result is the maximum of the set
+    of terms; and rounding the accumulator after each update commutes with it, because rounding is monotone
+    (round(max(a, b)) = max(round(a), round(b)), also for the saturating f8e4m3) and idempotent.  Not for `sum`:
+    floating-point addition is not associative (docs/rules/reduction-order.md)."""
+    return stmt.reduce_op == "max"
 
 
 @dataclass

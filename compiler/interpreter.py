@@ -17,7 +17,9 @@ Semantics
   ufuncs), `sqrt` is IEEE (correctly rounded), `abs` exact;
   `rsqrt(x) = 1 / sqrt(x)`, `sigmoid(x) = 1 / (1 + exp(-x))`,
   `silu(x) = x * sigmoid(x)` (each step rounded to f32); `max/min(a, b)`
-  propagate NaN; `where(c, a, b)` evaluates only the chosen branch (so a
+  are IEEE 754-2019 maximum / minimum (-0.0 < +0.0; a NaN operand gives
+  the canonical quiet NaN 0x7FC00000), so they do not depend on the order
+  of their operands; `where(c, a, b)` evaluates only the chosen branch (so a
   guarded out-of-range read in the other branch is not an error); a NaN
   comparison is false.  Casts `bf16(x) f16(x) f32(x) f8e4m3(x)` round (RNE,
   f8e4m3 saturating to +-448) and keep the value as f32.
@@ -33,7 +35,8 @@ Semantics
 * A reduction (`sum` / `max`) keeps one accumulator per output element in
   `accum_dtype` (None = f32), initialised to 0 / -inf the first time an
   instance of that element runs; each instance evaluates the body in f32 and
-  does `acc = round_accum(acc + v)` (or `max`, NaN-propagating), and after
+  does `acc = round_accum(acc + v)` (or `_fmax`: a `max` reduction gives the
+  same bits in any order and grouping of its terms), and after
   **every** update the element of the target tensor is set to
   `round_storage(acc)`.  Accumulators live across instances whatever the
   order, and instances are counted per element (see `Trace`).
@@ -674,23 +677,37 @@ class _Compiler:
 
 _f32 = np.float32
 _ONE = np.float32(1.0)
-_NAN32 = np.float32(np.nan)
+_NAN32 = np.float32(np.nan)  # the canonical quiet NaN, 0x7FC00000
+_copysign = math.copysign
+
+
+# max and min are IEEE 754-2019 maximum / minimum with one NaN: -0.0 < +0.0, and a NaN operand gives the canonical
+# quiet NaN whichever operand (and payload) it was.  So the result never depends on the order of the operands, and
+# a `max` reduction gives the same bits in any order and grouping (docs/interpreter.md#semantics).
 
 
 def _fmax(a, b):
-    if a != a:
+    if a > b:
         return a
-    if b != b:
+    if b > a:
         return b
-    return a if a >= b else b
+    if a == b:  # the same value: the same bits, or +0.0 and -0.0
+        return b if _negative(a) else a
+    return _NAN32
 
 
 def _fmin(a, b):
-    if a != a:
+    if a < b:
         return a
-    if b != b:
+    if b < a:
         return b
-    return a if a <= b else b
+    if a == b:
+        return a if _negative(a) else b
+    return _NAN32
+
+
+def _negative(x) -> bool:
+    return _copysign(1.0, x) < 0.0
 
 
 _INF32 = np.float32(np.inf)

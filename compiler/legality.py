@@ -83,8 +83,9 @@ def check_parallel(model: KernelModel, deps: list[Dependence], tree: Tree, loop:
 def check_atomics(model: KernelModel, tree: Tree, loop: Loop, primitive: str, inner=None, outer=None) -> None:
     """A bound loop that puts updates of one reduction element in different programs combines them with atomics,
     in the order the programs finish.  Only `combine reassoc` allows that (a strict reduction is already
-    rejected as parallel-reduction by its dependence)."""
-    from .dependences import policy
+    rejected as parallel-reduction by its dependence), and any `max` reduction: an atomic max gives the same
+    bits in every arrival order."""
+    from .dependences import order_independent, policy
 
     if inner is None:
         inner = tree.time_maps(model, upto=loop, positions=False)
@@ -93,7 +94,7 @@ def check_atomics(model: KernelModel, tree: Tree, loop: Loop, primitive: str, in
     for name in statements_under(loop):
         stmt = model.stmt(name)
         kind, count = policy(stmt) if stmt.is_reduction else ("", None)
-        if kind not in ("deterministic", "segments"):
+        if kind not in ("deterministic", "segments") or order_independent(stmt):
             continue
         same_element = stmt.write.relation.apply_range(stmt.write.relation.reverse())
         split = same_element.subtract(inner[name].apply_range(inner[name].reverse()))
@@ -212,13 +213,18 @@ def stored_dtype(model: KernelModel, tensor: str) -> str:
 
 
 def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive: str) -> None:
-    """A buffer in another dtype (cache_read / cache_write `dtype=`) must round exactly where the program rounds."""
+    """A buffer in another dtype (cache_read / cache_write `dtype=`) must round exactly where the program rounds.
+
+    A rounding the buffer adds or drops is harmless where the values already lie on that dtype's grid
+    (compiler/grid.py): then the rounding is the identity."""
+    from .grid import accumulator_grids, tensor_grids, value_grids
+
     dtype = getattr(buf, "dtype", None)
     if dtype is None:
         return
     if buf.kind == "read":
         values = stored_dtype(model, buf.tensor)
-        if holds(dtype, values):
+        if dtype in tensor_grids(model, buf.tensor):  # a wider copy, or values that already lie on its grid
             return
         reader, inst, element = _first_read(model, buf.stmts, buf.tensor)
         _raise_rounding(
@@ -233,7 +239,7 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
                if s != writer.name and any(r.tensor == buf.tensor for r in model.stmt(s).reads)]
     if writer.is_reduction:
         accum = writer.accum_dtype or "f32"
-        if not holds(dtype, accum):
+        if not (holds(dtype, accum) or _max_accumulator_on_grid(model, writer, dtype)):
             point = _first_instance(writer)
             _raise_rounding(
                 RoundingAdded, model, tree, primitive, [writer.name],
@@ -242,7 +248,7 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
                 f"{point} adds a term to {_element_of(writer, _first_coords(writer))}: "
                 f"{witness_text(accum, dtype, 'partial sum')}",
             )
-        if readers and not (holds(store, accum) or dtype == store):
+        if readers and store not in accumulator_grids(model, writer):  # the store rounding is not the identity
             reader, inst, element = _first_read(model, readers, buf.tensor)
             _raise_rounding(
                 RoundingRemoved, model, tree, primitive, [writer.name, reader],
@@ -252,7 +258,8 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
                 f"{witness_text(dtype, store)}",
             )
         return
-    if readers and dtype != store:
+    exact = value_grids(model, writer.value, writer.iters)  # roundings to these dtypes change no value
+    if readers and dtype != store and not {dtype, store} <= exact:
         reader, inst, element = _first_read(model, readers, buf.tensor)
         if holds(dtype, store):
             _raise_rounding(
@@ -267,7 +274,7 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
             f"rounded to {dtype} instead of {store}",
             f"{inst} reads {element}: {witness_text('f32', dtype)}",
         )
-    if dtype not in (store, "f32"):
+    if dtype not in (store, "f32") and dtype not in exact:
         point = _first_instance(writer)
         _raise_rounding(
             RoundingAdded, model, tree, primitive, [writer.name],
@@ -276,6 +283,17 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
             f"{point} writes {_element_of(writer, _first_coords(writer))}: {witness_text('f32', dtype)} before "
             f"the store rounds it to {store}",
         )
+
+
+def _max_accumulator_on_grid(model: KernelModel, writer, dtype: str) -> bool:
+    """A `max` accumulator kept in `dtype` instead of its accum dtype holds the same values: both roundings are the
+    identity on the maxima of its terms (the terms lie on both grids, and a maximum is one of its terms)."""
+    from .grid import value_grids
+
+    if writer.reduce_op != "max":
+        return False
+    terms = value_grids(model, writer.value, writer.iters)
+    return {dtype, writer.accum_dtype or "f32"} <= terms
 
 
 def _raise_rounding(cls, model, tree, primitive, statements, detail, example):
@@ -360,13 +378,13 @@ def check_grouping(model: KernelModel, stmt, sigma: isl.Map, primitive: str, siz
     """Splitting `stmt`'s terms into the partial sums `sigma` (instance -> [element, segment]) and adding the partial
     sums in segment order must be allowed by its combine policy.  `size` = (name, value) when the number of
     segments is a problem size."""
-    from .dependences import policy, same_segment, segments
+    from .dependences import order_independent, policy, same_segment, segments
     from .errors import ReductionGrouping, SegmentCount
     from .model import instance_text
 
     kind, count = policy(stmt)
-    if kind == "reassoc":
-        return
+    if kind == "reassoc" or order_independent(stmt):
+        return  # any grouping and any count, even one taken from a size, gives the same result
     n = len(stmt.iters)
     declared = f"`combine {stmt.combine}`" if stmt.combine else "no combine policy (strict order)"
 

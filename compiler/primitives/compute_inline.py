@@ -13,7 +13,9 @@ inputs directly, so dependences are recomputed and checked.
 
 ``compute_inline(T, round=False)`` asks to drop that cast (what a fusing
 compiler does when it keeps a fused chain in f32).  It is accepted only
-where the cast does nothing (T is f32); otherwise it is rule
+where the cast does nothing: T is f32, or T's value already lies on the
+grid of T's dtype (`abs(X[i])`, `max(X[i], 0.0)`, `-X[i]`, a `where` between
+values of that dtype; compiler/grid.py); otherwise it is rule
 rounding-removed.
 """
 
@@ -25,6 +27,7 @@ from tdsl.frontend import ast
 
 from ..dependences import compute_dependences
 from ..errors import ScheduleError
+from ..grid import on_grid
 from ..legality import check_dependences
 from ..model import Access, KernelModel
 from .common import State, check_stmt
@@ -53,8 +56,8 @@ def compute_inline(state: State, stmt: str, round=True) -> None:
     state.model = KernelModel(model.name, new_stmts, tensors, model.sizes, model.params, model.ctx)
     _remove_leaf(state, stmt)
     state.deps = compute_dependences(state.model)
-    if not keep and target.dtype != "f32" and readers:  # with no reader, no value loses its rounding
-        _rounding_removed(model, target, readers)
+    if not keep and readers and not on_grid(model, target.value, target.dtype, target.iters):
+        _rounding_removed(model, target, readers)  # with no reader, or a cast that changes nothing, nothing is lost
     check_dependences(state.model, state.deps, state.tree, "compute_inline")
 
 

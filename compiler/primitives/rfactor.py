@@ -15,7 +15,9 @@ C_rf's loop ko carries no dependence and can be bound to a grid axis
 (split-K with a deterministic second pass instead of atomics).  C_rf takes
 C's place in the tree (same loops); the combining statement gets its own
 loop nest right after it.  C_rf is stored in C's accumulator dtype, unless
-``dtype=`` says otherwise (a narrower one is rule rounding-added).
+``dtype=`` says otherwise (a narrower one is rule rounding-added, unless
+the partial results already lie on its grid: partial maxima of values of
+that dtype, compiler/grid.py).
 
 Legality depends on the reduction's `combine` policy (docs/legality.md):
 
@@ -27,6 +29,10 @@ Legality depends on the reduction's `combine` policy (docs/legality.md):
 * segments(N): if the partial sums are exactly the program's N segments --
   else rule segment-count.  Then the rfactored kernel computes bit for bit
   what the program defines.
+
+A `max` reduction may be rfactored under every policy, into any partial
+maxima: max gives the same bits in every grouping
+(`dependences.order_independent`).
 """
 
 from __future__ import annotations
@@ -252,10 +258,13 @@ def _text(exprs) -> str:
 
 def _partial_rounding(model: KernelModel, stmt: Stmt, dtype: str) -> None:
     from ..errors import RoundingAdded
+    from ..grid import accumulator_grids
     from ..legality import _first_instance, holds, witness_text
 
     accum = stmt.accum_dtype or "f32"
     if holds(dtype, accum):  # a wider buffer: exact, nothing is rounded differently
+        return
+    if dtype in accumulator_grids(model, stmt):  # partial maxima that already lie on the buffer's grid
         return
     raise RoundingAdded(
         "rfactor",
