@@ -143,7 +143,14 @@ def run_generated(module, model, inputs: dict, device: str = "cpu", guard: int =
         buf = buf.to(getattr(torch, TORCH_DTYPE_NAMES[t.dtype]))
         buffers[t.name] = buf
         kwargs[t.name] = buf[guard: guard + numel].view(*t.shape)
-    out = getattr(module, model.name)(*args, **kwargs)
+    launch = getattr(module, model.name)
+    if device == "cpu":  # the Triton interpreter: loads and stores are bounds-checked (else they corrupt memory)
+        from tdsl.backends.triton.interpreter_bounds import checked_memory
+
+        with checked_memory():
+            out = launch(*args, **kwargs)
+    else:
+        out = launch(*args, **kwargs)
     outs = out if isinstance(out, tuple) else (out,)
     results = {}
     for t, o in zip(model.outputs(), outs):

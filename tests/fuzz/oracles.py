@@ -209,6 +209,10 @@ def _run_triton(case, backend, text, original, refs, workdir) -> Optional[Findin
         except AssertionError as err:  # a write into the NaN guard around an output
             return Finding("miscompile", backend, str(err))
         except Exception as err:  # noqa: BLE001
+            from tdsl.backends.triton.interpreter_bounds import out_of_bounds
+
+            if out_of_bounds(err) is not None:
+                return Finding("miscompile", backend, str(out_of_bounds(err)))
             return internal("triton run", err)
         finding = _compare_outputs(backend, original, want, got, dist)
         if finding:

@@ -1,0 +1,55 @@
+"""The differential fuzzer in CI: a short fixed-seed budget must find nothing, and the oracles must be able to fail.
+
+The long runs (10,000 sequences and more) are `benchmarks/fuzz.py`; their figures go to benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from fuzz.engine import Fuzzer
+from fuzz.programs import parse_check, random_program
+
+# (seed, sequences, backends): about a minute of CI on two cores.
+BUDGET = [
+    (1, 80, ("triton",)),
+    (2, 80, ("triton",)),
+]
+
+
+def _report(result) -> str:
+    return "\n\n".join(f"{case.source}\n{case.describe()}\n{finding}" for finding, case in result.findings)
+
+
+@pytest.mark.parametrize("seed,sequences,backends", BUDGET, ids=[f"seed{s}-{'+'.join(b)}" for s, _, b in BUDGET])
+def test_fixed_seed_budget_finds_nothing(seed, sequences, backends, tmp_path):
+    result = Fuzzer(backends=backends, workdir=tmp_path).run(seed, sequences)
+    assert not result.findings, _report(result)
+    assert sum(result.steps_accepted.values()) > sequences  # the sequences did schedule something
+
+
+def test_generated_programs_pass_the_frontend():
+    rng = random.Random(5)
+    problems = [(text, why) for text in (random_program(rng) for _ in range(200)) if (why := parse_check(text))]
+    assert not problems, problems[:3]
+
+
+def test_the_backend_oracle_catches_a_dropped_mask(tmp_path, monkeypatch):
+    """A lowering that forgets every tile mask writes outside ragged tiles: the fuzzer must notice."""
+    from tdsl.compiler import tile
+
+    monkeypatch.setattr(tile._KernelLowering, "_mask", lambda self, g: None)
+    result = Fuzzer(backends=("triton",), shrink=False, random_programs=0.0, workdir=tmp_path).run(4, 15)
+    assert any(f.kind in ("miscompile", "internal-error") for f, _ in result.findings)
+
+
+def test_the_interpreter_oracle_catches_a_missing_dependence_check(tmp_path, monkeypatch):
+    """With the dependence check switched off, illegal reorderings are accepted: bit-identity must fail."""
+    from tdsl.compiler.primitives import compute_at, reorder, reverse
+
+    for module in (compute_at, reorder, reverse):
+        monkeypatch.setattr(module, "check_dependences", lambda *a, **k: None)
+    result = Fuzzer(backends=(), shrink=False, workdir=tmp_path, max_steps=12).run(6, 40)
+    assert any(f.kind == "interp-mismatch" for f, _ in result.findings)
