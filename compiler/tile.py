@@ -134,14 +134,17 @@ class _KernelLowering:
     produced: dict = field(default_factory=dict)
     bounds_cache: dict = field(default_factory=dict)
     geometry_cache: dict = field(default_factory=dict)
+    loop_vars: dict = field(default_factory=dict)  # (loop name, dim) -> its variable, made by _var on first use
 
     # ------------------------------------------------------------ kernel structure
 
     def _var(self, loop: Loop, d: int) -> str:
-        """The variable of a loop dim; prefixed when a statement iterator has the same name (Y.i vs i)."""
-        name = _dim_name(loop, d)
-        iters = {it for s in statements_under(self.root) for it in self.model.stmt(s).iters}
-        return f"l_{name}" if name in iters else name
+        """The variable of a loop dim in the tile program (see `_loop_variables`: `io`, `io_0` for a dim of a
+        fused loop, `l_i` when a statement iterator is also called `i`)."""
+        if not self.loop_vars:  # one naming for all the loops of the kernel
+            iters = {it for s in statements_under(self.root) for it in self.model.stmt(s).iters}
+            self.loop_vars.update(_loop_variables(list(walk_loops([self.root])), iters, self.model.sizes))
+        return self.loop_vars[(loop.name, d if loop.n_dims > 1 else None)]
 
     def run(self) -> TileKernel:
         grid_loops, body = self._grid_chain()
@@ -832,6 +835,46 @@ def _check_size(stmt: Stmt, tile: Tile) -> None:
 
 def _dim_name(loop: Loop, d: int) -> str:
     return loop.name if loop.n_dims == 1 else f"{loop.name}_{d}"
+
+
+# ---------------------------------------------------------------- loop variable names (see _KernelLowering._var)
+
+# The isl name `_loop_bounds` gives the value of the loop being bounded, next to the loop variables.
+_BOUND_VALUE = "v_"
+
+
+def _loop_variables(loops: list, iters: set, sizes) -> dict:
+    """(loop name, dim or None for a loop of one dim) -> its variable in the tile program.
+
+    Loop variables share the tile program's `Var` names with statement iterators and run-time sizes, and
+    are isl dimension names next to both, so each must be a name nothing else has: a loop keeps its name
+    (a dim of a fused loop `io`: `io_0`) when no iterator, size or other loop variable has it, else takes
+    the first free of `l_<name>`, `l_<name>_1`, ...  Loops are named in tree order, those that keep their
+    name first, so a loop `i` beside an iterator `i` and a loop `l_i` gives `l_i_1` and `l_i`.  Loops of one
+    name share one variable (sibling loops made by one step).  The backends map these names to Python
+    identifiers (backends/names.py)."""
+    keys = []
+    for loop in loops:
+        for d in range(loop.n_dims):
+            key = (loop.name, d if loop.n_dims > 1 else None)
+            if key not in keys:
+                keys.append(key)
+    natural = {key: key[0] if key[1] is None else f"{key[0]}_{key[1]}" for key in keys}  # as _dim_name
+    taken = set(iters) | set(sizes) | {_BOUND_VALUE}
+    out = {}
+    for key in keys:  # first the loops that keep their names
+        if natural[key] not in taken:
+            out[key] = natural[key]
+            taken.add(natural[key])
+    for key in keys:
+        if key not in out:
+            name, n = f"l_{natural[key]}", 0
+            while name in taken:
+                n += 1
+                name = f"l_{natural[key]}_{n}"
+            out[key] = name
+            taken.add(name)
+    return out
 
 
 def _plain(e: ast.Expr, iters: set) -> bool:
