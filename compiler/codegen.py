@@ -21,6 +21,8 @@ from tdsl.backends.text import comment_text
 from tdsl.frontend.diagnostics import TdslError
 from tdsl.frontend.printer import expr_text
 
+from .errors import BackendError, StepError
+from .memory import CapacityError
 from .tile import lower
 
 # target -> its code generators, the default first
@@ -37,6 +39,25 @@ DEVICE_OF_TARGET = {"nvidia": "h100", "ascend-950": "ascend-950", "ascend-910b":
 
 def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend: Optional[str] = None,
              kernel: Optional[str] = None) -> str:
+    """The module text of one schedule (None: program order) for a target; a backend's refusal points at the
+    schedule block (or, for program order, at the kernel) it refuses."""
+    try:
+        return _generate(prog, schedule_name, target, backend, kernel)
+    except (BackendError, CapacityError) as err:
+        _locate(err, prog, schedule_name, kernel)
+        raise
+
+
+def _locate(err: TdslError, prog, schedule_name: Optional[str], kernel: Optional[str]) -> None:
+    """Give the error's message the file:line:col of the schedule block (the error keeps its type)."""
+    if schedule_name is not None:
+        span = prog.block(schedule_name).span
+    else:
+        span = prog.kernels[prog.kernel_name(kernel)].kernel.span
+    err.args = (StepError(err, span, prog.ast.source, prog.ast.filename).args[0],)
+
+
+def _generate(prog, schedule_name: Optional[str], target: str, backend: Optional[str], kernel: Optional[str]) -> str:
     if target not in TARGETS:
         raise TdslError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
     backend = backend or TARGETS[target][0]

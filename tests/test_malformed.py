@@ -44,16 +44,7 @@ MIN_REFUSED = 300
 # Candidates that crash (an exception escapes main): none found so far.
 KNOWN_INTERNAL_ERRORS: dict[str, str] = {}
 # Candidates whose exit-2 diagnostic has no position although it is about the program.
-_TILE_REFUSAL = (
-    "`compile`: the tile lowering refuses the schedule (BackendError 'cannot generate code (tile lowering): ...', "
-    "compiler/tile.py via compiler/codegen.py) without a position; it could point at the schedule block"
-)
-KNOWN_UNLOCATED_DIAGNOSTICS: dict[str, str] = {
-    "bad_size.softmax.1": _TILE_REFUSAL + " (serial loop jo is inside point loop i)",
-    "odd_schedule_arguments.attention.4": _TILE_REFUSAL + " (the tile of U would hold 1048576 elements)",
-    "odd_schedule_arguments.softmax.0": _TILE_REFUSAL + " (the tile of m would hold 4194304 elements)",
-    "odd_schedule_arguments.swiglu_quant.2": _TILE_REFUSAL + " (the tile of T would hold 16777216 elements)",
-}
+KNOWN_UNLOCATED_DIAGNOSTICS: dict[str, str] = {}
 KNOWN_FAILURES = {**KNOWN_INTERNAL_ERRORS, **KNOWN_UNLOCATED_DIAGNOSTICS}
 
 # Errors about a file as a whole: they name the file instead of a line of it.
