@@ -562,16 +562,16 @@ class _KernelLowering:
         if isinstance(e, ast.Name):
             return self._name(e.name, stmt, value=True)
         if isinstance(e, ast.Neg):
-            return Neg(v(e.operand))
+            return _folded(Neg(v(e.operand)))
         if isinstance(e, ast.BinOp):
             if e.op in ("//", "%"):
                 raise BackendError(f"'{e.op}' is only allowed in indices")
-            return Bin(e.op, v(e.lhs), v(e.rhs))
+            return _folded(Bin(e.op, v(e.lhs), v(e.rhs)))
         if isinstance(e, ast.Compare):
             return Bin(e.op, v(e.lhs), v(e.rhs))
         if isinstance(e, ast.Call):
             if e.func in CASTS:
-                return Round(e.func, v(e.args[0])) if e.func != "f32" else v(e.args[0])
+                return _folded(Round(e.func, v(e.args[0]))) if e.func != "f32" else v(e.args[0])
             if e.func == "where":
                 return Select(v(e.args[0]), v(e.args[1]), v(e.args[2]))
             return Call(e.func, tuple(v(a) for a in e.args))
@@ -977,6 +977,30 @@ def _params_of_space(space: isl.Space) -> str:
     n = space.dim(isl.dim_type.param)
     names = [space.get_dim_name(isl.dim_type.param, i) for i in range(n)]
     return f"[{', '.join(names)}] -> " if names else ""
+
+
+def _folded(e: Expr) -> Expr:
+    """Arithmetic and roundings of constants, computed now with the program's f32 semantics (each operation
+    rounded to f32; a cast rounds to its dtype), so no backend evaluates them in another precision (Python
+    floats are f64) or has to apply a rounding helper to a plain number."""
+    import numpy as np
+
+    from . import dtypes
+
+    def value(x):
+        return np.float32(x.value) if isinstance(x, Const) else None
+
+    with np.errstate(all="ignore"):
+        if isinstance(e, Neg) and value(e.operand) is not None:
+            return Const(float(-value(e.operand)))
+        if isinstance(e, Round) and value(e.operand) is not None:
+            return Const(float(dtypes.round_to(e.dtype, value(e.operand))))
+        if isinstance(e, Bin) and e.op in _F32_OPS and value(e.lhs) is not None and value(e.rhs) is not None:
+            return Const(float(_F32_OPS[e.op](value(e.lhs), value(e.rhs))))
+    return e
+
+
+_F32_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
 
 
 def _total(pa: isl.PwAff) -> Optional[isl.PwAff]:

@@ -30,6 +30,13 @@ kernel tri(A: bf16[M, K], B: bf16[K, N]) -> (C: f32[M, N]) {
 }
 """
 
+CAST_OF_CONSTANT = """\
+const K = 8, N = 8
+kernel fz(XKN: f32[K, N]) -> (T1: f32[K, N]) {
+  T1[k, j] = (bf16(2.0) + (XKN[k, j] * XKN[k, j])) * (0.1 + 0.2) / -(3.0 * 1e-3)
+}
+"""
+
 # (id, program, sizes, steps, backends, what was wrong)
 FINDINGS = [
     ("bf16-accumulator-rounding", C4_BF16_ACCUM, {"K": 1, "M": 1, "N": 2}, [], ("triton",),
@@ -51,6 +58,8 @@ FINDINGS = [
     ("reduction-read-inside-its-accumulation-loop", "quant_gemm", {"M": 5, "N": 7, "K": 100},
      ["split(amax.k, 128)", "reverse_compute_at(Aq, amax.ko)", "bind(amax.i, grid.x)"], ALL,
      "Aq read amax from global memory before the kernel stored it (now refused: the value is an accumulator)"),
+    ("cast-of-a-constant", CAST_OF_CONSTANT, {"K": 1, "N": 1}, [], ALL,
+     "bf16(2.0) reached the Triton rounding helper as a Python float (now folded when lowering, in f32)"),
     ("register-value-from-an-earlier-iteration", "attention", {"L": 1, "D": 2}, ["compute_at(l, O.c)"], ALL,
      "l is computed at c = 0 only, but O read its register tile at c = 1 too, where the empty reduction had "
      "reset it to 0 (now refused: a register tile holds one iteration's values)"),
