@@ -60,6 +60,8 @@ FINDINGS = [
      "Aq read amax from global memory before the kernel stored it (now refused: the value is an accumulator)"),
     ("cast-of-a-constant", CAST_OF_CONSTANT, {"K": 1, "N": 1}, [], ALL,
      "bf16(2.0) reached the Triton rounding helper as a Python float (now folded when lowering, in f32)"),
+    ("rfactor-of-a-one-iteration-loop", "quant_gemm", {"M": 2, "K": 1, "N": 1}, ["rfactor(amax.k)"], ALL,
+     "with K = 1 the loop k equals k mod 1, so rfactor named its segment and inner loops both k (an isl error)"),
     ("register-value-from-an-earlier-iteration", "attention", {"L": 1, "D": 2}, ["compute_at(l, O.c)"], ALL,
      "l is computed at c = 0 only, but O read its register tile at c = 1 too, where the empty reduction had "
      "reset it to 0 (now refused: a register tile holds one iteration's values)"),

@@ -90,7 +90,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         raise ScheduleError("rfactor", f"a tensor named {rf} already exists")
 
     seg_it = node.name
-    inner_it = _inner_name(tree, stmt, k, factor)
+    inner_it = _inner_name(tree, stmt, k, factor, node)
     taken = set(stmt.iters) - {k}
     for n in (seg_it, inner_it):
         if n in taken:
@@ -213,13 +213,20 @@ def _factor(node: Loop, stmt: Stmt, k: str):
     return None
 
 
-def _inner_name(tree, stmt: Stmt, k: str, factor: int) -> str:
+def _inner_name(tree, stmt: Stmt, k: str, factor: int, segment_loop: Loop) -> str:
+    """The name of the loop over k mod F (the split's inner loop), or a fresh one.  The segment loop itself is
+    never it, even where it takes one value (an extent of 1 makes k and k mod F the same function)."""
     want = iterator_aff(stmt.domain, f"{k} mod {factor}").intersect_domain(stmt.domain)
-    for l in tree.path(stmt.name):
+    path = tree.path(stmt.name)
+    for l in path:
         exprs = l.exprs.get(stmt.name)
-        if exprs and len(exprs) == 1 and exprs[0].intersect_domain(stmt.domain).is_equal(want):
+        if l is not segment_loop and exprs and len(exprs) == 1 and exprs[0].intersect_domain(stmt.domain).is_equal(want):
             return l.name
-    return f"{k}_in"
+    taken = {l.name for l in path} | set(stmt.iters)
+    name = f"{k}_in"
+    while name in taken:
+        name += "_"
+    return name
 
 
 def _policy_after(stmt: Stmt):
