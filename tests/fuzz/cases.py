@@ -45,6 +45,7 @@ class Case:
     kernel: Optional[str] = None
     distributions: tuple = DISTRIBUTIONS
     trace_text: str = ""  # the accepted schedule's trace, as .tdsl lines
+    symbolic: bool = False  # generate kernels with `param` sizes left to run time
 
     def with_schedule(self, trace: str) -> str:
         body = "\n".join(f"  {line}" for line in trace.splitlines())
@@ -62,17 +63,17 @@ class Case:
     def to_json(self) -> str:
         return json.dumps({
             "name": self.name, "source": self.source, "sizes": self.sizes, "seed": self.seed,
-            "kernel": self.kernel, "steps": [_step_json(s) for s in self.steps],
+            "kernel": self.kernel, "steps": [_step_json(s) for s in self.steps], "symbolic": self.symbolic,
         }, indent=1)
 
     @staticmethod
     def from_json(text: str) -> "Case":
         d = json.loads(text)
         return Case(d["name"], d["source"], d["sizes"], [_step_from(s) for s in d["steps"]], d["seed"],
-                    kernel=d.get("kernel"))
+                    kernel=d.get("kernel"), symbolic=d.get("symbolic", False))
 
     def describe(self) -> str:
-        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items()) + (" (params symbolic)" * self.symbolic)
         steps = "\n".join(f"    {s}" for s in self.steps) or "    (program order)"
         return f"{self.name} at {sizes}, input seed {self.seed}:\n{steps}"
 

@@ -137,7 +137,9 @@ class Fuzzer:
             except TdslError:
                 continue
             if instance_count(model) <= MAX_INSTANCES:
-                return Case(name, source, sizes, [], seed=rng.randrange(1 << 30))
+                has_params = any(decls[n].is_param for n in ints)
+                return Case(name, source, sizes, [], seed=rng.randrange(1 << 30),
+                            symbolic=has_params and rng.random() < 0.5)
         return None
 
     def _grow(self, rng: random.Random, case: Case, result: Result):

@@ -155,11 +155,21 @@ def generate_text(case: Case, backend: str):
     from tdsl.compiler.codegen import generate
 
     target, which = BACKENDS[backend]
-    prog = loads(case.with_schedule(case.trace_text), case.filename, sizes=case.sizes)
+    prog = loads(case.with_schedule(case.trace_text), case.filename, sizes=generation_sizes(case))
     try:
         return generate(prog, FUZZ_SCHEDULE, target=target, backend=which, kernel=case.kernel), None
     except TdslError as err:
         return None, str(err).splitlines()[0]
+
+
+def generation_sizes(case: Case) -> dict:
+    """The sizes the kernel is generated for: a symbolic case leaves its `param` sizes to run time (the launcher
+    reads them from the tensors' shapes), so the kernels are compiled for every size and run at the case's."""
+    if not case.symbolic:
+        return case.sizes
+    program = loads(case.source, case.filename)
+    decls = program.kernels[program.kernel_name(case.kernel)].sizes
+    return {name: value for name, value in case.sizes.items() if not decls[name].is_param}
 
 
 def check_backend(case: Case, backend: str, original, refs: dict, workdir: Path,
