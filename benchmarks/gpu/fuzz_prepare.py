@@ -1,0 +1,85 @@
+"""Prepare random fuzz cases for a run on a real GPU (`benchmarks/gpu/fuzz_run.py`).
+
+The differential fuzzer (tests/fuzz) checks generated Triton kernels under the Triton interpreter on the CPU.
+The interpreter is not the compiler: it rounds, fuses and masks its own way.  This script draws random
+programs and schedules exactly like the fuzzer, keeps every case that the Triton backend generates, and
+writes for each one the module, its inputs and the reference interpreter's outputs, so that the GPU machine
+(torch + triton only) can compile and run the kernels for real and compare.
+
+    python benchmarks/gpu/fuzz_prepare.py --sequences 400 --seed 5 --out benchmarks/gpu/fuzz_cases
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sequences", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "gpu" / "fuzz_cases"))
+    args = ap.parse_args(argv)
+
+    from fuzz import oracles
+    from fuzz.engine import Fuzzer, Result
+
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    fuzzer = Fuzzer(backends=("triton",), shrink=False, workdir=Path(tempfile.mkdtemp()))
+    kept = refused = failed = 0
+    for n in range(args.sequences):
+        seed = args.seed * 1_000_003 + n
+        rng = random.Random(seed)
+        case = fuzzer._program(rng, seed)
+        if case is None:
+            continue
+        case, finding = fuzzer._grow(rng, case, Result())
+        if finding is not None:
+            failed += 1
+            continue
+        try:
+            text, refusal = oracles.generate_text(case, "triton")
+            prog, sched, finding = oracles.apply_steps(case)
+            original = prog.schedule(kernel=case.kernel)
+            refs = oracles.references(case, original)
+        except Exception:  # noqa: BLE001 - the CPU fuzzer reports these; here only clean cases travel
+            failed += 1
+            continue
+        if text is None or finding is not None:
+            refused += 1
+            continue
+        _write(out / f"case_{n:05d}", case, text, original.model, refs)
+        kept += 1
+    print(f"{kept} cases written to {out} ({refused} refused by the backend, {failed} skipped)")
+    return 0
+
+
+def _write(folder: Path, case, text: str, model, refs: dict) -> None:
+    folder.mkdir()
+    (folder / "module.py").write_text(text)
+    outputs = [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in model.outputs()]
+    inputs = [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in model.inputs()]
+    for dist, (ins, want) in refs.items():
+        np.savez(folder / f"inputs_{dist}.npz", **{k: np.asarray(v, dtype=np.float32) for k, v in ins.items()})
+        np.savez(folder / f"reference_{dist}.npz",
+                 **{t["name"]: np.asarray(want[t["name"]], dtype=np.float32) for t in outputs})
+    meta = {"kernel": model.name, "inputs": inputs, "outputs": outputs, "distributions": list(refs),
+            "case": json.loads(case.to_json())}
+    (folder / "meta.json").write_text(json.dumps(meta, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Run the cases of `fuzz_prepare.py` on a real GPU and compare every output with the reference interpreter.
+
+Needs only torch, triton and numpy (the lent H200 has no islpy): each case's module is compiled by Triton
+for the GPU and launched on its saved inputs, outputs sitting in NaN-filled buffers with guard regions; the
+outputs are compared with the interpreter's (compiler/verify.py tolerance) and the guards must stay NaN.
+Cases run in parallel processes (Triton compiles one kernel per process at a time).
+
+    python3 benchmarks/gpu/fuzz_run.py benchmarks/gpu/fuzz_cases --jobs 16 --out $OUT/fuzz_gpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import multiprocessing as mp
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # compiler/verify.py needs numpy only
+
+GUARD = 64
+
+
+def run_case(folder: str) -> dict:
+    import torch
+
+    from compiler.verify import compare
+
+    folder = Path(folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
+    result = {"case": folder.name, "ok": True, "problems": []}
+    try:
+        spec = importlib.util.spec_from_file_location(f"fz_{folder.name}", folder / "module.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for dist in meta["distributions"]:
+            ins = np.load(folder / f"inputs_{dist}.npz")
+            want = np.load(folder / f"reference_{dist}.npz")
+            args = [torch.from_numpy(ins[t["name"]]).to(dtypes[t["dtype"]]).cuda() for t in meta["inputs"]]
+            buffers, kwargs = {}, {}
+            for t in meta["outputs"]:
+                numel = int(np.prod(t["shape"]))
+                buf = torch.full((numel + 2 * GUARD,), float("nan"), device="cuda").to(dtypes[t["dtype"]])
+                buffers[t["name"]] = buf
+                kwargs[t["name"]] = buf[GUARD:GUARD + numel].view(*t["shape"])
+            getattr(module, meta["kernel"])(*args, **kwargs)
+            torch.cuda.synchronize()
+            for t in meta["outputs"]:
+                buf = buffers[t["name"]].float().cpu()
+                spoiled = int((~torch.isnan(buf[:GUARD])).sum() + (~torch.isnan(buf[-GUARD:])).sum())
+                got = buf[GUARD:-GUARD].numpy().reshape(t["shape"])
+                c = compare(want[t["name"]], got, t["dtype"])
+                if spoiled or not c.ok:
+                    result["ok"] = False
+                    result["problems"].append(f"{dist} {t['name']}: {c.summary()}"
+                                              + (f", {spoiled} guard elements written" if spoiled else ""))
+    except Exception as err:  # noqa: BLE001
+        result["ok"] = False
+        result["problems"].append("".join(traceback.format_exception(type(err), err, err.__traceback__))[-1500:])
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases")
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--out")
+    args = ap.parse_args(argv)
+    folders = sorted(str(p) for p in Path(args.cases).iterdir() if (p / "meta.json").exists())
+    with mp.get_context("spawn").Pool(args.jobs) as pool:
+        results = pool.map(run_case, folders, chunksize=4)
+    bad = [r for r in results if not r["ok"]]
+    for r in bad:
+        print(f"{r['case']}: " + "; ".join(r["problems"]))
+    print(f"{len(results)} cases on the GPU, {len(results) - len(bad)} match the interpreter, {len(bad)} do not")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"cases": len(results), "mismatches": bad}, indent=1))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
