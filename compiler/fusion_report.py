@@ -137,6 +137,8 @@ def _try_all(base: Schedule, edge: Edge) -> None:
             first, second = f"{p}.{pa[depth - 1].name}", f"{c}.{ca[depth - 1].name}"
         except (ScheduleError, LegalityError, IndexError):
             break
+        if pa[depth - 1] is ca[depth - 1]:
+            continue  # one loop already (the base schedule shares it): try one level deeper
         if pa[depth - 1].name != ca[depth - 1].name:
             break  # loops over different dimensions: fusing them by position is not a producer-consumer fusion
         after = ", ".join(f"fuse({a}, {b})" for a, b in done)
@@ -159,6 +161,8 @@ def _attempt(base: Schedule, edge: Edge, call: str, apply, depth: int = 0, after
         attempt.lines.append(f"counterexample: {err.counterexample}")
     except ScheduleError as err:
         attempt = Attempt(call, "n/a", err.message, after=after)
+    except TdslError as err:  # any other refusal of the step: it does not apply here
+        attempt = Attempt(call, "n/a", str(err).splitlines()[0], after=after)
     attempt.apply = apply
     edge.attempts.append(attempt)
     return attempt
@@ -203,7 +207,7 @@ class _Small:
             state, verdict = trial.state, "fused"
         except LegalityError as err:
             state, verdict = err.rejected, "rejected"
-        except ScheduleError as err:
+        except TdslError as err:  # a ScheduleError, or another refusal at the small sizes
             attempt.lines.append(f"at {self.size_text}: {err}")
             return
         if verdict != attempt.verdict:

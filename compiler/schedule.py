@@ -23,7 +23,7 @@ from .errors import LegalityError, ScheduleError, StepError
 from .model import KernelModel
 from .primitives.bind import bind
 from .primitives.cache import cache_read, cache_write
-from .primitives.common import State
+from .primitives.common import State, check_buffers_in_place
 from .primitives.compute_at import compute_at, reverse_compute_at
 from .primitives.compute_inline import compute_inline
 from .primitives.fuse import fuse
@@ -129,9 +129,10 @@ class Schedule:
         trial = self.state.copy()
         call_kwargs = dict(kwargs)
         if names is not None:
-            call_kwargs["names"] = (names,) if isinstance(names, str) else tuple(names)
+            call_kwargs["names"] = _names(primitive, names)
         try:
             result = fn(trial, *args, **call_kwargs)
+            check_buffers_in_place(trial, primitive)  # before the buffer checks, which assume it
             check_invariants(trial.model, trial.deps, trial.tree, primitive)
         except LegalityError as err:
             # What the rejected step would run: for a test to execute it in the interpreter (tdsl.testing).
@@ -191,6 +192,15 @@ class Schedule:
 
     def launch(self, stmt, warps=4):
         return self._apply("launch", stmt, warps=warps)
+
+
+def _names(primitive: str, names) -> tuple:
+    """`names=` of the Python API: one name or a sequence of them."""
+    if isinstance(names, str):
+        return (names,)
+    if isinstance(names, (list, tuple)):
+        return tuple(names)
+    raise ScheduleError(primitive, f"names= takes a name or a list of names, got {names!r}")
 
 
 def _target(loop, at, primitive):

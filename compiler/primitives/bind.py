@@ -38,7 +38,7 @@ def bind(state: State, loop: LoopLike, axis) -> None:
 
 
 def _axis(axis) -> str:
-    text = axis if isinstance(axis, str) else f"{as_ref(axis).stmt}.{as_ref(axis).loop}"
+    text = axis if isinstance(axis, str) else f"{as_ref(axis, 'bind').stmt}.{as_ref(axis, 'bind').loop}"
     for prefix in ("grid.", "blockIdx."):
         if text.startswith(prefix):
             text = text[len(prefix):]

@@ -27,7 +27,7 @@ from ..errors import ScheduleError
 from ..legality import check_dependences
 from ..model import first_point, instance_text
 from ..tree import Leaf, Loop, Node, pw_affs_to_map, statements_under
-from .common import LoopLike, State, check_stmt, find_loop
+from .common import LoopLike, State, check_buffers_in_place, check_stmt, find_loop, fresh_loop_name
 
 
 def compute_at(state: State, stmt: str, loop: LoopLike) -> None:
@@ -69,6 +69,7 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
         target.body.insert(0, moved)
     for level, node in enumerate(target_path):
         node.exprs[stmt] = placement[level]
+    check_buffers_in_place(state, primitive)  # a buffer left behind is a misuse, whatever the dependences say
     check_dependences(model, state.deps, tree, primitive)
 
 
@@ -169,7 +170,11 @@ def _drop_determined_loops(tree, stmt, moved: Node, placement) -> Node:
 
 
 def _rename_clashes(moved: Node, taken: set[str], stmt: str) -> None:
-    """The moved statement's own loops keep their names unless they collide with the target's."""
-    for loop in _loops_in(moved):
+    """The moved statement's own loops keep their names unless they collide with the target's; a colliding loop
+    becomes `STMT_loop`, or the first free valid variant of it (the trace names it in later steps)."""
+    own = _loops_in(moved)
+    used = set(taken) | {loop.name for loop in own}
+    for loop in own:
         if loop.name in taken:
-            loop.name = f"{stmt}_{loop.name}"
+            loop.name = fresh_loop_name(f"{stmt}_{loop.name}", used)
+            used.add(loop.name)

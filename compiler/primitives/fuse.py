@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from ..legality import check_dependences
-from ..tree import Loop, statements_under
-from .common import LoopLike, State, check_new_names, find_loop
+from ..tree import Loop, statements_under, walk_loops
+from .common import LoopLike, State, check_new_names, find_loop, loop_name_problem
 
 
 def fuse(state: State, first: LoopLike, second: LoopLike, names=None) -> str:
@@ -39,19 +39,23 @@ def fuse(state: State, first: LoopLike, second: LoopLike, names=None) -> str:
 
 
 def _one_name(names):
-    if names is None or isinstance(names, str):
-        return names
-    names = list(names)
+    """The name asked for, or None for the default; a name that is not a loop name is refused here."""
+    if names is None:
+        return None
+    names = [names] if isinstance(names, str) else list(names)
     if len(names) != 1:
         raise ScheduleError("fuse", f"fuse makes one loop; name one, not {len(names)}")
+    problem = loop_name_problem(names[0])
+    if problem is not None:
+        raise ScheduleError("fuse", problem)
     return names[0]
 
 
 def _fuse_nested(state: State, outer: Loop, inner: Loop, name) -> str:
     if outer.bind or inner.bind:
         raise ScheduleError("fuse", "fuse loops before binding them to grid axes")
-    new_name = name or f"{outer.name}_{inner.name}"
-    check_new_names(state.tree, "fuse", outer, [new_name], {outer.name, inner.name})
+    new_name = name if name is not None else f"{outer.name}_{inner.name}"
+    check_new_names(state.tree, "fuse", [outer, inner], [new_name], defaults=name is None)
     outer.exprs = {s: outer.exprs[s] + inner.exprs[s] for s in outer.exprs}
     outer.body = inner.body
     outer.name = new_name
@@ -73,7 +77,9 @@ def _fuse_siblings(state: State, a: Loop, b: Loop, name) -> str:
         )
     if a.n_dims != b.n_dims:
         raise ScheduleError("fuse", f"loop {a.name} has {a.n_dims} dimensions and {b.name} has {b.n_dims}")
-    new_name = name or a.name
+    new_name = name if name is not None else a.name
+    _check_inner_names(a, b, new_name, name is None)
+    check_new_names(state.tree, "fuse", [a, b], [new_name], defaults=name is None)
     a.exprs = {**a.exprs, **b.exprs}
     a.body = a.body + b.body
     a.name = new_name
@@ -81,9 +87,14 @@ def _fuse_siblings(state: State, a: Loop, b: Loop, name) -> str:
         if buf.at is b:
             buf.at = a
     body.remove(b)
-    for stmt in statements_under(a):
-        names = [l.name for l in state.tree.path(stmt)]
-        if len(set(names)) != len(names):
-            raise ScheduleError(
-                "fuse", f"statement {stmt} would have two loops named {new_name}; name the fused loop: f = fuse(...)")
     return new_name
+
+
+def _check_inner_names(a: Loop, b: Loop, new_name: str, default: bool) -> None:
+    """The fused loop encloses the loops of both bodies: none of them may have its name."""
+    for loop in (a, b):
+        for inner in walk_loops(loop.body):
+            if inner.name == new_name:
+                fix = "name the fused loop: f = fuse(...)" if default else "choose another name"
+                raise ScheduleError("fuse", f"statement {statements_under(inner)[0]} would have two loops named "
+                                            f"{new_name}; {fix}")

@@ -28,10 +28,10 @@ def reorder(state: State, *loops: LoopLike) -> None:
         raise ScheduleError("reorder", "name at least two loops")
     path = state.tree.path(stmt)
     for ref in refs:
-        node, owner = find_loop(state, "reorder", ref if as_ref(ref).stmt else f"{stmt}.{as_ref(ref).loop}")
+        node, owner = find_loop(state, "reorder", _on(stmt, ref))
         if node not in path:
             raise ScheduleError("reorder", f"loop {ref_text(ref)} does not enclose statement {stmt}; reorder the loops of one statement")
-    nodes = [find_loop(state, "reorder", ref if as_ref(ref).stmt else f"{stmt}.{as_ref(ref).loop}")[0] for ref in refs]
+    nodes = [find_loop(state, "reorder", _on(stmt, ref))[0] for ref in refs]
     if len({id(n) for n in nodes}) != len(nodes):
         raise ScheduleError("reorder", "a loop is named twice")
     path = state.tree.path(stmt)
@@ -52,6 +52,12 @@ def reorder(state: State, *loops: LoopLike) -> None:
         new_chain[slot - top] = node
     _relink(state, chain, new_chain)
     check_dependences(state.model, state.deps, state.tree, "reorder")
+
+
+def _on(stmt: str, ref) -> LoopLike:
+    """A loop argument as a reference on `stmt`'s path: a bare name `io` means `stmt.io`."""
+    parsed = as_ref(ref, "reorder")
+    return ref if parsed.stmt else f"{stmt}.{parsed.loop}"
 
 
 def _statement_and_loops(state: State, loops):

@@ -28,12 +28,12 @@ def tile(state: State, *args, names=None) -> list[str]:
         raise ScheduleError("tile", f"tiling {n} loops gives {2 * n} loops; name all of them or none")
     stmt = find_loop(state, "tile", loops[0])[1]
     for loop in loops[1:]:
-        ref = as_ref(loop)
+        ref = as_ref(loop, "tile")
         if ref.stmt is not None and ref.stmt != stmt:
             raise ScheduleError("tile", f"tile the loops of one statement: {stmt} and {ref.stmt} differ")
     outers, inners = [], []
     for k, (loop, factor) in enumerate(zip(loops, factors)):
-        ref = as_ref(loop)
+        ref = as_ref(loop, "tile")
         full = loop if ref.stmt else f"{stmt}.{ref.loop}"
         pair = (names[k], names[n + k]) if names else None
         o, i = split(state, full, factor, pair)
