@@ -8,6 +8,8 @@ import jinja2
 
 from tdsl.compiler import tileir as T
 
+from ..names import ModuleNames
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 
@@ -18,19 +20,22 @@ def env() -> jinja2.Environment:
 def emit_950(program: T.TileProgram, source="", schedule_name="", statements=(), signature="", buffers=()) -> str:
     from .emit950 import Ascend950Printer
 
-    kernels = [Ascend950Printer(program, k, list(buffers)).render() for k in program.kernels]
+    names = ModuleNames(program)
+    kernels = [Ascend950Printer(program, k, list(buffers), names).render() for k in program.kernels]
     return env().get_template("ascend950.py.j2").render(
         source=source, schedule_name=schedule_name, signature=signature or program.name,
         statements=list(statements), schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
-        kernels=kernels, dynamic=[n for n, v in program.sizes.items() if v is None])
+        kernels=kernels, dynamic=[names.var(n) for n, v in program.sizes.items() if v is None],
+        renamed=names.renamed_code())
 
 
 def emit_910b(program: T.TileProgram, source="", schedule_name="", statements=(), signature="", buffers=()) -> str:
     from .emit910b import Ascend910BPrinter
 
-    kernels = [Ascend910BPrinter(program, k, list(buffers)).render() for k in program.kernels]
+    names = ModuleNames(program)
+    kernels = [Ascend910BPrinter(program, k, list(buffers), names).render() for k in program.kernels]
     return env().get_template("ascend910b.py.j2").render(
         source=source, schedule_name=schedule_name, signature=signature or program.name,
         statements=list(statements), schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
         kernels=kernels, workspaces=sorted({w for k in kernels for w in k.get("workspaces", [])}),
-        e4m3=sorted({n for k in kernels for n in k.get("e4m3", [])}))
+        e4m3=sorted({n for k in kernels for n in k.get("e4m3", [])}), renamed=names.renamed_code())

@@ -67,12 +67,16 @@ from .lanes910b import (
     lane_test,
     mentions,
 )
+from ..names import ModuleNames
 from .targets import TARGETS, check_capacity
 
 TL_DTYPES = {**_TL_DTYPES, "f8e4m3": "uint8", "u8": "uint8"}  # no FP8 type: E4M3 tensors are bytes
 BYTES = {**_BYTES, "u8": 1}
 CUBE_DTYPES = ("bf16", "f16", "f8e4m3")  # FP8 via an f16 workspace
 UB_ROW_BYTES = 32  # a GM <-> UB copy starts every UB row on a 32-byte block
+# Variables this printer adds to the tile program's expressions ('__' names: no program name starts so).
+VID = "__vid"  # the vector core (0 or 1) of a tile whose rows the two vector cores share
+ROW = "__row"  # the row of a tile computed row by row
 
 
 @dataclass
@@ -86,6 +90,7 @@ class Ascend910BPrinter:
     program: T.TileProgram
     kernel: T.TileKernel
     buffers: list
+    names: ModuleNames | None = None  # the module's identifiers (backends/names.py); the program's own if None
     lines: list = field(default_factory=list)
     allocs: list = field(default_factory=list)
     depth: int = 2
@@ -108,6 +113,22 @@ class Ascend910BPrinter:
     tracking: list | None = None  # UB buffers allocated by the vector statement being emitted
     info: dict = field(default_factory=dict)  # UB buffer -> (shape, dtype)
     expr_temps: set = field(default_factory=set)  # buffers holding one subexpression, read once by its parent
+
+    def __post_init__(self):
+        if self.names is None:
+            self.names = ModuleNames(self.program)
+        self.locals = self.names.function()
+        self.cid = self.local(("core",), "cid")  # the block: one AI core
+        self.vid = self.local(("vector core",), "vid")
+        # index_code's names outside a tile: loop variables, run-time sizes, this printer's own variables
+        self.vars = {**self.names.variables, VID: self.vid}
+
+    def local(self, key: tuple, preferred: str) -> str:
+        """The kernel's local for `key` (what it holds), spelt `preferred` unless that is taken."""
+        return self.locals.local(key, preferred)
+
+    def tensor(self, name: str) -> str:
+        return self.names.tensor(name)
 
     def temp(self, stem, shape, dtype="f32", note="") -> str:
         """A UB buffer for one subexpression's value: free again once its parent has read it (`done`)."""
@@ -139,12 +160,13 @@ class Ascend910BPrinter:
         self._head()
         self._body(k.body)
         check_capacity(k.name, TARGETS["ascend-910b"], self.footprint)
-        params = [f'{t.name}: T.Tensor({shape_code(t.shape)}, "{TL_DTYPES[t.dtype]}")' for t in k.tensors]
-        params += [f'{n}: T.Tensor({shape_code(s)}, "{TL_DTYPES[d]}")' for n, s, d in self.workspaces]
-        return {"name": k.name, "params": params, "head": self.head, "allocs": self.allocs, "lines": self.lines,
-                "comment": k.comment, "footprint": dict(self.footprint), "cube": sorted(self.cube),
-                "workspaces": [n for n, _, _ in self.workspaces],
-                "e4m3": [t.name for t in k.tensors if t.dtype == "f8e4m3"]}
+        params = [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
+                  for t in k.tensors]
+        params += [f'{n}: T.Tensor({self.names.shape(s)}, "{TL_DTYPES[d]}")' for n, s, d in self.workspaces]
+        return {"name": self.names.kernel(k.name), "key": k.name, "params": params, "head": self.head,
+                "allocs": self.allocs, "lines": self.lines, "comment": k.comment, "footprint": dict(self.footprint),
+                "cube": sorted(self.cube), "workspaces": [n for n, _, _ in self.workspaces],
+                "e4m3": [self.tensor(t.name) for t in k.tensors if t.dtype == "f8e4m3"]}
 
     # ------------------------------------------------------------ helpers
 
@@ -153,7 +175,7 @@ class Ascend910BPrinter:
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
-        return f"{stem}_{self.counter}"
+        return self.local(("fresh", self.counter), f"{stem}_{self.counter}")
 
     def alloc(self, name, shape, dtype, scope, note="", pooled=True) -> str:
         """A buffer in `scope`; a UB buffer may be a freed temporary of the same shape and dtype (`pooled`)."""
@@ -285,7 +307,7 @@ class Ascend910BPrinter:
         parts = self._first_rows_test(tile, mask)
         if parts:
             names = self._scalar_names(tile)
-            names[tile.axes[0].iter] = index_code(simplify(tile.axes[0].offset))
+            names[tile.axes[0].iter] = index_code(simplify(tile.axes[0].offset), self.vars)
             self.emit(f"if {self._condition(parts, names)}:  # this vector core's rows start inside the domain")
             self.depth += 1
         return bool(parts)
@@ -295,7 +317,7 @@ class Ascend910BPrinter:
         if not self._is_vector_op(op):
             return op
         first, *rest = op.tile.axes
-        offset = simplify(T.Bin("+", first.offset, T.Bin("*", T.Var("vid"), T.Const(self.half))))
+        offset = simplify(T.Bin("+", first.offset, T.Bin("*", T.Var(VID), T.Const(self.half))))
         tile = T.Tile(axes=[T.Axis(first.iter, offset, self.half)] + rest, scalars=op.tile.scalars, mask=op.tile.mask)
         return dataclasses.replace(op, tile=tile)
 
@@ -354,16 +376,17 @@ class Ascend910BPrinter:
         vars_, exts, lowers = [], [], []
         for axis in sorted(self.kernel.grid, key=lambda a: "xyz".index(a.axis)):
             for var, ext, lo in zip(axis.vars, axis.extents, axis.lowers):
-                vars_.append(var)
-                exts.append(index_code(simplify(ext)))
+                vars_.append(self.vars[var])
+                exts.append(index_code(simplify(ext), self.vars))
                 lowers.append(simplify(lo))
         total = " * ".join(exts) if exts else "1"
-        self.head = [f"with T.Kernel({total}, is_npu=True) as (cid, vid):"]
+        cid = self.cid
+        self.head = [f"with T.Kernel({total}, is_npu=True) as ({cid}, {self.vid}):"]
         for n, var in enumerate(vars_):
             inner = " * ".join(exts[n + 1:])
-            q = (f"cid // {inner}" if inner.isdigit() or inner.isidentifier() else f"cid // ({inner})") if inner else "cid"
-            start = "" if lowers[n] == T.Const(0) else f"{index_code(lowers[n])} + "
-            self.emit(f"{var} = {start}{q} % {exts[n]}" if len(vars_) > 1 else f"{var} = {start}cid")
+            q = (f"{cid} // {inner}" if inner.isdigit() or inner.isidentifier() else f"{cid} // ({inner})") if inner else cid
+            start = "" if lowers[n] == T.Const(0) else f"{index_code(lowers[n], self.vars)} + "
+            self.emit(f"{var} = {start}{q} % {exts[n]}" if len(vars_) > 1 else f"{var} = {start}{cid}")
 
     @staticmethod
     def _is_cube(op, cube) -> bool:
@@ -442,7 +465,7 @@ class Ascend910BPrinter:
         head = len(self.lines)
         self.flags_after = []
         if not split:
-            self.emit("if vid == 0:  # one of the two vector cores takes the whole tile")
+            self.emit(f"if {self.vid} == 0:  # one of the two vector cores takes the whole tile")
             self.depth += 1
         start = len(self.lines)
         for op in ops:
@@ -491,13 +514,13 @@ class Ascend910BPrinter:
         self.tracking = None
 
     def _serial(self, op: T.SerialLoop, inner) -> None:
-        lo, hi = index_code(simplify(op.lower)), index_code(simplify(op.upper))
+        lo, hi = index_code(simplify(op.lower), self.vars), index_code(simplify(op.upper), self.vars)
         if op.note:
             self.emit(f"# {op.note}")
         if op.stages:
-            self.emit(f"for {op.var} in T.Pipelined({lo}, {hi}, num_stages={op.stages}):")
+            self.emit(f"for {self.vars[op.var]} in T.Pipelined({lo}, {hi}, num_stages={op.stages}):")
         else:
-            self.emit(f"for {op.var} in T.serial({lo}, {hi}):")
+            self.emit(f"for {self.vars[op.var]} in T.serial({lo}, {hi}):")
         self.depth += 1
         self.loops.append(op)
         inner(op.body)
@@ -535,7 +558,8 @@ class Ascend910BPrinter:
         elif isinstance(op, T.AccInit):
             shape = [a.size for a in op.tile.axes]
             self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}")
-            acc = self.alloc(f"{op.stmt}_L0C", shape, "f32", "L0C", "accumulator, cleared by the first T.mma (init)")
+            acc = self.alloc(self.local(("L0C", op.stmt), f"{op.stmt}_L0C"), shape, "f32", "L0C",
+                             "accumulator, cleared by the first T.mma (init)")
             self.accs[op.stmt] = (acc, shape)
             self.acc_depth[op.stmt] = len(self.loops)
         elif isinstance(op, T.AccUpdate):
@@ -558,26 +582,27 @@ class Ascend910BPrinter:
                             and loop is not None and b.loop == loop.var), None)
             note = f"cache_read {load.tensor} -> {planned.scope} at {planned.loop}" if planned else "staged for the cube"
             dtype = "f16" if fp8 else dtype
-            l1 = self.alloc(f"{load.tensor}_L1", [stages] + shape, dtype, "L1", note)
-            slot = f"{loop.var} % {stages}" if stages > 1 else "0"
+            l1 = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_L1"), [stages] + shape, dtype, "L1", note)
+            slot = f"{self.vars[loop.var]} % {stages}" if stages > 1 else "0"
             if fp8:
                 ws = self._decoded_workspace(op, n)
-                self.emit(f"T.copy({ws}[cid, 0, 0], {l1}[{slot}, :, :])  # GM workspace (decoded FP8) -> L1")
+                self.emit(f"T.copy({ws}[{self.cid}, 0, 0], {l1}[{slot}, :, :])  # GM workspace (decoded FP8) -> L1")
             else:
-                starts = [axis_start(x, op.tile) for x in load.indices]
-                self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {l1}[{slot}, :, :])  # GM -> L1")
+                starts = [axis_start(x, op.tile, self.vars) for x in load.indices]
+                self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {l1}[{slot}, :, :])  # GM -> L1")
             l0_shape = list(reversed(shape)) if transposed else shape
-            buf = self.alloc(f"{load.tensor}_{scope}", l0_shape, dtype, scope)
+            buf = self.alloc(self.local((scope, load.tensor), f"{load.tensor}_{scope}"), l0_shape, dtype, scope)
             flip = ", transpose=True" if transposed else ""
             self.emit(f"T.copy({l1}[{slot}, :, :], {buf}{flip})  # L1 -> {scope}")
             l0.append(buf)
-        first = [f"{l.var} == {index_code(simplify(l.lower))}" for l in self.loops[self.acc_depth[op.stmt]:]]
+        first = [f"{self.vars[l.var]} == {index_code(simplify(l.lower), self.vars)}"
+                 for l in self.loops[self.acc_depth[op.stmt]:]]
         init = "True" if not first else first[0]
         for c in first[1:]:
             init = f"T.And({init}, {c})"
         self.emit(f"T.mma({l0[0]}, {l0[1]}, {acc}, init={init})")
         if fp8 and loop is not None:
-            self.emit(f"if {loop.var} < {index_code(simplify(loop.upper))} - 1:")
+            self.emit(f"if {self.vars[loop.var]} < {index_code(simplify(loop.upper), self.vars)} - 1:")
             self.emit(f'    T.set_cross_flag("MTE2", {self.fp8_flags[op.stmt][1]})  # workspace read: decode the next step')
 
     def _decode_split(self, op: T.AccUpdate) -> bool:
@@ -586,7 +611,7 @@ class Ascend910BPrinter:
         return all(shape[0] >= 2 and shape[0] % 2 == 0 for _, _, shape, _ in operands)
 
     def _decoded_workspace(self, op: T.AccUpdate, n: int) -> str:
-        return f"{op.stmt}_ws{'AB'[n]}"
+        return self.local(("workspace", op.stmt, n), f"{op.stmt}_ws{'AB'[n]}")
 
     def _decode_operands(self, op: T.AccUpdate) -> None:
         """The V side of an FP8 matrix step: operand bytes GM -> UB, decoded to f16, UB -> this block's workspace."""
@@ -597,7 +622,7 @@ class Ascend910BPrinter:
         decoded, consumed = self.fp8_flags[op.stmt]
         self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}: FP8 operands decoded for the cube")
         if loop is not None:
-            self.flags_before.append(f"if {loop.var} > {index_code(simplify(loop.lower))}:")
+            self.flags_before.append(f"if {self.vars[loop.var]} > {index_code(simplify(loop.lower), self.vars)}:")
             self.flags_before.append(f"    T.wait_cross_flag({consumed})  # the cube has read the previous step's workspace")
         split = self._decode_split(op)
         for n, (load, _, shape, _) in enumerate(operands):
@@ -607,16 +632,17 @@ class Ascend910BPrinter:
             if split:  # each vector core decodes half of the operand tile's rows
                 half = shape[0] // 2
                 first = tile_axes[0]
-                tile_axes[0] = T.Axis(first.iter, simplify(T.Bin("+", first.offset, T.Bin("*", T.Var("vid"),
+                tile_axes[0] = T.Axis(first.iter, simplify(T.Bin("+", first.offset, T.Bin("*", T.Var(VID),
                                                                                           T.Const(half)))), half)
                 shape = [half] + shape[1:]
             raw = self.alloc(self.fresh(f"{load.tensor}_bytes"), shape, "f8e4m3", "UB", f"E4M3 bytes of {load.tensor}")
-            starts = [index_code(simplify(a.offset)) for a in tile_axes]
+            starts = [index_code(simplify(a.offset), self.vars) for a in tile_axes]
             tile = T.Tile(axes=tile_axes, scalars=op.tile.scalars, mask=load.mask)
             depth = self.depth
             # this core's half may lie past the tensor: then it writes zeros for the cube
             outside = split and self._guard_first_row(tile, load.mask)
-            self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {raw})  # GM -> UB (clipped: zero bytes are 0.0)")
+            self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {raw})  # GM -> UB (clipped: zero bytes "
+                      f"are 0.0)")
             values = e4m3.decode_e4m3(self, raw, shape)
             if load.mask is not None:  # a clipped copy leaves uint8 lanes unfilled (no 8-bit Duplicate): zero them
                 self._mask_lanes(values, tile, load.mask, scalar="0.0")
@@ -624,22 +650,23 @@ class Ascend910BPrinter:
                 self.depth = depth
                 self.emit("else:")
                 self.emit(f"    T.tile.fill({values}, 0.0)")
-            row = f"vid * {shape[0]}" if split else "0"
-            self.emit(f"T.copy({values}, {ws}[cid, {row}, 0])  # UB -> this block's GM workspace slot")
+            row = f"{self.vid} * {shape[0]}" if split else "0"
+            self.emit(f"T.copy({values}, {ws}[{self.cid}, {row}, 0])  # UB -> this block's GM workspace slot")
         self.flags_after.append(f'T.set_cross_flag("MTE3", {decoded})  # tell the cube (it waits for both vector cores)')
 
     def _cube_finish(self, op: T.AccFinish) -> None:
         """The C side of a finished cube reduction: L0C -> GM (stored f32) or -> this block's workspace slot."""
         acc, shape = self.accs[op.stmt]
-        starts = [index_code(simplify(a.offset)) for a in op.tile.axes]
+        starts = [index_code(simplify(a.offset), self.vars) for a in op.tile.axes]
         if not self._needs_vector(op):
             clipped = "  (clipped to the tensor)" if op.tile.mask is not None else ""
-            self.emit(f"T.copy({acc}, {op.stmt}[{', '.join(starts)}])  # L0C -> GM{clipped}")
+            self.emit(f"T.copy({acc}, {self.tensor(op.stmt)}[{', '.join(starts)}])  # L0C -> GM{clipped}")
             return
-        ws = self._workspace(f"{op.stmt}_ws", shape, "f32", op.stmt)
+        ws = self._workspace(self.local(("workspace", op.stmt), f"{op.stmt}_ws"), shape, "f32", op.stmt)
         flag = self._new_flag(op.stmt)
         self.ws_flag[op.stmt] = (ws, flag)
-        self.emit(f"T.copy({acc}, {ws}[{', '.join(['cid'] + ['0'] * len(shape))}])  # L0C -> this block's GM workspace slot")
+        self.emit(f"T.copy({acc}, {ws}[{', '.join([self.cid] + ['0'] * len(shape))}])  # L0C -> this block's GM "
+                  f"workspace slot")
         self.emit(f'T.set_cross_flag("FIX", {flag})  # tell the vector cores')
 
     def _from_cube(self, op: T.AccFinish) -> None:
@@ -647,8 +674,8 @@ class Ascend910BPrinter:
         shape = [a.size for a in op.tile.axes]
         ws, flag = self.ws_flag[op.stmt]
         self.flags_before.append(f"T.wait_cross_flag({flag})  # the cube's result is in the workspace")
-        ub = self.alloc(f"{op.stmt}_ub", shape, "f32", "UB", "cube result")
-        rows = ["cid", f"vid * {self.half}" if self.half else "0"] + ["0"] * (len(shape) - 1)
+        ub = self.alloc(self.local(("from L0C", op.stmt), f"{op.stmt}_ub"), shape, "f32", "UB", "cube result")
+        rows = [self.cid, f"{self.vid} * {self.half}" if self.half else "0"] + ["0"] * (len(shape) - 1)
         self.emit(f"T.copy({ws}[{', '.join(rows)}], {ub})  # GM workspace -> UB")
         value = self._round(op.dtype, _Opnd("tile", ub), shape)
         self.values[op.stmt] = value
@@ -674,7 +701,7 @@ class Ascend910BPrinter:
         elif isinstance(op, T.AccInit):
             self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}")
             shape = [a.size for a in op.tile.axes]
-            acc = self.alloc(f"acc_{op.stmt}", shape, "f32", "UB", f"{op.op} accumulator")
+            acc = self.alloc(self.local(("acc", op.stmt), f"acc_{op.stmt}"), shape, "f32", "UB", f"{op.op} accumulator")
             self.accs[op.stmt] = (acc, shape)
             fill = "0.0" if op.op == "sum" else '-T.infinity("float32")'
             self.emit(f"T.tile.fill({acc}, {fill})")
@@ -696,17 +723,17 @@ class Ascend910BPrinter:
             raise BackendError(f"{type(op).__name__} has no ascend-910b form here")
 
     def _scalar_names(self, tile: T.Tile) -> dict:
-        return {it: index_code(simplify(v)) for it, v in tile.scalars.items()}
+        """index_code's names in a tile: its fixed iterators' values, loop variables and sizes."""
+        return {**self.vars, **{it: index_code(simplify(v), self.vars) for it, v in tile.scalars.items()}}
 
     def _region_names(self, tile: T.Tile) -> dict:
         names = self._scalar_names(tile)
-        names.update({a.iter: index_code(simplify(a.offset)) for a in tile.axes})
+        names.update({a.iter: index_code(simplify(a.offset), self.vars) for a in tile.axes})
         return names
 
-    @staticmethod
-    def _row_code(axis: T.Axis, var: str) -> str:
+    def _row_code(self, axis: T.Axis, var: str) -> str:
         off = simplify(axis.offset)
-        return var if off == T.Const(0) else f"({index_code(off)} + {var})"
+        return var if off == T.Const(0) else f"({index_code(off, self.vars)} + {var})"
 
     # rows: a 2-D tile that reads values broadcast along its rows
 
@@ -732,7 +759,8 @@ class Ascend910BPrinter:
         lane_atoms = [a for a in atoms(op.tile.mask) if lane_test(a, col.iter, col.offset) is not None]
         row_atoms = [a for a in atoms(op.tile.mask) if lane_test(a, col.iter, col.offset) is None]
         scalars = dict(op.tile.scalars)
-        scalars[row.iter] = simplify(T.Bin("+", row.offset, T.Var(r)))
+        scalars[row.iter] = simplify(T.Bin("+", row.offset, T.Var(ROW)))
+        self.vars[ROW] = r
         sub = T.Tile(axes=[col], scalars=scalars, mask=conjunction(lane_atoms))
         full = self.alloc(self.fresh(f"{op.stmt}_rows"), [row.size, col.size], "f32", "UB", f"{op.stmt}, row by row") \
             if op.keep else None
@@ -943,7 +971,7 @@ class Ascend910BPrinter:
         names = self._region_names(tile)
         raw = self.alloc(self.fresh(f"{load.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {load.tensor}")
         region = ", ".join(index_code(simplify(i), names) for i in load.indices)
-        self.emit(f"T.copy({load.tensor}[{region}], {raw})  # GM -> UB")
+        self.emit(f"T.copy({self.tensor(load.tensor)}[{region}], {raw})  # GM -> UB")
         return self._widen(raw, arg.dtype, shape)
 
     def _widen(self, raw: str, dtype: str, shape) -> str:
@@ -966,7 +994,7 @@ class Ascend910BPrinter:
         shape = [a.size for a in tile.axes]
         src = value if value.kind == "tile" else self._materialise(value, shape)
         names = self._region_names(tile)
-        region = f"{stmt}[{', '.join(names[it] for it in lhs)}]"
+        region = f"{self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}]"
         indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
         extra = [a for a in atoms(tile.mask) if not implied_by_bounds(a, indices, self._dims(stmt))]
         if extra:  # read-modify-write: the GM tile is kept where the mask is false
@@ -1096,7 +1124,8 @@ class Ascend910BPrinter:
         if not used & set(axes):
             if arg.dtype == "f8e4m3":
                 raise BackendError(f"a scalar read of the FP8 tensor {e.tensor} has no ascend-910b form")
-            return _Opnd("scalar", f'T.Cast("float32", {e.tensor}[{", ".join(index_code(simplify(i), names) for i in e.indices)}])')
+            indices = ", ".join(index_code(simplify(i), names) for i in e.indices)
+            return _Opnd("scalar", f'T.Cast("float32", {self.tensor(e.tensor)}[{indices}])')
         plain = [i.name if isinstance(i, T.Var) else None for i in e.indices]
         tail = [p for p in plain if p in axes]
         if tail != axes:
@@ -1104,7 +1133,8 @@ class Ascend910BPrinter:
                                f"for ascend-910b")
         raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
         clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
-        self.emit(f"T.copy({e.tensor}[{', '.join(index_code(simplify(i), names) for i in e.indices)}], {raw})  # GM -> UB{clipped}")
+        region = ", ".join(index_code(simplify(i), names) for i in e.indices)
+        self.emit(f"T.copy({self.tensor(e.tensor)}[{region}], {raw})  # GM -> UB{clipped}")
         return _Opnd("tile", self._widen(raw, arg.dtype, shape))
 
     def _binop(self, op: str, a: _Opnd, b: _Opnd, shape) -> _Opnd:

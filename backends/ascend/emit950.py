@@ -35,8 +35,8 @@ SIMT_THREADS = 128
 class Ascend950Printer(KernelPrinter):
     vector_scope = "UB"
 
-    def __init__(self, program, kernel, buffers, target="ascend-950"):
-        super().__init__(program, kernel, buffers)
+    def __init__(self, program, kernel, buffers, names=None, target="ascend-950"):
+        super().__init__(program, kernel, buffers, names)
         self.target = TARGETS[target]
         self.cube = _cube_statements(kernel.body)
         self.vf_depth = 0
@@ -48,7 +48,8 @@ class Ascend950Printer(KernelPrinter):
         return out
 
     def _params(self) -> list[str]:
-        return [f'{t.name}: T.Tensor({shape_code(t.shape)}, "{TL_DTYPES[t.dtype]}")' for t in self.kernel.tensors]
+        return [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
+                for t in self.kernel.tensors]
 
     def alloc(self, name, shape, dtype, scope, note=""):
         shape = list(shape) or [1]
@@ -67,19 +68,20 @@ class Ascend950Printer(KernelPrinter):
         vars_, exts, lowers, axes = [], [], [], []
         for axis in sorted(k.grid, key=lambda a: "xyz".index(a.axis)):
             for var, ext, lo in zip(axis.vars, axis.extents, axis.lowers):
-                vars_.append(var)
-                exts.append(index_code(simplify(ext)))
+                vars_.append(self.vars[var])
+                exts.append(index_code(simplify(ext), self.vars))
                 lowers.append(simplify(lo))
                 axes.append(axis.axis)
         par = lambda x: x if x.isidentifier() or x.isdigit() else f"({x})"  # noqa: E731
         total = " * ".join(par(e) for e in exts) if exts else "1"
-        self.head_lines = [f"with T.Kernel({total}) as cid:"]
+        cid = self.local(("core",), "cid")  # the block: one AI core
+        self.head_lines = [f"with T.Kernel({total}) as {cid}:"]
         for n, var in enumerate(vars_):
             inner = " * ".join(par(x) for x in exts[n + 1:])
-            q = f"cid // {par(inner) if len(exts) - n > 2 else inner}" if inner else "cid"
-            start = "" if lowers[n] == T.Const(0) else f"{index_code(lowers[n])} + "
+            q = f"{cid} // {par(inner) if len(exts) - n > 2 else inner}" if inner else cid
+            start = "" if lowers[n] == T.Const(0) else f"{index_code(lowers[n], self.vars)} + "
             self.emit(f"{var} = {start}{q} % {par(exts[n])}  # grid.{axes[n]}" if len(vars_) > 1
-                      else f"{var} = {start}cid  # grid.{axes[n]}")
+                      else f"{var} = {start}{cid}  # grid.{axes[n]}")
 
     # ------------------------------------------------------------ vector sections
 
@@ -100,15 +102,15 @@ class Ascend950Printer(KernelPrinter):
         if op.stmt in self.cube:
             planned = self._planned(op.stmt, "write")
             note = f"cube accumulator{f' (cache_write {op.stmt} -> {planned.scope})' if planned else ''}"
-            return self.alloc(f"acc_{op.stmt}", shape, "f32", "L0C", note)
-        return self.alloc(f"acc_{op.stmt}", shape, "f32", "UB", "vector accumulator")
+            return self.alloc(self.acc_name(op.stmt), shape, "f32", "L0C", note)
+        return self.alloc(self.acc_name(op.stmt), shape, "f32", "UB", "vector accumulator")
 
     def acc_fill(self, op, buf) -> None:
         if op.stmt in self.cube:
             self.emit(f"# {buf} is cleared by the first T.gemm (clear_accum)")
             return
         fill = "0.0" if op.op == "sum" else '(-T.infinity("float32"))'
-        lanes = [f"l{n}" for n in range(len(self.accs[op.stmt][1]))] or ["l0"]
+        lanes = self.lane_list(len(self.accs[op.stmt][1]))
         idx = ", ".join(lanes) if self.accs[op.stmt][1] else "0"
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, self.accs[op.stmt][1])) or '1'}):")
@@ -125,11 +127,12 @@ class Ascend950Printer(KernelPrinter):
         stages = self.loops[-1].stages if (self.loops and self.loops[-1].stages) else 1
         a1 = self._l1(op, la, sa, da, stages)
         b1 = self._l1(op, lb, sb, db, stages)
-        a0 = self.alloc(f"{la.tensor}_l0a", sa, da, "L0A", "cube operand")
-        b0 = self.alloc(f"{lb.tensor}_l0b", sb, db, "L0B", "cube operand")
+        a0 = self.alloc(self.local(("L0A", la.tensor), f"{la.tensor}_l0a"), sa, da, "L0A", "cube operand")
+        b0 = self.alloc(self.local(("L0B", lb.tensor), f"{lb.tensor}_l0b"), sb, db, "L0B", "cube operand")
         self.emit(f"T.copy({a1}, {a0})  # L1 -> L0A")
         self.emit(f"T.copy({b1}, {b0})  # L1 -> L0B")
-        first = [f"{l.var} == {index_code(simplify(l.lower))}" for l in self.loops[self.acc_depth[op.stmt]:]]
+        first = [f"{self.vars[l.var]} == {index_code(simplify(l.lower), self.vars)}"
+                 for l in self.loops[self.acc_depth[op.stmt]:]]
         clear = "True" if not first else (first[0] if len(first) == 1 else _and(first))
         flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
         self.emit(f"T.gemm({a0}, {b0}, {acc}{flags}, clear_accum={clear})  # cube core (AIC)")
@@ -139,10 +142,11 @@ class Ascend950Printer(KernelPrinter):
         planned = self._planned(load.tensor, "read", loop)
         note = (f"cache_read {load.tensor} -> {planned.scope} at {planned.loop}" if planned
                 else f"{load.tensor} staged for the cube (no cache_read in the schedule)")
-        buf = self.alloc(f"{load.tensor}_l1", shape, dtype, "L1", note + (f", x{stages} stages" if stages > 1 else ""))
+        buf = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_l1"), shape, dtype, "L1",
+                         note + (f", x{stages} stages" if stages > 1 else ""))
         self.footprint["L1"] += math.prod(shape) * BYTES[dtype] * (stages - 1)
         starts = [self._start(x, op.tile) for x in load.indices]
-        self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {buf})  # GM -> L1")
+        self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {buf})  # GM -> L1")
         return buf
 
     def _vector_dot(self, op: T.AccUpdate) -> None:
@@ -156,7 +160,7 @@ class Ascend950Printer(KernelPrinter):
     def copy_in(self, op, load, buf, shape, dtype) -> None:
         if load.mask is None:
             starts = [self._start(x, op.tile) for x in load.indices]
-            self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {buf})  # GM -> UB")
+            self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {buf})  # GM -> UB")
             return
         super().copy_in(op, load, buf, shape, dtype)
 
@@ -164,10 +168,10 @@ class Ascend950Printer(KernelPrinter):
 
     def tile_reduce(self, op, part, shape, red, acc, acc_shape) -> None:
         keep = [n for n in range(len(shape)) if n not in red]
-        lanes = [f"l{n}" for n in range(len(shape))]
+        lanes = [self.lane(n) for n in range(len(shape))]
         self.emit(f"# {op.stmt}: {op.op} over tile axes {red} (vector core, one lane per result, in order)")
         self.enter_vector()
-        outer = [lanes[n] for n in keep] or ["l0"]
+        outer = [lanes[n] for n in keep] or [self.lane(0)]
         self.emit(f"for {', '.join(outer)} in T.Parallel({', '.join(str(shape[n]) for n in keep) or '1'}):")
         depth = 1
         for n in red:
@@ -186,7 +190,8 @@ class Ascend950Printer(KernelPrinter):
             plain = op.tile.mask is None and list(op.lhs) == [a.iter for a in op.tile.axes]
             if op.store and not op.keep and op.dtype == "f32" and plain:
                 return acc  # stored straight from L0C (fixpipe)
-            ub = self.alloc(f"{op.stmt}_ub", shape, "f32", "UB", "cube result for the vector core")
+            ub = self.alloc(self.local(("from L0C", op.stmt), f"{op.stmt}_ub"), shape, "f32", "UB",
+                            "cube result for the vector core")
             self.emit(f"T.copy({acc}, {ub})  # L0C -> UB")
             acc = ub
         if op.dtype != "f32":
@@ -224,14 +229,15 @@ def _store(self, stmt, tile, lhs, dtype, buf) -> None:
     if arg.dtype == "f32" or not plain:
         return KernelPrinter.store(self, stmt, tile, lhs, dtype, buf)
     shape = [a.size for a in tile.axes]
-    out = self.alloc(f"{stmt}_out", shape, arg.dtype, "UB", f"{stmt} in {arg.dtype} for the DMA to GM")
-    lanes = [f"l{n}" for n in range(len(shape))]
+    out = self.alloc(self.local(("stored", stmt), f"{stmt}_out"), shape, arg.dtype, "UB",
+                     f"{stmt} in {arg.dtype} for the DMA to GM")
+    lanes = [self.lane(n) for n in range(len(shape))]
     self.enter_vector()
     self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
     self.emit(f'    {out}[{", ".join(lanes)}] = T.Cast("{TL_DTYPES[arg.dtype]}", {buf}[{", ".join(lanes)}])')
     self.exit_vector()
-    starts = [index_code(simplify(a.offset)) for a in tile.axes]
-    self.emit(f"T.copy({out}, {stmt}[{', '.join(starts)}])  # UB -> GM")
+    starts = [index_code(simplify(a.offset), self.vars) for a in tile.axes]
+    self.emit(f"T.copy({out}, {self.tensor(stmt)}[{', '.join(starts)}])  # UB -> GM")
 
 
 Ascend950Printer.store = _store

@@ -91,7 +91,7 @@ Execution model
 
 The rewrites (all inside `@T.prim_func` bodies)
 -----------------------------------------------
-1. `if c: A else: B` becomes `for _ in __sim__.when(c): A` / `for _ in __sim__.unless(c): B`: with lanes,
+1. `if c: A else: B` becomes `for __sim_ in __sim__.when(c): A` / `... __sim__.unless(c): B`: with lanes,
    the condition is a mask, under which loads and stores act only on the lanes where it holds.
 2. `T.if_then_else(c, a, b)` becomes `__sim__.select(c, lambda: a, lambda: b)`: TIR evaluates only the
    chosen operand per lane (a guarded out-of-range load is legal), so each operand is evaluated under its
@@ -101,6 +101,11 @@ The rewrites (all inside `@T.prim_func` bodies)
    `T.reduce_*` becomes a region if it has a slice (`acc[r, :]`, a BufferRegion) and a BufferLoad object
    otherwise (`p[r]`).  `X = T.alloc_*(...)` becomes `X = __sim__.named("X")(T.alloc_*(...))`, which only
    records the name X for messages.
+
+The rewrites bind and read only names that start with `__sim` (no program name may start with `__`), and the
+910B's vector core index is the name the kernel binds in `T.Kernel(...) as (cid, vid)`, whatever it is.
+A module whose tensors are renamed (its `RENAMED` table, backends/names.py) takes `inputs` and gives back
+`tensors` under the program's names.
 
 What this does not model is in docs/target-ascend.md ("What the NumPy execution proves").
 """
@@ -1786,7 +1791,8 @@ class _Rewriter(ast.NodeTransformer):
         out = [ast.copy_location(ast.Assign([ast.Name(tmp, ast.Store())], node.test), node)]
         for fn, body in (("when", node.body), ("unless", node.orelse)):
             if body:
-                loop = ast.For(ast.Name("_", ast.Store()), _sim_call(fn, [ast.Name(tmp, ast.Load())], node), body, [])
+                loop = ast.For(ast.Name("__sim_", ast.Store()), _sim_call(fn, [ast.Name(tmp, ast.Load())], node), body,
+                               [])
                 out.append(ast.copy_location(loop, node))
         return out
 
@@ -1827,7 +1833,7 @@ class _Rewriter(ast.NodeTransformer):
         for x in elts:
             if isinstance(x, ast.Slice):
                 parts = [p if p is not None else ast.Constant(None) for p in (x.lower, x.upper, x.step)]
-                conv.append(ast.copy_location(ast.Call(ast.Name("slice", ast.Load()), parts, []), e))
+                conv.append(ast.copy_location(ast.Call(ast.Name("__sim_slice", ast.Load()), parts, []), e))
             else:
                 conv.append(x)
         return _sim_call(fn, [e.value, ast.copy_location(ast.Tuple(conv, ast.Load()), e)], e)
@@ -1843,7 +1849,22 @@ class _Rewriter(ast.NodeTransformer):
 
 
 class _BothVectorCores(ast.NodeTransformer):
-    """`with T.Scope("V"): ...` -> `for vid in __sim__.vector_cores(): with T.Scope("V"): ...` (910B)."""
+    """`with T.Scope("V"): ...` -> `for vid in __sim__.vector_cores(): with T.Scope("V"): ...` (910B), `vid` the
+    name the kernel binds in `with T.Kernel(n, is_npu=True) as (cid, vid)`."""
+
+    def __init__(self, vid: str = "vid"):
+        self.vid = vid
+
+    @staticmethod
+    def vector_core_name(func: ast.FunctionDef) -> str:
+        for node in ast.walk(func):
+            if isinstance(node, ast.With) and len(node.items) == 1:
+                item = node.items[0]
+                if (isinstance(item.context_expr, ast.Call) and _is_T(item.context_expr.func, "Kernel")
+                        and isinstance(item.optional_vars, ast.Tuple) and len(item.optional_vars.elts) == 2
+                        and isinstance(item.optional_vars.elts[1], ast.Name)):
+                    return item.optional_vars.elts[1].id
+        return "vid"
 
     def visit_With(self, node):  # noqa: N802
         self.generic_visit(node)
@@ -1852,7 +1873,7 @@ class _BothVectorCores(ast.NodeTransformer):
                 and isinstance(call.args[0], ast.Constant) and call.args[0].value == "V"):
             return node
         cores = ast.Call(ast.Attribute(ast.Name("__sim__", ast.Load()), "vector_cores", ast.Load()), [], [])
-        return ast.copy_location(ast.For(ast.Name("vid", ast.Store()), cores, [node], []), node)
+        return ast.copy_location(ast.For(ast.Name(self.vid, ast.Store()), cores, [node], []), node)
 
 
 def _prepare(text: str, target: str):
@@ -1861,7 +1882,7 @@ def _prepare(text: str, target: str):
         if isinstance(node, ast.FunctionDef) and any(
                 _is_T(d) or (isinstance(d, ast.Call) and _is_T(d.func)) for d in node.decorator_list):
             if target == "ascend-910b":
-                _BothVectorCores().visit(node)
+                _BothVectorCores(_BothVectorCores.vector_core_name(node)).visit(node)
             _Rewriter().visit(node)
     ast.fix_missing_locations(tree)
     return compile(tree, FILENAME, "exec")
@@ -1918,7 +1939,7 @@ def load_module(text: str, target: Optional[str] = None, sizes: Optional[dict] =
 
     fake_builtins = dict(vars(builtins))
     fake_builtins["__import__"] = fake_import
-    ns = {"__builtins__": fake_builtins, "__name__": "tdsl_ascend_simulated", "__sim__": m}
+    ns = {"__builtins__": fake_builtins, "__name__": "tdsl_ascend_simulated", "__sim__": m, "__sim_slice": slice}
     exec(_prepare(text, target), ns)  # noqa: S102 (the generated module, with the rewrites above)
     kernels = ns.get("KERNELS")
     if not isinstance(kernels, dict) or not all(isinstance(k, _PrimFunc) for k in kernels.values()):
@@ -1937,6 +1958,8 @@ def simulate(text: str, inputs: dict, target: Optional[str] = None, sizes: Optio
     the target's capacities (scope -> bytes).  Raises SimulationError (or Unsupported, CapacityExceeded).
     """
     m, ns = load_module(text, target, sizes, caps)
+    renamed = _renamed(ns)
+    inputs = {renamed.get(name, name): value for name, value in inputs.items()}
     specs = {}
     for k in ns["KERNELS"].values():
         for name, spec in k.params:
@@ -1963,9 +1986,18 @@ def simulate(text: str, inputs: dict, target: Optional[str] = None, sizes: Optio
     with np.errstate(all="ignore"):
         for k in ns["KERNELS"].values():
             runs.append(m.run_kernel(k, gm))
-    tensors = {n: b.data.view(dt.NUMPY_DTYPES["f8e4m3"]).astype(np.float32) if n in fp8 else b.data
-               for n, b in gm.items()}
+    program_name = {ident: name for name, ident in renamed.items()}
+    tensors = {program_name.get(n, n): b.data.view(dt.NUMPY_DTYPES["f8e4m3"]).astype(np.float32) if n in fp8
+               else b.data for n, b in gm.items()}
     return Simulation(m.target, tensors, runs, dict(m.caps))
+
+
+def _renamed(ns: dict) -> dict:
+    """The module's RENAMED table (program name -> the identifier of its tensor), {} when it has none."""
+    renamed = ns.get("RENAMED", {})
+    if not isinstance(renamed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in renamed.items()):
+        raise SimulationError(f"RENAMED = {renamed!r}: a dict of program names to identifiers")
+    return renamed
 
 
 def _e4m3_bytes(ns: dict, specs: dict, target: str) -> set:

@@ -37,6 +37,7 @@ from tdsl.compiler import tileir as T
 from tdsl.compiler.tileir import simplify
 
 from ..launcher import epilogue, prologue
+from ..names import ModuleNames
 from tdsl.compiler.errors import BackendError
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -51,7 +52,8 @@ F8_MAX = 448.0
 def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "", statements=(), signature: str = "",
                 buffers=()) -> str:
     env = _env()
-    kernels = [KernelPrinter(program, k, list(buffers)).render() for k in program.kernels]
+    names = ModuleNames(program)
+    kernels = [KernelPrinter(program, k, list(buffers), names).render() for k in program.kernels]
     return env.get_template("module.py.j2").render(
         source=source,
         schedule_name=schedule_name,
@@ -59,12 +61,13 @@ def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "
         statements=list(statements),
         schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
         kernels=kernels,
-        dynamic=[n for n, v in program.sizes.items() if v is None],
+        dynamic=[names.var(n) for n, v in program.sizes.items() if v is None],
         torch_dtypes="{" + ", ".join(f'"{k}": {v}' for k, v in TORCH_DTYPES.items()) + "}",
-        entry=program.name,
-        inputs=[t.name for t in program.inputs],
-        outputs=[t.name for t in program.outputs],
-        launcher=launcher(program),
+        entry=names.entry,
+        inputs=[names.tensor(t.name) for t in program.inputs],
+        outputs=[names.tensor(t.name) for t in program.outputs],
+        launcher=launcher(program, names),
+        renamed=names.renamed_code(),
     )
 
 
@@ -75,14 +78,14 @@ def _env() -> jinja2.Environment:
 # ---------------------------------------------------------------- index expressions
 
 
-def index_code(e: T.Expr, names: Optional[dict] = None) -> str:
-    """Integer / boolean index arithmetic; `names` maps iterators to their code (lanes, offsets)."""
-    names = names or {}
+def index_code(e: T.Expr, names: dict) -> str:
+    """Integer / boolean index arithmetic; `names` maps every variable to its code: iterators to lanes or
+    offsets, loop variables and run-time sizes to their identifiers (a printer's `vars`)."""
     r = lambda x: index_code(x, names)  # noqa: E731
     if isinstance(e, T.Const):
         return repr(e.value)
     if isinstance(e, T.Var):
-        return names.get(e.name, e.name)
+        return var_code(e.name, names)
     if isinstance(e, T.Neg):
         return f"(-{r(e.operand)})"
     if isinstance(e, T.Select):
@@ -99,11 +102,17 @@ def index_code(e: T.Expr, names: Optional[dict] = None) -> str:
     raise BackendError(f"not an index expression: {e!r}")
 
 
-def axis_start(x: T.Expr, tile: T.Tile) -> str:
+def var_code(name: str, names: dict) -> str:
+    if name not in names:
+        raise BackendError(f"internal: variable {name} has no name here")
+    return names[name]
+
+
+def axis_start(x: T.Expr, tile: T.Tile, names: dict) -> str:
     """The first value of the tile axis that the operand index `x` (a plain iterator) runs along."""
     for a in tile.axes:
         if isinstance(x, T.Var) and x.name == a.iter:
-            return index_code(simplify(a.offset))
+            return index_code(simplify(a.offset), names)
     raise BackendError(f"internal: operand index {x} is not a tile axis")
 
 
@@ -127,6 +136,7 @@ class KernelPrinter:
     program: T.TileProgram
     kernel: T.TileKernel
     buffers: list  # compiler.memory.PlannedBuffer
+    names: Optional[ModuleNames] = None  # the module's identifiers (backends/names.py); the program's own if None
     lines: list = field(default_factory=list)
     allocs: list = field(default_factory=list)
     depth: int = 2
@@ -141,27 +151,59 @@ class KernelPrinter:
     module_T = "tilelang.language"
     vector_scope = "fragment"
 
+    def __post_init__(self):
+        if self.names is None:
+            self.names = ModuleNames(self.program)
+        self.locals = self.names.function()
+        self.vars = dict(self.names.variables)  # loop variables and run-time sizes: index_code's names outside tiles
+
     def render(self) -> dict:
         k = self.kernel
         self._kernel_head()
         for op in k.body:
             self._op(op)
         head = self.head_lines
-        return {"name": k.name, "params": self._params(), "head": head, "allocs": self.allocs, "lines": self.lines,
-                "comment": k.comment, "footprint": dict(self.footprint)}
+        return {"name": self.names.kernel(k.name), "key": k.name, "params": self._params(), "head": head,
+                "allocs": self.allocs, "lines": self.lines, "comment": k.comment, "footprint": dict(self.footprint)}
 
     def _params(self) -> list[str]:
         params = []
         for t in self.kernel.tensors:
-            params.append(f'{t.name}: T.Tensor({shape_code(t.shape)}, "{TL_DTYPES[t.dtype]}")')
+            params.append(f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")')
         return params
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
 
+    # identifiers (backends/names.py): the program's names, and the locals derived from them
+
+    def tensor(self, name: str) -> str:
+        return self.names.tensor(name)
+
+    def local(self, key: tuple, preferred: str) -> str:
+        """The kernel's local for `key` (what it holds), spelt `preferred` unless that is taken."""
+        return self.locals.local(key, preferred)
+
     def fresh(self, stem: str) -> str:
         self.counter += 1
-        return f"{stem}_{self.counter}"
+        return self.local(("fresh", self.counter), f"{stem}_{self.counter}")
+
+    def lane(self, n: int) -> str:
+        """The n-th loop variable of a T.Parallel."""
+        return self.local(("lane", n), f"l{n}")
+
+    def lane_list(self, rank: int) -> list[str]:
+        return [self.lane(n) for n in range(rank)] or [self.lane(0)]
+
+    def value_name(self, stmt: str) -> str:
+        return self.local(("value", stmt), f"v_{stmt}")
+
+    def acc_name(self, stmt: str) -> str:
+        return self.local(("acc", stmt), f"acc_{stmt}")
+
+    def with_vars(self, names: dict) -> dict:
+        """`names` (iterators -> code) with the loop variables and sizes: what index_code takes."""
+        return {**self.vars, **names}
 
     def alloc(self, name: str, shape, dtype: str, scope: str, note: str = "") -> str:
         shape = list(shape) or [1]
@@ -176,9 +218,9 @@ class KernelPrinter:
         k = self.kernel
         extents, names = [], []
         for axis in k.grid:
-            extents.append(" * ".join(f"({index_code(simplify(e))})" if len(axis.extents) > 1 else index_code(simplify(e))
-                                      for e in axis.extents))
-            names.append(GRID_VARS[axis.axis])
+            extents.append(" * ".join(f"({index_code(simplify(e), self.vars)})" if len(axis.extents) > 1
+                                      else index_code(simplify(e), self.vars) for e in axis.extents))
+            names.append(self.grid_var(axis.axis))
         if len(set(a.axis for a in k.grid)) != len(k.grid):
             raise BackendError(f"{k.name}: a grid axis is bound twice")
         order = sorted(range(len(k.grid)), key=lambda n: "xyz".index(k.grid[n].axis))
@@ -187,25 +229,30 @@ class KernelPrinter:
                                f"TileLang's T.Kernel takes x, y, z in order")
         threads = 32 * k.num_warps
         if not k.grid:
-            self.head_lines = [f"with T.Kernel(1, threads={threads}) as (bx,):"]
+            self.head_lines = [f"with T.Kernel(1, threads={threads}) as ({self.grid_var('x')},):"]
         else:
             ext = ", ".join(extents[n] for n in order)
             bind = ", ".join(names[n] for n in order) + ("," if len(order) == 1 else "")
             self.head_lines = [f"with T.Kernel({ext}, threads={threads}) as ({bind}):"]
         for axis in k.grid:
-            self._bind_grid_vars(axis, GRID_VARS[axis.axis])
+            self._bind_grid_vars(axis, self.grid_var(axis.axis))
+
+    def grid_var(self, axis: str) -> str:
+        """The block index along a grid axis (`bx`)."""
+        return self.local(("block", axis), GRID_VARS[axis])
 
     def _bind_grid_vars(self, axis: T.GridAxis, pid: str) -> None:
         if len(axis.vars) == 1:
             lower = simplify(axis.lowers[0])
-            start = "" if lower == T.Const(0) else f"{index_code(lower)} + "
-            self.emit(f"{axis.vars[0]} = {start}{pid}  # grid.{axis.axis}")
+            start = "" if lower == T.Const(0) else f"{index_code(lower, self.vars)} + "
+            self.emit(f"{self.vars[axis.vars[0]]} = {start}{pid}  # grid.{axis.axis}")
             return
         # a fused loop: row-major decomposition, the last variable fastest
-        exts = [index_code(simplify(e)) for e in axis.extents]
+        exts = [index_code(simplify(e), self.vars) for e in axis.extents]
         for n, (var, lower) in enumerate(zip(axis.vars, axis.lowers)):
             inner = " * ".join(f"({x})" for x in exts[n + 1:]) or "1"
-            self.emit(f"{var} = {index_code(simplify(lower))} + ({pid} // ({inner})) % ({exts[n]})  # grid.{axis.axis}")
+            self.emit(f"{self.vars[var]} = {index_code(simplify(lower), self.vars)} + ({pid} // ({inner})) % ({exts[n]})"
+                      f"  # grid.{axis.axis}")
 
     # ------------------------------------------------------------ ops
 
@@ -224,13 +271,13 @@ class KernelPrinter:
             raise BackendError(f"unknown tile op {op!r}")
 
     def _serial(self, op: T.SerialLoop) -> None:
-        lo, hi = index_code(simplify(op.lower)), index_code(simplify(op.upper))
+        lo, hi = index_code(simplify(op.lower), self.vars), index_code(simplify(op.upper), self.vars)
         if op.note:
             self.emit(f"# {op.note}")
         if op.stages:
-            self.emit(f"for {op.var} in T.Pipelined({lo}, {hi}, num_stages={op.stages}):")
+            self.emit(f"for {self.vars[op.var]} in T.Pipelined({lo}, {hi}, num_stages={op.stages}):")
         else:
-            self.emit(f"for {op.var} in T.serial({lo}, {hi}):")
+            self.emit(f"for {self.vars[op.var]} in T.serial({lo}, {hi}):")
         self.depth += 1
         self.loops.append(op)
         for inner in op.body:
@@ -252,11 +299,11 @@ class KernelPrinter:
     # lanes: the iterators of a tile inside a T.Parallel over its box
 
     def lanes(self, tile: T.Tile) -> tuple[list[str], dict]:
-        lane_vars = [f"l{n}" for n in range(len(tile.axes))] or ["l0"]
-        names = {it: f"({index_code(simplify(v))})" for it, v in tile.scalars.items()}
+        lane_vars = self.lane_list(len(tile.axes))
+        names = self.with_vars({it: f"({index_code(simplify(v), self.vars)})" for it, v in tile.scalars.items()})
         for n, axis in enumerate(tile.axes):
             off = simplify(axis.offset)
-            names[axis.iter] = lane_vars[n] if off == T.Const(0) else f"({index_code(off)} + {lane_vars[n]})"
+            names[axis.iter] = lane_vars[n] if off == T.Const(0) else f"({index_code(off, self.vars)} + {lane_vars[n]})"
         return lane_vars, names
 
     def parallel(self, tile: T.Tile) -> tuple[list[str], dict]:
@@ -274,7 +321,7 @@ class KernelPrinter:
     def _compute(self, op: T.Compute) -> None:
         self.emit(f"# {self.text(op.stmt)}{self.tile_note(op.tile)}")
         shape = [a.size for a in op.tile.axes]
-        buf = self.alloc(f"v_{op.stmt}", shape, "f32", self.vector_scope, f"{op.stmt}, rounded to {op.dtype}")
+        buf = self.alloc(self.value_name(op.stmt), shape, "f32", self.vector_scope, f"{op.stmt}, rounded to {op.dtype}")
         self.enter_vector()
         lane_vars, names = self.parallel(op.tile)
         self.depth += 1
@@ -296,7 +343,8 @@ class KernelPrinter:
         self.acc_fill(op, buf)
 
     def acc_alloc(self, op: T.AccInit, shape) -> str:
-        return self.alloc(f"acc_{op.stmt}", shape, "f32", "fragment", f"cache_write {op.stmt} -> register" if self._planned(op.stmt, "write") else "")
+        return self.alloc(self.acc_name(op.stmt), shape, "f32", "fragment",
+                          f"cache_write {op.stmt} -> register" if self._planned(op.stmt, "write") else "")
 
     def acc_fill(self, op: T.AccInit, buf: str) -> None:
         fill = "0.0" if op.op == "sum" else '-T.infinity("float32")'
@@ -343,7 +391,7 @@ class KernelPrinter:
         stages = self.loops[-1].stages if (self.loops and self.loops[-1].stages) else 1
         note = (f"cache_read {load.tensor} -> {planned.scope} at {planned.loop} (plan {planned.shape} {planned.dtype})"
                 if planned else f"{load.tensor} staged for the matrix unit (no cache_read in the schedule)")
-        buf = self.alloc(f"{load.tensor}_{stem}_{self.fresh('t').split('_')[1]}", shape, dtype, scope, note)
+        buf = self.alloc(self.fresh(f"{load.tensor}_{stem}"), shape, dtype, scope, note)
         if scope == "shared":
             self.footprint["shared"] += math.prod(shape) * BYTES[dtype] * (stages - 1)
         if planned and not _same_box(planned.shape, shape, self._tensor_shape(load.tensor)):
@@ -359,9 +407,9 @@ class KernelPrinter:
         _, names = self.lanes(op.tile)
         starts = [self._start(x, op.tile) for x in load.indices]
         if load.mask is None:
-            self.emit(f"T.copy({load.tensor}[{', '.join(starts)}], {buf})")
+            self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {buf})")
             return
-        lanes = [f"l{n}" for n in range(len(shape))]
+        lanes = [self.lane(n) for n in range(len(shape))]
         idx = [f"({s} + {l})" if s != "0" else l for s, l in zip(starts, lanes)]
         sub = dict(names)
         for x, code in zip(load.indices, idx):
@@ -369,11 +417,11 @@ class KernelPrinter:
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
         self.emit(f"    {buf}[{', '.join(lanes)}] = T.if_then_else({index_code(load.mask, sub)}, "
-                  f"{load.tensor}[{', '.join(idx)}], T.cast(0, \"{TL_DTYPES[dtype]}\"))")
+                  f"{self.tensor(load.tensor)}[{', '.join(idx)}], T.cast(0, \"{TL_DTYPES[dtype]}\"))")
         self.exit_vector()
 
     def _start(self, x: T.Expr, tile: T.Tile) -> str:
-        return axis_start(x, tile)
+        return axis_start(x, tile, self.vars)
 
     def dot(self, op: T.AccUpdate) -> None:
         (i, j, k), ((la, ta, sa, da), (lb, tb, sb, db)) = self.dot_layout(op)
@@ -391,22 +439,25 @@ class KernelPrinter:
         if op.accum == "f32":
             self.emit(f"T.gemm({a}, {b}, {acc}{flags})")
             return
-        part = self.alloc(f"part_{op.stmt}", shape, "f32", "fragment", "one step's product, added in the accumulator's dtype")
+        part = self.alloc(self.local(("part", op.stmt), f"part_{op.stmt}"), shape, "f32", "fragment",
+                          "one step's product, added in the accumulator's dtype")
         self.emit(f"T.gemm({a}, {b}, {part}{flags}, clear_accum=True)")
-        self.emit(f"for l0, l1 in T.Parallel({shape[0]}, {shape[1]}):")
-        self.emit(f"    {acc}[l0, l1] = {self.round(op.accum, f'{acc}[l0, l1] + {part}[l0, l1]')}")
+        l0, l1 = self.lane(0), self.lane(1)
+        self.emit(f"for {l0}, {l1} in T.Parallel({shape[0]}, {shape[1]}):")
+        self.emit(f"    {acc}[{l0}, {l1}] = {self.round(op.accum, f'{acc}[{l0}, {l1}] + {part}[{l0}, {l1}]')}")
 
     def _fma_loop(self, op, a, ta, b, tb, acc, si, sj, sk) -> None:
         """f32 or mixed operands: the program's f32 products, accumulated exactly in f32 (no tf32 tensor cores);
         each lane owns one accumulator element and walks k in order."""
         self.emit("# f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)")
-        av = f"{a}[kk, l0]" if ta else f"{a}[l0, kk]"
-        bv = f"{b}[l1, kk]" if tb else f"{b}[kk, l1]"
+        l0, l1, kk = self.lane(0), self.lane(1), self.local(("product step",), "kk")
+        av = f"{a}[{kk}, {l0}]" if ta else f"{a}[{l0}, {kk}]"
+        bv = f"{b}[{l1}, {kk}]" if tb else f"{b}[{kk}, {l1}]"
         self.enter_vector()
-        self.emit(f"for l0, l1 in T.Parallel({si}, {sj}):")
-        self.emit(f"    for kk in T.serial({sk}):")
-        combined = f'{acc}[l0, l1] + T.Cast("float32", {av}) * T.Cast("float32", {bv})'
-        self.emit(f"        {acc}[l0, l1] = {self.round(op.accum, combined)}")
+        self.emit(f"for {l0}, {l1} in T.Parallel({si}, {sj}):")
+        self.emit(f"    for {kk} in T.serial({sk}):")
+        combined = f'{acc}[{l0}, {l1}] + T.Cast("float32", {av}) * T.Cast("float32", {bv})'
+        self.emit(f"        {acc}[{l0}, {l1}] = {self.round(op.accum, combined)}")
         self.exit_vector()
 
     # ------------------------------------------------------------ tile reductions
@@ -429,7 +480,8 @@ class KernelPrinter:
             self.exit_vector()
             return
         shape = [a.size for a in op.tile.axes]
-        part = self.alloc(f"p_{op.stmt}", shape, "f32", self.vector_scope, f"{op.stmt}: one tile's terms")
+        part = self.alloc(self.local(("terms", op.stmt), f"p_{op.stmt}"), shape, "f32", self.vector_scope,
+                          f"{op.stmt}: one tile's terms")
         self.enter_vector()
         lane_vars, names = self.parallel(op.tile)
         self.emit(f"    {part}[{', '.join(lane_vars)}] = {self.value(body, op.tile, lane_vars, names)}")
@@ -448,7 +500,7 @@ class KernelPrinter:
             dst = self.alloc(self.fresh(f"r_{op.stmt}"), cur, "f32", self.vector_scope)
             self.emit(f"{fn}({src}, {dst}, dim={dim}, clear=True)")
             src = dst
-        lanes = [f"l{n}" for n in range(len(acc_shape))] or ["l0"]
+        lanes = self.lane_list(len(acc_shape))
         idx = ", ".join(lanes) if acc_shape else "0"
         combined = f"{acc}[{idx}] + {src}[{idx}]" if op.op == "sum" else f"T.max({acc}[{idx}], {src}[{idx}])"
         self.enter_vector()
@@ -467,7 +519,7 @@ class KernelPrinter:
 
     def finish_buffer(self, op: T.AccFinish, acc: str, shape) -> str:
         if op.dtype != "f32":
-            lanes = [f"l{n}" for n in range(len(shape))] or ["l0"]
+            lanes = self.lane_list(len(shape))
             idx = ", ".join(lanes) if shape else "0"
             self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape)) or '1'}):")
             self.emit(f"    {acc}[{idx}] = {self.round(op.dtype, f'{acc}[{idx}]')}")
@@ -479,8 +531,8 @@ class KernelPrinter:
         arg = next(t for t in self.kernel.tensors if t.name == stmt)
         axes = [a.iter for a in tile.axes]
         if tile.mask is None and axes and list(lhs) == axes:
-            starts = [index_code(simplify(a.offset)) for a in tile.axes]
-            self.emit(f"T.copy({buf}, {stmt}[{', '.join(starts)}])")
+            starts = [index_code(simplify(a.offset), self.vars) for a in tile.axes]
+            self.emit(f"T.copy({buf}, {self.tensor(stmt)}[{', '.join(starts)}])")
             return
         self.enter_vector()
         lane_vars, names = self.parallel(tile)
@@ -489,9 +541,9 @@ class KernelPrinter:
         src = f"{buf}[{', '.join(lane_vars) if axes else '0'}]"
         if tile.mask is not None:
             self.emit(f"if {index_code(tile.mask, names)}:")
-            self.emit(f'    {stmt}[{idx}] = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
+            self.emit(f'    {self.tensor(stmt)}[{idx}] = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
         else:
-            self.emit(f'{stmt}[{idx}] = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
+            self.emit(f'{self.tensor(stmt)}[{idx}] = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
         self.depth -= 1
         self.exit_vector()
 
@@ -511,7 +563,7 @@ class KernelPrinter:
                 return 'T.infinity("float32")' if e.value > 0 else '(-T.infinity("float32"))'
             return repr(float(e.value))
         if isinstance(e, T.Var):
-            return f'T.Cast("float32", {names.get(e.name, e.name)})'
+            return f'T.Cast("float32", {var_code(e.name, names)})'
         if isinstance(e, T.Neg):
             return f"(-{v(e.operand)})"
         if isinstance(e, T.Bin):
@@ -526,7 +578,7 @@ class KernelPrinter:
             return f"T.if_then_else({self.cond(e.cond, tile, lane_vars, names)}, {v(e.then)}, {v(e.other)})"
         if isinstance(e, T.Load):
             idx = ", ".join(index_code(simplify(x), names) for x in e.indices)
-            load = f'T.Cast("float32", {e.tensor}[{idx}])'
+            load = f'T.Cast("float32", {self.tensor(e.tensor)}[{idx}])'
             if e.mask is not None:
                 return f"T.if_then_else({index_code(e.mask, names)}, {load}, {float(e.other)!r})"
             return load
@@ -590,11 +642,11 @@ def _call(func: str, args: list) -> str:
 # ---------------------------------------------------------------- launcher
 
 
-def launcher(program: T.TileProgram, call: str = "_kernel") -> list[str]:
-    lines = prologue(program)
-    for kernel in program.kernels:
-        lines.append(f'{call}("{kernel.name}")({", ".join(t.name for t in kernel.tensors)})')
-    return lines + epilogue(program)
+def launcher(program: T.TileProgram, names: ModuleNames, call: str = "_kernel") -> list[str]:
+    lines = prologue(program, names)
+    for kernel in program.kernels:  # by its KERNELS key, the tile program's kernel name
+        lines.append(f'{call}("{kernel.name}")({", ".join(names.tensor(t.name) for t in kernel.tensors)})')
+    return lines + epilogue(program, names)
 
 
 def _same_box(planned: list, shape, tensor_shape: list) -> bool:

@@ -20,6 +20,7 @@ from tdsl.compiler import tileir as T
 from tdsl.compiler.tileir import simplify
 
 from ..launcher import epilogue, prologue
+from ..names import ModuleNames
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -32,7 +33,8 @@ F8_MAX = 448.0
 def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "", statements=(), signature: str = "") -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
                              trim_blocks=False, lstrip_blocks=False)
-    kernels = [_KernelPrinter(program, k).render() for k in program.kernels]
+    names = ModuleNames(program)
+    kernels = [_KernelPrinter(program, k, names).render() for k in program.kernels]
     text = env.get_template("module.py.j2").render(
         source=source,
         schedule_name=schedule_name,
@@ -41,10 +43,11 @@ def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "
         schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
         kernels=kernels,
         torch_dtypes="{" + ", ".join(f'"{k}": {v}' for k, v in TORCH_DTYPES.items()) + "}",
-        entry=program.name,
-        inputs=[t.name for t in program.inputs],
-        outputs=[t.name for t in program.outputs],
-        launcher=_launcher(program),
+        entry=names.entry,
+        inputs=[names.tensor(t.name) for t in program.inputs],
+        outputs=[names.tensor(t.name) for t in program.outputs],
+        launcher=_launcher(program, names),
+        renamed=names.renamed_code(),
     )
     return text
 
@@ -54,11 +57,13 @@ def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "
 
 @dataclass
 class _Frame:
-    """How iterator names print inside one tile: a broadcast 1-D vector per axis, or a scalar."""
+    """How the tile program's variables print inside one tile: an iterator as a broadcast 1-D vector per axis
+    or a scalar; a loop variable or run-time size as its identifier (`variables`, from the module's names)."""
 
     axes: list  # iterator names, one per tile axis
     vectors: dict  # iterator -> 1-D variable name
     scalars: dict  # iterator -> scalar variable name
+    variables: dict  # loop variable / run-time size -> identifier
 
     def var(self, name: str) -> str:
         if name in self.vectors:
@@ -68,7 +73,11 @@ class _Frame:
             pos = self.axes.index(name)
             index = ", ".join(":" if k == pos else "None" for k in range(rank))
             return f"{self.vectors[name]}[{index}]"
-        return self.scalars.get(name, name)
+        if name in self.scalars:
+            return self.scalars[name]
+        if name in self.variables:
+            return self.variables[name]
+        raise TypeError(f"internal: variable {name} has no name here")
 
 
 def index_code(e: T.Expr, frame: _Frame, python: bool = False) -> str:
@@ -76,7 +85,7 @@ def index_code(e: T.Expr, frame: _Frame, python: bool = False) -> str:
     if isinstance(e, T.Const):
         return repr(e.value)
     if isinstance(e, T.Var):
-        return frame.var(e.name) if frame else e.name
+        return frame.var(e.name)
     if isinstance(e, T.Neg):
         return f"(-{index_code(e.operand, frame, python)})"
     if isinstance(e, T.Select):
@@ -125,50 +134,64 @@ def _children(e: T.Expr) -> tuple:
 class _KernelPrinter:
     program: T.TileProgram
     kernel: T.TileKernel
+    names: ModuleNames
     lines: list = field(default_factory=list)
     depth: int = 0
     counter: int = 0
 
+    def __post_init__(self):
+        self.locals = self.names.function()
+        self.top = _Frame([], {}, {}, self.names.variables)  # outside any tile: loop variables and sizes
+
     def render(self) -> dict:
         k = self.kernel
-        params = [t.name for t in k.tensors] + list(k.sizes)
+        params = [self.names.tensor(t.name) for t in k.tensors] + [self.names.var(s) for s in k.sizes]
         self._grid()
         for op in k.body:
             self._op(op)
-        return {"name": k.name, "params": params, "lines": self.lines, "comment": k.comment}
+        return {"name": self.names.kernel(k.name), "params": params, "lines": self.lines, "comment": k.comment}
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
-        return f"{stem}{self.counter}"
+        return self.locals.local(("fresh", self.counter), f"{stem}{self.counter}")
+
+    def value_name(self, stmt: str) -> str:
+        """The register tile of a statement's (rounded) value."""
+        return self.locals.local(("value", stmt), f"v_{stmt}")
+
+    def acc_name(self, stmt: str) -> str:
+        return self.locals.local(("acc", stmt), f"acc_{stmt}")
 
     def _grid(self) -> None:
         for axis in self.kernel.grid:
             pid = f"tl.program_id({GRID_AXES[axis.axis]})"
             if len(axis.vars) == 1:
                 lower = simplify(axis.lowers[0])
-                start = "" if lower == T.Const(0) else f"{index_code(lower, None)} + "
-                self.emit(f"{axis.vars[0]} = {start}{pid}  # grid.{axis.axis}")
+                start = "" if lower == T.Const(0) else f"{index_code(lower, self.top)} + "
+                self.emit(f"{self.names.var(axis.vars[0])} = {start}{pid}  # grid.{axis.axis}")
                 continue
-            self.emit(f"pid_{axis.axis} = {pid}")
+            rest = self.locals.local(("program id", axis.axis), f"pid_{axis.axis}")
+            self.emit(f"{rest} = {pid}")
             for var, extent, lower in reversed(list(zip(axis.vars, axis.extents, axis.lowers))):
-                ext = index_code(simplify(extent), None)
-                self.emit(f"{var} = {index_code(simplify(lower), None)} + pid_{axis.axis} % {ext}")
-                self.emit(f"pid_{axis.axis} = pid_{axis.axis} // {ext}")
+                ext = index_code(simplify(extent), self.top)
+                self.emit(f"{self.names.var(var)} = {index_code(simplify(lower), self.top)} + {rest} % {ext}")
+                self.emit(f"{rest} = {rest} // {ext}")
 
     # ------------------------------------------------------------ ops
 
     def _op(self, op) -> None:
         if isinstance(op, T.SerialLoop):
-            lo, hi = index_code(simplify(op.lower), None), index_code(simplify(op.upper), None)
+            lo, hi = index_code(simplify(op.lower), self.top), index_code(simplify(op.upper), self.top)
+            var = self.names.var(op.var)
             if op.note:
                 self.emit(f"# {op.note}")
             if op.stages:
-                self.emit(f"for {op.var} in tl.range({lo}, {hi}, num_stages={op.stages}):")
+                self.emit(f"for {var} in tl.range({lo}, {hi}, num_stages={op.stages}):")
             else:
-                self.emit(f"for {op.var} in range({lo}, {hi}):")
+                self.emit(f"for {var} in range({lo}, {hi}):")
             self.depth += 1
             for inner in op.body:
                 self._op(inner)
@@ -178,7 +201,7 @@ class _KernelPrinter:
         elif isinstance(op, T.Compute):
             self.emit(f"# {self._text(op.stmt)}{self._tile_note(op.tile)}")
             frame = self._frame(op.stmt, op.tile)
-            self.emit(f"v_{op.stmt} = {self._round(op.dtype, self._value(op.value, frame))}")
+            self.emit(f"{self.value_name(op.stmt)} = {self._round(op.dtype, self._value(op.value, frame))}")
             if op.store:
                 self._store(op, frame)
         elif isinstance(op, T.AccInit):
@@ -186,12 +209,12 @@ class _KernelPrinter:
             fill = "0.0" if op.op == "sum" else 'float("-inf")'
             self.emit(f"# {self._text(op.stmt)}")
             self.emit(f"# {op.stmt}: {op.op} accumulator ({op.accum}), tile {shape}")
-            self.emit(f"acc_{op.stmt} = tl.full({shape}, {fill}, tl.float32)")
+            self.emit(f"{self.acc_name(op.stmt)} = tl.full({shape}, {fill}, tl.float32)")
         elif isinstance(op, T.AccUpdate):
             how = "matrix product" if isinstance(op.partial, T.Dot) else f"tile {op.op}"
             self.emit(f"# {op.stmt}: partial result of one tile{self._tile_note(op.tile)} by {how}")
             frame = self._frame(op.stmt, op.tile, suffix="p")
-            acc = f"acc_{op.stmt}"
+            acc = self.acc_name(op.stmt)
             if isinstance(op.partial, T.Dot):
                 a, b = self._dot_operands(op.partial, op.tile, frame)
                 wide = "f32" in (op.partial.lhs_dtype, op.partial.rhs_dtype) or op.partial.lhs_dtype != op.partial.rhs_dtype
@@ -211,7 +234,7 @@ class _KernelPrinter:
         elif isinstance(op, T.AccFinish):
             where = "stored" if op.store else "kept in registers"
             self.emit(f"# {op.stmt}: the reduction is complete; round to {op.dtype} as the store would ({where})")
-            self.emit(f"v_{op.stmt} = {self._round(op.dtype, f'acc_{op.stmt}')}")
+            self.emit(f"{self.value_name(op.stmt)} = {self._round(op.dtype, self.acc_name(op.stmt))}")
             if op.store:
                 self._store(op, self._frame(op.stmt, op.tile))
         else:
@@ -230,30 +253,31 @@ class _KernelPrinter:
         """Define the tile's iterator variables; return how to print them."""
         vectors, scalars = {}, {}
         for it, value in tile.scalars.items():
-            name = f"{stmt}{suffix}_{it}"
-            self.emit(f"{name} = {index_code(simplify(value), None)}")
+            name = self.locals.local(("iterator", stmt, suffix, it), f"{stmt}{suffix}_{it}")
+            self.emit(f"{name} = {index_code(simplify(value), self.top)}")
             scalars[it] = name
         for axis in tile.axes:
-            name = f"{stmt}{suffix}_{axis.iter}"
-            self.emit(f"{name} = {index_code(simplify(axis.offset), None)} + tl.arange(0, {axis.size})")
+            name = self.locals.local(("iterator", stmt, suffix, axis.iter), f"{stmt}{suffix}_{axis.iter}")
+            self.emit(f"{name} = {index_code(simplify(axis.offset), self.top)} + tl.arange(0, {axis.size})")
             vectors[axis.iter] = name
-        return _Frame([a.iter for a in tile.axes], vectors, scalars)
+        return _Frame([a.iter for a in tile.axes], vectors, scalars, self.names.variables)
 
     def _store(self, op, frame: _Frame) -> None:
         tile, dtype = op.tile, op.dtype
         pointer = self._pointer(op.stmt, [T.Var(it) for it in op.lhs], frame)
-        value = f"v_{op.stmt}"  # already rounded to the storage dtype: the conversion is exact
+        value = self.value_name(op.stmt)  # already rounded to the storage dtype: the conversion is exact
         mask = f", mask={index_code(tile.mask, frame)}" if tile.mask is not None else ""
         self.emit(f"tl.store({pointer}, {value}.to({TL_DTYPES[dtype]}){mask})")
 
     def _pointer(self, tensor: str, indices, frame: _Frame) -> str:
         arg = next(t for t in self.kernel.tensors if t.name == tensor)
-        strides = _strides(arg.shape)
+        strides = _strides([d if isinstance(d, int) else self.names.dim(d) for d in arg.shape])
         terms = []
         for index, stride in zip(indices, strides):
             code = index_code(simplify(index), frame)
             terms.append(code if stride == "1" else f"{code} * {stride}")
-        return f"{tensor} + " + " + ".join(terms) if terms else tensor
+        base = self.names.tensor(tensor)
+        return f"{base} + " + " + ".join(terms) if terms else base
 
     def _round(self, dtype: str, code: str) -> str:
         if dtype == "f32":
@@ -270,7 +294,7 @@ class _KernelPrinter:
         mixed = dot.lhs_dtype != dot.rhs_dtype
         names = []
         for load, frame_axes, dtype in ((dot.lhs, [i, k], dot.lhs_dtype), (dot.rhs, [k, j], dot.rhs_dtype)):
-            sub = _Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars)
+            sub = _Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars, frame.variables)
             pointer = self._pointer(load.tensor, load.indices, sub)
             mask = f", mask={index_code(load.mask, sub)}, other=0.0" if load.mask is not None else ""
             # The pointer tile is built in the operand's (row, column) frame, whatever the storage order.
@@ -310,7 +334,7 @@ class _KernelPrinter:
             return f"tl.load({pointer}{mask}).to(tl.float32)"
         if isinstance(e, T.Reg):
             rank = len(frame.axes)
-            name = f"v_{e.stmt}"
+            name = self.value_name(e.stmt)
             if not e.axes or (len(e.axes) == rank and list(e.axes) == list(range(rank))):
                 return name
             index = ", ".join(":" if k in e.axes else "None" for k in range(rank))
@@ -388,17 +412,18 @@ def _strides(shape) -> list[str]:
 # ---------------------------------------------------------------- launcher
 
 
-def _launcher(program: T.TileProgram) -> list[str]:
-    lines = prologue(program)
+def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    lines = prologue(program, names)
+    sizes = _Frame([], {}, {}, names.variables)  # the launcher's run-time sizes (loop variables never occur)
     for kernel in program.kernels:
         grid = [1, 1, 1]
         used = 0
         for axis in kernel.grid:
-            extent = " * ".join(f"({index_code(simplify(e), None, python=True)})" for e in axis.extents)
+            extent = " * ".join(f"({index_code(simplify(e), sizes, python=True)})" for e in axis.extents)
             grid[GRID_AXES[axis.axis]] = extent
             used = max(used, GRID_AXES[axis.axis] + 1)
         grid_code = "(" + ", ".join(str(g) for g in grid[: max(used, 1)]) + ",)"
-        args = [t.name for t in kernel.tensors] + list(kernel.sizes)
-        lines.append(f"{kernel.name}[{grid_code}]({', '.join(args)}{', ' if args else ''}INTERPRET=_INTERPRET, "
-                     f"num_warps={kernel.num_warps}, num_stages={kernel.num_stages})")
-    return lines + epilogue(program)
+        args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.sizes]
+        lines.append(f"{names.kernel(kernel.name)}[{grid_code}]({', '.join(args)}{', ' if args else ''}"
+                     f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages})")
+    return lines + epilogue(program, names)
