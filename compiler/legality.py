@@ -246,7 +246,7 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
                 f"the {buf.scope} copy of {buf.tensor} in {dtype} would hold the {accum} accumulator of the "
                 f"reduction {writer.name} and round it after every update",
                 f"{point} adds a term to {_element_of(writer, _first_coords(writer))}: "
-                f"{witness_text(accum, dtype, 'partial sum')}",
+                f"{witness_text(accum, dtype, 'partial maximum' if writer.reduce_op == 'max' else 'partial sum')}",
             )
         if readers and store not in accumulator_grids(model, writer):  # the store rounding is not the identity
             reader, inst, element = _first_read(model, readers, buf.tensor)

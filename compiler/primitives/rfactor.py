@@ -273,10 +273,12 @@ def _partial_rounding(model: KernelModel, stmt: Stmt, dtype: str) -> None:
         return
     if dtype in accumulator_grids(model, stmt):  # partial maxima that already lie on the buffer's grid
         return
+    part = "partial maximum" if stmt.reduce_op == "max" else "partial sum"
+    parts = "partial maxima" if stmt.reduce_op == "max" else "partial sums"
     raise RoundingAdded(
         "rfactor",
         [stmt.name],
-        f"the partial sums of {stmt.name} would be stored as {dtype}, rounding the {accum} accumulator "
-        f"before the partial sums are combined",
-        f"{_first_instance(stmt)} adds to a partial sum: {witness_text(accum, dtype, 'partial sum')}",
+        f"the {parts} of {stmt.name} would be stored as {dtype}, rounding the {accum} accumulator "
+        f"before the {parts} are combined",
+        f"{_first_instance(stmt)} adds to a {part}: {witness_text(accum, dtype, part)}",
     )
