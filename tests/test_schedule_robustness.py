@@ -445,3 +445,15 @@ def test_wrong_argument_types_are_schedule_errors(call):
     with pytest.raises(ScheduleError):
         call(s)
     assert snapshot(s) == before
+
+
+def test_a_loop_may_not_take_a_size_name():
+    # A loop becomes an iterator of the partial sums in rfactor; a loop named like the param K made rfactor
+    # write `C_rf[i, K, kk]` next to the parameter K and crash (ValueError).
+    text = "param K\nconst M = 4\nkernel k(X: f32[M, K]) -> (s: f32[M]) {\n  s[i] = sum(k) X[i, k] combine reassoc\n}\n"
+    s = loads(text).schedule()
+    for name in ("K", "M"):
+        with pytest.raises(ScheduleError, match=rf"split: '{name}' is a size of the kernel; loops need fresh names"):
+            s.split("s.k", 4, names=[name, "kk"])
+    with pytest.raises(ScheduleError, match=r"'M' is a size"):
+        s.fuse("s.i", "s.k", names=["M"])

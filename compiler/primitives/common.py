@@ -118,17 +118,20 @@ def _grammar_words() -> frozenset:
     return frozenset(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', GRAMMAR_PATH.read_text()))
 
 
-def check_new_names(tree: Tree, primitive: str, loops: list[Loop], new: list[str], defaults: bool = False) -> None:
-    """Names for the loops that replace `loops`: valid loop names, different from each other and from every
-    loop name they could meet on a path (`names_around`).  `defaults`: the primitive made the names up."""
+def check_new_names(state: State, primitive: str, loops: list[Loop], new: list[str], defaults: bool = False) -> None:
+    """Names for the loops that replace `loops`: valid loop names, not sizes of the kernel (a loop becomes an
+    iterator in rfactor, and iterators cannot be sizes), different from each other and from every loop name they
+    could meet on a path (`names_around`).  `defaults`: the primitive made the names up."""
     yours = " (a default name: give the new loops names of your own)" if defaults else ""
     for name in new:
         problem = loop_name_problem(name)
+        if problem is None and name in state.model.sizes:
+            problem = f"'{name}' is a size of the kernel; loops need fresh names"
         if problem is not None:
             raise ScheduleError(primitive, problem + yours)
     if len(set(new)) != len(new):
         raise ScheduleError(primitive, f"new loop names must differ: {', '.join(new)}")
-    taken = names_around(tree, loops)
+    taken = names_around(state.tree, loops)
     for name in new:
         if name in taken:
             raise ScheduleError(primitive, f"a loop named '{name}' already exists here; choose another name")

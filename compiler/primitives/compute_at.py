@@ -62,7 +62,7 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
         if stmt in node.exprs and not any(node is l for l in own_loops):
             del node.exprs[stmt]
     moved = _drop_determined_loops(tree, model.stmt(stmt), moved, placement)
-    _rename_clashes(moved, {l.name for l in target_path}, stmt)
+    _rename_clashes(moved, {l.name for l in target_path}, stmt, set(model.sizes))
     if after:
         target.body.append(moved)
     else:
@@ -169,11 +169,11 @@ def _drop_determined_loops(tree, stmt, moved: Node, placement) -> Node:
     return leaf
 
 
-def _rename_clashes(moved: Node, taken: set[str], stmt: str) -> None:
+def _rename_clashes(moved: Node, taken: set[str], stmt: str, sizes: set[str]) -> None:
     """The moved statement's own loops keep their names unless they collide with the target's; a colliding loop
-    becomes `STMT_loop`, or the first free valid variant of it (the trace names it in later steps)."""
+    becomes `STMT_loop`, or the first free valid variant of it that is not a size (the trace names it later)."""
     own = _loops_in(moved)
-    used = set(taken) | {loop.name for loop in own}
+    used = taken | sizes | {loop.name for loop in own}
     for loop in own:
         if loop.name in taken:
             loop.name = fresh_loop_name(f"{stmt}_{loop.name}", used)

@@ -55,7 +55,7 @@ def _fuse_nested(state: State, outer: Loop, inner: Loop, name) -> str:
     if outer.bind or inner.bind:
         raise ScheduleError("fuse", "fuse loops before binding them to grid axes")
     new_name = name if name is not None else f"{outer.name}_{inner.name}"
-    check_new_names(state.tree, "fuse", [outer, inner], [new_name], defaults=name is None)
+    check_new_names(state, "fuse", [outer, inner], [new_name], defaults=name is None)
     outer.exprs = {s: outer.exprs[s] + inner.exprs[s] for s in outer.exprs}
     outer.body = inner.body
     outer.name = new_name
@@ -79,7 +79,7 @@ def _fuse_siblings(state: State, a: Loop, b: Loop, name) -> str:
         raise ScheduleError("fuse", f"loop {a.name} has {a.n_dims} dimensions and {b.name} has {b.n_dims}")
     new_name = name if name is not None else a.name
     _check_inner_names(a, b, new_name, name is None)
-    check_new_names(state.tree, "fuse", [a, b], [new_name], defaults=name is None)
+    check_new_names(state, "fuse", [a, b], [new_name], defaults=name is None)
     a.exprs = {**a.exprs, **b.exprs}
     a.body = a.body + b.body
     a.name = new_name

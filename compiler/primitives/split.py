@@ -31,7 +31,7 @@ def split(state: State, loop: LoopLike, factor: int, names=None) -> tuple[str, s
     if names is not None and len(names) != 2:
         raise ScheduleError("split", f"split makes two loops (outer, inner); name two, not {len(names)}")
     outer_name, inner_name = names or (f"{node.name}o", f"{node.name}{node.name}")  # i -> io, ii (the chapter's names)
-    check_new_names(state.tree, "split", [node], [outer_name, inner_name], defaults=names is None)
+    check_new_names(state, "split", [node], [outer_name, inner_name], defaults=names is None)
     outer, inner = split_exprs(node.exprs, factor)
     inner_loop = Loop(inner_name, inner, node.body, "point")
     # The node object becomes the outer loop, so buffers and annotations placed at it stay outermost.
