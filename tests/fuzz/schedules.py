@@ -19,6 +19,10 @@ from tdsl.compiler.schedule import Step as TraceStep
 from tdsl.compiler.tree import Leaf, Loop, walk_loops
 
 FACTORS = (1, 1, 2, 2, 3, 4, 4, 5, 7, 8, 8, 16, 16, 32, 64, 128, 1000)
+HUGE_FACTORS = (2**31 - 1, 2**31, 2**40)  # the largest integer a schedule block can write, and beyond
+# Names a schedule block cannot write back (or that collide): not NAME, words of the grammar, Python and isl
+# keywords in any case, '__' names, non-ASCII letters.
+BAD_NAMES = ("1bad", "x y", "", "a.b", "const", "kernel", "accum", "for", "lambda", "floor", "MOD", "__x", "é")
 SCOPES = ("shared", "shared", "register", "local", "global", "L1", "UB")
 AXES = ("grid.x", "grid.x", "grid.y", "grid.z")
 DTYPES = ("bf16", "f16", "f32", "f8e4m3")
@@ -71,7 +75,7 @@ class _Pick:
         return stmt, self.rng.choice(self.path(stmt))
 
     def factor(self) -> int:
-        return self.rng.choice(FACTORS)
+        return self.rng.choice(HUGE_FACTORS) if self.rng.random() < 0.02 else self.rng.choice(FACTORS)
 
     def new_names(self, n: int) -> Optional[tuple]:
         """Mostly the default names; sometimes explicit fresh ones (occasionally colliding on purpose)."""
@@ -81,7 +85,8 @@ class _Pick:
         if roll < 0.95:
             return tuple(f"z{self.rng.randrange(1000)}_{k}" for k in range(n))
         existing = [l.name for l in walk_loops(self.sched.tree.body)] or ["i"]
-        return tuple(self.rng.choice(existing + ["1bad", "io", "x y", ""]) for _ in range(n))
+        sizes = list(self.sched.model.sizes)  # a loop may not take a size's name
+        return tuple(self.rng.choice(existing + sizes + ["io"] + list(BAD_NAMES)) for _ in range(n))
 
     def model(self):
         return self.sched.model
@@ -172,7 +177,11 @@ def _placement(p: _Pick, primitive: str, producer_moves: bool) -> Optional[Step]
                 pairs.append((r.tensor, s.name))  # producer, consumer
     leaves = set(p.stmts())
     pairs = [(a, b) for a, b in pairs if a in leaves and b in leaves and a != b]
-    if pairs and p.rng.random() < 0.85:
+    served = {s for b in p.sched.tree.buffers for s in b.stmts if s in leaves}
+    if served and p.rng.random() < 0.4:  # move a statement that a cache buffer serves (out of its loop, or not)
+        moved = p.rng.choice(sorted(served))
+        target = p.rng.choice(sorted(leaves - {moved}) or [moved])
+    elif pairs and p.rng.random() < 0.85:
         producer, consumer = p.rng.choice(pairs)
         moved, target = (producer, consumer) if producer_moves else (consumer, producer)
     else:
