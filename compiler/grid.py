@@ -27,7 +27,6 @@ keeps its payload through f16 rounding.  So the bit-level claim holds for NaNs t
 from __future__ import annotations
 
 import numbers
-from typing import Optional
 
 import numpy as np
 
@@ -44,6 +43,7 @@ _CLOSURE = {
 }
 
 ONLY_F32 = _CLOSURE["f32"]
+DTYPE_NAMES = tuple(_CLOSURE)
 
 # Functions that return one of their value operands unchanged, or its negation / absolute value, or the
 # canonical NaN: the result lies on every grid that all those operands lie on.
@@ -63,29 +63,25 @@ def rounded(grids: frozenset, dtype: str) -> frozenset:
 
 def constant_grids(value) -> frozenset:
     """The grids an f32 constant lies on: every dtype whose rounding keeps its bits."""
-    c = np.float32(value)
+    with np.errstate(all="ignore"):
+        c = np.float32(value)  # as the interpreter evaluates it
+        backs = {dtype: np.float32(dt.scalar_rounder(dtype)(c)) for dtype in DTYPE_NAMES}
     bits = c.view(np.uint32)
-    out = set()
-    for dtype in dt.NUMPY_DTYPES:
-        with np.errstate(all="ignore"):
-            back = np.float32(dt.scalar_rounder(dtype)(c))
-        if back.view(np.uint32) == bits:
-            out.add(dtype)
-    return frozenset(out) | ONLY_F32
+    return frozenset(d for d, back in backs.items() if back.view(np.uint32) == bits) | ONLY_F32
 
 
-def value_grids(model, expr, iters=()) -> frozenset:
+def value_grids(model, expr, iters=(), _visiting: frozenset = frozenset()) -> frozenset:
     """The grids the value of `expr` lies on, whatever the inputs; `iters` are the statement's iterator names."""
     if isinstance(expr, (ast.IntLit, ast.FloatLit)):
         return constant_grids(expr.value)
     if isinstance(expr, ast.Name):
         return _name_grids(model, expr.name, iters)
     if isinstance(expr, ast.Neg):
-        return value_grids(model, expr.operand, iters)
+        return value_grids(model, expr.operand, iters, _visiting)
     if isinstance(expr, ast.Access):
-        return tensor_grids(model, expr.tensor)
+        return tensor_grids(model, expr.tensor, _visiting)
     if isinstance(expr, ast.Call):
-        return _call_grids(model, expr, iters)
+        return _call_grids(model, expr, iters, _visiting)
     return ONLY_F32  # + - * /, comparisons: a new value
 
 
@@ -94,21 +90,20 @@ def on_grid(model, expr, dtype: str, iters=()) -> bool:
     return dtype in value_grids(model, expr, iters)
 
 
-def tensor_grids(model, tensor: str, _seen: Optional[set] = None) -> frozenset:
+def tensor_grids(model, tensor: str, _visiting: frozenset = frozenset()) -> frozenset:
     """The grids every value the program stores in `tensor` lies on (an input: its dtype's)."""
     writer = next((s for s in model.stmts if s.write.tensor == tensor), None)
     if writer is None:
         return closure(model.tensors[tensor].dtype)
-    seen = set() if _seen is None else _seen
-    if tensor in seen:  # a statement that reads what it writes: only its store dtype is known
+    if tensor in _visiting:  # a statement that reads what it writes: only its store dtype is known
         return closure(writer.dtype)
-    seen.add(tensor)
+    visiting = _visiting | {tensor}
     if writer.is_reduction:
-        return rounded(accumulator_grids(model, writer, seen), writer.dtype)
-    return rounded(_grids(model, writer.value, writer.iters, seen), writer.dtype)
+        return rounded(accumulator_grids(model, writer, visiting), writer.dtype)
+    return rounded(value_grids(model, writer.value, writer.iters, visiting), writer.dtype)
 
 
-def accumulator_grids(model, stmt, _seen: Optional[set] = None) -> frozenset:
+def accumulator_grids(model, stmt, _visiting: frozenset = frozenset()) -> frozenset:
     """The grids every accumulator value of a reduction lies on, after its first update.
 
     A `max` accumulator is the rounded maximum of body values (the initial -inf is never stored: the first update
@@ -117,21 +112,10 @@ def accumulator_grids(model, stmt, _seen: Optional[set] = None) -> frozenset:
     accum = stmt.accum_dtype or "f32"
     if stmt.reduce_op != "max":
         return closure(accum)
-    return rounded(_grids(model, stmt.value, stmt.iters, _seen), accum)
+    return rounded(value_grids(model, stmt.value, stmt.iters, _visiting), accum)
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _grids(model, expr, iters, seen) -> frozenset:
-    """`value_grids` carrying the tensors being visited (a guard against a statement that reads itself)."""
-    if isinstance(expr, ast.Access):
-        return tensor_grids(model, expr.tensor, set(seen) if seen is not None else None)
-    if isinstance(expr, ast.Neg):
-        return _grids(model, expr.operand, iters, seen)
-    if isinstance(expr, ast.Call):
-        return _call_grids(model, expr, iters, seen)
-    return value_grids(model, expr, iters)
 
 
 def _name_grids(model, name: str, iters) -> frozenset:
@@ -143,20 +127,20 @@ def _name_grids(model, name: str, iters) -> frozenset:
     return ONLY_F32
 
 
-def _call_grids(model, call: ast.Call, iters, seen=None) -> frozenset:
+def _call_grids(model, call: ast.Call, iters, visiting) -> frozenset:
     f, args = call.func, call.args
     if f in dt.NUMPY_DTYPES and len(args) == 1:
-        return rounded(_grids(model, args[0], iters, seen), f)
+        return rounded(value_grids(model, args[0], iters, visiting), f)
     if f in _SELECTING:
-        return _shared(model, args, iters, seen)
+        return _shared(model, args, iters, visiting)
     if f == "where" and len(args) == 3:
-        return _shared(model, args[1:], iters, seen)  # the condition only chooses
+        return _shared(model, args[1:], iters, visiting)  # the condition only chooses
     return ONLY_F32
 
 
-def _shared(model, operands, iters, seen) -> frozenset:
-    grids = None
+def _shared(model, operands, iters, visiting) -> frozenset:
+    """The grids all operands lie on."""
+    grids = frozenset(DTYPE_NAMES)
     for operand in operands:
-        g = _grids(model, operand, iters, seen)
-        grids = g if grids is None else grids & g
-    return grids if grids is not None else ONLY_F32
+        grids &= value_grids(model, operand, iters, visiting)
+    return grids if operands else ONLY_F32
