@@ -67,17 +67,20 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def free_name(preferred: str, taken) -> str:
-    """`preferred`, or the first of `preferred_1`, `preferred_2`, ... that is neither reserved nor taken.
+    """`preferred`, or the first of `preferred_1`, `preferred_2`, ... (`v_1`, `v_2` for `v_`) that is neither
+    reserved nor taken.
 
-    Identifiers starting with `__` belong to the tools that read generated modules (the Ascend simulator's
-    `__sim__`); a name derived from a program name such as `_` could start so, and then gets a `u` in front."""
+    Identifiers starting with `__` belong to the tools that run generated modules (TileLang's script builder
+    binds `__tb` and `__1`, `__2`, ...; the Ascend simulator `__sim__`), and no program name starts so; a name
+    derived from one that starts with `_` could, and then gets a `u` in front."""
     if not preferred.isidentifier():
         raise ValueError(f"internal: {preferred!r} is not a Python identifier")
     base = "u" + preferred if preferred.startswith("__") else preferred
+    sep = "" if base.endswith("_") else "_"  # `_` gives `_1`, never `__1`
     name, n = base, 0
     while name in RESERVED or name in taken:
         n += 1
-        name = f"{base}_{n}"
+        name = f"{base}{sep}{n}"
     return name
 
 
