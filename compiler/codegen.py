@@ -39,13 +39,24 @@ DEVICE_OF_TARGET = {"nvidia": "h100", "ascend-950": "ascend-950", "ascend-910b":
 
 def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend: Optional[str] = None,
              kernel: Optional[str] = None) -> str:
-    """The module text of one schedule (None: program order) for a target; a backend's refusal points at the
-    schedule block (or, for program order, at the kernel) it refuses."""
+    """The module text of one schedule block (None: program order) for a target; a backend's refusal points at
+    the schedule block (or, for program order, at the kernel) it refuses."""
+    _check_target(target, backend)
+    sched = prog.schedule(schedule_name, kernel=kernel)
     try:
-        return _generate(prog, schedule_name, target, backend, kernel)
+        return generate_schedule(prog, sched, target, backend, schedule_name)
     except (BackendError, CapacityError) as err:
         _locate(err, prog, schedule_name, kernel)
         raise
+
+
+def _check_target(target: str, backend: Optional[str]) -> str:
+    if target not in TARGETS:
+        raise TdslError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
+    backend = backend or TARGETS[target][0]
+    if backend not in TARGETS[target]:
+        raise TdslError(f"target {target} has no backend '{backend}' (backends: {', '.join(TARGETS[target])})")
+    return backend
 
 
 def _locate(err: TdslError, prog, schedule_name: Optional[str], kernel: Optional[str]) -> None:
@@ -57,13 +68,10 @@ def _locate(err: TdslError, prog, schedule_name: Optional[str], kernel: Optional
     err.args = (StepError(err, span, prog.ast.source, prog.ast.filename).args[0],)
 
 
-def _generate(prog, schedule_name: Optional[str], target: str, backend: Optional[str], kernel: Optional[str]) -> str:
-    if target not in TARGETS:
-        raise TdslError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
-    backend = backend or TARGETS[target][0]
-    if backend not in TARGETS[target]:
-        raise TdslError(f"target {target} has no backend '{backend}' (backends: {', '.join(TARGETS[target])})")
-    sched = prog.schedule(schedule_name, kernel=kernel)
+def generate_schedule(prog, sched, target: str = "nvidia", backend: Optional[str] = None,
+                      schedule_name: str = "") -> str:
+    """The module text of a `Schedule` built on one of `prog`'s kernels (by a block or through the Python API)."""
+    backend = _check_target(target, backend)
     program = lower(sched)
     if not sched.model.params:  # with run-time sizes the footprints are checked when the sizes are known
         from .memory import check, kernel_stages

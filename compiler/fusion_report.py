@@ -273,15 +273,8 @@ class _Small:
     def _generate(self, trial: Schedule, target: str) -> str:
         from . import codegen
 
-        class _Fixed:  # a Program whose only schedule is this one
-            filename = self.prog.filename
-            kernels = self.prog.kernels
-
-            def schedule(_self, name=None, kernel=None, sizes=None):
-                return trial
-
         try:
-            codegen.generate(_Fixed(), None, target=target, kernel=self.kernel)
+            codegen.generate_schedule(self.prog, trial, target=target)
         except TdslError as err:
             return f"cannot be generated: {getattr(err, 'reason', None) or err}"
         except Exception as err:  # noqa: BLE001 - a backend crash is reported, not hidden

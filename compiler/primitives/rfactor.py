@@ -218,7 +218,7 @@ def _inner_name(tree, stmt: Stmt, k: str, factor: int, segment_loop: Loop) -> st
     never it, even where it takes one value (an extent of 1 makes k and k mod F the same function)."""
     want = iterator_aff(stmt.domain, f"{k} mod {factor}").intersect_domain(stmt.domain)
     path = tree.path(stmt.name)
-    for l in path:
+    for l in path if factor > 1 else []:  # k mod 1 is 0: no loop is "the inner one", whatever is constant
         exprs = l.exprs.get(stmt.name)
         if l is not segment_loop and exprs and len(exprs) == 1 and exprs[0].intersect_domain(stmt.domain).is_equal(want):
             return l.name
