@@ -543,3 +543,20 @@ def test_swiglu_quant_with_its_tensor_T_lowers_for_tilelang(target, schedule, tm
             t = model.tensors[name]
             result = compare(reference[name].astype(np.float32), sim.tensors[name].astype(np.float32), t.dtype)
             assert result.ok, f"{name}: {result.summary()}"
+
+
+# ---------------------------------------------------------------- ahead-of-time compilation of renamed kernels
+
+
+def test_renamed_kernels_and_parameters_compile_ahead_of_time_for_sm90(tmp_path):
+    """backends/triton/aot.py finds a renamed kernel function (`f_0_1`, beside the tensor `f_0`) and takes its
+    renamed parameters (`num_warps_1`, `grid_1`) by position."""
+    from tdsl.backends.triton.aot import compile_in_subprocess
+
+    p = in_tensors(["num_warps", "grid", "f_0", "debug", "pid_x", "tl"], schedules=("fused",))
+    prog = loads(p.text(), "hostile.tdsl", sizes=p.sizes())
+    path = tmp_path / "hostile_aot.py"
+    path.write_text(generate(prog, "fused"))
+    program = lower(prog.schedule("fused"))
+    results = compile_in_subprocess(path, program.kernels, program=program)
+    assert set(results) == {"f_0"} and results["f_0"]["shared"] > 0

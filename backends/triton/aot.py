@@ -5,6 +5,9 @@ one `@triton.jit` function of a generated module to PTX/cubin with the same
 specialisation the JIT would use on a real launch (16-byte divisible
 pointers, the schedule's num_warps / num_stages), so `metadata.shared` is
 the shared memory the kernel will ask for on an H100/H200.
+
+A kernel is found by its function's identifier in the module (`function`, from backends/names.py; the tile
+program's kernel name when not given) and its parameters by position: tensors, run-time sizes, INTERPRET.
 """
 
 from __future__ import annotations
@@ -14,30 +17,29 @@ from tdsl.compiler.tileir import TileKernel
 POINTER_TYPES = {"bf16": "*bf16", "f16": "*fp16", "f32": "*fp32", "f8e4m3": "*fp8e4nv"}
 
 
-def compile_kernel(module, kernel: TileKernel, arch: int = 90):
+def compile_kernel(module, kernel: TileKernel, arch: int = 90, function: str = ""):
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    fn = getattr(module, kernel.name)
-    names = [t.name for t in kernel.tensors] + list(kernel.sizes) + ["INTERPRET"]
-    signature = {}
-    for t in kernel.tensors:
-        signature[t.name] = POINTER_TYPES[t.dtype]
-    for s in kernel.sizes:
-        signature[s] = "i32"
-    signature["INTERPRET"] = "constexpr"
-    constexprs = {"INTERPRET": False}
+    fn = getattr(module, function or kernel.name)
+    params = list(fn.arg_names)  # the module's identifiers: tensors, run-time sizes, then INTERPRET
+    if len(params) != len(kernel.tensors) + len(kernel.sizes) + 1:
+        raise ValueError(f"{fn.__name__} takes {params}, not the tensors and sizes of {kernel.name}")
+    kinds = [POINTER_TYPES[t.dtype] for t in kernel.tensors] + ["i32"] * len(kernel.sizes) + ["constexpr"]
+    signature = dict(zip(params, kinds))
+    constexprs = {params[-1]: False}
     # The JIT marks pointers (and sizes) divisible by 16 on a real launch with aligned tensors.
-    attrs = {(names.index(t.name),): [["tt.divisibility", 16]] for t in kernel.tensors}
+    attrs = {(n,): [["tt.divisibility", 16]] for n in range(len(kernel.tensors))}
     source = ASTSource(fn, signature, constexprs, attrs)
     options = {"num_warps": kernel.num_warps, "num_stages": kernel.num_stages}
     return triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
 
 
-def kernel_spec(kernel: TileKernel) -> dict:
+def kernel_spec(kernel: TileKernel, function: str = "") -> dict:
     return {
         "name": kernel.name,
+        "function": function or kernel.name,
         "tensors": [[t.name, t.dtype] for t in kernel.tensors],
         "sizes": list(kernel.sizes),
         "num_warps": kernel.num_warps,
@@ -45,17 +47,22 @@ def kernel_spec(kernel: TileKernel) -> dict:
     }
 
 
-def compile_in_subprocess(module_path, kernels: list[TileKernel], arch: int = 90) -> dict:
+def compile_in_subprocess(module_path, kernels: list[TileKernel], arch: int = 90, program=None) -> dict:
     """AOT-compile in a fresh process without TRITON_INTERPRET (the variable is read at decoration time,
-    so one process cannot hold both interpreted and compiled kernels)."""
+    so one process cannot hold both interpreted and compiled kernels).  `program` (the tile program the
+    module was printed from) names the kernels' functions when the module had to rename them."""
     import json
     import os
     import subprocess
     import sys
 
+    from tdsl.backends.names import ModuleNames
+
+    names = ModuleNames(program) if program is not None else None
+    specs = [kernel_spec(k, names.kernel(k.name) if names else "") for k in kernels]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    spec = json.dumps({"module": str(module_path), "arch": arch, "kernels": [kernel_spec(k) for k in kernels]})
+    spec = json.dumps({"module": str(module_path), "arch": arch, "kernels": specs})
     proc = subprocess.run([sys.executable, "-m", "tdsl.backends.triton.aot"], input=spec, capture_output=True,
                           text=True, env=env)
     if proc.returncode != 0:
@@ -82,7 +89,7 @@ def _main() -> None:
             num_warps=k["num_warps"],
             num_stages=k["num_stages"],
         )
-        compiled = compile_kernel(module, kernel, spec["arch"])
+        compiled = compile_kernel(module, kernel, spec["arch"], k["function"])
         ptx = compiled.asm.get("ptx", "")
         results[k["name"]] = {"shared": compiled.metadata.shared, "wgmma": "wgmma" in ptx, "ptx_lines": ptx.count("\n")}
     print(json.dumps(results))
