@@ -310,6 +310,8 @@ class _KernelPlanner:
         shape = []
         for d in range(region.dim(isl.dim_type.out)):
             span = _largest_span(region, d)
+            if span.is_nan():  # no instance touches the tensor: an empty statement domain
+                raise BackendError(f"{what} is empty: the statements that use it have no instances")
             if not span.is_int():
                 raise BackendError(f"{what} has no fixed size along dimension {d}")
             shape.append(span.to_python() + 1)
