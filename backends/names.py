@@ -11,7 +11,8 @@ it share an identifier and nothing the program names can shadow what the module 
   template, and the names Triton reserves in a kernel's parameter list -- is never handed out;
 * the program's own names are claimed first, in a fixed order (kernel and tensors, then run-time sizes, then
   loop variables), and keep their spelling unless it is reserved or already taken; then they get the first
-  free of `name_1`, `name_2`, ...;
+  free of `name_1`, `name_2`, ... -- after the names of their group that keep theirs, so a tensor `T_1`
+  stays `T_1` beside a tensor `T` (which becomes `T_2`);
 * generated names are claimed after them and yield to them: kernel functions (`gemm_0`) at module level, then
   the locals of each function (`FunctionNames`), which only have to differ from each other and from the
   module-level names.
@@ -96,19 +97,17 @@ class ModuleNames:
 
     def __post_init__(self):
         p = self.program
-        self._claim(self.public, p.name)
-        for name in _tensor_names(p):
-            self._claim(self.public, name)
-        for name in _variable_names(p):
-            self._claim(self.variables, name)
-        for kernel in p.kernels:
-            self._claim(self.kernels, kernel.name)
+        self._claim(self.public, [p.name] + _tensor_names(p))
+        self._claim(self.variables, _variable_names(p))
+        self._claim(self.kernels, [k.name for k in p.kernels])
 
-    def _claim(self, table: dict, name: str) -> str:
-        if name not in table:
+    def _claim(self, table: dict, names: list) -> None:
+        """Give `names` identifiers: first those whose own spelling is free, then the others."""
+        names = list(dict.fromkeys(names))
+        kept = [n for n in names if n not in RESERVED and n not in self.taken]
+        for name in kept + [n for n in names if n not in kept]:
             table[name] = free_name(name, self.taken)
             self.taken.add(table[name])
-        return table[name]
 
     @property
     def entry(self) -> str:

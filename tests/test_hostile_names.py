@@ -484,6 +484,12 @@ def test_a_name_is_renamed_only_when_it_collides_and_then_everywhere_the_same():
     assert "tl.store(acc_C + " in text and "tl.store(Cp_i + " in text
 
 
+def test_a_name_that_collides_with_nothing_keeps_its_spelling_beside_a_renamed_one():
+    text = emitted(Gemm(A="T", B="T_1", C="t"), "grid", "nvidia", "tilelang")  # T is TileLang's namespace
+    assert ast.literal_eval(re.search(r"^RENAMED = (.*)$", text, re.M).group(1)) == {"T": "T_2"}
+    assert "def f(T_2, T_1, Y=None):" in text and "acc_t = T.alloc_fragment" in text  # t differs from T
+
+
 def test_ordinary_names_print_as_before():
     text = emitted(Gemm(), "grid", "nvidia", "triton")
     assert "RENAMED" not in text and "def f(A, B, Y=None):" in text and "acc_C = tl.full" in text
