@@ -16,10 +16,12 @@ module imports or defines (`tl`, `T`, `torch`, `_check`, `KERNELS`), one of Trit
 
 or the frontend refuses the name with a located error (Python keywords, isl keywords as iterators, sizes or
 loops, names starting with `__`).  The chapter's `swiglu_quant` (a tensor named `T`) lowers for TileLang on
-both targets, with its schedule and in program order.
+both targets, with its schedule and in program order, and a renamed Triton kernel compiles ahead of time.
 
-Every name is checked in every role by the first test (generation only, many names per program); the
-programs that run carry a selection of names from every category in every role.
+The programs (`Gemm`, `Norm`, `Scale`) have a matrix product with a pipelined loop, grid axes (two, or one
+fused), masks, register reuse, an FP8 output, a row reduction and program order (a kernel per statement,
+temporaries between them).  Every name is generated in every role by the first test (many names per
+program); the programs that run carry a selection of names from every category in every role.
 """
 
 import ast
