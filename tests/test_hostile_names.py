@@ -404,6 +404,8 @@ def _run_cases():
     names, indices = RUN_NAMES, for_indices(RUN_NAMES)
     programs = {
         "inputs-outputs": in_tensors(names, schedules=("fused", None)),
+        "case": in_tensors(["t", "T", "tl", "Tl", "TL", "range", "Range", "torch", "Torch", "KERNELS", "Kernels"],
+                           schedules=("grid",)),
         "tensors": as_tensors(names[:5]),
         "tensors-2": as_tensors(names[5:10]),
         "iterators": as_iterators(indices[:7]),
