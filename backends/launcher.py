@@ -14,10 +14,6 @@ from tdsl.compiler import tileir as T
 from .names import ModuleNames
 
 
-def shape_code(shape) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
 def bind_params(program: T.TileProgram, names: ModuleNames) -> list[str]:
     """Run-time sizes are read off the input shapes (the first input dim equal to the size's name)."""
     lines = []
