@@ -117,9 +117,8 @@ class _Produced:
 
     stmt: Stmt
     tile: Tile
-    context: list  # the enclosing loops' names at the point its value is final
     keep: bool
-    loops: list = field(default_factory=list)  # those loops
+    loops: list  # the enclosing loops at the point its value is final
 
 
 @dataclass
@@ -384,12 +383,11 @@ class _KernelLowering:
         if hoisted:
             return self._lower_body([_Hoisted(hoisted, leaf)], context)
         stmt = self.model.stmt(leaf.stmt)
-        names = [l.name for l in context]
         if not stmt.is_reduction:
             tile = self._tile(stmt, context, stmt.iters)
             value = self._value(stmt.value, stmt, tile, context)
             keep, store = self._keep_store(stmt)
-            self.produced[stmt.name] = _Produced(stmt, tile, names, keep, list(context))
+            self.produced[stmt.name] = _Produced(stmt, tile, keep, list(context))
             return [Compute(stmt.name, tile, value, stmt.dtype, store, keep, tuple(stmt.lhs_iters))]
         ops = []
         outer = self._accumulation_loop(stmt.name, context)
@@ -411,7 +409,7 @@ class _KernelLowering:
         stmt = self.model.stmt(stmt_name)
         tile = self._tile(stmt, context, stmt.lhs_iters)
         keep, store = self._keep_store(stmt)
-        self.produced[stmt.name] = _Produced(stmt, tile, [l.name for l in context], keep, list(context))
+        self.produced[stmt.name] = _Produced(stmt, tile, keep, list(context))
         return AccFinish(stmt.name, tile, stmt.dtype, store, keep, tuple(stmt.lhs_iters))
 
     def _keep_store(self, stmt: Stmt) -> tuple[bool, bool]:
@@ -647,8 +645,7 @@ class _KernelLowering:
 
     def _register(self, e: ast.Access, stmt: Stmt, tile: Tile, producer: _Produced, context) -> Optional[Reg]:
         """The producer's register tile, if this read takes it element for element."""
-        here = [l.name for l in context]
-        if producer.context != here[: len(producer.context)]:
+        if producer.loops != context[: len(producer.loops)]:  # the same loop objects, not only the same names
             return None
         consumer_axes = {a.iter: a for a in tile.axes}
         for p_iter, index in zip(producer.stmt.lhs_iters, e.indices):
@@ -710,9 +707,9 @@ class _KernelLowering:
         if len(names) != 3 or len(stmt.red_iters) != 1 or any(a.size < 16 for a in tile.axes):
             return None
         k = stmt.red_iters[0]
-        i, j = [n for n in names if n != k]
-        if names != [i, j, k]:
+        if names[2:] != [k]:  # the tile's axes must be (i, j, k), k the reduction's only iterator
             return None
+        i, j = names[:2]
         lhs, rhs = stmt.value.lhs, stmt.value.rhs
         if not (_plain(lhs, {i, k}) and _plain(rhs, {k, j})):
             lhs, rhs = rhs, lhs

@@ -5,6 +5,9 @@ A case is a program (an example's name or source text), sizes, schedule steps (.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from tdsl.compiler.api import loads
@@ -89,6 +92,19 @@ def _step(text: str) -> Step:
 
 def _text(value):
     return f"{value.stmt}.{value.loop}" if hasattr(value, "loop") else value
+
+
+SAVED = sorted((Path(__file__).parent / "fuzz" / "findings").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SAVED, ids=[p.stem for p in SAVED])
+def test_saved_fuzz_finding_stays_fixed(path, tmp_path):
+    """A case the fuzzer saved (benchmarks/fuzz.py writes them as JSON), with a `why` and the backends added."""
+    data = json.loads(path.read_text())
+    case = Case.from_json(path.read_text())
+    backends = tuple(data["backends"])
+    finding = Fuzzer(backends=backends, shrink=False).check(case, list(backends), tmp_path, Result())
+    assert finding is None, f"{path.stem} ({data['why']}):\n{case.describe()}\n{finding}"
 
 
 @pytest.mark.parametrize("ident,program,sizes,steps,backends,why", FINDINGS, ids=[f[0] for f in FINDINGS])
