@@ -162,6 +162,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         ctx, f"{prefix}{{ {name}[{', '.join(stmt.iters)}] -> [{', '.join(lhs)}, floor({k}/{factor})] }}"
     ).align_params(stmt.domain.get_space()).intersect_domain(stmt.domain)
     check_grouping(model, stmt, sigma, "rfactor", size, f"{rf}[{', '.join(lhs + [seg_it])}]")
+    _lone_terms_rounded(model, stmt, sigma)
     if dtype != (stmt.accum_dtype or "f32"):
         _partial_rounding(model, stmt, dtype)
     check_dependences(state.model, state.deps, tree, "rfactor")
@@ -261,6 +262,32 @@ def _text(exprs) -> str:
     from ..tree_view import _expr_text
 
     return ", ".join(_expr_text(e) for e in exprs)
+
+
+def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
+    """A strict sum keeps its grouping only when every partial sum after an element's first holds one term; that
+    term then passes through the partial's accumulator on its own (0 + t, rounded to the accumulator) before it
+    meets the running sum, which the program adds it to unrounded.  Exact only if the term already lies on the
+    accumulator's grid (always, for an f32 accumulator)."""
+    from ..dependences import order_independent, policy
+    from ..errors import RoundingAdded
+    from ..grid import on_grid
+    from ..legality import _first_instance, witness_text
+
+    accum = stmt.accum_dtype or "f32"
+    if policy(stmt)[0] != "strict" or order_independent(stmt) or on_grid(model, stmt.value, accum, stmt.iters):
+        return
+    same_element = stmt.write.relation.apply_range(stmt.write.relation.reverse())
+    if same_element.is_subset(sigma.apply_range(sigma.reverse())):
+        return  # one partial sum per element: the program's own running sum
+    raise RoundingAdded(
+        "rfactor",
+        [stmt.name],
+        f"the partial sums of {stmt.name} after the first hold one term each and pass through its {accum} "
+        f"accumulator on their own: each such term would be rounded to {accum} before it is added, which the "
+        f"program does not do",
+        f"{_first_instance(stmt)} adds a term: {witness_text('f32', accum, 'term')}",
+    )
 
 
 def _partial_rounding(model: KernelModel, stmt: Stmt, dtype: str) -> None:
