@@ -223,6 +223,7 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
 
     stmts = [_lower_statement(si, values, prefix, positive, ctx) for si in kinfo.stmts]
     model = KernelModel(kinfo.kernel.name, stmts, tensors, values, params, ctx)
+    _check_domains_not_empty(model)
     _check_reads_in_bounds(model)
     return model
 
@@ -269,6 +270,17 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
         write=Access(stmt.target, write_rel),
         span=stmt.span,
     )
+
+
+def _check_domains_not_empty(model: KernelModel) -> None:
+    """A statement whose conditions no instance satisfies (at every value of the sizes) computes nothing."""
+    for stmt in model.stmts:
+        if stmt.domain.is_empty():
+            raise SourceError(
+                f"statement {stmt.name} has no instance: no value of its iterators satisfies its ranges and "
+                f"conditions at these sizes ({', '.join(f'{k}={v}' for k, v in model.sizes.items() if v is not None)})",
+                stmt.span,
+            )
 
 
 def _check_reads_in_bounds(model: KernelModel) -> None:

@@ -143,3 +143,11 @@ def test_dependences_of_a_long_chain_are_found_quickly():
     sched = loads("\n".join(lines) + "\n").schedule()
     assert time.perf_counter() - start < 5
     assert len([d for d in sched.deps if d.kind == "flow"]) == 299
+
+
+def test_a_statement_without_instances_is_a_located_error():
+    """`Y[i : i >= 1 and i < 1]` computes nothing: a located error (it crashed the interpreter's instance count
+    and reached the tile lowering as a tile of no fixed size)."""
+    src = "const N = 4\nkernel f(A: f32[N]) -> (Y: f32[N], Z: f32[N]) {\n  Y[i : i >= 1 and i < 1] = A[i]\n  Z[i] = A[i]\n}\n"
+    with pytest.raises(SourceError, match=r"<string>:3:3: error: statement Y has no instance"):
+        loads(src).schedule()
