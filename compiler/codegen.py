@@ -155,6 +155,12 @@ def to_torch(array, dtype: str, device: str):
     return as_f32.to(getattr(torch, TORCH_DTYPE_NAMES[dtype])).to(device)
 
 
+def python_name(module, name: str) -> str:
+    """The identifier a generated module uses for a program name (kernel, tensor, size): the same name, unless
+    it would collide with Python or the module's own names (then the module's RENAMED says which)."""
+    return getattr(module, "RENAMED", {}).get(name, name)
+
+
 def run_generated(module, model, inputs: dict, device: str = "cpu", guard: int = 0) -> dict:
     """Call the generated launcher on `inputs`; outputs come back as float32 numpy arrays.
 
@@ -171,8 +177,8 @@ def run_generated(module, model, inputs: dict, device: str = "cpu", guard: int =
         buf = torch.full((numel + 2 * guard,), float("nan"), dtype=torch.float32, device=device)
         buf = buf.to(getattr(torch, TORCH_DTYPE_NAMES[t.dtype]))
         buffers[t.name] = buf
-        kwargs[t.name] = buf[guard: guard + numel].view(*t.shape)
-    launch = getattr(module, model.name)
+        kwargs[python_name(module, t.name)] = buf[guard: guard + numel].view(*t.shape)
+    launch = getattr(module, python_name(module, model.name))
     if device == "cpu":  # the Triton interpreter: loads and stores are bounds-checked (else they corrupt memory)
         from tdsl.backends.triton.interpreter_bounds import checked_memory
 

@@ -460,9 +460,9 @@ def test_a_loop_may_not_take_a_size_name():
 
 
 def test_a_statement_without_instances_is_refused_with_the_reason():
-    from tdsl.compiler.errors import BackendError
-    from tdsl.compiler.memory import plan_kernels
+    """Refused when the model is built, at the statement (before any schedule, plan or backend sees it)."""
+    from tdsl.frontend.diagnostics import SourceError
 
     text = "const N = 4\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  T[i] = X[i] * 2.0\n  Y[i : i >= 1 and i < 1] = T[i]\n}\n"
-    with pytest.raises(BackendError, match=r"tile of T is empty: the statements that use it have no instances"):
-        plan_kernels(loads(text).schedule(), "h100")
+    with pytest.raises(SourceError, match=r":4:3: error: statement Y has no instance"):
+        loads(text).schedule()

@@ -39,6 +39,7 @@ def run_case(folder: str) -> dict:
         spec = importlib.util.spec_from_file_location(f"fz_{folder.name}", folder / "module.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+        renamed = getattr(module, "RENAMED", {})  # program names the module had to rename (docs/triton.md)
         for dist in meta["distributions"]:
             ins = np.load(folder / f"inputs_{dist}.npz")
             want = np.load(folder / f"reference_{dist}.npz")
@@ -48,8 +49,8 @@ def run_case(folder: str) -> dict:
                 numel = int(np.prod(t["shape"]))
                 buf = torch.full((numel + 2 * GUARD,), float("nan"), device="cuda").to(dtypes[t["dtype"]])
                 buffers[t["name"]] = buf
-                kwargs[t["name"]] = buf[GUARD:GUARD + numel].view(*t["shape"])
-            getattr(module, meta["kernel"])(*args, **kwargs)
+                kwargs[renamed.get(t["name"], t["name"])] = buf[GUARD:GUARD + numel].view(*t["shape"])
+            getattr(module, renamed.get(meta["kernel"], meta["kernel"]))(*args, **kwargs)
             torch.cuda.synchronize()
             for t in meta["outputs"]:
                 buf = buffers[t["name"]].float().cpu()
