@@ -46,7 +46,8 @@ from tdsl.compiler import tileir as T
 # tables, and the names the modules' users read (KERNELS, RENAMED, E4M3_BYTES).
 MODULE_LEVEL = frozenset({
     "os", "math", "np", "torch", "triton", "tl", "tilelang", "T",
-    "_INTERPRET", "_round_f8e4m3", "_round_bf16", "_sigmoid", "_silu", "_tanh",
+    "_INTERPRET", "_round_f8e4m3", "_round_bf16", "_sigmoid", "_silu", "_tanh", "_max_nan", "_maximum_nan",
+    "libdevice",
     "_TORCH_DTYPES", "_check", "KERNELS", "_COMPILED", "_kernel", "compile_kernels", "E4M3_BYTES", "RENAMED",
 })
 # A Triton kernel's parameters share one namespace with its launch keywords (every option of CUDAOptions,

@@ -63,6 +63,7 @@ import numpy as np
 
 from tdsl.compiler import dtypes as dt
 from tdsl.compiler.dependences import segments
+from tdsl.compiler.functions import COMPOSITIONS, PRIMITIVES, python_source
 from tdsl.compiler.model import KernelModel, Stmt, Tensor
 from tdsl.frontend import ast
 
@@ -74,8 +75,8 @@ _BOX_LIMIT = 20_000_000
 
 _DIM_PREFIX = "__tdsl_d"
 
-_UNARY_FUNCS = ("exp", "log", "sqrt", "rsqrt", "tanh", "abs", "sigmoid", "silu")
-_BINARY_FUNCS = ("max", "min")
+_UNARY_FUNCS = tuple(f for f, n in PRIMITIVES.items() if n == 1)
+_BINARY_FUNCS = tuple(f for f, n in PRIMITIVES.items() if n == 2)
 
 
 # =============================================================== validation helpers
@@ -565,7 +566,7 @@ class _Compiler:
         if f in _BINARY_FUNCS:
             arity(2)
             return f"_f{f}({self.value(args[0])}, {self.value(args[1])})"
-        if f in _UNARY_FUNCS:
+        if f in _UNARY_FUNCS or f in COMPOSITIONS:
             arity(1)
             return f"_{f}({self.value(args[0])})"
         raise self.err(f"unknown function {f!r}", e)
@@ -751,18 +752,6 @@ def _abs(x):
     return abs(x)
 
 
-def _rsqrt(x):
-    return _ONE / _sqrt(x)
-
-
-def _sigmoid(x):
-    return _ONE / (_ONE + _exp(-x))
-
-
-def _silu(x):
-    return x * (_ONE / (_ONE + _exp(-x)))
-
-
 def _oob(info, indices, p):
     tensor, shape, node = info
     idx = indices()
@@ -787,11 +776,11 @@ def _runtime_namespace(trace: Optional[Trace]) -> dict:
         "_sqrt": _sqrt,
         "_tanh": _tanh,
         "_abs": _abs,
-        "_rsqrt": _rsqrt,
-        "_sigmoid": _sigmoid,
-        "_silu": _silu,
+        "_ONE": _ONE,
         "_oob": _oob,
     }
+    for func in COMPOSITIONS:  # rsqrt, sigmoid, silu: built from their one definition (compiler/functions.py)
+        ns[f"_{func}"] = eval(f"lambda x: {python_source(func, 'x')}", dict(ns))  # noqa: S307 - our own text
     for name in dt.NUMPY_DTYPES:
         ns[f"_round_{name}"] = dt.scalar_rounder(name)
     if trace is not None:

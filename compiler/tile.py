@@ -34,6 +34,7 @@ import islpy as isl
 from tdsl.frontend import ast
 
 from .errors import BackendError
+from .functions import COMPOSITIONS, expand_tile
 from .isl_code import pw_aff_to_expr, set_to_expr
 from .model import KernelModel, Stmt
 from .schedule import Schedule
@@ -572,6 +573,8 @@ class _KernelLowering:
                 return _folded(Round(e.func, v(e.args[0]))) if e.func != "f32" else v(e.args[0])
             if e.func == "where":
                 return Select(v(e.args[0]), v(e.args[1]), v(e.args[2]))
+            if e.func in COMPOSITIONS:  # backends implement primitives only (compiler/functions.py)
+                return expand_tile(e.func, v(e.args[0]))
             return Call(e.func, tuple(v(a) for a in e.args))
         if isinstance(e, ast.Access):
             return self._access(e, stmt, tile, context)

@@ -89,7 +89,7 @@ class Reg:
 
 @dataclass(frozen=True)
 class Call:
-    """exp log sqrt rsqrt silu sigmoid tanh abs max min (values, f32)."""
+    """A primitive function (compiler/functions.py): exp log sqrt tanh abs max min, on f32 values."""
 
     func: str
     args: tuple

@@ -253,3 +253,13 @@ def _check_scalar(x):
         assert isinstance(got, np.float32)
         assert _same(float(got), float(want))
         assert _same(float(got), ref_round(d, float(x)) if d != "f32" else float(x))
+
+
+def test_comparison_tolerance_trusts_every_bit_of_the_narrow_dtypes():
+    """verify.py cannot import dtypes.py (the GPU machine has numpy only): its table must agree with it, f32 aside."""
+    from tdsl.compiler.dtypes import PRECISION_BITS
+    from tdsl.compiler.verify import TOLERANCE_BITS
+
+    assert set(TOLERANCE_BITS) == set(PRECISION_BITS)
+    assert all(TOLERANCE_BITS[d] == PRECISION_BITS[d] for d in PRECISION_BITS if d != "f32")
+    assert TOLERANCE_BITS["f32"] < PRECISION_BITS["f32"]

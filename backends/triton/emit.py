@@ -229,7 +229,7 @@ class _KernelPrinter:
                     self.emit(f"{acc} = {self._round(op.accum, f'{acc} + tl.dot({a}, {b}{precise})')}")
                 return
             partial = self._value(op.partial, frame)
-            combined = f"{acc} + {partial}" if op.op == "sum" else f"tl.maximum({acc}, {partial})"
+            combined = f"{acc} + {partial}" if op.op == "sum" else _call("max", [acc, partial])
             self.emit(f"{acc} = {self._round(op.accum, combined)}")
         elif isinstance(op, T.AccFinish):
             where = "stored" if op.store else "kept in registers"
@@ -345,7 +345,7 @@ class _KernelPrinter:
             return self._round(e.dtype, v(e.operand))
         if isinstance(e, T.Reduce):
             code = v(e.operand)
-            fn = "tl.sum" if e.op == "sum" else "tl.max"
+            fn = "tl.sum" if e.op == "sum" else "_max_nan"  # a max reduction keeps NaN, as the interpreter does
             for axis in sorted(e.axes, reverse=True):
                 code = f"{fn}({code}, axis={axis})"
             return code
@@ -375,28 +375,27 @@ def _divide(lhs: str, divisor: T.Expr, rhs: str) -> str:
     """A program's `/` rounds like IEEE division (Triton's plain `/` is approximate and would move rounding
     points); dividing by a power of two is multiplying by its exact reciprocal, which is the same value."""
     if isinstance(divisor, T.Const) and divisor.value:
-        mantissa, _ = math.frexp(float(divisor.value))
-        if abs(mantissa) == 0.5:
+        mantissa, exponent = math.frexp(float(divisor.value))
+        # Both the power of two and its reciprocal must be normal f32 numbers: 2^130 is not an f32 at all, and
+        # the reciprocal of 2^-140 overflows, so those are divided like any other divisor.
+        if abs(mantissa) == 0.5 and -125 <= exponent - 1 <= 126:
             return f"({lhs} * {1.0 / float(divisor.value)!r})"
     return f"tl.div_rn({lhs}, {rhs})"
 
 
 def _call(func: str, args: list) -> str:
     x = args[0]
-    table = {
+    table = {  # the primitives of compiler/functions.py; compositions arrive expanded
         "exp": f"tl.exp({x})",
         "log": f"tl.log({x})",
         "sqrt": f"tl.sqrt_rn({x})",
-        "rsqrt": f"tl.div_rn(1.0, tl.sqrt_rn({x}))",
-        "sigmoid": f"_sigmoid({x})",
-        "silu": f"_silu({x})",
-        "tanh": f"_tanh({x})",
+        "tanh": f"_tanh({x}, INTERPRET)",
         "abs": f"tl.abs({x})",
     }
     if func in table:
         return table[func]
-    if func in ("max", "min"):
-        return f"tl.{func}imum({args[0]}, {args[1]})"
+    if func in ("max", "min"):  # IEEE maximum / minimum: a NaN operand gives NaN (docs/interpreter.md)
+        return f"tl.{func}imum({args[0]}, {args[1]}, propagate_nan=tl.PropagateNan.ALL)"
     raise TypeError(f"unknown function {func}")
 
 

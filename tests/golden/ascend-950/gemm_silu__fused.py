@@ -56,7 +56,7 @@ def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288)
         # Y[i, j]: bf16 = silu(C[i, j]) [tile i:64 x j:64]
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0, l1 in T.Parallel(64, 64):
-                v_Y[l0, l1] = T.Cast("float32", T.Cast("bfloat16", (C_ub[l0, l1] * (1.0 / (1.0 + T.exp(-C_ub[l0, l1]))))))
+                v_Y[l0, l1] = T.Cast("float32", T.Cast("bfloat16", (C_ub[l0, l1] * (1.0 / (1.0 + T.exp((-C_ub[l0, l1])))))))
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0, l1 in T.Parallel(64, 64):
                 Y_out[l0, l1] = T.Cast("bfloat16", v_Y[l0, l1])
