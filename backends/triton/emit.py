@@ -80,31 +80,38 @@ class _Frame:
         raise TypeError(f"internal: variable {name} has no name here")
 
 
-def index_code(e: T.Expr, frame: _Frame, python: bool = False) -> str:
-    """Integer/boolean index arithmetic (offsets, masks, bounds)."""
+def index_code(e: T.Expr, frame: _Frame, python: bool = False, block: bool = False) -> str:
+    """Integer/boolean index arithmetic (offsets, masks, bounds).  `block`: the code is the mask of a block
+    pointer, so every comparison in it must give a block (see below)."""
     if isinstance(e, T.Const):
         return repr(e.value)
     if isinstance(e, T.Var):
         return frame.var(e.name)
     if isinstance(e, T.Neg):
-        return f"(-{index_code(e.operand, frame, python)})"
+        return f"(-{index_code(e.operand, frame, python, block)})"
     if isinstance(e, T.Select):
-        c, a, b = (index_code(x, frame, python) for x in (e.cond, e.then, e.other))
+        c, a, b = (index_code(x, frame, python, block) for x in (e.cond, e.then, e.other))
         return f"({a} if {c} else {b})" if python else f"tl.where({c}, {a}, {b})"
     if isinstance(e, T.Bin):
-        a, b = index_code(e.lhs, frame, python), index_code(e.rhs, frame, python)
+        a, b = index_code(e.lhs, frame, python, block), index_code(e.rhs, frame, python, block)
         if e.op in ("min", "max"):
             return f"{e.op}({a}, {b})" if python else f"tl.{e.op}imum({a}, {b})"
         if e.op == "and":
             return f"({a} and {b})" if python else f"({a}) & ({b})"
         if e.op == "or":
             return f"({a} or {b})" if python else f"({a}) | ({b})"
-        if e.op in _COMPARISONS and frame is not None and frame.axes and not _varies(e, frame):
-            # A comparison of scalars inside a tile's mask: the Triton interpreter gives it an int32 value that
-            # it then refuses as a mask, so the comparison is made on a one-lane block (free on the GPU).
+        if e.op in _COMPARISONS and block and not _varies(e, frame):
+            # A comparison of scalars in the mask of a block pointer: the Triton interpreter gives it an int32
+            # value that it then refuses as a mask, so it is made on a one-lane block (free on the GPU).
             a = f"({a} + tl.zeros([1], tl.int32))"
         return f"({a} {e.op} {b})"
     raise TypeError(f"not an index expression: {e!r}")
+
+
+def mask_code(mask: T.Expr, frame: _Frame, indices) -> str:
+    """The mask of a load or store whose pointer is built from `indices` (a block pointer when they vary)."""
+    block = frame is not None and any(_varies(ix, frame) for ix in indices)
+    return index_code(mask, frame, block=block)
 
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
@@ -266,7 +273,8 @@ class _KernelPrinter:
         tile, dtype = op.tile, op.dtype
         pointer = self._pointer(op.stmt, [T.Var(it) for it in op.lhs], frame)
         value = self.value_name(op.stmt)  # already rounded to the storage dtype: the conversion is exact
-        mask = f", mask={index_code(tile.mask, frame)}" if tile.mask is not None else ""
+        lhs = [T.Var(it) for it in op.lhs]
+        mask = f", mask={mask_code(tile.mask, frame, lhs)}" if tile.mask is not None else ""
         self.emit(f"tl.store({pointer}, {value}.to({TL_DTYPES[dtype]}){mask})")
 
     def _pointer(self, tensor: str, indices, frame: _Frame) -> str:
@@ -296,7 +304,7 @@ class _KernelPrinter:
         for load, frame_axes, dtype in ((dot.lhs, [i, k], dot.lhs_dtype), (dot.rhs, [k, j], dot.rhs_dtype)):
             sub = _Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars, frame.variables)
             pointer = self._pointer(load.tensor, load.indices, sub)
-            mask = f", mask={index_code(load.mask, sub)}, other=0.0" if load.mask is not None else ""
+            mask = f", mask={mask_code(load.mask, sub, load.indices)}, other=0.0" if load.mask is not None else ""
             # The pointer tile is built in the operand's (row, column) frame, whatever the storage order.
             name = self.fresh(f"t_{load.tensor}_")
             self.emit(f"{name} = tl.load({pointer}{mask})")
@@ -316,8 +324,8 @@ class _KernelPrinter:
             if isinstance(e.value, float) and e.value in (float("inf"), float("-inf")):
                 return 'float("inf")' if e.value > 0 else 'float("-inf")'
             return repr(float(e.value))
-        if isinstance(e, T.Var):
-            return frame.var(e.name)
+        if isinstance(e, T.Var):  # an iterator or size used as a value: its integer, as an f32
+            return f"({frame.var(e.name)} + 0.0)"
         if isinstance(e, T.Neg):
             return f"(-{v(e.operand)})"
         if isinstance(e, T.Bin):
@@ -330,7 +338,7 @@ class _KernelPrinter:
             return f"tl.where({self._cond(e.cond, frame)}, {v(e.then)}, {v(e.other)})"
         if isinstance(e, T.Load):
             pointer = self._pointer(e.tensor, e.indices, frame)
-            mask = f", mask={index_code(e.mask, frame)}, other={e.other}" if e.mask is not None else ""
+            mask = f", mask={mask_code(e.mask, frame, e.indices)}, other={e.other}" if e.mask is not None else ""
             return f"tl.load({pointer}{mask}).to(tl.float32)"
         if isinstance(e, T.Reg):
             rank = len(frame.axes)
