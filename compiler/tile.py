@@ -703,7 +703,8 @@ class _KernelLowering:
         return Reduce(stmt.reduce_op, body, red_axes)
 
     def _dot(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Optional[Dot]:
-        """sum(k) X[i, k] * Y[k, j] over a tile with axes (i, j, k), each at least 16 wide -> a matrix product."""
+        """sum(k) X[i, k] * Y[k, j] over a tile with axes (i, j, k), each at least 16 wide (k at least 32 for
+        8-bit operands) -> a matrix product."""
         if stmt.reduce_op != "sum" or not isinstance(stmt.value, ast.BinOp) or stmt.value.op != "*":
             return None
         names = [a.iter for a in tile.axes]
@@ -720,6 +721,9 @@ class _KernelLowering:
                 return None
         if tile.mask is not None and not self._separable(stmt, context, i, j, k):
             return None
+        dtypes = (self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
+        if "f8e4m3" in dtypes and tile.axes[2].size < 32:
+            return None  # 8-bit matrix instructions (sm_90 wgmma) take k in steps of 32
         a = Load(lhs.tensor, tuple(self._index(x, stmt) for x in lhs.indices),
                  self._operand_mask(stmt, context, [i, k], lhs, i))
         b = Load(rhs.tensor, tuple(self._index(x, stmt) for x in rhs.indices),
