@@ -128,9 +128,13 @@ def check_interpreter(case: Case, original, sched, references: dict) -> Optional
             a, b = want[t.name], got[t.name]
             if np.array_equal(a.view(np.uint8), b.view(np.uint8)):
                 continue
-            if relaxed(original.model) and compare(a.astype(np.float32), b.astype(np.float32),
-                                                   _coarsest(t.dtype, original.model, sched.model)).ok:
-                continue
+            if relaxed(original.model):
+                # A declared reassociation may change the result by any rounding error of another summation
+                # order; with cancelling terms (the wide inputs) that is unbounded relative to the result, so
+                # it is compared on standard-normal inputs only, at the coarsest dtype the sum passes through.
+                if dist != "normal" or compare(a.astype(np.float32), b.astype(np.float32),
+                                               _coarsest(t.dtype, original.model, sched.model)).ok:
+                    continue
             bad = int(np.sum(~((a == b) | (np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))))))
             return Finding("interp-mismatch", "interpreter",
                            f"{t.name} differs from program order in {bad} of {a.size} elements ({dist} inputs)")
