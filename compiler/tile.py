@@ -721,6 +721,8 @@ class _KernelLowering:
                 return None
         if tile.mask is not None and not self._separable(stmt, context, i, j, k):
             return None
+        if any(self.kernel_of.get(x.tensor) == self.index for x in (lhs, rhs)):
+            return None  # an operand computed in this kernel lives in registers: a tile product reads it there
         dtypes = (self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
         if "f8e4m3" in dtypes and tile.axes[2].size < 32:
             return None  # 8-bit matrix instructions (sm_90 wgmma) take k in steps of 32

@@ -40,6 +40,14 @@ kernel fz(XKN: f32[K, N]) -> (T1: f32[K, N]) {
 }
 """
 
+OPERAND_IN_KERNEL = """\
+const M = 32, N = 32, K = 32
+kernel f(A: bf16[M, K], B: bf16[K, N]) -> (C: f32[M, N]) {
+  T[i, k]: bf16 = A[i, k] * 2.0
+  C[i, j] = sum(k) T[i, k] * B[k, j] accum f32
+}
+"""
+
 # (id, program, sizes, steps, backends, what was wrong)
 FINDINGS = [
     ("bf16-accumulator-rounding", C4_BF16_ACCUM, {"K": 1, "M": 1, "N": 2}, [], ("triton",),
@@ -65,6 +73,11 @@ FINDINGS = [
      "bf16(2.0) reached the Triton rounding helper as a Python float (now folded when lowering, in f32)"),
     ("rfactor-of-a-one-iteration-loop", "quant_gemm", {"M": 2, "K": 1, "N": 1}, ["rfactor(amax.k)"], ALL,
      "with K = 1 the loop k equals k mod 1, so rfactor named its segment and inner loops both k (an isl error)"),
+    ("matrix-product-operand-computed-in-the-kernel", OPERAND_IN_KERNEL, {"M": 32, "N": 32, "K": 32},
+     ["io, jo, ii, jj = tile(C.i, C.j, 16, 16)", "ko, kk = split(C.k, 16)", "reorder(C, io, jo, ko, ii, jj, kk)",
+      "compute_at(T, C.ko)"], ALL,
+     "a tile product loaded its operand T from a tensor that lives only in registers (StopIteration in the "
+     "Triton printer); now read from registers or refused"),
     ("register-value-from-an-earlier-iteration", "attention", {"L": 1, "D": 2}, ["compute_at(l, O.c)"], ALL,
      "l is computed at c = 0 only, but O read its register tile at c = 1 too, where the empty reduction had "
      "reset it to 0 (now refused: a register tile holds one iteration's values)"),
