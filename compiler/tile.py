@@ -625,7 +625,7 @@ class _KernelLowering:
         if loop is None:
             return f"{reader} reads {reduction} before {reduction} is computed in this kernel"
         around = context[: context.index(loop)]
-        fix = f"reverse_compute_at({reader}, {reduction}.{around[-1].name})" if around else f"a separate kernel"
+        fix = f"reverse_compute_at({reader}, {reduction}.{around[-1].name})" if around else "a separate kernel"
         return (f"{reader} reads {reduction} inside loop {loop.name}, which walks the reduction of {reduction}: in a "
                 f"kernel its accumulator is final only after that loop; place {reader} after it ({fix})")
 
@@ -839,10 +839,6 @@ def _check_size(stmt: Stmt, tile: Tile) -> None:
         )
 
 
-def _dim_name(loop: Loop, d: int) -> str:
-    return loop.name if loop.n_dims == 1 else f"{loop.name}_{d}"
-
-
 # ---------------------------------------------------------------- loop variable names (see _KernelLowering._var)
 
 # The isl name `_loop_bounds` gives the value of the loop being bounded, next to the loop variables.
@@ -865,7 +861,7 @@ def _loop_variables(loops: list, iters: set, sizes) -> dict:
             key = (loop.name, d if loop.n_dims > 1 else None)
             if key not in keys:
                 keys.append(key)
-    natural = {key: key[0] if key[1] is None else f"{key[0]}_{key[1]}" for key in keys}  # as _dim_name
+    natural = {key: key[0] if key[1] is None else f"{key[0]}_{key[1]}" for key in keys}  # a fused loop's dims: io_0, io_1
     taken = set(iters) | set(sizes) | {_BOUND_VALUE}
     out = {}
     for key in keys:  # first the loops that keep their names
@@ -890,12 +886,6 @@ def _plain(e: ast.Expr, iters: set) -> bool:
         and all(isinstance(x, ast.Name) for x in e.indices)
         and {x.name for x in e.indices} == iters
     )
-
-
-def _params(s) -> str:
-    n = s.dim(isl.dim_type.param)
-    names = [s.get_dim_name(isl.dim_type.param, i) for i in range(n)]
-    return f"[{', '.join(names)}] -> " if names else ""
 
 
 def _to_params(s: isl.Set) -> isl.Set:
