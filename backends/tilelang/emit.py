@@ -432,7 +432,7 @@ class KernelPrinter:
         a = self.stage_operand(op, la, sa, da, "shared", "s")
         b = self.stage_operand(op, lb, sb, db, "shared", "s")
         exact = "f32" in (da, db) or da != db
-        if exact:
+        if exact or not self._warps_cover(size[i], size[j]):
             self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
             return
         flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
@@ -446,9 +446,17 @@ class KernelPrinter:
         self.emit(f"for {l0}, {l1} in T.Parallel({shape[0]}, {shape[1]}):")
         self.emit(f"    {acc}[{l0}, {l1}] = {self.round(op.accum, f'{acc}[{l0}, {l1}] + {part}[{l0}, {l1}]')}")
 
+    def _warps_cover(self, rows: int, cols: int) -> bool:
+        """T.gemm splits the product tile among the kernel's warps, each owning a multiple of 16 rows and 8
+        columns (TileLang refuses the kernel otherwise: 'No valid warp partition'); smaller tiles take the
+        multiply-add loop."""
+        warps = self.kernel.num_warps
+        return rows % 16 == 0 and cols % 8 == 0 and (rows // 16) * (cols // 8) >= warps
+
     def _fma_loop(self, op, a, ta, b, tb, acc, si, sj, sk) -> None:
-        """f32 or mixed operands: the program's f32 products, accumulated exactly in f32 (no tf32 tensor cores);
-        each lane owns one accumulator element and walks k in order."""
+        """f32 or mixed operands, or a tile too small for the warps' matrix instructions: the program's f32
+        products, accumulated exactly in f32 (no tf32 tensor cores); each lane owns one accumulator element and
+        walks k in order."""
         self.emit("# f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)")
         l0, l1, kk = self.lane(0), self.lane(1), self.local(("product step",), "kk")
         av = f"{a}[{kk}, {l0}]" if ta else f"{a}[{l0}, {kk}]"
