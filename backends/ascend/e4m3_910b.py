@@ -8,8 +8,8 @@ rounding.  The subnormals and the lowest binade share the quantum 2^-9 (e <= -6)
 each chosen with `T.tile.compare(a >= 2^e)` and `T.tile.select`; then the sign.
 
 Encoding an E4M3 value r >= 0 as its byte: r * 2^(3-e) + 8e + 48 in binade e (the same formula is right
-at both ends of every binade, and for the subnormals with e = -6), plus 128 for negative values; the
-byte goes f32 -> f16 -> uint8 (exact for integers up to 255).
+at both ends of every binade, and for the subnormals with e = -6), plus 128 for negative values, and NaN
+as 0x7F (found by comparing r with itself); the byte goes f32 -> f16 -> uint8 (exact for integers up to 255).
 
 Decoding a byte b (as f16, exact): with the sign bit removed (b >= 128: b - 128), the value is
 b * 2^-9 for b < 16 and (b - 8E + 8) * 2^(E-10) for 8E <= b < 8E + 8, E = 2..15, negated for the sign --
@@ -75,6 +75,10 @@ def encode_e4m3(p, r: str, shape) -> str:
                                            f"T.tile.add({t}, {t}, {_f(8 * e + 48)})"])
                                for e in NORMAL_BINADES])
     _when(p, m, r, 0.0, "LT", b, t, [f"T.tile.add({t}, {b}, 128.0)"])
+    # NaN (the rounding keeps it; padding lanes of a ragged tile may hold 0 / 0) is the byte 0x7F, as E4M3
+    # has it -- and an integer cast of NaN would be undefined
+    p.emit(f"T.tile.compare({m}, {r}, {r}, \"EQ\")  # false only for NaN")
+    p.emit(f"T.tile.select({b}, {m}, {b}, 127.0, \"VSEL_TENSOR_SCALAR_MODE\")")
     p.emit(f"T.tile.cast({h}, {b}, \"CAST_NONE\", {n})  # integers 0..255: exact in f16")
     p.emit(f"T.tile.cast({u}, {h}, \"CAST_RINT\", {n})")
     return u

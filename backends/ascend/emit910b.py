@@ -195,6 +195,10 @@ class Ascend910BPrinter:
         self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
         return name
 
+    def _pooled(self, shape, dtype="f32") -> bool:
+        """Whether a freed UB temporary of this shape and dtype is there to be reused."""
+        return any(fshape == list(shape) and fdtype == dtype for _, fshape, fdtype in self.free)
+
     def scratch(self, dtype, shape, tag="t") -> str:
         """A UB buffer reused by every emitted sequence that needs a temporary of this dtype, shape and role."""
         key = ("scratch", dtype, tuple(shape), tag)
@@ -304,13 +308,27 @@ class Ascend910BPrinter:
         """`if <the first row of this vector core's half is inside mask>:` (entered; False if no row test) --
         its half of a ragged tile may lie past the tensor, and a copy whose GM region lies wholly outside is
         not clipped to nothing."""
-        parts = self._first_rows_test(tile, mask)
-        if parts:
-            names = self._scalar_names(tile)
-            names[tile.axes[0].iter] = index_code(simplify(tile.axes[0].offset), self.vars)
-            self.emit(f"if {self._condition(parts, names)}:  # this vector core's rows start inside the domain")
+        cond = self._first_row_condition(tile, mask)
+        if cond:
+            self.emit(f"if {cond}:  # this vector core's rows start inside the domain")
             self.depth += 1
-        return bool(parts)
+        return bool(cond)
+
+    def _first_row_condition(self, tile: T.Tile, mask) -> str | None:
+        parts = self._first_rows_test(tile, mask)
+        if not parts:
+            return None
+        names = self._scalar_names(tile)
+        names[tile.axes[0].iter] = index_code(simplify(tile.axes[0].offset), self.vars)
+        return self._condition(parts, names)
+
+    def _whole_tile_condition(self, tile: T.Tile) -> str | None:
+        """The comparisons of the tile's mask that involve none of its axes (loop variables and sizes only: a
+        fused loop runs past the statement's range), as one condition on the whole statement -- a tile without
+        axes has no lanes to mask, and its scalar reads and stores must not happen outside the domain."""
+        axes = [a.iter for a in tile.axes]
+        parts = [a for a in atoms(tile.mask) if not any(mentions(a, it) for it in axes)]
+        return self._condition(parts, self._scalar_names(tile)) if parts else None
 
     def _halve(self, op):
         """The vector statement's tile: this vector core's half of the rows (vid 0 the first, vid 1 the second)."""
@@ -343,7 +361,7 @@ class Ascend910BPrinter:
         if not narrow:
             return op
         extra = [T.Bin("<=", T.Var(a.iter), simplify(T.Bin("+", a.offset, T.Const(a.size - 1)))) for a in narrow]
-        if getattr(op, "store", False):
+        if getattr(op, "store", False) and self._store_layout(op.stmt, op.tile, op.lhs) != "column":
             self._check_widened_store(op, narrow, size)
         axes = [T.Axis(a.iter, a.offset, size[a.iter], a.offset_isl) for a in op.tile.axes]
         tile = T.Tile(axes=axes, scalars=op.tile.scalars, mask=conjunction(atoms(op.tile.mask) + extra))
@@ -470,11 +488,19 @@ class Ascend910BPrinter:
         start = len(self.lines)
         for op in ops:
             self.loads = {}
+            self.load_uses = _load_uses(op[1] if isinstance(op, tuple) else op)
             self.tracking = [] if not self.loops else None
             depth, guard = self.depth, len(self.lines)
-            if split and not (isinstance(op, tuple) and op[0] == "decode"):
-                guarded = op[1] if isinstance(op, tuple) else op
-                self._guard_first_row(guarded.tile, guarded.tile.mask)
+            if not (isinstance(op, tuple) and op[0] == "decode"):
+                work = op[1] if isinstance(op, tuple) else op
+                whole = self._whole_tile_condition(work.tile)
+                first = self._first_row_condition(work.tile, work.tile.mask) if split else None
+                why = {(True, False): "this tile is inside the domain",
+                       (False, True): "this vector core's rows start inside the domain",
+                       (True, True): "this tile, and this vector core's rows, inside the domain"}
+                if whole or first:
+                    self.emit(f"if {_and_code([c for c in (whole, first) if c])}:  # {why[bool(whole), bool(first)]}")
+                    self.depth += 1
             guarded = self.depth > depth
             if isinstance(op, tuple) and op[0] == "from-cube":
                 self._from_cube(op[1])
@@ -509,7 +535,9 @@ class Ascend910BPrinter:
             later |= _reads(other)
         live = {acc for acc, _ in self.accs.values()}
         live |= {v.code.split("[")[0] for s, v in self.values.items() if v.kind == "tile" and s in later}
-        self.free += [t for t in self.tracking if t[0] not in live and t not in self.free]
+        for t in self.tracking:
+            if t[0] not in live and t not in self.free:  # a reused buffer is tracked once per use: free it once
+                self.free.append(t)
         self.expr_temps.clear()
         self.tracking = None
 
@@ -675,6 +703,7 @@ class Ascend910BPrinter:
         ws, flag = self.ws_flag[op.stmt]
         self.flags_before.append(f"T.wait_cross_flag({flag})  # the cube's result is in the workspace")
         ub = self.alloc(self.local(("from L0C", op.stmt), f"{op.stmt}_ub"), shape, "f32", "UB", "cube result")
+        self.expr_temps.add(ub)  # read only by the rounding below, which may write its result here
         rows = [self.cid, f"{self.vid} * {self.half}" if self.half else "0"] + ["0"] * (len(shape) - 1)
         self.emit(f"T.copy({ws}[{', '.join(rows)}], {ub})  # GM workspace -> UB")
         value = self._round(op.dtype, _Opnd("tile", ub), shape)
@@ -849,9 +878,11 @@ class Ascend910BPrinter:
         if not isinstance(other, T.Const):
             raise BackendError(f"a masked value with a computed fallback ({other}) has no ascend-910b form")
         src = then if then.kind == "tile" else self._materialise(then, shape)
-        out = self.temp("t", shape, note="masked lanes replaced")
-        self.emit(f"T.copy({src.code}, {out})  # UB -> UB")
-        self.done(src)
+        if src.code in self.expr_temps:  # a subexpression only this select reads: masked in place
+            out = src.code
+        else:
+            out = self.temp("t", shape, note="masked lanes replaced")
+            self.emit(f"T.copy({src.code}, {out})  # UB -> UB")
         self._mask_lanes(out, tile, cond, scalar=_float_code(other.value))
         return _Opnd("tile", out)
 
@@ -995,9 +1026,16 @@ class Ascend910BPrinter:
         src = value if value.kind == "tile" else self._materialise(value, shape)
         names = self._region_names(tile)
         region = f"{self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}]"
+        column = self._store_layout(stmt, tile, lhs) == "column"
         indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
-        extra = [a for a in atoms(tile.mask) if not implied_by_bounds(a, indices, self._dims(stmt))]
-        if extra:  # read-modify-write: the GM tile is kept where the mask is false
+        axes = [a.iter for a in tile.axes]
+        extra = [a for a in atoms(tile.mask) if not implied_by_bounds(a, indices, self._dims(stmt))
+                 and any(mentions(a, it) for it in axes)]  # the others are the whole statement's condition
+        if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra):
+            return self._store_rows(stmt, tile, lhs, src)
+        if extra and not column:
+            self._check_read_modify_write(stmt, tile, extra)
+        if extra and not column:  # read-modify-write: the GM tile is kept where the mask is false
             if arg.dtype == "f8e4m3":
                 raise BackendError(f"{stmt}: a store of FP8 bytes under a mask other than the tensor's bounds is not "
                                    f"generated for ascend-910b")
@@ -1016,10 +1054,77 @@ class Ascend910BPrinter:
         elif arg.dtype != "f32":
             out = self.temp(f"{stmt}_out", shape, arg.dtype, f"{stmt} in {arg.dtype}")
             self.emit(f'T.tile.cast({out}, {src.code}, "CAST_RINT", {math.prod(shape or [1])})')
+            self.done(src)
             src = _Opnd("tile", out)
-        clipped = " (clipped to the tensor)" if tile.mask is not None else ""
-        self.emit(f"T.copy({src.code}, {region})  # UB -> GM{clipped}")
+        if column:
+            self._store_column(stmt, tile, lhs, src.code, arg.dtype)
+        else:
+            clipped = " (clipped to the tensor)" if tile.mask is not None else ""
+            self.emit(f"T.copy({src.code}, {region})  # UB -> GM{clipped}")
         self.done(src)
+
+    def _store_rows(self, stmt, tile, lhs, src: _Opnd) -> None:
+        """A 2-D tile some of whose rows lie outside the domain (a tile size that is not a power of two: the
+        tile's last rows are the next tile's first ones, which another vector core or block may be writing):
+        stored row by row, each row inside the domain as a 1-D tile; the others are not written at all."""
+        row, col = tile.axes
+        r = self.fresh("r")
+        parts = atoms(tile.mask)
+        row_parts = [a for a in parts if not mentions(a, col.iter) and mentions(a, row.iter)]
+        scalars = {**tile.scalars, row.iter: simplify(T.Bin("+", row.offset, T.Var(ROW)))}
+        sub = T.Tile(axes=[col], scalars=scalars, mask=conjunction([a for a in parts if a not in row_parts]))
+        saved, self.vars[ROW] = self.vars.get(ROW), r
+        depth = self.depth
+        self.emit(f"for {r} in T.serial({row.size}):  # {stmt} row by row: rows outside the domain are not written")
+        self.depth += 1
+        self.emit(f"if {self._condition(row_parts, self._scalar_names(sub))}:")
+        self.depth += 1
+        self._store(stmt, sub, lhs, _Opnd("tile", f"{src.code}[{r}, :]"))
+        self.depth = depth
+        self.vars[ROW] = saved
+        self.done(src)
+
+    def _check_read_modify_write(self, stmt, tile, extra) -> None:
+        """A masked store writes the lanes outside its mask back as they were in GM.  That is right only if no
+        other core writes them meanwhile: lanes outside the statement's domain, or those of a neighbouring tile
+        that this core stores itself (a serial loop) -- not a neighbour another block stores at the same time."""
+        grid = {v for axis in self.kernel.grid for v in axis.vars}
+        for atom in extra:
+            shared = sorted(v for v in grid if mentions(atom, v))
+            if shared:
+                col = tile.axes[-1]
+                raise BackendError(
+                    f"{stmt}: its tile of {col.size} lanes along {col.iter} reaches into the tile of the next "
+                    f"{'/'.join(shared)} (the mask {atom}), which another block stores at the same time; the 910B "
+                    f"stores whole rows of lanes, so the store would write that block's lanes back as they were. "
+                    f"Use a tile size that is a power of two along {col.iter} (or a serial loop for "
+                    f"{'/'.join(shared)})")
+
+    def _store_layout(self, stmt, tile, lhs) -> str:
+        """_layout for a store of `tile` to stmt[lhs] (the fixed iterators as constants: only the axes matter)."""
+        axes = [a.iter for a in tile.axes]
+        return self._layout(stmt, [T.Var(it) if it in axes else T.Const(0) for it in lhs], axes, "store")
+
+    def _store_column(self, stmt, tile, lhs, src: str, dtype: str) -> None:
+        """A 1-D tile down a GM column, element by element: each into the first lane of a row of whole 32-byte
+        blocks (a UB -> GM copy starts on one), copied to its own GM element.  Rows outside the tile's mask
+        (past the tensor, or outside the domain) are not written: the copies need no clipping and no
+        read-modify-write."""
+        axis = tile.axes[0]
+        rows = self._column_rows(stmt, axis.size, dtype)
+        r = self.fresh("r")
+        names = self._scalar_names(tile)
+        names[axis.iter] = self._row_code(axis, r)
+        depth = self.depth
+        self.emit(f"for {r} in T.serial({axis.size}):  # {stmt}'s column, one element at a time")
+        self.depth += 1
+        if tile.mask is not None:
+            self.emit(f"if {self._condition(atoms(tile.mask), names)}:  # rows inside the domain")
+            self.depth += 1
+        self.emit(f"{rows}[{r}, 0] = {src}[{r}]")
+        self.emit(f"T.copy({rows}[{r}, 0:1], {self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}])  # UB -> GM")
+        self.depth = depth
+        self.done(rows)
 
     # three-address values (f32)
 
@@ -1047,7 +1152,7 @@ class Ascend910BPrinter:
         low = self.temp(f"t_{dtype}", shape, dtype)
         self.emit(f'T.tile.cast({low}, {v.code}, "CAST_RINT", {n})  # round to {dtype}')
         self.done(v)
-        out = into or self.temp("t", shape)
+        out = into or self.temp("t", shape)  # may be v's buffer: rounded in place
         self.emit(f'T.tile.cast({out}, {low}, "CAST_NONE", {n})')
         self.done(low)
         return _Opnd("tile", out)
@@ -1066,6 +1171,8 @@ class Ascend910BPrinter:
                 return self.loads[key]
             self.loads = getattr(self, "loads", {})
             self.loads[key] = result = self._load(e, tile, shape, axes)
+            if result.kind == "tile" and getattr(self, "load_uses", {}).get(key) == 1:
+                self.expr_temps.add(result.code)  # read once: its parent may overwrite it
             return result
         if isinstance(e, T.Select):
             return self._select(e.cond, v(e.then), e.other, tile)
@@ -1089,9 +1196,9 @@ class Ascend910BPrinter:
             if x.kind == "scalar":
                 scal = {"exp": "T.exp({})", "ln": "T.log({})", "sqrt": "T.sqrt({})", "abs": "T.abs({})"}
                 return _Opnd("scalar", scal[fn].format(x.code))
-            out = self.temp("t", shape)
-            self.emit(f"T.tile.{fn}({out}, {x.code})")
             self.done(x)
+            out = self.temp("t", shape)  # may be x's buffer: in place
+            self.emit(f"T.tile.{fn}({out}, {x.code})")
             return _Opnd("tile", out)
         if isinstance(e, T.Round):
             return self._round(e.dtype, v(e.operand), shape)
@@ -1126,35 +1233,114 @@ class Ascend910BPrinter:
                 raise BackendError(f"a scalar read of the FP8 tensor {e.tensor} has no ascend-910b form")
             indices = ", ".join(index_code(simplify(i), names) for i in e.indices)
             return _Opnd("scalar", f'T.Cast("float32", {self.tensor(e.tensor)}[{indices}])')
-        plain = [i.name if isinstance(i, T.Var) else None for i in e.indices]
-        tail = [p for p in plain if p in axes]
-        if tail != axes:
-            raise BackendError(f"load of {e.tensor} is not a whole tile in the tile's axis order; no T.copy form "
-                               f"for ascend-910b")
+        layout = self._layout(e.tensor, e.indices, axes, "load")
         raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
-        clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
         region = ", ".join(index_code(simplify(i), names) for i in e.indices)
-        self.emit(f"T.copy({self.tensor(e.tensor)}[{region}], {raw})  # GM -> UB{clipped}")
+        if layout == "column":
+            self._load_column(e.tensor, region, raw, shape[0], arg.dtype)
+        else:
+            clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
+            self.emit(f"T.copy({self.tensor(e.tensor)}[{region}], {raw})  # GM -> UB{clipped}")
         return _Opnd("tile", self._widen(raw, arg.dtype, shape))
 
+    def _layout(self, tensor: str, indices, axes, what: str) -> str:
+        """How a tile with `axes` lies in `tensor` indexed by `indices`: "direct" when the axes are the tensor's
+        last dimensions in the tile's order (a T.copy of the UB tile moves exactly that region: TileLang
+        right-aligns the tile's extents on the GM point), "column" for a 1-D tile along the dimension before the
+        last with the last one fixed (its elements are a row apart: see `_load_column`, `_store_column`)."""
+        at = [n for n, i in enumerate(indices) if any(v.name in axes for v in _vars(i))]
+        order = [indices[n].name if isinstance(indices[n], T.Var) else None for n in at]
+        if order != list(axes):
+            raise BackendError(f"{what} of {tensor} is not a whole tile in the tile's axis order; no T.copy form for "
+                               f"ascend-910b")
+        if at == list(range(len(indices) - len(axes), len(indices))):
+            return "direct"
+        if len(axes) == 1 and at == [len(indices) - 2]:
+            return "column"
+        raise BackendError(f"{what} of {tensor}: the tile's axes {', '.join(axes)} are not the last dimensions of "
+                           f"{tensor}, so its elements are not one T.copy region of the tile's shape; no ascend-910b "
+                           f"form (make them the innermost iterators of {tensor}'s indices)")
+
+    def _column_rows(self, tensor: str, n: int, dtype: str) -> str:
+        """A UB buffer of n rows of one 32-byte block: a GM <-> UB copy starts every UB row on a block, so the
+        element of a tile that lies in row r of a GM column is at [r, 0] (DataCopyPad, common.h:199-236)."""
+        return self.temp(f"{tensor}_rows", [n, UB_ROW_BYTES // BYTES[dtype]], dtype,
+                         f"{tensor}: one element per 32-byte row")
+
+    def _load_column(self, tensor: str, region: str, raw: str, n: int, dtype: str) -> None:
+        """A 1-D tile down a GM column: one copy of the n rows (clipped and padded at the tensor's end; the
+        block's other lanes are the row's next elements, or padding), then the first lane of each row."""
+        rows = self._column_rows(tensor, n, dtype)
+        self.emit(f"T.copy({self.tensor(tensor)}[{region}], {rows})  # GM -> UB: row r of the column at [r, 0] "
+                  f"(clipped to the tensor)")
+        r = self.fresh("r")
+        self.emit(f"for {r} in T.serial({n}):  # the column's elements, side by side")
+        self.emit(f"    {raw}[{r}] = {rows}[{r}, 0]")
+        self.done(rows)
+
     def _binop(self, op: str, a: _Opnd, b: _Opnd, shape) -> _Opnd:
+        """a op b into a UB temporary; the temporary may be an operand's own buffer (a subexpression its parent
+        consumes): the T.tile.* operations work element by element, so dst may be src0 or src1."""
         if a.kind == b.kind == "scalar":
             code = f"T.{op}({a.code}, {b.code})" if op in ("max", "min") else f"({a.code} {op} {b.code})"
             return _Opnd("scalar", code)
-        if op == "-" and a.kind == "tile" and b.kind == "scalar":  # x - s == x + (-s) exactly: Adds takes a scalar
+        if op == "-" and b.kind == "scalar":  # x - s == x + (-s) exactly: Adds takes a scalar
             op, b = "+", _Opnd("scalar", f"(-{b.code})")
-        fn = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "max", "min": "min"}[op]
-        scalar_ok = fn in ("add", "mul", "max", "min")  # these take a scalar second operand
-        if a.kind == "scalar" and fn in ("add", "mul", "max", "min"):
+        if op == "-" and a.kind == "scalar":  # s - x == (-x) + s exactly (T.tile.sub takes no scalar)
+            return self._binop("+", self._binop("*", b, _Opnd("scalar", "-1.0"), shape), a, shape)
+        if op == "/" and b.kind == "scalar" and _exact_reciprocal(b.code) is not None:
+            op, b = "*", _Opnd("scalar", _exact_reciprocal(b.code))  # x / 2^k == x * 2^-k exactly
+        if op in ("+", "*", "max", "min") and a.kind == "scalar":
             a, b = b, a  # commutative
-        if a.kind == "scalar":
-            a = self._materialise(a, shape)
-        if b.kind == "scalar" and not scalar_ok:
-            b = self._materialise(b, shape)
+        if op == "/" and "scalar" in (a.kind, b.kind):
+            return self._divide_by_rows(a, b, shape)
+        fn = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "max", "min": "min"}[op]
+        self.done(a, b)
         out = self.temp("t", shape)
         self.emit(f"T.tile.{fn}({out}, {a.code}, {b.code})")
-        self.done(a, b)
         return _Opnd("tile", out)
+
+    def _divide_by_rows(self, a: _Opnd, b: _Opnd, shape) -> _Opnd:
+        """A division with a scalar side: T.tile.div takes a scalar only as the divisor, and multiplies by its
+        reciprocal there (codegen_ascend.cc:1721-1765), which rounds twice.  The scalar fills one row of the
+        tile instead, and the tile is divided row by row: one row of UB, not a tile of it."""
+        scalar, tile = (a, b) if a.kind == "scalar" else (b, a)
+        # a free tile costs nothing, and in a tile of two rows one row saves little (later statements reuse a tile)
+        whole = math.prod(shape[:-1]) <= 2 or self._pooled(shape)
+        num = self.temp("t", shape if whole else shape[-1:])  # the scalar, in a tile or in one row
+        self.emit(f"T.tile.fill({num}, {scalar.code})")
+        self.done(tile)
+        out = self.temp("t", shape)
+        lead = [] if whole else [self.fresh("r") for _ in shape[:-1]]
+        depth = self.depth
+        for r, n in zip(lead, shape):
+            self.emit(f"for {r} in T.serial({n}):")
+            self.depth += 1
+        row = f"[{', '.join(lead + [':'])}]" if lead else ""
+        x, y = (num, f"{tile.code}{row}") if a.kind == "scalar" else (f"{tile.code}{row}", num)
+        self.emit(f"T.tile.div({out}{row}, {x}, {y})")
+        self.depth = depth
+        self.done(num)
+        return _Opnd("tile", out)
+
+
+def _exact_reciprocal(code: str) -> str | None:
+    """1/c as code when c is a literal power of two whose reciprocal is a normal f32 (then x / c == x * (1/c))."""
+    try:
+        c = float(code.strip("()"))
+    except ValueError:
+        return None
+    m, e = math.frexp(abs(c)) if c else (0.0, 0)
+    if m != 0.5 or not -125 <= 1 - e <= 127:
+        return None
+    return repr(1.0 / c)
+
+
+def _and_code(conds: list) -> str:
+    out = conds[0]
+    for c in conds[1:]:
+        out = f"T.And({out}, {c})"
+    return out
 
 
 def _float_code(value) -> str:
@@ -1194,6 +1380,27 @@ def _reads(op) -> set:
     if expr is not None:
         walk(expr)
     return out
+
+
+def _load_uses(op) -> dict:
+    """repr(load) -> how often the op's expression reads it (a load read once may be overwritten by its reader)."""
+    uses: dict = {}
+
+    def walk(e):
+        if isinstance(e, T.Load):
+            uses[repr(e)] = uses.get(repr(e), 0) + 1
+        elif isinstance(e, T.Dot):
+            walk(e.lhs)
+            walk(e.rhs)
+        elif isinstance(e, T.Reduce):
+            walk(e.operand)
+        for c in _children(e):
+            walk(c)
+
+    expr = getattr(op, "value", None) or getattr(op, "partial", None)
+    if expr is not None:
+        walk(expr)
+    return uses
 
 
 def _children(e):

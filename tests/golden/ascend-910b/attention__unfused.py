@@ -72,37 +72,34 @@ def attention_0(S: T.Tensor((8192, 8192), "float32"), Q: T.Tensor((8192, 128), "
 
 @T.prim_func
 def attention_1(m: T.Tensor((8192,), "float32"), S: T.Tensor((8192, 8192), "float32")):
-    # statements m; on-chip bytes: UB 99336
+    # statements m; on-chip bytes: UB 66568
     with T.Kernel(8192, is_npu=True) as (cid, vid):
         acc_m = T.alloc_ub((1,), "float32")  # UB: max accumulator
         S_ub_1 = T.alloc_ub((8192,), "float32")  # UB: tile of S
-        t_2 = T.alloc_ub((8192,), "float32")  # UB: masked lanes replaced
-        lanes_3 = T.alloc_ub((8192,), "float32")  # UB: lane positions
-        mask_cmp_4 = T.alloc_ub((1024,), "uint8")  # UB: bit mask of 8192 lanes
-        r_m_5 = T.alloc_ub((1,), "float32")  # UB
+        lanes_2 = T.alloc_ub((8192,), "float32")  # UB: lane positions
+        mask_cmp_3 = T.alloc_ub((1024,), "uint8")  # UB: bit mask of 8192 lanes
+        r_m_4 = T.alloc_ub((1,), "float32")  # UB
         l_i = cid
         with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # m[i]: f32 = max(j) S[i, j] accum f32
                 T.tile.fill(acc_m, -T.infinity("float32"))
                 T.copy(S[l_i, 0], S_ub_1)  # GM -> UB
-                T.copy(S_ub_1, t_2)  # UB -> UB
-                T.tile.createvecindex(lanes_3, 0.0)  # lane positions 0, 1, ...
-                T.tile.compare(mask_cmp_4, lanes_3, T.Cast("float32", l_i), "LE")
-                T.tile.select(t_2, mask_cmp_4, t_2, -T.infinity("float32"), "VSEL_TENSOR_SCALAR_MODE")
-                T.reduce_max(t_2, r_m_5, dim=-1, clear=True)
-                T.tile.max(acc_m, acc_m, r_m_5)
-                T.tile.fill(r_m_5, acc_m[0])
-                T.copy(r_m_5, m[l_i])  # UB -> GM
+                T.tile.createvecindex(lanes_2, 0.0)  # lane positions 0, 1, ...
+                T.tile.compare(mask_cmp_3, lanes_2, T.Cast("float32", l_i), "LE")
+                T.tile.select(S_ub_1, mask_cmp_3, S_ub_1, -T.infinity("float32"), "VSEL_TENSOR_SCALAR_MODE")
+                T.reduce_max(S_ub_1, r_m_4, dim=-1, clear=True)
+                T.tile.max(acc_m, acc_m, r_m_4)
+                T.tile.fill(r_m_4, acc_m[0])
+                T.copy(r_m_4, m[l_i])  # UB -> GM
 
 
 @T.prim_func
 def attention_2(P: T.Tensor((8192, 8192), "float32"), S: T.Tensor((8192, 8192), "float32"), m: T.Tensor((8192,), "float32")):
-    # statements P; on-chip bytes: UB 1312
+    # statements P; on-chip bytes: UB 1056
     with T.Kernel(128 * 128, is_npu=True) as (cid, vid):
         S_ub_2 = T.alloc_ub((64,), "float32")  # UB: tile of S
-        t_3 = T.alloc_ub((64,), "float32")  # UB
-        t_4 = T.alloc_ub((64,), "float32")  # UB
+        P_old_6 = T.alloc_ub((64,), "float32")  # UB: P as it is in GM
         P_new_7 = T.alloc_ub((64,), "float32")  # UB
         lanes_8 = T.alloc_ub((64,), "float32")  # UB: lane positions
         mask_cmp_9 = T.alloc_ub((32,), "uint8")  # UB: bit mask of 64 lanes
@@ -112,41 +109,39 @@ def attention_2(P: T.Tensor((8192, 8192), "float32"), S: T.Tensor((8192, 8192), 
             # P[i, j]: f32 = exp((S[i, j] - m[i]) * scale)
             for r_1 in T.serial(32):  # row by row: P reads values broadcast along the row
                 T.copy(S[(((64 * po) + (vid * 32)) + r_1), (64 * qo)], S_ub_2)  # GM -> UB
-                T.tile.add(t_3, S_ub_2, (-T.Cast("float32", m[(((64 * po) + (vid * 32)) + r_1)])))
-                T.tile.mul(t_4, t_3, 0.08838834764831845)
-                T.tile.exp(t_3, t_4)
-                T.copy(P[(((64 * po) + (vid * 32)) + r_1), (64 * qo)], t_4)  # GM -> UB: lanes outside the domain keep these values
-                T.copy(t_3, P_new_7)  # UB -> UB
+                T.tile.add(S_ub_2, S_ub_2, (-T.Cast("float32", m[(((64 * po) + (vid * 32)) + r_1)])))
+                T.tile.mul(S_ub_2, S_ub_2, 0.08838834764831845)
+                T.tile.exp(S_ub_2, S_ub_2)
+                T.copy(P[(((64 * po) + (vid * 32)) + r_1), (64 * qo)], P_old_6)  # GM -> UB: lanes outside the domain keep these values
+                T.copy(S_ub_2, P_new_7)  # UB -> UB
                 T.tile.createvecindex(lanes_8, 0.0)  # lane positions 0, 1, ...
                 T.tile.compare(mask_cmp_9, lanes_8, T.Cast("float32", ((((64 * po) + (vid * 32)) + r_1) + (-64 * qo))), "LE")
-                T.tile.select(P_new_7, mask_cmp_9, P_new_7, t_4, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.select(P_new_7, mask_cmp_9, P_new_7, P_old_6, "VSEL_TENSOR_TENSOR_MODE")
                 T.copy(P_new_7, P[(((64 * po) + (vid * 32)) + r_1), (64 * qo)])  # UB -> GM (clipped to the tensor)
 
 
 @T.prim_func
 def attention_3(l: T.Tensor((8192,), "float32"), P: T.Tensor((8192, 8192), "float32")):
-    # statements l; on-chip bytes: UB 99336
+    # statements l; on-chip bytes: UB 66568
     with T.Kernel(8192, is_npu=True) as (cid, vid):
         acc_l = T.alloc_ub((1,), "float32")  # UB: sum accumulator
         P_ub_1 = T.alloc_ub((8192,), "float32")  # UB: tile of P
-        t_2 = T.alloc_ub((8192,), "float32")  # UB: masked lanes replaced
-        lanes_3 = T.alloc_ub((8192,), "float32")  # UB: lane positions
-        mask_cmp_4 = T.alloc_ub((1024,), "uint8")  # UB: bit mask of 8192 lanes
-        r_l_5 = T.alloc_ub((1,), "float32")  # UB
+        lanes_2 = T.alloc_ub((8192,), "float32")  # UB: lane positions
+        mask_cmp_3 = T.alloc_ub((1024,), "uint8")  # UB: bit mask of 8192 lanes
+        r_l_4 = T.alloc_ub((1,), "float32")  # UB
         l_i = cid
         with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # l[i]: f32 = sum(j) P[i, j] accum f32
                 T.tile.fill(acc_l, 0.0)
                 T.copy(P[l_i, 0], P_ub_1)  # GM -> UB
-                T.copy(P_ub_1, t_2)  # UB -> UB
-                T.tile.createvecindex(lanes_3, 0.0)  # lane positions 0, 1, ...
-                T.tile.compare(mask_cmp_4, lanes_3, T.Cast("float32", l_i), "LE")
-                T.tile.select(t_2, mask_cmp_4, t_2, 0.0, "VSEL_TENSOR_SCALAR_MODE")
-                T.reduce_sum(t_2, r_l_5, dim=-1, clear=True)
-                T.tile.add(acc_l, acc_l, r_l_5)
-                T.tile.fill(r_l_5, acc_l[0])
-                T.copy(r_l_5, l[l_i])  # UB -> GM
+                T.tile.createvecindex(lanes_2, 0.0)  # lane positions 0, 1, ...
+                T.tile.compare(mask_cmp_3, lanes_2, T.Cast("float32", l_i), "LE")
+                T.tile.select(P_ub_1, mask_cmp_3, P_ub_1, 0.0, "VSEL_TENSOR_SCALAR_MODE")
+                T.reduce_sum(P_ub_1, r_l_4, dim=-1, clear=True)
+                T.tile.add(acc_l, acc_l, r_l_4)
+                T.tile.fill(r_l_4, acc_l[0])
+                T.copy(r_l_4, l[l_i])  # UB -> GM
 
 
 @T.prim_func
@@ -181,11 +176,10 @@ def attention_4(U: T.Tensor((8192, 128), "float32"), P: T.Tensor((8192, 8192), "
 
 @T.prim_func
 def attention_5(O: T.Tensor((8192, 128), "bfloat16"), U: T.Tensor((8192, 128), "float32"), l: T.Tensor((8192,), "float32")):
-    # statements O; on-chip bytes: UB 1792
+    # statements O; on-chip bytes: UB 1280
     with T.Kernel(8192, is_npu=True) as (cid, vid):
         U_ub_1 = T.alloc_ub((128,), "float32")  # UB: tile of U
         t_2 = T.alloc_ub((128,), "float32")  # UB
-        t_3 = T.alloc_ub((128,), "float32")  # UB
         t_bf16_4 = T.alloc_ub((128,), "bfloat16")  # UB
         l_i = cid
         with T.Scope("V"):  # vector cores (AIV)
@@ -193,8 +187,8 @@ def attention_5(O: T.Tensor((8192, 128), "bfloat16"), U: T.Tensor((8192, 128), "
                 # O[i, c]: bf16 = U[i, c] / l[i]
                 T.copy(U[l_i, 0], U_ub_1)  # GM -> UB
                 T.tile.fill(t_2, T.Cast("float32", l[l_i]))
-                T.tile.div(t_3, U_ub_1, t_2)
-                T.tile.cast(t_bf16_4, t_3, "CAST_RINT", 128)  # round to bf16
+                T.tile.div(U_ub_1, U_ub_1, t_2)
+                T.tile.cast(t_bf16_4, U_ub_1, "CAST_RINT", 128)  # round to bf16
                 T.tile.cast(t_2, t_bf16_4, "CAST_NONE", 128)
                 T.tile.cast(t_bf16_4, t_2, "CAST_RINT", 128)
                 T.copy(t_bf16_4, O[l_i, 0])  # UB -> GM

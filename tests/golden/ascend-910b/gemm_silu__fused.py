@@ -26,7 +26,7 @@ import tilelang.language as T
 
 @T.prim_func
 def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288), "bfloat16"), Y: T.Tensor((1024, 12288), "bfloat16"), C_ws: T.Tensor((3072, 64, 64), "float32")):
-    # statements C, Y; on-chip bytes: L0A 4096, L0B 4096, L0C 16384, L1 24576, UB 36864
+    # statements C, Y; on-chip bytes: L0A 4096, L0B 4096, L0C 16384, L1 24576, UB 20736
     # GM workspaces between the cube and the vector core (one tile slot per block): C_ws
     with T.Kernel(16 * 192, is_npu=True) as (cid, vid):
         C_L0C = T.alloc_L0C((64, 64), "float32")  # L0C: accumulator, cleared by the first T.mma (init)
@@ -36,9 +36,8 @@ def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288)
         W_L0B = T.alloc_L0B((32, 64), "bfloat16")  # L0B
         C_ub = T.alloc_ub((32, 64), "float32")  # UB: cube result
         t_bf16_1 = T.alloc_ub((32, 64), "bfloat16")  # UB
-        t_2 = T.alloc_ub((32, 64), "float32")  # UB
-        t_4 = T.alloc_ub((32, 64), "float32")  # UB
-        t_7 = T.alloc_ub((32, 64), "float32")  # UB
+        t_3 = T.alloc_ub((32, 64), "float32")  # UB
+        t_6 = T.alloc_ub((64,), "float32")  # UB
         io = cid // 192 % 16
         jo = cid % 192
         with T.Scope("C"):  # cube core (AIC)
@@ -56,17 +55,18 @@ def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288)
             T.wait_cross_flag(0)  # the cube's result is in the workspace
             T.copy(C_ws[cid, vid * 32, 0], C_ub)  # GM workspace -> UB
             T.tile.cast(t_bf16_1, C_ub, "CAST_RINT", 2048)  # round to bf16
-            T.tile.cast(t_2, t_bf16_1, "CAST_NONE", 2048)
-            # Y[i, j]: bf16 = silu(C[i, j])
-            T.tile.mul(C_ub, t_2, -1.0)
-            T.tile.exp(t_4, C_ub)
-            T.tile.add(C_ub, t_4, 1.0)
-            T.tile.fill(t_4, 1.0)
-            T.tile.div(t_7, t_4, C_ub)
-            T.tile.mul(t_4, t_2, t_7)
-            T.tile.cast(t_bf16_1, t_4, "CAST_RINT", 2048)  # round to bf16
             T.tile.cast(C_ub, t_bf16_1, "CAST_NONE", 2048)
-            T.tile.cast(t_bf16_1, C_ub, "CAST_RINT", 2048)
+            # Y[i, j]: bf16 = silu(C[i, j])
+            T.tile.mul(t_3, C_ub, -1.0)
+            T.tile.exp(t_3, t_3)
+            T.tile.add(t_3, t_3, 1.0)
+            T.tile.fill(t_6, 1.0)
+            for r_8 in T.serial(32):
+                T.tile.div(t_3[r_8, :], t_6, t_3[r_8, :])
+            T.tile.mul(t_3, C_ub, t_3)
+            T.tile.cast(t_bf16_1, t_3, "CAST_RINT", 2048)  # round to bf16
+            T.tile.cast(t_3, t_bf16_1, "CAST_NONE", 2048)
+            T.tile.cast(t_bf16_1, t_3, "CAST_RINT", 2048)
             T.copy(t_bf16_1, Y[((64 * io) + (vid * 32)), (64 * jo)])  # UB -> GM
 
 

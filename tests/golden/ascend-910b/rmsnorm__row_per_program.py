@@ -19,15 +19,13 @@ import tilelang.language as T
 
 @T.prim_func
 def rmsnorm_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "bfloat16"), g: T.Tensor((4096,), "bfloat16")):
-    # statements ss, r, Y; on-chip bytes: UB 73736
+    # statements ss, r, Y; on-chip bytes: UB 40968
     with T.Kernel(1024, is_npu=True) as (cid, vid):
         acc_ss = T.alloc_ub((1,), "float32")  # UB: sum accumulator
         X_ub_1 = T.alloc_ub((4096,), "bfloat16")  # UB: tile of X
         t_f32_2 = T.alloc_ub((4096,), "float32")  # UB
         t_3 = T.alloc_ub((4096,), "float32")  # UB
         r_ss_4 = T.alloc_ub((1,), "float32")  # UB
-        t_f32_9 = T.alloc_ub((4096,), "float32")  # UB
-        t_10 = T.alloc_ub((4096,), "float32")  # UB
         l_i = cid
         with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
@@ -44,11 +42,11 @@ def rmsnorm_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
                 T.tile.cast(t_3, X_ub_1, "CAST_NONE", 4096)
                 T.tile.mul(t_f32_2, t_3, (1.0 / T.sqrt(((acc_ss[0] / 4096.0) + 1e-06))))
                 T.copy(g[0], X_ub_1)  # GM -> UB
-                T.tile.cast(t_f32_9, X_ub_1, "CAST_NONE", 4096)
-                T.tile.mul(t_10, t_f32_2, t_f32_9)
-                T.tile.cast(X_ub_1, t_10, "CAST_RINT", 4096)  # round to bf16
-                T.tile.cast(t_f32_2, X_ub_1, "CAST_NONE", 4096)
-                T.tile.cast(X_ub_1, t_f32_2, "CAST_RINT", 4096)
+                T.tile.cast(t_3, X_ub_1, "CAST_NONE", 4096)
+                T.tile.mul(t_f32_2, t_f32_2, t_3)
+                T.tile.cast(X_ub_1, t_f32_2, "CAST_RINT", 4096)  # round to bf16
+                T.tile.cast(t_3, X_ub_1, "CAST_NONE", 4096)
+                T.tile.cast(X_ub_1, t_3, "CAST_RINT", 4096)
                 T.copy(X_ub_1, Y[l_i, 0])  # UB -> GM
 
 

@@ -27,9 +27,9 @@ def softmax_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
         X_ub_1 = T.alloc_ub((4096,), "bfloat16")  # UB: tile of X
         t_f32_2 = T.alloc_ub((4096,), "float32")  # UB
         r_m_3 = T.alloc_ub((1,), "float32")  # UB
-        t_6 = T.alloc_ub((4096,), "float32")  # UB
-        t_7 = T.alloc_ub((4096,), "float32")  # UB
         r_s_8 = T.alloc_ub((1,), "float32")  # UB
+        t_9 = T.alloc_ub((4096,), "float32")  # UB
+        t_10 = T.alloc_ub((4096,), "float32")  # UB
         l_i = cid
         with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
@@ -42,18 +42,18 @@ def softmax_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
                 # e[i, j]: f32 = exp(X[i, j] - m[i])
                 T.copy(X[l_i, 0], X_ub_1)  # GM -> UB
                 T.tile.cast(t_f32_2, X_ub_1, "CAST_NONE", 4096)
-                T.tile.add(t_6, t_f32_2, (-acc_m[0]))
-                T.tile.exp(t_7, t_6)
+                T.tile.add(t_f32_2, t_f32_2, (-acc_m[0]))
+                T.tile.exp(t_f32_2, t_f32_2)
                 # s[i]: f32 = sum(j) e[i, j] accum f32
                 T.tile.fill(r_m_3, 0.0)
-                T.reduce_sum(t_7, r_s_8, dim=-1, clear=True)
+                T.reduce_sum(t_f32_2, r_s_8, dim=-1, clear=True)
                 T.tile.add(r_m_3, r_m_3, r_s_8)
                 # Y[i, j]: bf16 = e[i, j] / s[i]
-                T.tile.fill(t_6, r_m_3[0])
-                T.tile.div(t_f32_2, t_7, t_6)
-                T.tile.cast(X_ub_1, t_f32_2, "CAST_RINT", 4096)  # round to bf16
-                T.tile.cast(t_6, X_ub_1, "CAST_NONE", 4096)
-                T.tile.cast(X_ub_1, t_6, "CAST_RINT", 4096)
+                T.tile.fill(t_9, r_m_3[0])
+                T.tile.div(t_10, t_f32_2, t_9)
+                T.tile.cast(X_ub_1, t_10, "CAST_RINT", 4096)  # round to bf16
+                T.tile.cast(t_9, X_ub_1, "CAST_NONE", 4096)
+                T.tile.cast(X_ub_1, t_9, "CAST_RINT", 4096)
                 T.copy(X_ub_1, Y[l_i, 0])  # UB -> GM
 
 
