@@ -153,6 +153,8 @@ class Ascend910BPrinter:
         self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in k.tensors)
         # The 910B forms of the ops (widened narrow tiles, rows halved between the vector cores) live in this
         # printer's own copy of the kernel; the tile program it was given stays as it is.
+        self.widths = {}
+        _map_ops(k.body, self._want_width)
         k = self.kernel = dataclasses.replace(k, body=_map_ops(k.body, self._widen_narrow))
         self.half = self._split_rows(k.body)
         if self.half:
@@ -341,6 +343,20 @@ class Ascend910BPrinter:
 
     # ------------------------------------------------------------ narrow tiles
 
+    def _want_width(self, op):
+        """Record the width each axis of a vector tile needs (below); an axis takes the largest any statement of
+        the kernel needs, so that the tiles of an accumulator, its partial results and the statements reading
+        it keep one shape (a row maximum over [16, 32] lanes goes into 16 lanes of its accumulator, not 128)."""
+        if op.stmt in self.cube or not op.tile.axes:
+            return op
+        size = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
+        if self.e4m3_tiles and math.prod(size.values()) < 128:
+            last = op.tile.axes[-1].iter
+            size[last] *= 128 // math.prod(size.values())
+        for a in op.tile.axes:
+            self.widths[_axis_key(a)] = max(self.widths.get(_axis_key(a), a.size), size[a.iter])
+        return op
+
     def _widen_narrow(self, op):
         """Vector tiles whose rows are narrower than 32 bytes of the kernel's narrowest tensor dtype, widened to
         that, the extra lanes masked.
@@ -353,10 +369,7 @@ class Ascend910BPrinter:
         that owns those lanes, so a widened axis must reach past the end of the stored tensor."""
         if op.stmt in self.cube or not op.tile.axes:
             return op
-        size = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
-        if self.e4m3_tiles and math.prod(size.values()) < 128:
-            last = op.tile.axes[-1].iter
-            size[last] *= 128 // math.prod(size.values())
+        size = {a.iter: self.widths[_axis_key(a)] for a in op.tile.axes}
         narrow = [a for a in op.tile.axes if size[a.iter] != a.size]
         if not narrow:
             return op
@@ -1095,7 +1108,8 @@ class Ascend910BPrinter:
                 col = tile.axes[-1]
                 raise BackendError(
                     f"{stmt}: its tile of {col.size} lanes along {col.iter} reaches into the tile of the next "
-                    f"{'/'.join(shared)} (the mask {atom}), which another block stores at the same time; the 910B "
+                    f"{'/'.join(shared)} (the mask {_atom_text(atom)}), which another block stores at the same "
+                    f"time; the 910B "
                     f"stores whole rows of lanes, so the store would write that block's lanes back as they were. "
                     f"Use a tile size that is a power of two along {col.iter} (or a serial loop for "
                     f"{'/'.join(shared)})")
@@ -1348,6 +1362,18 @@ def _float_code(value) -> str:
     if math.isinf(value):
         return '-T.infinity("float32")' if value < 0 else 'T.infinity("float32")'
     return repr(value)
+
+
+def _atom_text(atom: T.Bin) -> str:
+    """A mask comparison as the program's names spell it (for messages)."""
+    names = {v.name: v.name for side in (atom.lhs, atom.rhs) for v in _vars(side)}
+    return f"{index_code(simplify(atom.lhs), names)} {atom.op} {index_code(simplify(atom.rhs), names)}"
+
+
+def _axis_key(axis: T.Axis) -> tuple:
+    """A tile axis as the statements of a kernel share it (an accumulator and its partial results, a value and
+    its readers): its iterator and where it starts."""
+    return axis.iter, repr(simplify(axis.offset))
 
 
 def _map_ops(ops, fn) -> list:
