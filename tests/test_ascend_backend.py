@@ -152,6 +152,18 @@ schedule narrow {
 }
 """
 
+# tiles of 17 columns: each 32-lane tile reaches 15 lanes into the next one (masked, written back as they were)
+PARTIAL = """
+const M = 8, N = 40
+kernel k(X: f32[M, N]) -> (Y: f32[M, N]) {
+  Y[i, j] = X[i, j] * 2.0
+}
+schedule partial {
+  jo, io, jj, ii = tile(Y.j, Y.i, 17, 8)
+  BIND
+}
+"""
+
 REFUSED_PROGRAMS_910B = {
     # tile rows of 4 f32 = 16 bytes, and the tensor continues past each tile
     "narrow store": (NARROW.replace("WIDTH", "4"), "narrow",
@@ -178,6 +190,9 @@ schedule tiles {
 }
 """, "tiles", "Q: its tile of 32 along i would be widened to 128 lanes (the E4M3 conversions compare whole "
               "256-byte repeats (128 f16 values)), and the wider tile would write lanes of the neighbouring tile"),
+    "partial tile another block stores": (PARTIAL.replace("BIND", "bind(Y.jo, grid.x)"), "partial",
+                                          "Y: its tile of 32 lanes along j reaches into the tile of the next jo (the "
+                                          "mask ((17 * jo) + 16) >= j), which another block stores at the same time"),
 }
 
 
@@ -217,3 +232,64 @@ def test_910b_two_vector_cores_split_the_rows_of_2d_tiles():
     assert 'C_ub = T.alloc_ub((32, 64), "float32")' in text
     text = generate(load(EXAMPLES / "rmsnorm.tdsl"), "row_per_program", target="ascend-910b")
     assert "if vid == 0:  # one of the two vector cores takes the whole tile" in text
+
+
+def test_910b_partial_tiles_of_one_core_are_written_back_in_order():
+    """The partial tiles above in a serial loop: one core stores them in turn, so the lanes a tile writes back
+    as they were are stored again by the next tile -- the kernel computes the program."""
+    import numpy as np
+
+    from tdsl.backends.ascend.simulate import simulate
+    from tdsl.compiler.api import loads
+
+    text = generate(loads(PARTIAL.replace("BIND", "")), "partial", target="ascend-910b")
+    assert "lanes outside the domain keep these values" in text
+    x = np.random.default_rng(2).standard_normal((8, 40)).astype(np.float32)
+    assert np.array_equal(simulate(text, {"X": x}, "ascend-910b").tensors["Y"], x * np.float32(2.0))
+
+
+COLUMNS = """
+const M = 40, N = 3
+kernel k(X: f32[M, N]) -> (Y: bf16[M, N], s: f32[N]) {
+  Y[i, j] = X[i, j] * 2.0
+  s[j] = sum(i) X[i, j]
+}
+schedule columns {
+  io, jo, ii, jj = tile(Y.i, Y.j, 64, 1)
+  io, jo, ii, jj = tile(s.j, s.i, 1, 64)
+}
+"""
+
+
+def test_910b_tiles_down_a_column():
+    """A 1-D tile along the rows of a 2-D tensor (the column fixed by a loop): T.copy would lay it along the
+    last dimension, so the loads copy the rows into 32-byte UB rows (DataCopyPad starts each row on a block) and
+    gather their first lanes, and the stores write element by element, only the rows inside the tensor."""
+    import numpy as np
+
+    from tdsl.backends.ascend.simulate import simulate
+    from tdsl.compiler import dtypes
+    from tdsl.compiler.api import loads
+
+    text = generate(loads(COLUMNS), "columns", target="ascend-910b")
+    assert 'X_rows_2 = T.alloc_ub((64, 8), "float32")' in text and "X_ub_1[r_3] = X_rows_2[r_3, 0]" in text
+    assert "T.copy(Y_rows_8[r_9, 0:1], Y[r_9, jo])" in text and "if r_9 <= 39:" in text
+    x = np.random.default_rng(3).standard_normal((40, 3)).astype(np.float32)
+    got = simulate(text, {"X": x}, "ascend-910b").tensors
+    assert np.array_equal(got["Y"], dtypes.to_storage("bf16", x * np.float32(2.0)))
+    assert np.allclose(got["s"], x.sum(axis=0, dtype=np.float64), rtol=1e-5)
+
+
+def test_910b_expression_temporaries_are_reused_in_place():
+    """SiLU arrives as x * (1 / (1 + exp(-x))) (compiler/functions.py).  On a 64 x 256 f32 tile per vector core
+    a temporary is 64 KiB of the 910B's 191.75 KiB of UB, so `fast` fits only if each step writes over the
+    subexpression it consumes (the T.tile.* operations are element by element, dst may be a source), the cube's
+    result is rounded in place, and 1 / y divides y row by row by one row of 1.0 (T.tile.div takes a scalar only
+    as the divisor, where it would multiply by a rounded reciprocal)."""
+    text = generate(load(EXAMPLES / "gemm_silu.tdsl"), "fast", target="ascend-910b")
+    tiles = re.findall(r'= T\.alloc_ub\(\(64, 256\), "(\w+)"\)', text)
+    assert sorted(tiles) == ["bfloat16", "float32", "float32"]  # the cube's result, one temporary, a bf16 copy
+    assert 'T.alloc_ub((256,), "float32")' in text
+    assert "T.tile.exp(t_3, t_3)" in text and "T.tile.add(t_3, t_3, 1.0)" in text
+    assert re.search(r"for (r_\d+) in T\.serial\(64\):\n\s+T\.tile\.div\(t_3\[\1, :\], t_\d+, t_3\[\1, :\]\)", text)
+    assert "T.tile.cast(C_ub, t_bf16_1" in text  # C rounded to bf16 in place
