@@ -296,10 +296,28 @@ class Ascend910BPrinter:
                 return None  # the E4M3 conversions need 128 elements per tile (whole 256-byte f16 repeats)
             first = op.tile.axes[0]
             rows.add((first.size, repr(simplify(first.offset))))
+            if self._written_back_by_another_row_owner(op):
+                return None
         if len(rows) != 1:
             return None
         size = rows.pop()[0]
         return size // 2 if size >= 2 and size % 2 == 0 else None
+
+    def _written_back_by_another_row_owner(self, op) -> bool:
+        """Whether a masked store writes back lanes that the next iteration of a loop stores, while that loop
+        also moves the tile's rows (the causal triangle of a column loop): split between the vector cores, a
+        row would belong to one core in this iteration and to the other in the next, and the two race."""
+        if not getattr(op, "store", False):
+            return False
+        moving = {v.name for v in _vars(op.tile.axes[0].offset)}
+        return any(moving & {v.name for v in _vars(side)} for a in self._store_lane_atoms(op.stmt, op.tile, op.lhs)
+                   for side in (a.lhs, a.rhs))
+
+    def _store_lane_atoms(self, stmt, tile, lhs) -> list:
+        """The comparisons of a store's mask that exclude lanes of a row inside the tensor (read-modify-write)."""
+        indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
+        col = tile.axes[-1].iter
+        return [a for a in atoms(tile.mask) if mentions(a, col) and not implied_by_bounds(a, indices, self._dims(stmt))]
 
     def _first_rows_test(self, tile: T.Tile, mask) -> list:
         """The comparisons of `mask` on the tile's rows alone (the first axis and loop variables)."""
@@ -1178,7 +1196,7 @@ class Ascend910BPrinter:
         if isinstance(e, T.Const):
             return _Opnd("scalar", _float_code(e.value))
         if isinstance(e, T.Reg):
-            return self._reg(e, axes)
+            return self._reg(e, axes, shape)
         if isinstance(e, T.Load):
             key = repr(e)
             if key in getattr(self, "loads", {}):
@@ -1219,7 +1237,7 @@ class Ascend910BPrinter:
         raise BackendError(f"{type(e).__name__} {getattr(e, 'op', '')} has no T.tile form for ascend-910b "
                            f"(comparisons and where on values)")
 
-    def _reg(self, e: T.Reg, axes) -> _Opnd:
+    def _reg(self, e: T.Reg, axes, shape) -> _Opnd:
         """A value computed earlier in this kernel; row by row, a row of it or its element for the row."""
         value = self.values[e.stmt]
         if value.kind == "scalar":
@@ -1234,6 +1252,9 @@ class Ascend910BPrinter:
                 return _Opnd("scalar", f"{value.code}[{self.row}]")
             raise BackendError(f"reading {e.stmt} (axes {e.axes}) row by row has no ascend-910b form")
         if list(e.axes) != list(range(len(axes))):
+            held = self.shapes.get(e.stmt, [])
+            if len(axes) == 2 and [shape[p] for p in e.axes] == list(held) and list(e.axes) in ([1, 0], [1], [0]):
+                return self._arrange(value.code, list(e.axes), shape)
             raise BackendError(f"reading {e.stmt} broadcast along some tile axes has no whole-tile T.tile form "
                                f"for ascend-910b")
         return value
@@ -1247,6 +1268,10 @@ class Ascend910BPrinter:
                 raise BackendError(f"a scalar read of the FP8 tensor {e.tensor} has no ascend-910b form")
             indices = ", ".join(index_code(simplify(i), names) for i in e.indices)
             return _Opnd("scalar", f'T.Cast("float32", {self.tensor(e.tensor)}[{indices}])')
+        order = [i.name for i in e.indices if isinstance(i, T.Var) and i.name in axes]
+        plain = all(isinstance(i, T.Var) for i in e.indices if used & set(axes) & {v.name for v in _vars(i)})
+        if order != list(axes) and plain and len(set(order)) == len(order) and len(axes) == 2:
+            return self._load_arranged(e, tile, order)
         layout = self._layout(e.tensor, e.indices, axes, "load")
         raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
         region = ", ".join(index_code(simplify(i), names) for i in e.indices)
@@ -1256,6 +1281,44 @@ class Ascend910BPrinter:
             clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
             self.emit(f"T.copy({self.tensor(e.tensor)}[{region}], {raw})  # GM -> UB{clipped}")
         return _Opnd("tile", self._widen(raw, arg.dtype, shape))
+
+    def _load_arranged(self, e: T.Load, tile: T.Tile, order: list) -> _Opnd:
+        """A load of a 2-D tile whose axes the tensor holds transposed ([j, i] for a tile [i, j]) or only in part
+        (a row broadcast down the tile, or a column across it): the tensor's own tile comes into UB in its
+        order, then is arranged into the tile's (`_arrange`)."""
+        by_name = {a.iter: a for a in tile.axes}
+        sub = [by_name[n] for n in order]
+        arg = next(t for t in self.kernel.tensors if t.name == e.tensor)
+        if len(sub) == 2:  # the GM rows run along the tile's first axis: whole 32-byte blocks of them
+            last = sub[-1]
+            sub[-1] = T.Axis(last.iter, last.offset, max(last.size, UB_ROW_BYTES // BYTES[arg.dtype]))
+        part = T.Tile(axes=sub, scalars=tile.scalars, mask=e.mask)
+        vals = self._load(e, part, [a.size for a in sub], order)
+        positions = [[a.iter for a in tile.axes].index(n) for n in order]
+        out = self._arrange(vals.code, positions, [a.size for a in tile.axes])
+        self.expr_temps.add(vals.code)
+        self.done(vals)
+        return out
+
+    def _arrange(self, src: str, positions: list, shape: list) -> _Opnd:
+        """A 2-D tile from the UB buffer `src` whose dimension n is the tile's axis positions[n]: transposed by
+        the scalar unit, or broadcast row by row (a row copied into every row, an element filling its row)."""
+        out = self.temp("t", shape)
+        rows, cols = shape
+        u, w = self.fresh("r"), self.fresh("c")
+        if positions == [1, 0]:
+            self.emit(f"for {u} in T.serial({rows}):  # transposed, element by element")
+            self.emit(f"    for {w} in T.serial({cols}):")
+            self.emit(f"        {out}[{u}, {w}] = {src}[{w}, {u}]")
+        elif positions == [1]:
+            self.emit(f"for {u} in T.serial({rows}):  # the same row in every row")
+            self.emit(f"    T.copy({src}, {out}[{u}, :])  # UB -> UB")
+        elif positions == [0]:
+            self.emit(f"for {u} in T.serial({rows}):  # each row filled with its element")
+            self.emit(f"    T.tile.fill({out}[{u}, :], {src}[{u}])")
+        else:
+            raise BackendError(f"internal: arranging axes {positions} into a 2-D tile")
+        return _Opnd("tile", out)
 
     def _layout(self, tensor: str, indices, axes, what: str) -> str:
         """How a tile with `axes` lies in `tensor` indexed by `indices`: "direct" when the axes are the tensor's
