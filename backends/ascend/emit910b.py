@@ -61,11 +61,13 @@ from tdsl.compiler.tileir import simplify
 from . import e4m3_910b as e4m3
 from .lanes910b import (
     NEGATE,
+    expr_text as _expr_text,
     atoms,
     conjunction,
     implied_by_bounds,
     lane_test,
     mentions,
+    upper_bound_on,
 )
 from ..names import ModuleNames
 from .targets import TARGETS, check_capacity
@@ -320,9 +322,11 @@ class Ascend910BPrinter:
         return [a for a in atoms(tile.mask) if mentions(a, col) and not implied_by_bounds(a, indices, self._dims(stmt))]
 
     def _first_rows_test(self, tile: T.Tile, mask) -> list:
-        """The comparisons of `mask` on the tile's rows alone (the first axis and loop variables)."""
+        """The comparisons of `mask` on the tile's rows alone (the first axis and loop variables) that bound the
+        rows from above: if the first row fails one, every later row does (a lower bound, `i >= j`, may fail
+        for the first rows and hold for the others)."""
         first, others = tile.axes[0], {a.iter for a in tile.axes[1:]}
-        return [a for a in atoms(mask) if mentions(a, first.iter) and not any(mentions(a, o) for o in others)]
+        return [a for a in atoms(mask) if upper_bound_on(a, first.iter) and not any(mentions(a, o) for o in others)]
 
     def _guard_first_row(self, tile: T.Tile, mask) -> bool:
         """`if <the first row of this vector core's half is inside mask>:` (entered; False if no row test) --
@@ -907,7 +911,8 @@ class Ascend910BPrinter:
     def _select(self, cond, then: _Opnd, other: T.Expr, tile: T.Tile) -> _Opnd:
         shape = [a.size for a in tile.axes]
         if not isinstance(other, T.Const):
-            raise BackendError(f"a masked value with a computed fallback ({other}) has no ascend-910b form")
+            raise BackendError(f"a masked value with a computed fallback ({_expr_text(other)}) has no ascend-910b "
+                               f"form")
         src = then if then.kind == "tile" else self._materialise(then, shape)
         if src.code in self.expr_temps:  # a subexpression only this select reads: masked in place
             out = src.code
@@ -988,12 +993,13 @@ class Ascend910BPrinter:
             self.emit(f"        {bt}[{w}, {u}] = {b}[{u}, {w}]")
             b = bt
         prod = self.alloc(self.fresh("prod"), [col.size], "f32", "UB", "one row of products")
-        # which mask comparisons matter: those on (row, k) skip steps; those on a column and k select lanes;
-        # the rest only concern lanes the store leaves out
+        # which mask comparisons matter: those on (row, k) skip steps; those on a column select lanes (a column
+        # of another iteration, j == jo, adds nothing), except columns past B, whose zero padding adds nothing
         parts = atoms(mask)
         by_row = [p for p in parts if not mentions(p, red.iter) and not mentions(p, col.iter)]
         by_step = [p for p in parts if mentions(p, red.iter) and not mentions(p, col.iter)]
-        by_lane = [p for p in parts if mentions(p, red.iter) and mentions(p, col.iter)]
+        by_lane = [p for p in parts if mentions(p, col.iter) and (
+            mentions(p, red.iter) or not implied_by_bounds(p, list(rhs.indices), self._dims(rhs.tensor)))]
         r, kk = self.fresh("r"), self.fresh("k")
         names = self._scalar_names(op.tile)
         names[row.iter] = self._row_code(row, r)
@@ -1205,6 +1211,8 @@ class Ascend910BPrinter:
             self.loads[key] = result = self._load(e, tile, shape, axes)
             if result.kind == "tile" and getattr(self, "load_uses", {}).get(key) == 1:
                 self.expr_temps.add(result.code)  # read once: its parent may overwrite it
+            elif result.kind == "tile":
+                self.expr_temps.discard(result.code)  # read again: nobody may overwrite it
             return result
         if isinstance(e, T.Select):
             return self._select(e.cond, v(e.then), e.other, tile)
@@ -1234,8 +1242,27 @@ class Ascend910BPrinter:
             return _Opnd("tile", out)
         if isinstance(e, T.Round):
             return self._round(e.dtype, v(e.operand), shape)
-        raise BackendError(f"{type(e).__name__} {getattr(e, 'op', '')} has no T.tile form for ascend-910b "
-                           f"(comparisons and where on values)")
+        if isinstance(e, T.Var):
+            return self._iterator_value(e.name, tile)
+        raise BackendError(f"{_expr_text(e)}: comparisons and where on values have no T.tile form for ascend-910b")
+
+    def _iterator_value(self, name: str, tile: T.Tile) -> _Opnd:
+        """An iterator used as a value: a fixed one is a scalar; along a tile axis, the lane positions plus the
+        axis's start (T.tile.createvecindex), broadcast over the other axis of a 2-D tile."""
+        axes = [a.iter for a in tile.axes]
+        if name not in axes:
+            return _Opnd("scalar", f'T.Cast("float32", {index_code(simplify(tile.scalars[name]), self.vars)})')
+        axis = tile.axes[axes.index(name)]
+        lanes = self.temp("t", [axis.size])
+        self.emit(f'T.tile.createvecindex({lanes}, T.Cast("float32", {index_code(simplify(axis.offset), self.vars)}))'
+                  f"  # {name}")
+        if len(axes) == 1:
+            return _Opnd("tile", lanes)
+        if len(axes) != 2:
+            raise BackendError(f"the iterator {name} as a value of a {len(axes)}-D tile has no ascend-910b form")
+        out = self._arrange(lanes, [axes.index(name)], [a.size for a in tile.axes])
+        self.done(lanes)
+        return out
 
     def _reg(self, e: T.Reg, axes, shape) -> _Opnd:
         """A value computed earlier in this kernel; row by row, a row of it or its element for the row."""

@@ -35,7 +35,7 @@ def atoms(mask: T.Expr | None) -> list:
         return atoms(mask.lhs) + atoms(mask.rhs)
     if isinstance(mask, T.Bin) and mask.op in MODES:
         return [mask]
-    raise BackendError(f"the mask {mask} is not a conjunction of comparisons; no ascend-910b form")
+    raise BackendError(f"the mask {expr_text(mask)} is not a conjunction of comparisons; no ascend-910b form")
 
 
 def conjunction(parts: list) -> T.Expr | None:
@@ -95,7 +95,8 @@ def expr_of(form) -> T.Expr:
 def _difference(atom: T.Bin):
     lhs, rhs = linear(atom.lhs), linear(atom.rhs)
     if lhs is None or rhs is None:
-        raise BackendError(f"the mask comparison {atom} is not affine; no ascend-910b form")
+        raise BackendError(f"the mask comparison {expr_text(atom)} is not affine (a comparison of values, or a "
+                           f"division of indices); no ascend-910b form")
     return _add(lhs, _scale(rhs, -1))
 
 
@@ -113,11 +114,11 @@ def lane_test(atom: T.Bin, column: str, offset: T.Expr) -> LaneTest | None:
     if a == 0:
         return None
     if a not in (1, -1):
-        raise BackendError(f"the mask comparison {atom} scales the tile's column {column} by {a}; only +-1 is "
+        raise BackendError(f"the mask comparison {expr_text(atom)} scales the tile's column {column} by {a}; only +-1 is "
                            f"generated for ascend-910b")
     off = linear(offset)
     if off is None:
-        raise BackendError(f"the tile offset {offset} is not affine")
+        raise BackendError(f"the tile offset {expr_text(offset)} is not affine; no ascend-910b form")
     rest = _add((coefs, const), _scale(off, a))  # a * lane + rest OP 0
     if a == 1:
         return LaneTest(MODES[atom.op], expr_of(_scale(rest, -1)))
@@ -150,6 +151,36 @@ def implied_by_bounds(atom: T.Bin, indices: list, dims: list) -> bool:
     return False
 
 
+def upper_bound_on(atom: T.Bin, name: str) -> bool:
+    """Whether the comparison bounds `name` from above (it fails for every value above one that fails it)."""
+    coefs, _ = _difference(atom)
+    c = coefs.get(name, 0)
+    return (c > 0 and atom.op in ("<=", "<")) or (c < 0 and atom.op in (">=", ">"))
+
+
 def mentions(atom: T.Bin, name: str) -> bool:
     """Whether the comparison depends on the variable `name`."""
     return _difference(atom)[0].get(name, 0) != 0
+
+
+def expr_text(e) -> str:
+    """A tile-program expression, readably (for messages)."""
+    if isinstance(e, T.Const):
+        return repr(e.value)
+    if isinstance(e, T.Var):
+        return e.name
+    if isinstance(e, T.Load):
+        return f"{e.tensor}[{', '.join(expr_text(i) for i in e.indices)}]"
+    if isinstance(e, T.Reg):
+        return e.stmt
+    if isinstance(e, T.Bin):
+        return f"({expr_text(e.lhs)} {e.op} {expr_text(e.rhs)})"
+    if isinstance(e, T.Neg):
+        return f"-{expr_text(e.operand)}"
+    if isinstance(e, T.Call):
+        return f"{e.func}({', '.join(expr_text(a) for a in e.args)})"
+    if isinstance(e, T.Round):
+        return f"{e.dtype}({expr_text(e.operand)})"
+    if isinstance(e, T.Select):
+        return f"where({expr_text(e.cond)}, {expr_text(e.then)}, {expr_text(e.other)})"
+    return type(e).__name__
