@@ -204,10 +204,10 @@ BROKEN = [
     ("ascend-950", "rmsnorm", "row_per_program", "ragged", "for l0 in T.Parallel(1):\n                v_r[0]",
      "for l0 in T.Parallel(4):\n                v_r[0]", "both store v_r element"),
     # a missing cast before a store
-    ("ascend-950", "gemm_silu", "fused", "aligned", 'Y_out[l0, l1] = T.Cast("bfloat16", v_Y[l0, l1])',
-     "Y_out[l0, l1] = v_Y[l0, l1]", "needs a T.Cast"),
+    ("ascend-950", "gemm_silu", "fused", "aligned", 'Y_out[l0, l1] = T.Cast("bfloat16", C_ub[l0, l1])',
+     "Y_out[l0, l1] = C_ub[l0, l1]", "needs a T.Cast"),
     # a copy that converts
-    ("ascend-950", "quant_gemm", "separate", "aligned", "T.copy(Out_out, Out[0, 0])", "T.copy(v_Out, Out[0, 0])",
+    ("ascend-950", "quant_gemm", "separate", "aligned", "T.copy(Out_out, Out[0, 0])", "T.copy(P_ub, Out[0, 0])",
      "converts dtypes"),
     # the vector core reads the workspace without waiting for the cube
     ("ascend-910b", "gemm_silu", "fused", "aligned", "T.wait_cross_flag(0)  # the cube's result is in the workspace\n",

@@ -567,7 +567,7 @@ class Ascend910BPrinter:
             return
         later = set()
         for other in self.kernel.body[self.kernel.body.index(op) + 1:] if op in self.kernel.body else []:
-            later |= _reads(other)
+            later |= registers_read(other)
         live = {acc for acc, _ in self.accs.values()}
         live |= {v.code.split("[")[0] for s, v in self.values.items() if v.kind == "tile" and s in later}
         for t in self.tracking:
@@ -812,7 +812,7 @@ class Ascend910BPrinter:
                 return used & {row, col} == {row}
             if isinstance(e, T.Reg):
                 return tuple(e.axes) == (0,) and self.values[e.stmt].kind == "tile"
-            return any(broadcast(c) for c in _children(e))
+            return any(broadcast(c) for c in subexpressions(e))
 
         return broadcast(value)
 
@@ -1472,10 +1472,10 @@ def _map_ops(ops, fn) -> list:
             if isinstance(op, T.SerialLoop) else fn(op) for op in ops]
 
 
-def _reads(op) -> set:
+def registers_read(op) -> set:
     """Statements whose register values an op (or a loop's body) reads."""
     if isinstance(op, T.SerialLoop):
-        return set().union(*[_reads(o) for o in op.body]) if op.body else set()
+        return set().union(*[registers_read(o) for o in op.body]) if op.body else set()
     expr = getattr(op, "value", None) or getattr(op, "partial", None)
     out = set()
 
@@ -1490,7 +1490,7 @@ def _reads(op) -> set:
         elif isinstance(e, T.Select):
             walk(e.then)
             walk(e.other)
-        for c in _children(e):
+        for c in subexpressions(e):
             walk(c)
 
     if expr is not None:
@@ -1510,7 +1510,7 @@ def _load_uses(op) -> dict:
             walk(e.rhs)
         elif isinstance(e, T.Reduce):
             walk(e.operand)
-        for c in _children(e):
+        for c in subexpressions(e):
             walk(c)
 
     expr = getattr(op, "value", None) or getattr(op, "partial", None)
@@ -1519,7 +1519,7 @@ def _load_uses(op) -> dict:
     return uses
 
 
-def _children(e):
+def subexpressions(e):
     if isinstance(e, T.Bin):
         return [e.lhs, e.rhs]
     if isinstance(e, (T.Neg, T.Round)):

@@ -27,6 +27,7 @@ from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_c
 from tdsl.compiler.tileir import simplify
 from tdsl.compiler import tileir as T
 
+from .emit910b import registers_read, subexpressions
 from .targets import TARGETS, check_capacity
 
 SIMT_THREADS = 128
@@ -40,6 +41,8 @@ class Ascend950Printer(KernelPrinter):
         self.target = TARGETS[target]
         self.cube = _cube_statements(kernel.body)
         self.vf_depth = 0
+        self.ub_shapes = {}  # UB buffer -> (shape, dtype)
+        self.reuse = None  # a dead value's UB buffer the statement being emitted writes its value into
 
     def render(self) -> dict:
         out = super().render()
@@ -53,13 +56,50 @@ class Ascend950Printer(KernelPrinter):
 
     def alloc(self, name, shape, dtype, scope, note=""):
         shape = list(shape) or [1]
+        if self.reuse is not None and scope == self.vector_scope and self.ub_shapes[self.reuse] == (shape, dtype):
+            buf, self.reuse = self.reuse, None
+            return buf
         call = {"UB": "T.alloc_shared", "L1": "T.alloc_l1", "L0A": "T.alloc_l0a", "L0B": "T.alloc_l0b",
                 "L0C": "T.alloc_l0c", "fragment": "T.alloc_shared", "shared": "T.alloc_shared"}[scope]
         scope = "UB" if scope in ("fragment", "shared") else scope
         self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")  # {scope}'
                            + (f": {note}" if note else ""))
         self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
+        if scope == "UB":
+            self.ub_shapes[name] = (shape, dtype)
         return name
+
+    # ------------------------------------------------------------ values: a dead one's UB buffer is reused
+
+    def _compute(self, op: T.Compute) -> None:
+        donor = self._dead_value(op)
+        if donor is not None:
+            stmt, buf = donor
+            self.emit(f"# {op.stmt} is written over {stmt} in {buf}: nothing reads {stmt} after it, and it reads "
+                      f"{stmt} lane by lane")
+            self.reuse = buf
+        try:
+            super()._compute(op)
+        finally:
+            self.reuse = None
+
+    def _dead_value(self, op: T.Compute):
+        """(statement, UB buffer) of a value this statement may write its own over: outside serial loops, an f32
+        value of the same tile that no later statement of the kernel reads, and that this one reads only lane
+        for lane (each lane reads its element before it writes it, so no lane sees another's result)."""
+        body = self.kernel.body
+        if self.loops or not op.tile.axes or not any(o is op for o in body):
+            return None
+        at = next(n for n, o in enumerate(body) if o is op)
+        later = set().union(*[registers_read(o) for o in body[at + 1:]]) if at + 1 < len(body) else set()
+        shape, iters = [a.size for a in op.tile.axes], [a.iter for a in op.tile.axes]
+        lanewise = _lanewise_reads(op.value, len(shape))
+        for stmt in sorted(registers_read(op) - later):
+            value = self.values.get(stmt)
+            if (value is not None and lanewise.get(stmt) and value.iters == iters
+                    and self.ub_shapes.get(value.buffer) == (shape, "f32")):
+                return stmt, value.buffer
+        return None
 
     # ------------------------------------------------------------ grid: one dimension of AI cores
 
@@ -199,6 +239,20 @@ class Ascend950Printer(KernelPrinter):
             super().finish_buffer(op, acc, shape)
             self.exit_vector()
         return acc
+
+
+def _lanewise_reads(expr, rank: int) -> dict:
+    """stmt -> whether every register read of it in `expr` is lane for lane (axes 0, 1, ..., rank - 1)."""
+    out: dict = {}
+
+    def walk(e):
+        if isinstance(e, T.Reg):
+            out[e.stmt] = out.get(e.stmt, True) and tuple(e.axes) == tuple(range(rank))
+        for c in subexpressions(e):
+            walk(c)
+
+    walk(expr)
+    return out
 
 
 def _and(terms: list[str]) -> str:
