@@ -65,8 +65,10 @@ from .lanes910b import (
     atoms,
     conjunction,
     implied_by_bounds,
+    always_holds,
     lane_test,
     mentions,
+    substitute,
     upper_bound_on,
 )
 from ..names import ModuleNames
@@ -157,6 +159,7 @@ class Ascend910BPrinter:
         # printer's own copy of the kernel; the tile program it was given stays as it is.
         self.widths = {}
         _map_ops(k.body, self._want_width)
+        self.loop_lowers = _loop_lowers(k)
         k = self.kernel = dataclasses.replace(k, body=_map_ops(k.body, self._widen_narrow))
         self.half = self._split_rows(k.body)
         if self.half:
@@ -339,7 +342,9 @@ class Ascend910BPrinter:
         return bool(cond)
 
     def _first_row_condition(self, tile: T.Tile, mask) -> str | None:
-        parts = self._first_rows_test(tile, mask)
+        first = tile.axes[0]
+        parts = [a for a in self._first_rows_test(tile, mask)
+                 if not always_holds(substitute(a, first.iter, first.offset), self.loop_lowers)]
         if not parts:
             return None
         names = self._scalar_names(tile)
@@ -528,11 +533,14 @@ class Ascend910BPrinter:
             depth, guard = self.depth, len(self.lines)
             if not (isinstance(op, tuple) and op[0] == "decode"):
                 work = op[1] if isinstance(op, tuple) else op
+                # a tile (or this vector core's half) whose first row is past an upper bound lies wholly outside
+                # the domain -- a fused loop runs past the statement's range -- and a copy whose GM region lies
+                # wholly outside is not clipped to nothing
                 whole = self._whole_tile_condition(work.tile)
-                first = self._first_row_condition(work.tile, work.tile.mask) if split else None
-                why = {(True, False): "this tile is inside the domain",
-                       (False, True): "this vector core's rows start inside the domain",
-                       (True, True): "this tile, and this vector core's rows, inside the domain"}
+                first = self._first_row_condition(work.tile, work.tile.mask) if work.tile.axes else None
+                rows = "this vector core's rows start" if split else "the tile starts"
+                why = {(True, False): "this tile is inside the domain", (False, True): f"{rows} inside the domain",
+                       (True, True): f"this tile is inside the domain, and {rows} inside it"}
                 if whole or first:
                     self.emit(f"if {_and_code([c for c in (whole, first) if c])}:  # {why[bool(whole), bool(first)]}")
                     self.depth += 1
@@ -1458,6 +1466,25 @@ def _atom_text(atom: T.Bin) -> str:
     """A mask comparison as the program's names spell it (for messages)."""
     names = {v.name: v.name for side in (atom.lhs, atom.rhs) for v in _vars(side)}
     return f"{index_code(simplify(atom.lhs), names)} {atom.op} {index_code(simplify(atom.rhs), names)}"
+
+
+def _loop_lowers(kernel: T.TileKernel) -> dict:
+    """Loop variable -> its first value, where that is a constant (grid axes and serial loops)."""
+    out = {}
+    for axis in kernel.grid:
+        for var, lo in zip(axis.vars, axis.lowers):
+            if isinstance(simplify(lo), T.Const):
+                out[var] = simplify(lo).value
+
+    def walk(ops):
+        for op in ops:
+            if isinstance(op, T.SerialLoop):
+                if isinstance(simplify(op.lower), T.Const):
+                    out[op.var] = simplify(op.lower).value
+                walk(op.body)
+
+    walk(kernel.body)
+    return out
 
 
 def _axis_key(axis: T.Axis) -> tuple:

@@ -158,6 +158,28 @@ def upper_bound_on(atom: T.Bin, name: str) -> bool:
     return (c > 0 and atom.op in ("<=", "<")) or (c < 0 and atom.op in (">=", ">"))
 
 
+def substitute(e: T.Expr, name: str, value: T.Expr) -> T.Expr:
+    """e with the variable `name` replaced by `value`."""
+    if isinstance(e, T.Var):
+        return value if e.name == name else e
+    if isinstance(e, T.Bin):
+        return T.Bin(e.op, substitute(e.lhs, name, value), substitute(e.rhs, name, value))
+    if isinstance(e, T.Neg):
+        return T.Neg(substitute(e.operand, name, value))
+    return e
+
+
+def always_holds(atom: T.Bin, lowers: dict) -> bool:
+    """Whether the comparison holds for all values of its variables, each at least its lower bound in `lowers`
+    (a loop's first value): `l_i >= 0` for a loop from 0."""
+    coefs, const = _difference(atom)  # lhs - rhs = sum(coefs * vars) + const
+    sign = {">=": 1, ">": 1, "<=": -1, "<": -1}.get(atom.op)
+    if sign is None or any(n not in lowers or sign * c < 0 for n, c in coefs.items()):
+        return False
+    least = sign * (const + sum(c * lowers[n] for n, c in coefs.items()))  # the smallest value of sign * diff
+    return least >= 0 if atom.op in (">=", "<=") else least > 0
+
+
 def mentions(atom: T.Bin, name: str) -> bool:
     """Whether the comparison depends on the variable `name`."""
     return _difference(atom)[0].get(name, 0) != 0
