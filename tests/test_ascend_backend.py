@@ -293,3 +293,23 @@ def test_910b_expression_temporaries_are_reused_in_place():
     assert "T.tile.exp(t_3, t_3)" in text and "T.tile.add(t_3, t_3, 1.0)" in text
     assert re.search(r"for (r_\d+) in T\.serial\(64\):\n\s+T\.tile\.div\(t_3\[\1, :\], t_\d+, t_3\[\1, :\]\)", text)
     assert "T.tile.cast(C_ub, t_bf16_1" in text  # C rounded to bf16 in place
+
+
+def test_910b_e4m3_of_narrow_rows_and_of_scalars():
+    """The E4M3 conversions compare whole 256-byte repeats: a tile computed row by row (rows of 32 f32 lanes)
+    is rounded as a whole after its rows, and a scalar through 64 lanes of its own (both were refused)."""
+    from tdsl.backends.ascend.simulate import check_schedule
+    from tdsl.compiler.api import loads
+
+    prog = load(EXAMPLES / "quant_gemm.tdsl", sizes={"M": 4, "K": 32, "N": 8})
+    text = generate(prog, None, target="ascend-910b")
+    assert "row by row: Aq reads values broadcast along the row" in text and "T.tile.abs(s_abs_8, Aq_rows_2)" in text
+    assert all(c.ok for c in check_schedule(prog, None, "ascend-910b").values())
+    scalar = loads("""
+const N = 40
+kernel k(X: f32[N], Z: f32[N]) -> (Y: f32[N]) {
+  Y[i] = X[i] * f8e4m3(Z[3] * 3.0)
+}
+""")
+    assert "e4m3_scalar" in generate(scalar, None, target="ascend-910b")
+    assert all(c.ok for c in check_schedule(scalar, None, "ascend-910b").values())

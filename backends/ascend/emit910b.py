@@ -834,8 +834,10 @@ class Ascend910BPrinter:
         scalars[row.iter] = simplify(T.Bin("+", row.offset, T.Var(ROW)))
         self.vars[ROW] = r
         sub = T.Tile(axes=[col], scalars=scalars, mask=conjunction(lane_atoms))
+        # E4M3 rounds whole 256-byte repeats, more than a row may have: the rows are rounded and stored together
+        fp8 = op.dtype == "f8e4m3"
         full = self.alloc(self.fresh(f"{op.stmt}_rows"), [row.size, col.size], "f32", "UB", f"{op.stmt}, row by row") \
-            if op.keep else None
+            if op.keep or fp8 else None
         self.emit(f"for {r} in T.serial({row.size}):  # row by row: {op.stmt} reads values broadcast along the row")
         depth = self.depth
         self.depth += 1
@@ -843,15 +845,21 @@ class Ascend910BPrinter:
             self.emit(f"if {self._condition(row_atoms, self._scalar_names(sub))}:  # rows inside the domain")
             self.depth += 1
         self.row = r
-        value = self._round(op.dtype, self._value(op.value, sub), [col.size])
+        value = self._value(op.value, sub)
+        value = value if fp8 else self._round(op.dtype, value, [col.size])
         if value.kind != "tile":
             value = self._materialise(value, [col.size])
         if full is not None:
             self.emit(f"T.copy({value.code}, {full}[{r}, :])  # UB -> UB")
-        if op.store:
+            self.done(value)
+        if op.store and not fp8:
             self._store(op.stmt, sub, op.lhs, value)
         self.row = None
         self.depth = depth
+        if fp8:
+            rounded = self._round(op.dtype, _Opnd("tile", full), [row.size, col.size], into=full)
+            if op.store:
+                self._store(op.stmt, op.tile, op.lhs, rounded)
         if full is not None:
             self.values[op.stmt] = _Opnd("tile", full)
             self.shapes[op.stmt] = [row.size, col.size]
@@ -1042,13 +1050,18 @@ class Ascend910BPrinter:
         self.depth = depth
 
     def _operand_f32(self, load: T.Load, tile: T.Tile, shape) -> str:
-        """An operand tile GM -> UB (clipped, zero-padded), widened to f32."""
+        """An operand tile GM -> UB (clipped, zero-padded), widened to f32.  The product reads it element by
+        element and row by row, so E4M3 bytes may come in a buffer of more rows than the tile: their decoding
+        compares whole 256-byte repeats of f16 (128 values)."""
         arg = next(t for t in self.kernel.tensors if t.name == load.tensor)
         names = self._region_names(tile)
-        raw = self.alloc(self.fresh(f"{load.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {load.tensor}")
+        rows, cols = shape
+        held = [max(rows, 128 // cols), cols] if arg.dtype == "f8e4m3" and rows * cols < 128 else shape
+        raw = self.alloc(self.fresh(f"{load.tensor}_ub"), held, arg.dtype, "UB", f"tile of {load.tensor}")
         region = ", ".join(index_code(simplify(i), names) for i in load.indices)
-        self.emit(f"T.copy({self.tensor(load.tensor)}[{region}], {raw})  # GM -> UB")
-        return self._widen(raw, arg.dtype, shape)
+        into = raw if held == shape else f"{raw}[0:{rows}, :]"
+        self.emit(f"T.copy({self.tensor(load.tensor)}[{region}], {into})  # GM -> UB")
+        return self._widen(raw, arg.dtype, held)
 
     def _widen(self, raw: str, dtype: str, shape) -> str:
         if dtype == "f32":
@@ -1184,7 +1197,7 @@ class Ascend910BPrinter:
             return v
         if dtype == "f8e4m3":
             if v.kind == "scalar":
-                raise BackendError("rounding a scalar to FP8 has no ascend-910b form")
+                return self._round_scalar_e4m3(v)
             y = e4m3.round_e4m3(self, v.code, shape)
             self.done(v)
             self.expr_temps.add(y)
@@ -1202,6 +1215,20 @@ class Ascend910BPrinter:
         self.emit(f'T.tile.cast({out}, {low}, "CAST_NONE", {n})')
         self.done(low)
         return _Opnd("tile", out)
+
+    def _round_scalar_e4m3(self, v: _Opnd) -> _Opnd:
+        """A scalar rounded to E4M3: the conversion compares whole 256-byte repeats, so the scalar fills 64 lanes
+        of f32, is rounded there, and is read back from a buffer of its own (a value read later must not sit in
+        a temporary that another statement reuses)."""
+        lanes = self.temp("t", [64])
+        self.emit(f"T.tile.fill({lanes}, {v.code})")
+        y = e4m3.round_e4m3(self, lanes, [64])
+        self.done(lanes)
+        held = self.alloc(self.fresh("e4m3_scalar"), [8], "f32", "UB", "a scalar rounded to E4M3", pooled=False)
+        self.emit(f"{held}[0] = {y}[0]")
+        self.expr_temps.add(y)
+        self.done(y)
+        return _Opnd("scalar", f"{held}[0]")
 
     def _value(self, e, tile: T.Tile) -> _Opnd:
         shape = [a.size for a in tile.axes]
