@@ -1091,9 +1091,8 @@ class Ascend910BPrinter:
                  and any(mentions(a, it) for it in axes)]  # the others are the whole statement's condition
         if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra):
             return self._store_rows(stmt, tile, lhs, src)
-        if extra and not column:
-            self._check_read_modify_write(stmt, tile, extra)
         if extra and not column:  # read-modify-write: the GM tile is kept where the mask is false
+            self._check_read_modify_write(stmt, tile, extra)
             if arg.dtype == "f8e4m3":
                 raise BackendError(f"{stmt}: a store of FP8 bytes under a mask other than the tensor's bounds is not "
                                    f"generated for ascend-910b")
@@ -1154,9 +1153,8 @@ class Ascend910BPrinter:
                 raise BackendError(
                     f"{stmt}: its tile of {col.size} lanes along {col.iter} reaches into the tile of the next "
                     f"{'/'.join(shared)} (the mask {_atom_text(atom)}), which another block stores at the same "
-                    f"time; the 910B "
-                    f"stores whole rows of lanes, so the store would write that block's lanes back as they were. "
-                    f"Use a tile size that is a power of two along {col.iter} (or a serial loop for "
+                    f"time; the 910B stores whole rows of lanes, so the store would write that block's lanes back "
+                    f"as they were. Use a tile size that is a power of two along {col.iter} (or a serial loop for "
                     f"{'/'.join(shared)})")
 
     def _store_layout(self, stmt, tile, lhs) -> str:
