@@ -50,6 +50,23 @@ def ulp(values: np.ndarray, dtype: str) -> np.ndarray:
     return np.exp2(np.floor(np.log2(mag)) - (bits - 1))
 
 
+def tolerance_dtype(model, tensor: str) -> str:
+    """The dtype whose units a kernel's `tensor` may differ in: the coarsest the value passes through on its
+    way -- its own, and the store and accumulator dtypes of every statement it depends on.  A tile's sum
+    added in the hardware's order may differ in the last f32 bit; stored in f16 on the way, that bit can
+    become one f16 unit, which the f32 output then shows."""
+    writers = {s.name: s for s in model.stmts}
+    seen, todo, dtypes = set(), [tensor], [model.tensors[tensor].dtype]
+    while todo:
+        stmt = writers.get(todo.pop())
+        if stmt is None or stmt.name in seen:
+            continue
+        seen.add(stmt.name)
+        dtypes += [stmt.dtype] + ([stmt.accum_dtype or "f32"] if stmt.is_reduction else [])
+        todo += [r.tensor for r in stmt.reads]
+    return min(dtypes, key=lambda d: TOLERANCE_BITS[d])
+
+
 def compare(ref, got, dtype: str) -> Comparison:
     r = np.asarray(ref).astype(np.float64)
     g = np.asarray(got).astype(np.float64)

@@ -117,7 +117,7 @@ def relaxed(model) -> bool:
 
 def check_interpreter(case: Case, original, sched, references: dict) -> Optional[Finding]:
     from tdsl.compiler.interpreter import interpret
-    from tdsl.compiler.verify import compare
+    from tdsl.compiler.verify import compare, tolerance_dtype
 
     for dist, (inputs, want) in references.items():
         try:
@@ -133,22 +133,12 @@ def check_interpreter(case: Case, original, sched, references: dict) -> Optional
                 # order; with cancelling terms (the wide inputs) that is unbounded relative to the result, so
                 # it is compared on standard-normal inputs only, at the coarsest dtype the sum passes through.
                 if dist != "normal" or compare(a.astype(np.float32), b.astype(np.float32),
-                                               _coarsest(t.dtype, original.model, sched.model)).ok:
+                                               tolerance_dtype(sched.model, t.name)).ok:
                     continue
             bad = int(np.sum(~((a == b) | (np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))))))
             return Finding("interp-mismatch", "interpreter",
                            f"{t.name} differs from program order in {bad} of {a.size} elements ({dist} inputs)")
     return None
-
-
-def _coarsest(output: str, *models) -> str:
-    """The coarsest dtype a reassociated result passes through: the output's or a reduction's accumulator (a
-    reordered bf16 accumulation differs by bf16 ulps, not f32 ones)."""
-    from tdsl.compiler.dtypes import PRECISION_BITS
-
-    dtypes = [output] + [s.accum_dtype or "f32" for m in models for s in m.stmts if s.is_reduction]
-    dtypes += [s.dtype for m in models for s in m.stmts if s.is_reduction]
-    return min(dtypes, key=lambda d: PRECISION_BITS[d])
 
 
 def references(case: Case, original) -> dict:
@@ -210,12 +200,13 @@ def check_backend(case: Case, backend: str, original, refs: dict, workdir: Path,
 
 
 def _compare_outputs(backend: str, original, want: dict, got: dict, dist: str) -> Optional[Finding]:
-    from tdsl.compiler.verify import compare
+    from tdsl.compiler.verify import compare, tolerance_dtype
 
     for t in original.model.outputs():
         if t.name not in got:
             return Finding("miscompile", backend, f"output {t.name} was not produced")
-        result = compare(want[t.name].astype(np.float32), np.asarray(got[t.name], dtype=np.float32), t.dtype)
+        result = compare(want[t.name].astype(np.float32), np.asarray(got[t.name], dtype=np.float32),
+                         tolerance_dtype(original.model, t.name))
         if not result.ok:
             return Finding("miscompile", backend, f"{t.name}: {result.summary()} ({dist} inputs)")
     return None
