@@ -16,6 +16,7 @@ from fuzz.programs import parse_check, random_program
 BUDGET = [
     (1, 80, ("triton",)),
     (2, 80, ("triton",)),
+    (3, 30, ("ascend-950", "ascend-910b")),
 ]
 
 
