@@ -14,9 +14,10 @@ meant for f-strings, whose braces it leaves alone.
 
 from __future__ import annotations
 
+from tdsl.frontend.diagnostics import escape_char
+
 # Printable, but they end or change a string literal: escape them too.
 _QUOTED = {"\\": "\\\\", "'": "\\'", '"': '\\"'}
-_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def comment_text(text) -> str:
@@ -26,15 +27,7 @@ def comment_text(text) -> str:
 
 
 def _escape(ch: str) -> str:
-    if ch in _QUOTED:
-        return _QUOTED[ch]
-    if ch.isprintable():  # False for Cc, Cf (bidi controls), Zl, Zp, Cs, Co, Cn and every space but ' '
-        return ch
-    if ch in _SHORT:
-        return _SHORT[ch]
-    code = ord(ch)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
+    """Backslash and quotes escaped too (the text may sit in a string literal); the rest as diagnostics show it:
+    printable characters as they are, others (Cc, Cf such as bidi controls, Zl, Zp, every space but ' ') as
+    `\\n`, `\\x1b`, `\\u202e`."""
+    return _QUOTED.get(ch) or escape_char(ch)
