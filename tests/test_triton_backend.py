@@ -172,3 +172,24 @@ schedule plain {
 """
     with pytest.raises(BackendError, match=r"reduction s declares `combine segments\(4\)`"):
         generate(loads(text), "plain")
+
+
+def test_bf16_rounding_is_bit_exact_under_the_triton_interpreter(tmp_path):
+    """The Triton interpreter converts f32 to bf16 by truncation; the module rounds on the bits there (ties to even,
+    NaN kept), so what runs on the CPU is the program's rounding, bit for bit, not just within the tolerance."""
+    import numpy as np
+
+    from tdsl.compiler import dtypes
+    from tdsl.compiler.api import loads
+
+    values = np.array([1 + 2**-8 + 2**-10, 1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8 + 2**-10), 3.0e38, 1e-40,
+                       -0.0, np.inf, np.nan, 65504.0, 1.0 + 2**-9, 255.5], dtype=np.float32)
+    src = f"const N = {values.size}\nkernel r(X: f32[N]) -> (Y: f32[N]) {{\n  Y[i] = bf16(X[i])\n}}\n"
+    prog = loads(src)
+    module = load_module(generate(prog, None), tmp_path / "round_bf16.py")
+    model = prog.schedule().model
+    got = run_generated(module, model, {"X": values})["Y"]
+    want = dtypes.round_to("bf16", values).astype(np.float32)
+    assert np.isnan(got[8]) and np.isnan(want[8])
+    finite = ~np.isnan(want)
+    assert np.array_equal(got[finite].view(np.uint32), want[finite].view(np.uint32))
