@@ -23,7 +23,7 @@ from tdsl.frontend.printer import expr_text
 
 from .errors import BackendError, StepError
 from .memory import CapacityError
-from .tile import lower
+from .pipeline import BACKENDS, lower_for
 
 # target -> its code generators, the default first
 TARGETS = {
@@ -31,10 +31,6 @@ TARGETS = {
     "ascend-950": ("tilelang",),  # mainline TileLang's Ascend dialect (tilelang.ascend.language)
     "ascend-910b": ("tilelang-ascend",),  # the tilelang-ascend API of the chapter's 5.4.5
 }
-
-
-# The device whose capacities a target's code is checked against (the H200 has the H100's per-SM limits).
-DEVICE_OF_TARGET = {"nvidia": "h100", "ascend-950": "ascend-950", "ascend-910b": "ascend-910b"}
 
 
 def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend: Optional[str] = None,
@@ -72,13 +68,7 @@ def generate_schedule(prog, sched, target: str = "nvidia", backend: Optional[str
                       schedule_name: str = "") -> str:
     """The module text of a `Schedule` built on one of `prog`'s kernels (by a block or through the Python API)."""
     backend = _check_target(target, backend)
-    program = lower(sched)
-    if not sched.model.params:  # with run-time sizes the footprints are checked when the sizes are known
-        from .memory import check, kernel_stages
-
-        kernels = check(sched, DEVICE_OF_TARGET[target])  # a schedule whose buffers do not fit is rejected here
-        staged = [replace(k, num_stages=kernel_stages(planned)) for k, planned in zip(program.kernels, kernels)]
-        program = replace(program, kernels=staged)
+    program = lower_for(sched, BACKENDS[target, backend])
     info = prog.kernels[sched.model.name]
     # The one place where text from the user (file name, schedule name, names in statements) is handed to the
     # templates and printers of every backend: all of it passes comment_text, so none of it can become code.

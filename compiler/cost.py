@@ -44,6 +44,7 @@ from .memory import (
     is_tile_level,
     plan_kernels,
 )
+from .placement import matrix_operands
 from .schedule import Schedule
 from .targets import Target, get_target
 from .tree import Loop, pw_affs_to_map, statements_under, walk_loops
@@ -452,32 +453,13 @@ def statement_flops(model, stmt_name: str) -> tuple[int, int, Optional[str]]:
     stmt = model.stmt(stmt_name)
     n = card(stmt.domain)
     body = stmt.value
-    if stmt.reduce_op == "sum" and isinstance(body, ast.BinOp) and body.op == "*" \
-            and _reads(body.lhs) and _reads(body.rhs):
-        dtypes = [model.tensors[a.tensor].dtype for side in (body.lhs, body.rhs) for a in _reads(side)]
+    operands = matrix_operands(stmt)
+    if operands is not None:
+        dtypes = [model.tensors[a.tensor].dtype for a in operands]
         dtype = "f8e4m3" if "f8e4m3" in dtypes else ("f32" if all(d == "f32" for d in dtypes) else "bf16")
         return 2 * n, 0, dtype
     ops = _ops(body) + (1 if stmt.is_reduction else 0)
     return 0, ops * n, None
-
-
-def _reads(e) -> list:
-    found = []
-
-    def walk(x):
-        if isinstance(x, ast.Access):
-            found.append(x)
-        elif isinstance(x, (ast.BinOp, ast.Compare)):
-            walk(x.lhs)
-            walk(x.rhs)
-        elif isinstance(x, ast.Neg):
-            walk(x.operand)
-        elif isinstance(x, ast.Call):
-            for a in x.args:
-                walk(a)
-
-    walk(e)
-    return found
 
 
 def _ops(e) -> int:

@@ -46,6 +46,7 @@ import islpy as isl
 from tdsl.frontend.diagnostics import TdslError
 
 from .errors import BackendError
+from .placement import matrix_operands
 from .schedule import Schedule
 from .tree import Buffer, Loop, Node, pw_affs_to_map, statements_under
 
@@ -357,10 +358,10 @@ class _KernelPlanner:
         everything else takes the scope the schedule names (resolved through the target's aliases)."""
         scopes = set(self.target.scopes) if self.target is not None else set()
         if {"L1", "L0C"} <= scopes and buf.scope in ("shared", "register", "local"):
-            matrix = [s for s in stmts if _is_matrix_product(self.model.stmt(s))]
+            operands = [matrix_operands(self.model.stmt(s)) for s in stmts]
+            matrix = [pair for pair in operands if pair is not None]
             if matrix and buf.kind == "read" and buf.scope == "shared" and any(
-                    buf.tensor in (self.model.stmt(s).value.lhs.tensor, self.model.stmt(s).value.rhs.tensor)
-                    for s in matrix):
+                    buf.tensor in (lhs.tensor, rhs.tensor) for lhs, rhs in matrix):
                 return "L1"
             if matrix and buf.kind == "write":
                 return "L0C"
@@ -656,12 +657,3 @@ def _elementwise_read(model, writer, tensor: str) -> bool:
         if deltas.is_empty() or not deltas.is_subset(zero.align_params(deltas.get_space())):
             return False
     return True
-
-
-def _is_matrix_product(stmt) -> bool:
-    """sum(k) X[..] * Y[..]: the statements a matrix unit (tensor core, cube) computes."""
-    from tdsl.frontend import ast
-
-    v = stmt.value
-    return (stmt.reduce_op == "sum" and isinstance(v, ast.BinOp) and v.op == "*"
-            and isinstance(v.lhs, ast.Access) and isinstance(v.rhs, ast.Access))

@@ -37,6 +37,7 @@ from .errors import BackendError
 from .functions import COMPOSITIONS, expand_tile
 from .isl_code import pw_aff_to_expr, set_to_expr
 from .model import KernelModel, Stmt
+from .placement import matrix_operands
 from .schedule import Schedule
 from .tileir import (
     AccFinish,
@@ -617,7 +618,8 @@ class _KernelLowering:
                 f"inside the same kernel; place {stmt.name} where it reads {e.tensor}'s tile element for element, "
                 f"or leave them in separate kernels"
             )
-        return Load(e.tensor, tuple(self._index(i, stmt) for i in e.indices), self._access_mask(e, stmt, tile, context))
+        mask, bounds = self._access_mask(e, stmt, tile, context)
+        return Load(e.tensor, tuple(self._index(i, stmt) for i in e.indices), mask, mask_is_bounds=bounds)
 
     def _early_read(self, reader: str, reduction: str, context: list[Loop]) -> str:
         """Why `reader` cannot read `reduction` here: inside the loop that walks it, the value is an accumulator."""
@@ -629,8 +631,9 @@ class _KernelLowering:
         return (f"{reader} reads {reduction} inside loop {loop.name}, which walks the reduction of {reduction}: in a "
                 f"kernel its accumulator is final only after that loop; place {reader} after it ({fix})")
 
-    def _access_mask(self, e: ast.Access, stmt: Stmt, tile: Tile, context) -> Optional[Expr]:
-        """Which lanes of a load may read memory: those whose index lies inside the tensor.
+    def _access_mask(self, e: ast.Access, stmt: Stmt, tile: Tile, context) -> tuple[Optional[Expr], bool]:
+        """Which lanes of a load may read memory: those whose index lies inside the tensor (and whether the mask
+        is exactly that).
 
         A lane's value matters only where the statement has an instance, and there the index is inside (the
         model checked every read); every other lane is masked where the statement stores, reduces or keeps
@@ -639,12 +642,12 @@ class _KernelLowering:
         read that never leaves its tensor has no mask."""
         used = {n.name for i in e.indices for n in ast.walk(i) if isinstance(n, ast.Name)} & set(stmt.iters)
         if not used:
-            return None
+            return None, True
         g = self._geometry(stmt, context, [it for it in stmt.iters if it in used])
         inside = self._in_bounds(stmt, e, g)
         if inside is None:  # not one affine function: the instances' lanes are inside, and only they are read
-            return self._mask(g)
-        return _mask_expr(inside, g.box)
+            return self._mask(g), False
+        return _mask_expr(inside, g.box), True
 
     def _register(self, e: ast.Access, stmt: Stmt, tile: Tile, producer: _Produced, context) -> Optional[Reg]:
         """The producer's register tile, if this read takes it element for element."""
@@ -703,18 +706,19 @@ class _KernelLowering:
         return Reduce(stmt.reduce_op, body, red_axes)
 
     def _dot(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Optional[Dot]:
-        """sum(k) X[i, k] * Y[k, j] over a tile with axes (i, j, k), each at least 16 wide (k at least 32 for
-        8-bit operands) -> a matrix product."""
-        if stmt.reduce_op != "sum" or not isinstance(stmt.value, ast.BinOp) or stmt.value.op != "*":
+        """A matrix product (`placement.matrix_operands`) over a tile with axes (i, j, k), each at least 16 wide
+        (k at least 32 for 8-bit operands) -> a tile `Dot`; which unit runs it is decided per backend later."""
+        operands = matrix_operands(stmt)
+        if operands is None:
             return None
         names = [a.iter for a in tile.axes]
-        if len(names) != 3 or len(stmt.red_iters) != 1 or any(a.size < 16 for a in tile.axes):
+        if len(names) != 3 or any(a.size < 16 for a in tile.axes):
             return None
         k = stmt.red_iters[0]
         if names[2:] != [k]:  # the tile's axes must be (i, j, k), k the reduction's only iterator
             return None
         i, j = names[:2]
-        lhs, rhs = stmt.value.lhs, stmt.value.rhs
+        lhs, rhs = operands
         if not (_plain(lhs, {i, k}) and _plain(rhs, {k, j})):
             lhs, rhs = rhs, lhs
             if not (_plain(lhs, {i, k}) and _plain(rhs, {k, j})):
@@ -726,32 +730,34 @@ class _KernelLowering:
         dtypes = (self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
         if "f8e4m3" in dtypes and tile.axes[2].size < 32:
             return None  # 8-bit matrix instructions (sm_90 wgmma) take k in steps of 32
-        a = Load(lhs.tensor, tuple(self._index(x, stmt) for x in lhs.indices),
-                 self._operand_mask(stmt, context, [i, k], lhs, i))
-        b = Load(rhs.tensor, tuple(self._index(x, stmt) for x in rhs.indices),
-                 self._operand_mask(stmt, context, [k, j], rhs, j))
-        return Dot(a, b, self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
+        a = self._operand_load(stmt, context, [i, k], lhs, i)
+        b = self._operand_load(stmt, context, [k, j], rhs, j)
+        return Dot(a, b, *dtypes)
 
-    def _operand_mask(self, stmt: Stmt, context, iters, node: ast.Access, outer: str) -> Optional[Expr]:
-        """The lanes of a matrix-product operand over (`outer`, k) that must hold their values, the rest 0.
+    def _operand_load(self, stmt: Stmt, context, iters, node: ast.Access, outer: str) -> Load:
+        """The load of a matrix-product operand over (`outer`, k): the lanes that must hold their values, the
+        rest 0.
 
         For every row (or column) `outer` of the accumulator that holds an instance -- in any step of the
         loops that walk the reduction, not only this one -- the lanes of k outside the reduction must be 0 so
         that the product adds nothing for them; rows with no instance at all are masked where the product is
-        stored, so there a lane only has to stay inside the tensor."""
+        stored, so there a lane only has to stay inside the tensor.  When those lanes are exactly the ones
+        inside the tensor, `mask_is_bounds` says so (a clipped copy then loads the operand)."""
+        indices = tuple(self._index(x, stmt) for x in node.indices)
         g = self._geometry(stmt, context, iters)
         inside = self._in_bounds(stmt, node, g)
         if inside is None:
-            return self._mask(g)
+            return Load(node.tensor, indices, self._mask(g))
         around = self._anchor(stmt, context)
         rows = self._geometry(stmt, context if around is None else around, [outer])
         rows = _embed(rows.members, rows.loop_names + [outer], g.loop_names + g.iters)
         needed = g.members.union(inside.subtract(rows.align_params(inside.get_space())))
         lanes = _mask_expr(needed, g.box)
         valid = None if g.exact else self._valid_loop_values(g.rel, g.facts)
-        if valid is None:
-            return lanes
-        return valid if lanes is None else Bin("and", valid, lanes)
+        mask = lanes if valid is None else valid if lanes is None else Bin("and", valid, lanes)
+        box = g.box.align_params(inside.get_space())
+        bounds = valid is None and inside.intersect(box).is_subset(needed.align_params(inside.get_space()))
+        return Load(node.tensor, indices, mask, mask_is_bounds=bounds)
 
     def _separable(self, stmt: Stmt, context, i, j, k) -> bool:
         """The reduction range of every (i, j) is what the operand masks allow: (i,k) and (k,j) constraints only."""

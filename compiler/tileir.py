@@ -73,6 +73,9 @@ class Load:
     indices: tuple
     mask: Optional["Expr"]
     other: float = 0.0
+    # The mask excludes only lanes outside the tensor (trivially so without a mask): a copy clipped at the
+    # tensor's edges, zero-filling the rest, reads exactly these lanes.  Decided with isl by the lowering.
+    mask_is_bounds: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class Dot:
     rhs: "Expr"
     lhs_dtype: str
     rhs_dtype: str
+    unit: str = ""  # matrix | vector, decided per backend by compiler/placement.py ("" until then)
 
 
 Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Call, Round, Reduce, Dot]

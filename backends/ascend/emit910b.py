@@ -56,6 +56,7 @@ from tdsl.backends.tilelang.emit import TL_DTYPES as _TL_DTYPES
 from tdsl.backends.tilelang.emit import index_code, shape_code
 from tdsl.compiler import tileir as T
 from tdsl.compiler.errors import BackendError
+from tdsl.compiler.placement import matrix_statements, walk_updates
 from tdsl.compiler.tileir import simplify
 
 from . import e4m3_910b as e4m3
@@ -76,7 +77,6 @@ from .targets import TARGETS, check_capacity
 
 TL_DTYPES = {**_TL_DTYPES, "f8e4m3": "uint8", "u8": "uint8"}  # no FP8 type: E4M3 tensors are bytes
 BYTES = {**_BYTES, "u8": 1}
-CUBE_DTYPES = ("bf16", "f16", "f8e4m3")  # FP8 via an f16 workspace
 UB_ROW_BYTES = 32  # a GM <-> UB copy starts every UB row on a 32-byte block
 # Variables this printer adds to the tile program's expressions ('__' names: no program name starts so).
 VID = "__vid"  # the vector core (0 or 1) of a tile whose rows the two vector cores share
@@ -151,7 +151,9 @@ class Ascend910BPrinter:
 
     def render(self) -> dict:
         k = self.kernel
-        self.cube, self.fp8_dots = self._cube_statements(k.body)
+        # the products on the cube (compiler/placement.py); FP8 ones are decoded to f16 by the vector cores first
+        self.cube = matrix_statements(k)
+        self.fp8_dots = {op.stmt for op in walk_updates(k.body) if op.stmt in self.cube and op.partial.lhs_dtype == "f8e4m3"}
         # one row width for the whole kernel, so that every statement's tiles keep the same shape
         self.min_row = UB_ROW_BYTES // min(BYTES[t.dtype] for t in k.tensors)
         self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in k.tensors)
@@ -236,28 +238,6 @@ class Ascend910BPrinter:
     def _dims(self, tensor: str) -> list:
         arg = next(t for t in self.kernel.tensors if t.name == tensor)
         return [d if isinstance(d, int) else self.program.sizes.get(d) for d in arg.shape]
-
-    def _cube_statements(self, ops) -> tuple[set, set]:
-        """Statements whose partial result is a Dot the cube can run, and those of them with FP8 operands.
-
-        One operand dtype of 16 bits (or FP8, decoded), f32 accumulation, and operand tiles that are whole or
-        masked only at the tensor's bounds (GM -> L1 zero-fills what the clipped copy leaves out)."""
-        cube, fp8 = set(), set()
-        for op in ops:
-            if isinstance(op, T.SerialLoop):
-                c, f = self._cube_statements(op.body)
-                cube, fp8 = cube | c, fp8 | f
-            elif isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
-                d = op.partial
-                rows_ok = d.lhs_dtype != "f8e4m3" or all(  # the bytes cross GM -> UB in 32-byte rows
-                    a.size >= UB_ROW_BYTES for a in op.tile.axes
-                    if a.iter in {x.name for x in (d.lhs.indices[-1], d.rhs.indices[-1]) if isinstance(x, T.Var)})
-                if d.lhs_dtype == d.rhs_dtype and d.lhs_dtype in CUBE_DTYPES and op.accum == "f32" and rows_ok and all(
-                        self._clipped_by_dma(load.mask, list(load.indices), load.tensor) for load in (d.lhs, d.rhs)):
-                    cube.add(op.stmt)
-                    if d.lhs_dtype == "f8e4m3":
-                        fp8.add(op.stmt)
-        return cube, fp8
 
     def _clipped_by_dma(self, mask, indices, tensor) -> bool:
         """Every lane outside `mask` lies outside the tensor, where a clipped T.copy pads or does not write."""

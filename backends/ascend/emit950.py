@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, shape_code
+from tdsl.compiler.placement import matrix_statements
 from tdsl.compiler.tileir import simplify
 from tdsl.compiler import tileir as T
 
@@ -39,7 +40,7 @@ class Ascend950Printer(KernelPrinter):
     def __init__(self, program, kernel, buffers, names=None, target="ascend-950"):
         super().__init__(program, kernel, buffers, names)
         self.target = TARGETS[target]
-        self.cube = _cube_statements(kernel.body)
+        self.cube = matrix_statements(kernel)  # the products on the cube (compiler/placement.py)
         self.vf_depth = 0
         self.ub_shapes = {}  # UB buffer -> (shape, dtype)
         self.reuse = None  # a dead value's UB buffer the statement being emitted writes its value into
@@ -260,19 +261,6 @@ def _and(terms: list[str]) -> str:
     for t in terms[1:]:
         code = f"T.And({code}, {t})"
     return code
-
-
-def _cube_statements(ops) -> set:
-    """Statements whose partial result is a Dot the cube can run: one operand dtype (not f32), no masks."""
-    out = set()
-    for op in ops:
-        if isinstance(op, T.SerialLoop):
-            out |= _cube_statements(op.body)
-        elif isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
-            d = op.partial
-            if d.lhs_dtype == d.rhs_dtype != "f32" and d.lhs.mask is None and d.rhs.mask is None and op.accum == "f32":
-                out.add(op.stmt)
-    return out
 
 
 def _store(self, stmt, tile, lhs, dtype, buf) -> None:

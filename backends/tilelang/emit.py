@@ -34,6 +34,7 @@ from typing import Optional
 import jinja2
 
 from tdsl.compiler import tileir as T
+from tdsl.compiler.placement import VECTOR, unit_of
 from tdsl.compiler.tileir import simplify
 
 from ..launcher import epilogue, prologue
@@ -431,8 +432,7 @@ class KernelPrinter:
             raise BackendError(f"{op.stmt}: accumulator tile {shape} differs from the product tile {[size[i], size[j]]}")
         a = self.stage_operand(op, la, sa, da, "shared", "s")
         b = self.stage_operand(op, lb, sb, db, "shared", "s")
-        exact = "f32" in (da, db) or da != db
-        if exact or not self._warps_cover(size[i], size[j]):
+        if unit_of(op) == VECTOR:  # f32 / mixed operands, or too small for the warps (compiler/placement.py)
             self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
             return
         flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
@@ -445,13 +445,6 @@ class KernelPrinter:
         l0, l1 = self.lane(0), self.lane(1)
         self.emit(f"for {l0}, {l1} in T.Parallel({shape[0]}, {shape[1]}):")
         self.emit(f"    {acc}[{l0}, {l1}] = {self.round(op.accum, f'{acc}[{l0}, {l1}] + {part}[{l0}, {l1}]')}")
-
-    def _warps_cover(self, rows: int, cols: int) -> bool:
-        """T.gemm splits the product tile among the kernel's warps, each owning a multiple of 16 rows and 8
-        columns (TileLang refuses the kernel otherwise: 'No valid warp partition'); smaller tiles take the
-        multiply-add loop."""
-        warps = self.kernel.num_warps
-        return rows % 16 == 0 and cols % 8 == 0 and (rows // 16) * (cols // 8) >= warps
 
     def _fma_loop(self, op, a, ta, b, tb, acc, si, sj, sk) -> None:
         """f32 or mixed operands, or a tile too small for the warps' matrix instructions: the program's f32

@@ -17,6 +17,7 @@ import math
 import jinja2
 
 from tdsl.compiler import tileir as T
+from tdsl.compiler.placement import VECTOR, unit_of
 from tdsl.compiler.tileir import simplify
 
 from ..launcher import epilogue, prologue
@@ -224,8 +225,8 @@ class _KernelPrinter:
             acc = self.acc_name(op.stmt)
             if isinstance(op.partial, T.Dot):
                 a, b = self._dot_operands(op.partial, op.tile, frame)
-                wide = "f32" in (op.partial.lhs_dtype, op.partial.rhs_dtype) or op.partial.lhs_dtype != op.partial.rhs_dtype
-                precise = ', input_precision="ieee"' if wide else ""
+                # a product the tensor cores do not take exactly (compiler/placement.py) is multiplied in f32
+                precise = ', input_precision="ieee"' if unit_of(op) == VECTOR else ""
                 if op.partial.lhs_dtype == op.partial.rhs_dtype == "f8e4m3":
                     # On sm_90 Triton otherwise keeps FP8 products in the tensor core's reduced-precision
                     # accumulator for the whole loop; the program says the accumulator is FP32.

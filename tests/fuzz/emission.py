@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tdsl.compiler.errors import BackendError
+from tdsl.compiler.memory import CapacityError
 
 
 @dataclass
@@ -14,7 +15,9 @@ class Emitted:
 
 
 def emit_all(sched, backends, program=None) -> Emitted:
+    """Each backend's text of one tile program (`program`, or the schedule's lowered for each backend)."""
     from tdsl.compiler.memory import plan
+    from tdsl.compiler.pipeline import prepare
     from tdsl.compiler.tile import lower
 
     program = program if program is not None else lower(sched)
@@ -22,8 +25,8 @@ def emit_all(sched, backends, program=None) -> Emitted:
     out = Emitted(program)
     for name in backends:
         try:
-            out.texts[name] = _emit(name, program, buffers)
-        except BackendError:
+            out.texts[name] = _emit(name, prepare(program, sched, name), buffers)
+        except (BackendError, CapacityError):
             continue
     return out
 
