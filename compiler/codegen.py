@@ -83,16 +83,13 @@ def generate_schedule(prog, sched, target: str = "nvidia", backend: Optional[str
         from tdsl.backends.triton import emit_module
 
         return emit_module(program, **common)
-    from .memory import plan
-
-    buffers = plan(sched)
     if target == "nvidia":
         from tdsl.backends.tilelang import emit_module as emit_tilelang
 
-        return emit_tilelang(program, buffers=buffers, **common)
+        return emit_tilelang(program, **common)
     from tdsl.backends.ascend import emit_module as emit_ascend
 
-    return emit_ascend(program, target=target, buffers=buffers, **common)
+    return emit_ascend(program, target=target, **common)
 
 
 def _comments_quoted(program):

@@ -70,6 +70,7 @@ class PlannedBuffer:
     live: tuple = (0, 0)  # positions of first and last (statement order within the kernel)
     shares: Optional[str] = None  # label of the buffer whose memory it reuses (in place, or a later slot user)
     source: str = ""  # where its data comes from: "global", a scope, or "" (computed here)
+    at: Optional[Loop] = field(default=None, compare=False, repr=False)  # the loop named by `loop` (identity)
 
     @property
     def bytes_per_copy(self) -> int:
@@ -182,10 +183,14 @@ def plan_kernels(schedule: Schedule, target=None) -> list[KernelPlan]:
     from .targets import get_target
 
     tgt = get_target(target) if target is not None else None
+    require_bound_sizes(schedule)
+    return [_KernelPlanner(schedule, tgt, k, node).run() for k, node in enumerate(schedule.tree.body)]
+
+
+def require_bound_sizes(schedule: Schedule) -> None:
     if schedule.model.params:
         raise TdslError(f"memory planning needs every size bound; give a value to {', '.join(schedule.model.params)} "
                         f"(--size {schedule.model.params[0]}=...)")
-    return [_KernelPlanner(schedule, tgt, k, node).run() for k, node in enumerate(schedule.tree.body)]
 
 
 def check(schedule: Schedule, target) -> list[KernelPlan]:
@@ -394,7 +399,7 @@ class _KernelPlanner:
             users += [s for s in statements_under(buf.at)
                       if any(r.tensor == buf.tensor for r in self.model.stmt(s).reads) and s not in users]
         planned = PlannedBuffer(buf.tensor, self._buffer_scope(buf, stmts), buf.kind, buf.at.name, shape, dtype,
-                                stages, list(stmts))
+                                stages, list(stmts), at=buf.at)
         self._add(planned, buf.at, users, whole=stages > 1)
         self._planned[id(buf)] = planned
 
@@ -420,7 +425,7 @@ class _KernelPlanner:
             shape = self._shape(region, f"intermediate {tensor}")
             dtype = stmt.accum_dtype if stmt.is_reduction else stmt.dtype
             buf = PlannedBuffer(tensor, self.default_scope, "temp", loop.name if loop else "", shape, dtype, 1,
-                                [stmt_name] + [r for r in readers if r != stmt_name])
+                                [stmt_name] + [r for r in readers if r != stmt_name], at=loop)
             self._add(buf, loop, users)
 
     # ------------------------------------------------------------ loads and stores

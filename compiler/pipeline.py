@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .placement import assign_units
+from .memory import require_bound_sizes
+from .placement import assign_units, stage_operands
 from .tile import lower
 from .tileir import TileProgram
 
@@ -36,8 +37,11 @@ def lower_for(schedule, backend: str) -> TileProgram:
 
 def prepare(program: TileProgram, schedule, backend: str) -> TileProgram:
     """The backend-specific passes over a lowered program (each returns a new program; none edits its input)."""
+    if backend != "triton":  # only the Triton launcher reads run-time sizes from the tensors
+        require_bound_sizes(schedule)
     program = with_stages(program, schedule, DEVICE[backend])  # buffers checked against the device, stages fixed
     program = assign_units(program, backend)  # the unit of every tile product (compiler/placement.py)
+    program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
     return program
 
 

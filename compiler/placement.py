@@ -11,6 +11,10 @@ Two questions, asked at two stages of the flow, answered here and nowhere else:
   instruction accepts (`MATRIX_UNITS`): operand dtypes, accumulator dtype, operand masks its copies
   reproduce, tile shapes.  The printers read `Dot.unit` and never decide it themselves.
 
+* `stage_operands(program, backend)` -- where each product's operands are copied before it reads them
+  (`STAGING`: shared memory, L1, UB, or not at all), in which loop, with how many copies in flight, and
+  which of the schedule's `cache_read` buffers that copy is.
+
 A product the matrix unit does not take keeps the program's f32 semantics on the vector unit: f32 operands
 are never rounded to tf32, mixed operands are widened, and masked operand lanes are zeros either way.
 """
@@ -22,7 +26,8 @@ from typing import Optional
 
 from tdsl.frontend import ast
 
-from .tileir import AccUpdate, Dot, SerialLoop, TileKernel, TileProgram, Var
+from .errors import BackendError
+from .tileir import AccUpdate, Dot, SerialLoop, Staged, TileKernel, TileProgram, Var
 
 MATRIX = "matrix"
 VECTOR = "vector"
@@ -144,3 +149,77 @@ def walk_updates(body):
             yield from walk_updates(op.body)
         elif isinstance(op, AccUpdate):
             yield op
+
+
+# ---------------------------------------------------------------- where operands are staged
+
+
+# backend -> unit -> the scope a product's operands are copied to first (absent: read from global memory)
+STAGING = {
+    "triton": {},  # tl.load into registers; Triton's own pipeliner places the shared-memory copies
+    "tilelang": {MATRIX: "shared", VECTOR: "shared"},  # T.copy to shared, then T.gemm or the FMA loop
+    "ascend-950": {MATRIX: "L1", VECTOR: "UB"},  # the cube reads L1 (-> L0A/L0B); the vector unit UB
+    "ascend-910b": {MATRIX: "L1"},  # the cube reads L1; vector products load their own UB rows
+}
+
+
+def operand_layout(op: AccUpdate) -> tuple:
+    """The (i, j, k) iterators of a tile product and, per operand, (its load, stored transposed?, box shape in
+    the tensor's index order, dtype).  Raises BackendError for an operand that is not a plain 2-D tile."""
+    dot = op.partial
+    i, j, k = [a.iter for a in op.tile.axes]
+    size = {a.iter: a.size for a in op.tile.axes}
+    out = []
+    for load, rows, cols, dtype in ((dot.lhs, i, k, dot.lhs_dtype), (dot.rhs, k, j, dot.rhs_dtype)):
+        order = [x.name if isinstance(x, Var) else None for x in load.indices]
+        if order == [rows, cols]:
+            out.append((load, False, [size[rows], size[cols]], dtype))
+        elif order == [cols, rows]:
+            out.append((load, True, [size[cols], size[rows]], dtype))
+        else:
+            raise BackendError(f"{op.stmt}: operand {load.tensor}[{', '.join(map(str, order))}] is not a plain 2-D tile")
+    return (i, j, k), out
+
+
+def stage_operands(program: TileProgram, backend: str) -> TileProgram:
+    """The program with every product's operand copies decided for `backend` (`AccUpdate.staged`).
+
+    An operand is copied in each iteration of the innermost serial loop around the product (once per program
+    when there is none), with that loop's pipeline depth; the schedule's `cache_read` of the tensor at that
+    loop is that copy, and its planned box must be the box the product reads."""
+    scopes = STAGING[backend]
+
+    def ops(body, loop, kernel):
+        out = []
+        for op in body:
+            if isinstance(op, SerialLoop):
+                op = replace(op, body=ops(op.body, op, kernel))
+            elif isinstance(op, AccUpdate) and isinstance(op.partial, Dot) and unit_of(op) in scopes:
+                op = replace(op, staged=_staged(op, scopes[unit_of(op)], loop, kernel))
+            out.append(op)
+        return out
+
+    return replace(program, kernels=[replace(k, body=ops(k.body, None, k)) for k in program.kernels])
+
+
+def _staged(op: AccUpdate, scope: str, loop, kernel: TileKernel) -> tuple:
+    owned = loop.buffers if loop is not None else kernel.buffers
+    stages = (loop.stages or 1) if loop is not None else 1
+    out = []
+    for load, transposed, shape, dtype in operand_layout(op)[1]:
+        cache = next((b for b in owned if b.tensor == load.tensor and b.kind == "read"), None)
+        tensor_shape = next((t.shape for t in kernel.tensors if t.name == load.tensor), ())
+        if cache is not None and not _same_box(list(cache.shape), shape, list(tensor_shape)):
+            raise BackendError(f"{op.stmt}: the buffer plan gives {load.tensor} the box {list(cache.shape)} but the "
+                               f"tile reads {list(shape)}")
+        out.append(Staged(load.tensor, scope, tuple(shape), transposed, dtype, stages,
+                          loop.var if loop is not None else "", cache))
+    return tuple(out)
+
+
+def _same_box(planned: list, shape, tensor_shape: list) -> bool:
+    """The plan's box (clipped to the tensor) is the tile's box, in either index order."""
+    if planned == shape or sorted(planned) == sorted(shape):
+        return True
+    clipped = [min(s, d) if isinstance(d, int) else s for s, d in zip(shape, tensor_shape)]
+    return planned == clipped or sorted(planned) == sorted(clipped)

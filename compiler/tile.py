@@ -40,6 +40,7 @@ from .model import KernelModel, Stmt
 from .placement import matrix_operands
 from .schedule import Schedule
 from .tileir import (
+    BufferDecl,
     AccFinish,
     AccInit,
     AccUpdate,
@@ -75,9 +76,10 @@ def lower(schedule: Schedule) -> TileProgram:
     model, tree = schedule.model, schedule.tree
     kernel_of = {s: k for k, node in enumerate(tree.body) for s in statements_under(node)}
     temps = _global_temps(model, kernel_of)
+    plans = _buffer_plans(schedule)
     kernels = []
     for k, node in enumerate(tree.body):
-        lowering = _KernelLowering(model, tree, node, f"{model.name}_{k}", kernel_of, k, temps)
+        lowering = _KernelLowering(model, tree, node, f"{model.name}_{k}", kernel_of, k, temps, plans[k])
         kernels.append(lowering.run())
     inputs = [_tensor_arg(model, t.name, "input") for t in model.inputs()]
     outputs = [_tensor_arg(model, t.name, "output") for t in model.outputs()]
@@ -85,6 +87,20 @@ def lower(schedule: Schedule) -> TileProgram:
     statements = {s.name: _statement_text(s) for s in model.stmts}
     return TileProgram(model.name, kernels, inputs, outputs, temp_args, dict(model.sizes), str(schedule.trace),
                        statements)
+
+
+def _buffer_plans(schedule: Schedule) -> list[list]:
+    """Per kernel, the buffers the schedule creates (compiler/memory.py); none while a size is unbound (the
+    plan needs every size; only the Triton backend generates kernels for run-time sizes, and it needs none)."""
+    if schedule.model.params:
+        return [[] for _ in schedule.tree.body]
+    from .memory import plan_kernels
+
+    return [[b for b in k.buffers if b.kind != "tile"] for k in plan_kernels(schedule)]
+
+
+def _buffer_decl(b) -> BufferDecl:
+    return BufferDecl(b.tensor, b.kind, b.scope, b.loop, tuple(b.shape), b.dtype, b.stages)
 
 
 def _statement_text(stmt: Stmt) -> str:
@@ -132,6 +148,7 @@ class _KernelLowering:
     kernel_of: dict
     index: int
     temps: list
+    planned: list  # compiler.memory.PlannedBuffer of this kernel (schedule-created buffers only)
     produced: dict = field(default_factory=dict)
     bounds_cache: dict = field(default_factory=dict)
     geometry_cache: dict = field(default_factory=dict)
@@ -163,7 +180,12 @@ class _KernelLowering:
             num_warps=self._warps(),
             num_stages=max(stages) if stages else 2,
             comment=f"statements {', '.join(stmts)}",
+            buffers=[_buffer_decl(b) for b in self.planned if not self._is_serial_at(b.at)],
         )
+
+    def _is_serial_at(self, loop: Optional[Loop]) -> bool:
+        """Is the buffer's loop one the lowering emits as a `SerialLoop` (which then owns the buffer)?"""
+        return loop is not None and not loop.bind and self._is_serial(loop) and loop.n_dims == 1
 
     def _grid_chain(self) -> tuple[list[Loop], list[Node]]:
         chain: list[Loop] = []
@@ -308,7 +330,7 @@ class _KernelLowering:
         before = [self._acc_init(s, context) for s in starts]
         inner = SerialLoop(self._var(loop, 0), lo, Bin("+", hi, Const(1)), loop.pipeline,
                            self._lower_body(loop.body if body is None else body, context + [loop]),
-                           self._loop_note(loop))
+                           self._loop_note(loop), [_buffer_decl(b) for b in self.planned if b.at is loop])
         after = [self._acc_finish(s, context) for s in starts]
         return before + [inner] + after
 

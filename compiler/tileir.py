@@ -169,6 +169,23 @@ class Tile(_Value):
 
 
 @dataclass(frozen=True)
+class BufferDecl(_Value):
+    """A buffer the schedule creates (cache_read / cache_write, or a fused intermediate), from the buffer plan.
+
+    It belongs to the loop it is allocated for, one copy per iteration (per stage when pipelined): a
+    `SerialLoop` holds those of its own iterations, the `TileKernel` those of its grid loops and of loops
+    inside a tile.  The lowering attaches each to the loop it was planned at by identity, never by name."""
+
+    tensor: str
+    kind: str  # read | write | temp
+    scope: str  # as the schedule names it (shared, register, local ...)
+    loop: str  # the schedule's name of the loop it is allocated at ("" = once per program)
+    shape: tuple  # elements per dimension, from the plan
+    dtype: str
+    stages: int  # copies in flight (the loop's pipeline depth), 1 when not pipelined
+
+
+@dataclass(frozen=True)
 class Compute(_Value):
     stmt: str
     tile: Tile
@@ -188,12 +205,27 @@ class AccInit(_Value):
 
 
 @dataclass(frozen=True)
+class Staged(_Value):
+    """The on-chip copy a tile product reads one operand from (decided per backend by compiler/placement.py)."""
+
+    tensor: str
+    scope: str  # shared (NVIDIA) | L1 (Ascend cube) | UB (Ascend vector)
+    shape: tuple  # the operand's box as stored, in the tensor's index order
+    transposed: bool  # stored [K, M] (lhs) or [N, K] (rhs): the product reads it transposed
+    dtype: str
+    stages: int  # copies in flight: the pipeline depth of the loop it is staged in (1: not pipelined)
+    loop: str  # the tile program's variable of the loop it is copied in each iteration of ("" = once)
+    cache: Optional[BufferDecl] = None  # the schedule's cache_read of this tensor at that loop, if any
+
+
+@dataclass(frozen=True)
 class AccUpdate(_Value):
     stmt: str
     tile: Tile  # left-hand and reduction iterators of one partial step
     partial: Expr  # the partial result over the accumulator's tile (a Dot or a Reduce)
     op: str
     accum: str
+    staged: tuple = ()  # a Dot's operands (lhs, rhs) as Staged, for a backend that copies them on chip first
 
 
 @dataclass(frozen=True)
@@ -214,6 +246,7 @@ class SerialLoop(_Value):
     stages: Optional[int]
     body: list["Op"] = field(default_factory=list)
     note: str = ""  # what the schedule placed at this loop (buffers, pipelining), for comments
+    buffers: list[BufferDecl] = field(default_factory=list)  # allocated for each iteration of this loop
 
 
 Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop]
@@ -245,6 +278,7 @@ class TileKernel(_Value):
     num_warps: int = 4
     num_stages: int = 2
     comment: str = ""  # the statements and schedule steps this kernel comes from
+    buffers: list[BufferDecl] = field(default_factory=list)  # planned buffers not owned by a SerialLoop
 
 
 @dataclass(frozen=True)
@@ -257,6 +291,19 @@ class TileProgram(_Value):
     sizes: dict  # size name -> int (compile-time) or None (run-time argument)
     schedule: str = ""  # the schedule's trace, for comments
     statements: dict = field(default_factory=dict)  # statement -> its .tdsl text, for comments
+
+
+def walk_ops(body):
+    """Every op of a body, loops before what they hold, in program order."""
+    for op in body:
+        yield op
+        if isinstance(op, SerialLoop):
+            yield from walk_ops(op.body)
+
+
+def kernel_buffers(kernel: TileKernel) -> list[BufferDecl]:
+    """Every planned buffer of a kernel: its own, then those of its serial loops in program order."""
+    return list(kernel.buffers) + [b for op in walk_ops(kernel.body) if isinstance(op, SerialLoop) for b in op.buffers]
 
 
 def simplify(e: Expr) -> Expr:

@@ -50,14 +50,14 @@ def program_text(program: TileProgram) -> str:
 def kernel_lines(k: TileKernel) -> list[str]:
     lines = [f"kernel {k.name}  warps={k.num_warps} stages={k.num_stages}  # {k.comment}"]
     for g in k.grid:
-        parts = [f"{v} in [{expr_text(lo)}, {expr_text(lo)} + {expr_text(n)})"
+        parts = [f"{v} in [{expr_text(lo)}, {expr_text(n) if simplify(lo) == Const(0) else f'{expr_text(lo)} + {expr_text(n)}'})"
                  for v, n, lo in zip(g.vars, g.extents, g.lowers)]
         lines.append(f"{_INDENT}grid.{g.axis}: {', '.join(parts)}")
     if k.sizes:
         lines.append(f"{_INDENT}sizes: {', '.join(k.sizes)}")
     for t in k.tensors:
         lines.append(f"{_INDENT}tensor {t.role} {t.name}: {t.dtype}[{', '.join(map(str, t.shape))}]")
-    for buf in getattr(k, "buffers", ()):
+    for buf in k.buffers:
         lines.append(f"{_INDENT}{buffer_text(buf)}")
     lines.extend(_ops(k.body, 1))
     return lines
@@ -65,7 +65,16 @@ def kernel_lines(k: TileKernel) -> list[str]:
 
 def buffer_text(b) -> str:
     stages = f" x{b.stages}" if b.stages > 1 else ""
-    return f"buffer {b.name}: {b.scope} {b.dtype}[{', '.join(map(str, b.shape))}]{stages}  ({b.origin})"
+    at = f" at {b.loop}" if b.loop else ""
+    return f"buffer {b.kind} {b.tensor}: {b.scope} {b.dtype}[{', '.join(map(str, b.shape))}]{stages}{at}"
+
+
+def staged_text(st) -> str:
+    stages = f" x{st.stages}" if st.stages > 1 else ""
+    where = f" in each {st.loop}" if st.loop else " once"
+    layout = " transposed" if st.transposed else ""
+    cache = f" = cache_read at {st.cache.loop}" if st.cache is not None else ""
+    return f"stage {st.tensor}: {st.scope} {st.dtype}[{', '.join(map(str, st.shape))}]{stages}{layout}{where}{cache}"
 
 
 def _ops(ops, depth: int) -> list[str]:
@@ -75,7 +84,7 @@ def _ops(ops, depth: int) -> list[str]:
         if isinstance(op, SerialLoop):
             stages = f" stages={op.stages}" if op.stages else ""
             lines.append(f"{pad}for {op.var} in [{expr_text(op.lower)}, {expr_text(op.upper)}){stages}  # {op.note}")
-            for buf in getattr(op, "buffers", ()):
+            for buf in op.buffers:
                 lines.append(f"{pad}{_INDENT}{buffer_text(buf)}")
             lines.extend(_ops(op.body, depth + 1))
         elif isinstance(op, Compute):
@@ -88,6 +97,8 @@ def _ops(ops, depth: int) -> list[str]:
         elif isinstance(op, AccUpdate):
             lines.append(f"{pad}update {op.stmt} {op.op}= {expr_text(op.partial)}  (accum {op.accum})")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
+            for st in op.staged:
+                lines.append(f"{pad}{_INDENT}{staged_text(st)}")
         elif isinstance(op, AccFinish):
             flags = _flags(store=op.store, keep=op.keep)
             lines.append(f"{pad}finish {op.stmt}[{', '.join(op.lhs)}] -> {op.dtype}{flags}")
@@ -125,7 +136,8 @@ def expr_text(e) -> str:
     if isinstance(e, Select):
         return f"select({expr_text(e.cond)}, {expr_text(e.then)}, {expr_text(e.other)})"
     if isinstance(e, Load):
-        mask = "" if e.mask is None else f" if {expr_text(e.mask)} else {e.other!r}"
+        bounds = " (the tensor's bounds)" if e.mask_is_bounds else ""
+        mask = "" if e.mask is None else f" if {expr_text(e.mask)}{bounds} else {e.other!r}"
         return f"{e.tensor}[{', '.join(expr_text(x) for x in e.indices)}{mask}]"
     if isinstance(e, Reg):
         return f"reg {e.stmt}{list(e.axes)}"
@@ -136,7 +148,6 @@ def expr_text(e) -> str:
     if isinstance(e, Reduce):
         return f"{e.op}[axes {', '.join(map(str, e.axes))}]({expr_text(e.operand)})"
     if isinstance(e, Dot):
-        unit = getattr(e, "unit", None)
-        on = f" on {unit}" if unit else ""
+        on = f" on {e.unit}" if e.unit else ""
         return f"dot({expr_text(e.lhs)}: {e.lhs_dtype}, {expr_text(e.rhs)}: {e.rhs_dtype}){on}"
     raise TypeError(f"not a tile expression: {e!r}")  # pragma: no cover

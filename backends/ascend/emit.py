@@ -17,11 +17,11 @@ def env() -> jinja2.Environment:
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
 
 
-def emit_950(program: T.TileProgram, source="", schedule_name="", statements=(), signature="", buffers=()) -> str:
+def emit_950(program: T.TileProgram, source="", schedule_name="", statements=(), signature="") -> str:
     from .emit950 import Ascend950Printer
 
     names = ModuleNames(program)
-    kernels = [Ascend950Printer(program, k, list(buffers), names).render() for k in program.kernels]
+    kernels = [Ascend950Printer(program, k, names).render() for k in program.kernels]
     return env().get_template("ascend950.py.j2").render(
         source=source, schedule_name=schedule_name, signature=signature or program.name,
         statements=list(statements), schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
@@ -29,11 +29,11 @@ def emit_950(program: T.TileProgram, source="", schedule_name="", statements=(),
         renamed=names.renamed_code())
 
 
-def emit_910b(program: T.TileProgram, source="", schedule_name="", statements=(), signature="", buffers=()) -> str:
+def emit_910b(program: T.TileProgram, source="", schedule_name="", statements=(), signature="") -> str:
     from .emit910b import Ascend910BPrinter
 
     names = ModuleNames(program)
-    kernels = [Ascend910BPrinter(program, k, list(buffers), names).render() for k in program.kernels]
+    kernels = [Ascend910BPrinter(program, k, names).render() for k in program.kernels]
     return env().get_template("ascend910b.py.j2").render(
         source=source, schedule_name=schedule_name, signature=signature or program.name,
         statements=list(statements), schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],

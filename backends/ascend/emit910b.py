@@ -56,7 +56,7 @@ from tdsl.backends.tilelang.emit import TL_DTYPES as _TL_DTYPES
 from tdsl.backends.tilelang.emit import index_code, shape_code
 from tdsl.compiler import tileir as T
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.placement import matrix_statements, walk_updates
+from tdsl.compiler.placement import matrix_statements, operand_layout, walk_updates
 from tdsl.compiler.tileir import simplify
 
 from . import e4m3_910b as e4m3
@@ -93,7 +93,6 @@ class _Opnd:
 class Ascend910BPrinter:
     program: T.TileProgram
     kernel: T.TileKernel
-    buffers: list
     names: ModuleNames | None = None  # the module's identifiers (backends/names.py); the program's own if None
     lines: list = field(default_factory=list)
     allocs: list = field(default_factory=list)
@@ -617,10 +616,10 @@ class Ascend910BPrinter:
             self._mma(op)
 
     def _mma(self, op: T.AccUpdate) -> None:
-        _, operands = KernelPrinter.dot_layout(self, op)
+        _, operands = operand_layout(op)
         acc, _ = self.accs[op.stmt]
         loop = self.loops[-1] if self.loops else None
-        stages = loop.stages if loop is not None and loop.stages else 1
+        stages = op.staged[0].stages  # the L1 copies of compiler/placement.py
         fp8 = op.stmt in self.fp8_dots
         if fp8:
             self.emit(f"T.wait_cross_flag({self.fp8_flags[op.stmt][0]})  # the vector core decoded this step")
@@ -629,9 +628,8 @@ class Ascend910BPrinter:
             if transposed and scope == "L0A":
                 raise BackendError(f"{op.stmt}: operand {load.tensor} is stored [K, M]; T.mma takes L0A [M, K] and "
                                    f"this backend emits the transposing L1 -> L0 copy only for L0B")
-            planned = next((b for b in self.buffers if b.tensor == load.tensor and b.kind == "read"
-                            and loop is not None and b.loop == loop.var), None)
-            note = f"cache_read {load.tensor} -> {planned.scope} at {planned.loop}" if planned else "staged for the cube"
+            cache = op.staged[n].cache
+            note = f"cache_read {load.tensor} -> {cache.scope} at {cache.loop}" if cache else "staged for the cube"
             dtype = "f16" if fp8 else dtype
             l1 = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_L1"), [stages] + shape, dtype, "L1", note)
             slot = f"{self.vars[loop.var]} % {stages}" if stages > 1 else "0"
@@ -658,7 +656,7 @@ class Ascend910BPrinter:
 
     def _decode_split(self, op: T.AccUpdate) -> bool:
         """Whether both vector cores decode half of each FP8 operand tile's rows."""
-        _, operands = KernelPrinter.dot_layout(self, op)
+        _, operands = operand_layout(op)
         return all(shape[0] >= 2 and shape[0] % 2 == 0 for _, _, shape, _ in operands)
 
     def _decoded_workspace(self, op: T.AccUpdate, n: int) -> str:
@@ -666,7 +664,7 @@ class Ascend910BPrinter:
 
     def _decode_operands(self, op: T.AccUpdate) -> None:
         """The V side of an FP8 matrix step: operand bytes GM -> UB, decoded to f16, UB -> this block's workspace."""
-        _, operands = KernelPrinter.dot_layout(self, op)
+        _, operands = operand_layout(op)
         loop = self.loops[-1] if self.loops else None
         if op.stmt not in self.fp8_flags:
             self.fp8_flags[op.stmt] = (self._new_flag(op.stmt), self._new_flag(op.stmt))

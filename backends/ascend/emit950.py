@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 
 from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, shape_code
-from tdsl.compiler.placement import matrix_statements
+from tdsl.compiler.placement import matrix_statements, operand_layout
 from tdsl.compiler.tileir import simplify
 from tdsl.compiler import tileir as T
 
@@ -37,8 +37,8 @@ SIMT_THREADS = 128
 class Ascend950Printer(KernelPrinter):
     vector_scope = "UB"
 
-    def __init__(self, program, kernel, buffers, names=None, target="ascend-950"):
-        super().__init__(program, kernel, buffers, names)
+    def __init__(self, program, kernel, names=None, target="ascend-950"):
+        super().__init__(program, kernel, names)
         self.target = TARGETS[target]
         self.cube = matrix_statements(kernel)  # the products on the cube (compiler/placement.py)
         self.vf_depth = 0
@@ -141,7 +141,7 @@ class Ascend950Printer(KernelPrinter):
 
     def acc_alloc(self, op, shape) -> str:
         if op.stmt in self.cube:
-            planned = self._planned(op.stmt, "write")
+            planned = self.cache_write(op.stmt)
             note = f"cube accumulator{f' (cache_write {op.stmt} -> {planned.scope})' if planned else ''}"
             return self.alloc(self.acc_name(op.stmt), shape, "f32", "L0C", note)
         return self.alloc(self.acc_name(op.stmt), shape, "f32", "UB", "vector accumulator")
@@ -163,11 +163,12 @@ class Ascend950Printer(KernelPrinter):
     def dot(self, op: T.AccUpdate) -> None:
         if op.stmt not in self.cube:
             return self._vector_dot(op)
-        (i, j, k), ((la, ta, sa, da), (lb, tb, sb, db)) = self.dot_layout(op)
+        (la, sa, da), (lb, sb, db) = [(load, list(st.shape), st.dtype)
+                                      for load, st in zip((op.partial.lhs, op.partial.rhs), op.staged)]
+        ta, tb = (st.transposed for st in op.staged)
         acc, shape = self.accs[op.stmt]
-        stages = self.loops[-1].stages if (self.loops and self.loops[-1].stages) else 1
-        a1 = self._l1(op, la, sa, da, stages)
-        b1 = self._l1(op, lb, sb, db, stages)
+        a1 = self._l1(op, 0)
+        b1 = self._l1(op, 1)
         a0 = self.alloc(self.local(("L0A", la.tensor), f"{la.tensor}_l0a"), sa, da, "L0A", "cube operand")
         b0 = self.alloc(self.local(("L0B", lb.tensor), f"{lb.tensor}_l0b"), sb, db, "L0B", "cube operand")
         self.emit(f"T.copy({a1}, {a0})  # L1 -> L0A")
@@ -178,24 +179,26 @@ class Ascend950Printer(KernelPrinter):
         flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
         self.emit(f"T.gemm({a0}, {b0}, {acc}{flags}, clear_accum={clear})  # cube core (AIC)")
 
-    def _l1(self, op, load, shape, dtype, stages) -> str:
-        loop = self.loops[-1].var if self.loops else None
-        planned = self._planned(load.tensor, "read", loop)
-        note = (f"cache_read {load.tensor} -> {planned.scope} at {planned.loop}" if planned
+    def _l1(self, op, n: int) -> str:
+        """Operand n's L1 copy (`op.staged`, compiler/placement.py), filled from GM."""
+        st, load = op.staged[n], (op.partial.lhs, op.partial.rhs)[n]
+        shape, cache = list(st.shape), st.cache
+        note = (f"cache_read {load.tensor} -> {cache.scope} at {cache.loop}" if cache
                 else f"{load.tensor} staged for the cube (no cache_read in the schedule)")
-        buf = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_l1"), shape, dtype, "L1",
-                         note + (f", x{stages} stages" if stages > 1 else ""))
-        self.footprint["L1"] += math.prod(shape) * BYTES[dtype] * (stages - 1)
+        buf = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_l1"), shape, st.dtype, st.scope,
+                         note + (f", x{st.stages} stages" if st.stages > 1 else ""))
+        self.footprint["L1"] += math.prod(shape) * BYTES[st.dtype] * (st.stages - 1)
         starts = [self._start(x, op.tile) for x in load.indices]
         self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {buf})  # GM -> L1")
         return buf
 
     def _vector_dot(self, op: T.AccUpdate) -> None:
-        (i, j, k), ((la, ta, sa, da), (lb, tb, sb, db)) = self.dot_layout(op)
+        (i, j, k), _ = operand_layout(op)
+        ta, tb = (st.transposed for st in op.staged)
         acc, shape = self.accs[op.stmt]
         size = {a.iter: a.size for a in op.tile.axes}
-        a = self.stage_operand(op, la, sa, da, "UB", "ub")
-        b = self.stage_operand(op, lb, sb, db, "UB", "ub")
+        a = self.stage_operand(op, 0, "ub")
+        b = self.stage_operand(op, 1, "ub")
         self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
 
     def copy_in(self, op, load, buf, shape, dtype) -> None:

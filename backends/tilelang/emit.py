@@ -34,7 +34,7 @@ from typing import Optional
 import jinja2
 
 from tdsl.compiler import tileir as T
-from tdsl.compiler.placement import VECTOR, unit_of
+from tdsl.compiler.placement import VECTOR, operand_layout, unit_of
 from tdsl.compiler.tileir import simplify
 
 from ..launcher import epilogue, prologue
@@ -50,11 +50,11 @@ GRID_VARS = {"x": "bx", "y": "by", "z": "bz"}
 F8_MAX = 448.0
 
 
-def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "", statements=(), signature: str = "",
-                buffers=()) -> str:
+def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "", statements=(),
+                signature: str = "") -> str:
     env = _env()
     names = ModuleNames(program)
-    kernels = [KernelPrinter(program, k, list(buffers), names).render() for k in program.kernels]
+    kernels = [KernelPrinter(program, k, names).render() for k in program.kernels]
     return env.get_template("module.py.j2").render(
         source=source,
         schedule_name=schedule_name,
@@ -136,7 +136,6 @@ class _Value:
 class KernelPrinter:
     program: T.TileProgram
     kernel: T.TileKernel
-    buffers: list  # compiler.memory.PlannedBuffer
     names: Optional[ModuleNames] = None  # the module's identifiers (backends/names.py); the program's own if None
     lines: list = field(default_factory=list)
     allocs: list = field(default_factory=list)
@@ -345,17 +344,15 @@ class KernelPrinter:
 
     def acc_alloc(self, op: T.AccInit, shape) -> str:
         return self.alloc(self.acc_name(op.stmt), shape, "f32", "fragment",
-                          f"cache_write {op.stmt} -> register" if self._planned(op.stmt, "write") else "")
+                          f"cache_write {op.stmt} -> register" if self.cache_write(op.stmt) else "")
 
     def acc_fill(self, op: T.AccInit, buf: str) -> None:
         fill = "0.0" if op.op == "sum" else '-T.infinity("float32")'
         self.emit(f"T.fill({buf}, {fill})")
 
-    def _planned(self, tensor: str, kind: str, loop: Optional[str] = None):
-        for b in self.buffers:
-            if b.tensor == tensor and b.kind == kind and (loop is None or b.loop == loop):
-                return b
-        return None
+    def cache_write(self, stmt: str) -> Optional[T.BufferDecl]:
+        """The schedule's cache_write of a statement in this kernel, if any."""
+        return next((b for b in T.kernel_buffers(self.kernel) if b.tensor == stmt and b.kind == "write"), None)
 
     def _acc_update(self, op: T.AccUpdate) -> None:
         how = "matrix product" if isinstance(op.partial, T.Dot) else f"tile {op.op}"
@@ -369,36 +366,16 @@ class KernelPrinter:
 
     # ------------------------------------------------------------ matrix products
 
-    def dot_layout(self, op: T.AccUpdate):
-        """(i, j, k) iterators and for each operand: (its load, stored transposed?, box shape, dtype)."""
-        dot = op.partial
-        i, j, k = [a.iter for a in op.tile.axes]
-        size = {a.iter: a.size for a in op.tile.axes}
-        out = []
-        for load, rows, cols, dtype in ((dot.lhs, i, k, dot.lhs_dtype), (dot.rhs, k, j, dot.rhs_dtype)):
-            order = [x.name if isinstance(x, T.Var) else None for x in load.indices]
-            if order == [rows, cols]:
-                out.append((load, False, [size[rows], size[cols]], dtype))
-            elif order == [cols, rows]:
-                out.append((load, True, [size[cols], size[rows]], dtype))
-            else:
-                raise BackendError(f"{op.stmt}: operand {load.tensor}[{', '.join(map(str, order))}] is not a plain 2-D tile")
-        return (i, j, k), out
-
-    def stage_operand(self, op: T.AccUpdate, load: T.Load, shape, dtype: str, scope: str, stem: str) -> str:
-        """Allocate an operand buffer and copy the operand's box from global memory into it."""
-        loop = self.loops[-1].var if self.loops else None
-        planned = self._planned(load.tensor, "read", loop)
-        stages = self.loops[-1].stages if (self.loops and self.loops[-1].stages) else 1
-        note = (f"cache_read {load.tensor} -> {planned.scope} at {planned.loop} (plan {planned.shape} {planned.dtype})"
-                if planned else f"{load.tensor} staged for the matrix unit (no cache_read in the schedule)")
-        buf = self.alloc(self.fresh(f"{load.tensor}_{stem}"), shape, dtype, scope, note)
-        if scope == "shared":
-            self.footprint["shared"] += math.prod(shape) * BYTES[dtype] * (stages - 1)
-        if planned and not _same_box(planned.shape, shape, self._tensor_shape(load.tensor)):
-            raise BackendError(f"{op.stmt}: the buffer plan gives {load.tensor} the box {planned.shape} but the tile "
-                               f"reads {list(shape)}")
-        self.copy_in(op, load, buf, shape, dtype)
+    def stage_operand(self, op: T.AccUpdate, n: int, stem: str) -> str:
+        """Allocate operand n's on-chip copy (`op.staged`, compiler/placement.py) and copy its box into it."""
+        st, load = op.staged[n], (op.partial.lhs, op.partial.rhs)[n]
+        cache = st.cache
+        note = (f"cache_read {load.tensor} -> {cache.scope} at {cache.loop} (plan {list(cache.shape)} {cache.dtype})"
+                if cache else f"{load.tensor} staged for the matrix unit (no cache_read in the schedule)")
+        buf = self.alloc(self.fresh(f"{load.tensor}_{stem}"), list(st.shape), st.dtype, st.scope, note)
+        if st.scope == "shared":
+            self.footprint["shared"] += math.prod(st.shape) * BYTES[st.dtype] * (st.stages - 1)
+        self.copy_in(op, load, buf, list(st.shape), st.dtype)
         return buf
 
     def _tensor_shape(self, name: str) -> list:
@@ -425,13 +402,14 @@ class KernelPrinter:
         return axis_start(x, tile, self.vars)
 
     def dot(self, op: T.AccUpdate) -> None:
-        (i, j, k), ((la, ta, sa, da), (lb, tb, sb, db)) = self.dot_layout(op)
+        (i, j, k), _ = operand_layout(op)
+        ta, tb = (st.transposed for st in op.staged)
         acc, shape = self.accs[op.stmt]
         size = {a.iter: a.size for a in op.tile.axes}
         if shape != [size[i], size[j]]:
             raise BackendError(f"{op.stmt}: accumulator tile {shape} differs from the product tile {[size[i], size[j]]}")
-        a = self.stage_operand(op, la, sa, da, "shared", "s")
-        b = self.stage_operand(op, lb, sb, db, "shared", "s")
+        a = self.stage_operand(op, 0, "s")
+        b = self.stage_operand(op, 1, "s")
         if unit_of(op) == VECTOR:  # f32 / mixed operands, or too small for the warps (compiler/placement.py)
             self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
             return
@@ -645,12 +623,3 @@ def launcher(program: T.TileProgram, names: ModuleNames, call: str = "_kernel") 
     for kernel in program.kernels:  # by its KERNELS key, the tile program's kernel name
         lines.append(f'{call}("{kernel.name}")({", ".join(names.tensor(t.name) for t in kernel.tensors)})')
     return lines + epilogue(program, names)
-
-
-def _same_box(planned: list, shape, tensor_shape: list) -> bool:
-    """The plan's box is the tile, maybe transposed, or the tile clipped to a tensor smaller than it."""
-    shape = list(shape)
-    if planned == shape or sorted(planned) == sorted(shape):
-        return True
-    clipped = [min(s, n) if isinstance(n, int) else s for s, n in zip(shape, tensor_shape)]
-    return planned == clipped or sorted(planned) == sorted(clipped)

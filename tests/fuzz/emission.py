@@ -16,22 +16,20 @@ class Emitted:
 
 def emit_all(sched, backends, program=None) -> Emitted:
     """Each backend's text of one tile program (`program`, or the schedule's lowered for each backend)."""
-    from tdsl.compiler.memory import plan
     from tdsl.compiler.pipeline import prepare
     from tdsl.compiler.tile import lower
 
     program = program if program is not None else lower(sched)
-    buffers = plan(sched)
     out = Emitted(program)
     for name in backends:
         try:
-            out.texts[name] = _emit(name, prepare(program, sched, name), buffers)
+            out.texts[name] = _emit(name, prepare(program, sched, name))
         except (BackendError, CapacityError):
             continue
     return out
 
 
-def _emit(name: str, program, buffers) -> str:
+def _emit(name: str, program) -> str:
     if name == "triton":
         from tdsl.backends.triton import emit_module
 
@@ -39,7 +37,7 @@ def _emit(name: str, program, buffers) -> str:
     if name == "tilelang":
         from tdsl.backends.tilelang import emit_module
 
-        return emit_module(program, buffers=buffers)
+        return emit_module(program)
     from tdsl.backends.ascend import emit_module
 
-    return emit_module(program, target=name, buffers=buffers)
+    return emit_module(program, target=name)
