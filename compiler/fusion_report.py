@@ -22,7 +22,6 @@ fit in one tile) to say whether the backend can generate it.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -31,7 +30,7 @@ import numpy as np
 from tdsl.frontend.diagnostics import TdslError
 
 from .errors import LegalityError, ScheduleError
-from .schedule import Schedule, Trace
+from .schedule import Schedule
 
 SMALL = 8  # integer sizes are capped at this for the interpreter evidence and the code generation check
 
@@ -108,14 +107,6 @@ def _edges(base: Schedule) -> list[Edge]:
     return sorted(seen.values(), key=lambda e: (order[e.producer], order[e.consumer]))
 
 
-def fork(base: Schedule) -> Schedule:
-    """A copy of a schedule that primitives can change without touching the original."""
-    s = copy.copy(base)
-    s.state = base.state.copy()
-    s.trace = Trace(list(base.trace.steps))
-    return s
-
-
 def _try_all(base: Schedule, edge: Edge) -> None:
     p, c = edge.producer, edge.consumer
     tree = base.tree
@@ -129,7 +120,7 @@ def _try_all(base: Schedule, edge: Edge) -> None:
     # Sibling fusion, one level deeper at a time, while it stays legal.
     done: list[tuple[str, str]] = []
     for depth in range(1, min(len(tree.path(p)), len(tree.path(c))) + 1):
-        trial = fork(base)
+        trial = base.copy()
         try:
             for a, b in done:
                 trial.fuse(a, b)
@@ -151,7 +142,7 @@ def _try_all(base: Schedule, edge: Edge) -> None:
 
 
 def _attempt(base: Schedule, edge: Edge, call: str, apply, depth: int = 0, after: str = "") -> Attempt:
-    trial = fork(base)
+    trial = base.copy()
     try:
         apply(trial)
         attempt = Attempt(call, "fused", depth=depth, after=after)
@@ -201,7 +192,7 @@ class _Small:
     def evidence(self, attempt: Attempt, run: bool, target: Optional[str], seed: int) -> None:
         if attempt.verdict == "n/a":
             return
-        trial = fork(self.base)
+        trial = self.base.copy()
         try:
             attempt.apply(trial)
             state, verdict = trial.state, "fused"

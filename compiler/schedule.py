@@ -6,53 +6,33 @@
     s.reverse_compute_at("Y", "C.jo")
     print(s.trace)          # the same steps in .tdsl schedule syntax
     s.tree                  # the scheduled tree (see compiler/tree.py)
+    s.can("bind", "C.k", "grid.x")   # False: would the step be accepted?  (nothing is applied)
 
-A step that raises leaves the schedule as it was before the step.
+A step that raises leaves the schedule as it was before the step.  The primitive methods are generated from the
+declarations in compiler/primitives/ (`@primitive`, primitives/registry.py): `help(Schedule.split)` shows its
+contract.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Optional
 
 from tdsl.frontend import ast
+from tdsl.frontend.diagnostics import TdslError
 
 from .dependences import compute_dependences
 from .legality import check_invariants
 from .errors import LegalityError, ScheduleError, StepError
 from .model import KernelModel
-from .primitives.bind import bind
-from .primitives.cache import cache_read, cache_write
+from .primitives import registry
 from .primitives.common import State, check_buffers_in_place
-from .primitives.compute_at import compute_at, reverse_compute_at
-from .primitives.compute_inline import compute_inline
-from .primitives.fuse import fuse
-from .primitives.launch import launch
-from .primitives.pipeline import pipeline
-from .primitives.reorder import reorder
-from .primitives.reverse import reverse
-from .primitives.rfactor import rfactor
-from .primitives.split import split
-from .primitives.tile import tile
+from .primitives.registry import Primitive, primitives
 from .tree import initial_tree
 
-# primitive name -> (function, positional parameter names, keyword parameter names, takes result names)
-PRIMITIVES = {
-    "split": (split, ("loop", "factor"), ("factor",), True),
-    "tile": (tile, None, (), True),
-    "reorder": (reorder, None, (), False),
-    "fuse": (fuse, ("first", "second"), (), True),
-    "reverse": (reverse, ("loop",), (), False),
-    "compute_at": (compute_at, ("stmt", "loop"), ("at",), False),
-    "reverse_compute_at": (reverse_compute_at, ("stmt", "loop"), ("at",), False),
-    "compute_inline": (compute_inline, ("stmt",), ("round",), False),
-    "cache_read": (cache_read, ("tensor", "scope", "at"), ("at", "scope", "dtype"), False),
-    "cache_write": (cache_write, ("tensor", "scope", "at"), ("at", "scope", "dtype"), False),
-    "pipeline": (pipeline, ("loop", "stages"), ("stages",), False),
-    "bind": (bind, ("loop", "axis"), ("axis",), False),
-    "launch": (launch, ("stmt", "warps"), ("warps",), False),
-    "rfactor": (rfactor, ("loop",), ("segments", "dtype"), False),
-}
+# The primitives are declared in their own modules (`@primitive` in compiler/primitives/*.py); the table, the
+# `Schedule` methods, the usage texts and the trace form all come from those declarations (primitives/registry.py).
 
 
 @dataclass
@@ -83,7 +63,7 @@ class Trace:
     def replay(self, schedule: "Schedule") -> "Schedule":
         for step in self.steps:
             kwargs = dict(step.kwargs)
-            if step.results and PRIMITIVES[step.primitive][3]:
+            if step.results and primitives()[step.primitive].new_loops:
                 kwargs["names"] = step.results
             getattr(schedule, step.primitive)(*step.args, **kwargs)
         return schedule
@@ -98,6 +78,13 @@ def _arg_text(value) -> str:
 
 
 class Schedule:
+    """A kernel's schedule: the primitives applied so far (`trace`) and what they built (`tree`, `model`).
+
+    Each primitive is a method (`s.split("C.i", 64)`, `help(Schedule.split)` for its contract), generated from
+    its declaration in compiler/primitives/; `s.can("split", "C.i", 64)` asks whether a step would be accepted
+    without applying it.
+    """
+
     def __init__(self, model: KernelModel, name: Optional[str] = None):
         self.name = name
         self.original = model
@@ -122,76 +109,80 @@ class Schedule:
         """isl union map: statement instance -> time vector under this schedule."""
         return self.state.tree.union_map(self.state.model)
 
+    def copy(self) -> "Schedule":
+        """A schedule with the same steps, which primitives can change without touching this one."""
+        other = copy.copy(self)
+        other.state = self.state.copy()
+        other.trace = Trace(list(self.trace.steps))
+        return other
+
     # ------------------------------------------------------------ primitives
 
-    def _apply(self, primitive: str, *args, names=None, **kwargs):
-        fn = PRIMITIVES[primitive][0]
+    def can(self, primitive: str, *args, **kwargs) -> bool:
+        """Would `getattr(self, primitive)(*args, **kwargs)` be accepted?  The step runs on a trial state, through
+        the same checks as the method, and nothing is committed: the tree and the trace stay as they are.
+
+        False when the step raises a tdsl error (a `ScheduleError` for a misuse such as an unknown loop, a
+        `LegalityError` when it would change the result).  A name that is no primitive (ValueError), arguments
+        that do not fit its signature (TypeError) and internal errors (KeyError, ...) are raised: they are bugs
+        of the caller or of tdsl, not answers.
+        """
+        table = primitives()
+        if primitive not in table:
+            raise ValueError(f"{primitive}: {registry.unknown(primitive)}")
+        prim = table[primitive]
+        values = prim.bind(args, kwargs)
+        try:
+            self._trial(prim, values)
+        except TdslError:
+            return False
+        return True
+
+    def _apply(self, primitive: Primitive, values: dict):
+        """What every primitive method runs (`values`: its arguments by name): the step on a trial state, then,
+        if every check passed, the trial state and the trace step are committed."""
+        trial, result, args, kwargs = self._trial(primitive, values)
+        self.state = trial
+        results = tuple(result) if isinstance(result, (list, tuple)) else ((result,) if isinstance(result, str) else ())
+        self.trace.steps.append(Step(primitive.name, tuple(args), dict(kwargs), results))
+        return result
+
+    def _trial(self, primitive: Primitive, values: dict):
+        """The step applied to a copy of the state and checked; this schedule is not changed."""
+        args, kwargs = primitive.call(values)
+        name = primitive.name
         trial = self.state.copy()
         call_kwargs = dict(kwargs)
+        names = values.get("names")
         if names is not None:
-            call_kwargs["names"] = _names(primitive, names)
+            call_kwargs["names"] = _names(name, names)
         try:
-            result = fn(trial, *args, **call_kwargs)
-            check_buffers_in_place(trial, primitive)  # before the buffer checks, which assume it
-            check_invariants(trial.model, trial.deps, trial.tree, primitive)
+            result = primitive.fn(trial, *args, **call_kwargs)
+            check_buffers_in_place(trial, name)  # before the buffer checks, which assume it
+            check_invariants(trial.model, trial.deps, trial.tree, name)
         except LegalityError as err:
             # What the rejected step would run: for a test to execute it in the interpreter (tdsl.testing).
             model = getattr(err, "rejected_model", None) or trial.model
             err.rejected = State(model, trial.tree, trial.deps)
             raise
-        self.state = trial
-        results = tuple(result) if isinstance(result, (list, tuple)) else ((result,) if isinstance(result, str) else ())
-        self.trace.steps.append(Step(primitive, tuple(args), dict(kwargs), results))
-        return result
+        return trial, result, args, kwargs
 
-    def split(self, loop, factor, names=None):
-        return self._apply("split", loop, factor, names=names)
 
-    def tile(self, *args, names=None):
-        return self._apply("tile", *args, names=names)
+def _install(name: str, primitive: Optional[Primitive]) -> None:
+    """Keep `Schedule.<name>` the method of the registered primitive `name` (None: it was removed)."""
+    current = Schedule.__dict__.get(name)
+    if current is not None and not hasattr(current, "__primitive__"):
+        raise ValueError(f"primitive {name} would replace Schedule.{name}; choose another name")
+    if primitive is None:
+        if current is not None:
+            delattr(Schedule, name)
+        return
+    method = primitive.method()
+    method.__module__ = __name__
+    setattr(Schedule, name, method)
 
-    def reorder(self, *loops):
-        return self._apply("reorder", *loops)
 
-    def fuse(self, first, second, names=None):
-        return self._apply("fuse", first, second, names=names)
-
-    def reverse(self, loop):
-        return self._apply("reverse", loop)
-
-    def compute_at(self, stmt, loop=None, at=None):
-        return self._apply("compute_at", stmt, _target(loop, at, "compute_at"))
-
-    def reverse_compute_at(self, stmt, loop=None, at=None):
-        return self._apply("reverse_compute_at", stmt, _target(loop, at, "reverse_compute_at"))
-
-    def compute_inline(self, stmt, round=True):
-        if round is True:
-            return self._apply("compute_inline", stmt)
-        return self._apply("compute_inline", stmt, round=round)
-
-    def cache_read(self, tensor, scope, at=None, dtype=None):
-        if dtype is None:
-            return self._apply("cache_read", tensor, scope, at=at)
-        return self._apply("cache_read", tensor, scope, at=at, dtype=dtype)
-
-    def cache_write(self, tensor, scope, at=None, dtype=None):
-        if dtype is None:
-            return self._apply("cache_write", tensor, scope, at=at)
-        return self._apply("cache_write", tensor, scope, at=at, dtype=dtype)
-
-    def rfactor(self, loop, segments=None, dtype=None):
-        kwargs = {k: v for k, v in (("segments", segments), ("dtype", dtype)) if v is not None}
-        return self._apply("rfactor", loop, **kwargs)
-
-    def pipeline(self, loop, stages=2):
-        return self._apply("pipeline", loop, stages=stages)
-
-    def bind(self, loop, axis):
-        return self._apply("bind", loop, axis)
-
-    def launch(self, stmt, warps=4):
-        return self._apply("launch", stmt, warps=warps)
+registry.on_change(_install)
 
 
 def _names(primitive: str, names) -> tuple:
@@ -201,12 +192,6 @@ def _names(primitive: str, names) -> tuple:
     if isinstance(names, (list, tuple)):
         return tuple(names)
     raise ScheduleError(primitive, f"names= takes a name or a list of names, got {names!r}")
-
-
-def _target(loop, at, primitive):
-    if (loop is None) == (at is None):
-        raise ScheduleError(primitive, f"name the target loop once: {primitive}(STMT, TARGET.LOOP)")
-    return loop if loop is not None else at
 
 
 # ---------------------------------------------------------------- .tdsl schedule blocks
@@ -231,53 +216,25 @@ def apply_block(schedule: Schedule, block: ast.ScheduleBlock, source: str = "", 
 
 
 def apply_step(schedule: Schedule, step: ast.ScheduleStep):
-    if step.primitive not in PRIMITIVES:
-        import difflib
-
-        close = difflib.get_close_matches(step.primitive, PRIMITIVES, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ScheduleError(step.primitive, f"unknown primitive{hint}; primitives: {', '.join(PRIMITIVES)}")
+    table = primitives()
+    if step.primitive not in table:
+        raise ScheduleError(step.primitive, registry.unknown(step.primitive))
+    primitive = table[step.primitive]
     args = [_plain(a.value) for a in step.args if a.keyword is None]
     kwargs = {a.keyword: _plain(a.value) for a in step.args if a.keyword is not None}
-    _check_keywords(step.primitive, kwargs)
+    for key in kwargs:
+        if key not in primitive.keywords:
+            raise ScheduleError(primitive.name, f"unknown keyword '{key}' ({primitive.usage})")
     names = [n.name for n in step.results] or None
     method = getattr(schedule, step.primitive)
-    if not PRIMITIVES[step.primitive][3] and names:
+    if not primitive.new_loops and names:
         raise ScheduleError(step.primitive, "returns no loops; remove the names before '='")
-    if step.primitive == "split" and "factor" in kwargs:
-        args.append(kwargs.pop("factor"))
     if names:
         kwargs["names"] = names
     try:
         return method(*args, **kwargs)
     except TypeError:
-        raise ScheduleError(step.primitive, f"wrong arguments; expected {_signature(step.primitive)}") from None
-
-
-def _check_keywords(primitive: str, kwargs: dict) -> None:
-    allowed = PRIMITIVES[primitive][2]
-    for key in kwargs:
-        if key not in allowed:
-            raise ScheduleError(primitive, f"unknown keyword '{key}' ({_signature(primitive)})")
-
-
-def _signature(primitive: str) -> str:
-    return {
-        "split": "split(STMT.LOOP, FACTOR)",
-        "tile": "tile(STMT.L1, ..., STMT.Ln, F1, ..., Fn)",
-        "reorder": "reorder(STMT, L1, L2, ...)",
-        "fuse": "fuse(STMT.L1, STMT.L2)",
-        "reverse": "reverse(STMT.LOOP)",
-        "compute_at": "compute_at(STMT, TARGET.LOOP)",
-        "reverse_compute_at": "reverse_compute_at(STMT, TARGET.LOOP)",
-        "compute_inline": "compute_inline(STMT[, round=false])",
-        "cache_read": "cache_read(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
-        "cache_write": "cache_write(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
-        "pipeline": "pipeline(STMT.LOOP, stages=N)",
-        "bind": "bind(STMT.LOOP, grid.x)",
-        "launch": "launch(STMT, warps=N)",
-        "rfactor": "rfactor(STMT.LOOP[, segments=N][, dtype=DTYPE])",
-    }[primitive]
+        raise ScheduleError(step.primitive, f"wrong arguments; expected {primitive.usage}") from None
 
 
 def _plain(value):

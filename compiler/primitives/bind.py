@@ -18,8 +18,10 @@ from ..errors import ScheduleError
 from ..legality import check_parallel
 from ..tree import walk_loops
 from .common import GRID_AXES, LoopLike, State, as_ref, find_loop
+from .registry import AXIS, LOOP, arg, primitive
 
 
+@primitive(arg("loop", LOOP), arg("axis", AXIS, keyword=True), rank=120)
 def bind(state: State, loop: LoopLike, axis) -> None:
     node, _ = find_loop(state, "bind", loop)
     axis = _axis(axis)

@@ -33,8 +33,15 @@ from ..errors import ScheduleError
 from ..legality import check_buffer_rounding, check_cache_read, check_cache_write
 from ..tree import Buffer, statements_under
 from .common import SCOPES, LoopLike, State, find_loop
+from .registry import DTYPE, LOOP, SCOPE, TENSOR, arg, option, primitive
+
+# `at=` always prints (a buffer must say where it lives); `dtype=` only when given.
+_CACHE = (arg("tensor", TENSOR), arg("scope", SCOPE, keyword=True),
+          option("at", LOOP, None, role="the loop whose every iteration gets its own copy"),
+          option("dtype", DTYPE, None, omit_default=True))
 
 
+@primitive(*_CACHE, rank=90)
 def cache_read(state: State, tensor: str, scope: str, at: LoopLike, dtype=None) -> None:
     loop = _checked(state, "cache_read", tensor, scope, at)
     dtype = _dtype("cache_read", dtype)
@@ -47,6 +54,7 @@ def cache_read(state: State, tensor: str, scope: str, at: LoopLike, dtype=None) 
     check_buffer_rounding(state.model, state.tree, buf, "cache_read")
 
 
+@primitive(*_CACHE, rank=100)
 def cache_write(state: State, tensor: str, scope: str, at: LoopLike, dtype=None) -> None:
     loop = _checked(state, "cache_write", tensor, scope, at)
     dtype = _dtype("cache_write", dtype)

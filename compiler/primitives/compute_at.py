@@ -28,12 +28,19 @@ from ..legality import check_dependences
 from ..model import first_point, instance_text
 from ..tree import Leaf, Loop, Node, pw_affs_to_map, statements_under
 from .common import LoopLike, State, check_buffers_in_place, check_stmt, find_loop, fresh_loop_name
+from .registry import LOOP, STMT, arg, primitive
+
+# The statement to move, and the loop (of another statement) to move it into: `compute_at(P, C.ko)` or
+# `compute_at(P, at=C.ko)`.
+_MOVE = (arg("stmt", STMT), arg("loop", LOOP, text="TARGET.LOOP", alias="at", role="the target loop"))
 
 
+@primitive(*_MOVE, rank=60)
 def compute_at(state: State, stmt: str, loop: LoopLike) -> None:
     _move(state, "compute_at", stmt, loop, after=False)
 
 
+@primitive(*_MOVE, rank=70)
 def reverse_compute_at(state: State, stmt: str, loop: LoopLike) -> None:
     _move(state, "reverse_compute_at", stmt, loop, after=True)
 

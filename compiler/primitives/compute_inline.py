@@ -31,8 +31,10 @@ from ..grid import on_grid
 from ..legality import check_dependences
 from ..model import Access, KernelModel
 from .common import State, check_stmt
+from .registry import FLAG, STMT, arg, option, primitive
 
 
+@primitive(arg("stmt", STMT), option("round", FLAG, True, text="false", omit_default=True), rank=80)
 def compute_inline(state: State, stmt: str, round=True) -> None:
     stmt = check_stmt(state, "compute_inline", stmt)
     keep = _flag("compute_inline", "round", round)

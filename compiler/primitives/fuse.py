@@ -23,8 +23,10 @@ from ..errors import ScheduleError
 from ..legality import check_dependences
 from ..tree import Loop, statements_under, walk_loops
 from .common import LoopLike, State, check_new_names, find_loop, loop_name_problem
+from .registry import LOOP, arg, primitive
 
 
+@primitive(arg("first", LOOP, text="STMT.L1"), arg("second", LOOP, text="STMT.L2"), new_loops=True, rank=40)
 def fuse(state: State, first: LoopLike, second: LoopLike, names=None) -> str:
     name = _one_name(names)
     a, _ = find_loop(state, "fuse", first)

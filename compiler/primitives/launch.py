@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from .common import State, check_stmt, positive_int
+from .registry import INT, STMT, arg, option, primitive
 
 
+@primitive(arg("stmt", STMT), option("warps", INT, 4), rank=130)
 def launch(state: State, stmt: str, warps: int = 4) -> None:
     stmt = check_stmt(state, "launch", stmt)
     warps = positive_int("launch", "warps", warps)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from .common import LoopLike, State, find_loop, positive_int
+from .registry import INT, LOOP, arg, option, primitive
 
 
+@primitive(arg("loop", LOOP), option("stages", INT, 2), rank=110)
 def pipeline(state: State, loop: LoopLike, stages: int = 2) -> None:
     node, _ = find_loop(state, "pipeline", loop)
     stages = positive_int("pipeline", "stages", stages)

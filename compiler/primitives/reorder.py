@@ -18,8 +18,11 @@ from __future__ import annotations
 from ..errors import ScheduleError
 from ..legality import check_dependences
 from .common import LoopLike, State, as_ref, find_loop, ref_text
+from .registry import LOOP, primitive, rest
 
 
+@primitive(rest("loops", LOOP, text="STMT, L1, L2, ...",
+                role="a statement then loops on its path, or loops STMT.L of one statement"), rank=30)
 def reorder(state: State, *loops: LoopLike) -> None:
     if len(loops) < 2:
         raise ScheduleError("reorder", "name at least two loops")

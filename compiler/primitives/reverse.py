@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from ..legality import check_dependences
 from .common import LoopLike, State, find_loop
+from .registry import LOOP, arg, primitive
 
 
+@primitive(arg("loop", LOOP), rank=50)
 def reverse(state: State, loop: LoopLike) -> None:
     node, _ = find_loop(state, "reverse", loop)
     node.exprs = {s: [e.neg() for e in dims] for s, dims in node.exprs.items()}

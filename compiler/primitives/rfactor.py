@@ -51,9 +51,12 @@ from ..model import Access, KernelModel, Stmt, Tensor
 from ..tree import Leaf, Loop, iterator_aff, statements_under, walk_loops
 from .common import LoopLike, State, find_loop, positive_int
 from .compute_inline import rename_iterators
+from .registry import COUNT, DTYPE, LOOP, arg, option, primitive
 from .split import split
 
 
+@primitive(arg("loop", LOOP), option("segments", COUNT, None, omit_default=True),
+           option("dtype", DTYPE, None, omit_default=True), rank=140)
 def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     node, name = find_loop(state, "rfactor", loop)
     model, tree = state.model, state.tree

@@ -21,8 +21,10 @@ import islpy as isl
 from ..errors import ScheduleError
 from ..tree import Loop
 from .common import LoopLike, State, check_new_names, find_loop, positive_int
+from .registry import INT, LOOP, arg, primitive
 
 
+@primitive(arg("loop", LOOP), arg("factor", INT, text="FACTOR", keyword=True), new_loops=True, rank=10)
 def split(state: State, loop: LoopLike, factor: int, names=None) -> tuple[str, str]:
     node, _ = find_loop(state, "split", loop)
     factor = positive_int("split", "the factor", factor)

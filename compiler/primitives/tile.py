@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from .common import State, as_ref, find_loop
+from .registry import LOOPS_THEN_FACTORS, primitive, rest
 from .reorder import reorder
 from .split import split
 
 
+@primitive(rest("args", LOOPS_THEN_FACTORS), new_loops=True, rank=20)
 def tile(state: State, *args, names=None) -> list[str]:
     loops = [a for a in args if not isinstance(a, int)]
     factors = [a for a in args if isinstance(a, int)]
