@@ -678,8 +678,8 @@ def _to_dict(obj):
         return obj.name
     if isinstance(obj, isl.Map):
         return str(obj)
-    if hasattr(obj, "__dataclass_fields__"):
-        out = {k: _to_dict(getattr(obj, k)) for k in obj.__dataclass_fields__}
+    if hasattr(obj, "__dataclass_fields__"):  # fields kept out of repr are links (a tree loop), not data
+        out = {k: _to_dict(getattr(obj, k)) for k, f in obj.__dataclass_fields__.items() if f.repr}
         for prop in ("global_read", "global_write", "global_bytes", "flops", "intensity", "t_bound", "bottleneck",
                      "occupancy", "bytes", "label", "level", "mfu_bound", "over"):
             if prop in type(obj).__dict__ and isinstance(type(obj).__dict__[prop], property):

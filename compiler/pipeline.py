@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .memory import require_bound_sizes
+from .passes.ascend910b import split_vector_rows, widen_narrow_tiles
 from .placement import assign_units, stage_operands
 from .tile import lower
 from .tileir import TileProgram
@@ -23,6 +24,14 @@ BACKENDS = {
     ("nvidia", "tilelang"): "tilelang",
     ("ascend-950", "tilelang"): "ascend-950",
     ("ascend-910b", "tilelang-ascend"): "ascend-910b",
+}
+
+# The tile rewrites one backend's hardware needs, in order (each a pure TileProgram -> TileProgram)
+TARGET_PASSES = {
+    "ascend-910b": (
+        widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
+        split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows
+    ),
 }
 
 # The device whose capacities a backend's buffers are checked against (the H200 has the H100's per-SM limits).
@@ -42,6 +51,8 @@ def prepare(program: TileProgram, schedule, backend: str) -> TileProgram:
     program = with_stages(program, schedule, DEVICE[backend])  # buffers checked against the device, stages fixed
     program = assign_units(program, backend)  # the unit of every tile product (compiler/placement.py)
     program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
+    for rewrite in TARGET_PASSES.get(backend, ()):
+        program = rewrite(program)
     return program
 
 

@@ -279,6 +279,9 @@ class TileKernel(_Value):
     num_stages: int = 2
     comment: str = ""  # the statements and schedule steps this kernel comes from
     buffers: list[BufferDecl] = field(default_factory=list)  # planned buffers not owned by a SerialLoop
+    # Ascend 910B: each of an AI core's two vector cores takes this many rows of every vector tile (the
+    # rows of core VID start at offset + VID * vector_rows); None: not split (compiler/passes/ascend910b.py)
+    vector_rows: Optional[int] = None
 
 
 @dataclass(frozen=True)

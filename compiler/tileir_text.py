@@ -48,7 +48,8 @@ def program_text(program: TileProgram) -> str:
 
 
 def kernel_lines(k: TileKernel) -> list[str]:
-    lines = [f"kernel {k.name}  warps={k.num_warps} stages={k.num_stages}  # {k.comment}"]
+    split = f" vector_rows={k.vector_rows}" if k.vector_rows else ""
+    lines = [f"kernel {k.name}  warps={k.num_warps} stages={k.num_stages}{split}  # {k.comment}"]
     for g in k.grid:
         parts = [f"{v} in [{expr_text(lo)}, {expr_text(n) if simplify(lo) == Const(0) else f'{expr_text(lo)} + {expr_text(n)}'})"
                  for v, n, lo in zip(g.vars, g.extents, g.lowers)]

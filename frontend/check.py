@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
+from tdsl.compiler.functions import COMPOSITIONS, PRIMITIVES
+
 from . import ast
 from .diagnostics import SourceError, TdslError, visible
 from .limits import MAX_INT, MAX_SOURCE_CHARS
@@ -39,12 +41,12 @@ __all__ = [
     "COMBINE_POLICIES",
 ]
 
-# Element-wise functions and their number of arguments.  Casts are named
-# after the dtypes they round to.
+# Element-wise functions and their number of arguments: the catalog's (compiler/functions.py, one argument for
+# a composition), `where`, and the casts, named after the dtypes they round to.
 FUNCTION_ARITY: dict[str, int] = {
-    **{f: 1 for f in ("exp", "log", "sqrt", "rsqrt", "silu", "sigmoid", "tanh", "abs")},
-    "max": 2,
-    "min": 2,
+    **{f: n for f, n in PRIMITIVES.items() if n == 1},
+    **{f: 1 for f in COMPOSITIONS},
+    **{f: n for f, n in PRIMITIVES.items() if n != 1},
     "where": 3,
     **{dtype: 1 for dtype in ast.DTYPES},
 }

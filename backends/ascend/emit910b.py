@@ -46,21 +46,21 @@ tile that is not 2-D, non-affine masks, `where`/comparisons on values.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 
 from tdsl.backends.tilelang.emit import BYTES as _BYTES
-from tdsl.backends.tilelang.emit import KernelPrinter, axis_start
+from tdsl.backends.tilelang.emit import axis_start
 from tdsl.backends.tilelang.emit import TL_DTYPES as _TL_DTYPES
 from tdsl.backends.tilelang.emit import index_code, shape_code
 from tdsl.compiler import tileir as T
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.placement import matrix_statements, operand_layout, walk_updates
+from tdsl.compiler.passes.ascend910b import UB_ROW_BYTES, VID, Kernel910B, expr_vars, layout as tile_layout
+from tdsl.compiler.placement import operand_layout, walk_updates
 from tdsl.compiler.tileir import simplify
 
 from . import e4m3_910b as e4m3
-from .lanes910b import (
+from tdsl.compiler.lane_masks import (
     NEGATE,
     expr_text as _expr_text,
     atoms,
@@ -77,9 +77,8 @@ from .targets import TARGETS, check_capacity
 
 TL_DTYPES = {**_TL_DTYPES, "f8e4m3": "uint8", "u8": "uint8"}  # no FP8 type: E4M3 tensors are bytes
 BYTES = {**_BYTES, "u8": 1}
-UB_ROW_BYTES = 32  # a GM <-> UB copy starts every UB row on a 32-byte block
+
 # Variables this printer adds to the tile program's expressions ('__' names: no program name starts so).
-VID = "__vid"  # the vector core (0 or 1) of a tile whose rows the two vector cores share
 ROW = "__row"  # the row of a tile computed row by row
 
 
@@ -150,21 +149,13 @@ class Ascend910BPrinter:
 
     def render(self) -> dict:
         k = self.kernel
-        # the products on the cube (compiler/placement.py); FP8 ones are decoded to f16 by the vector cores first
-        self.cube = matrix_statements(k)
+        # what runs where (compiler/passes/ascend910b.py, compiler/placement.py); the tiles are already widened
+        # and their rows split between the vector cores (k.vector_rows) by the 910B passes
+        self.facts = Kernel910B(self.program, k)
+        self.cube = self.facts.cube
         self.fp8_dots = {op.stmt for op in walk_updates(k.body) if op.stmt in self.cube and op.partial.lhs_dtype == "f8e4m3"}
-        # one row width for the whole kernel, so that every statement's tiles keep the same shape
-        self.min_row = UB_ROW_BYTES // min(BYTES[t.dtype] for t in k.tensors)
-        self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in k.tensors)
-        # The 910B forms of the ops (widened narrow tiles, rows halved between the vector cores) live in this
-        # printer's own copy of the kernel; the tile program it was given stays as it is.
-        self.widths = {}
-        _map_ops(k.body, self._want_width)
+        self.half = k.vector_rows
         self.loop_lowers = _loop_lowers(k)
-        k = self.kernel = dataclasses.replace(k, body=_map_ops(k.body, self._widen_narrow))
-        self.half = self._split_rows(k.body)
-        if self.half:
-            k = self.kernel = dataclasses.replace(k, body=_map_ops(k.body, self._halve))
         self._head()
         self._body(k.body)
         check_capacity(k.name, TARGETS["ascend-910b"], self.footprint)
@@ -234,74 +225,7 @@ class Ascend910BPrinter:
             self.reused[key] = self.alloc(self.fresh("lanes"), [lanes], "f32", "UB", "lane positions", pooled=False)
         return self.reused[key], self.mask_buffer(lanes)
 
-    def _dims(self, tensor: str) -> list:
-        arg = next(t for t in self.kernel.tensors if t.name == tensor)
-        return [d if isinstance(d, int) else self.program.sizes.get(d) for d in arg.shape]
-
-    def _clipped_by_dma(self, mask, indices, tensor) -> bool:
-        """Every lane outside `mask` lies outside the tensor, where a clipped T.copy pads or does not write."""
-        dims = self._dims(tensor)
-        return all(implied_by_bounds(a, indices, dims) for a in atoms(mask))
-
     # ------------------------------------------------------------ both vector cores
-
-    def _is_vector_op(self, op) -> bool:
-        if isinstance(op, T.Compute):
-            return True
-        if isinstance(op, (T.AccInit, T.AccUpdate)):
-            return op.stmt not in self.cube
-        if isinstance(op, T.AccFinish):
-            return op.stmt not in self.cube or self._needs_vector(op)
-        return False
-
-    def _vector_ops(self, ops):
-        for op in ops:
-            if isinstance(op, T.SerialLoop):
-                yield from self._vector_ops(op.body)
-            elif self._is_vector_op(op):
-                yield op
-
-    def _split_rows(self, body) -> int | None:
-        """Half the rows of the kernel's vector tiles, if both vector cores can each take half of them.
-
-        Each AI core of the 910B has two vector cores with a UB each; splitting the tile rows between them
-        halves the UB a tile needs and the vector work per core.  That needs every vector statement's tile to
-        have the same rows (the first axis, at least 2-D, an even count) and no reduction across rows."""
-        ops = list(self._vector_ops(body))
-        if not ops:
-            return None
-        rows = set()
-        for op in ops:
-            if len(op.tile.axes) < 2:
-                return None
-            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce) and 0 in op.partial.axes:
-                return None
-            if self.e4m3_tiles and math.prod(a.size for a in op.tile.axes) // 2 < 128:
-                return None  # the E4M3 conversions need 128 elements per tile (whole 256-byte f16 repeats)
-            first = op.tile.axes[0]
-            rows.add((first.size, repr(simplify(first.offset))))
-            if self._written_back_by_another_row_owner(op):
-                return None
-        if len(rows) != 1:
-            return None
-        size = rows.pop()[0]
-        return size // 2 if size >= 2 and size % 2 == 0 else None
-
-    def _written_back_by_another_row_owner(self, op) -> bool:
-        """Whether a masked store writes back lanes that the next iteration of a loop stores, while that loop
-        also moves the tile's rows (the causal triangle of a column loop): split between the vector cores, a
-        row would belong to one core in this iteration and to the other in the next, and the two race."""
-        if not getattr(op, "store", False):
-            return False
-        moving = {v.name for v in _vars(op.tile.axes[0].offset)}
-        return any(moving & {v.name for v in _vars(side)} for a in self._store_lane_atoms(op.stmt, op.tile, op.lhs)
-                   for side in (a.lhs, a.rhs))
-
-    def _store_lane_atoms(self, stmt, tile, lhs) -> list:
-        """The comparisons of a store's mask that exclude lanes of a row inside the tensor (read-modify-write)."""
-        indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
-        col = tile.axes[-1].iter
-        return [a for a in atoms(tile.mask) if mentions(a, col) and not implied_by_bounds(a, indices, self._dims(stmt))]
 
     def _first_rows_test(self, tile: T.Tile, mask) -> list:
         """The comparisons of `mask` on the tile's rows alone (the first axis and loop variables) that bound the
@@ -338,77 +262,6 @@ class Ascend910BPrinter:
         parts = [a for a in atoms(tile.mask) if not any(mentions(a, it) for it in axes)]
         return self._condition(parts, self._scalar_names(tile)) if parts else None
 
-    def _halve(self, op):
-        """The vector statement's tile: this vector core's half of the rows (vid 0 the first, vid 1 the second)."""
-        if not self._is_vector_op(op):
-            return op
-        first, *rest = op.tile.axes
-        offset = simplify(T.Bin("+", first.offset, T.Bin("*", T.Var(VID), T.Const(self.half))))
-        tile = T.Tile(axes=[T.Axis(first.iter, offset, self.half)] + rest, scalars=op.tile.scalars, mask=op.tile.mask)
-        return dataclasses.replace(op, tile=tile)
-
-    # ------------------------------------------------------------ narrow tiles
-
-    def _want_width(self, op):
-        """Record the width each axis of a vector tile needs (below); an axis takes the largest any statement of
-        the kernel needs, so that the tiles of an accumulator, its partial results and the statements reading
-        it keep one shape (a row maximum over [16, 32] lanes goes into 16 lanes of its accumulator, not 128)."""
-        if op.stmt in self.cube or not op.tile.axes:
-            return op
-        size = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
-        if self.e4m3_tiles and math.prod(size.values()) < 128:
-            last = op.tile.axes[-1].iter
-            size[last] *= 128 // math.prod(size.values())
-        for a in op.tile.axes:
-            self.widths[_axis_key(a)] = max(self.widths.get(_axis_key(a), a.size), size[a.iter])
-        return op
-
-    def _widen_narrow(self, op):
-        """Vector tiles whose rows are narrower than 32 bytes of the kernel's narrowest tensor dtype, widened to
-        that, the extra lanes masked.
-
-        A GM <-> UB copy starts every UB row on a 32-byte block (DataCopyPad, tilelang-ascend common.h), so a
-        multi-row UB tile copied from or to GM needs rows of a multiple of 32 bytes; in a kernel with E4M3
-        tensors every tile also needs a multiple of 128 elements (its conversions compare whole 256-byte repeats
-        of f16).  The extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask,
-        so they are never reduced over and a store keeps their GM values.  A store would race with the block
-        that owns those lanes, so a widened axis must reach past the end of the stored tensor."""
-        if op.stmt in self.cube or not op.tile.axes:
-            return op
-        size = {a.iter: self.widths[_axis_key(a)] for a in op.tile.axes}
-        narrow = [a for a in op.tile.axes if size[a.iter] != a.size]
-        if not narrow:
-            return op
-        extra = [T.Bin("<=", T.Var(a.iter), simplify(T.Bin("+", a.offset, T.Const(a.size - 1)))) for a in narrow]
-        if getattr(op, "store", False) and self._store_layout(op.stmt, op.tile, op.lhs) != "column":
-            self._check_widened_store(op, narrow, size)
-        axes = [T.Axis(a.iter, a.offset, size[a.iter], a.offset_isl) for a in op.tile.axes]
-        tile = T.Tile(axes=axes, scalars=op.tile.scalars, mask=conjunction(atoms(op.tile.mask) + extra))
-        changes = {"tile": tile}
-        if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce):
-            body = op.partial.operand
-            if isinstance(body, T.Select):
-                body = T.Select(conjunction(atoms(body.cond) + extra), body.then, body.other)
-            else:
-                identity = T.Const(0.0) if op.op == "sum" else T.Const(float("-inf"))
-                body = T.Select(conjunction(extra), body, identity)
-            changes["partial"] = T.Reduce(op.partial.op, body, op.partial.axes)
-        return dataclasses.replace(op, **changes)
-
-    def _check_widened_store(self, op, narrow, size) -> None:
-        dims = self._dims(op.stmt)
-        for a in narrow:
-            if a.iter in op.lhs:
-                dim = dims[list(op.lhs).index(a.iter)]
-                if not isinstance(dim, int) or dim > a.size:
-                    why = (f"a tile row copied between GM and UB is a whole number of 32-byte blocks ({self.min_row} "
-                           f"lanes of this kernel's narrowest dtype)" if size[a.iter] == self.min_row else
-                           "the E4M3 conversions compare whole 256-byte repeats (128 f16 values)")
-                    raise BackendError(
-                        f"{op.stmt}: its tile of {a.size} along {a.iter} would be widened to {size[a.iter]} lanes "
-                        f"({why}), and the wider tile would write lanes of the neighbouring tile; use tiles of at "
-                        f"least {size[a.iter]} along {a.iter} (or one tile spanning the dimension)")
-
     def _head(self) -> None:
         vars_, exts, lowers = [], [], []
         for axis in sorted(self.kernel.grid, key=lambda a: "xyz".index(a.axis)):
@@ -424,14 +277,6 @@ class Ascend910BPrinter:
             q = (f"{cid} // {inner}" if inner.isdigit() or inner.isidentifier() else f"{cid} // ({inner})") if inner else cid
             start = "" if lowers[n] == T.Const(0) else f"{index_code(lowers[n], self.vars)} + "
             self.emit(f"{var} = {start}{q} % {exts[n]}" if len(vars_) > 1 else f"{var} = {start}{cid}")
-
-    @staticmethod
-    def _is_cube(op, cube) -> bool:
-        if isinstance(op, (T.AccInit, T.AccUpdate)):
-            return op.stmt in cube
-        if isinstance(op, T.SerialLoop):
-            return all(Ascend910BPrinter._is_cube(o, cube) for o in op.body)
-        return False
 
     # ------------------------------------------------------------ sections
 
@@ -456,7 +301,7 @@ class Ascend910BPrinter:
                 self._flush(kind, group)
                 kind, group = k, []
             group.append(op)
-            if k == "C" and isinstance(op, T.AccFinish) and self._needs_vector(op):
+            if k == "C" and isinstance(op, T.AccFinish) and self.facts.needs_vector(op):
                 self._flush(kind, group)
                 kind, group = "V", [("from-cube", op)]
         self._flush(kind, group)
@@ -484,11 +329,6 @@ class Ascend910BPrinter:
         self.depth -= 1
         if all(line.strip().startswith("#") for line in self.lines[start:]):  # only allocations: no code
             self.lines[start - 1:] = [line[4:] for line in self.lines[start:]]
-
-    def _needs_vector(self, op: T.AccFinish) -> bool:
-        if not (op.store and not op.keep and op.dtype == "f32" and list(op.lhs) == [a.iter for a in op.tile.axes]):
-            return True
-        return not self._clipped_by_dma(op.tile.mask, [T.Var(it) for it in op.lhs], op.stmt)
 
     def _vector_group(self, ops) -> None:
         """Both vector cores run the scope: vector core 0 does the work, and both wait for and set the cross-core
@@ -707,7 +547,7 @@ class Ascend910BPrinter:
         """The C side of a finished cube reduction: L0C -> GM (stored f32) or -> this block's workspace slot."""
         acc, shape = self.accs[op.stmt]
         starts = [index_code(simplify(a.offset), self.vars) for a in op.tile.axes]
-        if not self._needs_vector(op):
+        if not self.facts.needs_vector(op):
             clipped = "  (clipped to the tensor)" if op.tile.mask is not None else ""
             self.emit(f"T.copy({acc}, {self.tensor(op.stmt)}[{', '.join(starts)}])  # L0C -> GM{clipped}")
             return
@@ -794,7 +634,7 @@ class Ascend910BPrinter:
 
         def broadcast(e) -> bool:
             if isinstance(e, T.Load):
-                used = {x.name for idx in e.indices for x in _vars(idx)}
+                used = {x.name for idx in e.indices for x in expr_vars(idx)}
                 return used & {row, col} == {row}
             if isinstance(e, T.Reg):
                 return tuple(e.axes) == (0,) and self.values[e.stmt].kind == "tile"
@@ -993,7 +833,7 @@ class Ascend910BPrinter:
         by_row = [p for p in parts if not mentions(p, red.iter) and not mentions(p, col.iter)]
         by_step = [p for p in parts if mentions(p, red.iter) and not mentions(p, col.iter)]
         by_lane = [p for p in parts if mentions(p, col.iter) and (
-            mentions(p, red.iter) or not implied_by_bounds(p, list(rhs.indices), self._dims(rhs.tensor)))]
+            mentions(p, red.iter) or not implied_by_bounds(p, list(rhs.indices), self.facts.dims(rhs.tensor)))]
         r, kk = self.fresh("r"), self.fresh("k")
         names = self._scalar_names(op.tile)
         names[row.iter] = self._row_code(row, r)
@@ -1062,10 +902,10 @@ class Ascend910BPrinter:
         src = value if value.kind == "tile" else self._materialise(value, shape)
         names = self._region_names(tile)
         region = f"{self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}]"
-        column = self._store_layout(stmt, tile, lhs) == "column"
+        column = self.facts.store_layout(stmt, tile, lhs) == "column"
         indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
         axes = [a.iter for a in tile.axes]
-        extra = [a for a in atoms(tile.mask) if not implied_by_bounds(a, indices, self._dims(stmt))
+        extra = [a for a in atoms(tile.mask) if not implied_by_bounds(a, indices, self.facts.dims(stmt))
                  and any(mentions(a, it) for it in axes)]  # the others are the whole statement's condition
         if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra):
             return self._store_rows(stmt, tile, lhs, src)
@@ -1134,11 +974,6 @@ class Ascend910BPrinter:
                     f"time; the 910B stores whole rows of lanes, so the store would write that block's lanes back "
                     f"as they were. Use a tile size that is a power of two along {col.iter} (or a serial loop for "
                     f"{'/'.join(shared)})")
-
-    def _store_layout(self, stmt, tile, lhs) -> str:
-        """_layout for a store of `tile` to stmt[lhs] (the fixed iterators as constants: only the axes matter)."""
-        axes = [a.iter for a in tile.axes]
-        return self._layout(stmt, [T.Var(it) if it in axes else T.Const(0) for it in lhs], axes, "store")
 
     def _store_column(self, stmt, tile, lhs, src: str, dtype: str) -> None:
         """A 1-D tile down a GM column, element by element: each into the first lane of a row of whole 32-byte
@@ -1298,7 +1133,7 @@ class Ascend910BPrinter:
         return value
 
     def _load(self, e, tile, shape, axes) -> _Opnd:
-        used = {x.name for idx in e.indices for x in _vars(idx)}
+        used = {x.name for idx in e.indices for x in expr_vars(idx)}
         arg = next(t for t in self.kernel.tensors if t.name == e.tensor)
         names = self._region_names(tile)
         if not used & set(axes):
@@ -1307,10 +1142,10 @@ class Ascend910BPrinter:
             indices = ", ".join(index_code(simplify(i), names) for i in e.indices)
             return _Opnd("scalar", f'T.Cast("float32", {self.tensor(e.tensor)}[{indices}])')
         order = [i.name for i in e.indices if isinstance(i, T.Var) and i.name in axes]
-        plain = all(isinstance(i, T.Var) for i in e.indices if used & set(axes) & {v.name for v in _vars(i)})
+        plain = all(isinstance(i, T.Var) for i in e.indices if used & set(axes) & {v.name for v in expr_vars(i)})
         if order != list(axes) and plain and len(set(order)) == len(order) and len(axes) == 2:
             return self._load_arranged(e, tile, order)
-        layout = self._layout(e.tensor, e.indices, axes, "load")
+        layout = tile_layout(e.tensor, e.indices, axes, "load")
         raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
         region = ", ".join(index_code(simplify(i), names) for i in e.indices)
         if layout == "column":
@@ -1357,24 +1192,6 @@ class Ascend910BPrinter:
         else:
             raise BackendError(f"internal: arranging axes {positions} into a 2-D tile")
         return _Opnd("tile", out)
-
-    def _layout(self, tensor: str, indices, axes, what: str) -> str:
-        """How a tile with `axes` lies in `tensor` indexed by `indices`: "direct" when the axes are the tensor's
-        last dimensions in the tile's order (a T.copy of the UB tile moves exactly that region: TileLang
-        right-aligns the tile's extents on the GM point), "column" for a 1-D tile along the dimension before the
-        last with the last one fixed (its elements are a row apart: see `_load_column`, `_store_column`)."""
-        at = [n for n, i in enumerate(indices) if any(v.name in axes for v in _vars(i))]
-        order = [indices[n].name if isinstance(indices[n], T.Var) else None for n in at]
-        if order != list(axes):
-            raise BackendError(f"{what} of {tensor} is not a whole tile in the tile's axis order; no T.copy form for "
-                               f"ascend-910b")
-        if at == list(range(len(indices) - len(axes), len(indices))):
-            return "direct"
-        if len(axes) == 1 and at == [len(indices) - 2]:
-            return "column"
-        raise BackendError(f"{what} of {tensor}: the tile's axes {', '.join(axes)} are not the last dimensions of "
-                           f"{tensor}, so its elements are not one T.copy region of the tile's shape; no ascend-910b "
-                           f"form (make them the innermost iterators of {tensor}'s indices)")
 
     def _column_rows(self, tensor: str, n: int, dtype: str) -> str:
         """A UB buffer of n rows of one 32-byte block: a GM <-> UB copy starts every UB row on a block, so the
@@ -1467,7 +1284,7 @@ def _float_code(value) -> str:
 
 def _atom_text(atom: T.Bin) -> str:
     """A mask comparison as the program's names spell it (for messages)."""
-    names = {v.name: v.name for side in (atom.lhs, atom.rhs) for v in _vars(side)}
+    names = {v.name: v.name for side in (atom.lhs, atom.rhs) for v in expr_vars(side)}
     return f"{index_code(simplify(atom.lhs), names)} {atom.op} {index_code(simplify(atom.rhs), names)}"
 
 
@@ -1488,18 +1305,6 @@ def _loop_lowers(kernel: T.TileKernel) -> dict:
 
     walk(kernel.body)
     return out
-
-
-def _axis_key(axis: T.Axis) -> tuple:
-    """A tile axis as the statements of a kernel share it (an accumulator and its partial results, a value and
-    its readers): its iterator and where it starts."""
-    return axis.iter, repr(simplify(axis.offset))
-
-
-def _map_ops(ops, fn) -> list:
-    """`fn` applied to every statement op, through serial loops."""
-    return [T.SerialLoop(op.var, op.lower, op.upper, op.stages, _map_ops(op.body, fn), op.note)
-            if isinstance(op, T.SerialLoop) else fn(op) for op in ops]
 
 
 def registers_read(op) -> set:
@@ -1561,11 +1366,3 @@ def subexpressions(e):
     return []
 
 
-def _vars(e):
-    if isinstance(e, T.Var):
-        yield e
-    elif isinstance(e, T.Bin):
-        yield from _vars(e.lhs)
-        yield from _vars(e.rhs)
-    elif isinstance(e, T.Neg):
-        yield from _vars(e.operand)
