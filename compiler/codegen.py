@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
+from tdsl.backends.dtypes import TORCH_NAMES
 from tdsl.backends.text import comment_text
 from tdsl.frontend.diagnostics import TdslError
 from tdsl.frontend.printer import expr_text
@@ -130,7 +131,6 @@ def load_module(text: str, path) -> object:
 
 # ---------------------------------------------------------------- running a generated module
 
-TORCH_DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f8e4m3": "float8_e4m3fn"}
 
 
 def to_torch(array, dtype: str, device: str):
@@ -139,7 +139,7 @@ def to_torch(array, dtype: str, device: str):
     import torch
 
     as_f32 = torch.from_numpy(np.ascontiguousarray(array).astype(np.float32))
-    return as_f32.to(getattr(torch, TORCH_DTYPE_NAMES[dtype])).to(device)
+    return as_f32.to(getattr(torch, TORCH_NAMES[dtype])).to(device)
 
 
 def python_name(module, name: str) -> str:
@@ -162,7 +162,7 @@ def run_generated(module, model, inputs: dict, device: str = "cpu", guard: int =
     for t in model.outputs():
         numel = int(np.prod(t.shape))
         buf = torch.full((numel + 2 * guard,), float("nan"), dtype=torch.float32, device=device)
-        buf = buf.to(getattr(torch, TORCH_DTYPE_NAMES[t.dtype]))
+        buf = buf.to(getattr(torch, TORCH_NAMES[t.dtype]))
         buffers[t.name] = buf
         kwargs[python_name(module, t.name)] = buf[guard: guard + numel].view(*t.shape)
     launch = getattr(module, python_name(module, model.name))

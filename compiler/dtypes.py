@@ -41,6 +41,9 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "f8e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
 }
 
+# Bytes per element of each type.
+BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f8e4m3": 1}
+
 # Significand precision (bits, including the implicit one) of each type.
 PRECISION_BITS = {"bf16": 8, "f16": 11, "f32": 24, "f8e4m3": 4}
 

@@ -45,12 +45,13 @@ import islpy as isl
 
 from tdsl.frontend.diagnostics import TdslError
 
+from .dtypes import BYTES
 from .errors import BackendError
 from .placement import matrix_operands
 from .schedule import Schedule
 from .tree import Buffer, Loop, Node, pw_affs_to_map, statements_under
 
-DTYPE_BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f8e4m3": 1}
+DTYPE_BYTES = BYTES  # compiler/dtypes.py
 DEFAULT_WARPS = 4  # the backends' launch default (Triton num_warps)
 
 

@@ -49,13 +49,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tdsl.backends.tilelang.emit import BYTES as _BYTES
 from tdsl.backends.tilelang.emit import axis_start
-from tdsl.backends.tilelang.emit import TL_DTYPES as _TL_DTYPES
 from tdsl.backends.tilelang.emit import index_code, shape_code
 from tdsl.compiler import tileir as T
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.passes.ascend910b import UB_ROW_BYTES, VID, Kernel910B, expr_vars, layout as tile_layout
+from tdsl.backends.dtypes import ASCEND_910B
+from tdsl.compiler.passes.ascend910b import BYTES, UB_ROW_BYTES, VID, Kernel910B, expr_vars, layout as tile_layout
 from tdsl.compiler.placement import operand_layout, walk_updates
 from tdsl.compiler.tileir import simplify
 
@@ -75,8 +74,7 @@ from tdsl.compiler.lane_masks import (
 from ..names import ModuleNames
 from .targets import TARGETS, check_capacity
 
-TL_DTYPES = {**_TL_DTYPES, "f8e4m3": "uint8", "u8": "uint8"}  # no FP8 type: E4M3 tensors are bytes
-BYTES = {**_BYTES, "u8": 1}
+TL_DTYPES = ASCEND_910B  # no FP8 type: E4M3 tensors are bytes (backends/dtypes.py)
 
 # Variables this printer adds to the tile program's expressions ('__' names: no program name starts so).
 ROW = "__row"  # the row of a tile computed row by row

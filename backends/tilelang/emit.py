@@ -37,15 +37,17 @@ from tdsl.compiler import tileir as T
 from tdsl.compiler.placement import VECTOR, operand_layout, unit_of
 from tdsl.compiler.tileir import simplify
 
+from tdsl.compiler.dtypes import BYTES
+
+from ..dtypes import TILELANG, TORCH
 from ..launcher import epilogue, prologue
 from ..names import ModuleNames
 from tdsl.compiler.errors import BackendError
 
 TEMPLATES = Path(__file__).parent / "templates"
 
-TL_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f8e4m3": "float8_e4m3fn"}
-TORCH_DTYPES = {"bf16": "torch.bfloat16", "f16": "torch.float16", "f32": "torch.float32", "f8e4m3": "torch.float8_e4m3fn"}
-BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f8e4m3": 1}
+TL_DTYPES = TILELANG  # backends/dtypes.py
+TORCH_DTYPES = TORCH
 GRID_VARS = {"x": "bx", "y": "by", "z": "bz"}
 F8_MAX = 448.0
 

@@ -20,13 +20,14 @@ from tdsl.compiler import tileir as T
 from tdsl.compiler.placement import VECTOR, unit_of
 from tdsl.compiler.tileir import simplify
 
+from ..dtypes import TORCH, TRITON
 from ..launcher import epilogue, prologue
 from ..names import ModuleNames
 
 TEMPLATES = Path(__file__).parent / "templates"
 
-TL_DTYPES = {"bf16": "tl.bfloat16", "f16": "tl.float16", "f32": "tl.float32", "f8e4m3": "tl.float8e4nv"}
-TORCH_DTYPES = {"bf16": "torch.bfloat16", "f16": "torch.float16", "f32": "torch.float32", "f8e4m3": "torch.float8_e4m3fn"}
+TL_DTYPES = TRITON  # backends/dtypes.py
+TORCH_DTYPES = TORCH
 GRID_AXES = {"x": 0, "y": 1, "z": 2}
 F8_MAX = 448.0
 

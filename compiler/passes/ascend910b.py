@@ -19,6 +19,7 @@ import dataclasses
 import math
 from typing import Optional
 
+from ..dtypes import BYTES as DTYPE_BYTES
 from ..errors import BackendError
 from ..lane_masks import atoms, conjunction, implied_by_bounds, mentions
 from ..placement import matrix_statements
@@ -28,7 +29,7 @@ from ..tileir import simplify
 VID = "__vid"  # the vector core (0 or 1) of a tile whose rows the two vector cores share
 UB_ROW_BYTES = 32  # a GM <-> UB copy starts every UB row on a 32-byte block
 E4M3_TILE = 128  # E4M3 conversions compare whole 256-byte repeats of f16: 128 elements per tile
-BYTES = {"bf16": 2, "f16": 2, "f32": 4, "f8e4m3": 1, "u8": 1}
+BYTES = {**DTYPE_BYTES, "u8": 1}  # u8: the 910B printer's raw byte buffers
 
 
 # ---------------------------------------------------------------- the passes
