@@ -18,6 +18,9 @@ Everything is computed from the scheduled tree and the isl access relations (see
   operand dtype) + other FLOPs / vector peak; the larger one names the bottleneck.
 * **Occupancy** (NVIDIA). Resident blocks per SM = min over threads, registers (allocated per warp in units of
   256), shared memory (the working set plus the per-block reserve) and the block limit.
+
+Size: counting, the per-kernel analysis, occupancy, the report and the tile-size sweeps; the split into
+counting / analysis / report / sweep modules is an open item of docs/architecture.md.
 """
 
 from __future__ import annotations

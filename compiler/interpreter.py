@@ -49,6 +49,9 @@ with `np.lexsort`, and each statement is compiled once into a Python function
 over numpy f32 scalars.  `instances_in_order` falls back to
 `Set.foreach_point` if isl hands back an expression the numpy evaluator does
 not know.
+
+Size: the oracle is kept in one file on purpose -- enumeration, ordering, the statement compiler and
+the f32 runtime are read together when a result is in doubt.
 """
 
 from __future__ import annotations

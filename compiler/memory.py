@@ -34,6 +34,9 @@ intermediate element for element as its last use writes its result in place (sco
 The working set of a scope is the largest total of the buffers live at one position; it must fit the
 target's per-block capacity of that scope (`check`), else `CapacityError` names the scope, the buffers
 and how many bytes are over.
+
+Size: one class, `_KernelPlanner`, per kernel; placement, lifetimes and sharing use the same positions
+and regions, so they stay together.
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ in registers (rounded to its dtype, as the store would); a result read by a
 later kernel is stored to global memory.
 
 What a backend cannot express raises `BackendError` with the reason.
+
+Size: one class, `_KernelLowering`, doing one job (a scheduled kernel -> tile ops); its isl geometry
+(masks, offsets, register reuse) is what every backend relies on, and splitting it would spread one
+derivation over several files.
 """
 
 from __future__ import annotations

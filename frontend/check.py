@@ -10,6 +10,9 @@ Iterator extents: a left-hand iterator of a statement writing a kernel
 result ranges over the declared result dimension; every other iterator
 takes the extent of a dimension it indexes *plainly* (`A[i, k]` gives `k`
 the extent of A's dimension 1).  All plain uses must agree.
+
+Size: one checker class over the whole AST (names, ranks, dtypes, affinity, order); every rule needs the
+same scopes.
 """
 
 from __future__ import annotations

@@ -42,6 +42,9 @@ times one operand element at a time, in the program's summation order.
 
 Not expressible, reported as `BackendError`: values broadcast along columns of a
 tile that is not 2-D, non-affine masks, `where`/comparisons on values.
+
+Size: still more than a printer -- it allocates UB slots and cross-core flags while printing (the open
+items of docs/architecture.md); the tile rewrites are passes (compiler/passes/ascend910b.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Emit a TileLang module (NVIDIA, `tilelang.language`) from a tile program.
 
 Like the Triton backend, every schedule decision is read from the tile
-program (`compiler/tileir.py`) and the buffer plan (`compiler/memory.py`);
-this file only chooses the TileLang form of each op:
+program (`compiler/tileir.py`: buffers, operand copies and product units
+included, see docs/architecture.md); this file only chooses the TileLang
+form of each op:
 
 | tile program                          | TileLang                                               |
 |---------------------------------------|--------------------------------------------------------|
@@ -22,6 +23,8 @@ Values are f32 and rounded where the program stores (`T.Cast(f32, T.Cast(bf16, x
 as in the Triton backend.  All buffers are allocated at the top of the kernel
 (TileLang needs that for `T.Pipelined`).  What has no TileLang form raises
 `BackendError` with the reason.
+
+Size: the printer for every tile op in the TileLang dialect, plus the helpers the 950 printer inherits.
 """
 
 from __future__ import annotations
