@@ -43,14 +43,13 @@ from .memory import (
     PlannedBuffer,
     Violation,
     fmt_bytes,
-    global_tensors,
     is_tile_level,
     plan_kernels,
 )
 from .placement import matrix_operands
 from .schedule import Schedule
 from .targets import Target, get_target
-from .tree import Loop, pw_affs_to_map, statements_under, walk_loops
+from .tree import Loop, global_tensors, pw_affs_to_map, statements_under, walk_loops
 
 MiB = 1 << 20
 KiB = 1 << 10

@@ -52,7 +52,7 @@ from .dtypes import BYTES
 from .errors import BackendError
 from .placement import matrix_operands
 from .schedule import Schedule
-from .tree import Buffer, Loop, Node, pw_affs_to_map, statements_under
+from .tree import Buffer, Loop, Node, global_tensors, loop_walks_reduction, pw_affs_to_map, statements_under
 
 DTYPE_BYTES = BYTES  # compiler/dtypes.py
 DEFAULT_WARPS = 4  # the backends' launch default (Triton num_warps)
@@ -223,33 +223,8 @@ def kernel_stages(kernel: KernelPlan) -> int:
 # ---------------------------------------------------------------- the planner
 
 
-def global_tensors(model, tree) -> set:
-    """Tensors that live in global memory: inputs, outputs, and temporaries crossing kernels (or never read)."""
-    kernel_of = {s: k for k, node in enumerate(tree.body) for s in statements_under(node)}
-    result = {t.name for t in model.tensors.values() if t.kind in ("input", "output")}
-    for stmt in model.stmts:
-        if model.tensors[stmt.name].kind != "temp":
-            continue
-        readers = [s.name for s in model.stmts if any(r.tensor == stmt.name for r in s.reads)]
-        if not readers or any(kernel_of.get(r) != kernel_of.get(stmt.name) for r in readers):
-            result.add(stmt.name)
-    return result
-
-
 def is_tile_level(loop: Loop) -> bool:
     return bool(loop.bind) or loop.kind == "tile" or loop.pipeline is not None
-
-
-def walks_reduction(model, stmt_name: str, loop: Loop) -> bool:
-    """Does this loop iterate over a reduction iterator of the statement (structurally, like tile.py)?"""
-    stmt = model.stmt(stmt_name)
-    if not stmt.is_reduction:
-        return False
-    first, count = len(stmt.lhs_iters), len(stmt.red_iters)
-    found = []
-    for pa in loop.exprs[stmt_name]:
-        pa.foreach_piece(lambda _set, aff: found.append(aff.involves_dims(isl.dim_type.in_, first, count)))
-    return any(found)
 
 
 class _KernelPlanner:
@@ -341,7 +316,7 @@ class _KernelPlanner:
         if not stmt.is_reduction:
             return self.tile_level(stmt_name)
         path = self.path(stmt_name)
-        cut = next((n for n, l in enumerate(path) if walks_reduction(self.model, stmt_name, l)), len(path))
+        cut = next((n for n, l in enumerate(path) if loop_walks_reduction(self.model, stmt_name, l)), len(path))
         outside = path[:cut]
         if any(is_tile_level(l) for l in path):
             tiles = [l for l in outside if is_tile_level(l)]

@@ -69,7 +69,7 @@ from .tileir import (
     TileProgram,
     Var,
 )
-from .tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, walk_loops
+from .tree import Leaf, Loop, Node, global_tensors, pw_affs_to_map, statements_under, walk_loops, walks_reduction
 
 # Largest tile (elements) one statement may hold in registers; beyond it the schedule must split more.
 MAX_TILE_ELEMENTS = 1 << 16
@@ -79,7 +79,8 @@ CASTS = {"bf16", "f16", "f32", "f8e4m3"}
 def lower(schedule: Schedule) -> TileProgram:
     model, tree = schedule.model, schedule.tree
     kernel_of = {s: k for k, node in enumerate(tree.body) for s in statements_under(node)}
-    temps = _global_temps(model, kernel_of)
+    crossing = global_tensors(model, tree)  # temporaries written by one launch and read by another
+    temps = [s.name for s in model.stmts if model.tensors[s.name].kind == "temp" and s.name in crossing]
     plans = _buffer_plans(schedule)
     kernels = []
     for k, node in enumerate(tree.body):
@@ -119,18 +120,6 @@ def _statement_text(stmt: Stmt) -> str:
 def _tensor_arg(model: KernelModel, name: str, role: str) -> TensorArg:
     t = model.tensors[name]
     return TensorArg(name, t.dtype, list(t.shape), role)
-
-
-def _global_temps(model: KernelModel, kernel_of: dict) -> list[str]:
-    """Temporaries written by one launch and read by another must live in global memory."""
-    temps = []
-    for stmt in model.stmts:
-        if model.tensors[stmt.name].kind != "temp":
-            continue
-        readers = [s.name for s in model.stmts if any(r.tensor == stmt.name for r in s.reads)]
-        if any(kernel_of[r] != kernel_of[stmt.name] for r in readers) or not readers:
-            temps.append(stmt.name)
-    return temps
 
 
 @dataclass
@@ -216,7 +205,7 @@ class _KernelLowering:
         for loop in chain:
             for stmt_name in statements_under(loop):
                 stmt = self.model.stmt(stmt_name)
-                if stmt.is_reduction and any(_walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
+                if stmt.is_reduction and any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
                     raise BackendError(
                         f"grid loop {loop.name} walks the reduction of {stmt_name}: its programs would each hold a "
                         f"partial result and combining them needs atomics or a second pass (split-K), which this "
@@ -356,7 +345,7 @@ class _KernelLowering:
     def _rounds_every_term(self, stmt_name: str, loop: Loop) -> bool:
         stmt = self.model.stmt(stmt_name)
         return (stmt.reduce_op == "sum" and (stmt.accum_dtype or "f32") != "f32"
-                and any(_walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]))
+                and any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]))
 
     def _point_chain(self, node: Node) -> tuple[Leaf, list[Loop]]:
         """The statement under a chain of point loops (vectorised as one tile), and the serial loops found inside
@@ -375,7 +364,7 @@ class _KernelLowering:
                     f"serial) or keep the statements in separate loops"
                 )
             if self._is_serial(node):
-                walking = [p for p in points if _walks_reduction(self.model.stmt(stmt), p.exprs[stmt][0])]
+                walking = [p for p in points if walks_reduction(self.model.stmt(stmt), p.exprs[stmt][0])]
                 if walking and self.model.stmt(stmt).is_reduction:
                     raise BackendError(
                         f"serial loop {node.name} is inside point loop {walking[0].name}, which walks the reduction "
@@ -402,7 +391,7 @@ class _KernelLowering:
         for loop in context:
             if loop.bind:
                 continue
-            if any(_walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
+            if any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
                 return loop
         return None
 
@@ -846,17 +835,6 @@ def _same_offset(a: Axis, b: Axis) -> bool:
         return True
     lo, hi = diff.min_val(), diff.max_val()
     return lo.is_zero() and hi.is_zero()
-
-
-def _walks_reduction(stmt: Stmt, pa: isl.PwAff) -> bool:
-    """Does this loop dim's expression use a reduction iterator (e.g. ko = floor(k/64))?
-
-    Structural on purpose: a loop over k stays the reduction loop even when a small size gives it one
-    iteration; the conditions of a piecewise placement (compute_at) are not part of the expression."""
-    first, count = len(stmt.lhs_iters), len(stmt.red_iters)
-    found = []
-    pa.foreach_piece(lambda _set, aff: found.append(aff.involves_dims(isl.dim_type.in_, first, count)))
-    return any(found)
 
 
 def _check_size(stmt: Stmt, tile: Tile) -> None:

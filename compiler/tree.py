@@ -185,6 +185,36 @@ def iterator_aff(domain: isl.Set, text: str) -> isl.PwAff:
 # ---------------------------------------------------------------- walking
 
 
+def walks_reduction(stmt, pa: isl.PwAff) -> bool:
+    """Does a loop dim's expression for `stmt` use a reduction iterator (e.g. ko = floor(k/64))?
+
+    Structural on purpose: a loop over k stays the reduction loop even when a small size gives it one
+    iteration; the conditions of a piecewise placement (compute_at) are not part of the expression."""
+    first, count = len(stmt.lhs_iters), len(stmt.red_iters)
+    found = []
+    pa.foreach_piece(lambda _set, aff: found.append(aff.involves_dims(isl.dim_type.in_, first, count)))
+    return any(found)
+
+
+def loop_walks_reduction(model: KernelModel, stmt_name: str, loop: "Loop") -> bool:
+    """Does `loop` iterate over a reduction iterator of the statement (any of its dims, see `walks_reduction`)?"""
+    stmt = model.stmt(stmt_name)
+    return stmt.is_reduction and any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name])
+
+
+def global_tensors(model: KernelModel, tree) -> set:
+    """Tensors that live in global memory: inputs, outputs, and temporaries crossing kernels (or never read)."""
+    kernel_of = {s: k for k, node in enumerate(tree.body) for s in statements_under(node)}
+    result = {t.name for t in model.tensors.values() if t.kind in ("input", "output")}
+    for stmt in model.stmts:
+        if model.tensors[stmt.name].kind != "temp":
+            continue
+        readers = [s.name for s in model.stmts if any(r.tensor == stmt.name for r in s.reads)]
+        if not readers or any(kernel_of.get(r) != kernel_of.get(stmt.name) for r in readers):
+            result.add(stmt.name)
+    return result
+
+
 def walk_loops(body: list[Node]):
     for node in body:
         if isinstance(node, Loop):
