@@ -12,7 +12,7 @@ import pytest
 
 from tdsl.compiler.api import loads
 
-from conftest import EXAMPLES
+from catalog import EXAMPLES
 from fuzz.cases import Case
 from fuzz.engine import Fuzzer, Result
 from fuzz.schedules import Step

@@ -1,0 +1,191 @@
+"""The Triton backend: every example compiles; its kernels run under the Triton interpreter against the
+reference interpreter at small sizes (not multiples of the tiles) with NaN guards around the outputs; the text
+of every legal schedule's module matches its golden file; every kernel AOT-compiles for sm_90 and asks for the
+shared memory the buffer plan predicts."""
+
+import os
+import pytest
+
+from tdsl.compiler.api import load
+from tdsl.compiler.codegen import generate, load_module, run_generated
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.interpreter import interpret, random_inputs
+from tdsl.compiler.memory import plan, shared_bytes
+from tdsl.compiler.tile import lower
+from tdsl.compiler.tileir import Dot, SerialLoop
+from tdsl.compiler.verify import compare
+
+from catalog import EXAMPLES, KERNEL_SIZES, LEGAL, LEGAL_IDS, PROGRAM_ORDER
+
+H100_SHARED_PER_BLOCK = 232448  # 227 KiB
+
+
+@pytest.mark.parametrize("example,name", LEGAL + PROGRAM_ORDER, ids=[f"{e}-{n}" for e, n in LEGAL + PROGRAM_ORDER])
+def test_kernel_matches_reference_interpreter(example, name, tmp_path):
+    prog = load(EXAMPLES / f"{example}.tdsl", sizes=KERNEL_SIZES[example])
+    original = prog.schedule()
+    inputs = random_inputs(original.model, seed=hash((example, name)) % 1000)
+    reference = interpret(original.model, original.time_map(), inputs)
+    text = generate(prog, name)
+    assert os.environ.get("TRITON_INTERPRET") == "1"  # set by conftest before any kernel module is imported
+    module = load_module(text, tmp_path / f"{example}_{name}.py")
+    outputs = run_generated(module, original.model, inputs, guard=97)
+    for t in original.model.outputs():
+        result = compare(reference[t.name].astype("float32"), outputs[t.name], t.dtype)
+        assert result.ok, f"{example}/{name} {t.name}: {result.summary()}"
+
+
+@pytest.mark.parametrize("example,name", LEGAL, ids=LEGAL_IDS)
+def test_module_text_matches_the_golden_file(example, name, golden):
+    """The generated Triton module of every legal schedule at the examples' sizes, as text
+    (tests/golden/test_triton_backend/test_module_text_matches_the_golden_file/<example>-<schedule>.py)."""
+    text = generate(load(EXAMPLES / f"{example}.tdsl"), name, target="nvidia", backend="triton")
+    golden(text, suffix=".py")
+
+
+def _dot_operands_staged(kernel, buffers) -> bool:
+    """Every dot of the kernel sits in a pipelined loop whose operands are cache_read into shared memory."""
+    staged = {(b.tensor, b.loop) for b in buffers if b.scope == "shared" and b.kind == "read"}
+
+    def visit(ops, loop):
+        for op in ops:
+            if isinstance(op, SerialLoop):
+                yield from visit(op.body, op)
+            elif isinstance(getattr(op, "partial", None), Dot):
+                yield loop is not None and loop.stages and all(
+                    (load.tensor, loop.var) in staged for load in (op.partial.lhs, op.partial.rhs))
+
+    results = list(visit(kernel.body, None))
+    return bool(results) and all(results)
+
+
+@pytest.mark.parametrize("example,name", LEGAL, ids=LEGAL_IDS)
+def test_aot_compiles_for_sm90_and_shared_memory_matches_the_plan(example, name, tmp_path):
+    from tdsl.backends.triton.aot import compile_in_subprocess
+
+    prog = load(EXAMPLES / f"{example}.tdsl")
+    sched = prog.schedule(name)
+    program = lower(sched)
+    buffers = plan(sched)
+    path = tmp_path / f"aot_{example}_{name}.py"
+    path.write_text(generate(prog, name))
+    results = compile_in_subprocess(path, program.kernels)
+    for kernel in program.kernels:
+        shared = results[kernel.name]["shared"]
+        assert shared <= H100_SHARED_PER_BLOCK
+        if _dot_operands_staged(kernel, buffers):
+            stmts = {op.stmt for op in _ops(kernel.body) if hasattr(op, "stmt")}
+            assert shared == shared_bytes(buffers, stmts), f"{kernel.name}: triton {shared} B, plan {shared_bytes(buffers, stmts)} B"
+            assert results[kernel.name]["wgmma"]
+
+
+def _ops(ops):
+    for op in ops:
+        yield op
+        if isinstance(op, SerialLoop):
+            yield from _ops(op.body)
+
+
+def test_gemm_gpu_schedule_uses_the_chapter_buffers():
+    sched = load(EXAMPLES / "gemm.tdsl").schedule("gpu")
+    sizes = {(b.tensor, b.scope, b.loop): (b.shape, b.dtype, b.stages, b.bytes) for b in plan(sched)}
+    assert sizes[("A", "shared", "ko")] == ([128, 64], "bf16", 3, 3 * 16384)
+    assert sizes[("B", "shared", "ko")] == ([64, 128], "bf16", 3, 3 * 16384)
+    assert sizes[("C", "register", "jo")] == ([128, 128], "f32", 1, 65536)
+
+
+def test_gemm_silu_plan_reproduces_5_4_2():
+    """64x64 output tile, k tiles of 32: A and W tiles of 4 KiB each, a 16 KiB FP32 accumulator."""
+    sched = load(EXAMPLES / "gemm_silu.tdsl").schedule("fused")
+    got = {b.tensor: b.bytes_per_copy for b in plan(sched)}
+    assert got == {"A": 4096, "W": 4096, "C": 16384}
+
+
+def test_fused_gemm_silu_keeps_c_in_registers():
+    sched = load(EXAMPLES / "gemm_silu.tdsl").schedule("fused")
+    program = lower(sched)
+    assert len(program.kernels) == 1 and not program.temps
+    text = generate(load(EXAMPLES / "gemm_silu.tdsl"), "fused")
+    assert "v_C = _round_bf16(acc_C, INTERPRET)" in text  # the bf16 rounding stays before SiLU
+    assert "tl.dot(" in text and "tl.range(0, 128, num_stages=3)" in text
+
+
+def test_unfused_gemm_silu_stores_c_between_two_launches():
+    program = lower(load(EXAMPLES / "gemm_silu.tdsl", sizes={"M": 64, "N": 64, "K": 64}).schedule())
+    assert len(program.kernels) == 2 and [t.name for t in program.temps] == ["C"]
+
+
+def test_inexpressible_schedules_are_clear_errors():
+    prog = load(EXAMPLES / "gemm.tdsl")
+    with pytest.raises(BackendError, match=r"the tile of C would hold .* elements .*split its loops"):
+        generate(prog, None)  # one tile for the whole 4096^3 product
+    text = """
+const M = 64, N = 64
+kernel k(X: f32[M, N]) -> (Y: f32[M, N]) {
+  Y[i, j] = X[i, j] * 2.0
+}
+schedule inner_bound {
+  bind(Y.j, grid.x)
+}
+"""
+    from tdsl.compiler.api import loads
+
+    with pytest.raises(BackendError, match=r"loop j is bound to grid.x but is not directly inside the other grid loops"):
+        generate(loads(text), "inner_bound")
+
+
+def test_a_grid_loop_over_a_reassociable_reduction_is_refused_by_the_backend():
+    from tdsl.compiler.api import loads
+
+    text = """
+const M = 64, K = 256
+kernel rowsum(X: f32[M, K]) -> (s: f32[M]) {
+  s[i] = sum(k) X[i, k] combine reassoc
+}
+schedule split_k {
+  ko, kk = split(s.k, 64)
+  reorder(s, ko, i, kk)
+  bind(s.ko, grid.x)
+}
+"""
+    prog = loads(text)
+    prog.schedule("split_k")  # legal: the program allows regrouping
+    with pytest.raises(BackendError, match=r"grid loop ko walks the reduction of s"):
+        generate(prog, "split_k")
+
+
+def test_a_segmented_reduction_must_be_rfactored_before_code_generation():
+    from tdsl.compiler.api import loads
+
+    text = """
+const M = 4, K = 64
+kernel rowsum(X: f32[M, K]) -> (s: f32[M]) {
+  s[i] = sum(k) X[i, k] combine segments(4)
+}
+schedule plain {
+  bind(s.i, grid.x)
+}
+"""
+    with pytest.raises(BackendError, match=r"reduction s declares `combine segments\(4\)`"):
+        generate(loads(text), "plain")
+
+
+def test_bf16_rounding_is_bit_exact_under_the_triton_interpreter(tmp_path):
+    """The Triton interpreter converts f32 to bf16 by truncation; the module rounds on the bits there (ties to even,
+    NaN kept), so what runs on the CPU is the program's rounding, bit for bit, not just within the tolerance."""
+    import numpy as np
+
+    from tdsl.compiler import dtypes
+    from tdsl.compiler.api import loads
+
+    values = np.array([1 + 2**-8 + 2**-10, 1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8 + 2**-10), 3.0e38, 1e-40,
+                       -0.0, np.inf, np.nan, 65504.0, 1.0 + 2**-9, 255.5], dtype=np.float32)
+    src = f"const N = {values.size}\nkernel r(X: f32[N]) -> (Y: f32[N]) {{\n  Y[i] = bf16(X[i])\n}}\n"
+    prog = loads(src)
+    module = load_module(generate(prog, None), tmp_path / "round_bf16.py")
+    model = prog.schedule().model
+    got = run_generated(module, model, {"X": values})["Y"]
+    want = dtypes.round_to("bf16", values).astype(np.float32)
+    assert np.isnan(got[8]) and np.isnan(want[8])
+    finite = ~np.isnan(want)
+    assert np.array_equal(got[finite].view(np.uint32), want[finite].view(np.uint32))

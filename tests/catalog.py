@@ -1,0 +1,75 @@
+"""What the tests share, defined once: the examples and their schedules, the sizes they run at, and the legality
+rules.
+
+A plain module (not a test module, not a conftest): test files import it as `from catalog import ...`
+(tests/ is on sys.path, see conftest.py).  No test module imports another test module; what two test files
+need goes here or into another plain helper module (docs_runner.py, primitive_helpers.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+EXAMPLES = ROOT / "examples"
+
+# ---------------------------------------------------------------- the examples and their schedules
+
+# example -> {schedule: the rule that rejects it, or None for a legal schedule}, in the order of the file
+EXPECTED = {
+    "gemm": {"tiled": None, "gpu": None, "reversed_k": "reduction-order", "split_k": "parallel-reduction"},
+    "gemm_silu": {"fused": None, "silu_in_ko": "reduction-incomplete", "fast": None},
+    "swiglu_quant": {"fused": None, "inlined": None},
+    "rmsnorm": {"row_per_program": None, "scale_before_sum": "reduction-incomplete"},
+    "softmax": {"row_fused": None, "normalize_early": "reduction-incomplete", "exp_before_max": "reduction-incomplete"},
+    "quant_gemm": {"separate": None, "quantize_before_rowmax": "reduction-incomplete"},
+    "attention": {"unfused": None, "normalize_early": "reduction-incomplete"},
+}
+
+# (example, schedule, rule or None) for every schedule of every example
+CASES = [(ex, name, rule) for ex, schedules in EXPECTED.items() for name, rule in schedules.items()]
+CASE_IDS = [f"{e}-{n}" for e, n, _ in CASES]
+
+# (example, schedule) for every legal schedule: what the backends compile
+LEGAL = [(ex, name) for ex, name, rule in CASES if rule is None]
+LEGAL_IDS = [f"{e}-{n}" for e, n in LEGAL]
+
+# (example, None): every example in program order (no schedule)
+PROGRAM_ORDER = [(ex, None) for ex in EXPECTED]
+
+
+# ---------------------------------------------------------------- sizes to run the examples at
+
+# For the reference interpreter (and the Ascend execution model): small, and deliberately not multiples of the
+# tiles, so every schedule has partial tiles.  gemm's N = 6 and attention's D = 3 are below 16.
+INTERPRETER_SIZES = {
+    "gemm": {"M": 70, "N": 6, "K": 70},
+    "gemm_silu": {"M": 66, "N": 65, "K": 33},
+    "swiglu_quant": {"M": 5, "N": 1030},
+    "rmsnorm": {"M": 3, "N": 600},
+    "softmax": {"M": 3, "N": 1100},
+    "quant_gemm": {"M": 130, "N": 3, "K": 70},
+    "attention": {"L": 70, "D": 3},
+}
+
+# For generated kernels (the Triton interpreter, emission of every backend): also not multiples of the tiles,
+# but every matrix product keeps its dimensions at 16 or more (gemm N, quant_gemm N, attention D), the
+# smallest tl.dot takes.
+KERNEL_SIZES = {
+    "gemm": {"M": 70, "N": 40, "K": 70},
+    "gemm_silu": {"M": 66, "N": 65, "K": 33},
+    "swiglu_quant": {"M": 5, "N": 1030},
+    "rmsnorm": {"M": 3, "N": 600},
+    "softmax": {"M": 3, "N": 1100},
+    "quant_gemm": {"M": 130, "N": 20, "K": 70},
+    "attention": {"L": 70, "D": 16},
+}
+
+# ---------------------------------------------------------------- the legality rules (docs/rules/<rule>.md)
+
+RULES = {
+    "dependence", "reduction-incomplete", "reduction-order", "reduction-grouping", "segment-count",
+    "atomic-combine", "parallel-dependence", "parallel-reduction", "cache-conflict", "rounding-removed",
+    "rounding-added",
+}

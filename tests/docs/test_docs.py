@@ -1,0 +1,70 @@
+"""The documentation cannot drift: its examples are run and their output compared.
+
+Checked in docs/primitives.md, docs/legality.md, docs/interpreter.md, docs/schedule-trees.md: their programs,
+`$ tdsl ...` console blocks and pycon sessions, as docs_runner.py describes (the same runner checks the rule
+pages, docs/test_rule_pages.py, and docs/cost.md and docs/targets.md, analysis/test_cost.py).
+
+Commands run in-process through ``tdsl.compiler.cli.main`` (a subprocess per command would make this file
+slow); `test_in_process_runner_matches_the_real_command` runs a sample through the installed entry point to
+show the two agree.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from catalog import ROOT
+from docs_runner import (blocks, check_command, commands, is_tdsl_console, matches, run_in_process, run_python_sessions,
+                         run_subprocess, scratch_dir, split_status)
+
+DOCS = [ROOT / "docs" / name for name in ("primitives.md", "legality.md", "interpreter.md", "schedule-trees.md")]
+
+
+# ---------------------------------------------------------------- the tests
+
+
+@pytest.fixture(scope="session")
+def scratch(tmp_path_factory):
+    base = tmp_path_factory.mktemp("docs")
+    return {doc: scratch_dir(doc, base) for doc in DOCS if doc.exists()}
+
+
+CONSOLE = [b for doc in DOCS if doc.exists() for b in blocks(doc) if is_tdsl_console(b)]
+PYCON_DOCS = [doc for doc in DOCS if doc.exists() and any(b.lang == "pycon" for b in blocks(doc))]
+
+
+def test_every_document_exists_and_has_checked_examples():
+    for doc in DOCS:
+        assert doc.exists(), doc
+        assert any(is_tdsl_console(b) or b.lang == "pycon" for b in blocks(doc)), f"{doc.name} has no checked example"
+
+
+@pytest.mark.parametrize("block", CONSOLE, ids=[b.id for b in CONSOLE])
+def test_console_block(block, scratch):
+    for cmd in commands(block):
+        assert cmd.line.startswith("tdsl "), f"{block.id}: only `$ tdsl ...` commands are checked: {cmd.line}"
+        lines, status = run_in_process(cmd.line, scratch[block.doc])
+        check_command(cmd, block, lines, status)
+
+
+@pytest.mark.parametrize("doc", PYCON_DOCS, ids=[d.name for d in PYCON_DOCS])
+def test_python_sessions(doc, scratch):
+    run_python_sessions(doc, scratch)
+
+
+def test_in_process_runner_matches_the_real_command(scratch):
+    """A legal and an illegal command through `python -m tdsl.compiler.cli`: same output, same status."""
+    every = [(block, cmd) for block in CONSOLE for cmd in commands(block)]
+    legal = next(pair for pair in every if not split_status(pair[1].line)[1])
+    failing = next(pair for pair in every if split_status(pair[1].line)[1])
+    sample = [legal, failing]
+    for block, cmd in sample:
+        lines, status = run_subprocess(cmd.line, scratch[block.doc])
+        check_command(cmd, block, lines, status)
+
+
+def test_the_matcher():
+    assert matches(["a", "...", "d"], ["a", "b", "c", "d"])
+    assert matches(["a", "..."], ["a"])
+    assert not matches(["a", "b"], ["a", "b", "c"])
+    assert not matches(["a", "...", "x"], ["a", "b"])

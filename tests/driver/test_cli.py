@@ -1,0 +1,179 @@
+"""The command line: exit codes 0 / 1 / 2, readable output, never a traceback for a user mistake."""
+
+import ast
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from catalog import EXAMPLES, ROOT
+from tdsl.compiler.cli import main
+
+
+def tdsl(*args, cwd=ROOT):
+    proc = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", *args], capture_output=True, text=True, cwd=cwd)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_help():
+    proc = tdsl("--help")
+    assert proc.returncode == 0
+    for command in ("tree", "check", "run"):
+        assert command in proc.stdout
+    for command in ("tree", "check", "run"):
+        assert tdsl(command, "--help").returncode == 0
+
+
+def test_tree_of_gemm_shows_the_chapter_structure():
+    proc = tdsl("tree", "examples/gemm.tdsl")
+    assert proc.returncode == 0, proc.stderr
+    after = proc.stdout.split("# after: schedule tiled")[1].splitlines()
+    assert after[1].startswith("Domain { C[i, j, k]")
+    assert after[2] == "└── Band {io, jo, ko}"
+    assert after[3].strip() == "│   C: io = floor(i/64)   jo = floor(j/64)   ko = floor(k/32)"
+    assert after[4].strip() == "└── Band {ii, jj, kk}"
+    assert after[5].strip() == "│   C: ii = i mod 64   jj = j mod 64   kk = k mod 32"
+    before = proc.stdout.split("# after")[0]
+    assert "Band {i, j, k}" in before
+
+
+def test_tree_yaml_is_isl_yaml():
+    proc = tdsl("tree", "examples/gemm_silu.tdsl", "--format", "yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert "domain:" in proc.stdout and "schedule:" in proc.stdout and "sequence:" in proc.stdout
+    assert "floor((k)/32)" in proc.stdout
+
+
+def test_check_exit_codes():
+    legal = tdsl("check", "examples/gemm_silu.tdsl", "--schedule", "fused")
+    assert legal.returncode == 0 and "legal" in legal.stdout
+    illegal = tdsl("check", "examples/gemm_silu.tdsl", "--schedule", "silu_in_ko")
+    assert illegal.returncode == 1
+    err = illegal.stderr
+    assert "examples/gemm_silu.tdsl:" in err and "reverse_compute_at is illegal [rule reduction-incomplete]" in err
+    assert "C(i=0, j=0, k=32) must run before Y(i=0, j=0)" in err
+    everything = tdsl("check", "examples/softmax.tdsl", "--all")
+    assert everything.returncode == 1
+    assert "schedule row_fused: legal" in everything.stdout and "schedule normalize_early: illegal" in everything.stdout
+
+
+def test_usage_and_parse_errors_exit_2(tmp_path):
+    assert tdsl("check", "missing.tdsl").returncode == 2
+    bad = tmp_path / "bad.tdsl"
+    bad.write_text("const M = 4\nkernel k(A: f32[M]) -> (B: f32[M]) {\n  B[i] = A[i] +\n}\n")
+    proc = tdsl("check", str(bad))
+    assert proc.returncode == 2 and f"{bad}:3:" in proc.stderr
+    assert tdsl("check", "examples/gemm.tdsl", "--schedule", "nope").returncode == 2
+    assert tdsl("run", "examples/gemm.tdsl", "--interp", "--size", "M=x").returncode == 2
+    assert tdsl("run", "examples/gemm.tdsl", "--interp", "--size", "Q=3").returncode == 2
+    assert tdsl("bogus").returncode == 2
+
+
+def test_schedule_misuse_in_a_file_points_at_the_step(tmp_path):
+    prog = tmp_path / "misuse.tdsl"
+    prog.write_text(
+        "const N = 8\nkernel k(A: f32[N]) -> (B: f32[N]) {\n  B[i] = A[i]\n}\nschedule s {\n  io, ii = split(B.q, 4)\n}\n"
+    )
+    proc = tdsl("check", str(prog))
+    assert proc.returncode == 2
+    assert f"{prog}:6:3: error: split: statement B has no loop 'q'; its loops are i" in proc.stderr
+    assert "^" in proc.stderr
+
+
+def test_run_interp_compares_schedule_with_program_order():
+    proc = tdsl("run", "examples/gemm_silu.tdsl", "--interp", "--size", "M=9,N=70,K=40", "--seed", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "Y [9, 70] bf16: schedule fused vs program order: bit-identical" in proc.stdout
+
+
+def test_run_interp_refuses_huge_sizes():
+    proc = tdsl("run", "examples/gemm.tdsl", "--interp")
+    assert proc.returncode == 2 and "choose smaller sizes with --size" in proc.stderr
+
+
+# ---------------------------------------------------------------- compile -o: where the module goes
+
+
+def _program_copy(tmp_path):
+    prog = tmp_path / "prog.tdsl"
+    prog.write_text((EXAMPLES / "gemm.tdsl").read_text())
+    return prog
+
+
+def test_compile_never_overwrites_its_input(tmp_path):
+    prog = _program_copy(tmp_path)
+    original = prog.read_text()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.tdsl").symlink_to("prog.tdsl")
+    os.link(prog, tmp_path / "hard.tdsl")
+    for source, output in [("prog.tdsl", "prog.tdsl"), ("prog.tdsl", "./prog.tdsl"), ("prog.tdsl", str(prog)),
+                           ("./prog.tdsl", "sub/../prog.tdsl"), ("link.tdsl", "prog.tdsl"),
+                           ("prog.tdsl", "link.tdsl"), ("prog.tdsl", "hard.tdsl")]:
+        proc = tdsl("compile", source, "-o", output, cwd=tmp_path)
+        assert proc.returncode == 2, (source, output, proc.stdout)
+        assert f"-o {output} is the same file as the input {source}; refusing to overwrite" in proc.stderr
+        assert prog.read_text() == original and (tmp_path / "link.tdsl").is_symlink()
+    # A folder as output gets PROG's stem + .py, which for a program named x.py is the program itself.
+    (tmp_path / "x.py").write_text(original)
+    proc = tdsl("compile", "x.py", "-o", ".", cwd=tmp_path)
+    assert proc.returncode == 2 and "-o . (that is x.py) is the same file as the input x.py" in proc.stderr
+    assert (tmp_path / "x.py").read_text() == original
+
+
+def test_compile_to_stdout(tmp_path):
+    prog = _program_copy(tmp_path)
+    proc = tdsl("compile", str(prog), "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("# Generated by tdsl from prog.tdsl, schedule tiled. Do not edit.\n")
+    ast.parse(proc.stdout)  # the module alone: the summary goes to stderr
+    assert "wrote the module to stdout: 1 kernel launch(es)" in proc.stderr
+    assert not (tmp_path / "-").exists()
+
+
+def test_compile_into_a_folder(tmp_path, capsys):
+    prog = _program_copy(tmp_path)
+    (tmp_path / "existing").mkdir()
+    for output, written in [("existing", "existing/prog.py"), ("fresh/", "fresh/prog.py")]:
+        assert main(["compile", str(prog), "-o", str(tmp_path / output) + ("/" if output.endswith("/") else "")]) == 0
+        assert (tmp_path / written).read_text().startswith("# Generated by tdsl from prog.tdsl")
+        assert f"wrote {tmp_path / written}: " in capsys.readouterr().out
+
+
+def test_compile_output_folder_that_cannot_be_made(tmp_path):
+    prog = _program_copy(tmp_path)
+    proc = tdsl("compile", str(prog), "-o", "prog.tdsl/out.py", cwd=tmp_path)
+    assert proc.returncode == 2 and "cannot write prog.tdsl/out.py: prog.tdsl is not a folder" in proc.stderr
+    long_name = "x" * 300  # longer than any file system's name limit
+    proc = tdsl("compile", str(prog), "-o", f"{long_name}/out.py", cwd=tmp_path)
+    assert proc.returncode == 2 and f"tdsl: error: cannot create the folder {long_name}" in proc.stderr
+    assert "File name too long" in proc.stderr
+
+
+# ---------------------------------------------------------------- fuse: a long chain stays fast
+
+
+def test_fuse_report_of_a_50_statement_chain(tmp_path, capsys, monkeypatch):
+    n = 50
+    steps = [f"  T{k}[i] = T{k - 1}[i] + 1.0" for k in range(2, n + 1)]
+    prog = tmp_path / "chain.tdsl"
+    prog.write_text("\n".join([f"const N = 16\nkernel chain(A: f32[N]) -> (T{n}: f32[N]) {{",
+                               "  T1[i] = A[i] * 2.0", *steps, "}"]) + "\n")
+    from tdsl.compiler import interpreter
+
+    runs, interpret = [], interpreter.interpret
+    monkeypatch.setattr(interpreter, "interpret", lambda *a, **k: runs.append(a[1]) or interpret(*a, **k))
+    start = time.perf_counter()
+    assert main(["fuse", str(prog)]) == 0
+    elapsed = time.perf_counter() - start
+    out = capsys.readouterr().out
+    assert f"{n - 1} producer -> consumer edges" in out
+    for k in range(1, n):
+        assert f"=> deepest fusion: compute_inline(T{k}) (T{k} is computed inside T{k + 1}, no buffer)" in out
+    assert out.count("interpreter: bit-identical to program order") == 4 * (n - 1) and "rejected" not in out
+    # Program order runs once, not once per attempt, and the attempts of one edge that build the same schedule
+    # (compute_at, reverse_compute_at and fuse here) run it once: 1 + 2 runs per edge, not 8.
+    assert len(runs) <= 1 + 2 * (n - 1)
+    assert elapsed < 15, f"tdsl fuse took {elapsed:.1f} s on a {n}-statement chain"

@@ -1,0 +1,106 @@
+"""What the tests of tests/schedule/primitives/ share: the small kernels they schedule, and the two checks every
+primitive's file makes -- the tree before and after the primitive (the text of its golden file) and the trace
+round trip.
+
+A plain helper module (tests/ is on sys.path, see conftest.py), not a test module.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from tdsl.compiler.api import loads
+from tdsl.compiler.tree import walk_loops
+from tdsl.compiler.tree_view import tree_text
+
+# ---------------------------------------------------------------- kernels
+
+# The chapter's GEMM + SiLU at 128 x 64 x 128: a reduction C (bf16 store, f32 accumulator) and its reader Y.
+GEMM_SILU = """
+const M = 128, K = 64, N = 128
+kernel gemm_silu(A: bf16[M, K], W: bf16[K, N]) -> (Y: bf16[M, N]) {
+  C[i, j]: bf16 = sum(k) A[i, k] * W[k, j] accum f32
+  Y[i, j] = silu(C[i, j])
+}
+"""
+
+# Sizes of GEMM_SILU for the interpreter, not multiples of the tiles of `tiled()` (32 x 32 x 16).
+GEMM_SILU_SMALL = {"M": 40, "N": 36, "K": 20}
+
+# The steps of `tiled()`, in .tdsl syntax.
+TILED = """
+io, ii = split(C.i, 32)
+jo, jj = split(C.j, 32)
+ko, kk = split(C.k, 16)
+reorder(C, io, jo, ko, ii, jj, kk)
+"""
+
+# A producer T and a consumer Y that reads T(i - 1) and T(i): fusable forward, not parallel once fused.
+STENCIL = """
+const N = 16
+kernel stencil(X: f32[N]) -> (Y: f32[N]) {
+  T[i] = X[i] * 2.0
+  Y[i : i >= 1] = T[i - 1] + T[i]
+}
+"""
+
+# A row sum s and a consumer Y that divides every element of the row by it.
+ROWS = """
+const M = 8, N = 16
+kernel rows(X: f32[M, N]) -> (Y: f32[M, N]) {
+  s[i] = sum(j) X[i, j]
+  Y[i, j] = X[i, j] / s[i]
+}
+"""
+
+
+def sched(text: str = GEMM_SILU):
+    """A fresh schedule (program order) of the kernel in `text`."""
+    return loads(text).schedule()
+
+
+def tiled():
+    """GEMM_SILU with C tiled 32 x 32 x 16, loops io, jo, ko, ii, jj, kk (the steps of TILED); Y untouched."""
+    s = sched()
+    s.split("C.i", 32)
+    s.split("C.j", 32)
+    s.split("C.k", 16)
+    s.reorder("C", "io", "jo", "ko", "ii", "jj", "kk")
+    return s
+
+
+# ---------------------------------------------------------------- before / after
+
+
+def tree_change(s, step: Callable) -> str:
+    """Apply `step` to schedule `s`; the golden text: the tree before, the steps `step` recorded, the tree after."""
+    before = tree_text(s.model, s.tree)
+    done = len(s.trace)
+    step(s)
+    steps = "\n".join(f"# {line}" for line in str(s.trace).splitlines()[done:])
+    return f"# before\n{before}\n\n{steps}\n\n# after\n{tree_text(s.model, s.tree)}\n"
+
+
+# ---------------------------------------------------------------- trace round trip
+
+
+def _shape(s) -> tuple:
+    loops = [(l.name, l.kind, l.bind, l.pipeline, l.warps) for l in walk_loops(s.tree.body)]
+    buffers = [(b.tensor, b.scope, b.kind, b.at.name, b.dtype) for b in s.tree.buffers]
+    return tree_text(s.model, s.tree), loops, buffers
+
+
+def assert_round_trip(text: str, s) -> None:
+    """The trace of `s` (a schedule of the kernel in `text`) rebuilds `s`: replayed onto a fresh schedule, and
+    printed as a `schedule` block of the program and loaded back, it gives the same trace, the same tree
+    (loops, marks, buffers, launch warps) and the same time map."""
+    again = s.trace.replay(sched(text))
+    assert str(again.trace) == str(s.trace)
+    assert _shape(again) == _shape(s)
+    assert again.time_map().is_equal(s.time_map())
+
+    steps = "".join(f"  {line}\n" for line in str(s.trace).splitlines())
+    loaded = loads(f"{text}\nschedule replayed {{\n{steps}}}\n").schedule("replayed")
+    assert str(loaded.trace) == str(s.trace)
+    assert _shape(loaded) == _shape(s)
+    assert loaded.time_map().is_equal(s.time_map())

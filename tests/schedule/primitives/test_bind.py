@@ -1,0 +1,108 @@
+"""bind: run the iterations of a loop as parallel programs along a grid axis (compiler/primitives/bind.py).
+
+Rules bind can break: parallel-dependence (the loop carries a dependence), parallel-reduction (the loop
+walks a strict reduction: its updates would race) and atomic-combine (a reduction whose policy allows
+regrouping but not a run-dependent order would be combined with atomics).
+"""
+
+import pytest
+
+from tdsl.compiler.api import loads
+from tdsl.compiler.errors import ParallelDependence, ParallelReduction, ScheduleError
+from tdsl.testing import assert_illegal, assert_legal
+
+from primitive_helpers import GEMM_SILU, GEMM_SILU_SMALL, STENCIL, TILED, assert_round_trip, sched, tiled, tree_change
+
+GEMM = """
+const M = 4, N = 4, K = 32
+kernel gemm(A: bf16[M, K], B: bf16[K, N]) -> (C: f32[M, N]) {
+  C[i, j] = sum(k) A[i, k] * B[k, j] accum f32 POLICY
+}
+"""
+SPLIT_K = "ko, kk = split(C.k, 8)\nreorder(C, ko, i, j, kk)\nbind(C.ko, grid.z)"
+
+
+def test_bind_tree(golden):
+    def step(s):
+        s.bind("C.io", "grid.x")
+        s.bind("C.jo", "grid.y")
+
+    golden(tree_change(tiled(), step))
+
+
+def test_bind_trace_round_trip():
+    s = tiled()
+    s.bind("C.io", "grid.x")
+    s.bind("C.jo", "y")
+    s.bind("Y.i", "grid.z")
+    assert_round_trip(GEMM_SILU, s)
+
+
+def test_binding_a_reduction_loop_is_parallel_reduction():
+    s = sched()
+    s.split("C.k", 16)
+    s.reorder("C", "ko", "i", "j", "kk")
+    with pytest.raises(ParallelReduction) as err:
+        s.bind("C.ko", "grid.z")
+    assert err.value.rule == "parallel-reduction"
+    assert "C(i=0, j=0, k=0) and C(i=0, j=0, k=16) run in different iterations of ko" in str(err.value)
+
+
+def test_binding_a_loop_carrying_a_flow_dependence():
+    s = sched(STENCIL)
+    s.fuse("T.i", "Y.i")
+    with pytest.raises(ParallelDependence) as err:
+        s.bind("T.i", "grid.x")
+    assert err.value.rule == "parallel-dependence"
+    assert "T(i=0) and Y(i=1) run in different iterations of i (Y reads T[0])" in str(err.value)
+
+
+def test_binding_a_bound_loop_again_is_refused():
+    s = tiled()
+    s.bind("C.io", "grid.x")
+    for axis in ("grid.y", "grid.x"):  # another axis would replace the first bind; the same one repeats it
+        with pytest.raises(ScheduleError, match=r"^bind: loop io is already bound to grid.x; a loop runs on one grid axis"):
+            s.bind("C.io", axis)
+    assert [loop.bind for loop in s.tree.path("C")[:2]] == ["x", None]
+    assert [step.primitive for step in s.trace.steps].count("bind") == 1
+    s.bind("C.jo", "grid.y")  # another loop of the kernel, another axis: fine
+    with pytest.raises(ScheduleError, match=r"^bind: grid.y is already bound to loop jo"):
+        s.bind("C.ii", "grid.y")  # another loop, an axis the kernel already uses
+
+
+def test_binding_twice_in_a_schedule_block_points_at_the_second_bind():
+    text = GEMM_SILU + """
+schedule twice {
+  io, ii = split(C.i, 32)
+  bind(C.io, grid.x)
+  bind(C.io, grid.y)
+}
+"""
+    from tdsl.compiler.errors import StepError
+
+    with pytest.raises(StepError) as err:
+        loads(text, filename="twice.tdsl").schedule("twice")
+    assert isinstance(err.value.error, ScheduleError) and err.value.exit_code == 2
+    assert "twice.tdsl:11:3: error: bind: loop io is already bound to grid.x" in str(err.value)
+
+
+def test_bind_of_a_loop_that_carries_a_dependence_is_parallel_dependence():
+    assert_illegal(STENCIL, "fuse(T.i, Y.i)\nbind(T.i, grid.x)", rule="parallel-dependence", primitive="bind",
+                   statements=["T", "Y"], match="loop i carries a dependence")
+
+
+def test_bind_of_a_strict_reduction_loop_is_parallel_reduction():
+    assert_illegal(GEMM.replace(" POLICY", ""), SPLIT_K, rule="parallel-reduction", primitive="bind",
+                   statements=["C"], match="C(i=0, j=0, k=0) and C(i=0, j=0, k=8) run in different iterations of ko "
+                                           "(both update C[0, 0])")
+
+
+def test_bind_of_a_deterministic_reduction_loop_is_atomic_combine():
+    assert_legal(GEMM.replace("POLICY", "combine reassoc"), SPLIT_K)  # atomics are fine where any order is
+    assert_illegal(GEMM.replace("POLICY", "combine deterministic"), SPLIT_K, rule="atomic-combine", primitive="bind",
+                   statements=["C"], match="C declares `combine deterministic`")
+
+
+def test_bind_runs_like_program_order():
+    assert_legal(GEMM_SILU, TILED + "reverse_compute_at(Y, C.jo)\nbind(C.io, grid.x)\nbind(C.jo, grid.y)",
+                 sizes=GEMM_SILU_SMALL, run=True)

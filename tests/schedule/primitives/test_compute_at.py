@@ -1,0 +1,168 @@
+"""compute_at / reverse_compute_at: move a producer into a loop of its consumer, or a consumer into a loop of
+its producer; each moved instance runs in the first iteration that exchanges data with it
+(compiler/primitives/compute_at.py).
+
+Rules compute_at can break: dependence (another reader of the producer now runs first), and, through the
+re-check of earlier steps, parallel-dependence (the bound loop of the consumer) and cache-conflict (a cached
+tensor's writer moved into the copy's loop).
+Rules reverse_compute_at can break: dependence (the consumer needs a later iteration of the producer),
+reduction-incomplete (the consumer inside a loop of the producer's reduction), and, through the re-check of
+earlier steps, rounding-removed (the consumer now reads an unrounded register copy).
+"""
+
+import pytest
+
+from tdsl.compiler.errors import CacheConflict, ParallelDependence, ReductionIncomplete, ScheduleError
+from tdsl.testing import assert_illegal, assert_legal
+
+from primitive_helpers import (GEMM_SILU, GEMM_SILU_SMALL, ROWS, STENCIL, TILED, assert_round_trip, sched, tiled,
+                               tree_change)
+
+# T is read by Z, then by Y: placed in Y's loop, T(i) would run after Z(i) reads it.
+TWO_READERS = """
+const N = 8
+kernel two_readers(X: f32[N]) -> (Y: f32[N]) {
+  T[i] = X[i] * 2.0
+  Z[i] = T[i] + 1.0
+  Y[i] = T[i] * Z[i]
+}
+"""
+
+# Y(i) reads T(i - 1), T(i) and T(i + 1): placed in T's iteration i - 1, the first that writes its input.
+BLUR = """
+const N = 8
+kernel blur(X: f32[N]) -> (Y: f32[N]) {
+  T[i] = X[i] * 0.5
+  Y[i : i >= 1 and i < N - 1] = T[i - 1] + T[i] + T[i + 1]
+}
+"""
+
+
+# ---------------------------------------------------------------- compute_at
+
+
+def test_compute_at_tree(golden):
+    golden(tree_change(sched(ROWS), lambda s: s.compute_at("s", "Y.i")))
+
+
+def test_compute_at_trace_round_trip():
+    s = sched(ROWS)
+    s.compute_at("s", at="Y.i")
+    assert_round_trip(ROWS, s)
+    t = sched(STENCIL)
+    t.compute_at("T", "Y.i")
+    assert_round_trip(STENCIL, t)
+
+
+def test_compute_at_producer_into_consumer_row():
+    s = sched(ROWS)
+    s.compute_at("s", "Y.i")
+    assert [l.name for l in s.tree.path("s")] == ["i", "j"]
+    assert s.tree.path("s")[0] is s.tree.path("Y")[0]
+
+
+def test_compute_at_misuse():
+    s = sched(ROWS)
+    with pytest.raises(ScheduleError, match=r"compute_at: no statement under loop i reads what it writes"):
+        s.compute_at("Y", "s.i")
+    with pytest.raises(ScheduleError, match=r"loop j belongs to Y itself"):
+        s.compute_at("Y", "Y.j")
+
+
+def test_compute_at_of_stencil_producer_into_consumer_loop():
+    s = sched(STENCIL)
+    s.compute_at("T", "Y.i")  # T(i) runs at the first Y that reads it: Y(i) (Y(0) does not exist, T(0) runs at Y(1))
+    assert s.tree.path("T")[0] is s.tree.path("Y")[0]
+
+
+def test_compute_at_past_another_reader_is_a_dependence_violation():
+    err = assert_illegal(TWO_READERS, "compute_at(T, Y.i)", rule="dependence", primitive="compute_at",
+                         statements=["T", "Z"], changes_result=True)
+    assert err.counterexample == "T(i=0) must run before Z(i=0) (Z reads T[0]) but would run after"
+
+
+def test_a_later_step_cannot_break_an_earlier_bind():
+    s = sched(STENCIL)
+    s.bind("Y.i", "grid.x")
+    with pytest.raises(ParallelDependence, match=r"loop i carries a dependence"):
+        s.compute_at("T", "Y.i")  # T(i) would run in the iteration of Y(i+1), a dependence across programs
+
+
+def test_compute_at_into_a_bound_loop_is_parallel_dependence():
+    assert_illegal(STENCIL, "bind(Y.i, grid.x)\ncompute_at(T, Y.i)", rule="parallel-dependence",
+                   primitive="compute_at", statements=["T", "Y"],
+                   match="T(i=1) and Y(i=2) run in different iterations of i (Y reads T[1])")
+
+
+def test_a_later_step_cannot_make_a_cached_copy_stale():
+    s = sched(ROWS)
+    s.cache_read("X", "shared", at="Y.i")
+    s.compute_at("s", "Y.i")  # s reads X too: the copy now also serves s
+    assert s.tree.buffers[0].stmts == ["s", "Y"]
+    t = sched(ROWS)
+    t.cache_read("s", "shared", at="Y.i")
+    with pytest.raises(CacheConflict, match=r"s writes s inside loop i"):
+        t.compute_at("s", "Y.i")
+
+
+def test_compute_at_into_a_cached_loop_is_cache_conflict():
+    assert_illegal(ROWS, "cache_read(s, shared, at=Y.i)\ncompute_at(s, Y.i)", rule="cache-conflict",
+                   primitive="compute_at", statements=["s", "Y"],
+                   match="s(i=0, j=0) writes s while the shared copy of s is live")
+
+
+def test_compute_at_runs_like_program_order():
+    assert_legal(ROWS, "compute_at(s, Y.i)", sizes={"M": 5, "N": 13}, run=True)
+    assert_legal(STENCIL, "compute_at(T, Y.i)", run=True)
+
+
+# ---------------------------------------------------------------- reverse_compute_at
+
+
+def test_reverse_compute_at_tree(golden):
+    golden(tree_change(tiled(), lambda s: s.reverse_compute_at("Y", "C.jo")))
+
+
+def test_reverse_compute_at_trace_round_trip():
+    s = tiled()
+    s.reverse_compute_at("Y", at="C.jo")
+    assert_round_trip(GEMM_SILU, s)
+
+
+def test_reverse_compute_at_after_the_tile_is_legal():
+    s = tiled()
+    s.reverse_compute_at("Y", "C.jo")
+    assert [l.name for l in s.tree.path("Y")] == ["io", "jo", "i", "j"]
+
+
+def test_silu_inside_ko_is_rejected_with_the_chapter_counterexample():
+    s = tiled()
+    with pytest.raises(ReductionIncomplete) as err:
+        s.reverse_compute_at("Y", "C.ko")
+    e = err.value
+    assert (e.primitive, e.rule, e.statements) == ("reverse_compute_at", "reduction-incomplete", ["C", "Y"])
+    assert "counterexample: C(i=0, j=0, k=16) must run before Y(i=0, j=0) (Y reads C[0, 0]) but would run after" in str(e)
+
+
+def test_reverse_compute_at_inside_the_reduction_changes_the_result():
+    assert_illegal(GEMM_SILU, TILED + "reverse_compute_at(Y, C.ko)", rule="reduction-incomplete",
+                   primitive="reverse_compute_at", statements=["C", "Y"], sizes=GEMM_SILU_SMALL, changes_result=True)
+
+
+def test_reverse_compute_at_before_the_producer_is_done_is_a_dependence_violation():
+    err = assert_illegal(BLUR, "reverse_compute_at(Y, T.i)", rule="dependence", primitive="reverse_compute_at",
+                         statements=["T", "Y"], changes_result=True)
+    assert err.counterexample == "T(i=1) must run before Y(i=1) (Y reads T[1]) but would run after"
+
+
+def test_reverse_compute_at_next_to_an_unrounded_register_copy_is_rounding_removed():
+    """C's f32 register copy at jo is harmless until Y moves into jo and reads C from it."""
+    assert_legal(GEMM_SILU, TILED + "cache_write(C, register, at=C.jo, dtype=f32)")
+    assert_illegal(GEMM_SILU, TILED + "cache_write(C, register, at=C.jo, dtype=f32)\nreverse_compute_at(Y, C.jo)",
+                   rule="rounding-removed", primitive="reverse_compute_at", statements=["C", "Y"],
+                   match="skipping the rounding of C to bf16", sizes=GEMM_SILU_SMALL, changes_result=True)
+
+
+def test_reverse_compute_at_runs_like_program_order():
+    assert_legal(GEMM_SILU, TILED + "reverse_compute_at(Y, C.jo)", sizes=GEMM_SILU_SMALL, run=True)
+    assert_legal(ROWS, "reverse_compute_at(Y, s.i)", run=True)

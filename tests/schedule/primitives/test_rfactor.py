@@ -1,0 +1,67 @@
+"""rfactor: split a reduction into partial results kept in a new statement's tensor (`C_rf`), combined by the
+reduction afterwards (compiler/primitives/rfactor.py); what groupings are legal is the reduction's `combine`
+policy (docs/legality.md).
+
+Rules rfactor can break: reduction-grouping (a strict reduction regrouped), segment-count (partial sums that
+are not the program's declared segments) and rounding-added (partial results stored in a narrower dtype).
+"""
+
+from tdsl.testing import assert_illegal, assert_legal
+
+from primitive_helpers import assert_round_trip, sched, tree_change
+
+# A GEMM whose reduction declares POLICY (replaced by each test).
+GEMM = """
+const M = 4, N = 4, K = 32
+kernel gemm(A: bf16[M, K], B: bf16[K, N]) -> (C: f32[M, N]) {
+  C[i, j] = sum(k) A[i, k] * B[k, j] accum f32 POLICY
+}
+"""
+STRICT, REASSOC, SEGMENTS = (GEMM.replace(" POLICY", p) for p in ("", " combine reassoc", " combine segments(4)"))
+
+
+def test_rfactor_tree(golden):
+    def step(s):
+        s.split("C.k", 8)
+        s.rfactor("C.ko")
+
+    golden(tree_change(sched(REASSOC), step))
+
+
+def test_rfactor_trace_round_trip():
+    s = sched(REASSOC)
+    s.split("C.k", 8)
+    s.rfactor("C.ko")
+    s.bind("C_rf.ko", "grid.z")
+    assert_round_trip(REASSOC, s)
+    t = sched(SEGMENTS)
+    t.rfactor("C.k", segments=4, dtype="f32")
+    assert_round_trip(SEGMENTS, t)
+
+
+def test_rfactor_of_a_strict_reduction_is_reduction_grouping():
+    err = assert_illegal(STRICT, "ko, kk = split(C.k, 8)\nrfactor(C.ko)", rule="reduction-grouping",
+                         primitive="rfactor", statements=["C"], changes_result=True,
+                         match="the reduction C would be split into partial sums C_rf[i, j, ko]")
+    assert err.counterexample.startswith("C(i=0, j=0, k=8) and C(i=0, j=0, k=9) would be added to each other")
+
+
+def test_rfactor_into_other_segments_than_declared_is_segment_count():
+    err = assert_illegal(SEGMENTS, "ko, kk = split(C.k, 4)\nrfactor(C.ko)", rule="segment-count", primitive="rfactor",
+                         statements=["C"], changes_result=True)
+    assert err.counterexample == ("C(i=0, j=0, k=0) and C(i=0, j=0, k=4) are in one segment of the program but would "
+                                  "be in different partial sums")
+
+
+def test_rfactor_partials_in_a_narrower_dtype_is_rounding_added():
+    assert_illegal(REASSOC, "rfactor(C.k, segments=4, dtype=bf16)", rule="rounding-added", primitive="rfactor",
+                   statements=["C"],
+                   match="the partial sums of C would be stored as bf16, rounding the f32 accumulator",
+                   changes_result=True)
+
+
+def test_rfactor_runs_like_program_order():
+    """Into the declared segments, the rfactored kernel computes the program bit for bit (also with the partial
+    sums' loop bound to the grid: split-K without atomics)."""
+    assert_legal(SEGMENTS, "rfactor(C.k, segments=4)\nbind(C_rf.ko, grid.z)", run=True)
+    assert_legal(SEGMENTS, "ko, kk = split(C.k, 10)\nrfactor(C.ko)", sizes={"K": 40}, run=True)
