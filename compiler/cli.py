@@ -24,6 +24,8 @@ from typing import Optional
 
 from tdsl.frontend.diagnostics import TdslError
 
+from .errors import InternalError
+
 # The interpreter executes one Python step per statement instance: refuse sizes that would take minutes.
 MAX_INTERPRETED_INSTANCES = 2_000_000
 
@@ -434,6 +436,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             text = f"tdsl: error: {text}"
         print(text, file=sys.stderr)
         return err.exit_code
+    except InternalError as err:
+        print(f"tdsl: internal error: {err}\n(a bug in tdsl, not in the program: please report it with the program "
+              f"and the command)", file=sys.stderr)
+        return 3
     except BrokenPipeError:
         return 0
 

@@ -158,6 +158,11 @@ class RoundingAdded(RoundingViolation):
     )
 
 
+class InternalError(Exception):
+    """A broken invariant of tdsl itself: a bug to report, never a user's mistake (not a TdslError, so no
+    caller mistakes it for a refusal; `tdsl` exits with code 3 and asks for a report)."""
+
+
 class BackendError(TdslError):
     """A valid schedule that a code generator cannot express (exit code 2)."""
 

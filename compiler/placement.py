@@ -26,7 +26,7 @@ from typing import Optional
 
 from tdsl.frontend import ast
 
-from .errors import BackendError
+from .errors import BackendError, InternalError
 from .tileir import AccUpdate, Dot, SerialLoop, Staged, TileKernel, TileProgram, Var
 
 MATRIX = "matrix"
@@ -133,7 +133,7 @@ def assign_units(program: TileProgram, backend: str) -> TileProgram:
 def unit_of(op: AccUpdate) -> str:
     """The unit `assign_units` chose for a tile product (printers ask this; they never decide)."""
     if op.partial.unit not in (MATRIX, VECTOR):
-        raise AssertionError(f"internal: the product of {op.stmt} has no unit; print programs from "
+        raise InternalError(f"the product of {op.stmt} has no unit; print programs from "
                              f"compiler.pipeline.lower_for, which assigns them")
     return op.partial.unit
 

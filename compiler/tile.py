@@ -37,7 +37,7 @@ import islpy as isl
 
 from tdsl.frontend import ast
 
-from .errors import BackendError
+from .errors import BackendError, InternalError
 from .functions import COMPOSITIONS, expand_tile
 from .isl_code import pw_aff_to_expr, set_to_expr
 from .model import KernelModel, Stmt
@@ -1033,6 +1033,6 @@ def _pa_params(pa: isl.PwAff) -> isl.PwAff:
         return pa
     names = [pa.get_dim_name(isl.dim_type.in_, i) for i in range(n)]
     if any(x is None for x in names):
-        raise BackendError(f"internal: unnamed loop dimension in {pa}")
+        raise InternalError(f"unnamed loop dimension in {pa}")
     return pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from tdsl.backends.tilelang.emit import axis_start
 from tdsl.backends.tilelang.emit import index_code, shape_code
 from tdsl.compiler import tileir as T
-from tdsl.compiler.errors import BackendError
+from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.backends.dtypes import ASCEND_910B
 from tdsl.compiler.passes.ascend910b import BYTES, UB_ROW_BYTES, VID, Kernel910B, expr_vars, layout as tile_layout
 from tdsl.compiler.placement import operand_layout, walk_updates
@@ -704,7 +704,7 @@ class Ascend910BPrinter:
                     tensor: str | None = None) -> None:
         """Lanes of `buf` outside `cond` become `scalar` (or the same lanes of the buffer `tensor`)."""
         if not tile.axes:
-            raise BackendError("internal: a lane mask on a scalar")
+            raise InternalError("a lane mask on a scalar")
         col, rows = tile.axes[-1], tile.axes[:-1]
         if len(rows) > 1:
             raise BackendError(f"a mask on a {len(tile.axes)}-D tile has no ascend-910b form (rows of 1-D and 2-D "
@@ -1191,7 +1191,7 @@ class Ascend910BPrinter:
             self.emit(f"for {u} in T.serial({rows}):  # each row filled with its element")
             self.emit(f"    T.tile.fill({out}[{u}, :], {src}[{u}])")
         else:
-            raise BackendError(f"internal: arranging axes {positions} into a 2-D tile")
+            raise InternalError(f"arranging axes {positions} into a 2-D tile")
         return _Opnd("tile", out)
 
     def _column_rows(self, tensor: str, n: int, dtype: str) -> str:

@@ -45,7 +45,7 @@ from tdsl.compiler.dtypes import BYTES
 from ..dtypes import TILELANG, TORCH
 from ..launcher import epilogue, prologue
 from ..names import ModuleNames
-from tdsl.compiler.errors import BackendError
+from tdsl.compiler.errors import BackendError, InternalError
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -110,7 +110,7 @@ def index_code(e: T.Expr, names: dict) -> str:
 
 def var_code(name: str, names: dict) -> str:
     if name not in names:
-        raise BackendError(f"internal: variable {name} has no name here")
+        raise InternalError(f"variable {name} has no name here")
     return names[name]
 
 
@@ -119,7 +119,7 @@ def axis_start(x: T.Expr, tile: T.Tile, names: dict) -> str:
     for a in tile.axes:
         if isinstance(x, T.Var) and x.name == a.iter:
             return index_code(simplify(a.offset), names)
-    raise BackendError(f"internal: operand index {x} is not a tile axis")
+    raise InternalError(f"operand index {x} is not a tile axis")
 
 
 def shape_code(shape) -> str:
@@ -363,7 +363,7 @@ class KernelPrinter:
         how = "matrix product" if isinstance(op.partial, T.Dot) else f"tile {op.op}"
         self.emit(f"# {op.stmt}: partial result of one tile{self.tile_note(op.tile)} by {how}")
         if op.stmt not in self.accs:
-            raise BackendError(f"internal: {op.stmt} is updated before its accumulator exists")
+            raise InternalError(f"{op.stmt} is updated before its accumulator exists")
         if isinstance(op.partial, T.Dot):
             self.dot(op)
         else:
@@ -569,7 +569,7 @@ class KernelPrinter:
         if isinstance(e, T.Reg):
             value = self.values.get(e.stmt)
             if value is None:
-                raise BackendError(f"internal: {e.stmt} is read before it is computed")
+                raise InternalError(f"{e.stmt} is read before it is computed")
             if not value.iters:
                 return f"{value.buffer}[0]"
             return f"{value.buffer}[{', '.join(lane_vars[p] for p in e.axes)}]"

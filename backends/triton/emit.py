@@ -17,6 +17,7 @@ import math
 import jinja2
 
 from tdsl.compiler import tileir as T
+from tdsl.compiler.errors import InternalError
 from tdsl.compiler.placement import VECTOR, unit_of
 from tdsl.compiler.tileir import simplify
 
@@ -79,7 +80,7 @@ class _Frame:
             return self.scalars[name]
         if name in self.variables:
             return self.variables[name]
-        raise TypeError(f"internal: variable {name} has no name here")
+        raise InternalError(f"variable {name} has no name here")
 
 
 def index_code(e: T.Expr, frame: _Frame, python: bool = False, block: bool = False) -> str:

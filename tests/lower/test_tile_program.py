@@ -92,3 +92,29 @@ def test_generated_sources_name_the_cache_reads_of_a_renamed_loop():
         text = generate(prog, "gpu", target=target, backend=backend)
         assert "cache_read A -> shared at k" in text, target
         assert "no cache_read in the schedule" not in text and "staged for the cube" not in text, target
+
+
+def test_a_printer_given_an_unprepared_program_reports_an_internal_error_not_a_refusal():
+    """Printing a program whose products have no unit is a bug of the caller inside tdsl, not a user's mistake."""
+    from tdsl.backends.triton import emit_module
+    from tdsl.compiler.errors import InternalError
+
+    program = lower(load(EXAMPLES / "gemm_silu.tdsl").schedule("fused"))
+    with pytest.raises(InternalError, match="has no unit"):
+        emit_module(program)
+    assert not issubclass(InternalError, TdslError)
+
+
+def test_the_cli_exits_3_on_an_internal_error(monkeypatch, capsys, tmp_path):
+    from tdsl.compiler import cli, codegen
+    from tdsl.compiler.errors import InternalError
+
+    def broken(*args, **kwargs):
+        raise InternalError("an invariant broke")
+
+    monkeypatch.setattr(codegen, "lower_for", broken)
+    code = cli.main(["compile", str(EXAMPLES / "gemm_silu.tdsl"), "--schedule", "fused", "--target", "nvidia",
+                     "-o", str(tmp_path / "out.py")])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "tdsl: internal error: an invariant broke" in err and "please report" in err
