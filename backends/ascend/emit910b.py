@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tdsl.backends.tilelang.emit import axis_start
+from tdsl.backends.tilelang.emit import TileLangDialect, axis_start
 from tdsl.backends.tilelang.emit import index_code, shape_code
 from tdsl.compiler import tileir as T
 from tdsl.compiler.errors import BackendError, InternalError
@@ -90,7 +90,7 @@ class _Opnd:
 
 
 @dataclass
-class Ascend910BPrinter:
+class Ascend910BPrinter(TileLangDialect):
     program: T.TileProgram
     kernel: T.TileKernel
     names: ModuleNames | None = None  # the module's identifiers (backends/names.py); the program's own if None
@@ -125,10 +125,6 @@ class Ascend910BPrinter:
         self.vid = self.local(("vector core",), "vid")
         # index_code's names outside a tile: loop variables, run-time sizes, this printer's own variables
         self.vars = {**self.names.variables, VID: self.vid}
-
-    def local(self, key: tuple, preferred: str) -> str:
-        """The kernel's local for `key` (what it holds), spelt `preferred` unless that is taken."""
-        return self.locals.local(key, preferred)
 
     def tensor(self, name: str) -> str:
         return self.names.tensor(name)
@@ -169,13 +165,6 @@ class Ascend910BPrinter:
                 "e4m3": [self.tensor(t.name) for t in k.tensors if t.dtype == "f8e4m3"]}
 
     # ------------------------------------------------------------ helpers
-
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
-
-    def fresh(self, stem: str) -> str:
-        self.counter += 1
-        return self.local(("fresh", self.counter), f"{stem}_{self.counter}")
 
     def alloc(self, name, shape, dtype, scope, note="", pooled=True) -> str:
         """A buffer in `scope`; a UB buffer may be a freed temporary of the same shape and dtype (`pooled`)."""
@@ -288,7 +277,7 @@ class Ascend910BPrinter:
             if isinstance(op, T.SerialLoop) and not self._is_cube(op):
                 self._flush(kind, group)
                 kind, group = None, []
-                self._serial(op, lambda body: self._body(body))
+                self.serial(op, lambda body: self._body(body))
                 continue
             if isinstance(op, T.AccUpdate) and op.stmt in self.fp8_dots:
                 # the vector core decodes this step's FP8 operand tiles, then the cube multiplies them
@@ -404,19 +393,7 @@ class Ascend910BPrinter:
         self.expr_temps.clear()
         self.tracking = None
 
-    def _serial(self, op: T.SerialLoop, inner) -> None:
-        lo, hi = index_code(simplify(op.lower), self.vars), index_code(simplify(op.upper), self.vars)
-        if op.note:
-            self.emit(f"# {op.note}")
-        if op.stages:
-            self.emit(f"for {self.vars[op.var]} in T.Pipelined({lo}, {hi}, num_stages={op.stages}):")
-        else:
-            self.emit(f"for {self.vars[op.var]} in T.serial({lo}, {hi}):")
-        self.depth += 1
-        self.loops.append(op)
-        inner(op.body)
-        self.loops.pop()
-        self.depth -= 1
+    EMPTY_BODY = ""  # the cube and vector sides of a loop print their own bodies (and their empty cases)
 
     def _blocks(self, stmt: str) -> int:
         blocks = 1
@@ -445,7 +422,7 @@ class Ascend910BPrinter:
 
     def _cube_op(self, op) -> None:
         if isinstance(op, T.SerialLoop):
-            self._serial(op, lambda body: [self._cube_op(o) for o in body])
+            self.serial(op, lambda body: [self._cube_op(o) for o in body])
         elif isinstance(op, T.AccInit):
             shape = [a.size for a in op.tile.axes]
             self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}")

@@ -44,6 +44,7 @@ from tdsl.compiler.dtypes import BYTES
 
 from ..dtypes import TILELANG, TORCH
 from ..launcher import epilogue, prologue
+from ..printer import PrinterBase
 from ..names import ModuleNames
 from tdsl.compiler.errors import BackendError, InternalError
 
@@ -137,8 +138,26 @@ class _Value:
     iters: list  # tile axis iterators, in buffer-dimension order ([] for a scalar held in a (1,) buffer)
 
 
+class TileLangDialect(PrinterBase):
+    """The TileLang spellings of PrinterBase's hooks, for the NVIDIA, 950 and 910B printers."""
+
+    EMPTY_BODY = "T.evaluate(0)"
+
+    def loop_header(self, op: T.SerialLoop, lo: str, hi: str) -> str:
+        var = self.loop_var(op.var)
+        if op.stages:
+            return f"for {var} in T.Pipelined({lo}, {hi}, num_stages={op.stages}):"
+        return f"for {var} in T.serial({lo}, {hi}):"
+
+    def index(self, e: T.Expr) -> str:
+        return index_code(e, self.vars)
+
+    def loop_var(self, var: str) -> str:
+        return self.vars[var]
+
+
 @dataclass
-class KernelPrinter:
+class KernelPrinter(TileLangDialect):
     program: T.TileProgram
     kernel: T.TileKernel
     names: Optional[ModuleNames] = None  # the module's identifiers (backends/names.py); the program's own if None
@@ -177,21 +196,10 @@ class KernelPrinter:
             params.append(f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")')
         return params
 
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
-
     # identifiers (backends/names.py): the program's names, and the locals derived from them
 
     def tensor(self, name: str) -> str:
         return self.names.tensor(name)
-
-    def local(self, key: tuple, preferred: str) -> str:
-        """The kernel's local for `key` (what it holds), spelt `preferred` unless that is taken."""
-        return self.locals.local(key, preferred)
-
-    def fresh(self, stem: str) -> str:
-        self.counter += 1
-        return self.local(("fresh", self.counter), f"{stem}_{self.counter}")
 
     def lane(self, n: int) -> str:
         """The n-th loop variable of a T.Parallel."""
@@ -263,7 +271,7 @@ class KernelPrinter:
 
     def _op(self, op) -> None:
         if isinstance(op, T.SerialLoop):
-            self._serial(op)
+            self.serial(op, lambda body: [self._op(inner) for inner in body])
         elif isinstance(op, T.Compute):
             self._compute(op)
         elif isinstance(op, T.AccInit):
@@ -275,31 +283,6 @@ class KernelPrinter:
         else:
             raise BackendError(f"unknown tile op {op!r}")
 
-    def _serial(self, op: T.SerialLoop) -> None:
-        lo, hi = index_code(simplify(op.lower), self.vars), index_code(simplify(op.upper), self.vars)
-        if op.note:
-            self.emit(f"# {op.note}")
-        if op.stages:
-            self.emit(f"for {self.vars[op.var]} in T.Pipelined({lo}, {hi}, num_stages={op.stages}):")
-        else:
-            self.emit(f"for {self.vars[op.var]} in T.serial({lo}, {hi}):")
-        self.depth += 1
-        self.loops.append(op)
-        for inner in op.body:
-            self._op(inner)
-        if not op.body:
-            self.emit("T.evaluate(0)")
-        self.loops.pop()
-        self.depth -= 1
-
-    def text(self, stmt: str) -> str:
-        return self.program.statements.get(stmt, stmt)
-
-    @staticmethod
-    def tile_note(tile: T.Tile) -> str:
-        if not tile.axes:
-            return ""
-        return " [tile " + " x ".join(f"{a.iter}:{a.size}" for a in tile.axes) + "]"
 
     # lanes: the iterators of a tile inside a T.Parallel over its box
 

@@ -23,6 +23,7 @@ from tdsl.compiler.tileir import simplify
 
 from ..dtypes import TORCH, TRITON
 from ..launcher import epilogue, prologue
+from ..printer import PrinterBase
 from ..names import ModuleNames
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -141,13 +142,14 @@ def _children(e: T.Expr) -> tuple:
 
 
 @dataclass
-class _KernelPrinter:
+class _KernelPrinter(PrinterBase):
     program: T.TileProgram
     kernel: T.TileKernel
     names: ModuleNames
     lines: list = field(default_factory=list)
     depth: int = 0
     counter: int = 0
+    loops: list = field(default_factory=list)
 
     def __post_init__(self):
         self.locals = self.names.function()
@@ -161,12 +163,17 @@ class _KernelPrinter:
             self._op(op)
         return {"name": self.names.kernel(k.name), "params": params, "lines": self.lines, "comment": k.comment}
 
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
+    FRESH = "{stem}{n}"
 
-    def fresh(self, stem: str) -> str:
-        self.counter += 1
-        return self.locals.local(("fresh", self.counter), f"{stem}{self.counter}")
+    def loop_header(self, op: T.SerialLoop, lo: str, hi: str) -> str:
+        var = self.loop_var(op.var)
+        return f"for {var} in tl.range({lo}, {hi}, num_stages={op.stages}):" if op.stages else f"for {var} in range({lo}, {hi}):"
+
+    def index(self, e: T.Expr) -> str:
+        return index_code(e, self.top)
+
+    def loop_var(self, var: str) -> str:
+        return self.names.var(var)
 
     def value_name(self, stmt: str) -> str:
         """The register tile of a statement's (rounded) value."""
@@ -194,22 +201,9 @@ class _KernelPrinter:
 
     def _op(self, op) -> None:
         if isinstance(op, T.SerialLoop):
-            lo, hi = index_code(simplify(op.lower), self.top), index_code(simplify(op.upper), self.top)
-            var = self.names.var(op.var)
-            if op.note:
-                self.emit(f"# {op.note}")
-            if op.stages:
-                self.emit(f"for {var} in tl.range({lo}, {hi}, num_stages={op.stages}):")
-            else:
-                self.emit(f"for {var} in range({lo}, {hi}):")
-            self.depth += 1
-            for inner in op.body:
-                self._op(inner)
-            if not op.body:
-                self.emit("pass")
-            self.depth -= 1
+            self.serial(op, lambda body: [self._op(inner) for inner in body])
         elif isinstance(op, T.Compute):
-            self.emit(f"# {self._text(op.stmt)}{self._tile_note(op.tile)}")
+            self.emit(f"# {self.text(op.stmt)}{self.tile_note(op.tile)}")
             frame = self._frame(op.stmt, op.tile)
             self.emit(f"{self.value_name(op.stmt)} = {self._round(op.dtype, self._value(op.value, frame))}")
             if op.store:
@@ -217,12 +211,12 @@ class _KernelPrinter:
         elif isinstance(op, T.AccInit):
             shape = "[" + ", ".join(str(a.size) for a in op.tile.axes) + "]"
             fill = "0.0" if op.op == "sum" else 'float("-inf")'
-            self.emit(f"# {self._text(op.stmt)}")
+            self.emit(f"# {self.text(op.stmt)}")
             self.emit(f"# {op.stmt}: {op.op} accumulator ({op.accum}), tile {shape}")
             self.emit(f"{self.acc_name(op.stmt)} = tl.full({shape}, {fill}, tl.float32)")
         elif isinstance(op, T.AccUpdate):
             how = "matrix product" if isinstance(op.partial, T.Dot) else f"tile {op.op}"
-            self.emit(f"# {op.stmt}: partial result of one tile{self._tile_note(op.tile)} by {how}")
+            self.emit(f"# {op.stmt}: partial result of one tile{self.tile_note(op.tile)} by {how}")
             frame = self._frame(op.stmt, op.tile, suffix="p")
             acc = self.acc_name(op.stmt)
             if isinstance(op.partial, T.Dot):
@@ -249,15 +243,6 @@ class _KernelPrinter:
                 self._store(op, self._frame(op.stmt, op.tile))
         else:
             raise TypeError(f"unknown tile op {op!r}")
-
-    def _text(self, stmt: str) -> str:
-        return self.program.statements.get(stmt, stmt)
-
-    @staticmethod
-    def _tile_note(tile: T.Tile) -> str:
-        if not tile.axes:
-            return ""
-        return " [tile " + " x ".join(f"{a.iter}:{a.size}" for a in tile.axes) + "]"
 
     def _frame(self, stmt: str, tile: T.Tile, suffix: str = "") -> _Frame:
         """Define the tile's iterator variables; return how to print them."""
