@@ -17,6 +17,16 @@ from __future__ import annotations
 from typing import Callable
 
 from tdsl.compiler import tileir as T
+from tdsl.compiler.errors import InternalError
+from tdsl.compiler.functions import PRIMITIVES
+
+
+def call_code(spellings: dict, func: str, args: list) -> str:
+    """A primitive function of compiler/functions.py in a dialect: `spellings[func]` filled with the arguments'
+    code.  Every dialect spells every primitive; compositions reach the printers expanded."""
+    if func not in spellings or len(args) != PRIMITIVES.get(func):
+        raise InternalError(f"function {func}({', '.join(args)}) has no spelling here")
+    return spellings[func].format(*args)
 
 
 class PrinterBase:

@@ -44,7 +44,7 @@ from tdsl.compiler.dtypes import BYTES
 
 from ..dtypes import TILELANG, TORCH
 from ..launcher import epilogue, prologue
-from ..printer import PrinterBase
+from ..printer import PrinterBase, call_code
 from ..names import ModuleNames
 from tdsl.compiler.errors import BackendError, InternalError
 
@@ -587,20 +587,19 @@ def _is_index(e: T.Expr) -> bool:
     return False
 
 
+FUNCTIONS = {  # the primitives of compiler/functions.py in TileLang
+    "exp": "T.exp({0})",
+    "log": "T.log({0})",
+    "sqrt": "T.sqrt({0})",
+    "tanh": "T.tanh({0})",
+    "abs": "T.abs({0})",
+    "max": "T.max({0}, {1})",
+    "min": "T.min({0}, {1})",
+}
+
+
 def _call(func: str, args: list) -> str:
-    x = args[0] if args else ""
-    table = {  # the primitives of compiler/functions.py; compositions arrive expanded
-        "exp": f"T.exp({x})",
-        "log": f"T.log({x})",
-        "sqrt": f"T.sqrt({x})",
-        "tanh": f"T.tanh({x})",
-        "abs": f"T.abs({x})",
-    }
-    if func in table:
-        return table[func]
-    if func in ("max", "min"):
-        return f"T.{func}({args[0]}, {args[1]})"
-    raise BackendError(f"function {func} has no TileLang form")
+    return call_code(FUNCTIONS, func, args)
 
 
 # ---------------------------------------------------------------- launcher

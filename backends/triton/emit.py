@@ -23,7 +23,7 @@ from tdsl.compiler.tileir import simplify
 
 from ..dtypes import TORCH, TRITON
 from ..launcher import epilogue, prologue
-from ..printer import PrinterBase
+from ..printer import PrinterBase, call_code
 from ..names import ModuleNames
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -379,20 +379,20 @@ def _divide(lhs: str, divisor: T.Expr, rhs: str) -> str:
     return f"tl.div_rn({lhs}, {rhs})"
 
 
+FUNCTIONS = {  # the primitives of compiler/functions.py in Triton
+    "exp": "tl.exp({0})",
+    "log": "tl.log({0})",
+    "sqrt": "tl.sqrt_rn({0})",
+    "tanh": "_tanh({0}, INTERPRET)",
+    "abs": "tl.abs({0})",
+    # IEEE maximum / minimum: a NaN operand gives NaN (docs/interpreter.md)
+    "max": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+    "min": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+}
+
+
 def _call(func: str, args: list) -> str:
-    x = args[0]
-    table = {  # the primitives of compiler/functions.py; compositions arrive expanded
-        "exp": f"tl.exp({x})",
-        "log": f"tl.log({x})",
-        "sqrt": f"tl.sqrt_rn({x})",
-        "tanh": f"_tanh({x}, INTERPRET)",
-        "abs": f"tl.abs({x})",
-    }
-    if func in table:
-        return table[func]
-    if func in ("max", "min"):  # IEEE maximum / minimum: a NaN operand gives NaN (docs/interpreter.md)
-        return f"tl.{func}imum({args[0]}, {args[1]}, propagate_nan=tl.PropagateNan.ALL)"
-    raise TypeError(f"unknown function {func}")
+    return call_code(FUNCTIONS, func, args)
 
 
 def _strides(shape) -> list[str]:
