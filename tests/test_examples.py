@@ -10,10 +10,6 @@ from tdsl.compiler.interpreter import interpret, random_inputs
 
 from catalog import CASE_IDS, CASES, EXAMPLES, EXPECTED, INTERPRETER_SIZES, LEGAL, LEGAL_IDS
 
-# tests/test_ascend_simulate.py still imports these two names from here; once it imports them from catalog
-# (`from catalog import EXPECTED, INTERPRETER_SIZES as SMALL`), this line goes.
-SMALL = INTERPRETER_SIZES
-
 
 def test_every_schedule_of_every_example_is_listed():
     for ex, schedules in EXPECTED.items():

@@ -2,7 +2,7 @@
 
 Needs only torch, triton and numpy (the lent H200 has no islpy): each case's module is compiled by Triton
 for the GPU and launched on its saved inputs, outputs sitting in NaN-filled buffers with guard regions; the
-outputs are compared with the interpreter's (compiler/verify.py tolerance) and the guards must stay NaN.
+outputs are compared with the interpreter's (compiler/verify/compare.py tolerance) and the guards must stay NaN.
 Cases run in parallel processes (Triton compiles one kernel per process at a time).
 
     python3 benchmarks/gpu/fuzz_run.py benchmarks/gpu/fuzz_cases --jobs 16 --out $OUT/fuzz_gpu.json
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # compiler/verify.py needs numpy only
+sys.path.insert(0, str(ROOT))  # compiler/verify (compare.py) needs numpy only
 
 GUARD = 64
 

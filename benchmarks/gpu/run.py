@@ -25,7 +25,7 @@ import triton
 from triton.testing import do_bench
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))  # the repository root: compiler/verify.py needs numpy only
+sys.path.insert(0, str(HERE.parents[1]))  # the repository root: compiler/verify (compare.py) needs numpy only
 from compiler.verify import compare  # noqa: E402
 
 DEV = "cuda"

@@ -2,8 +2,8 @@
 
 Needs torch + triton + tilelang on the device (the modules are generated here: build.py, build_tilelang.py).
 For every workload: random inputs, outputs poisoned with NaN, the TileLang result compared with a torch
-computation that rounds where the program rounds (compiler/verify.py's tolerance: 2 units in the last place of
-the output dtype plus one of the largest magnitude), then the median time (triton.testing.do_bench) of the
+computation that rounds where the program rounds (compiler/verify/compare.py's tolerance: 2 units in the last
+place of the output dtype plus one of the largest magnitude), then the median time (triton.testing.do_bench) of the
 TileLang kernel (compiled on first call, not timed), of the Triton kernel of the same schedule, and of cuBLAS /
 eager torch.  A workload that fails to compile or run is recorded with its error and the run goes on.
 

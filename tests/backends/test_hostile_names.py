@@ -40,7 +40,7 @@ from catalog import EXAMPLES, ROOT
 os.environ.setdefault("TILELANG_CACHE_DIR", str(ROOT / ".cache" / "tilelang"))
 
 from tdsl.backends.ascend.api910b import check_module  # noqa: E402
-from tdsl.backends.ascend.simulate import simulate  # noqa: E402
+from tdsl.compiler.verify.ascend_sim import simulate  # noqa: E402
 from tdsl.backends.names import RESERVED, TRITON_KERNEL, ModuleNames  # noqa: E402
 from tdsl.compiler.api import load, loads  # noqa: E402
 from tdsl.compiler.codegen import generate, load_module, to_torch  # noqa: E402

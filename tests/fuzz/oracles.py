@@ -237,7 +237,7 @@ def _run_triton(case, backend, text, original, refs, workdir) -> Optional[Findin
 
 
 def _run_ascend(case, backend, text, original, refs, workdir) -> Optional[Finding]:
-    from tdsl.backends.ascend.simulate import SimulationError, Unsupported, simulate
+    from tdsl.compiler.verify.ascend_sim import SimulationError, Unsupported, simulate
 
     for dist, (inputs, want) in refs.items():
         try:

@@ -160,7 +160,7 @@ def test_910b_rows_of_32_bytes_need_no_widening():
     """8 f32 lanes are one 32-byte UB row: the same program with tiles 8 wide compiles, unwidened, and runs."""
     import numpy as np
 
-    from tdsl.backends.ascend.simulate import simulate
+    from tdsl.compiler.verify.ascend_sim import simulate
     from tdsl.compiler.api import loads
 
     text = generate(loads(NARROW.replace("WIDTH", "8")), "narrow", target="ascend-910b")
@@ -185,7 +185,7 @@ def test_910b_partial_tiles_of_one_core_are_written_back_in_order():
     as they were are stored again by the next tile -- the kernel computes the program."""
     import numpy as np
 
-    from tdsl.backends.ascend.simulate import simulate
+    from tdsl.compiler.verify.ascend_sim import simulate
     from tdsl.compiler.api import loads
 
     text = generate(loads(PARTIAL.replace("BIND", "")), "partial", target="ascend-910b")
@@ -213,7 +213,7 @@ def test_910b_tiles_down_a_column():
     gather their first lanes, and the stores write element by element, only the rows inside the tensor."""
     import numpy as np
 
-    from tdsl.backends.ascend.simulate import simulate
+    from tdsl.compiler.verify.ascend_sim import simulate
     from tdsl.compiler import dtypes
     from tdsl.compiler.api import loads
 
@@ -244,7 +244,7 @@ def test_910b_expression_temporaries_are_reused_in_place():
 def test_910b_e4m3_of_narrow_rows_and_of_scalars():
     """The E4M3 conversions compare whole 256-byte repeats: a tile computed row by row (rows of 32 f32 lanes)
     is rounded as a whole after its rows, and a scalar through 64 lanes of its own (both were refused)."""
-    from tdsl.backends.ascend.simulate import check_schedule
+    from tdsl.compiler.verify.ascend_sim import check_schedule
     from tdsl.compiler.api import loads
 
     prog = load(EXAMPLES / "quant_gemm.tdsl", sizes={"M": 4, "K": 32, "N": 8})

@@ -1,5 +1,5 @@
-"""The 910B operations of backends/ascend/simulate.py that the emitted kernels need for masks, ragged tiles
-and FP8, on small hand-written modules in the emitted style.
+"""The 910B operations of the Ascend execution model (compiler/verify/ascend_sim) that the emitted kernels need
+for masks, ragged tiles and FP8, on small hand-written modules in the emitted style.
 
 Each feature is checked twice: the result it must compute (against NumPy written out here, not against the
 simulator), and a misuse the real tilelang-ascend 0.1.4 would reject or get wrong, which must be a
@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from tdsl.backends.ascend import api910b
-from tdsl.backends.ascend.simulate import (
+from tdsl.compiler.verify.ascend_sim import (
     SimulationError,
     Unsupported,
     namespace_functions,

@@ -1,4 +1,4 @@
-"""The emitted Ascend kernels, executed in NumPy (backends/ascend/simulate.py) against the reference interpreter.
+"""The emitted Ascend kernels, executed in NumPy (compiler/verify/ascend_sim) against the reference interpreter.
 
 Every schedule the Ascend backends emit is generated at small sizes -- not multiples of the tiles where the
 backend emits such sizes (ragged), multiples of the tiles otherwise and in addition (aligned: on the 950
@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tdsl.backends.ascend import api910b
-from tdsl.backends.ascend.simulate import (CapacityExceeded, SimulationError, Unsupported, namespace_functions,
-                                           simulate)
+from tdsl.compiler.verify.ascend_sim import (CapacityExceeded, SimulationError, Unsupported, namespace_functions,
+                                             simulate)
 from tdsl.compiler.api import load
 from tdsl.compiler.codegen import generate
 from tdsl.compiler.errors import BackendError
@@ -31,10 +31,9 @@ from tdsl.compiler.interpreter import interpret, random_inputs
 from tdsl.compiler.memory import CapacityError
 from tdsl.compiler.verify import compare
 
-from conftest import EXAMPLES
-from test_examples import EXPECTED, SMALL
+from catalog import EXAMPLES, EXPECTED, INTERPRETER_SIZES
 
-RAGGED = SMALL  # not multiples of the tiles
+RAGGED = INTERPRETER_SIZES  # not multiples of the tiles
 ALIGNED = {  # multiples of every tile of every schedule (the smallest that give two steps of most loops)
     "gemm": {"M": 128, "N": 128, "K": 64},
     "gemm_silu": {"M": 128, "N": 64, "K": 64},
@@ -351,7 +350,7 @@ def test_lanes_masks_and_guarded_loads():
 
 
 def test_check_schedule_helper():
-    from tdsl.backends.ascend.simulate import check_schedule
+    from tdsl.compiler.verify.ascend_sim import check_schedule
 
     result = check_schedule(program("rmsnorm", "ragged"), "row_per_program", "ascend-950", seed=3)
     assert set(result) == {"Y"} and result["Y"].ok
@@ -469,7 +468,7 @@ def _case(draw):
 def test_910b_kernels_at_random_sizes_compute_the_program_or_are_refused_with_a_reason(case):
     """Any example, legal schedule and sizes: the emitted 910B module runs and matches the interpreter, or the
     backend (or the memory plan) refuses it with a message -- never a crash or a kernel the simulator rejects."""
-    from tdsl.backends.ascend.simulate import check_schedule
+    from tdsl.compiler.verify.ascend_sim import check_schedule
 
     example, schedule, sizes, seed = case
     prog = load(EXAMPLES / f"{example}.tdsl", sizes=sizes)

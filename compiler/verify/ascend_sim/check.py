@@ -1,0 +1,34 @@
+"""An emitted schedule against the reference interpreter: generate, simulate on random inputs, compare."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..compare import compare
+from .load import simulate
+
+
+def check_schedule(prog, schedule: Optional[str], target: str, seed: int = 0, reference: Optional[dict] = None,
+                   inputs: Optional[dict] = None) -> dict:
+    """Generate `schedule` for `target`, simulate it on random inputs and compare with the interpreter.
+
+    Returns {tensor: compiler.verify.Comparison} for every output and GM temporary; `reference` (the
+    interpreter's result on program order for these inputs) may be passed in to reuse it.
+    """
+    from tdsl.compiler.codegen import generate
+    from tdsl.compiler.interpreter import interpret, random_inputs
+
+    text = generate(prog, schedule, target=target)
+    original = prog.schedule()
+    model = original.model
+    inputs = inputs if inputs is not None else random_inputs(model, seed=seed)
+    if reference is None:
+        reference = interpret(model, original.time_map(), inputs)
+    sim = simulate(text, inputs, target)
+    result = {}
+    for name, t in model.tensors.items():
+        if t.kind != "input" and name in sim.tensors and name in reference:
+            result[name] = compare(reference[name].astype(np.float32), sim.tensors[name].astype(np.float32), t.dtype)
+    return result
