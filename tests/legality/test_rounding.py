@@ -369,7 +369,7 @@ def test_accepted_example_schedules_are_bit_identical(name, schedule, sizes):
 
 def test_moving_a_statement_out_of_a_shared_loop_keeps_its_own_loops():
     """compute_at(e, s.i) after compute_at(m, e.j): e leaves the loop j it shares with m and takes its own copy
-    of j (found by tests/test_properties.py: e's instances used to collapse onto one time)."""
+    of j (found by tests/schedule/test_properties.py: e's instances used to collapse onto one time)."""
     s = assert_legal(EXAMPLES / "softmax.tdsl", "jo, jj = split(Y.j, 1)\ncompute_at(m, e.j)\ncompute_at(e, s.i)",
                      sizes={"M": 3, "N": 13}, run=True)
     assert [loop.name for loop in s.tree.path("e")] == ["i", "j"]
