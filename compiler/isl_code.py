@@ -81,3 +81,13 @@ def pw_aff_to_expr(pa: isl.PwAff, context: isl.Set = None) -> Expr:
         pa = pa.gist(context)
     build = isl.AstBuild.from_context(context if context is not None else isl.Set.universe(pa.get_domain_space()))
     return ast_to_expr(build.expr_from_pw_aff(pa.coalesce()))
+
+
+def integer_bounds(pa: isl.PwAff) -> tuple[isl.Val, isl.Val]:
+    """(min, max) of a piecewise affine function that takes integer values everywhere on its domain.
+
+    isl may write such a function with rational coefficients on a piece whose equalities make it integral
+    (`(io - 2)/3` where `3jo = io + 1`: the span of a tile whose loops split by 3 and 8); min_val and max_val
+    refuse those pieces.  Their floor is the same function, written with integer divisions, which they take."""
+    whole = pa.floor()
+    return whole.min_val(), whole.max_val()

@@ -92,6 +92,11 @@ def expr_of(form) -> T.Expr:
     return out if form[1] == 0 else T.Bin("+", out, T.Const(form[1]))
 
 
+def check_affine(atom: T.Bin) -> None:
+    """Raise the 910B's refusal unless both sides of the comparison are affine in loop variables and sizes."""
+    _difference(atom)
+
+
 def _difference(atom: T.Bin):
     lhs, rhs = linear(atom.lhs), linear(atom.rhs)
     if lhs is None or rhs is None:

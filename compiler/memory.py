@@ -50,6 +50,7 @@ from tdsl.frontend.diagnostics import TdslError
 
 from .dtypes import BYTES
 from .errors import BackendError
+from .isl_code import integer_bounds
 from .placement import matrix_operands
 from .schedule import Schedule
 from .tree import Buffer, Loop, Node, global_tensors, loop_walks_reduction, pw_affs_to_map, statements_under
@@ -605,7 +606,7 @@ def _index(path: list[Loop], loop: Optional[Loop]) -> int:
 def _largest_span(region: isl.Map, d: int) -> isl.Val:
     """The most that coordinate `d` of the elements one iteration touches varies (max - min, over iterations)."""
     try:
-        return region.dim_max(d).sub(region.dim_min(d)).coalesce().max_val()
+        return integer_bounds(region.dim_max(d).sub(region.dim_min(d)).coalesce())[1]
     except isl.Error:
         # A region with strides (an index `j // 2`, a condition `j % 2 == 0`) can give bounds with rational
         # coefficients, which max_val refuses; the differences of two touched coordinates are integers.

@@ -39,7 +39,7 @@ from tdsl.frontend import ast
 
 from .errors import BackendError, InternalError
 from .functions import COMPOSITIONS, expand_tile
-from .isl_code import pw_aff_to_expr, set_to_expr
+from .isl_code import integer_bounds, pw_aff_to_expr, set_to_expr
 from .model import KernelModel, Stmt
 from .placement import matrix_operands
 from .schedule import Schedule
@@ -494,7 +494,7 @@ class _KernelLowering:
                 continue
             lo = rel.dim_min(pos)
             span = rel.dim_max(pos).sub(lo).coalesce()
-            extent = span.max_val()
+            extent = integer_bounds(span)[1]
             if not extent.is_int():
                 raise BackendError(
                     f"the tile of {stmt.name} along {it} has no fixed size ({span}): "
@@ -833,7 +833,7 @@ def _same_offset(a: Axis, b: Axis) -> bool:
         return False
     if diff.is_empty():
         return True
-    lo, hi = diff.min_val(), diff.max_val()
+    lo, hi = integer_bounds(diff)
     return lo.is_zero() and hi.is_zero()
 
 

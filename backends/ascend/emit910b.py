@@ -22,7 +22,7 @@ cross-core flag (mode 2).  Vector statements become whole-tile `T.tile.*` operat
 `T.reduce_sum / T.reduce_max`.  This module cannot be run or even imported
 here (tilelang-ascend needs CANN); its text is checked with `ast.parse` and
 every `T.*` call is bound to the API's signatures (`api910b.py`), and it is
-executed in NumPy by `simulate.py`.
+executed in NumPy by `compiler/verify/ascend_sim/`.
 
 Masked tiles (ragged sizes, the causal triangle): T.copy clips GM regions to
 the tensor (loads pad, stores write the valid part), so masks that only state
@@ -63,6 +63,7 @@ from tdsl.compiler.tileir import simplify
 
 from . import e4m3_910b as e4m3
 from tdsl.compiler.lane_masks import (
+    check_affine,
     NEGATE,
     expr_text as _expr_text,
     atoms,
@@ -647,9 +648,10 @@ class Ascend910BPrinter(TileLangDialect):
             value = self._materialise(value, [col.size])
         if full is not None:
             self.emit(f"T.copy({value.code}, {full}[{r}, :])  # UB -> UB")
-            self.done(value)
         if op.store and not fp8:
             self._store(op.stmt, sub, op.lhs, value)
+        if full is not None:
+            self.done(value)  # kept in `full`: the row's buffer is free, once the store above has read it
         self.row = None
         self.depth = depth
         if fp8:
@@ -681,7 +683,7 @@ class Ascend910BPrinter(TileLangDialect):
                     tensor: str | None = None) -> None:
         """Lanes of `buf` outside `cond` become `scalar` (or the same lanes of the buffer `tensor`)."""
         if not tile.axes:
-            raise InternalError("a lane mask on a scalar")
+            raise InternalError("a lane mask on a tile without axes (a masked scalar is _select_scalar's)")
         col, rows = tile.axes[-1], tile.axes[:-1]
         if len(rows) > 1:
             raise BackendError(f"a mask on a {len(tile.axes)}-D tile has no ascend-910b form (rows of 1-D and 2-D "
@@ -725,6 +727,8 @@ class Ascend910BPrinter(TileLangDialect):
         if not isinstance(other, T.Const):
             raise BackendError(f"a masked value with a computed fallback ({_expr_text(other)}) has no ascend-910b "
                                f"form")
+        if not tile.axes:
+            return self._select_scalar(cond, then, other, tile)
         src = then if then.kind == "tile" else self._materialise(then, shape)
         if src.code in self.expr_temps:  # a subexpression only this select reads: masked in place
             out = src.code
@@ -733,6 +737,21 @@ class Ascend910BPrinter(TileLangDialect):
             self.emit(f"T.copy({src.code}, {out})  # UB -> UB")
         self._mask_lanes(out, tile, cond, scalar=_float_code(other.value))
         return _Opnd("tile", out)
+
+    def _select_scalar(self, cond, then: _Opnd, other: T.Const, tile: T.Tile) -> _Opnd:
+        """A masked value of a tile without axes: one scalar, kept in a UB element of its own and replaced by
+        `other` when a comparison of the loop variables fails (the comparisons must be affine in them, as for
+        lane masks: a comparison of values has no T.tile form)."""
+        parts = atoms(cond)
+        for atom in parts:
+            check_affine(atom)
+        held = self.alloc(self.fresh("masked_scalar"), [8], "f32", "UB", "a masked scalar", pooled=False)
+        self.emit(f"{held}[0] = {then.code if then.kind == 'scalar' else f'{then.code}[0]'}")
+        names = self._scalar_names(tile)
+        for atom in parts:
+            self.emit(f"if {index_code(atom.lhs, names)} {NEGATE[atom.op]} {index_code(atom.rhs, names)}:")
+            self.emit(f"    {held}[0] = {_float_code(other.value)}")
+        return _Opnd("scalar", f"{held}[0]")
 
     # reductions
 
