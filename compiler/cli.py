@@ -214,7 +214,7 @@ def cmd_run_target(args) -> int:
     import tempfile
 
     from .codegen import generate, load_module, run_generated
-    from .verify import compare, tolerance_dtype
+    from .verify import compare, reordered_terms, tolerance_dtype
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
@@ -233,7 +233,8 @@ def cmd_run_target(args) -> int:
     print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
     status = 0
     for t in model.outputs():
-        result = compare(reference[t.name].astype("float32"), outputs[t.name], tolerance_dtype(model, t.name))
+        result = compare(reference[t.name].astype("float32"), outputs[t.name], tolerance_dtype(model, t.name),
+                         reordered_terms(model, t.name))
         print(f"  {t.name} {list(outputs[t.name].shape)} {t.dtype}: {'ok' if result.ok else 'MISMATCH'} ({result.summary()})")
         status = status or (0 if result.ok else 1)
     return status

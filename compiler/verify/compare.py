@@ -67,7 +67,30 @@ def tolerance_dtype(model, tensor: str) -> str:
     return min(dtypes, key=lambda d: TOLERANCE_BITS[d])
 
 
-def compare(ref, got, dtype: str) -> Comparison:
+def reordered_terms(model, tensor: str) -> int:
+    """The most terms one element of a relaxed reduction (`combine reassoc` / `deterministic`) upstream of
+    `tensor` adds: in another order each of its additions may round differently, in its accumulator's dtype."""
+    writers = {s.name: s for s in model.stmts}
+    seen, todo, most = set(), [tensor], 1
+    while todo:
+        stmt = writers.get(todo.pop())
+        if stmt is None or stmt.name in seen:
+            continue
+        seen.add(stmt.name)
+        if stmt.is_reduction and (stmt.combine or "strict") != "strict":
+            first = len(stmt.lhs_iters)
+            n = 1
+            for p in range(first, first + len(stmt.red_iters)):
+                n *= stmt.domain.dim_max_val(p).to_python() - stmt.domain.dim_min_val(p).to_python() + 1
+            most = max(most, n)
+        todo += [r.tensor for r in stmt.reads]
+    return most
+
+
+def compare(ref, got, dtype: str, terms: int = 1) -> Comparison:
+    """`got` within the tolerance of `ref` in units of `dtype`; `terms` > 1 for a result a relaxed reduction of
+    that many terms may have summed in another order (each term's rounding moves it, by a unit of the largest
+    result at most: the allowance grows with the terms)."""
     r = np.asarray(ref).astype(np.float64)
     g = np.asarray(got).astype(np.float64)
     nan_mismatch = int(np.sum(np.isnan(r) != np.isnan(g)))
@@ -75,7 +98,7 @@ def compare(ref, got, dtype: str) -> Comparison:
     err = np.where(finite, np.abs(r - g), 0.0)
     scale = np.max(np.abs(r[finite])) if finite.any() else 0.0
     unit = ulp(r, dtype)
-    allowed = ULPS * unit + (ulp(np.array(scale), dtype) if scale else 0.0)
+    allowed = ULPS * unit + (terms * ulp(np.array(scale), dtype) if scale else 0.0)
     bad = (err > allowed) | (np.isnan(r) != np.isnan(g))
     first = tuple(int(x) for x in np.argwhere(bad)[0]) if bad.any() else ()
     return Comparison(
