@@ -262,6 +262,10 @@ class _KernelPrinter(PrinterBase):
         pointer = self._pointer(op.stmt, [T.Var(it) for it in op.lhs], frame)
         value = self.value_name(op.stmt)  # already rounded to the storage dtype: the conversion is exact
         lhs = [T.Var(it) for it in op.lhs]
+        if dtype == "f8e4m3":  # NaN must stay NaN, also under the interpreter (_store_f8e4m3)
+            code = mask_code(tile.mask, frame, lhs) if tile.mask is not None else "None"
+            self.emit(f"_store_f8e4m3({pointer}, {value}, {code}, INTERPRET)")
+            return
         mask = f", mask={mask_code(tile.mask, frame, lhs)}" if tile.mask is not None else ""
         self.emit(f"tl.store({pointer}, {value}.to({TL_DTYPES[dtype]}){mask})")
 
@@ -274,6 +278,14 @@ class _KernelPrinter(PrinterBase):
             terms.append(code if stride == "1" else f"{code} * {stride}")
         base = self.names.tensor(tensor)
         return f"{base} + " + " + ".join(terms) if terms else base
+
+    def _dtype(self, tensor: str) -> str:
+        return next(t.dtype for t in self.kernel.tensors if t.name == tensor)
+
+    @staticmethod
+    def _widen(code: str, dtype: str) -> str:
+        """A loaded tile as f32 (E4M3 through _widen_f8e4m3: NaN stays NaN under the interpreter too)."""
+        return f"_widen_f8e4m3({code}, INTERPRET)" if dtype == "f8e4m3" else f"{code}.to(tl.float32)"
 
     def _round(self, dtype: str, code: str) -> str:
         if dtype == "f32":
@@ -297,10 +309,10 @@ class _KernelPrinter(PrinterBase):
             name = self.fresh(f"t_{load.tensor}_")
             self.emit(f"{name} = tl.load({pointer}{mask})")
             if dtype != "f32" and mixed:
-                self.emit(f"{name} = {name}.to(tl.float32)  # operands of different dtypes meet in f32")
+                self.emit(f"{name} = {self._widen(name, dtype)}  # operands of different dtypes meet in f32")
             elif dtype != "f32":
                 self.emit("if INTERPRET:")
-                self.emit(f"    {name} = {name}.to(tl.float32)")
+                self.emit(f"    {name} = {self._widen(name, dtype)}")
             names.append(name)
         return names[0], names[1]
 
@@ -327,7 +339,7 @@ class _KernelPrinter(PrinterBase):
         if isinstance(e, T.Load):
             pointer = self._pointer(e.tensor, e.indices, frame)
             mask = f", mask={mask_code(e.mask, frame, e.indices)}, other={e.other}" if e.mask is not None else ""
-            return f"tl.load({pointer}{mask}).to(tl.float32)"
+            return self._widen(f"tl.load({pointer}{mask})", self._dtype(e.tensor))
         if isinstance(e, T.Reg):
             rank = len(frame.axes)
             name = self.value_name(e.stmt)

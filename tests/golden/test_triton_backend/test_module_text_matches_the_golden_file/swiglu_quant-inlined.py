@@ -26,14 +26,57 @@ _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 @triton.jit
 def _round_f8e4m3(x, SOFTWARE: tl.constexpr):
-    """f32 -> nearest E4M3FN value (ties to even), saturating at +-448; returned as f32."""
+    """f32 -> nearest E4M3FN value (ties to even), saturating at +-448 (infinities too); NaN stays NaN (clamp
+    alone would turn it into -448); returned as f32."""
     if SOFTWARE:
         bits = x.to(tl.uint32, bitcast=True)
         normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & 0xFFF00000).to(tl.float32, bitcast=True)
-        subnormal = ((x * 512.0 + 12582912.0) - 12582912.0) / 512.0  # multiples of 2^-9, ties to even
-        return tl.clamp(tl.where(tl.abs(x) < 0.015625, subnormal, normal), -448.0, 448.0)
+        subnormal = tl.abs(((x * 512.0 + 12582912.0) - 12582912.0) / 512.0)  # multiples of 2^-9, ties to even
+        subnormal = tl.where((bits >> 31) != 0, -subnormal, subnormal)  # with x's sign (-0.0 stays -0.0)
+        return tl.where(x != x, x, tl.clamp(tl.where(tl.abs(x) < 0.015625, subnormal, normal), -448.0, 448.0))
     else:
-        return tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv).to(tl.float32)
+        return tl.where(x != x, x, tl.clamp(x, -448.0, 448.0).to(tl.float8e4nv).to(tl.float32))
+
+
+@triton.jit
+def _f8e4m3_bits(x):
+    """The 8 bits of an E4M3FN value held in f32 (finite, |x| <= 448, from _round_f8e4m3; or NaN: 0x7F)."""
+    bits = x.to(tl.uint32, bitcast=True)
+    mag = tl.abs(x)
+    normal = ((((bits >> 23) & 0xFF) - 120) << 3) | ((bits >> 20) & 0x7)
+    subnormal = (mag * 512.0).to(tl.uint32)  # multiples of 2^-9
+    code = tl.where(x != x, 0x7F, tl.where(mag < 0.015625, subnormal, normal))
+    return (((bits >> 24) & 0x80) | code).to(tl.uint8)
+
+
+@triton.jit
+def _from_f8e4m3_bits(b):
+    """The E4M3FN value of 8 bits, as f32 (0x7F / 0xFF: NaN)."""
+    b = b.to(tl.uint32)
+    e = (b >> 3) & 0xF
+    normal = (((b & 0x80) << 24) | ((e + 120) << 23) | ((b & 0x7) << 20)).to(tl.float32, bitcast=True)
+    subnormal = (b & 0x7).to(tl.float32) * 0.001953125
+    value = tl.where(e == 0, tl.where((b & 0x80) != 0, -subnormal, subnormal), normal)
+    return tl.where((b & 0x7F) == 0x7F, float("nan"), value)
+
+
+@triton.jit
+def _store_f8e4m3(pointer, x, mask, SOFTWARE: tl.constexpr):
+    """Store E4M3 values (held in f32).  The Triton interpreter converts NaN (and infinities) to finite bytes:
+    there the bits are computed here and stored through a byte pointer."""
+    if SOFTWARE:
+        tl.store(pointer.to(tl.pointer_type(tl.uint8), bitcast=True), _f8e4m3_bits(x), mask=mask)
+    else:
+        tl.store(pointer, x.to(tl.float8e4nv), mask=mask)
+
+
+@triton.jit
+def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
+    """Loaded E4M3 values as f32 (decoded from their bits under the interpreter, which turns NaN into 480)."""
+    if SOFTWARE:
+        return _from_f8e4m3_bits(x.to(tl.uint8, bitcast=True))
+    else:
+        return x.to(tl.float32)
 
 
 @triton.jit
@@ -84,7 +127,7 @@ def swiglu_quant_0(Q, U, G, INTERPRET: tl.constexpr):
     Q_i = (4 * io) + tl.arange(0, 4)
     Q_j = (1024 * jo) + tl.arange(0, 1024)
     v_Q = _round_f8e4m3((_round_bf16((_round_bf16((tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32) * tl.div_rn(1.0, (1.0 + tl.exp((-tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32)))))), INTERPRET) * tl.load(U + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32)), INTERPRET) * 4.0), INTERPRET)
-    tl.store(Q + Q_i[:, None] * 12288 + Q_j[None, :], v_Q.to(tl.float8e4nv))
+    _store_f8e4m3(Q + Q_i[:, None] * 12288 + Q_j[None, :], v_Q, None, INTERPRET)
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
