@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .memory import require_bound_sizes
+from .passes.int32 import check_int32
 from .passes.ascend910b import split_vector_rows, widen_narrow_tiles
 from .placement import assign_units, stage_operands
 from .tile import lower
@@ -53,7 +54,7 @@ def prepare(program: TileProgram, schedule, backend: str) -> TileProgram:
     program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
     for rewrite in TARGET_PASSES.get(backend, ()):
         program = rewrite(program)
-    return program
+    return check_int32(program)  # every index, mask and address fits the kernels' 32-bit integers
 
 
 def with_stages(program: TileProgram, schedule, device: str) -> TileProgram:

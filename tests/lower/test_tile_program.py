@@ -118,3 +118,18 @@ def test_the_cli_exits_3_on_an_internal_error(monkeypatch, capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 3
     assert "tdsl: internal error: an invariant broke" in err and "please report" in err
+
+
+def test_index_arithmetic_past_32_bits_is_refused_with_the_expression():
+    """Huge tile factors make index coefficients past int32, which every backend computes indices in."""
+    from tdsl.compiler.errors import BackendError
+
+    prog = load(EXAMPLES / "gemm.tdsl", sizes={"M": 5, "N": 1, "K": 1})
+    sched = prog.schedule()
+    sched.tile("C.i", "C.j", "C.k", 2147483647, 16, 128, names=["a", "b", "c", "d", "e", "f"])
+    sched.tile("C.d", "C.e", 4, 16)
+    for backend in BACKEND_NAMES:
+        with pytest.raises(BackendError, match=r"may reach \d+, past 32-bit integers.*smaller split or tile factors"):
+            lower_for(sched, backend)
+    fine = load(EXAMPLES / "gemm.tdsl").schedule("gpu")  # the chapter's sizes: 4096^2 elements, well inside
+    assert lower_for(fine, "triton").kernels
