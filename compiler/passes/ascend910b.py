@@ -118,6 +118,10 @@ class Kernel910B:
             if self.e4m3_tiles and math.prod(a.size for a in op.tile.axes) // 2 < E4M3_TILE:
                 return None  # the E4M3 conversions need 128 elements per tile (whole 256-byte f16 repeats)
             first = op.tile.axes[0]
+            if any(a.op == "==" and mentions(a, first.iter) for a in atoms(op.tile.mask)):
+                # one row at a time (a serial loop over the rows): a core's half may lie wholly past the tensor
+                # with no upper bound in the mask to guard its copies (the printer's first-row test)
+                return None
             rows.add((first.size, repr(simplify(first.offset))))
             if self._written_back_by_another_row_owner(op):
                 return None

@@ -133,9 +133,11 @@ class _Machine(_Regions, _CrossCore):
         return self.when(np.logical_not(cond))
 
     def select(self, cond, then, other):
-        """T.if_then_else: each operand evaluated only on the lanes that take it."""
+        """T.if_then_else: each operand evaluated only on the lanes that take it.  A Python float operand is a
+        TIR float literal, float32 (TVM's default float dtype), as in `T.if_then_else(c, T.tanh(x), 3.0)`."""
         if np.ndim(cond) == 0:
-            return then() if bool(cond) else other()
+            taken = then() if bool(cond) else other()
+            return np.float32(taken) if isinstance(taken, float) else taken
         cond = np.asarray(cond)
         a = b = None
         for _ in self.when(cond):
@@ -150,7 +152,7 @@ class _Machine(_Regions, _CrossCore):
         tb = None if isinstance(b, (int, float)) else np.asarray(b).dtype
         if ta is not None and tb is not None and ta != tb:
             raise SimulationError(f"T.if_then_else with operands of dtypes {ta} and {tb}")
-        t = ta or tb
+        t = ta or tb or (np.dtype(np.float32) if isinstance(a, float) or isinstance(b, float) else None)
         if t is not None:
             a, b = np.asarray(a, dtype=t), np.asarray(b, dtype=t)
         return _scalar(np.where(cond, a, b))
