@@ -12,7 +12,7 @@ at that place is the identity, and a step may drop it (`compute_inline(T, round=
   already lies on D's grid, since the cast is then the identity);
 * anything else (arithmetic, exp, ...) only on the f32 grid, which holds every value.
 
-The grids nest exactly (checked bit for bit over every value of every dtype in tests/test_relaxations.py):
+The grids nest exactly (checked bit for bit over every value of every dtype in tests/legality/test_relaxations.py):
 f8e4m3 lies on the bf16 and the f16 grid (its smallest subnormal 2^-9 is a normal number of both, its largest
 value 448 is in range of both, and its NaN is the canonical quiet NaN), bf16 and f16 lie on the f32 grid; bf16
 and f16 do not lie on each other's (bf16 has 8 significant bits, f16 has 11 and a smaller range; f16's subnormals

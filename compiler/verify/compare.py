@@ -20,7 +20,7 @@ import numpy as np
 # Bits of each output dtype the comparison trusts: all of the narrow dtypes' (their precision,
 # compiler/dtypes.PRECISION_BITS), 17 of f32's 24 (long f32 reductions are added in another order by the
 # hardware, and GPU exp is not correctly rounded).  Kept free of imports: the GPU machine runs this module
-# with numpy alone (benchmarks/gpu); tests/test_dtypes.py checks it against PRECISION_BITS.
+# with numpy alone (benchmarks/gpu); tests/model/test_dtypes.py checks it against PRECISION_BITS.
 TOLERANCE_BITS = {"bf16": 8, "f16": 11, "f8e4m3": 4, "f32": 17}
 ULPS = 2
 

@@ -1,1 +1,1 @@
-"""Malformed programs made from examples/*.tdsl (see generate.py and tests/test_malformed.py)."""
+"""Malformed programs made from examples/*.tdsl (see generate.py and tests/frontend/test_malformed.py)."""
