@@ -53,7 +53,7 @@ import math
 from dataclasses import dataclass, field
 
 from tdsl.backends.tilelang.emit import TileLangDialect, axis_start
-from tdsl.backends.tilelang.emit import index_code, shape_code
+from tdsl.backends.tilelang.emit import index_code as _tilelang_index_code, shape_code
 from tdsl.compiler import tileir as T
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.backends.dtypes import ASCEND_910B
@@ -82,6 +82,13 @@ TL_DTYPES = ASCEND_910B  # no FP8 type: E4M3 tensors are bytes (backends/dtypes.
 
 # Variables this printer adds to the tile program's expressions ('__' names: no program name starts so).
 ROW = "__row"  # the row of a tile computed row by row
+
+
+
+def index_code(e: T.Expr, names: dict) -> str:
+    """TileLang's index code, `a or b` spelt T.if_then_else(a, True, b): tilelang-ascend 0.1.4 has T.And but no
+    T.Or (api910b.py)."""
+    return _tilelang_index_code(e, names, disjunction="T.if_then_else({}, True, {})")
 
 
 @dataclass
@@ -395,6 +402,9 @@ class Ascend910BPrinter(TileLangDialect):
         self.tracking = None
 
     EMPTY_BODY = ""  # the cube and vector sides of a loop print their own bodies (and their empty cases)
+
+    def index(self, e: T.Expr) -> str:
+        return index_code(e, self.vars)  # this module's: no T.Or in tilelang-ascend
 
     def _blocks(self, stmt: str) -> int:
         blocks = 1

@@ -85,10 +85,11 @@ def _env() -> jinja2.Environment:
 # ---------------------------------------------------------------- index expressions
 
 
-def index_code(e: T.Expr, names: dict) -> str:
+def index_code(e: T.Expr, names: dict, disjunction: str = "T.Or({}, {})") -> str:
     """Integer / boolean index arithmetic; `names` maps every variable to its code: iterators to lanes or
-    offsets, loop variables and run-time sizes to their identifiers (a printer's `vars`)."""
-    r = lambda x: index_code(x, names)  # noqa: E731
+    offsets, loop variables and run-time sizes to their identifiers (a printer's `vars`).  `disjunction`
+    spells `a or b` (a dialect without T.Or passes another form)."""
+    r = lambda x: index_code(x, names, disjunction)  # noqa: E731
     if isinstance(e, T.Const):
         return repr(e.value)
     if isinstance(e, T.Var):
@@ -104,7 +105,7 @@ def index_code(e: T.Expr, names: dict) -> str:
         if e.op == "and":
             return f"T.And({a}, {b})"
         if e.op == "or":
-            return f"T.Or({a}, {b})"
+            return disjunction.format(a, b)
         return f"({a} {e.op} {b})"
     raise BackendError(f"not an index expression: {e!r}")
 
