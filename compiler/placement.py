@@ -27,7 +27,7 @@ from typing import Optional
 from tdsl.frontend import ast
 
 from .errors import BackendError, InternalError
-from .tileir import AccUpdate, Dot, SerialLoop, Staged, TileKernel, TileProgram, Var
+from .tileir import AccUpdate, Dot, SerialLoop, Staged, TileKernel, TileProgram, Var, walk_ops
 
 MATRIX = "matrix"
 VECTOR = "vector"
@@ -144,11 +144,7 @@ def matrix_statements(kernel: TileKernel) -> set:
 
 
 def walk_updates(body):
-    for op in body:
-        if isinstance(op, SerialLoop):
-            yield from walk_updates(op.body)
-        elif isinstance(op, AccUpdate):
-            yield op
+    return (op for op in walk_ops(body) if isinstance(op, AccUpdate))
 
 
 # ---------------------------------------------------------------- where operands are staged

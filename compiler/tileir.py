@@ -296,6 +296,21 @@ class TileProgram(_Value):
     statements: dict = field(default_factory=dict)  # statement -> its .tdsl text, for comments
 
 
+def value_operands(e) -> list:
+    """The sub-expressions a value expression computes from (a Select's condition is a mask, not one of them)."""
+    if isinstance(e, Bin):
+        return [e.lhs, e.rhs]
+    if isinstance(e, (Neg, Round, Reduce)):
+        return [e.operand]
+    if isinstance(e, Call):
+        return list(e.args)
+    if isinstance(e, Select):
+        return [e.then, e.other]
+    if isinstance(e, Dot):
+        return [e.lhs, e.rhs]
+    return []
+
+
 def walk_ops(body):
     """Every op of a body, loops before what they hold, in program order."""
     for op in body:

@@ -1362,14 +1362,8 @@ def _load_uses(op) -> dict:
 
 
 def subexpressions(e):
-    if isinstance(e, T.Bin):
-        return [e.lhs, e.rhs]
-    if isinstance(e, (T.Neg, T.Round)):
-        return [e.operand]
-    if isinstance(e, T.Call):
-        return list(e.args)
-    if isinstance(e, T.Select):
-        return [e.then, e.other]
-    return []
+    """The operands of an elementwise value (tileir.value_operands); a tile reduction or product is a whole
+    step of its own, not looked into here."""
+    return [] if isinstance(e, (T.Reduce, T.Dot)) else T.value_operands(e)
 
 

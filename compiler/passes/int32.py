@@ -79,7 +79,7 @@ def _check_loads(e, ranges: dict, kernel: T.TileKernel, where: str) -> None:
         else:
             _check_loads(e.cond, ranges, kernel, where)
         return
-    for child in _children(e):
+    for child in T.value_operands(e):
         _check_loads(child, ranges, kernel, where)
 
 
@@ -172,17 +172,3 @@ def _is_index(e) -> bool:
     if isinstance(e, T.Bin):
         return _is_index(e.lhs) and _is_index(e.rhs)
     return False
-
-
-def _children(e) -> list:
-    if isinstance(e, T.Bin):
-        return [e.lhs, e.rhs]
-    if isinstance(e, (T.Neg, T.Round)):
-        return [e.operand]
-    if isinstance(e, T.Call):
-        return list(e.args)
-    if isinstance(e, T.Reduce):
-        return [e.operand]
-    if isinstance(e, T.Dot):
-        return [e.lhs, e.rhs]
-    return []
