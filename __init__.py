@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 
 
 def load(path, sizes=None):
-    """Parse a .tdsl file and return its `Program` (see `tdsl.compiler.api`)."""
-    from tdsl.compiler.api import load as _load
+    """Parse a .tdsl file and return its `Program` (see `tdsl.compiler.driver.api`)."""
+    from tdsl.compiler.driver.api import load as _load
 
     return _load(path, sizes=sizes)

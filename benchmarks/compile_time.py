@@ -11,8 +11,8 @@ import statistics
 import time
 from pathlib import Path
 
-from tdsl.compiler.api import Program
-from tdsl.compiler.dependences import compute_dependences
+from tdsl.compiler.driver.api import Program
+from tdsl.compiler.model.dependences import compute_dependences
 from tdsl.compiler.errors import StepError
 from tdsl.frontend.check import load_file
 

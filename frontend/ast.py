@@ -3,7 +3,7 @@
 Every node carries a `Span` (line, column, end) so that later stages can
 point at the source when they report an error.  The tree is plain data:
 semantic checks live in `frontend/check.py`, lowering to isl in
-`compiler/model.py`.
+`compiler/model/program.py`.
 """
 
 from __future__ import annotations

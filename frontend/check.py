@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
-from tdsl.compiler.functions import COMPOSITIONS, PRIMITIVES
+from tdsl.compiler.model.functions import COMPOSITIONS, PRIMITIVES
 
-from . import ast
-from .diagnostics import SourceError, TdslError, visible
-from .limits import MAX_INT, MAX_SOURCE_CHARS
-from .parser import COMBINE_POLICIES, format_expr, parse
+from tdsl.frontend import ast
+from tdsl.frontend.diagnostics import SourceError, TdslError, visible
+from tdsl.frontend.limits import MAX_INT, MAX_SOURCE_CHARS
+from tdsl.frontend.parser import COMBINE_POLICIES, format_expr, parse
 
 __all__ = [
     "TensorInfo",
@@ -44,7 +44,7 @@ __all__ = [
     "COMBINE_POLICIES",
 ]
 
-# Element-wise functions and their number of arguments: the catalog's (compiler/functions.py, one argument for
+# Element-wise functions and their number of arguments: the catalog's (compiler/model/functions.py, one argument for
 # a composition), `where`, and the casts, named after the dtypes they round to.
 FUNCTION_ARITY: dict[str, int] = {
     **{f: n for f, n in PRIMITIVES.items() if n == 1},

@@ -19,7 +19,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Optional
 
-from .ast import Span
+from tdsl.frontend.ast import Span
 
 # A longer echoed line is cut to a window around the caret.
 MAX_ECHO_WIDTH = 160

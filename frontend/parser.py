@@ -20,10 +20,10 @@ from typing import Iterable, Iterator, Optional
 from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
-from . import ast
-from .diagnostics import SourceError, escape_char
-from .limits import MAX_EXPR_DEPTH, MAX_SOURCE_CHARS, float_problem, int_problem, reserved_name_problem
-from .printer import expr_text
+from tdsl.frontend import ast
+from tdsl.frontend.diagnostics import SourceError, escape_char
+from tdsl.frontend.limits import MAX_EXPR_DEPTH, MAX_SOURCE_CHARS, float_problem, int_problem, reserved_name_problem
+from tdsl.frontend.printer import expr_text
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 

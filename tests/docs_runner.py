@@ -13,7 +13,7 @@ used for the rule pages (docs/test_rule_pages.py) and docs/cost.md, docs/targets
 * Python sessions: fenced blocks marked ``pycon`` are doctests (``>>>`` / ``...`` prompts, ELLIPSIS on);
   the blocks of one document share one namespace and run in order, in the same scratch directory.
 
-Commands run in-process through ``tdsl.compiler.cli.main`` (`run_in_process`; a subprocess per command would
+Commands run in-process through ``tdsl.compiler.driver.cli.main`` (`run_in_process`; a subprocess per command would
 be slow); `run_subprocess` runs one through the real entry point, to show the two agree.
 """
 
@@ -115,7 +115,7 @@ def split_status(line: str) -> tuple[str, bool]:
 
 def run_in_process(line: str, cwd: Path) -> tuple[list[str], int]:
     """Run `tdsl ARGS` through the CLI's main(); stdout and stderr interleaved as written."""
-    from tdsl.compiler.cli import main
+    from tdsl.compiler.driver.cli import main
 
     command, echo = split_status(line)
     argv = shlex.split(command)
@@ -138,12 +138,12 @@ def run_in_process(line: str, cwd: Path) -> tuple[list[str], int]:
 
 
 def run_subprocess(line: str, cwd: Path) -> tuple[list[str], int]:
-    """The same through the real entry point (`python -m tdsl.compiler.cli`)."""
+    """The same through the real entry point (`python -m tdsl.compiler.driver.cli`)."""
     command, echo = split_status(line)
     argv = shlex.split(command)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "tdsl.compiler.cli", *argv[1:]],
+        [sys.executable, "-m", "tdsl.compiler.driver.cli", *argv[1:]],
         cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     lines = trim([l.rstrip() for l in proc.stdout.splitlines()])

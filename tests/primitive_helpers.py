@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tdsl.compiler.api import loads
-from tdsl.compiler.tree import walk_loops
-from tdsl.compiler.tree_view import tree_text
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.schedule.tree import walk_loops
+from tdsl.compiler.schedule.tree_view import tree_text
 
 # ---------------------------------------------------------------- kernels
 

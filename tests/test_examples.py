@@ -4,9 +4,9 @@ small sizes, including sizes that are not multiples of the tiles); its illegal o
 import numpy as np
 import pytest
 
-from tdsl.compiler.api import load
+from tdsl.compiler.driver.api import load
 from tdsl.compiler.errors import LegalityError, StepError
-from tdsl.compiler.interpreter import interpret, random_inputs
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
 
 from catalog import CASE_IDS, CASES, EXAMPLES, EXPECTED, INTERPRETER_SIZES, LEGAL, LEGAL_IDS
 

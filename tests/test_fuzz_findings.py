@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tdsl.compiler.api import loads
+from tdsl.compiler.driver.api import loads
 
 from catalog import EXAMPLES
 from fuzz.cases import Case
@@ -94,7 +94,7 @@ def _step(text: str) -> Step:
     """A .tdsl schedule line -> a fuzzer Step (parsed by the real frontend)."""
     prog = loads(f"kernel k(A: f32[4]) -> (B: f32[4]) {{\n  B[i] = A[i]\n}}\nschedule s {{\n  {text}\n}}\n")
     (step,) = prog.ast.schedules[0].steps
-    from tdsl.compiler.schedule import _plain
+    from tdsl.compiler.schedule.schedule import _plain
 
     args = tuple(_plain(a.value) for a in step.args if a.keyword is None)
     args = tuple(f"{a.stmt}.{a.loop}" if hasattr(a, "loop") else a for a in args)

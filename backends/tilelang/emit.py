@@ -1,7 +1,7 @@
 """Emit a TileLang module (NVIDIA, `tilelang.language`) from a tile program.
 
 Like the Triton backend, every schedule decision is read from the tile
-program (`compiler/tileir.py`: buffers, operand copies and product units
+program (`compiler/lower/tileir.py`: buffers, operand copies and product units
 included, see docs/architecture.md); this file only chooses the TileLang
 form of each op:
 
@@ -36,21 +36,21 @@ from typing import Optional
 
 import jinja2
 
-from tdsl.compiler import tileir as T
-from tdsl.compiler.placement import VECTOR, operand_layout, unit_of
-from tdsl.compiler.tileir import simplify
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.analysis.placement import VECTOR, operand_layout, unit_of
+from tdsl.compiler.lower.tileir import simplify
 
-from tdsl.compiler.dtypes import BYTES
+from tdsl.compiler.model.dtypes import BYTES
 
-from ..dtypes import TILELANG, TORCH
-from ..launcher import epilogue, prologue
-from ..printer import PrinterBase, call_code
-from ..names import ModuleNames
+from tdsl.backends.common.dtypes import TILELANG, TORCH
+from tdsl.backends.common.launcher import epilogue, prologue
+from tdsl.backends.common.printer import PrinterBase, call_code
+from tdsl.backends.common.names import ModuleNames
 from tdsl.compiler.errors import BackendError, InternalError
 
 TEMPLATES = Path(__file__).parent / "templates"
 
-TL_DTYPES = TILELANG  # backends/dtypes.py
+TL_DTYPES = TILELANG  # backends/common/dtypes.py
 TORCH_DTYPES = TORCH
 GRID_VARS = {"x": "bx", "y": "by", "z": "bz"}
 F8_MAX = 448.0
@@ -161,7 +161,7 @@ class TileLangDialect(PrinterBase):
 class KernelPrinter(TileLangDialect):
     program: T.TileProgram
     kernel: T.TileKernel
-    names: Optional[ModuleNames] = None  # the module's identifiers (backends/names.py); the program's own if None
+    names: Optional[ModuleNames] = None  # the module's identifiers (backends/common/names.py); the program's own if None
     lines: list = field(default_factory=list)
     allocs: list = field(default_factory=list)
     depth: int = 2
@@ -197,7 +197,7 @@ class KernelPrinter(TileLangDialect):
             params.append(f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")')
         return params
 
-    # identifiers (backends/names.py): the program's names, and the locals derived from them
+    # identifiers (backends/common/names.py): the program's names, and the locals derived from them
 
     def tensor(self, name: str) -> str:
         return self.names.tensor(name)
@@ -356,7 +356,7 @@ class KernelPrinter(TileLangDialect):
     # ------------------------------------------------------------ matrix products
 
     def stage_operand(self, op: T.AccUpdate, n: int, stem: str) -> str:
-        """Allocate operand n's on-chip copy (`op.staged`, compiler/placement.py) and copy its box into it."""
+        """Allocate operand n's on-chip copy (`op.staged`, compiler/analysis/placement.py) and copy its box into it."""
         st, load = op.staged[n], (op.partial.lhs, op.partial.rhs)[n]
         cache = st.cache
         note = (f"cache_read {load.tensor} -> {cache.scope} at {cache.loop} (plan {list(cache.shape)} {cache.dtype})"
@@ -399,7 +399,7 @@ class KernelPrinter(TileLangDialect):
             raise BackendError(f"{op.stmt}: accumulator tile {shape} differs from the product tile {[size[i], size[j]]}")
         a = self.stage_operand(op, 0, "s")
         b = self.stage_operand(op, 1, "s")
-        if unit_of(op) == VECTOR:  # f32 / mixed operands, or too small for the warps (compiler/placement.py)
+        if unit_of(op) == VECTOR:  # f32 / mixed operands, or too small for the warps (compiler/analysis/placement.py)
             self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
             return
         flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
@@ -588,7 +588,7 @@ def _is_index(e: T.Expr) -> bool:
     return False
 
 
-FUNCTIONS = {  # the primitives of compiler/functions.py in TileLang
+FUNCTIONS = {  # the primitives of compiler/model/functions.py in TileLang
     "exp": "T.exp({0})",
     "log": "T.log({0})",
     "sqrt": "T.sqrt({0})",

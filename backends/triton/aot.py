@@ -6,13 +6,13 @@ specialisation the JIT would use on a real launch (16-byte divisible
 pointers, the schedule's num_warps / num_stages), so `metadata.shared` is
 the shared memory the kernel will ask for on an H100/H200.
 
-A kernel is found by its function's identifier in the module (`function`, from backends/names.py; the tile
+A kernel is found by its function's identifier in the module (`function`, from backends/common/names.py; the tile
 program's kernel name when not given) and its parameters by position: tensors, run-time sizes, INTERPRET.
 """
 
 from __future__ import annotations
 
-from tdsl.compiler.tileir import TileKernel
+from tdsl.compiler.lower.tileir import TileKernel
 
 POINTER_TYPES = {"bf16": "*bf16", "f16": "*fp16", "f32": "*fp32", "f8e4m3": "*fp8e4nv"}
 
@@ -56,7 +56,7 @@ def compile_in_subprocess(module_path, kernels: list[TileKernel], arch: int = 90
     import subprocess
     import sys
 
-    from tdsl.backends.names import ModuleNames
+    from tdsl.backends.common.names import ModuleNames
 
     names = ModuleNames(program) if program is not None else None
     specs = [kernel_spec(k, names.kernel(k.name) if names else "") for k in kernels]

@@ -16,19 +16,19 @@ import math
 
 import jinja2
 
-from tdsl.compiler import tileir as T
+from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.errors import InternalError
-from tdsl.compiler.placement import VECTOR, unit_of
-from tdsl.compiler.tileir import simplify
+from tdsl.compiler.analysis.placement import VECTOR, unit_of
+from tdsl.compiler.lower.tileir import simplify
 
-from ..dtypes import TORCH, TRITON
-from ..launcher import epilogue, prologue
-from ..printer import PrinterBase, call_code
-from ..names import ModuleNames
+from tdsl.backends.common.dtypes import TORCH, TRITON
+from tdsl.backends.common.launcher import epilogue, prologue
+from tdsl.backends.common.printer import PrinterBase, call_code
+from tdsl.backends.common.names import ModuleNames
 
 TEMPLATES = Path(__file__).parent / "templates"
 
-TL_DTYPES = TRITON  # backends/dtypes.py
+TL_DTYPES = TRITON  # backends/common/dtypes.py
 TORCH_DTYPES = TORCH
 GRID_AXES = {"x": 0, "y": 1, "z": 2}
 F8_MAX = 448.0
@@ -221,7 +221,7 @@ class _KernelPrinter(PrinterBase):
             acc = self.acc_name(op.stmt)
             if isinstance(op.partial, T.Dot):
                 a, b = self._dot_operands(op.partial, op.tile, frame)
-                # a product the tensor cores do not take exactly (compiler/placement.py) is multiplied in f32
+                # a product the tensor cores do not take exactly (compiler/analysis/placement.py) is multiplied in f32
                 precise = ', input_precision="ieee"' if unit_of(op) == VECTOR else ""
                 if op.partial.lhs_dtype == op.partial.rhs_dtype == "f8e4m3":
                     # On sm_90 Triton otherwise keeps FP8 products in the tensor core's reduced-precision
@@ -391,7 +391,7 @@ def _divide(lhs: str, divisor: T.Expr, rhs: str) -> str:
     return f"tl.div_rn({lhs}, {rhs})"
 
 
-FUNCTIONS = {  # the primitives of compiler/functions.py in Triton
+FUNCTIONS = {  # the primitives of compiler/model/functions.py in Triton
     "exp": "tl.exp({0})",
     "log": "tl.log({0})",
     "sqrt": "tl.sqrt_rn({0})",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tdsl.compiler.api import load
-from tdsl.compiler.codegen import generate
+from tdsl.compiler.driver.api import load
+from tdsl.compiler.driver.generate import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "generated"

@@ -11,7 +11,7 @@ L1 524,032 B and UB 196,352 B, i.e. 256 B reserved in each (shared/notes/anchors
 datasheet for it, so treat it as approximate (the platform config's ddr_rate of 32 B/cycle/core gives 1.38 TB/s).
 """
 
-from . import Scope, Target
+from tdsl.compiler.targets import Scope, Target
 
 _CORES = 24  # cube cores (AIC) [cfg ai_core_cnt=24, cube_core_cnt=24]
 _FREQ = 1.8e9  # cube_freq=1800 MHz [cfg]

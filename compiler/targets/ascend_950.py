@@ -8,7 +8,7 @@ are reserved; [hc25] Huawei Connect 2025 announcement of the 950 series (950PR: 
 1.6 TB/s; FP8/MXFP8/HiF8 1 PFLOPS) -- announced figures, not a datasheet.
 """
 
-from . import Scope, Target
+from tdsl.compiler.targets import Scope, Target
 
 _CORES = 28  # cube cores [cfg ai_core_cnt=28]
 _FREQ = 1.65e9  # cube_freq=1650 MHz [cfg]

@@ -8,7 +8,7 @@ and "Shared Memory" for compute capability 9.0 (vendor documentation, cited from
 [wp] NVIDIA H100 Tensor Core GPU Architecture whitepaper.
 """
 
-from . import KiB, Scope, Target
+from tdsl.compiler.targets import KiB, Scope, Target
 
 TARGET = Target(
     name="h100",

@@ -7,8 +7,8 @@ every per-SM limit is the H100's (same GH100 SM, compute capability 9.0), see h1
 
 from dataclasses import replace
 
-from . import KiB
-from .h100 import TARGET as H100
+from tdsl.compiler.targets import KiB
+from tdsl.compiler.targets.h100 import TARGET as H100
 
 TARGET = replace(
     H100,

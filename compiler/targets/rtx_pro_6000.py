@@ -7,7 +7,7 @@ Sources: [ch] the chapter, 5.2.2 and 5.3.3 (100 KB shared per SM, 99 KB per bloc
 [ds] NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet / product page (vendor documentation).
 """
 
-from . import KiB, Scope, Target
+from tdsl.compiler.targets import KiB, Scope, Target
 
 TARGET = Target(
     name="rtx-pro-6000",

@@ -13,9 +13,9 @@ import math
 
 import pytest
 
-from tdsl.compiler.api import load
-from tdsl.compiler.cost import analyze, box_sum, card, fit, sweep, sweep_table, with_factors
-from tdsl.compiler.memory import CapacityError, check, plan, plan_kernels
+from tdsl.compiler.driver.api import load
+from tdsl.compiler.analysis.cost import analyze, box_sum, card, fit, sweep, sweep_table, with_factors
+from tdsl.compiler.analysis.buffer_plan import CapacityError, check, plan, plan_kernels
 from tdsl.compiler.targets import get_target
 
 from catalog import EXAMPLES, ROOT
@@ -255,7 +255,7 @@ def test_5_3_3_flash_fit_rejects_one_more_row():
 
 
 def _build(prog, name, factors):
-    from tdsl.compiler.cost import _build as build
+    from tdsl.compiler.analysis.cost import _build as build
 
     return build(prog, with_factors(prog.block(name), factors))
 
@@ -397,7 +397,7 @@ def test_every_example_costs_on_every_target():
 
 
 def run(argv, capsys):
-    from tdsl.compiler.cli import main
+    from tdsl.compiler.driver.cli import main
 
     status = main([str(a) for a in argv])
     out = capsys.readouterr()

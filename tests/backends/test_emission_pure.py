@@ -5,8 +5,8 @@ import dataclasses
 
 import pytest
 
-from tdsl.compiler.api import load
-from tdsl.compiler.tile import lower
+from tdsl.compiler.driver.api import load
+from tdsl.compiler.lower.build import lower
 
 from catalog import EXAMPLES, KERNEL_SIZES, LEGAL, LEGAL_IDS
 from fuzz.emission import emit_all

@@ -1,4 +1,4 @@
-"""Text from the user reaches generated modules only as inert, escaped text (backends/text.py).
+"""Text from the user reaches generated modules only as inert, escaped text (backends/common/text.py).
 
 A program saved under a hostile file name (a newline and a line of code, quotes, backslashes, CR, U+2028,
 triple quotes, '#') is compiled by every backend: the module must parse to exactly the code an ordinary name
@@ -14,10 +14,10 @@ import sys
 import pytest
 
 from catalog import EXAMPLES
-from tdsl.backends.text import comment_text
-from tdsl.compiler.api import loads
-from tdsl.compiler.cli import main
-from tdsl.compiler.codegen import generate, load_module
+from tdsl.backends.common.text import comment_text
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.driver.cli import main
+from tdsl.compiler.driver.generate import generate, load_module
 
 # Each payload, run as code, creates the file named after "open(".
 HOSTILE_NAMES = [

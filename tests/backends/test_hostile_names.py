@@ -1,4 +1,4 @@
-"""Program names that collide with the names generated modules use (backends/names.py).
+"""Program names that collide with the names generated modules use (backends/common/names.py).
 
 A kernel, tensor, size, iterator, statement or loop may be called like a Python builtin (`range`), a name the
 module imports or defines (`tl`, `T`, `torch`, `_check`, `KERNELS`), one of Triton's launch options
@@ -39,13 +39,13 @@ from catalog import EXAMPLES, ROOT
 
 os.environ.setdefault("TILELANG_CACHE_DIR", str(ROOT / ".cache" / "tilelang"))
 
-from tdsl.backends.ascend.api910b import check_module  # noqa: E402
+from tdsl.backends.ascend910b.api import check_module  # noqa: E402
 from tdsl.compiler.verify.ascend_sim import simulate  # noqa: E402
-from tdsl.backends.names import RESERVED, TRITON_KERNEL, ModuleNames  # noqa: E402
-from tdsl.compiler.api import load, loads  # noqa: E402
-from tdsl.compiler.codegen import generate, load_module, to_torch  # noqa: E402
-from tdsl.compiler.interpreter import interpret, random_inputs  # noqa: E402
-from tdsl.compiler.tile import lower  # noqa: E402
+from tdsl.backends.common.names import RESERVED, TRITON_KERNEL, ModuleNames  # noqa: E402
+from tdsl.compiler.driver.api import load, loads  # noqa: E402
+from tdsl.compiler.driver.generate import generate, load_module, to_torch  # noqa: E402
+from tdsl.compiler.reference.interpreter import interpret, random_inputs  # noqa: E402
+from tdsl.compiler.lower.build import lower  # noqa: E402
 from tdsl.compiler.verify import compare  # noqa: E402
 from tdsl.frontend.diagnostics import TdslError  # noqa: E402
 

@@ -4,7 +4,7 @@ Checked in docs/primitives.md, docs/legality.md, docs/interpreter.md, docs/sched
 `$ tdsl ...` console blocks and pycon sessions, as docs_runner.py describes (the same runner checks the rule
 pages, docs/test_rule_pages.py, and docs/cost.md and docs/targets.md, analysis/test_cost.py).
 
-Commands run in-process through ``tdsl.compiler.cli.main`` (a subprocess per command would make this file
+Commands run in-process through ``tdsl.compiler.driver.cli.main`` (a subprocess per command would make this file
 slow); `test_in_process_runner_matches_the_real_command` runs a sample through the installed entry point to
 show the two agree.
 """
@@ -53,7 +53,7 @@ def test_python_sessions(doc, scratch):
 
 
 def test_in_process_runner_matches_the_real_command(scratch):
-    """A legal and an illegal command through `python -m tdsl.compiler.cli`: same output, same status."""
+    """A legal and an illegal command through `python -m tdsl.compiler.driver.cli`: same output, same status."""
     every = [(block, cmd) for block in CONSOLE for cmd in commands(block)]
     legal = next(pair for pair in every if not split_status(pair[1].line)[1])
     failing = next(pair for pair in every if split_status(pair[1].line)[1])

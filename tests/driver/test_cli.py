@@ -9,11 +9,11 @@ import time
 import pytest
 
 from catalog import EXAMPLES, ROOT
-from tdsl.compiler.cli import main
+from tdsl.compiler.driver.cli import main
 
 
 def tdsl(*args, cwd=ROOT):
-    proc = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", *args], capture_output=True, text=True, cwd=cwd)
+    proc = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", *args], capture_output=True, text=True, cwd=cwd)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -161,7 +161,7 @@ def test_fuse_report_of_a_50_statement_chain(tmp_path, capsys, monkeypatch):
     prog = tmp_path / "chain.tdsl"
     prog.write_text("\n".join([f"const N = 16\nkernel chain(A: f32[N]) -> (T{n}: f32[N]) {{",
                                "  T1[i] = A[i] * 2.0", *steps, "}"]) + "\n")
-    from tdsl.compiler import interpreter
+    from tdsl.compiler.reference import interpreter
 
     runs, interpret = [], interpreter.interpret
     monkeypatch.setattr(interpreter, "interpret", lambda *a, **k: runs.append(a[1]) or interpret(*a, **k))

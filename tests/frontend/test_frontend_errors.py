@@ -1300,7 +1300,7 @@ def test_file_not_utf8_without_a_position(tmp_path):
 
 
 def test_file_defines_no_kernel(tmp_path):
-    from tdsl.compiler.api import load
+    from tdsl.compiler.driver.api import load
     from tdsl.frontend.diagnostics import TdslError
 
     path = tmp_path / "sizes.tdsl"

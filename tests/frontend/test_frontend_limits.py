@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tdsl.compiler.cli import main
+from tdsl.compiler.driver.cli import main
 from tdsl.frontend.check import load_file, load_source
 from tdsl.frontend.diagnostics import SourceError
 from tdsl.frontend.limits import ISL_KEYWORDS, MAX_EXPR_DEPTH, MAX_SOURCE_CHARS, PYTHON_KEYWORDS

@@ -1,7 +1,7 @@
 """Malformed programs never crash the compiler, never hang it, and get clean located diagnostics.
 
 Each candidate of `malformed.generate.candidates()` (about 480 mutations of examples/*.tdsl, fixed seeds)
-is written to a file and run through the CLI in process (`tdsl.compiler.cli.main`):
+is written to a file and run through the CLI in process (`tdsl.compiler.driver.cli.main`):
 `check --all`, and, when the frontend accepts the program (exit 0 or 1), also `tree` and
 `compile --target nvidia -o OUT`.  The oracle, for every command:
 
@@ -31,7 +31,7 @@ import pytest
 
 from catalog import EXAMPLES
 from malformed.generate import Candidate, candidates
-from tdsl.compiler.cli import main
+from tdsl.compiler.driver.cli import main
 
 CANDIDATES = candidates()
 TIME_LIMIT_S = 2.0

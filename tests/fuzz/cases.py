@@ -9,8 +9,8 @@ from typing import Optional
 
 import numpy as np
 
-from tdsl.compiler import dtypes as dt
-from tdsl.compiler.interpreter import tensor_shape
+from tdsl.compiler.model import dtypes as dt
+from tdsl.compiler.reference.interpreter import tensor_shape
 
 from .schedules import Step
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.memory import CapacityError
+from tdsl.compiler.analysis.buffer_plan import CapacityError
 
 
 @dataclass
@@ -16,8 +16,8 @@ class Emitted:
 
 def emit_all(sched, backends, program=None) -> Emitted:
     """Each backend's text of one tile program (`program`, or the schedule's lowered for each backend)."""
-    from tdsl.compiler.pipeline import prepare
-    from tdsl.compiler.tile import lower
+    from tdsl.compiler.lower.pipeline import prepare
+    from tdsl.compiler.lower.build import lower
 
     program = program if program is not None else lower(sched)
     out = Emitted(program)
@@ -30,14 +30,6 @@ def emit_all(sched, backends, program=None) -> Emitted:
 
 
 def _emit(name: str, program) -> str:
-    if name == "triton":
-        from tdsl.backends.triton import emit_module
+    from tdsl.backends import emit_module
 
-        return emit_module(program)
-    if name == "tilelang":
-        from tdsl.backends.tilelang import emit_module
-
-        return emit_module(program)
-    from tdsl.backends.ascend import emit_module
-
-    return emit_module(program, target=name)
+    return emit_module(name, program)

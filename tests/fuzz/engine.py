@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from tdsl.compiler.api import loads
+from tdsl.compiler.driver.api import loads
 from tdsl.compiler.errors import LegalityError
 from tdsl.frontend.diagnostics import TdslError
 

@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from tdsl.compiler.api import loads
+from tdsl.compiler.driver.api import loads
 from tdsl.compiler.errors import LegalityError, ScheduleError
 from tdsl.frontend.diagnostics import TdslError
 
@@ -80,7 +80,7 @@ def apply_steps(case: Case):
 
 def state_of(sched) -> tuple:
     """What a schedule is: its trace, its tree's shape and annotations, its instances' times, its domains."""
-    from tdsl.compiler.tree_view import tree_text
+    from tdsl.compiler.schedule.tree_view import tree_text
 
     shape = tree_text(sched.model, sched.tree).split("\n", 1)[-1]  # without the domain line (isl's wording)
     domains = {s.name: s.domain for s in sched.model.stmts}
@@ -116,7 +116,7 @@ def relaxed(model) -> bool:
 
 
 def check_interpreter(case: Case, original, sched, references: dict) -> Optional[Finding]:
-    from tdsl.compiler.interpreter import interpret
+    from tdsl.compiler.reference.interpreter import interpret
     from tdsl.compiler.verify import compare, reordered_terms, tolerance_dtype
 
     for dist, (inputs, want) in references.items():
@@ -145,7 +145,7 @@ def check_interpreter(case: Case, original, sched, references: dict) -> Optional
 
 def references(case: Case, original) -> dict:
     """dist -> (inputs, program-order result) for every input distribution."""
-    from tdsl.compiler.interpreter import interpret
+    from tdsl.compiler.reference.interpreter import interpret
 
     out = {}
     for dist in case.distributions:
@@ -159,7 +159,7 @@ def references(case: Case, original) -> dict:
 
 def generate_text(case: Case, backend: str):
     """(module text, None) or (None, refusal message); other exceptions propagate."""
-    from tdsl.compiler.codegen import generate
+    from tdsl.compiler.driver.generate import generate
 
     target, which = BACKENDS[backend]
     prog = loads(case.with_schedule(case.trace_text), case.filename, sizes=generation_sizes(case))
@@ -216,7 +216,7 @@ def _compare_outputs(backend: str, original, want: dict, got: dict, dist: str) -
 
 
 def _run_triton(case, backend, text, original, refs, workdir) -> Optional[Finding]:
-    from tdsl.compiler.codegen import load_module, run_generated
+    from tdsl.compiler.driver.generate import load_module, run_generated
 
     try:
         module = load_module(text, workdir / f"fz_{case.ident()}_triton.py")
@@ -259,7 +259,7 @@ def _run_ascend(case, backend, text, original, refs, workdir) -> Optional[Findin
 
 def _run_tilelang(case, backend, text, original, refs, workdir) -> Optional[Finding]:
     from tdsl.backends.tilelang.lowering import lower_module
-    from tdsl.compiler.codegen import load_module
+    from tdsl.compiler.driver.generate import load_module
 
     try:
         module = load_module(text, workdir / f"fz_{case.ident()}_tilelang.py")

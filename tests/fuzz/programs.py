@@ -226,7 +226,7 @@ def _unary(fn: str, x: str) -> str:
 
 def parse_check(text: str) -> Optional[str]:
     """None when the frontend accepts the program, else its first error line (for the generator's tests)."""
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
     from tdsl.frontend.diagnostics import TdslError
 
     try:

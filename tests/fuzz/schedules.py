@@ -14,9 +14,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tdsl.compiler.schedule import Schedule
-from tdsl.compiler.schedule import Step as TraceStep
-from tdsl.compiler.tree import Leaf, Loop, walk_loops
+from tdsl.compiler.schedule.schedule import Schedule
+from tdsl.compiler.schedule.schedule import Step as TraceStep
+from tdsl.compiler.schedule.tree import Leaf, Loop, walk_loops
 
 FACTORS = (1, 1, 2, 2, 3, 4, 4, 5, 7, 8, 8, 16, 16, 32, 64, 128, 1000)
 HUGE_FACTORS = (2**31 - 1, 2**31, 2**40)  # the largest integer a schedule block can write, and beyond

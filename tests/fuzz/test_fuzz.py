@@ -39,7 +39,7 @@ def test_generated_programs_pass_the_frontend():
 
 def test_the_backend_oracle_catches_a_dropped_mask(tmp_path, monkeypatch):
     """A lowering that forgets every tile mask writes outside ragged tiles: the fuzzer must notice."""
-    from tdsl.compiler import tile
+    from tdsl.compiler.lower import build as tile
 
     monkeypatch.setattr(tile._KernelLowering, "_mask", lambda self, g: None)
     result = Fuzzer(backends=("triton",), shrink=False, random_programs=0.0, workdir=tmp_path).run(4, 15)
@@ -48,7 +48,9 @@ def test_the_backend_oracle_catches_a_dropped_mask(tmp_path, monkeypatch):
 
 def test_the_interpreter_oracle_catches_a_missing_dependence_check(tmp_path, monkeypatch):
     """With the dependence check switched off, illegal reorderings are accepted: bit-identity must fail."""
-    from tdsl.compiler.primitives import compute_at, reorder, reverse
+    from tdsl.compiler.schedule.primitives import compute_at
+    from tdsl.compiler.schedule.primitives import reorder
+    from tdsl.compiler.schedule.primitives import reverse
 
     for module in (compute_at, reorder, reverse):
         monkeypatch.setattr(module, "check_dependences", lambda *a, **k: None)

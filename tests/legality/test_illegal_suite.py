@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tdsl.compiler.api import load
-from tdsl.compiler.cli import main
+from tdsl.compiler.driver.api import load
+from tdsl.compiler.driver.cli import main
 from tdsl.testing import assert_illegal
 
 from catalog import EXAMPLES as EXAMPLES_DIR

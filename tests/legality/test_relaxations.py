@@ -3,7 +3,7 @@
 1. A `max` reduction has no order constraint: it gives the same bits in every order and grouping of its terms
    (the interpreter's max is IEEE 754-2019 maximum with one canonical NaN, and rounding is monotone).
 2. A rounding to a dtype whose grid the value already lies on is the identity, so a step may drop it or add it
-   (compiler/grid.py).
+   (compiler/legality/grids.py).
 
 Each newly legal schedule is run in the interpreter on inputs chosen to expose a reordering or a rounding
 (values spread over 2^-8 .. 2^8 with random signs, NaNs with different bits, +-0.0, +-inf, values beyond the
@@ -19,11 +19,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tdsl.compiler import dtypes as dt
-from tdsl.compiler.api import loads
-from tdsl.compiler.grid import closure, constant_grids, tensor_grids, value_grids
-from tdsl.compiler.interpreter import _fmax, _fmin, instances_in_order, interpret, program_order, run
-from tdsl.compiler.legality import buffer_semantics
+from tdsl.compiler.model import dtypes as dt
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.legality.grids import closure, constant_grids, tensor_grids, value_grids
+from tdsl.compiler.reference.interpreter import _fmax, _fmin, instances_in_order, interpret, program_order, run
+from tdsl.compiler.legality.checks import buffer_semantics
 from tdsl.testing import assert_illegal, assert_legal, run_differences
 
 from catalog import EXAMPLES

@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from tdsl.compiler import dtypes as dt
-from tdsl.compiler.api import loads
+from tdsl.compiler.model import dtypes as dt
+from tdsl.compiler.driver.api import loads
 from tdsl.compiler.errors import LegalityError
-from tdsl.compiler.interpreter import interpret
+from tdsl.compiler.reference.interpreter import interpret
 from tdsl.testing import assert_illegal, assert_legal, run_differences
 
 from catalog import EXAMPLES

@@ -1,4 +1,4 @@
-"""The tile program is the contract between the middle end and the printers (compiler/pipeline.py): its text,
+"""The tile program is the contract between the middle end and the printers (compiler/lower/pipeline.py): its text,
 for every legal example schedule and program order, on every backend, is a golden file.  A change in what the
 middle end decides -- a tile, a mask, a buffer, a product's unit, an operand copy -- shows up here once.
 
@@ -7,12 +7,12 @@ middle end decides -- a tile, a mask, a buffer, a product's unit, an operand cop
 
 import pytest
 
-from tdsl.compiler.api import load, loads
-from tdsl.compiler.pipeline import BACKENDS, lower_for
-from tdsl.compiler.placement import MATRIX, VECTOR
-from tdsl.compiler.tile import lower
-from tdsl.compiler.tileir import AccUpdate, Dot, kernel_buffers, walk_ops
-from tdsl.compiler.tileir_text import program_text
+from tdsl.compiler.driver.api import load, loads
+from tdsl.compiler.lower.pipeline import BACKENDS, lower_for
+from tdsl.compiler.analysis.placement import MATRIX, VECTOR
+from tdsl.compiler.lower.build import lower
+from tdsl.compiler.lower.tileir import AccUpdate, Dot, kernel_buffers, walk_ops
+from tdsl.compiler.lower.tileir_text import program_text
 from tdsl.frontend.diagnostics import TdslError
 
 from catalog import EXAMPLES, KERNEL_SIZES, LEGAL, PROGRAM_ORDER
@@ -85,7 +85,7 @@ def test_buffers_belong_to_their_loop_by_identity_not_by_name(backend):
 
 
 def test_generated_sources_name_the_cache_reads_of_a_renamed_loop():
-    from tdsl.compiler.codegen import generate
+    from tdsl.compiler.driver.generate import generate
 
     prog = loads(RENAMED_K, "renamed_k.tdsl")
     for target, backend in [("nvidia", "tilelang"), ("ascend-950", None), ("ascend-910b", None)]:
@@ -106,7 +106,8 @@ def test_a_printer_given_an_unprepared_program_reports_an_internal_error_not_a_r
 
 
 def test_the_cli_exits_3_on_an_internal_error(monkeypatch, capsys, tmp_path):
-    from tdsl.compiler import cli, codegen
+    from tdsl.compiler.driver import cli
+    from tdsl.compiler.driver import generate as codegen
     from tdsl.compiler.errors import InternalError
 
     def broken(*args, **kwargs):

@@ -1,4 +1,4 @@
-"""Exact rounding to the tdsl storage dtypes (compiler/dtypes.py)."""
+"""Exact rounding to the tdsl storage dtypes (compiler/model/dtypes.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tdsl.compiler import dtypes as dt
+from tdsl.compiler.model import dtypes as dt
 
 F32 = np.float32
 
@@ -257,7 +257,7 @@ def _check_scalar(x):
 
 def test_comparison_tolerance_trusts_every_bit_of_the_narrow_dtypes():
     """verify.py cannot import dtypes.py (the GPU machine has numpy only): its table must agree with it, f32 aside."""
-    from tdsl.compiler.dtypes import PRECISION_BITS
+    from tdsl.compiler.model.dtypes import PRECISION_BITS
     from tdsl.compiler.verify import TOLERANCE_BITS
 
     assert set(TOLERANCE_BITS) == set(PRECISION_BITS)

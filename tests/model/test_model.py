@@ -5,8 +5,8 @@ import re
 import islpy as isl
 import pytest
 
-from tdsl.compiler.api import load, loads
-from tdsl.compiler.dependences import compute_dependences
+from tdsl.compiler.driver.api import load, loads
+from tdsl.compiler.model.dependences import compute_dependences
 from tdsl.frontend.diagnostics import SourceError
 
 from catalog import EXAMPLES

@@ -1,4 +1,4 @@
-"""The reference interpreter (compiler/interpreter.py) on hand-built KernelModels."""
+"""The reference interpreter (compiler/reference/interpreter.py) on hand-built KernelModels."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tdsl.compiler import dtypes as dt
-from tdsl.compiler import interpreter as interp
-from tdsl.compiler.model import KernelModel, Stmt, Tensor
+from tdsl.compiler.model import dtypes as dt
+from tdsl.compiler.reference import interpreter as interp
+from tdsl.compiler.model.program import KernelModel, Stmt, Tensor
 from tdsl.frontend import ast
 
 F32 = np.float32

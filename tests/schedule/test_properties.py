@@ -8,10 +8,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tdsl.compiler.api import load
+from tdsl.compiler.driver.api import load
 from tdsl.compiler.errors import LegalityError, ScheduleError
-from tdsl.compiler.interpreter import interpret, random_inputs
-from tdsl.compiler.tree_view import to_isl_schedule
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.compiler.schedule.tree_view import to_isl_schedule
 
 from catalog import EXAMPLES
 

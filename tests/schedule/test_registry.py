@@ -1,4 +1,4 @@
-"""The primitive registry (compiler/primitives/registry.py): one `@primitive` declaration per primitive, in its
+"""The primitive registry (compiler/schedule/primitives/registry.py): one `@primitive` declaration per primitive, in its
 own module, from which the `Schedule` methods, the usage texts of errors, the `.tdsl` keywords, the trace form
 and `Schedule.can` are built.
 
@@ -17,13 +17,13 @@ import sys
 
 import pytest
 
-from tdsl.compiler.api import loads
+from tdsl.compiler.driver.api import loads
 from tdsl.compiler.errors import DependenceViolation, LegalityError, ScheduleError
-from tdsl.compiler.primitives import registry
-from tdsl.compiler.primitives.common import check_stmt, positive_int
-from tdsl.compiler.primitives.registry import INT, LOOP, STMT, arg, option, primitive, primitives
-from tdsl.compiler.schedule import Schedule
-from tdsl.compiler.tree_view import tree_text
+from tdsl.compiler.schedule.primitives import registry
+from tdsl.compiler.schedule.primitives.common import check_stmt, positive_int
+from tdsl.compiler.schedule.primitives.registry import INT, LOOP, STMT, arg, option, primitive, primitives
+from tdsl.compiler.schedule.schedule import Schedule
+from tdsl.compiler.schedule.tree_view import tree_text
 
 GEMM_SILU = """
 const M = 128, K = 64, N = 128
@@ -122,7 +122,7 @@ def test_every_primitive_has_a_documented_method_with_its_real_signature(name):
     assert method.__primitive__ is prim and method.__qualname__ == f"Schedule.{name}"
     # The contract: the before/after docstring of the primitive's own module, then how to call it.
     module_doc = sys.modules[prim.fn.__module__].__doc__.strip()
-    assert prim.fn.__module__.startswith("tdsl.compiler.primitives.")
+    assert prim.fn.__module__.startswith("tdsl.compiler.schedule.primitives.")
     assert method.__doc__.startswith(module_doc)
     assert f"Schedule step: ``{USAGE[name]}``." in method.__doc__
     for p in prim.params:

@@ -1,4 +1,4 @@
-"""The scheduling API across primitives (compiler/schedule.py): the trace prints and replays, misuse of any
+"""The scheduling API across primitives (compiler/schedule/schedule.py): the trace prints and replays, misuse of any
 primitive is a ScheduleError (exit code 2), every rule is a LegalityError (exit code 1).  Each primitive's
 own tests are in schedule/primitives/test_<primitive>.py."""
 

@@ -9,12 +9,12 @@ replays.  Regression tests for three classes of defect:
 import numpy as np
 import pytest
 
-from tdsl.compiler.api import loads
-from tdsl.compiler.cli import main
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.driver.cli import main
 from tdsl.compiler.errors import ScheduleError
-from tdsl.compiler.interpreter import interpret, random_inputs
-from tdsl.compiler.tree import statements_under, walk_loops
-from tdsl.compiler.tree_view import tree_text
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.compiler.schedule.tree import statements_under, walk_loops
+from tdsl.compiler.schedule.tree_view import tree_text
 from tdsl.frontend.diagnostics import TdslError
 
 from catalog import EXAMPLES
@@ -312,7 +312,7 @@ schedule tiled {
 
 
 def _triton_matches(text: str, schedule, tmp_path) -> bool:
-    from tdsl.compiler.codegen import generate, load_module, run_generated
+    from tdsl.compiler.driver.generate import generate, load_module, run_generated
     from tdsl.compiler.verify import compare
 
     prog = loads(text)

@@ -21,14 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tdsl.backends.ascend import api910b
+from tdsl.backends.ascend910b import api as api910b
 from tdsl.compiler.verify.ascend_sim import (CapacityExceeded, SimulationError, Unsupported, namespace_functions,
                                              simulate)
-from tdsl.compiler.api import load
-from tdsl.compiler.codegen import generate
+from tdsl.compiler.driver.api import load
+from tdsl.compiler.driver.generate import generate
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.interpreter import interpret, random_inputs
-from tdsl.compiler.memory import CapacityError
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.compiler.analysis.buffer_plan import CapacityError
 from tdsl.compiler.verify import compare
 
 from catalog import EXAMPLES, EXPECTED, INTERPRETER_SIZES
@@ -382,7 +382,7 @@ schedule one {
 
 
 def _e4m3_bytes(values):
-    from tdsl.compiler import dtypes as dt
+    from tdsl.compiler.model import dtypes as dt
 
     return dt.to_storage("f8e4m3", np.asarray(values, dtype=np.float32)).view(np.uint8)
 
@@ -393,7 +393,7 @@ def test_910b_rounds_to_e4m3_exactly_at_every_tie_and_edge():
     The 2-ulp comparison of the other tests would let a one-ulp rounding error pass; this does not."""
     from ml_dtypes import float8_e4m3fn
 
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     grid = np.arange(0, 127, dtype=np.uint8).view(float8_e4m3fn).astype(np.float32)  # 0 .. 448
     mids = (grid[:-1] + grid[1:]) / 2
@@ -415,7 +415,7 @@ def test_910b_rounds_to_e4m3_exactly_at_every_tie_and_edge():
 def test_910b_decodes_every_e4m3_byte_exactly():
     from ml_dtypes import float8_e4m3fn
 
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     codes = np.arange(256, dtype=np.uint8)
     codes[codes & 0x7F == 0x7F] = 0  # NaN patterns: never produced by the saturating encoder

@@ -11,14 +11,14 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
-from tdsl.backends.ascend import api910b
+from tdsl.backends.ascend910b import api as api910b
 from tdsl.compiler.verify.ascend_sim import (
     SimulationError,
     Unsupported,
     namespace_functions,
     simulate,
 )
-from tdsl.compiler import dtypes as dt
+from tdsl.compiler.model import dtypes as dt
 
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "int16": 2, "uint16": 2, "uint8": 1}
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tdsl.compiler.api import loads
+from tdsl.compiler.driver.api import loads
 from tdsl.compiler.verify import compare, reordered_terms
 
 SUMS = """

@@ -105,7 +105,7 @@ The rewrites (all inside `@T.prim_func` bodies)
 
 The rewrites bind and read only names that start with `__sim` (no program name may start with `__`), and the
 910B's vector core index is the name the kernel binds in `T.Kernel(...) as (cid, vid)`, whatever it is.
-A module whose tensors are renamed (its `RENAMED` table, backends/names.py) takes `inputs` and gives back
+A module whose tensors are renamed (its `RENAMED` table, backends/common/names.py) takes `inputs` and gives back
 `tensors` under the program's names.
 
 What this does not model is in docs/target-ascend.md ("What the NumPy execution proves").
@@ -121,9 +121,9 @@ lang_common.py what both fake `T` namespaces share; lang950.py, lang910b.py and 
 rewrite.py     the rewrites above;  load.py: `simulate`, `load_module`;  check.py: `check_schedule`
 """
 
-from .buffers import CapacityExceeded, KernelRun, Simulation, SimulationError, TensorSpec, Unsupported
-from .check import check_schedule
-from .load import capacities, detect_target, load_module, namespace_functions, simulate
+from tdsl.compiler.verify.ascend_sim.buffers import CapacityExceeded, KernelRun, Simulation, SimulationError, TensorSpec, Unsupported
+from tdsl.compiler.verify.ascend_sim.check import check_schedule
+from tdsl.compiler.verify.ascend_sim.load import capacities, detect_target, load_module, namespace_functions, simulate
 
 __all__ = [
     "CapacityExceeded",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tdsl.compiler import dtypes as dt
+from tdsl.compiler.model import dtypes as dt
 
 SCOPES = ("L1", "L0A", "L0B", "L0C", "UB")
 ON_CHIP = ("L1", "L0A", "L0B", "L0C")  # reached by DMA and the cube only, never by vector lanes

@@ -6,8 +6,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..compare import compare
-from .load import simulate
+from tdsl.compiler.verify.compare import compare
+from tdsl.compiler.verify.ascend_sim.load import simulate
 
 
 def check_schedule(prog, schedule: Optional[str], target: str, seed: int = 0, reference: Optional[dict] = None,
@@ -17,8 +17,8 @@ def check_schedule(prog, schedule: Optional[str], target: str, seed: int = 0, re
     Returns {tensor: compiler.verify.Comparison} for every output and GM temporary; `reference` (the
     interpreter's result on program order for these inputs) may be passed in to reuse it.
     """
-    from tdsl.compiler.codegen import generate
-    from tdsl.compiler.interpreter import interpret, random_inputs
+    from tdsl.compiler.driver.generate import generate
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs
 
     text = generate(prog, schedule, target=target)
     original = prog.schedule()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .buffers import SimulationError, Unsupported, _contiguous, _span
+from tdsl.compiler.verify.ascend_sim.buffers import SimulationError, Unsupported, _contiguous, _span
 
 # (source scope, destination scope) -> the pipe that moves the data
 PATHS = {

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from .buffers import Buffer, SimulationError, Unsupported, _pt
+from tdsl.compiler.verify.ascend_sim.buffers import Buffer, SimulationError, Unsupported, _pt
 
 MAX_CROSS_FLAG = 10  # CrossCoreSetFlag flag ids 0..10 on Atlas A2 (the 910B)
 CORE_CODE = {"C": 1, "V0": 2, "V1": 3}  # who wrote a GM element (0: nobody, in this block)

@@ -1,6 +1,6 @@
 """`tilelang.language` of tilelang-ascend 0.1.4 as the ascend-910b modules use it: exactly api910b.py's surface.
 
-Names and signatures are those of backends/ascend/api910b.py (the tests compare them), so a function the real
+Names and signatures are those of backends/ascend910b/api.py (the tests compare them), so a function the real
 API lacks is an AttributeError.  `T.Scope("C" | "V")` sets the core the machine checks every access against;
 `T.tile` is tile910b.py.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .buffers import SimulationError, Unsupported, _strip
-from .lang_common import _Common, _Frame
-from .machine import _Machine
-from .tile910b import _Tile910B
+from tdsl.compiler.verify.ascend_sim.buffers import SimulationError, Unsupported, _strip
+from tdsl.compiler.verify.ascend_sim.lang_common import _Common, _Frame
+from tdsl.compiler.verify.ascend_sim.machine import _Machine
+from tdsl.compiler.verify.ascend_sim.tile910b import _Tile910B
 
 
 class Lang910B(_Common):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .buffers import Unsupported
-from .lang_common import _Common, _f64_math, _Frame
+from tdsl.compiler.verify.ascend_sim.buffers import Unsupported
+from tdsl.compiler.verify.ascend_sim.lang_common import _Common, _f64_math, _Frame
 
 
 class Lang950(_Common):

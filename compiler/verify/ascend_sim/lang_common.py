@@ -14,11 +14,11 @@ import inspect
 
 import numpy as np
 
-from tdsl.compiler import dtypes as dt
+from tdsl.compiler.model import dtypes as dt
 
-from .buffers import (SimulationError, TensorSpec, Unsupported, _dtype, _is_int, _is_int_dtype, _scalar,
+from tdsl.compiler.verify.ascend_sim.buffers import (SimulationError, TensorSpec, Unsupported, _dtype, _is_int, _is_int_dtype, _scalar,
                       _storage)
-from .machine import _Machine
+from tdsl.compiler.verify.ascend_sim.machine import _Machine
 
 
 class _Frame:

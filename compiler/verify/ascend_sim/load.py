@@ -14,14 +14,14 @@ from typing import Optional
 
 import numpy as np
 
-from tdsl.compiler import dtypes as dt
+from tdsl.compiler.model import dtypes as dt
 
-from .buffers import SCOPES, Buffer, Simulation, SimulationError, _storage, _uninit
-from .lang950 import Lang950
-from .lang910b import Lang910B
-from .lang_common import _PrimFunc
-from .machine import _Machine
-from .rewrite import _prepare
+from tdsl.compiler.verify.ascend_sim.buffers import SCOPES, Buffer, Simulation, SimulationError, _storage, _uninit
+from tdsl.compiler.verify.ascend_sim.lang950 import Lang950
+from tdsl.compiler.verify.ascend_sim.lang910b import Lang910B
+from tdsl.compiler.verify.ascend_sim.lang_common import _PrimFunc
+from tdsl.compiler.verify.ascend_sim.machine import _Machine
+from tdsl.compiler.verify.ascend_sim.rewrite import _prepare
 
 LANGS = {"ascend-950": Lang950, "ascend-910b": Lang910B}
 MODULES = {"ascend-950": "tilelang.ascend.language", "ascend-910b": "tilelang.language"}

@@ -15,11 +15,11 @@ from typing import Optional
 
 import numpy as np
 
-from .buffers import (ON_CHIP, Buffer, CapacityExceeded, KernelRun, Region, SimulationError, Unsupported, _dtype,
+from tdsl.compiler.verify.ascend_sim.buffers import (ON_CHIP, Buffer, CapacityExceeded, KernelRun, Region, SimulationError, Unsupported, _dtype,
                       _is_int, _key, _Lanes, _pt, _scalar, _storage, _uninit)
-from .cross_core import _CrossCore
-from .regions import _Regions
-from .rewrite import FILENAME
+from tdsl.compiler.verify.ascend_sim.cross_core import _CrossCore
+from tdsl.compiler.verify.ascend_sim.regions import _Regions
+from tdsl.compiler.verify.ascend_sim.rewrite import FILENAME
 
 
 class _Machine(_Regions, _CrossCore):

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .buffers import (DUPLICATE_DTYPES, Buffer, BufferLoad, Region, SimulationError, Unsupported, _contiguous,
+from tdsl.compiler.verify.ascend_sim.buffers import (DUPLICATE_DTYPES, Buffer, BufferLoad, Region, SimulationError, Unsupported, _contiguous,
                       _is_int, _is_scalar, _key, _slices, _span, _storage, _strip, _what)
-from .copy_rules import CORE_910B, PATHS, _clip, _ub_rows
+from tdsl.compiler.verify.ascend_sim.copy_rules import CORE_910B, PATHS, _clip, _ub_rows
 
 
 class _Regions:

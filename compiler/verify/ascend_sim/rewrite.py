@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .buffers import Unsupported
+from tdsl.compiler.verify.ascend_sim.buffers import Unsupported
 
 FILENAME = "<ascend-simulated>"  # the name the module is compiled under: machine._located finds its lines by it
 

@@ -3,21 +3,21 @@
 Each operation takes a pointer and an element count: its operands are contiguous UB regions of equal element
 counts (not shapes), one dtype the AscendC instruction takes, and a second operand that may be a buffer, a
 `BufferLoad` (read at its first index) or a scalar as the real code generator allows.  rsqrt, sigmoid and silu
-are computed as compiler/functions.py composes them (one f32 rounding per step), like the interpreter.
+are computed as compiler/model/functions.py composes them (one f32 rounding per step), like the interpreter.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tdsl.backends.ascend.api910b import CAST_MODES, COMPARE_MODES, SELECT_MODES
-from tdsl.compiler import dtypes as dt
-from tdsl.compiler.functions import COMPOSITIONS
+from tdsl.backends.ascend910b.api import CAST_MODES, COMPARE_MODES, SELECT_MODES
+from tdsl.compiler.model import dtypes as dt
+from tdsl.compiler.model.functions import COMPOSITIONS
 
-from .buffers import (DUPLICATE_DTYPES, Buffer, BufferLoad, Region, SimulationError, Unsupported, _is_int_dtype,
+from tdsl.compiler.verify.ascend_sim.buffers import (DUPLICATE_DTYPES, Buffer, BufferLoad, Region, SimulationError, Unsupported, _is_int_dtype,
                       _is_scalar, _name, _storage, _strip, _what)
-from .lang_common import _f64_math
-from .machine import _Machine
+from tdsl.compiler.verify.ascend_sim.lang_common import _f64_math
+from tdsl.compiler.verify.ascend_sim.machine import _Machine
 
 # dtypes of the 910B's vector instructions (AscendC dav_c220 kernel_operator_vec_binary_impl.h static_asserts:
 # Add/Sub/Mul/Max/Min half/float/int16/int32, Div half/float, And/Or int16/uint16; Exp/Ln/... half/float)
@@ -41,7 +41,7 @@ def _reciprocal(v):
 
 
 class _ArrayAlgebra:
-    """compiler/functions.py's algebra over the array of a T.tile.* operand: each step one NumPy operation, with
+    """compiler/model/functions.py's algebra over the array of a T.tile.* operand: each step one NumPy operation, with
     NumPy's promotion (`1` is an f32) and no fused multiply-add; a primitive is the float64 result rounded once."""
 
     PRIMITIVES = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh}

@@ -10,15 +10,15 @@ import sys
 
 import pytest
 
-from tdsl.compiler.memory import CapacityError
+from tdsl.compiler.analysis.buffer_plan import CapacityError
 
 from catalog import EXAMPLES, LEGAL, LEGAL_IDS, ROOT
 
 os.environ.setdefault("TILELANG_CACHE_DIR", str(ROOT / ".cache" / "tilelang"))
 
-from tdsl.backends.ascend.api910b import check_module  # noqa: E402
-from tdsl.compiler.api import load  # noqa: E402
-from tdsl.compiler.codegen import generate  # noqa: E402
+from tdsl.backends.ascend910b.api import check_module  # noqa: E402
+from tdsl.compiler.driver.api import load  # noqa: E402
+from tdsl.compiler.driver.generate import generate  # noqa: E402
 from tdsl.compiler.errors import BackendError  # noqa: E402
 
 # What the target refuses, and why (a substring of the error): the memory plan rejects schedules whose buffers
@@ -72,11 +72,11 @@ def test_the_api_check_catches_mistakes():
 def test_cli_compile_for_ascend910b(tmp_path):
     target = "ascend-910b"
     out = tmp_path / "k.py"
-    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", "compile", str(EXAMPLES / "gemm.tdsl"),
+    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", "compile", str(EXAMPLES / "gemm.tdsl"),
                            "--schedule", "gpu", "--target", target, "-o", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert f"target {target}" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", "compile", str(EXAMPLES / "gemm_silu.tdsl"),
+    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", "compile", str(EXAMPLES / "gemm_silu.tdsl"),
                            "--schedule", "fast", "--target", target, "-o", str(out)], capture_output=True, text=True)
     # the 910B's two vector cores take 64 rows each: 164,864 B of UB per vector core (the cube's result,
     # rounded in place, a bf16 copy, one temporary for the expanded SiLU and one row of 1.0 for 1 / y)
@@ -144,14 +144,14 @@ schedule tiles {
 
 @pytest.mark.parametrize("case", sorted(REFUSED_PROGRAMS_910B))
 def test_910b_refusals_name_the_reason(case, tmp_path):
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     text, schedule, why = REFUSED_PROGRAMS_910B[case]
     with pytest.raises(BackendError, match=re.escape(why)):
         generate(loads(text), schedule, target="ascend-910b")
     src = tmp_path / "k.tdsl"
     src.write_text(text)
-    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", "compile", str(src), "--schedule", schedule,
+    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", "compile", str(src), "--schedule", schedule,
                            "--target", "ascend-910b", "-o", str(tmp_path / "k.py")], capture_output=True, text=True)
     assert done.returncode == 2 and why in done.stderr and "Traceback" not in done.stderr
 
@@ -161,7 +161,7 @@ def test_910b_rows_of_32_bytes_need_no_widening():
     import numpy as np
 
     from tdsl.compiler.verify.ascend_sim import simulate
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     text = generate(loads(NARROW.replace("WIDTH", "8")), "narrow", target="ascend-910b")
     assert 'T.alloc_ub((8, 8), "float32")' in text  # 8 of the 16 rows on each vector core
@@ -186,7 +186,7 @@ def test_910b_partial_tiles_of_one_core_are_written_back_in_order():
     import numpy as np
 
     from tdsl.compiler.verify.ascend_sim import simulate
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     text = generate(loads(PARTIAL.replace("BIND", "")), "partial", target="ascend-910b")
     assert "lanes outside the domain keep these values" in text
@@ -214,8 +214,8 @@ def test_910b_tiles_down_a_column():
     import numpy as np
 
     from tdsl.compiler.verify.ascend_sim import simulate
-    from tdsl.compiler import dtypes
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.model import dtypes
+    from tdsl.compiler.driver.api import loads
 
     text = generate(loads(COLUMNS), "columns", target="ascend-910b")
     assert 'X_rows_2 = T.alloc_ub((64, 8), "float32")' in text and "X_ub_1[r_3] = X_rows_2[r_3, 0]" in text
@@ -227,7 +227,7 @@ def test_910b_tiles_down_a_column():
 
 
 def test_910b_expression_temporaries_are_reused_in_place():
-    """SiLU arrives as x * (1 / (1 + exp(-x))) (compiler/functions.py).  On a 64 x 256 f32 tile per vector core
+    """SiLU arrives as x * (1 / (1 + exp(-x))) (compiler/model/functions.py).  On a 64 x 256 f32 tile per vector core
     a temporary is 64 KiB of the 910B's 191.75 KiB of UB, so `fast` fits only if each step writes over the
     subexpression it consumes (the T.tile.* operations are element by element, dst may be a source), the cube's
     result is rounded in place, and 1 / y divides y row by row by one row of 1.0 (T.tile.div takes a scalar only
@@ -245,7 +245,7 @@ def test_910b_e4m3_of_narrow_rows_and_of_scalars():
     """The E4M3 conversions compare whole 256-byte repeats: a tile computed row by row (rows of 32 f32 lanes)
     is rounded as a whole after its rows, and a scalar through 64 lanes of its own (both were refused)."""
     from tdsl.compiler.verify.ascend_sim import check_schedule
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     prog = load(EXAMPLES / "quant_gemm.tdsl", sizes={"M": 4, "K": 32, "N": 8})
     text = generate(prog, None, target="ascend-910b")

@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
-from tdsl.compiler.memory import CapacityError
+from tdsl.compiler.analysis.buffer_plan import CapacityError
 
 from catalog import EXAMPLES, LEGAL, LEGAL_IDS, ROOT
 
 os.environ.setdefault("TILELANG_CACHE_DIR", str(ROOT / ".cache" / "tilelang"))
 
-from tdsl.compiler.api import load  # noqa: E402
-from tdsl.compiler.codegen import generate, load_module  # noqa: E402
+from tdsl.compiler.driver.api import load  # noqa: E402
+from tdsl.compiler.driver.generate import generate, load_module  # noqa: E402
 from tdsl.compiler.errors import BackendError  # noqa: E402
 
 # What the target refuses, and why (a substring of the error): the memory plan rejects schedules whose buffers
@@ -68,11 +68,11 @@ def test_ascend950_chapter_gemm_buffers():
 def test_cli_compile_for_ascend950(tmp_path):
     target = "ascend-950"
     out = tmp_path / "k.py"
-    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", "compile", str(EXAMPLES / "gemm.tdsl"),
+    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", "compile", str(EXAMPLES / "gemm.tdsl"),
                            "--schedule", "gpu", "--target", target, "-o", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert f"target {target}" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", "compile", str(EXAMPLES / "gemm_silu.tdsl"),
+    done = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", "compile", str(EXAMPLES / "gemm_silu.tdsl"),
                            "--schedule", "fast", "--target", target, "-o", str(out)], capture_output=True, text=True)
     # The vector stage copies the 128x256 FP32 accumulator into UB (128 KiB), rounds it there and writes Y's
     # value over it (nothing reads C after Y), then a bf16 copy for the DMA: 196,608 B of 253,952 B.

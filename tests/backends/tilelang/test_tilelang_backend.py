@@ -16,8 +16,8 @@ os.environ.setdefault("TILELANG_CACHE_DIR", str(ROOT / ".cache" / "tilelang"))
 tilelang = pytest.importorskip("tilelang")
 
 from tdsl.backends.tilelang.lowering import compile_cubin, lower_module  # noqa: E402
-from tdsl.compiler.api import load, loads  # noqa: E402
-from tdsl.compiler.codegen import generate, load_module  # noqa: E402
+from tdsl.compiler.driver.api import load, loads  # noqa: E402
+from tdsl.compiler.driver.generate import generate, load_module  # noqa: E402
 from tdsl.compiler.errors import BackendError  # noqa: E402
 
 
@@ -107,7 +107,7 @@ schedule only_y {
 def test_cli_compiles_every_example_for_the_tilelang_backend(tmp_path):
     for example in EXPECTED:
         out = tmp_path / f"{example}.py"
-        done = subprocess.run([sys.executable, "-m", "tdsl.compiler.cli", "compile", str(EXAMPLES / f"{example}.tdsl"),
+        done = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", "compile", str(EXAMPLES / f"{example}.tdsl"),
                                "--target", "nvidia", "--backend", "tilelang", "-o", str(out)],
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr

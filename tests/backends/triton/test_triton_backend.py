@@ -6,13 +6,13 @@ shared memory the buffer plan predicts."""
 import os
 import pytest
 
-from tdsl.compiler.api import load
-from tdsl.compiler.codegen import generate, load_module, run_generated
+from tdsl.compiler.driver.api import load
+from tdsl.compiler.driver.generate import generate, load_module, run_generated
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.interpreter import interpret, random_inputs
-from tdsl.compiler.memory import plan, shared_bytes
-from tdsl.compiler.tile import lower
-from tdsl.compiler.tileir import Dot, SerialLoop
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.compiler.analysis.buffer_plan import plan, shared_bytes
+from tdsl.compiler.lower.build import lower
+from tdsl.compiler.lower.tileir import Dot, SerialLoop
 from tdsl.compiler.verify import compare
 
 from catalog import EXAMPLES, KERNEL_SIZES, LEGAL, LEGAL_IDS, PROGRAM_ORDER
@@ -128,14 +128,14 @@ schedule inner_bound {
   bind(Y.j, grid.x)
 }
 """
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     with pytest.raises(BackendError, match=r"loop j is bound to grid.x but is not directly inside the other grid loops"):
         generate(loads(text), "inner_bound")
 
 
 def test_a_grid_loop_over_a_reassociable_reduction_is_refused_by_the_backend():
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     text = """
 const M = 64, K = 256
@@ -155,7 +155,7 @@ schedule split_k {
 
 
 def test_a_segmented_reduction_must_be_rfactored_before_code_generation():
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     text = """
 const M = 4, K = 64
@@ -175,8 +175,8 @@ def test_bf16_rounding_is_bit_exact_under_the_triton_interpreter(tmp_path):
     NaN kept), so what runs on the CPU is the program's rounding, bit for bit, not just within the tolerance."""
     import numpy as np
 
-    from tdsl.compiler import dtypes
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.model import dtypes
+    from tdsl.compiler.driver.api import loads
 
     values = np.array([1 + 2**-8 + 2**-10, 1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8 + 2**-10), 3.0e38, 1e-40,
                        -0.0, np.inf, np.nan, 65504.0, 1.0 + 2**-9, 255.5], dtype=np.float32)
@@ -198,7 +198,7 @@ def test_e4m3_stores_and_loads_are_bit_exact_under_the_triton_interpreter(tmp_pa
     import ml_dtypes
     import numpy as np
 
-    from tdsl.compiler.api import loads
+    from tdsl.compiler.driver.api import loads
 
     codes = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn)
     values = np.concatenate([codes.astype(np.float32), np.array([np.inf, -np.inf, 500.0], np.float32)])

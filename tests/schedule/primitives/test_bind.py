@@ -1,4 +1,4 @@
-"""bind: run the iterations of a loop as parallel programs along a grid axis (compiler/primitives/bind.py).
+"""bind: run the iterations of a loop as parallel programs along a grid axis (compiler/schedule/primitives/bind.py).
 
 Rules bind can break: parallel-dependence (the loop carries a dependence), parallel-reduction (the loop
 walks a strict reduction: its updates would race) and atomic-combine (a reduction whose policy allows
@@ -7,7 +7,7 @@ regrouping but not a run-dependent order would be combined with atomics).
 
 import pytest
 
-from tdsl.compiler.api import loads
+from tdsl.compiler.driver.api import loads
 from tdsl.compiler.errors import ParallelDependence, ParallelReduction, ScheduleError
 from tdsl.testing import assert_illegal, assert_legal
 

@@ -1,5 +1,5 @@
 """cache_read / cache_write: an on-chip copy of a tensor (shared memory, registers) for the iterations of one
-loop; reads (or updates) of the statements under that loop go through it (compiler/primitives/cache.py).
+loop; reads (or updates) of the statements under that loop go through it (compiler/schedule/primitives/cache.py).
 
 Rules cache_read can break: cache-conflict (the cached tensor is written while the copy lives) and
 rounding-added (a copy in a narrower dtype rounds what the readers read).

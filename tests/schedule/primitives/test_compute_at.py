@@ -1,6 +1,6 @@
 """compute_at / reverse_compute_at: move a producer into a loop of its consumer, or a consumer into a loop of
 its producer; each moved instance runs in the first iteration that exchanges data with it
-(compiler/primitives/compute_at.py).
+(compiler/schedule/primitives/compute_at.py).
 
 Rules compute_at can break: dependence (another reader of the producer now runs first), and, through the
 re-check of earlier steps, parallel-dependence (the bound loop of the consumer) and cache-conflict (a cached

@@ -1,5 +1,5 @@
 """compute_inline: substitute an elementwise statement's expression into its readers and drop the statement
-(compiler/primitives/compute_inline.py); its rounding stays as a cast unless `round=false`.
+(compiler/schedule/primitives/compute_inline.py); its rounding stays as a cast unless `round=false`.
 
 Rule compute_inline can break: rounding-removed (`round=false`, where the statement's dtype rounds).
 """

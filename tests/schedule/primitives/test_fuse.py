@@ -1,5 +1,5 @@
 """fuse: two nested loops become one loop over both, or two adjacent sibling loops become one loop that runs
-both bodies in each iteration (compiler/primitives/fuse.py).
+both bodies in each iteration (compiler/schedule/primitives/fuse.py).
 
 Rules fuse can break: dependence (sibling fusion where the second body reads what a later iteration of the
 first writes), and, through the re-check of earlier steps, parallel-dependence (a bound loop that now carries

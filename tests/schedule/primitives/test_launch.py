@@ -1,4 +1,4 @@
-"""launch: the number of warps each program of a kernel runs with (compiler/primitives/launch.py).
+"""launch: the number of warps each program of a kernel runs with (compiler/schedule/primitives/launch.py).
 
 launch changes no execution order (the tree is the same before and after), so it breaks no rule; the
 backends read it (Triton `num_warps`, TileLang `threads = 32 * warps`).
@@ -30,7 +30,7 @@ def test_launch_sets_the_kernel_warps_and_survives_reorder():
     assert s.tree.path("C")[0].warps == 8 and s.tree.path("C")[0].name == "jo"
     with pytest.raises(ScheduleError, match=r"warps must be a power of two up to 32, got 6"):
         s.launch("C", warps=6)
-    from tdsl.compiler.tile import lower
+    from tdsl.compiler.lower.build import lower
 
     s.bind("C.jo", "grid.x")
     s.bind("C.io", "grid.y")

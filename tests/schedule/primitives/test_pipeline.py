@@ -1,5 +1,5 @@
 """pipeline: software-pipeline a serial loop over `stages` copies of its cache_read buffers
-(compiler/primitives/pipeline.py).
+(compiler/schedule/primitives/pipeline.py).
 
 pipeline changes no execution order, so it breaks no rule; only its misuse is an error (a bound loop, stages
 that are not a positive integer).

@@ -1,4 +1,4 @@
-"""reorder: permute the loops of one perfectly nested chain (compiler/primitives/reorder.py).
+"""reorder: permute the loops of one perfectly nested chain (compiler/schedule/primitives/reorder.py).
 
 Rules reorder can break: dependence (a dependence turned backwards), reduction-order (the terms of a
 reduction over several loops regrouped), and, through the re-check of earlier steps, parallel-dependence (a

@@ -1,4 +1,4 @@
-"""reverse: run a loop backwards (compiler/primitives/reverse.py).
+"""reverse: run a loop backwards (compiler/schedule/primitives/reverse.py).
 
 Rules reverse can break: reduction-order (the loop of a strict reduction: its terms combined in another
 order) and dependence (a loop that carries a flow dependence, after fusion).

@@ -1,5 +1,5 @@
 """rfactor: split a reduction into partial results kept in a new statement's tensor (`C_rf`), combined by the
-reduction afterwards (compiler/primitives/rfactor.py); what groupings are legal is the reduction's `combine`
+reduction afterwards (compiler/schedule/primitives/rfactor.py); what groupings are legal is the reduction's `combine`
 policy (docs/legality.md).
 
 Rules rfactor can break: reduction-grouping (a strict reduction regrouped), segment-count (partial sums that

@@ -1,4 +1,4 @@
-"""split: one loop becomes an outer (tile) loop and an inner (point) loop (compiler/primitives/split.py).
+"""split: one loop becomes an outer (tile) loop and an inner (point) loop (compiler/schedule/primitives/split.py).
 
 split never changes the order of two instances ((floor(i/f), i mod f) orders like i), so it breaks no rule:
 it is legal by construction and skips the dependence check.  Tested here: its tree, its trace round trip, the
@@ -8,7 +8,7 @@ names and expressions it makes, its misuse, and a differential run with factors 
 import pytest
 
 from tdsl.compiler.errors import ScheduleError
-from tdsl.compiler.tree_view import tree_text
+from tdsl.compiler.schedule.tree_view import tree_text
 from tdsl.testing import assert_legal
 
 from primitive_helpers import GEMM_SILU, GEMM_SILU_SMALL, STENCIL, assert_round_trip, sched, tree_change

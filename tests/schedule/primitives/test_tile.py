@@ -1,5 +1,5 @@
 """tile: split several nested loops and move the outer (tile) loops outside the inner (point) loops
-(compiler/primitives/tile.py: split of each loop, then reorder).
+(compiler/schedule/primitives/tile.py: split of each loop, then reorder).
 
 tile reorders loops, so it breaks what reorder breaks: rule dependence (a dependence that runs backwards
 inside a rectangular tile) and rule reduction-order (a reduction over several loops, its terms regrouped).
@@ -61,7 +61,7 @@ def test_tile_regrouping_a_strict_reduction_is_reduction_order():
 
 
 @pytest.mark.xfail(strict=True, reason="tile reports its reorder step's errors as `reorder is illegal` "
-                                       "(compiler/primitives/tile.py calls reorder with its own name)")
+                                       "(compiler/schedule/primitives/tile.py calls reorder with its own name)")
 def test_tile_errors_name_tile():
     assert_illegal(POOL, "tile(s.k, s.l, 2, 2)", rule="reduction-order", primitive="tile")
 

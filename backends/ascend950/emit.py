@@ -1,0 +1,307 @@
+"""Ascend 950: mainline TileLang's Ascend dialect (`tilelang.ascend.language`, tilelang 0.1.15).
+
+The kernel printer of the NVIDIA TileLang backend, with the Ascend memory
+hierarchy instead of shared memory and registers:
+
+| tile program                         | Ascend 950 (cube = AIC, vector = AIV)                             |
+|--------------------------------------|-------------------------------------------------------------------|
+| grid axes                            | `with T.Kernel(n_blocks) as cid` (1-D), decomposed row-major      |
+| `Dot` of one dtype, unmasked operands | cube: `T.copy` GM->L1 (`T.alloc_l1`), L1->L0A/L0B, `T.gemm` into L0C, `clear_accum` on the first step |
+| any other `Dot` (f32 / mixed / masked)| vector: operands GM->UB, exact f32 multiply-add in `T.SimtVF`    |
+| elementwise, reductions, rounding    | vector: UB buffers (`T.alloc_shared`), `T.Parallel` in `T.SimtVF(threads=...)` |
+| L0C result read by vector work       | `T.copy(acc_l0c, C_ub)` (L0C -> UB), then rounded in UB          |
+| L0C result stored as f32             | `T.copy(acc_l0c, C[r0, c0])` (fixpipe L0C -> GM)                 |
+
+Core assignment and synchronisation are left to the dialect's automatic
+scheduler, which puts copies into L1/L0 and `T.gemm` on the AIC and the
+SIMT functions on the AIV (the tests check that in the AscendC source).
+Every buffer's bytes are summed per scope and checked against the target's
+capacities (`targets.py`); a schedule that does not fit is a `BackendError`.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import jinja2
+
+from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, shape_code
+from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
+from tdsl.compiler.lower.tileir import simplify
+from tdsl.compiler.lower import tileir as T
+
+from tdsl.backends.ascend910b.emit import registers_read, subexpressions
+from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
+from tdsl.backends.common.names import ModuleNames
+
+SIMT_THREADS = 128
+
+
+class Ascend950Printer(KernelPrinter):
+    vector_scope = "UB"
+
+    def __init__(self, program, kernel, names=None, target="ascend-950"):
+        super().__init__(program, kernel, names)
+        self.target = TARGETS[target]
+        self.cube = matrix_statements(kernel)  # the products on the cube (compiler/analysis/placement.py)
+        self.vf_depth = 0
+        self.ub_shapes = {}  # UB buffer -> (shape, dtype)
+        self.reuse = None  # a dead value's UB buffer the statement being emitted writes its value into
+
+    def render(self) -> dict:
+        out = super().render()
+        check_capacity(self.kernel.name, self.target, self.footprint)
+        out["cube"] = sorted(self.cube)
+        return out
+
+    def _params(self) -> list[str]:
+        return [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
+                for t in self.kernel.tensors]
+
+    def alloc(self, name, shape, dtype, scope, note=""):
+        shape = list(shape) or [1]
+        if self.reuse is not None and scope == self.vector_scope and self.ub_shapes[self.reuse] == (shape, dtype):
+            buf, self.reuse = self.reuse, None
+            return buf
+        call = {"UB": "T.alloc_shared", "L1": "T.alloc_l1", "L0A": "T.alloc_l0a", "L0B": "T.alloc_l0b",
+                "L0C": "T.alloc_l0c", "fragment": "T.alloc_shared", "shared": "T.alloc_shared"}[scope]
+        scope = "UB" if scope in ("fragment", "shared") else scope
+        self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")  # {scope}'
+                           + (f": {note}" if note else ""))
+        self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
+        if scope == "UB":
+            self.ub_shapes[name] = (shape, dtype)
+        return name
+
+    # ------------------------------------------------------------ values: a dead one's UB buffer is reused
+
+    def _compute(self, op: T.Compute) -> None:
+        donor = self._dead_value(op)
+        if donor is not None:
+            stmt, buf = donor
+            self.emit(f"# {op.stmt} is written over {stmt} in {buf}: nothing reads {stmt} after it, and it reads "
+                      f"{stmt} lane by lane")
+            self.reuse = buf
+        try:
+            super()._compute(op)
+        finally:
+            self.reuse = None
+
+    def _dead_value(self, op: T.Compute):
+        """(statement, UB buffer) of a value this statement may write its own over: outside serial loops, an f32
+        value of the same tile that no later statement of the kernel reads, and that this one reads only lane
+        for lane (each lane reads its element before it writes it, so no lane sees another's result)."""
+        body = self.kernel.body
+        if self.loops or not op.tile.axes or not any(o is op for o in body):
+            return None
+        at = next(n for n, o in enumerate(body) if o is op)
+        later = set().union(*[registers_read(o) for o in body[at + 1:]]) if at + 1 < len(body) else set()
+        shape, iters = [a.size for a in op.tile.axes], [a.iter for a in op.tile.axes]
+        lanewise = _lanewise_reads(op.value, len(shape))
+        for stmt in sorted(registers_read(op) - later):
+            value = self.values.get(stmt)
+            if (value is not None and lanewise.get(stmt) and value.iters == iters
+                    and self.ub_shapes.get(value.buffer) == (shape, "f32")):
+                return stmt, value.buffer
+        return None
+
+    # ------------------------------------------------------------ grid: one dimension of AI cores
+
+    def _kernel_head(self) -> None:
+        k = self.kernel
+        vars_, exts, lowers, axes = [], [], [], []
+        for axis in sorted(k.grid, key=lambda a: "xyz".index(a.axis)):
+            for var, ext, lo in zip(axis.vars, axis.extents, axis.lowers):
+                vars_.append(self.vars[var])
+                exts.append(index_code(simplify(ext), self.vars))
+                lowers.append(simplify(lo))
+                axes.append(axis.axis)
+        par = lambda x: x if x.isidentifier() or x.isdigit() else f"({x})"  # noqa: E731
+        total = " * ".join(par(e) for e in exts) if exts else "1"
+        cid = self.local(("core",), "cid")  # the block: one AI core
+        self.head_lines = [f"with T.Kernel({total}) as {cid}:"]
+        for n, var in enumerate(vars_):
+            inner = " * ".join(par(x) for x in exts[n + 1:])
+            q = f"{cid} // {par(inner) if len(exts) - n > 2 else inner}" if inner else cid
+            start = "" if lowers[n] == T.Const(0) else f"{index_code(lowers[n], self.vars)} + "
+            self.emit(f"{var} = {start}{q} % {par(exts[n])}  # grid.{axes[n]}" if len(vars_) > 1
+                      else f"{var} = {start}{cid}  # grid.{axes[n]}")
+
+    # ------------------------------------------------------------ vector sections
+
+    def enter_vector(self) -> None:
+        if self.vf_depth == 0:
+            self.emit(f"with T.SimtVF(threads={SIMT_THREADS}):  # vector core (AIV)")
+            self.depth += 1
+        self.vf_depth += 1
+
+    def exit_vector(self) -> None:
+        self.vf_depth -= 1
+        if self.vf_depth == 0:
+            self.depth -= 1
+
+    # ------------------------------------------------------------ accumulators
+
+    def acc_alloc(self, op, shape) -> str:
+        if op.stmt in self.cube:
+            planned = self.cache_write(op.stmt)
+            note = f"cube accumulator{f' (cache_write {op.stmt} -> {planned.scope})' if planned else ''}"
+            return self.alloc(self.acc_name(op.stmt), shape, "f32", "L0C", note)
+        return self.alloc(self.acc_name(op.stmt), shape, "f32", "UB", "vector accumulator")
+
+    def acc_fill(self, op, buf) -> None:
+        if op.stmt in self.cube:
+            self.emit(f"# {buf} is cleared by the first T.gemm (clear_accum)")
+            return
+        fill = "0.0" if op.op == "sum" else '(-T.infinity("float32"))'
+        lanes = self.lane_list(len(self.accs[op.stmt][1]))
+        idx = ", ".join(lanes) if self.accs[op.stmt][1] else "0"
+        self.enter_vector()
+        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, self.accs[op.stmt][1])) or '1'}):")
+        self.emit(f"    {buf}[{idx}] = {fill}")
+        self.exit_vector()
+
+    # ------------------------------------------------------------ matrix products
+
+    def dot(self, op: T.AccUpdate) -> None:
+        if op.stmt not in self.cube:
+            return self._vector_dot(op)
+        (la, sa, da), (lb, sb, db) = [(load, list(st.shape), st.dtype)
+                                      for load, st in zip((op.partial.lhs, op.partial.rhs), op.staged)]
+        ta, tb = (st.transposed for st in op.staged)
+        acc, shape = self.accs[op.stmt]
+        a1 = self._l1(op, 0)
+        b1 = self._l1(op, 1)
+        a0 = self.alloc(self.local(("L0A", la.tensor), f"{la.tensor}_l0a"), sa, da, "L0A", "cube operand")
+        b0 = self.alloc(self.local(("L0B", lb.tensor), f"{lb.tensor}_l0b"), sb, db, "L0B", "cube operand")
+        self.emit(f"T.copy({a1}, {a0})  # L1 -> L0A")
+        self.emit(f"T.copy({b1}, {b0})  # L1 -> L0B")
+        first = [f"{self.vars[l.var]} == {index_code(simplify(l.lower), self.vars)}"
+                 for l in self.loops[self.acc_depth[op.stmt]:]]
+        clear = "True" if not first else (first[0] if len(first) == 1 else _and(first))
+        flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
+        self.emit(f"T.gemm({a0}, {b0}, {acc}{flags}, clear_accum={clear})  # cube core (AIC)")
+
+    def _l1(self, op, n: int) -> str:
+        """Operand n's L1 copy (`op.staged`, compiler/analysis/placement.py), filled from GM."""
+        st, load = op.staged[n], (op.partial.lhs, op.partial.rhs)[n]
+        shape, cache = list(st.shape), st.cache
+        note = (f"cache_read {load.tensor} -> {cache.scope} at {cache.loop}" if cache
+                else f"{load.tensor} staged for the cube (no cache_read in the schedule)")
+        buf = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_l1"), shape, st.dtype, st.scope,
+                         note + (f", x{st.stages} stages" if st.stages > 1 else ""))
+        self.footprint["L1"] += math.prod(shape) * BYTES[st.dtype] * (st.stages - 1)
+        starts = [self._start(x, op.tile) for x in load.indices]
+        self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {buf})  # GM -> L1")
+        return buf
+
+    def _vector_dot(self, op: T.AccUpdate) -> None:
+        (i, j, k), _ = operand_layout(op)
+        ta, tb = (st.transposed for st in op.staged)
+        acc, shape = self.accs[op.stmt]
+        size = {a.iter: a.size for a in op.tile.axes}
+        a = self.stage_operand(op, 0, "ub")
+        b = self.stage_operand(op, 1, "ub")
+        self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
+
+    def copy_in(self, op, load, buf, shape, dtype) -> None:
+        if load.mask is None:
+            starts = [self._start(x, op.tile) for x in load.indices]
+            self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {buf})  # GM -> UB")
+            return
+        super().copy_in(op, load, buf, shape, dtype)
+
+    # ------------------------------------------------------------ tile reductions: SIMT, one lane per result
+
+    def tile_reduce(self, op, part, shape, red, acc, acc_shape) -> None:
+        keep = [n for n in range(len(shape)) if n not in red]
+        lanes = [self.lane(n) for n in range(len(shape))]
+        self.emit(f"# {op.stmt}: {op.op} over tile axes {red} (vector core, one lane per result, in order)")
+        self.enter_vector()
+        outer = [lanes[n] for n in keep] or [self.lane(0)]
+        self.emit(f"for {', '.join(outer)} in T.Parallel({', '.join(str(shape[n]) for n in keep) or '1'}):")
+        depth = 1
+        for n in red:
+            self.emit("    " * depth + f"for {lanes[n]} in T.serial({shape[n]}):")
+            depth += 1
+        idx = ", ".join(lanes[n] for n in keep) if acc_shape else "0"
+        term = f"{part}[{', '.join(lanes)}]"
+        combined = f"{acc}[{idx}] + {term}" if op.op == "sum" else f"T.max({acc}[{idx}], {term})"
+        self.emit("    " * depth + f"{acc}[{idx}] = {self.round(op.accum, combined)}")
+        self.exit_vector()
+
+    # ------------------------------------------------------------ results
+
+    def finish_buffer(self, op: T.AccFinish, acc: str, shape) -> str:
+        if op.stmt in self.cube:
+            plain = op.tile.mask is None and list(op.lhs) == [a.iter for a in op.tile.axes]
+            if op.store and not op.keep and op.dtype == "f32" and plain:
+                return acc  # stored straight from L0C (fixpipe)
+            ub = self.alloc(self.local(("from L0C", op.stmt), f"{op.stmt}_ub"), shape, "f32", "UB",
+                            "cube result for the vector core")
+            self.emit(f"T.copy({acc}, {ub})  # L0C -> UB")
+            acc = ub
+        if op.dtype != "f32":
+            self.enter_vector()
+            super().finish_buffer(op, acc, shape)
+            self.exit_vector()
+        return acc
+
+
+def _lanewise_reads(expr, rank: int) -> dict:
+    """stmt -> whether every register read of it in `expr` is lane for lane (axes 0, 1, ..., rank - 1)."""
+    out: dict = {}
+
+    def walk(e):
+        if isinstance(e, T.Reg):
+            out[e.stmt] = out.get(e.stmt, True) and tuple(e.axes) == tuple(range(rank))
+        for c in subexpressions(e):
+            walk(c)
+
+    walk(expr)
+    return out
+
+
+def _and(terms: list[str]) -> str:
+    code = terms[0]
+    for t in terms[1:]:
+        code = f"T.And({code}, {t})"
+    return code
+
+
+def _store(self, stmt, tile, lhs, dtype, buf) -> None:
+    """DMA copies cannot convert: values are cast to the tensor's dtype in UB (inside a VF) before T.copy."""
+    arg = next(t for t in self.kernel.tensors if t.name == stmt)
+    axes = [a.iter for a in tile.axes]
+    plain = tile.mask is None and axes and list(lhs) == axes
+    if arg.dtype == "f32" or not plain:
+        return KernelPrinter.store(self, stmt, tile, lhs, dtype, buf)
+    shape = [a.size for a in tile.axes]
+    out = self.alloc(self.local(("stored", stmt), f"{stmt}_out"), shape, arg.dtype, "UB",
+                     f"{stmt} in {arg.dtype} for the DMA to GM")
+    lanes = [self.lane(n) for n in range(len(shape))]
+    self.enter_vector()
+    self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
+    self.emit(f'    {out}[{", ".join(lanes)}] = T.Cast("{TL_DTYPES[arg.dtype]}", {buf}[{", ".join(lanes)}])')
+    self.exit_vector()
+    starts = [index_code(simplify(a.offset), self.vars) for a in tile.axes]
+    self.emit(f"T.copy({out}, {self.tensor(stmt)}[{', '.join(starts)}])  # UB -> GM")
+
+
+Ascend950Printer.store = _store
+
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def emit_module(program: T.TileProgram, source="", schedule_name="", statements=(), signature="") -> str:
+    """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
+    names = ModuleNames(program)
+    kernels = [Ascend950Printer(program, k, names).render() for k in program.kernels]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
+    return env.get_template("module.py.j2").render(
+        source=source, schedule_name=schedule_name, signature=signature or program.name,
+        statements=list(statements), schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
+        kernels=kernels, dynamic=[names.var(n) for n, v in program.sizes.items() if v is None],
+        renamed=names.renamed_code())

@@ -1,0 +1,50 @@
+"""What every torch launcher of a generated module does around its kernel launches.
+
+Bind run-time sizes from the input shapes, check each input's type, dtype and shape, allocate (or check)
+the outputs and the intermediates that live between launches; after the launches, return the outputs.
+The launch lines themselves are the backend's.  Every name of the program is printed as the module's
+identifier for it (`names`, backends/common/names.py): the launcher's parameters are its tensors' identifiers, and
+what it calls (`_check`, `torch`, Python's `ValueError`) is reserved, so no parameter can shadow it.
+"""
+
+from __future__ import annotations
+
+from tdsl.compiler.lower import tileir as T
+
+from tdsl.backends.common.names import ModuleNames
+
+
+def bind_params(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    """Run-time sizes are read off the input shapes (the first input dim equal to the size's name)."""
+    lines = []
+    for p in [n for n, v in program.sizes.items() if v is None]:
+        where = next(((t.name, d) for t in program.inputs for d, dim in enumerate(t.shape) if dim == p), None)
+        if where is None:
+            raise ValueError(f"run-time size {p} does not appear as a dimension of any input")
+        lines.append(f"{names.var(p)} = {names.tensor(where[0])}.shape[{where[1]}]")
+    return lines
+
+
+def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    lines = bind_params(program, names)
+    for t in program.inputs:
+        x = names.tensor(t.name)
+        lines.append(f'{x} = _check({x}, "{x}", "{t.dtype}", {names.shape(t.shape)})')
+    device = names.tensor(program.inputs[0].name) + ".device" if program.inputs else '"cuda"'
+    for t in program.outputs:
+        x = names.tensor(t.name)
+        lines.append(f"if {x} is None:")
+        lines.append(f"    {x} = torch.empty({names.shape(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})")
+        lines.append(f"elif not {x}.is_contiguous():")
+        lines.append(f'    raise ValueError("{names.entry}: output {x} must be contiguous")')
+        lines.append("else:")
+        lines.append(f'    _check({x}, "{x}", "{t.dtype}", {names.shape(t.shape)})')
+    for t in program.temps:
+        lines.append(f"{names.tensor(t.name)} = torch.empty({names.shape(t.shape)}, "
+                     f"dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})  # intermediate between launches")
+    return lines
+
+
+def epilogue(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    outs = [names.tensor(t.name) for t in program.outputs]
+    return [f"return {', '.join(outs)}" if len(outs) > 1 else f"return {outs[0]}"]

@@ -1,0 +1,80 @@
+"""What every printer does alike: lines at a depth, the kernel's locals, statement text, serial loops.
+
+A printer (`backends/triton/emit.py`, `backends/tilelang/emit.py` -- which the Ascend 950 printer extends --
+and `backends/ascend910b/emit.py`) subclasses `PrinterBase` and spells only its dialect:
+
+* `loop_header(op, lo, hi)` -- the line that opens a serial loop (`for ko in tl.range(...)`, `T.Pipelined`);
+* `index(expr)` -- an index expression of the tile program as code;
+* `loop_var(var)` -- the identifier of a loop variable;
+* `EMPTY_BODY` -- the statement of a loop that has nothing else to do.
+
+It holds `program`, `locals` (backends/common/names.py), `lines`, `depth`, `counter` and `loops` (the serial loops
+being printed, innermost last).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.errors import InternalError
+from tdsl.compiler.model.functions import PRIMITIVES
+
+
+def call_code(spellings: dict, func: str, args: list) -> str:
+    """A primitive function of compiler/model/functions.py in a dialect: `spellings[func]` filled with the arguments'
+    code.  Every dialect spells every primitive; compositions reach the printers expanded."""
+    if func not in spellings or len(args) != PRIMITIVES.get(func):
+        raise InternalError(f"function {func}({', '.join(args)}) has no spelling here")
+    return spellings[func].format(*args)
+
+
+class PrinterBase:
+    FRESH = "{stem}_{n}"  # how a fresh local is spelt
+    EMPTY_BODY = "pass"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def local(self, key: tuple, preferred: str) -> str:
+        """The kernel's local for `key` (what it holds), spelt `preferred` unless that is taken."""
+        return self.locals.local(key, preferred)
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return self.local(("fresh", self.counter), self.FRESH.format(stem=stem, n=self.counter))
+
+    def text(self, stmt: str) -> str:
+        """The statement's .tdsl text, for comments."""
+        return self.program.statements.get(stmt, stmt)
+
+    @staticmethod
+    def tile_note(tile: T.Tile) -> str:
+        if not tile.axes:
+            return ""
+        return " [tile " + " x ".join(f"{a.iter}:{a.size}" for a in tile.axes) + "]"
+
+    def serial(self, op: T.SerialLoop, body: Callable[[list], None]) -> None:
+        """A serial loop: its note, its header, `body(op.body)` one level deeper, `loops` kept current."""
+        lo, hi = self.index(T.simplify(op.lower)), self.index(T.simplify(op.upper))
+        if op.note:
+            self.emit(f"# {op.note}")
+        self.emit(self.loop_header(op, lo, hi))
+        self.depth += 1
+        self.loops.append(op)
+        body(op.body)
+        if not op.body and self.EMPTY_BODY:
+            self.emit(self.EMPTY_BODY)
+        self.loops.pop()
+        self.depth -= 1
+
+    # the dialect's spellings
+
+    def loop_header(self, op: T.SerialLoop, lo: str, hi: str) -> str:
+        raise NotImplementedError
+
+    def index(self, e: T.Expr) -> str:
+        raise NotImplementedError
+
+    def loop_var(self, var: str) -> str:
+        raise NotImplementedError

@@ -1,0 +1,221 @@
+"""Which unit computes a matrix product: the one place that decides it.
+
+Two questions, asked at two stages of the flow, answered here and nowhere else:
+
+* `matrix_operands(stmt)` -- is a statement, by its form, a matrix product `sum(k) X[i, k] * Y[k, j]`?
+  The cost model counts its FLOPs at the matrix unit's rate, the buffer plan places its staged operands
+  and its accumulator where a matrix unit reads and writes them (L1 / L0C on Ascend), and the tile
+  lowering turns a tile of it into a `Dot`.
+* `assign_units(program, backend)` -- which unit runs each `Dot` of a tile program: `MATRIX` (tensor
+  core, cube) or `VECTOR` (exact f32 multiply-add).  The answer depends on what one backend's matrix
+  instruction accepts (`MATRIX_UNITS`): operand dtypes, accumulator dtype, operand masks its copies
+  reproduce, tile shapes.  The printers read `Dot.unit` and never decide it themselves.
+
+* `stage_operands(program, backend)` -- where each product's operands are copied before it reads them
+  (`STAGING`: shared memory, L1, UB, or not at all), in which loop, with how many copies in flight, and
+  which of the schedule's `cache_read` buffers that copy is.
+
+A product the matrix unit does not take keeps the program's f32 semantics on the vector unit: f32 operands
+are never rounded to tf32, mixed operands are widened, and masked operand lanes are zeros either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from tdsl.frontend import ast
+
+from tdsl.compiler.errors import BackendError, InternalError
+from tdsl.compiler.lower.tileir import AccUpdate, Dot, SerialLoop, Staged, TileKernel, TileProgram, Var, walk_ops
+
+MATRIX = "matrix"
+VECTOR = "vector"
+
+
+# ---------------------------------------------------------------- the statement's form
+
+
+def matrix_operands(stmt) -> Optional[tuple]:
+    """The two operand reads of `C[.., i, .., j, ..] = sum(k) X[i, k] * Y[k, j]` (in either operand order and
+    either index order within an operand), or None when the statement is not a matrix product.
+
+    Each operand is a plain read indexed by two iterators: an output iterator and the one reduction
+    iterator, the two operands naming different output iterators (other output iterators, if any, select
+    which product a tile computes)."""
+    v = stmt.value
+    if stmt.reduce_op != "sum" or not isinstance(v, ast.BinOp) or v.op != "*" or len(stmt.red_iters) != 1:
+        return None
+    k = stmt.red_iters[0]
+    for lhs, rhs in ((v.lhs, v.rhs), (v.rhs, v.lhs)):
+        for i in stmt.lhs_iters:
+            for j in stmt.lhs_iters:
+                if i != j and _indexed_by(lhs, {i, k}) and _indexed_by(rhs, {k, j}):
+                    return lhs, rhs
+    return None
+
+
+def _indexed_by(e, iters: set) -> bool:
+    return (isinstance(e, ast.Access) and len(e.indices) == 2
+            and all(isinstance(x, ast.Name) for x in e.indices) and {x.name for x in e.indices} == iters)
+
+
+# ---------------------------------------------------------------- what each backend's matrix unit takes
+
+
+@dataclass(frozen=True)
+class MatrixUnit:
+    """The products one backend's matrix instruction computes exactly as the program says."""
+
+    dtypes: frozenset  # operand dtypes it multiplies (both operands of one dtype)
+    accum_f32_only: bool = False  # accumulates only in f32 (L0C); other accumulators stay on the vector unit
+    operand_masks: str = "any"  # any: masked lanes are zeroed on the way in | none | bounds: only the tensor's
+    #                             bounds (a clipped copy zero-fills them)
+    fp8_row_elements: int = 0  # FP8 operands cross GM -> UB in rows: every contiguous tile axis at least this
+    warp_tile: Optional[tuple] = None  # (rows, cols): each warp owns a multiple of this block of the product
+    #                                    tile, and every warp owns one (TileLang's warp partition)
+
+
+_LOW_PRECISION = frozenset({"bf16", "f16", "f8e4m3"})
+
+MATRIX_UNITS = {
+    # tl.dot on tensor cores; f32 and mixed products use input_precision="ieee" (exact FMA)
+    "triton": MatrixUnit(_LOW_PRECISION),
+    # T.gemm splits the product tile among the warps ('No valid warp partition' otherwise)
+    "tilelang": MatrixUnit(_LOW_PRECISION, warp_tile=(16, 8)),
+    # the 950 cube: T.copy GM -> L1 has no masked form
+    "ascend-950": MatrixUnit(_LOW_PRECISION, accum_f32_only=True, operand_masks="none"),
+    # the 910B cube: FP8 decoded to f16 by the vector cores (32-byte rows), clipped copies zero-fill
+    "ascend-910b": MatrixUnit(_LOW_PRECISION, accum_f32_only=True, operand_masks="bounds", fp8_row_elements=32),
+}
+
+
+def decide_unit(op: AccUpdate, kernel: TileKernel, backend: str) -> str:
+    """MATRIX if `backend`'s matrix unit computes this tile product exactly as the program says, else VECTOR."""
+    unit, dot = MATRIX_UNITS[backend], op.partial
+    if dot.lhs_dtype != dot.rhs_dtype or dot.lhs_dtype not in unit.dtypes:
+        return VECTOR
+    if unit.accum_f32_only and op.accum != "f32":
+        return VECTOR
+    loads = (dot.lhs, dot.rhs)
+    if unit.operand_masks == "none" and any(load.mask is not None for load in loads):
+        return VECTOR
+    if unit.operand_masks == "bounds" and not all(load.mask_is_bounds for load in loads):
+        return VECTOR
+    if unit.fp8_row_elements and dot.lhs_dtype == "f8e4m3":
+        contiguous = {x.name for x in (dot.lhs.indices[-1], dot.rhs.indices[-1]) if isinstance(x, Var)}
+        if any(a.size < unit.fp8_row_elements for a in op.tile.axes if a.iter in contiguous):
+            return VECTOR
+    if unit.warp_tile is not None:
+        rows, cols = op.tile.axes[0].size, op.tile.axes[1].size
+        wr, wc = unit.warp_tile
+        if rows % wr or cols % wc or (rows // wr) * (cols // wc) < kernel.num_warps:
+            return VECTOR
+    return MATRIX
+
+
+def assign_units(program: TileProgram, backend: str) -> TileProgram:
+    """The program with the unit of every `Dot` decided for `backend` (see `decide_unit`)."""
+    def ops(body, kernel):
+        out = []
+        for op in body:
+            if isinstance(op, SerialLoop):
+                op = replace(op, body=ops(op.body, kernel))
+            elif isinstance(op, AccUpdate) and isinstance(op.partial, Dot):
+                unit = decide_unit(op, kernel, backend)
+                op = replace(op, partial=replace(op.partial, unit=unit))
+            out.append(op)
+        return out
+
+    return replace(program, kernels=[replace(k, body=ops(k.body, k)) for k in program.kernels])
+
+
+def unit_of(op: AccUpdate) -> str:
+    """The unit `assign_units` chose for a tile product (printers ask this; they never decide)."""
+    if op.partial.unit not in (MATRIX, VECTOR):
+        raise InternalError(f"the product of {op.stmt} has no unit; print programs from "
+                             f"compiler.pipeline.lower_for, which assigns them")
+    return op.partial.unit
+
+
+def matrix_statements(kernel: TileKernel) -> set:
+    """The statements whose tile products run on the matrix unit (after `assign_units`)."""
+    return {op.stmt for op in walk_updates(kernel.body) if isinstance(op.partial, Dot) and unit_of(op) == MATRIX}
+
+
+def walk_updates(body):
+    return (op for op in walk_ops(body) if isinstance(op, AccUpdate))
+
+
+# ---------------------------------------------------------------- where operands are staged
+
+
+# backend -> unit -> the scope a product's operands are copied to first (absent: read from global memory)
+STAGING = {
+    "triton": {},  # tl.load into registers; Triton's own pipeliner places the shared-memory copies
+    "tilelang": {MATRIX: "shared", VECTOR: "shared"},  # T.copy to shared, then T.gemm or the FMA loop
+    "ascend-950": {MATRIX: "L1", VECTOR: "UB"},  # the cube reads L1 (-> L0A/L0B); the vector unit UB
+    "ascend-910b": {MATRIX: "L1"},  # the cube reads L1; vector products load their own UB rows
+}
+
+
+def operand_layout(op: AccUpdate) -> tuple:
+    """The (i, j, k) iterators of a tile product and, per operand, (its load, stored transposed?, box shape in
+    the tensor's index order, dtype).  Raises BackendError for an operand that is not a plain 2-D tile."""
+    dot = op.partial
+    i, j, k = [a.iter for a in op.tile.axes]
+    size = {a.iter: a.size for a in op.tile.axes}
+    out = []
+    for load, rows, cols, dtype in ((dot.lhs, i, k, dot.lhs_dtype), (dot.rhs, k, j, dot.rhs_dtype)):
+        order = [x.name if isinstance(x, Var) else None for x in load.indices]
+        if order == [rows, cols]:
+            out.append((load, False, [size[rows], size[cols]], dtype))
+        elif order == [cols, rows]:
+            out.append((load, True, [size[cols], size[rows]], dtype))
+        else:
+            raise BackendError(f"{op.stmt}: operand {load.tensor}[{', '.join(map(str, order))}] is not a plain 2-D tile")
+    return (i, j, k), out
+
+
+def stage_operands(program: TileProgram, backend: str) -> TileProgram:
+    """The program with every product's operand copies decided for `backend` (`AccUpdate.staged`).
+
+    An operand is copied in each iteration of the innermost serial loop around the product (once per program
+    when there is none), with that loop's pipeline depth; the schedule's `cache_read` of the tensor at that
+    loop is that copy, and its planned box must be the box the product reads."""
+    scopes = STAGING[backend]
+
+    def ops(body, loop, kernel):
+        out = []
+        for op in body:
+            if isinstance(op, SerialLoop):
+                op = replace(op, body=ops(op.body, op, kernel))
+            elif isinstance(op, AccUpdate) and isinstance(op.partial, Dot) and unit_of(op) in scopes:
+                op = replace(op, staged=_staged(op, scopes[unit_of(op)], loop, kernel))
+            out.append(op)
+        return out
+
+    return replace(program, kernels=[replace(k, body=ops(k.body, None, k)) for k in program.kernels])
+
+
+def _staged(op: AccUpdate, scope: str, loop, kernel: TileKernel) -> tuple:
+    owned = loop.buffers if loop is not None else kernel.buffers
+    stages = (loop.stages or 1) if loop is not None else 1
+    out = []
+    for load, transposed, shape, dtype in operand_layout(op)[1]:
+        cache = next((b for b in owned if b.tensor == load.tensor and b.kind == "read"), None)
+        tensor_shape = next((t.shape for t in kernel.tensors if t.name == load.tensor), ())
+        if cache is not None and not _same_box(list(cache.shape), shape, list(tensor_shape)):
+            raise BackendError(f"{op.stmt}: the buffer plan gives {load.tensor} the box {list(cache.shape)} but the "
+                               f"tile reads {list(shape)}")
+        out.append(Staged(load.tensor, scope, tuple(shape), transposed, dtype, stages,
+                          loop.var if loop is not None else "", cache))
+    return tuple(out)
+
+
+def _same_box(planned: list, shape, tensor_shape: list) -> bool:
+    """The plan's box (clipped to the tensor) is the tile's box, in either index order."""
+    if planned == shape or sorted(planned) == sorted(shape):
+        return True
+    clipped = [min(s, d) if isinstance(d, int) else s for s, d in zip(shape, tensor_shape)]
+    return planned == clipped or sorted(planned) == sorted(clipped)

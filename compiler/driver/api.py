@@ -1,0 +1,80 @@
+"""The Python entry points: load a .tdsl file, get kernel models and schedules.
+
+    prog = tdsl.load("examples/gemm_silu.tdsl")
+    s = prog.schedule("tiled")        # a named schedule block, replayed step by step
+    s = prog.schedule()               # a fresh schedule (program order) to build by hand
+    model = prog.model(sizes={"M": 8})
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from tdsl.frontend import ast
+from tdsl.frontend.check import load_file, load_source
+from tdsl.frontend.diagnostics import TdslError
+
+from tdsl.compiler.model.program import KernelModel, build_model
+from tdsl.compiler.schedule.schedule import Schedule, apply_block
+
+
+class Program:
+    def __init__(self, tree: ast.Program, kernels: dict, sizes: Optional[dict] = None):
+        self.ast = tree
+        self.kernels = kernels
+        self.sizes = dict(sizes or {})
+
+    @property
+    def filename(self) -> str:
+        return self.ast.filename
+
+    @property
+    def schedule_names(self) -> list[str]:
+        return [b.name for b in self.ast.schedules]
+
+    def kernel_name(self, kernel: Optional[str] = None) -> str:
+        if not self.kernels:
+            raise TdslError(f"{self.filename} defines no kernel: a program needs a 'kernel NAME(...) -> ... {{ ... }}'")
+        if kernel is None:
+            if len(self.kernels) > 1:
+                raise TdslError(f"{self.filename} has several kernels ({', '.join(self.kernels)}); name one")
+            return next(iter(self.kernels))
+        if kernel not in self.kernels:
+            raise TdslError(f"{self.filename} has no kernel '{kernel}' (kernels: {', '.join(self.kernels)})")
+        return kernel
+
+    def model(self, kernel: Optional[str] = None, sizes: Optional[dict] = None) -> KernelModel:
+        info = self.kernels[self.kernel_name(kernel)]
+        merged = {**self.sizes, **(sizes or {})}
+        try:
+            return build_model(info, merged)
+        except TdslError as err:
+            if hasattr(err, "located"):
+                err.located(self.ast.source, self.ast.filename)
+            raise
+
+    def block(self, name: str) -> ast.ScheduleBlock:
+        for block in self.ast.schedules:
+            if block.name == name:
+                return block
+        known = ", ".join(self.schedule_names) or "none"
+        raise TdslError(f"{self.filename} has no schedule '{name}' (schedules: {known})")
+
+    def schedule(self, name: Optional[str] = None, kernel: Optional[str] = None, sizes: Optional[dict] = None) -> Schedule:
+        """A named schedule block replayed on the kernel, or a fresh schedule when `name` is None."""
+        if name is None:
+            return Schedule(self.model(kernel, sizes))
+        block = self.block(name)
+        sched = Schedule(self.model(block.kernel or kernel, sizes), name)
+        return apply_block(sched, block, self.ast.source, self.ast.filename)
+
+
+def load(path, sizes: Optional[dict] = None) -> Program:
+    tree, kernels = load_file(Path(path))
+    return Program(tree, kernels, sizes)
+
+
+def loads(text: str, filename: str = "<string>", sizes: Optional[dict] = None) -> Program:
+    tree, kernels = load_source(text, filename)
+    return Program(tree, kernels, sizes)

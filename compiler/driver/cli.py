@@ -1,0 +1,449 @@
+"""The `tdsl` command line.
+
+    tdsl tree  PROG [--schedule NAME] [--format text|yaml]
+    tdsl check PROG [--schedule NAME | --all]
+    tdsl run   PROG --interp [--schedule NAME] [--size M=8,N=8] [--seed S]
+    tdsl run   PROG --target nvidia [--schedule NAME] [--size M=8,N=8] [--seed S]
+    tdsl compile PROG --target nvidia|ascend-950|ascend-910b [--backend triton|tilelang] [--schedule NAME] -o OUT.py|DIR/|-
+    tdsl cost  PROG [--schedule NAME] --target T [--json] [--sweep ...] [--plot PNG]
+    tdsl fuse  PROG [--schedule NAME] [--target T]
+
+Exit codes: 0 success, 1 an illegal schedule or a result mismatch, 2 a
+usage, parse or schedule-misuse error.  User errors never show a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import islpy as isl
+from typing import Optional
+
+from tdsl.frontend.diagnostics import TdslError
+
+from tdsl.compiler.errors import InternalError
+
+# The interpreter executes one Python step per statement instance: refuse sizes that would take minutes.
+MAX_INTERPRETED_INSTANCES = 2_000_000
+
+
+def parse_sizes(text: Optional[str]) -> dict:
+    if not text:
+        return {}
+    sizes = {}
+    for item in text.split(","):
+        name, eq, value = item.strip().partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise TdslError(f"--size expects NAME=VALUE pairs separated by commas, got '{item.strip()}'")
+        try:
+            sizes[name.strip()] = int(value)
+        except ValueError:
+            raise TdslError(f"--size {name.strip()}: '{value}' is not an integer") from None
+        if sizes[name.strip()] < 1:
+            raise TdslError(f"--size {name.strip()}: sizes must be positive")
+    return sizes
+
+
+def _program(args):
+    from tdsl.compiler.driver.api import load
+
+    return load(args.program, sizes=parse_sizes(getattr(args, "size", None)))
+
+
+def _default_schedule(prog, name: Optional[str]) -> Optional[str]:
+    """The schedule a command works on: the one named, else the program's first."""
+    if name is not None:
+        return None if name == "none" else name
+    return prog.schedule_names[0] if prog.schedule_names else None
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_tree(args) -> int:
+    from tdsl.compiler.schedule.tree_view import tree_text, yaml_text
+
+    prog = _program(args)
+    show = yaml_text if args.format == "yaml" else tree_text
+    name = _default_schedule(prog, args.schedule)
+    original = prog.schedule(None, kernel=args.kernel)
+    sched = prog.schedule(name, kernel=args.kernel) if name is not None else None  # errors before any output
+    print("# before: program order")
+    print(show(original.model, original.tree))
+    if sched is not None:
+        print(f"\n# after: schedule {name}")
+        print(show(sched.model, sched.tree))
+    return 0
+
+
+def cmd_check(args) -> int:
+    prog = _program(args)
+    names = prog.schedule_names if args.all else [_default_schedule(prog, args.schedule)]
+    names = [n for n in names if n is not None]
+    if not names:
+        raise TdslError(f"{prog.filename} has no schedule to check")
+    status = 0
+    for name in names:
+        try:
+            sched = prog.schedule(name, kernel=args.kernel)
+        except TdslError as err:
+            if not args.all:
+                raise
+            verdict = "illegal" if err.exit_code == 1 else "error"
+            print(f"schedule {name}: {verdict}\n{err}")
+            status = 2 if 2 in (status, err.exit_code) else 1
+            continue
+        steps, deps = len(sched.trace), len(sched.deps)
+        print(f"schedule {name}: legal ({steps} step{'s' * (steps != 1)}, "
+              f"{deps} dependence{'s' * (deps != 1)} checked)")
+    return status
+
+
+def cmd_compile(args) -> int:
+    from tdsl.compiler.driver.generate import generate
+
+    out = output_path(args.output, args.program)  # refused before the (slow) compilation
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
+    n = text.count("\n    # statements ")  # one comment line opens each kernel
+    summary = f"{n} kernel launch(es), schedule {name or 'program order'}, target {args.target}"
+    if out is None:
+        _write_stdout(text)
+        print(f"wrote the module to stdout: {summary}", file=sys.stderr)  # stdout holds the module alone
+        return 0
+    write_module(out, text)
+    print(f"wrote {out}: {summary}")
+    return 0
+
+
+STDOUT = "-"
+
+
+def output_path(output: str, program: str) -> Optional[Path]:
+    """Where `compile -o OUTPUT` writes: None for '-' (stdout); for a folder (an existing one, or any path
+    ending in '/') the file <folder>/<PROG's stem>.py.  Never PROG itself, whatever the spelling or link."""
+    if output == STDOUT:
+        return None
+    out = Path(output)
+    into_folder = os.path.isdir(out) or output.endswith(("/", os.sep))
+    if into_folder:
+        out = out / f"{Path(program).stem}.py"
+    if _same_file(out, Path(program)):
+        named = f"{output} (that is {out})" if into_folder else output
+        raise TdslError(f"-o {named} is the same file as the input {program}; refusing to overwrite the program "
+                        f"with the generated module")
+    return out
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when both exist and are one file (through symbolic links, hard links, './' and '..' spellings)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one does not exist (ValueError: a NUL in a name from the API)
+        return False
+
+
+def write_module(out: Path, text: str) -> None:
+    """Write a generated module (UTF-8, as Python reads it), creating its folder; a user error if impossible."""
+    blocker = _nearest_existing_parent(out)
+    if blocker is not None and not os.path.isdir(blocker):
+        raise TdslError(f"cannot write {out}: {blocker} is not a folder")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise TdslError(f"cannot create the folder {out.parent} for {out}: {err.strerror or err}") from None
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise TdslError(f"cannot write {out}: {err.strerror or err}") from None
+
+
+def _nearest_existing_parent(out: Path) -> Optional[Path]:
+    for parent in out.parents:
+        if os.path.lexists(parent):  # os.path never raises: an unreadable folder is left to mkdir to report
+            return parent
+    return None
+
+
+def _write_stdout(text: str) -> None:
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text stream without bytes underneath (tests, a StringIO)
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8"))  # a generated module is UTF-8 source, whatever the terminal's encoding
+    buffer.flush()
+
+
+def instance_count(model) -> int:
+    """Exact number of statement instances, or the bounding-box count when that already exceeds the limit
+    (isl's exact count enumerates large domains, which takes seconds at the chapter's sizes)."""
+    box = 0
+    for stmt in model.stmts:
+        n = 1
+        for d in range(stmt.domain.dim(isl.dim_type.set)):
+            n *= stmt.domain.dim_max_val(d).to_python() - stmt.domain.dim_min_val(d).to_python() + 1
+        box += n
+    if box > MAX_INTERPRETED_INSTANCES:
+        return box
+    return sum(stmt.domain.count_val().to_python() for stmt in model.stmts)
+
+
+def _interpreter_reference(prog, args, model):
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+
+    if model.params:
+        raise TdslError(f"give a value to every param with --size: {', '.join(model.params)}")
+    count = instance_count(model)
+    if count > MAX_INTERPRETED_INSTANCES:
+        small = ",".join(f"{k}=8" for k in model.sizes if isinstance(model.sizes[k], int))
+        raise TdslError(
+            f"the interpreter would execute {count:,} statement instances; choose smaller sizes with --size (e.g. --size {small})"
+        )
+    inputs = random_inputs(model, args.seed)
+    original = prog.schedule(None, kernel=args.kernel)
+    return inputs, interpret(model, original.time_map(), inputs), count
+
+
+def cmd_run_target(args) -> int:
+    import os
+    import tempfile
+
+    from tdsl.compiler.driver.generate import generate, load_module, run_generated
+    from tdsl.compiler.verify import compare, reordered_terms, tolerance_dtype
+
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    model = prog.schedule(None, kernel=args.kernel).model
+    inputs, reference, count = _interpreter_reference(prog, args, model)
+    text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"  # read when the generated module's kernels are decorated
+    with tempfile.TemporaryDirectory() as tmp:
+        module = load_module(text, Path(tmp) / f"{model.name}_kernel.py")
+        outputs = run_generated(module, model, inputs, device=device, guard=64)
+    where = "GPU" if device == "cuda" else "Triton interpreter"
+    print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
+    status = 0
+    for t in model.outputs():
+        result = compare(reference[t.name].astype("float32"), outputs[t.name], tolerance_dtype(model, t.name),
+                         reordered_terms(model, t.name))
+        print(f"  {t.name} {list(outputs[t.name].shape)} {t.dtype}: {'ok' if result.ok else 'MISMATCH'} ({result.summary()})")
+        status = status or (0 if result.ok else 1)
+    return status
+
+
+def cmd_run(args) -> int:
+    if args.target:
+        if args.interp:
+            raise TdslError("choose --interp or --target, not both")
+        return cmd_run_target(args)
+    if not args.interp:
+        raise TdslError("tdsl run needs --interp (reference interpreter) or --target nvidia (generated kernel)")
+    import numpy as np
+
+    from tdsl.compiler.model.dtypes import describe_difference
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    original = prog.schedule(None, kernel=args.kernel)
+    model = original.model
+    if model.params:
+        raise TdslError(f"give a value to every param with --size: {', '.join(model.params)}")
+    count = instance_count(model)
+    if count > MAX_INTERPRETED_INSTANCES:
+        raise TdslError(
+            f"the interpreter would execute {count:,} statement instances; "
+            f"choose smaller sizes with --size (e.g. --size {','.join(f'{k}=8' for k in model.sizes if isinstance(model.sizes[k], int))})"
+        )
+    inputs = random_inputs(model, args.seed)
+    reference = interpret(model, original.time_map(), inputs)
+    print(f"kernel {model.name}: {count:,} instances, seed {args.seed}")
+    if name is None:
+        _print_outputs(model, reference)
+        return 0
+    sched = prog.schedule(name, kernel=args.kernel)
+    result = interpret(sched.model, sched.time_map(), inputs)
+    status = 0
+    for tensor in model.outputs():
+        a, b = reference[tensor.name], result[tensor.name]
+        same = np.array_equal(a.view(np.uint8), b.view(np.uint8))
+        verdict = "bit-identical" if same else "DIFFERENT"
+        print(f"  {tensor.name} {list(a.shape)} {tensor.dtype}: schedule {name} vs program order: {verdict}")
+        if not same:
+            print("    " + describe_difference(a, b))
+            status = 1
+    return status
+
+
+def _print_outputs(model, outputs) -> None:
+    import numpy as np
+
+    for tensor in model.outputs():
+        values = outputs[tensor.name].astype(np.float32)
+        print(f"  {tensor.name} {list(values.shape)} {tensor.dtype}: mean {values.mean():.6g}, max |x| {np.abs(values).max():.6g}")
+
+
+def cmd_fuse(args) -> int:
+    """Every producer -> consumer fusion of the program: fused, rejected (rule, counterexample) or not applicable."""
+    from tdsl.compiler.legality.fusion_report import report
+
+    prog = _program(args)
+    name = None if args.schedule in (None, "none") else args.schedule
+    print(report(prog, kernel=args.kernel, schedule=name, target=args.target, evidence=not args.no_run,
+                 seed=args.seed))
+    return 0
+
+
+def cmd_cost(args) -> int:
+    """Buffers, working set, residency, traffic per level, FLOPs, intensity and roofline of a schedule."""
+    from tdsl.compiler.analysis.cost import analyze, plot_sweep, sweep, sweep_table
+    from tdsl.compiler.targets import get_target
+
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    target = get_target(args.target)
+    if args.sweep or args.fit:
+        if name is None:
+            raise TdslError("--sweep and --fit need a schedule block whose split/tile factors they change")
+        axes = [_sweep_axis(text) for text in args.sweep or []]
+        rows = sweep(prog, name, target, axes, fit_loop=args.fit, kernel=args.kernel, regs=args.regs)
+        if args.json:
+            import json
+
+            print(json.dumps([{"factors": r.factors, "error": r.error,
+                               "cost": r.cost.to_dict() if r.cost else None} for r in rows], indent=2))
+        else:
+            print(f"schedule {name} of {prog.filename} on {target.name}: {len(rows)} candidate(s)")
+            print(sweep_table(rows, target))
+        if args.plot:
+            plot_sweep(rows, args.plot, title=f"{prog.filename}: schedule {name} on {target.name}")
+            print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)
+        return 0
+    if args.plot:
+        raise TdslError("--plot draws a sweep: add --sweep LOOPS=V1,V2,...")
+    sched = prog.schedule(name, kernel=args.kernel)
+    cost = analyze(sched, target, regs=args.regs)
+    print(cost.to_json() if args.json else cost.text())
+    if cost.violations:
+        from tdsl.compiler.analysis.buffer_plan import CapacityError
+
+        print(f"tdsl: error: {CapacityError(target.name, cost.violations, name)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _sweep_axis(text: str):
+    loops, eq, values = text.partition("=")
+    names = [n.strip() for n in loops.split(",") if n.strip()]
+    try:
+        numbers = [int(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        numbers = []
+    if not eq or not names or not numbers or any(v < 1 for v in numbers):
+        raise TdslError(f"--sweep expects LOOP[,LOOP...]=V1,V2,... with positive integers (e.g. io,jo=32,64,128), got '{text}'")
+    return names, numbers
+
+
+# ---------------------------------------------------------------- argument parsing
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tdsl",
+        description="tdsl: a polyhedral scheduling compiler for tensor kernels.",
+        epilog="Exit codes: 0 ok, 1 illegal schedule or mismatch, 2 usage/parse error.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def common(p, schedule=True):
+        p.add_argument("program", metavar="PROG", help="a .tdsl file")
+        p.add_argument("--kernel", help="the kernel to use when the file holds several")
+        p.add_argument("--size", metavar="M=8,N=8", help="override const sizes / bind params")
+        if schedule:
+            p.add_argument("--schedule", metavar="NAME", help="a schedule block of PROG (default: the first; 'none': program order)")
+
+    p = sub.add_parser("tree", help="print the schedule tree before and after scheduling")
+    common(p)
+    p.add_argument("--format", choices=("text", "yaml"), default="text", help="readable tree or isl's YAML")
+    p.set_defaults(func=cmd_tree)
+
+    p = sub.add_parser("check", help="check a schedule's legality (exit 0 legal, 1 illegal)")
+    common(p)
+    p.add_argument("--all", action="store_true", help="check every schedule block of PROG")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("run", help="run a program on random inputs and compare the schedule with program order")
+    common(p)
+    p.add_argument("--interp", action="store_true", help="compare the schedule with program order in the reference interpreter")
+    p.add_argument("--target", choices=("nvidia",), help="compile and run the kernel (GPU if present, else the Triton interpreter) against the reference interpreter")
+    p.add_argument("--backend", choices=("triton",), default=None, help="code generator for --target")
+    p.add_argument("--seed", type=int, default=0, help="random seed for the inputs")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compile", help="compile a program and schedule to a kernel module")
+    common(p)
+    p.add_argument("--target", choices=("nvidia", "ascend-950", "ascend-910b"), default="nvidia")
+    p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend"), default=None,
+                   help="code generator (default: triton for nvidia, tilelang for ascend-950, tilelang-ascend for ascend-910b)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.py",
+                   help="where to write the generated module: a file (never PROG itself), a folder (gets "
+                        "FOLDER/<PROG's stem>.py; an existing one, or a path ending in '/'), or '-' for stdout")
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("fuse", help="try every producer -> consumer fusion and report each as fused or rejected")
+    p.add_argument("program", metavar="PROG", help="a .tdsl file")
+    p.add_argument("--kernel", help="the kernel to use when the file holds several")
+    p.add_argument("--size", metavar="M=8,N=8", help="override const sizes / bind params")
+    p.add_argument("--schedule", metavar="NAME", help="start from this schedule block (default: program order)")
+    p.add_argument("--target", metavar="T", help="also check that each legal fusion can be generated for target T")
+    p.add_argument("--no-run", action="store_true", help="skip the interpreter evidence at small sizes")
+    p.add_argument("--seed", type=int, default=0, help="random seed for the interpreter evidence")
+    p.set_defaults(func=cmd_fuse)
+
+    p = sub.add_parser("cost", help="buffers, occupancy, traffic, FLOPs and roofline of a schedule on a target")
+    common(p)
+    p.add_argument("--target", default="h100", metavar="T",
+                   help="h100 (default), h200, rtx-pro-6000, ascend-910b or ascend-950")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.add_argument("--regs", type=int, metavar="N", help="registers per thread for the occupancy (default: estimated)")
+    p.add_argument("--sweep", action="append", metavar="LOOPS=V1,V2", help="cost every factor of the split/tile "
+                   "loops named (io,jo=32,64,128 sets both together); repeat for a product")
+    p.add_argument("--fit", metavar="LOOP", help="in a sweep, give LOOP the largest factor that fits the target")
+    p.add_argument("--plot", metavar="PNG", help="with --sweep: plot traffic against local memory (needs matplotlib)")
+    p.set_defaults(func=cmd_cost)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except TdslError as err:
+        text = str(err)
+        if ": error: " not in text.split("\n")[0]:
+            text = f"tdsl: error: {text}"
+        print(text, file=sys.stderr)
+        return err.exit_code
+    except InternalError as err:
+        print(f"tdsl: internal error: {err}\n(a bug in tdsl, not in the program: please report it with the program "
+              f"and the command)", file=sys.stderr)
+        return 3
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Target-specific tile-program passes (each `TileProgram -> TileProgram`), run by compiler/lower/pipeline.py."""

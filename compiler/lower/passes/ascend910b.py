@@ -1,0 +1,275 @@
+"""Tile-program passes for the Ascend 910B's vector cores, and the facts about its kernels that they and the
+910B printer share.
+
+    program = widen_narrow_tiles(program)   # rows of 32 bytes (GM <-> UB copies), 128 elements with E4M3
+    program = split_vector_rows(program)    # each of the AI core's two vector cores takes half the rows
+
+Both are pure (`TileProgram -> TileProgram`) and run in compiler/lower/pipeline.py after the units are assigned
+(compiler/analysis/placement.py): they rewrite only the vector statements' tiles, never a product on the cube.
+`split_vector_rows` records its decision in `TileKernel.vector_rows`; the rows of vector core `vid` start at
+`offset + VID * vector_rows`, `VID` being a variable the printer binds.
+
+Facts (`Kernel910B`): which ops run on the vector cores, how a tile lies in a tensor for one T.copy, whether a
+mask is only the tensor's bounds (a clipped copy does it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional
+
+from tdsl.compiler.model.dtypes import BYTES as DTYPE_BYTES
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.lower.lane_masks import atoms, conjunction, implied_by_bounds, mentions
+from tdsl.compiler.analysis.placement import matrix_statements
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.tileir import simplify
+
+VID = "__vid"  # the vector core (0 or 1) of a tile whose rows the two vector cores share
+UB_ROW_BYTES = 32  # a GM <-> UB copy starts every UB row on a 32-byte block
+E4M3_TILE = 128  # E4M3 conversions compare whole 256-byte repeats of f16: 128 elements per tile
+BYTES = {**DTYPE_BYTES, "u8": 1}  # u8: the 910B printer's raw byte buffers
+
+
+# ---------------------------------------------------------------- the passes
+
+
+def widen_narrow_tiles(program: T.TileProgram) -> T.TileProgram:
+    """Vector tiles whose rows are narrower than 32 bytes of the kernel's narrowest tensor dtype, widened to
+    that, the extra lanes masked (see `Kernel910B.widen`)."""
+    return dataclasses.replace(program, kernels=[Kernel910B(program, k).widened() for k in program.kernels])
+
+
+def split_vector_rows(program: T.TileProgram) -> T.TileProgram:
+    """Every vector tile's rows halved between the two vector cores, where that is possible (`rows_per_core`)."""
+    out = []
+    for k in program.kernels:
+        facts = Kernel910B(program, k)
+        half = facts.rows_per_core()
+        if half:
+            k = dataclasses.replace(k, body=map_ops(k.body, lambda op: facts.halve(op, half)), vector_rows=half)
+        out.append(k)
+    return dataclasses.replace(program, kernels=out)
+
+
+# ---------------------------------------------------------------- facts about one kernel
+
+
+class Kernel910B:
+    def __init__(self, program: T.TileProgram, kernel: T.TileKernel):
+        self.program, self.kernel = program, kernel
+        self.cube = matrix_statements(kernel)  # the products on the cube (compiler/analysis/placement.py)
+        # one row width for the whole kernel, so that every statement's tiles keep the same shape
+        self.min_row = UB_ROW_BYTES // min(BYTES[t.dtype] for t in kernel.tensors)
+        self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in kernel.tensors)
+
+    def dims(self, tensor: str) -> list:
+        arg = next(t for t in self.kernel.tensors if t.name == tensor)
+        return [d if isinstance(d, int) else self.program.sizes.get(d) for d in arg.shape]
+
+    def clipped_by_dma(self, mask, indices, tensor) -> bool:
+        """Every lane outside `mask` lies outside the tensor, where a clipped T.copy pads or does not write."""
+        dims = self.dims(tensor)
+        return all(implied_by_bounds(a, indices, dims) for a in atoms(mask))
+
+    # ------------------------------------------------------------ which core runs an op
+
+    def is_vector_op(self, op) -> bool:
+        if isinstance(op, T.Compute):
+            return True
+        if isinstance(op, (T.AccInit, T.AccUpdate)):
+            return op.stmt not in self.cube
+        if isinstance(op, T.AccFinish):
+            return op.stmt not in self.cube or self.needs_vector(op)
+        return False
+
+    def needs_vector(self, op: T.AccFinish) -> bool:
+        """Does a finished cube reduction pass through the vector core (rounding, masking, a register value), or
+        can L0C go straight to GM?"""
+        if not (op.store and not op.keep and op.dtype == "f32" and list(op.lhs) == [a.iter for a in op.tile.axes]):
+            return True
+        return not self.clipped_by_dma(op.tile.mask, [T.Var(it) for it in op.lhs], op.stmt)
+
+    def vector_ops(self, ops):
+        for op in ops:
+            if isinstance(op, T.SerialLoop):
+                yield from self.vector_ops(op.body)
+            elif self.is_vector_op(op):
+                yield op
+
+    # ------------------------------------------------------------ both vector cores
+
+    def rows_per_core(self) -> Optional[int]:
+        """Half the rows of the kernel's vector tiles, if both vector cores can each take half of them.
+
+        Each AI core of the 910B has two vector cores with a UB each; splitting the tile rows between them
+        halves the UB a tile needs and the vector work per core.  That needs every vector statement's tile to
+        have the same rows (the first axis, at least 2-D, an even count) and no reduction across rows."""
+        ops = list(self.vector_ops(self.kernel.body))
+        if not ops:
+            return None
+        rows = set()
+        for op in ops:
+            if len(op.tile.axes) < 2:
+                return None
+            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce) and 0 in op.partial.axes:
+                return None
+            if self.e4m3_tiles and math.prod(a.size for a in op.tile.axes) // 2 < E4M3_TILE:
+                return None  # the E4M3 conversions need 128 elements per tile (whole 256-byte f16 repeats)
+            first = op.tile.axes[0]
+            if any(a.op == "==" and mentions(a, first.iter) for a in atoms(op.tile.mask)):
+                # one row at a time (a serial loop over the rows): a core's half may lie wholly past the tensor
+                # with no upper bound in the mask to guard its copies (the printer's first-row test)
+                return None
+            rows.add((first.size, repr(simplify(first.offset))))
+            if self._written_back_by_another_row_owner(op):
+                return None
+        if len(rows) != 1:
+            return None
+        size = rows.pop()[0]
+        return size // 2 if size >= 2 and size % 2 == 0 else None
+
+    def _written_back_by_another_row_owner(self, op) -> bool:
+        """Whether a masked store writes back lanes that the next iteration of a loop stores, while that loop
+        also moves the tile's rows (the causal triangle of a column loop): split between the vector cores, a
+        row would belong to one core in this iteration and to the other in the next, and the two race."""
+        if not getattr(op, "store", False):
+            return False
+        moving = {v.name for v in expr_vars(op.tile.axes[0].offset)}
+        return any(moving & {v.name for v in expr_vars(side)} for a in self.store_lane_atoms(op.stmt, op.tile, op.lhs)
+                   for side in (a.lhs, a.rhs))
+
+    def store_lane_atoms(self, stmt, tile, lhs) -> list:
+        """The comparisons of a store's mask that exclude lanes of a row inside the tensor (read-modify-write)."""
+        indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
+        col = tile.axes[-1].iter
+        return [a for a in atoms(tile.mask) if mentions(a, col) and not implied_by_bounds(a, indices, self.dims(stmt))]
+
+    def halve(self, op, half: int):
+        """The vector statement's tile: this vector core's half of the rows (vid 0 the first, vid 1 the second)."""
+        if not self.is_vector_op(op):
+            return op
+        first, *rest = op.tile.axes
+        offset = simplify(T.Bin("+", first.offset, T.Bin("*", T.Var(VID), T.Const(half))))
+        tile = T.Tile(axes=[T.Axis(first.iter, offset, half)] + rest, scalars=op.tile.scalars, mask=op.tile.mask)
+        return dataclasses.replace(op, tile=tile)
+
+    # ------------------------------------------------------------ narrow tiles
+
+    def widened(self) -> T.TileKernel:
+        widths: dict = {}
+        map_ops(self.kernel.body, lambda op: self._want_width(op, widths))
+        return dataclasses.replace(self.kernel, body=map_ops(self.kernel.body, lambda op: self.widen(op, widths)))
+
+    def _want_width(self, op, widths: dict):
+        """Record the width each axis of a vector tile needs (below); an axis takes the largest any statement of
+        the kernel needs, so that the tiles of an accumulator, its partial results and the statements reading
+        it keep one shape (a row maximum over [16, 32] lanes goes into 16 lanes of its accumulator, not 128)."""
+        if op.stmt in self.cube or not op.tile.axes:
+            return op
+        size = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
+        if self.e4m3_tiles and math.prod(size.values()) < E4M3_TILE:
+            last = op.tile.axes[-1].iter
+            size[last] *= E4M3_TILE // math.prod(size.values())
+        for a in op.tile.axes:
+            widths[_axis_key(a)] = max(widths.get(_axis_key(a), a.size), size[a.iter])
+        return op
+
+    def widen(self, op, widths: dict):
+        """Vector tiles whose rows are narrower than 32 bytes of the kernel's narrowest tensor dtype, widened to
+        that, the extra lanes masked.
+
+        A GM <-> UB copy starts every UB row on a 32-byte block (DataCopyPad, tilelang-ascend common.h), so a
+        multi-row UB tile copied from or to GM needs rows of a multiple of 32 bytes; in a kernel with E4M3
+        tensors every tile also needs a multiple of 128 elements (its conversions compare whole 256-byte repeats
+        of f16).  The extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask,
+        so they are never reduced over and a store keeps their GM values.  A store would race with the block
+        that owns those lanes, so a widened axis must reach past the end of the stored tensor."""
+        if op.stmt in self.cube or not op.tile.axes:
+            return op
+        size = {a.iter: widths[_axis_key(a)] for a in op.tile.axes}
+        narrow = [a for a in op.tile.axes if size[a.iter] != a.size]
+        if not narrow:
+            return op
+        extra = [T.Bin("<=", T.Var(a.iter), simplify(T.Bin("+", a.offset, T.Const(a.size - 1)))) for a in narrow]
+        if getattr(op, "store", False) and self.store_layout(op.stmt, op.tile, op.lhs) != "column":
+            self._check_widened_store(op, narrow, size)
+        axes = [T.Axis(a.iter, a.offset, size[a.iter], a.offset_isl) for a in op.tile.axes]
+        tile = T.Tile(axes=axes, scalars=op.tile.scalars, mask=conjunction(atoms(op.tile.mask) + extra))
+        changes = {"tile": tile}
+        if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce):
+            body = op.partial.operand
+            if isinstance(body, T.Select):
+                body = T.Select(conjunction(atoms(body.cond) + extra), body.then, body.other)
+            else:
+                identity = T.Const(0.0) if op.op == "sum" else T.Const(float("-inf"))
+                body = T.Select(conjunction(extra), body, identity)
+            changes["partial"] = T.Reduce(op.partial.op, body, op.partial.axes)
+        return dataclasses.replace(op, **changes)
+
+    def _check_widened_store(self, op, narrow, size) -> None:
+        dims = self.dims(op.stmt)
+        for a in narrow:
+            if a.iter in op.lhs:
+                dim = dims[list(op.lhs).index(a.iter)]
+                if not isinstance(dim, int) or dim > a.size:
+                    why = (f"a tile row copied between GM and UB is a whole number of 32-byte blocks ({self.min_row} "
+                           f"lanes of this kernel's narrowest dtype)" if size[a.iter] == self.min_row else
+                           "the E4M3 conversions compare whole 256-byte repeats (128 f16 values)")
+                    raise BackendError(
+                        f"{op.stmt}: its tile of {a.size} along {a.iter} would be widened to {size[a.iter]} lanes "
+                        f"({why}), and the wider tile would write lanes of the neighbouring tile; use tiles of at "
+                        f"least {size[a.iter]} along {a.iter} (or one tile spanning the dimension)")
+
+    # ------------------------------------------------------------ how a tile lies in a tensor
+
+    def store_layout(self, stmt, tile, lhs) -> str:
+        """`layout` for a store of `tile` to stmt[lhs] (the fixed iterators as constants: only the axes matter)."""
+        axes = [a.iter for a in tile.axes]
+        return layout(stmt, [T.Var(it) if it in axes else T.Const(0) for it in lhs], axes, "store")
+
+
+def layout(tensor: str, indices, axes, what: str) -> str:
+    """How a tile with `axes` lies in `tensor` indexed by `indices`: "direct" when the axes are the tensor's
+    last dimensions in the tile's order (a T.copy of the UB tile moves exactly that region: TileLang
+    right-aligns the tile's extents on the GM point), "column" for a 1-D tile along the dimension before the
+    last with the last one fixed (its elements are a row apart: the printer's `_load_column`, `_store_column`)."""
+    at = [n for n, i in enumerate(indices) if any(v.name in axes for v in expr_vars(i))]
+    order = [indices[n].name if isinstance(indices[n], T.Var) else None for n in at]
+    if order != list(axes):
+        raise BackendError(f"{what} of {tensor} is not a whole tile in the tile's axis order; no T.copy form for "
+                           f"ascend-910b")
+    if at == list(range(len(indices) - len(axes), len(indices))):
+        return "direct"
+    if len(axes) == 1 and at == [len(indices) - 2]:
+        return "column"
+    raise BackendError(f"{what} of {tensor}: the tile's axes {', '.join(axes)} are not the last dimensions of "
+                       f"{tensor}, so its elements are not one T.copy region of the tile's shape; no ascend-910b "
+                       f"form (make them the innermost iterators of {tensor}'s indices)")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _axis_key(axis: T.Axis) -> tuple:
+    """A tile axis as the statements of a kernel share it (an accumulator and its partial results, a value and
+    its readers): its iterator and where it starts."""
+    return axis.iter, repr(simplify(axis.offset))
+
+
+def map_ops(ops, fn) -> list:
+    """`fn` applied to every statement op, through serial loops."""
+    return [dataclasses.replace(op, body=map_ops(op.body, fn)) if isinstance(op, T.SerialLoop) else fn(op)
+            for op in ops]
+
+
+def expr_vars(e):
+    """The variables of an index expression."""
+    if isinstance(e, T.Var):
+        yield e
+    elif isinstance(e, T.Bin):
+        yield from expr_vars(e.lhs)
+        yield from expr_vars(e.rhs)
+    elif isinstance(e, T.Neg):
+        yield from expr_vars(e.operand)

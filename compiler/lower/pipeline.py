@@ -1,0 +1,70 @@
+"""From a schedule to the tile program one backend prints: the middle end as a list of passes.
+
+    program = lower_for(schedule, "ascend-910b")
+    text = emit(program, ...)          # a printer: it reads facts from the program, decides none
+
+Each step is a function `TileProgram -> TileProgram` (or, for the first, `Schedule -> TileProgram`) with one
+line saying what it decides; the printers of `backends/` run none of them.  A backend is one of `BACKENDS`:
+a code generator for one target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
+from tdsl.compiler.lower.passes.int32 import check_int32
+from tdsl.compiler.lower.passes.ascend910b import split_vector_rows, widen_narrow_tiles
+from tdsl.compiler.analysis.placement import assign_units, stage_operands
+from tdsl.compiler.lower.build import lower
+from tdsl.compiler.lower.tileir import TileProgram
+
+# (compile target, code generator) -> backend: the key of every per-backend table of the middle end
+BACKENDS = {
+    ("nvidia", "triton"): "triton",
+    ("nvidia", "tilelang"): "tilelang",
+    ("ascend-950", "tilelang"): "ascend-950",
+    ("ascend-910b", "tilelang-ascend"): "ascend-910b",
+}
+
+# The tile rewrites one backend's hardware needs, in order (each a pure TileProgram -> TileProgram)
+TARGET_PASSES = {
+    "ascend-910b": (
+        widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
+        split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows
+    ),
+}
+
+# The device whose capacities a backend's buffers are checked against (the H200 has the H100's per-SM limits).
+DEVICE = {"triton": "h100", "tilelang": "h100", "ascend-950": "ascend-950", "ascend-910b": "ascend-910b"}
+
+
+def lower_for(schedule, backend: str) -> TileProgram:
+    """The tile program `backend` prints for `schedule`; raises CapacityError / BackendError as the steps do."""
+    program = lower(schedule)  # tiles, loops, masks and reductions of the scheduled tree (compiler/lower/build.py)
+    return prepare(program, schedule, backend)
+
+
+def prepare(program: TileProgram, schedule, backend: str) -> TileProgram:
+    """The backend-specific passes over a lowered program (each returns a new program; none edits its input)."""
+    if backend != "triton":  # only the Triton launcher reads run-time sizes from the tensors
+        require_bound_sizes(schedule)
+    program = with_stages(program, schedule, DEVICE[backend])  # buffers checked against the device, stages fixed
+    program = assign_units(program, backend)  # the unit of every tile product (compiler/analysis/placement.py)
+    program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
+    for rewrite in TARGET_PASSES.get(backend, ()):
+        program = rewrite(program)
+    return check_int32(program)  # every index, mask and address fits the kernels' 32-bit integers
+
+
+def with_stages(program: TileProgram, schedule, device: str) -> TileProgram:
+    """Check the schedule's buffers against the device and give each kernel the pipeline depth of its plan.
+
+    With run-time sizes the footprints are unknown until launch: the kernels keep the stages lowering gave."""
+    if schedule.model.params:
+        return program
+    from tdsl.compiler.analysis.buffer_plan import check, kernel_stages
+
+    plans = check(schedule, device)  # a schedule whose buffers do not fit is rejected here
+    return replace(program, kernels=[replace(k, num_stages=kernel_stages(plan))
+                                     for k, plan in zip(program.kernels, plans)])

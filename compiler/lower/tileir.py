@@ -1,0 +1,343 @@
+"""The tile program: a backend-neutral description of the kernels a schedule asks for.
+
+`compiler/lower/build.py` derives it from a scheduled tree; every backend (Triton,
+TileLang) consumes it unchanged and re-derives no schedule decision.
+
+A `TileKernel` is one launch: grid axes (bound loops), run-time size
+arguments, the tensors it touches, and a body of ops:
+
+* `SerialLoop` -- a loop every program runs in order (e.g. `ko`), maybe pipelined;
+* `Compute`    -- one elementwise statement over a tile (its axes are the
+  statement iterators that vary inside one iteration of the enclosing loops);
+* `AccInit` / `AccUpdate` / `AccFinish` -- a reduction: the accumulator is
+  created before the loops that walk the reduction, updated with one tile's
+  partial result (a tile `Dot` or a tile `Reduce`) inside them, and rounded
+  to the statement's dtype after them.
+
+Expressions (`Expr`) are a small tree: integer index arithmetic over loop
+variables and sizes (from isl), and f32 value arithmetic over tiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Optional, Union
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Var:
+    """A loop variable (grid or serial), a run-time size, or an iterator of the current tile."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Union[int, float]
+
+
+@dataclass(frozen=True)
+class Bin:
+    """Integer or value arithmetic, comparisons and boolean and/or.
+
+    op: + - * / // (floor division) % (non-negative remainder) min max
+        < <= > >= == != and or
+    """
+
+    op: str
+    lhs: "Expr"
+    rhs: "Expr"
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: "Expr"
+
+
+@dataclass(frozen=True)
+class Select:
+    cond: "Expr"
+    then: "Expr"
+    other: "Expr"
+
+
+@dataclass(frozen=True)
+class Load:
+    """Read a global tensor at broadcast index tiles; masked lanes read `other`."""
+
+    tensor: str
+    indices: tuple
+    mask: Optional["Expr"]
+    other: float = 0.0
+    # The mask excludes only lanes outside the tensor (trivially so without a mask): a copy clipped at the
+    # tensor's edges, zero-filling the rest, reads exactly these lanes.  Decided with isl by the lowering.
+    mask_is_bounds: bool = False
+
+
+@dataclass(frozen=True)
+class Reg:
+    """The register tile of an earlier statement of the same kernel (already rounded to its dtype).
+
+    `axes[n]` is the position, in the reading statement's tile, of the
+    producer's tile axis n (the producer's tile is broadcast along the others).
+    """
+
+    stmt: str
+    axes: tuple = ()
+
+
+@dataclass(frozen=True)
+class Call:
+    """A primitive function (compiler/model/functions.py): exp log sqrt tanh abs max min, on f32 values."""
+
+    func: str
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Round:
+    """Round an f32 value to a storage dtype (bf16, f16, f8e4m3 saturating); the result is f32 again."""
+
+    dtype: str
+    operand: "Expr"
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """Tile reduction over some axes of the current statement's tile."""
+
+    op: str  # sum | max
+    operand: "Expr"
+    axes: tuple  # axis positions in the statement's tile
+
+
+@dataclass(frozen=True)
+class Dot:
+    """Matrix product of two tiles loaded in their storage dtype: lhs [I, K] x rhs [K, J] (f32 result)."""
+
+    lhs: "Expr"
+    rhs: "Expr"
+    lhs_dtype: str
+    rhs_dtype: str
+    unit: str = ""  # matrix | vector, decided per backend by compiler/analysis/placement.py ("" until then)
+
+
+Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Call, Round, Reduce, Dot]
+
+
+# ---------------------------------------------------------------- tiles and ops
+
+
+class _Value:
+    """Tiles, ops, kernels and programs are values: once built, no pass or printer can change them.
+
+    The dataclasses below are frozen, and on construction their lists become tuples and their dicts read-only
+    views, so a backend that wants another form of an op builds a new one (`dataclasses.replace`) and emitting
+    one program twice, or with several backends, always sees the same program."""
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, list):
+                object.__setattr__(self, f.name, tuple(value))
+            elif isinstance(value, dict):
+                object.__setattr__(self, f.name, MappingProxyType(dict(value)))
+
+
+@dataclass(frozen=True)
+class Axis(_Value):
+    """One tile dimension: iterator values offset + 0..size-1 (size a power of two; lanes past the domain masked)."""
+
+    iter: str
+    offset: Expr
+    size: int
+    # The offset as isl saw it (a function of the loop variables), for exact comparisons during lowering.
+    offset_isl: object = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Tile(_Value):
+    """Where a statement's instances lie within one iteration of the enclosing loops."""
+
+    axes: list[Axis]  # iterators that vary inside the tile, in tile-axis order
+    scalars: dict[str, Expr]  # iterators fixed by the enclosing loops: iterator -> value
+    mask: Optional[Expr]  # domain membership of a lane (None: every lane is inside)
+
+
+@dataclass(frozen=True)
+class BufferDecl(_Value):
+    """A buffer the schedule creates (cache_read / cache_write, or a fused intermediate), from the buffer plan.
+
+    It belongs to the loop it is allocated for, one copy per iteration (per stage when pipelined): a
+    `SerialLoop` holds those of its own iterations, the `TileKernel` those of its grid loops and of loops
+    inside a tile.  The lowering attaches each to the loop it was planned at by identity, never by name."""
+
+    tensor: str
+    kind: str  # read | write | temp
+    scope: str  # as the schedule names it (shared, register, local ...)
+    loop: str  # the schedule's name of the loop it is allocated at ("" = once per program)
+    shape: tuple  # elements per dimension, from the plan
+    dtype: str
+    stages: int  # copies in flight (the loop's pipeline depth), 1 when not pipelined
+
+
+@dataclass(frozen=True)
+class Compute(_Value):
+    stmt: str
+    tile: Tile
+    value: Expr
+    dtype: str  # storage dtype: the value is rounded to it
+    store: bool  # write the tile to the global tensor
+    keep: bool  # later statements of this kernel read it from registers
+    lhs: tuple = ()  # the written tensor's index iterators, in dimension order
+
+
+@dataclass(frozen=True)
+class AccInit(_Value):
+    stmt: str
+    tile: Tile  # the accumulator's tile: the left-hand iterators only
+    op: str  # sum | max
+    accum: str
+
+
+@dataclass(frozen=True)
+class Staged(_Value):
+    """The on-chip copy a tile product reads one operand from (decided per backend by compiler/analysis/placement.py)."""
+
+    tensor: str
+    scope: str  # shared (NVIDIA) | L1 (Ascend cube) | UB (Ascend vector)
+    shape: tuple  # the operand's box as stored, in the tensor's index order
+    transposed: bool  # stored [K, M] (lhs) or [N, K] (rhs): the product reads it transposed
+    dtype: str
+    stages: int  # copies in flight: the pipeline depth of the loop it is staged in (1: not pipelined)
+    loop: str  # the tile program's variable of the loop it is copied in each iteration of ("" = once)
+    cache: Optional[BufferDecl] = None  # the schedule's cache_read of this tensor at that loop, if any
+
+
+@dataclass(frozen=True)
+class AccUpdate(_Value):
+    stmt: str
+    tile: Tile  # left-hand and reduction iterators of one partial step
+    partial: Expr  # the partial result over the accumulator's tile (a Dot or a Reduce)
+    op: str
+    accum: str
+    staged: tuple = ()  # a Dot's operands (lhs, rhs) as Staged, for a backend that copies them on chip first
+
+
+@dataclass(frozen=True)
+class AccFinish(_Value):
+    stmt: str
+    tile: Tile  # the accumulator's tile
+    dtype: str
+    store: bool
+    keep: bool
+    lhs: tuple = ()
+
+
+@dataclass(frozen=True)
+class SerialLoop(_Value):
+    var: str
+    lower: Expr
+    upper: Expr  # exclusive
+    stages: Optional[int]
+    body: list["Op"] = field(default_factory=list)
+    note: str = ""  # what the schedule placed at this loop (buffers, pipelining), for comments
+    buffers: list[BufferDecl] = field(default_factory=list)  # allocated for each iteration of this loop
+
+
+Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop]
+
+
+@dataclass(frozen=True)
+class GridAxis(_Value):
+    axis: str  # x | y | z
+    vars: list[str]  # one loop variable, or several for a fused loop (row-major)
+    extents: list[Expr]  # number of iterations of each var (over run-time sizes)
+    lowers: list[Expr]
+
+
+@dataclass(frozen=True)
+class TensorArg(_Value):
+    name: str
+    dtype: str
+    shape: list  # ints or size names
+    role: str  # input | output | temp
+
+
+@dataclass(frozen=True)
+class TileKernel(_Value):
+    name: str
+    grid: list[GridAxis]
+    tensors: list[TensorArg]
+    sizes: list[str]  # run-time size arguments
+    body: list[Op]
+    num_warps: int = 4
+    num_stages: int = 2
+    comment: str = ""  # the statements and schedule steps this kernel comes from
+    buffers: list[BufferDecl] = field(default_factory=list)  # planned buffers not owned by a SerialLoop
+    # Ascend 910B: each of an AI core's two vector cores takes this many rows of every vector tile (the
+    # rows of core VID start at offset + VID * vector_rows); None: not split (compiler/lower/passes/ascend910b.py)
+    vector_rows: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class TileProgram(_Value):
+    name: str  # the .tdsl kernel
+    kernels: list[TileKernel]
+    inputs: list[TensorArg]
+    outputs: list[TensorArg]
+    temps: list[TensorArg]  # global intermediates written by one launch and read by a later one
+    sizes: dict  # size name -> int (compile-time) or None (run-time argument)
+    schedule: str = ""  # the schedule's trace, for comments
+    statements: dict = field(default_factory=dict)  # statement -> its .tdsl text, for comments
+
+
+def value_operands(e) -> list:
+    """The sub-expressions a value expression computes from (a Select's condition is a mask, not one of them)."""
+    if isinstance(e, Bin):
+        return [e.lhs, e.rhs]
+    if isinstance(e, (Neg, Round, Reduce)):
+        return [e.operand]
+    if isinstance(e, Call):
+        return list(e.args)
+    if isinstance(e, Select):
+        return [e.then, e.other]
+    if isinstance(e, Dot):
+        return [e.lhs, e.rhs]
+    return []
+
+
+def walk_ops(body):
+    """Every op of a body, loops before what they hold, in program order."""
+    for op in body:
+        yield op
+        if isinstance(op, SerialLoop):
+            yield from walk_ops(op.body)
+
+
+def kernel_buffers(kernel: TileKernel) -> list[BufferDecl]:
+    """Every planned buffer of a kernel: its own, then those of its serial loops in program order."""
+    return list(kernel.buffers) + [b for op in walk_ops(kernel.body) if isinstance(op, SerialLoop) for b in op.buffers]
+
+
+def simplify(e: Expr) -> Expr:
+    """Fold constant integer arithmetic, so generated bounds read `128`, not `((127 - 0) + 1)`."""
+    if isinstance(e, Bin):
+        a, b = simplify(e.lhs), simplify(e.rhs)
+        if isinstance(a, Const) and isinstance(b, Const) and isinstance(a.value, int) and isinstance(b.value, int):
+            ops = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+                   "//": lambda x, y: x // y, "%": lambda x, y: x % y, "min": min, "max": max}
+            if e.op in ops:
+                return Const(ops[e.op](a.value, b.value))
+        if e.op in ("+", "-") and isinstance(b, Const) and b.value == 0:
+            return a
+        if e.op == "+" and isinstance(a, Const) and a.value == 0:
+            return b
+        return Bin(e.op, a, b)
+    if isinstance(e, Neg):
+        return Neg(simplify(e.operand))
+    return e

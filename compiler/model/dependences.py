@@ -1,0 +1,194 @@
+"""Memory-based dependences between statement instances, computed with isl.
+
+A dependence `S(x) -> T(y)` says that instance S(x) runs before T(y) in the
+original program and both touch the same tensor element, at least one of
+them writing it.  A schedule is legal when every dependence still points
+forward under it.
+
+Kinds:
+* `flow`   S writes, T reads   (T needs S's value)
+* `anti`   S reads, T writes   (T must not overwrite before S has read)
+* `output` S writes, T writes  (the later write must stay later)
+* `reduction` a reduction's self-dependence: its updates of one element
+  combine in the declared order.  It depends on the reduction's `combine`
+  policy (see `policy` and docs/legality.md#combine-policies):
+
+  - `strict` (the default): every pair of updates of one element, in
+    program order;
+  - `segments(N)`: only pairs in the same segment (the first reduction
+    iterator's range cut into N contiguous pieces, each summed in order;
+    the N partial results are then added in segment order, whatever order
+    the segments ran in);
+  - `reassoc` and `deterministic`: none -- the program allows any order and
+    grouping of its terms (`deterministic` additionally forbids atomics and
+    segment counts that depend on a problem size, checked by the steps that
+    would introduce them).
+
+  A `max` reduction has none under any policy: its result is the same bits
+  in every order and grouping (`order_independent`), so there is no order
+  to protect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import islpy as isl
+
+from tdsl.compiler.model.program import KernelModel, Stmt
+
+
+@dataclass
+class Dependence:
+    kind: str  # flow | anti | output | reduction
+    src: str
+    dst: str
+    tensor: str
+    relation: isl.Map  # src instance -> dst instance
+
+    def describe(self) -> str:
+        verb = {
+            "flow": f"{self.dst} reads {self.tensor} written by {self.src}",
+            "anti": f"{self.dst} overwrites {self.tensor} read by {self.src}",
+            "output": f"{self.dst} overwrites {self.tensor} written by {self.src}",
+            "reduction": f"{self.src} combines its updates of {self.tensor} in order",
+        }
+        return verb[self.kind]
+
+
+def program_order_maps(model: KernelModel) -> dict[str, isl.Map]:
+    """The original order: statement number p, then its iterators (left-hand, then reduction)."""
+    depth = max(len(s.iters) for s in model.stmts)
+    maps = {}
+    for p, stmt in enumerate(model.stmts):
+        coords = [str(p)] + stmt.iters + ["0"] * (depth - len(stmt.iters))
+        space = stmt.domain.get_space()
+        text = f"{{ {stmt.name}[{', '.join(stmt.iters)}] -> [{', '.join(coords)}] }}"
+        m = isl.Map.read_from_str(stmt.domain.get_ctx(), text)
+        maps[stmt.name] = m.align_params(space).intersect_domain(stmt.domain)
+    return maps
+
+
+def compute_dependences(model: KernelModel) -> list[Dependence]:
+    order = program_order_maps(model)
+    deps: list[Dependence] = []
+    for src, dst in _sharing_pairs(model):
+        before = order[src.name].lex_lt_map(order[dst.name])
+        for kind, a, b in _access_pairs(src, dst):
+            rel = a.relation.apply_range(b.relation.reverse()).intersect(before)
+            if rel.is_empty():
+                continue
+            if kind == "output" and src is dst and src.is_reduction:
+                name, _ = policy(src)
+                if name in ("reassoc", "deterministic"):
+                    continue  # the program allows any order and grouping of this reduction's terms
+                if order_independent(src):
+                    continue  # every order and grouping gives the same bits: nothing to keep in order
+                if name == "segments":
+                    rel = rel.intersect(same_segment(src))
+                    if rel.is_empty():
+                        continue
+                kind = "reduction"
+            deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce()))
+    # Flow first: the most telling counterexample comes from a value read too early.
+    rank = {"flow": 0, "reduction": 1, "output": 2, "anti": 3}
+    deps.sort(key=lambda d: rank[d.kind])
+    return deps
+
+
+def _sharing_pairs(model: KernelModel):
+    """(src, dst) statement pairs, in program order of src then dst, that touch a common tensor, one of them
+    writing it: only they can depend on each other (a chain of n statements has O(n) such pairs, not n^2)."""
+    users: dict[str, set] = {}
+    for n, stmt in enumerate(model.stmts):
+        for tensor in {stmt.write.tensor, *(r.tensor for r in stmt.reads)}:
+            users.setdefault(tensor, set()).add(n)
+    pairs = set()
+    for n, stmt in enumerate(model.stmts):
+        for m in users.get(stmt.write.tensor, ()):
+            pairs.update({(n, m), (m, n)})
+    return [(model.stmts[a], model.stmts[b]) for a, b in sorted(pairs)]
+
+
+def _access_pairs(src: Stmt, dst: Stmt):
+    """(kind, access of src, access of dst) for every pair touching one tensor, with a write."""
+    for r in dst.reads:
+        if r.tensor == src.write.tensor:
+            yield "flow", src.write, r
+    for r in src.reads:
+        if r.tensor == dst.write.tensor:
+            yield "anti", r, dst.write
+    if src.write.tensor == dst.write.tensor:
+        yield "output", src.write, dst.write
+
+
+# ---------------------------------------------------------------- combine policies
+
+
+def policy(stmt: Stmt) -> tuple[str, Optional[int]]:
+    """A reduction's combine policy: ("strict" | "reassoc" | "deterministic", None) or ("segments", N)."""
+    text = stmt.combine or "strict"
+    if text.startswith("segments(") and text.endswith(")"):
+        return "segments", int(text[len("segments("):-1])
+    return text, None
+
+
+def order_independent(stmt: Stmt) -> bool:
+    """The reduction gives the same bits in every order and grouping of its terms, whatever its policy.
+
+    True for `max`: under the interpreter's maximum (-0.0 < +0.0, any NaN gives the one canonical NaN) max is a
+    commutative, associative, idempotent operation on f32 bit patterns, so the result is the maximum of the set
+    of terms; and rounding the accumulator after each update commutes with it, because rounding is monotone
+    (round(max(a, b)) = max(round(a), round(b)), also for the saturating f8e4m3) and idempotent.  Not for `sum`:
+    floating-point addition is not associative (docs/rules/reduction-order.md)."""
+    return stmt.reduce_op == "max"
+
+
+@dataclass
+class Segments:
+    """How a `combine segments(N)` reduction cuts its terms: the first reduction iterator's range 0..extent-1
+    in `count` contiguous pieces of `length` (the last one may be shorter)."""
+
+    position: int  # index of the cut iterator in stmt.iters
+    iterator: str
+    extent: int
+    count: int
+    length: int
+
+    def of(self, value: int) -> int:
+        return value // self.length
+
+
+def segments(stmt: Stmt) -> Optional[Segments]:
+    """The segments of a `combine segments(N)` reduction, or None (another policy, or a symbolic extent)."""
+    name, count = policy(stmt)
+    if name != "segments" or not stmt.red_iters:
+        return None
+    position = len(stmt.lhs_iters)
+    top = stmt.domain.dim_max(position)
+    if top.dim(isl.dim_type.param) and not top.is_cst():
+        return None  # the extent depends on a size left symbolic: no fixed segments (checked as strict)
+    values = []
+    top.foreach_piece(lambda _set, aff: values.append(aff.get_constant_val().to_python()))
+    if not values:
+        return None
+    extent = int(max(values)) + 1
+    length = -(-extent // count)
+    return Segments(position, stmt.red_iters[0], extent, count, length)
+
+
+def same_segment(stmt: Stmt) -> isl.Map:
+    """{ S[x] -> S[x'] : x and x' lie in one segment } (all pairs when the segments are not fixed)."""
+    seg = segments(stmt)
+    space = stmt.domain.get_space()
+    params = [space.get_dim_name(isl.dim_type.param, i) for i in range(space.dim(isl.dim_type.param))]
+    prefix = f"[{', '.join(params)}] -> " if params else ""
+    a = ", ".join(stmt.iters)
+    b = ", ".join(f"{it}_" for it in stmt.iters)
+    cond = "true"
+    if seg is not None:
+        k = seg.iterator
+        cond = f"floor({k}/{seg.length}) = floor({k}_/{seg.length})"
+    text = f"{prefix}{{ {stmt.name}[{a}] -> {stmt.name}[{b}] : {cond} }}"
+    return isl.Map.read_from_str(stmt.domain.get_ctx(), text)

@@ -1,1 +1,0 @@
-"""Target-specific tile-program passes (each `TileProgram -> TileProgram`), run by compiler/pipeline.py."""

@@ -1,0 +1,200 @@
+"""What every primitive needs: resolving loop and statement names, and the state it edits."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional, Union
+
+from tdsl.frontend.ast import LoopRef
+from tdsl.frontend.limits import MAX_INT, reserved_name_problem
+from tdsl.frontend.parser import GRAMMAR_PATH
+
+from tdsl.compiler.model.dependences import Dependence
+from tdsl.compiler.errors import ScheduleError
+from tdsl.compiler.model.program import KernelModel
+from tdsl.compiler.schedule.tree import Loop, Tree, statements_under, walk_loops
+
+LoopLike = Union[str, LoopRef]
+
+SCOPES = ("global", "shared", "register", "local", "L1", "L0A", "L0B", "L0C", "UB")
+GRID_AXES = ("x", "y", "z")
+
+
+@dataclass
+class State:
+    """What a schedule has built so far: the (possibly rewritten) model, its tree and its dependences."""
+
+    model: KernelModel
+    tree: Tree
+    deps: list[Dependence]
+
+    def copy(self) -> "State":
+        return State(self.model, self.tree.copy(), self.deps)
+
+
+def as_ref(loop: LoopLike, primitive: str = "schedule") -> LoopRef:
+    if isinstance(loop, LoopRef):
+        return loop
+    if not isinstance(loop, str) or not loop:
+        raise ScheduleError(primitive, f"expected a loop such as 'C.ko', got {loop!r}")
+    stmt, dot, name = loop.rpartition(".")
+    return LoopRef(stmt or None, name)
+
+
+def ref_text(loop: LoopLike, primitive: str = "schedule") -> str:
+    ref = as_ref(loop, primitive)
+    return f"{ref.stmt}.{ref.loop}" if ref.stmt else ref.loop
+
+
+def check_stmt(state: State, primitive: str, stmt: str) -> str:
+    if not isinstance(stmt, str):
+        stmt = ref_text(stmt, primitive)
+    names = state.tree.leaves()
+    if stmt not in names:
+        raise ScheduleError(primitive, f"unknown statement '{stmt}'{_suggest(stmt, names)} (statements: {', '.join(names)})")
+    return stmt
+
+
+def find_loop(state: State, primitive: str, loop: LoopLike) -> tuple[Loop, str]:
+    """The loop node a reference names, and a statement under it (the one named, or the first)."""
+    ref = as_ref(loop, primitive)
+    tree = state.tree
+    if ref.stmt is not None:
+        stmt = check_stmt(state, primitive, ref.stmt)
+        path = tree.path(stmt)
+        for node in path:
+            if node.name == ref.loop:
+                return node, stmt
+        names = [node.name for node in path]
+        raise ScheduleError(
+            primitive,
+            f"statement {stmt} has no loop '{ref.loop}'{_suggest(ref.loop, names)}; its loops are {', '.join(names) or 'none'}",
+        )
+    matches = [node for node in walk_loops(tree.body) if node.name == ref.loop]
+    if len(matches) == 1:
+        return matches[0], statements_under(matches[0])[0]
+    if not matches:
+        every = sorted({node.name for node in walk_loops(tree.body)})
+        raise ScheduleError(primitive, f"no loop is named '{ref.loop}'{_suggest(ref.loop, every)}")
+    owners = ", ".join(f"{statements_under(m)[0]}.{ref.loop}" for m in matches)
+    raise ScheduleError(primitive, f"loop name '{ref.loop}' is ambiguous ({owners}); write STATEMENT.{ref.loop}")
+
+
+def names_around(tree: Tree, loops: list[Loop]) -> set[str]:
+    """The names a loop replacing `loops` (a nested pair, or adjacent siblings, or one loop) must not take: those
+    of the loops enclosing them and of every loop inside them.  Loop names are unique along every
+    root-to-statement path, so these are the only ones the new loop could meet."""
+    names = {node.name for node in tree.enclosing_loops(loops[0])}
+    for loop in loops:
+        names.update(node.name for node in walk_loops(loop.body) if not any(node is l for l in loops))
+    return names
+
+
+def loop_name_problem(name) -> Optional[str]:
+    """Why `name` cannot name a loop, or None.  A loop name is printed into the trace (`io, ii = split(...)`)
+    and read back by the parser, so it must be what the grammar reads as a name (NAME, not one of its words)
+    and not a word the frontend reserves for loops (frontend/limits.py)."""
+    if not isinstance(name, str) or not _grammar_name().fullmatch(name):
+        return (f"{name!r} is not a valid loop name: a name is an ASCII letter or '_' followed by letters, "
+                f"digits or '_'")
+    if name in _grammar_words():
+        return f"'{name}' is a word of the tdsl language and cannot name a loop"
+    return reserved_name_problem(name, "loop")
+
+
+@lru_cache(maxsize=1)
+def _grammar_name() -> "re.Pattern":
+    """The grammar's NAME token (frontend/grammar.lark), so the two cannot drift apart."""
+    match = re.search(r"^NAME:\s*/(.+)/\s*$", GRAMMAR_PATH.read_text(), re.M)
+    return re.compile(match.group(1))
+
+
+@lru_cache(maxsize=1)
+def _grammar_words() -> frozenset:
+    """The keywords of the grammar ("const", "kernel", "accum"...): the lexer never reads them as a NAME."""
+    return frozenset(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', GRAMMAR_PATH.read_text()))
+
+
+def check_new_names(state: State, primitive: str, loops: list[Loop], new: list[str], defaults: bool = False) -> None:
+    """Names for the loops that replace `loops`: valid loop names, not sizes of the kernel (a loop becomes an
+    iterator in rfactor, and iterators cannot be sizes), different from each other and from every loop name they
+    could meet on a path (`names_around`).  `defaults`: the primitive made the names up."""
+    yours = " (a default name: give the new loops names of your own)" if defaults else ""
+    for name in new:
+        problem = loop_name_problem(name)
+        if problem is None and name in state.model.sizes:
+            problem = f"'{name}' is a size of the kernel; loops need fresh names"
+        if problem is not None:
+            raise ScheduleError(primitive, problem + yours)
+    if len(set(new)) != len(new):
+        raise ScheduleError(primitive, f"new loop names must differ: {', '.join(new)}")
+    taken = names_around(state.tree, loops)
+    for name in new:
+        if name in taken:
+            raise ScheduleError(primitive, f"a loop named '{name}' already exists here; choose another name")
+
+
+def fresh_loop_name(base: str, taken: set[str]) -> str:
+    """`base` if it is a valid loop name not in `taken`, else the first valid `base2`, `base3`, ... (or `loopN`)."""
+    stem = base if loop_name_problem(base) is None else "loop"
+    candidate, n = stem, 1
+    while candidate in taken or loop_name_problem(candidate) is not None:
+        n += 1
+        candidate = f"{stem}{n}"
+    return candidate
+
+
+def check_buffers_in_place(state: State, primitive: str) -> None:
+    """The invariant every step keeps: each cache buffer's loop exists and encloses every statement it serves.
+
+    A buffer is one copy per iteration of its loop, shared by the statements under that loop; a step that would
+    take a statement out of that loop (compute_at, reverse_compute_at) or remove the loop (compute_inline of the
+    only statement under it) would leave the statement using a copy that no longer exists around it.  Such a
+    step is refused; the statement can be moved first and cached afterwards.  Statements that a step removes
+    from the kernel (compute_inline) simply stop using a read copy, as long as it still serves someone."""
+    tree = state.tree
+    loops = list(walk_loops(tree.body))
+    leaves = set(tree.leaves())
+    for buf in tree.buffers:
+        what = f"the {buf.scope} {'copy' if buf.kind == 'read' else 'buffer'} of {buf.tensor}"
+        if not any(buf.at is loop for loop in loops):
+            raise ScheduleError(primitive, f"{what} is placed at loop {buf.at.name} (cache_{buf.kind}), which this "
+                                           f"step would remove; apply {primitive} before cache_{buf.kind}")
+        under = set(statements_under(buf.at))
+        for stmt in buf.stmts:
+            if stmt in leaves and stmt not in under:
+                verb = "reads" if buf.kind == "read" else "writes"
+                raise ScheduleError(
+                    primitive, f"{stmt} {verb} {buf.tensor} through {what} at loop {stmt}.{buf.at.name} "
+                               f"(cache_{buf.kind}); this step would take {stmt} out of that loop, away from the "
+                               f"{'copy' if buf.kind == 'read' else 'buffer'}: move {stmt} before caching {buf.tensor}")
+        if not _buffer_users(state, buf, under, leaves):
+            gone = ", ".join(s for s in buf.stmts if s not in leaves)
+            raise ScheduleError(primitive, f"{what} at loop {buf.at.name} (cache_{buf.kind}) would serve no statement "
+                                           f"once {gone} is gone; apply {primitive} before cache_{buf.kind}")
+
+
+def _buffer_users(state: State, buf, under: set, leaves: set) -> list[str]:
+    """The statements still using a buffer: those it lists that remain, and for a read copy every reader under
+    its loop (legality.check_invariants re-derives a read copy's statements that way)."""
+    users = [s for s in buf.stmts if s in leaves]
+    if buf.kind == "read":
+        users += [s for s in under if any(r.tensor == buf.tensor for r in state.model.stmt(s).reads)]
+    return users
+
+
+def positive_int(primitive: str, what: str, value) -> int:
+    """A count or factor: an int from 1 to 2^31 - 1, the integers a schedule block can write (frontend/limits.py)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ScheduleError(primitive, f"{what} must be a positive integer, got {value!r}")
+    if value > MAX_INT:
+        raise ScheduleError(primitive, f"{what} must be at most {MAX_INT} (2^31 - 1), got {value}")
+    return value
+
+
+def _suggest(name: str, candidates) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -1,0 +1,187 @@
+"""compute_at / reverse_compute_at: move a statement into another statement's loop.
+
+``compute_at(P, C.ko)`` places producer P inside loop ko of its consumer
+C, before C's work in that iteration; ``reverse_compute_at(Y, C.jo)``
+places consumer Y inside loop jo of its producer C, after C's work::
+
+    Before:                          After reverse_compute_at(Y, C.jo):
+    for io: for jo:                  for io: for jo:
+      for ko: ... C                    for ko: ... C
+    for i: for j: Y                    for i: for j: Y     # i, j now run within the tile
+
+Placement is per instance and exact (polyhedral): each instance of the
+moved statement runs in the *first* iteration of the target loops that
+touches the data it exchanges with the target statement (the first
+consumer iteration that reads its result; the first producer iteration
+that writes its input).  The moved statement keeps its own loops inside.
+If later iterations also produce its input -- a reduction loop such as ko
+-- the dependence check rejects the placement with a counterexample
+(rule reduction-incomplete: SiLU applied to a partial sum).
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from tdsl.compiler.errors import ScheduleError
+from tdsl.compiler.legality.checks import check_dependences
+from tdsl.compiler.model.program import first_point, instance_text
+from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under
+from tdsl.compiler.schedule.primitives.common import LoopLike, State, check_buffers_in_place, check_stmt, find_loop, fresh_loop_name
+from tdsl.compiler.schedule.primitives.registry import LOOP, STMT, arg, primitive
+
+# The statement to move, and the loop (of another statement) to move it into: `compute_at(P, C.ko)` or
+# `compute_at(P, at=C.ko)`.
+_MOVE = (arg("stmt", STMT), arg("loop", LOOP, text="TARGET.LOOP", alias="at", role="the target loop"))
+
+
+@primitive(*_MOVE, rank=60)
+def compute_at(state: State, stmt: str, loop: LoopLike) -> None:
+    _move(state, "compute_at", stmt, loop, after=False)
+
+
+@primitive(*_MOVE, rank=70)
+def reverse_compute_at(state: State, stmt: str, loop: LoopLike) -> None:
+    _move(state, "reverse_compute_at", stmt, loop, after=True)
+
+
+def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) -> None:
+    stmt = check_stmt(state, primitive, stmt)
+    target, target_stmt = find_loop(state, primitive, loop)
+    tree, model = state.tree, state.model
+    moved = _exclusive_subtree(tree, stmt)
+    if any(target is l for l in _loops_in(moved)):
+        raise ScheduleError(primitive, f"loop {target.name} belongs to {stmt} itself")
+    target_path = tree.enclosing_loops(target) + [target]
+    partner = _partner(model, tree, stmt, target, target_stmt, after, primitive)
+    placement = _placement(model, tree, stmt, partner, target_path, after, primitive)
+
+    # Detach the moved subtree and drop the statement from loops it leaves.  Loops it shares with other
+    # statements stay where they are; the moved statement takes a copy of its own dims of each (dropped below
+    # if the placement pins them), so none of its instances lose their time coordinates.
+    own_loops = _loops_in(moved)
+    shared = [l for l in tree.path(stmt) if not any(l is o for o in own_loops)]
+    tree.parent_body(moved).remove(moved)
+    for loop_ in reversed(shared):
+        moved = Loop(loop_.name, {stmt: list(loop_.exprs[stmt])}, [moved], loop_.kind)
+    own_loops = _loops_in(moved)
+    for node in _all_loops(tree):
+        if stmt in node.exprs and not any(node is l for l in own_loops):
+            del node.exprs[stmt]
+    moved = _drop_determined_loops(tree, model.stmt(stmt), moved, placement)
+    _rename_clashes(moved, {l.name for l in target_path}, stmt, set(model.sizes))
+    if after:
+        target.body.append(moved)
+    else:
+        target.body.insert(0, moved)
+    for level, node in enumerate(target_path):
+        node.exprs[stmt] = placement[level]
+    check_buffers_in_place(state, primitive)  # a buffer left behind is a misuse, whatever the dependences say
+    check_dependences(model, state.deps, tree, primitive)
+
+
+def _exclusive_subtree(tree, stmt: str) -> Node:
+    """The largest subtree holding only `stmt`: its own loops and the leaf."""
+    path = tree.path(stmt)
+    node: Node = next(n for n in (path[-1].body if path else tree.body) if isinstance(n, Leaf) and n.stmt == stmt)
+    for loop in reversed(path):
+        if statements_under(loop) == [stmt]:
+            node = loop
+        else:
+            break
+    return node
+
+
+def _partner(model, tree, stmt, target, target_stmt, after, primitive) -> list[str]:
+    """Statements under the target loop that exchange data with `stmt` (producers if after, consumers if not)."""
+    moved = model.stmt(stmt)
+    found = []
+    for other in statements_under(target):
+        if other == stmt:
+            continue
+        o = model.stmt(other)
+        if after and any(r.tensor == o.write.tensor for r in moved.reads):
+            found.append(other)
+        if not after and any(r.tensor == moved.write.tensor for r in o.reads):
+            found.append(other)
+    if not found:
+        role = "writes anything it reads" if after else "reads what it writes"
+        raise ScheduleError(primitive, f"no statement under loop {target.name} {role}: {stmt} has nothing to be placed next to")
+    return found
+
+
+def _placement(model, tree, stmt, partners, target_path, after, primitive) -> list[list[isl.PwAff]]:
+    """For each target loop, the moved statement's coordinates: the lexmin over related partner instances."""
+    moved = model.stmt(stmt)
+    related = None
+    for other in partners:
+        o = model.stmt(other)
+        if after:  # moved consumer instance -> producer instances writing what it reads
+            rel = _union([r.relation for r in moved.reads if r.tensor == o.write.tensor]).apply_range(
+                o.write.relation.reverse())
+        else:  # moved producer instance -> consumer instances reading what it writes
+            rel = moved.write.relation.apply_range(
+                _union([r.relation for r in o.reads if r.tensor == moved.write.tensor]).reverse())
+        dims = [d for loop in target_path for d in loop.exprs[other]]
+        times = rel.apply_range(pw_affs_to_map(dims, o.domain))
+        related = times if related is None else related.union(times)
+    first = related.lexmin()
+    uncovered = moved.domain.subtract(first.domain())
+    if not uncovered.is_empty():
+        _, coords = first_point(uncovered)
+        inst = instance_text(stmt, moved.iters, coords)
+        what = "reads nothing the target loop produces" if after else "is read by nothing under the target loop"
+        raise ScheduleError(primitive, f"{inst} {what}; it cannot be placed in that loop")
+    pma = first.as_pw_multi_aff() if hasattr(first, "as_pw_multi_aff") else first.lexmin_pw_multi_aff()
+    components = [pma.get_pw_aff(i).intersect_domain(moved.domain).coalesce() for i in range(pma.dim(isl.dim_type.out))]
+    placement, k = [], 0
+    for loop in target_path:
+        placement.append(components[k : k + loop.n_dims])
+        k += loop.n_dims
+    return placement
+
+
+def _union(maps):
+    out = maps[0]
+    for m in maps[1:]:
+        out = out.union(m)
+    return out
+
+
+def _all_loops(tree):
+    from tdsl.compiler.schedule.tree import walk_loops
+
+    return list(walk_loops(tree.body))
+
+
+def _loops_in(node: Node) -> list[Loop]:
+    from tdsl.compiler.schedule.tree import walk_loops
+
+    return [node] + list(walk_loops(node.body)) if isinstance(node, Loop) else []
+
+
+def _drop_determined_loops(tree, stmt, moved: Node, placement) -> Node:
+    """Own loops with one iteration per placement (e.g. s.i under Y.i) are redundant: remove them."""
+    outer = pw_affs_to_map([d for dims in placement for d in dims], stmt.domain)
+    kept: list[Loop] = []
+    for loop in _loops_in(moved):
+        own = pw_affs_to_map(loop.exprs[stmt.name], stmt.domain)
+        pinned = outer.reverse().apply_range(own).is_single_valued()
+        if not (pinned and not any(b.at is loop for b in tree.buffers)):
+            kept.append(loop)
+    leaf: Node = Leaf(stmt.name)
+    for loop in reversed(kept):
+        loop.body = [leaf]
+        leaf = loop
+    return leaf
+
+
+def _rename_clashes(moved: Node, taken: set[str], stmt: str, sizes: set[str]) -> None:
+    """The moved statement's own loops keep their names unless they collide with the target's; a colliding loop
+    becomes `STMT_loop`, or the first free valid variant of it that is not a size (the trace names it later)."""
+    own = _loops_in(moved)
+    used = taken | sizes | {loop.name for loop in own}
+    for loop in own:
+        if loop.name in taken:
+            loop.name = fresh_loop_name(f"{stmt}_{loop.name}", used)
+            used.add(loop.name)

@@ -1,0 +1,129 @@
+"""compute_inline: substitute an elementwise temporary into its readers.
+
+Before::                                   After ``compute_inline(T)``::
+
+    T[i, j]: bf16 = silu(G[i, j])              Z[i, j] = bf16(silu(G[i, j])) * U[i, j]
+    Z[i, j] = T[i, j] * U[i, j]
+
+T disappears (no buffer, no store), but its rounding stays where the
+program put it: the inlined value is cast to T's dtype (here bf16) before
+it is used, exactly as the store would have rounded it.  Only temporaries
+computed without a reduction can be inlined.  The readers now read T's
+inputs directly, so dependences are recomputed and checked.
+
+``compute_inline(T, round=False)`` asks to drop that cast (what a fusing
+compiler does when it keeps a fused chain in f32).  It is accepted only
+where the cast does nothing: T is f32, or T's value already lies on the
+grid of T's dtype (`abs(X[i])`, `max(X[i], 0.0)`, `-X[i]`, a `where` between
+values of that dtype; compiler/legality/grids.py); otherwise it is rule
+rounding-removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tdsl.frontend import ast
+
+from tdsl.compiler.model.dependences import compute_dependences
+from tdsl.compiler.errors import ScheduleError
+from tdsl.compiler.legality.grids import on_grid
+from tdsl.compiler.legality.checks import check_dependences
+from tdsl.compiler.model.program import Access, KernelModel
+from tdsl.compiler.schedule.primitives.common import State, check_stmt
+from tdsl.compiler.schedule.primitives.registry import FLAG, STMT, arg, option, primitive
+
+
+@primitive(arg("stmt", STMT), option("round", FLAG, True, text="false", omit_default=True), rank=80)
+def compute_inline(state: State, stmt: str, round=True) -> None:
+    stmt = check_stmt(state, "compute_inline", stmt)
+    keep = _flag("compute_inline", "round", round)
+    model = state.model
+    target = model.stmt(stmt)
+    if target.is_reduction:
+        raise ScheduleError("compute_inline", f"{stmt} is a reduction; only elementwise statements can be inlined")
+    if model.tensors[stmt].kind != "temp":
+        raise ScheduleError("compute_inline", f"{stmt} is a kernel result; it must be stored")
+    if any(b.tensor == stmt for b in state.tree.buffers):
+        raise ScheduleError("compute_inline", f"{stmt} has an on-chip buffer; inline it before caching")
+    readers = [s for s in model.stmts if any(r.tensor == stmt for r in s.reads)]
+    new_stmts = []
+    for s in model.stmts:
+        if s is target:
+            continue
+        if s in readers:
+            s = _inline_into(s, target, keep)
+        new_stmts.append(s)
+    tensors = {k: v for k, v in model.tensors.items() if k != stmt}
+    state.model = KernelModel(model.name, new_stmts, tensors, model.sizes, model.params, model.ctx)
+    _remove_leaf(state, stmt)
+    state.deps = compute_dependences(state.model)
+    if not keep and readers and not on_grid(model, target.value, target.dtype, target.iters):
+        _rounding_removed(model, target, readers)  # with no reader, or a cast that changes nothing, nothing is lost
+    check_dependences(state.model, state.deps, state.tree, "compute_inline")
+
+
+def _flag(primitive: str, name: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ScheduleError(primitive, f"{name} must be true or false, got {value!r}")
+
+
+def _rounding_removed(model, target, readers) -> None:
+    from tdsl.compiler.errors import RoundingRemoved
+    from tdsl.compiler.legality.checks import _first_read, witness_text
+
+    reader, inst, element = _first_read(model, [r.name for r in readers], target.name)
+    raise RoundingRemoved(
+        "compute_inline",
+        sorted({target.name, reader}),
+        f"{reader} would use the value of {target.name} unrounded, but the program rounds {target.name} to "
+        f"{target.dtype} when it stores it",
+        f"{inst} reads {element}, which the program rounds to {target.dtype}: {witness_text('f32', target.dtype)}",
+    )
+
+
+def _inline_into(reader, target, keep_rounding: bool = True):
+    value = substitute_reads(reader.value, target, keep_rounding)
+    reads = [r for r in reader.reads if r.tensor != target.name]
+    for r in reader.reads:
+        if r.tensor != target.name:
+            continue
+        # reader instance -> element of target -> target instance -> what the target reads there
+        to_target = r.relation.apply_range(target.write.relation.reverse())
+        for inner in target.reads:
+            reads.append(Access(inner.tensor, to_target.apply_range(inner.relation), inner.node))
+    return replace(reader, value=value, reads=reads)
+
+
+def substitute_reads(expr: ast.Expr, target, keep_rounding: bool = True) -> ast.Expr:
+    """Replace every read of the target tensor by its (rounded) defining expression."""
+
+    def inline(e):
+        if not (isinstance(e, ast.Access) and e.tensor == target.name):
+            return None
+        inlined = rename_iterators(target.value, dict(zip(target.lhs_iters, e.indices)))
+        if target.dtype == "f32" or not keep_rounding:
+            return inlined
+        return ast.Call(target.dtype, [inlined], e.span)
+
+    return ast.rewrite(expr, inline)
+
+
+def rename_iterators(expr: ast.Expr, mapping: dict) -> ast.Expr:
+    """The expression with iterator names replaced by expressions (e.g. a reader's index expressions)."""
+    return ast.rewrite(expr, lambda e: mapping.get(e.name) if isinstance(e, ast.Name) else None)
+
+
+def _remove_leaf(state: State, stmt: str) -> None:
+    from tdsl.compiler.schedule.primitives.compute_at import _exclusive_subtree
+
+    tree = state.tree
+    node = _exclusive_subtree(tree, stmt)
+    tree.parent_body(node).remove(node)
+    from tdsl.compiler.schedule.tree import walk_loops
+
+    for loop in walk_loops(tree.body):
+        loop.exprs.pop(stmt, None)
