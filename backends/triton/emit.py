@@ -108,8 +108,19 @@ def index_code(e: T.Expr, frame: _Frame, python: bool = False, block: bool = Fal
             # A comparison of scalars in the mask of a block pointer: the Triton interpreter gives it an int32
             # value that it then refuses as a mask, so it is made on a one-lane block (free on the GPU).
             a = f"({a} + tl.zeros([1], tl.int32))"
+        if e.op in ("//", "%") and not python:
+            return _floor_code(e.op, a, b)
         return f"({a} {e.op} {b})"
     raise TypeError(f"not an index expression: {e!r}")
+
+
+def _floor_code(op: str, a: str, b: str) -> str:
+    """The language's `//` and `%` (floor division, a remainder with the divisor's sign: the divisor is a
+    positive literal) in Triton, whose `//` and `%` truncate toward zero like C's: `(-1) // 4` is 0 there and
+    -1 in tdsl.  The truncated remainder lies in (-b, b), so adding b and taking it again gives the floor
+    remainder, and the dividend minus that remainder divides exactly."""
+    mod = f"((({a}) % ({b}) + ({b})) % ({b}))"
+    return mod if op == "%" else f"((({a}) - {mod}) // ({b}))"
 
 
 def mask_code(mask: T.Expr, frame: _Frame, indices) -> str:

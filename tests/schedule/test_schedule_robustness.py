@@ -330,11 +330,19 @@ def test_triton_kernels_with_floor_division_and_modulo(schedule, tmp_path):
     assert _triton_matches(TRITON_DIVMOD, schedule, tmp_path)
 
 
-@pytest.mark.xfail(reason="Triton backend: `//` and `%` are emitted as Triton's C-style truncating operators, "
-                          "which differ from the language's floor semantics on negative operands", strict=False)
-def test_triton_kernels_with_negative_operands_of_modulo(tmp_path):
-    text = "const N = 16\nkernel f(A: f32[N]) -> (Y: f32[N]) { Y[i] = A[(i - 5) % 4] + A[i] }\n"
-    assert _triton_matches(text, None, tmp_path)
+NEGATIVE_DIVMOD = """
+const N = 16
+kernel f(A: f32[N]) -> (Y: f32[N]) {
+  Y[i : (i - 9) // 4 >= -1] = A[(i - 5) % 4] + A[(7 - i) % 3] + A[(2 - i) // 5 + 3]
+}
+schedule split { io, ii = split(Y.i, 4) }
+"""
+
+
+@pytest.mark.parametrize("schedule", [None, "split"])
+def test_triton_floor_division_and_remainder_of_negative_operands(schedule, tmp_path):
+    # Triton's `//` and `%` truncate toward zero; the language's are floor operations (`(-1) % 4 == 3`).
+    assert _triton_matches(NEGATIVE_DIVMOD, schedule, tmp_path)
 
 
 # ---------------------------------------------------------------- loop names the trace can print back
