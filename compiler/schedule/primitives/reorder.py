@@ -24,19 +24,24 @@ from tdsl.compiler.schedule.primitives.registry import LOOP, primitive, rest
 @primitive(rest("loops", LOOP, text="STMT, L1, L2, ...",
                 role="a statement then loops on its path, or loops STMT.L of one statement"), rank=30)
 def reorder(state: State, *loops: LoopLike) -> None:
+    reorder_loops(state, loops, "reorder")
+
+
+def reorder_loops(state: State, loops, step: str) -> None:
+    """The rewrite of `reorder`, its errors named after `step` (`tile` reorders through it)."""
     if len(loops) < 2:
-        raise ScheduleError("reorder", "name at least two loops")
-    stmt, refs = _statement_and_loops(state, loops)
+        raise ScheduleError(step, "name at least two loops")
+    stmt, refs = _statement_and_loops(state, loops, step)
     if len(refs) < 2:
-        raise ScheduleError("reorder", "name at least two loops")
+        raise ScheduleError(step, "name at least two loops")
     path = state.tree.path(stmt)
     for ref in refs:
-        node, owner = find_loop(state, "reorder", _on(stmt, ref))
+        node, owner = find_loop(state, step, _on(stmt, ref, step))
         if node not in path:
-            raise ScheduleError("reorder", f"loop {ref_text(ref)} does not enclose statement {stmt}; reorder the loops of one statement")
-    nodes = [find_loop(state, "reorder", _on(stmt, ref))[0] for ref in refs]
+            raise ScheduleError(step, f"loop {ref_text(ref)} does not enclose statement {stmt}; reorder the loops of one statement")
+    nodes = [find_loop(state, step, _on(stmt, ref, step))[0] for ref in refs]
     if len({id(n) for n in nodes}) != len(nodes):
-        raise ScheduleError("reorder", "a loop is named twice")
+        raise ScheduleError(step, "a loop is named twice")
     path = state.tree.path(stmt)
     depth = {id(n): path.index(n) for n in nodes}
     top, bottom = min(depth.values()), max(depth.values())
@@ -45,7 +50,7 @@ def reorder(state: State, *loops: LoopLike) -> None:
         if len(node.body) != 1:
             others = [c for c in node.body if c is not (path[path.index(node) + 1])]
             raise ScheduleError(
-                "reorder",
+                step,
                 f"loops {chain[0].name}..{chain[-1].name} are not perfectly nested: loop {node.name} also encloses "
                 f"{_describe(others)}",
             )
@@ -54,21 +59,21 @@ def reorder(state: State, *loops: LoopLike) -> None:
     for slot, node in zip(slots, nodes):
         new_chain[slot - top] = node
     _relink(state, chain, new_chain)
-    check_dependences(state.model, state.deps, state.tree, "reorder")
+    check_dependences(state.model, state.deps, state.tree, step)
 
 
-def _on(stmt: str, ref) -> LoopLike:
+def _on(stmt: str, ref, step: str) -> LoopLike:
     """A loop argument as a reference on `stmt`'s path: a bare name `io` means `stmt.io`."""
-    parsed = as_ref(ref, "reorder")
+    parsed = as_ref(ref, step)
     return ref if parsed.stmt else f"{stmt}.{parsed.loop}"
 
 
-def _statement_and_loops(state: State, loops):
+def _statement_and_loops(state: State, loops, step: str):
     """`reorder(C, io, jo)` names the statement first; `reorder(C.io, C.jo)` does not."""
     first = loops[0]
     if isinstance(first, str) and "." not in first and first in state.tree.leaves():
         return first, loops[1:]
-    _, stmt = find_loop(state, "reorder", first)
+    _, stmt = find_loop(state, step, first)
     return stmt, loops
 
 

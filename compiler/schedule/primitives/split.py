@@ -26,14 +26,19 @@ from tdsl.compiler.schedule.primitives.registry import INT, LOOP, arg, primitive
 
 @primitive(arg("loop", LOOP), arg("factor", INT, text="FACTOR", keyword=True), new_loops=True, rank=10)
 def split(state: State, loop: LoopLike, factor: int, names=None) -> tuple[str, str]:
-    node, _ = find_loop(state, "split", loop)
-    factor = positive_int("split", "the factor", factor)
+    return split_loop(state, loop, factor, names, "split")
+
+
+def split_loop(state: State, loop: LoopLike, factor: int, names, step: str) -> tuple[str, str]:
+    """The rewrite of `split`, its errors named after `step` (`tile` splits through it)."""
+    node, _ = find_loop(state, step, loop)
+    factor = positive_int(step, "the factor", factor)
     if node.n_dims != 1:
-        raise ScheduleError("split", f"loop {node.name} is a fused loop of {node.n_dims} dimensions; split it before fusing")
+        raise ScheduleError(step, f"loop {node.name} is a fused loop of {node.n_dims} dimensions; split it before fusing")
     if names is not None and len(names) != 2:
-        raise ScheduleError("split", f"split makes two loops (outer, inner); name two, not {len(names)}")
+        raise ScheduleError(step, f"split makes two loops (outer, inner); name two, not {len(names)}")
     outer_name, inner_name = names or (f"{node.name}o", f"{node.name}{node.name}")  # i -> io, ii (the chapter's names)
-    check_new_names(state, "split", [node], [outer_name, inner_name], defaults=names is None)
+    check_new_names(state, step, [node], [outer_name, inner_name], defaults=names is None)
     outer, inner = split_exprs(node.exprs, factor)
     inner_loop = Loop(inner_name, inner, node.body, "point")
     # The node object becomes the outer loop, so buffers and annotations placed at it stay outermost.

@@ -14,8 +14,8 @@ from __future__ import annotations
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.schedule.primitives.common import State, as_ref, find_loop
 from tdsl.compiler.schedule.primitives.registry import LOOPS_THEN_FACTORS, primitive, rest
-from tdsl.compiler.schedule.primitives.reorder import reorder
-from tdsl.compiler.schedule.primitives.split import split
+from tdsl.compiler.schedule.primitives.reorder import reorder_loops
+from tdsl.compiler.schedule.primitives.split import split_loop
 
 
 @primitive(rest("args", LOOPS_THEN_FACTORS), new_loops=True, rank=20)
@@ -38,8 +38,8 @@ def tile(state: State, *args, names=None) -> list[str]:
         ref = as_ref(loop, "tile")
         full = loop if ref.stmt else f"{stmt}.{ref.loop}"
         pair = (names[k], names[n + k]) if names else None
-        o, i = split(state, full, factor, pair)
+        o, i = split_loop(state, full, factor, pair, "tile")
         outers.append(o)
         inners.append(i)
-    reorder(state, stmt, *outers, *inners)
+    reorder_loops(state, (stmt, *outers, *inners), "tile")
     return outers + inners

@@ -60,8 +60,6 @@ def test_tile_regrouping_a_strict_reduction_is_reduction_order():
                    match="the updates of the reduction s would be combined in a different order")
 
 
-@pytest.mark.xfail(strict=True, reason="tile reports its reorder step's errors as `reorder is illegal` "
-                                       "(compiler/schedule/primitives/tile.py calls reorder with its own name)")
 def test_tile_errors_name_tile():
     assert_illegal(POOL, "tile(s.k, s.l, 2, 2)", rule="reduction-order", primitive="tile")
 
