@@ -61,7 +61,7 @@ from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.backends.common.dtypes import ASCEND_910B
 from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, VID, Kernel910B, expr_vars, layout as tile_layout
-from tdsl.compiler.analysis.placement import operand_layout, walk_updates
+from tdsl.compiler.analysis.placement import operand_layout
 from tdsl.compiler.lower.tileir import simplify
 
 from tdsl.backends.ascend910b import e4m3
@@ -115,12 +115,10 @@ class Ascend910BPrinter(TileLangDialect):
     loops: list = field(default_factory=list)
     acc_depth: dict = field(default_factory=dict)
     workspaces: list = field(default_factory=list)  # extra GM params: (name, shape, dtype)
-    flag: int = 0
-    ws_flag: dict = field(default_factory=dict)
+    ws_flag: dict = field(default_factory=dict)  # stmt -> (workspace, flag) of a cube result
     shapes: dict = field(default_factory=dict)  # stmt -> shape of its value buffer
     reused: dict = field(default_factory=dict)  # (kind, dtype, shape, tag) -> scratch buffer
     row: str | None = None  # the row loop variable while a 2-D tile is computed row by row
-    fp8_flags: dict = field(default_factory=dict)  # stmt -> (decoded flag, consumed flag)
     flags_before: list = field(default_factory=list)  # flag lines of the vector scope being emitted, before its work
     flags_after: list = field(default_factory=list)  # ... and after it
     free: list = field(default_factory=list)  # UB temporaries of finished statements: (name, shape, dtype)
@@ -161,7 +159,8 @@ class Ascend910BPrinter(TileLangDialect):
         # and their rows split between the vector cores (k.vector_rows) by the 910B passes
         self.facts = Kernel910B(self.program, k)
         self.cube = self.facts.cube
-        self.fp8_dots = {op.stmt for op in walk_updates(k.body) if op.stmt in self.cube and op.partial.lhs_dtype == "f8e4m3"}
+        self.fp8_dots = self.facts.fp8_dots
+        self.cross_core = {(c.stmt, c.kind): c for c in k.cross_core}  # workspaces and flags (assign_cross_core)
         self.half = k.vector_rows
         self.loop_lowers = _loop_lowers(k)
         self._head()
@@ -409,27 +408,9 @@ class Ascend910BPrinter(TileLangDialect):
     def index(self, e: T.Expr) -> str:
         return index_code(e, self.vars)  # this module's: no T.Or in tilelang-ascend
 
-    def _blocks(self, stmt: str) -> int:
-        blocks = 1
-        for axis in self.kernel.grid:
-            for e in axis.extents:
-                e = simplify(e)
-                if not isinstance(e, T.Const):
-                    raise BackendError(f"{stmt}: a GM workspace between the cores needs a constant number of blocks")
-                blocks *= e.value
-        return blocks
-
-    def _new_flag(self, stmt: str) -> int:
-        """A cross-core flag id: the 910B has 0..10 (CrossCoreSetFlag on Atlas A2)."""
-        if self.flag > 10:
-            raise BackendError(f"{stmt}: this kernel needs more than the 910B's 11 cross-core flags (0..10); split "
-                               f"it into more kernels")
-        self.flag += 1
-        return self.flag - 1
-
-    def _workspace(self, name: str, shape, dtype: str, stmt: str) -> str:
-        """A GM tensor with one tile slot per block, for data passed between the cube and the vector core."""
-        self.workspaces.append((name, [self._blocks(stmt)] + list(shape), dtype))
+    def _workspace(self, name: str, space: T.Workspace) -> str:
+        """A kernel parameter for a GM workspace of the tile program (one tile slot per block)."""
+        self.workspaces.append((name, list(space.shape), space.dtype))
         return name
 
     # ------------------------------------------------------------ cube
@@ -454,7 +435,8 @@ class Ascend910BPrinter(TileLangDialect):
         stages = op.staged[0].stages  # the L1 copies of compiler/analysis/placement.py
         fp8 = op.stmt in self.fp8_dots
         if fp8:
-            self.emit(f"T.wait_cross_flag({self.fp8_flags[op.stmt][0]})  # the vector core decoded this step")
+            decoded = self.cross_core[op.stmt, "fp8-operands"].flags[0]
+            self.emit(f"T.wait_cross_flag({decoded})  # the vector core decoded this step")
         l0 = []
         for n, ((load, transposed, shape, dtype), scope) in enumerate(zip(operands, ("L0A", "L0B"))):
             if transposed and scope == "L0A":
@@ -484,7 +466,8 @@ class Ascend910BPrinter(TileLangDialect):
         self.emit(f"T.mma({l0[0]}, {l0[1]}, {acc}, init={init})")
         if fp8 and loop is not None:
             self.emit(f"if {self.vars[loop.var]} < {index_code(simplify(loop.upper), self.vars)} - 1:")
-            self.emit(f'    T.set_cross_flag("MTE2", {self.fp8_flags[op.stmt][1]})  # workspace read: decode the next step')
+            consumed = self.cross_core[op.stmt, "fp8-operands"].flags[1]
+            self.emit(f'    T.set_cross_flag("MTE2", {consumed})  # workspace read: decode the next step')
 
     def _decode_split(self, op: T.AccUpdate) -> bool:
         """Whether both vector cores decode half of each FP8 operand tile's rows."""
@@ -498,16 +481,15 @@ class Ascend910BPrinter(TileLangDialect):
         """The V side of an FP8 matrix step: operand bytes GM -> UB, decoded to f16, UB -> this block's workspace."""
         _, operands = operand_layout(op)
         loop = self.loops[-1] if self.loops else None
-        if op.stmt not in self.fp8_flags:
-            self.fp8_flags[op.stmt] = (self._new_flag(op.stmt), self._new_flag(op.stmt))
-        decoded, consumed = self.fp8_flags[op.stmt]
+        transfer = self.cross_core[op.stmt, "fp8-operands"]
+        decoded, consumed = transfer.flags
         self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}: FP8 operands decoded for the cube")
         if loop is not None:
             self.flags_before.append(f"if {self.vars[loop.var]} > {index_code(simplify(loop.lower), self.vars)}:")
             self.flags_before.append(f"    T.wait_cross_flag({consumed})  # the cube has read the previous step's workspace")
         split = self._decode_split(op)
         for n, (load, _, shape, _) in enumerate(operands):
-            ws = self._workspace(self._decoded_workspace(op, n), shape, "f16", op.stmt)
+            ws = self._workspace(self._decoded_workspace(op, n), transfer.workspaces[n])
             axes = {a.iter: a for a in op.tile.axes}
             tile_axes = [axes[x.name] for x in load.indices]
             if split:  # each vector core decodes half of the operand tile's rows
@@ -543,8 +525,9 @@ class Ascend910BPrinter(TileLangDialect):
             clipped = "  (clipped to the tensor)" if op.tile.mask is not None else ""
             self.emit(f"T.copy({acc}, {self.tensor(op.stmt)}[{', '.join(starts)}])  # L0C -> GM{clipped}")
             return
-        ws = self._workspace(self.local(("workspace", op.stmt), f"{op.stmt}_ws"), shape, "f32", op.stmt)
-        flag = self._new_flag(op.stmt)
+        transfer = self.cross_core[op.stmt, "cube-result"]
+        ws = self._workspace(self.local(("workspace", op.stmt), f"{op.stmt}_ws"), transfer.workspaces[0])
+        (flag,) = transfer.flags
         self.ws_flag[op.stmt] = (ws, flag)
         self.emit(f"T.copy({acc}, {ws}[{', '.join([self.cid] + ['0'] * len(shape))}])  # L0C -> this block's GM "
                   f"workspace slot")

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
 from tdsl.compiler.lower.passes.int32 import check_int32
-from tdsl.compiler.lower.passes.ascend910b import split_vector_rows, widen_narrow_tiles
+from tdsl.compiler.lower.passes.ascend910b import assign_cross_core, split_vector_rows, widen_narrow_tiles
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
 from tdsl.compiler.lower.build import lower
 from tdsl.compiler.lower.tileir import TileProgram
@@ -32,6 +32,7 @@ TARGET_PASSES = {
     "ascend-910b": (
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
         split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows
+        assign_cross_core,  # GM workspaces and cross-core flags for tiles passed between cube and vector cores
     ),
 }
 

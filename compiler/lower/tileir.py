@@ -269,6 +269,30 @@ class TensorArg(_Value):
 
 
 @dataclass(frozen=True)
+class Workspace(_Value):
+    """A GM tensor with one slot per block (its first dimension), through which the cube core and the vector
+    cores of one AI core pass a tile."""
+
+    shape: list  # [blocks, tile dims...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class CrossCore(_Value):
+    """Ascend 910B: a statement whose tiles pass between the cube core and the vector cores, the GM workspaces
+    they pass through and the cross-core flags that order it (compiler/lower/passes/ascend910b.py).
+
+    kind "cube-result": the cube's finished accumulator goes to the vector cores (rounding, masks, registers);
+    flags (ready,).  kind "fp8-operands": the vector cores decode the E4M3 operand tiles of each step of a
+    product for the cube; flags (decoded, consumed), one workspace per operand."""
+
+    stmt: str
+    kind: str
+    flags: list[int]
+    workspaces: list[Workspace]
+
+
+@dataclass(frozen=True)
 class TileKernel(_Value):
     name: str
     grid: list[GridAxis]
@@ -282,6 +306,7 @@ class TileKernel(_Value):
     # Ascend 910B: each of an AI core's two vector cores takes this many rows of every vector tile (the
     # rows of core VID start at offset + VID * vector_rows); None: not split (compiler/lower/passes/ascend910b.py)
     vector_rows: Optional[int] = None
+    cross_core: list[CrossCore] = field(default_factory=list)  # Ascend 910B, in program order
 
 
 @dataclass(frozen=True)

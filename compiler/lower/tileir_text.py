@@ -60,6 +60,9 @@ def kernel_lines(k: TileKernel) -> list[str]:
         lines.append(f"{_INDENT}tensor {t.role} {t.name}: {t.dtype}[{', '.join(map(str, t.shape))}]")
     for buf in k.buffers:
         lines.append(f"{_INDENT}{buffer_text(buf)}")
+    for c in k.cross_core:
+        spaces = ", ".join(f"{w.dtype}[{', '.join(map(str, w.shape))}]" for w in c.workspaces)
+        lines.append(f"{_INDENT}cross-core {c.stmt}: {c.kind} flags {', '.join(map(str, c.flags))} workspaces {spaces}")
     lines.extend(_ops(k.body, 1))
     return lines
 

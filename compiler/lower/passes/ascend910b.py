@@ -3,11 +3,14 @@
 
     program = widen_narrow_tiles(program)   # rows of 32 bytes (GM <-> UB copies), 128 elements with E4M3
     program = split_vector_rows(program)    # each of the AI core's two vector cores takes half the rows
+    program = assign_cross_core(program)    # GM workspaces and cross-core flags between cube and vector cores
 
 Both are pure (`TileProgram -> TileProgram`) and run in compiler/lower/pipeline.py after the units are assigned
 (compiler/analysis/placement.py): they rewrite only the vector statements' tiles, never a product on the cube.
 `split_vector_rows` records its decision in `TileKernel.vector_rows`; the rows of vector core `vid` start at
-`offset + VID * vector_rows`, `VID` being a variable the printer binds.
+`offset + VID * vector_rows`, `VID` being a variable the printer binds.  `assign_cross_core` records in
+`TileKernel.cross_core` which statements pass tiles between the cube and the vector cores, through which
+workspaces and with which of the 910B's 11 cross-core flags, refusing a kernel that needs more.
 
 Facts (`Kernel910B`): which ops run on the vector cores, how a tile lies in a tensor for one T.copy, whether a
 mask is only the tensor's bounds (a clipped copy does it).
@@ -22,7 +25,7 @@ from typing import Optional
 from tdsl.compiler.model.dtypes import BYTES as DTYPE_BYTES
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.lane_masks import atoms, conjunction, implied_by_bounds, mentions
-from tdsl.compiler.analysis.placement import matrix_statements
+from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.tileir import simplify
 
@@ -53,6 +56,54 @@ def split_vector_rows(program: T.TileProgram) -> T.TileProgram:
     return dataclasses.replace(program, kernels=out)
 
 
+CROSS_CORE_FLAGS = 11  # flag ids 0..10 (CrossCoreSetFlag on Atlas A2)
+
+
+def assign_cross_core(program: T.TileProgram) -> T.TileProgram:
+    """Each kernel's `cross_core`: in program order, every FP8 product (operands decoded by the vector cores)
+    and every cube reduction whose result passes through the vector cores (`needs_vector`), with its
+    workspaces and flag ids.  BackendError if the kernel needs more flags than the 910B has, or a workspace
+    on a grid of run-time size."""
+    return dataclasses.replace(program, kernels=[_with_cross_core(program, k) for k in program.kernels])
+
+
+def _with_cross_core(program: T.TileProgram, kernel: T.TileKernel) -> T.TileKernel:
+    facts = Kernel910B(program, kernel)
+    flags, out, acc_shapes = iter(range(CROSS_CORE_FLAGS)), [], {}
+
+    def take(stmt: str, n: int) -> list:
+        got = [next(flags, None) for _ in range(n)]
+        if None in got:
+            raise BackendError(f"{stmt}: this kernel needs more than the 910B's {CROSS_CORE_FLAGS} cross-core flags "
+                               f"(0..{CROSS_CORE_FLAGS - 1}); split it into more kernels")
+        return got
+
+    for op in T.walk_ops(kernel.body):
+        if isinstance(op, T.AccInit) and op.stmt in facts.cube:
+            acc_shapes[op.stmt] = [a.size for a in op.tile.axes]
+        elif isinstance(op, T.AccUpdate) and op.stmt in facts.fp8_dots:
+            _, operands = operand_layout(op)
+            blocks = _blocks(kernel, op.stmt)
+            spaces = [T.Workspace([blocks] + list(shape), "f16") for _, _, shape, _ in operands]
+            out.append(T.CrossCore(op.stmt, "fp8-operands", take(op.stmt, 2), spaces))
+        elif isinstance(op, T.AccFinish) and op.stmt in facts.cube and facts.needs_vector(op):
+            space = T.Workspace([_blocks(kernel, op.stmt)] + acc_shapes[op.stmt], "f32")
+            out.append(T.CrossCore(op.stmt, "cube-result", take(op.stmt, 1), [space]))
+    return dataclasses.replace(kernel, cross_core=out)
+
+
+def _blocks(kernel: T.TileKernel, stmt: str) -> int:
+    """The kernel's number of blocks (one workspace slot each): a constant, or BackendError."""
+    blocks = 1
+    for axis in kernel.grid:
+        for e in axis.extents:
+            e = simplify(e)
+            if not isinstance(e, T.Const):
+                raise BackendError(f"{stmt}: a GM workspace between the cores needs a constant number of blocks")
+            blocks *= e.value
+    return blocks
+
+
 # ---------------------------------------------------------------- facts about one kernel
 
 
@@ -60,6 +111,9 @@ class Kernel910B:
     def __init__(self, program: T.TileProgram, kernel: T.TileKernel):
         self.program, self.kernel = program, kernel
         self.cube = matrix_statements(kernel)  # the products on the cube (compiler/analysis/placement.py)
+        # the cube's FP8 products: the vector cores decode their E4M3 operand tiles to f16 first
+        self.fp8_dots = {op.stmt for op in T.walk_ops(kernel.body)
+                         if isinstance(op, T.AccUpdate) and op.stmt in self.cube and op.partial.lhs_dtype == "f8e4m3"}
         # one row width for the whole kernel, so that every statement's tiles keep the same shape
         self.min_row = UB_ROW_BYTES // min(BYTES[t.dtype] for t in kernel.tensors)
         self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in kernel.tensors)
