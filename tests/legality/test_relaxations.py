@@ -22,7 +22,8 @@ import pytest
 from tdsl.compiler.model import dtypes as dt
 from tdsl.compiler.driver.api import loads
 from tdsl.compiler.legality.grids import closure, constant_grids, tensor_grids, value_grids
-from tdsl.compiler.reference.interpreter import _fmax, _fmin, instances_in_order, interpret, program_order, run
+from tdsl.compiler.reference.interpreter import instances_in_order, interpret, program_order, run
+from tdsl.compiler.reference.runtime import _fmax, _fmin
 from tdsl.compiler.legality.checks import buffer_semantics
 from tdsl.testing import assert_illegal, assert_legal, run_differences
 

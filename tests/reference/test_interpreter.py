@@ -1,4 +1,5 @@
-"""The reference interpreter (compiler/reference/interpreter.py) on hand-built KernelModels."""
+"""The reference interpreter (compiler/reference/: interpreter.py, order.py, statements.py, runtime.py) on hand-built
+KernelModels."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from tdsl.compiler.model import dtypes as dt
 from tdsl.compiler.reference import interpreter as interp
+from tdsl.compiler.reference import order as instance_order, runtime
 from tdsl.compiler.model.program import KernelModel, Stmt, Tensor
 from tdsl.frontend import ast
 
@@ -464,9 +466,9 @@ def test_names_literals_casts_functions():
         got = interp.interpret(mm, interp.program_order(mm), {"X": xv})["Y"]
         np.testing.assert_array_equal(got, [ref(float(v)) for v in xv], err_msg=f)
     # IEEE specials, no warnings, no exceptions
-    assert interp._exp(F32(1000)) == np.inf and interp._exp(F32(-np.inf)) == 0
-    assert interp._log(F32(0)) == -np.inf and np.isnan(interp._log(F32(-1)))
-    assert np.isnan(interp._sqrt(F32(-1))) and np.isnan(interp._exp(F32(np.nan)))
+    assert runtime._exp(F32(1000)) == np.inf and runtime._exp(F32(-np.inf)) == 0
+    assert runtime._log(F32(0)) == -np.inf and np.isnan(runtime._log(F32(-1)))
+    assert np.isnan(runtime._sqrt(F32(-1))) and np.isnan(runtime._exp(F32(np.nan)))
 
 
 def test_scalar_tensor_reduction():
@@ -540,20 +542,20 @@ _DOMAINS = [
 def test_fast_enumeration_matches_foreach_point(domain, sched):
     d = isl.Set(domain)
     m = isl.Map(sched).intersect_domain(d)
-    pts, times = interp._map_points(m)
-    spts, stimes = interp._map_points_slow(m)
+    pts, times = instance_order._map_points(m)
+    spts, stimes = instance_order._map_points_slow(m)
     a = sorted(zip(map(tuple, pts.tolist()), map(tuple, times.tolist())))
     b = sorted(zip(map(tuple, spts.tolist()), map(tuple, stimes.tolist())))
     assert a == b
     assert len(a) == d.count_val().to_python() if hasattr(d, "count_val") else True
-    np.testing.assert_array_equal(interp._set_points(d), interp._set_points_slow(d))
+    np.testing.assert_array_equal(instance_order._set_points(d), instance_order._set_points_slow(d))
 
 
 def test_zero_dim_domain_and_empty_domain():
-    assert interp._set_points(isl.Set("{ S[] }")).shape == (1, 0)
-    assert interp._set_points(isl.Set("{ S[i] : 0 <= i < 0 }")).shape == (0, 1)
+    assert instance_order._set_points(isl.Set("{ S[] }")).shape == (1, 0)
+    assert instance_order._set_points(isl.Set("{ S[i] : 0 <= i < 0 }")).shape == (0, 1)
     with pytest.raises(ValueError, match="unbounded"):
-        interp._set_points(isl.Set("{ S[i] : i >= 0 }"))
+        instance_order._set_points(isl.Set("{ S[i] : i >= 0 }"))
 
 
 # ------------------------------------------------------------------ properties
@@ -627,10 +629,10 @@ def test_fallbacks_give_the_same_order(monkeypatch):
         raise NotImplementedError("forced")
 
     with monkeypatch.context() as mp:
-        mp.setattr(interp, "_ast_expr_eval", refuse)
+        mp.setattr(instance_order, "_ast_expr_eval", refuse)
         assert interp.instances_in_order(m, sched) == want
     with monkeypatch.context() as mp:
-        mp.setattr(interp, "_BOX_LIMIT", 1)
+        mp.setattr(instance_order, "_BOX_LIMIT", 1)
         assert interp.instances_in_order(m, sched) == want
     # the order is the lexicographic order of the time vectors
     times = [(i // 2, j % 2, j // 2, i, k if s == "C" else 7) for s, p in want for (i, j, k) in [tuple(p) + (0,) * (3 - len(p))]]

@@ -1,0 +1,194 @@
+"""Values and loads: a statement's expression as a tile expression, and which lanes of each load may read
+memory.
+
+* `_value` turns the statement's expression into tileir (`Const`, `Var`, `Bin`, `Round`, `Select`, calls;
+  compositions expanded from compiler/model/functions.py); arithmetic on constants is folded now with the
+  program's f32 semantics (`_folded`).
+* A read of a tensor is a register tile of a statement of the same kernel (compiler/lower/registers.py), or
+  a `Load` from global memory (`_access`); a value computed in this kernel and read with another tile is
+  refused (inside a kernel a value passes only through registers).
+* A load's mask (`_access_mask`) keeps it inside its tensor over the lanes its pointer tile spans, and says
+  whether the mask is exactly the tensor's bounds (`Load.mask_is_bounds`); a matrix-product operand
+  (`_operand_load`) must also be 0 on the lanes of k outside the reduction.
+
+`ValueLowering` is mixed into `_KernelLowering` (compiler/lower/build.py) and reads its fields (`model`,
+`produced`, `kernel_of`, `index`) and the geometry (compiler/lower/geometry.py).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import islpy as isl
+
+from tdsl.frontend import ast
+
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.model.functions import COMPOSITIONS, expand_tile
+from tdsl.compiler.model.program import Stmt
+from tdsl.compiler.lower.geometry import _Geometry, _embed, _mask_expr, _project_onto, _total_map
+from tdsl.compiler.lower.tileir import Bin, Call, Const, Expr, Load, Neg, Round, Select, Tile, Var
+from tdsl.compiler.schedule.tree import Loop
+
+CASTS = {"bf16", "f16", "f32", "f8e4m3"}
+
+
+class ValueLowering:
+    """Tile expressions and loads of one kernel's statements (see the module docstring)."""
+
+    def _value(self, e: ast.Expr, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
+        v = lambda x: self._value(x, stmt, tile, context)  # noqa: E731
+        if isinstance(e, ast.FloatLit):
+            return Const(float(e.value))
+        if isinstance(e, ast.IntLit):
+            return Const(float(e.value))
+        if isinstance(e, ast.Name):
+            return self._name(e.name, stmt, value=True)
+        if isinstance(e, ast.Neg):
+            return _folded(Neg(v(e.operand)))
+        if isinstance(e, ast.BinOp):
+            if e.op in ("//", "%"):
+                raise BackendError(f"'{e.op}' is only allowed in indices")
+            return _folded(Bin(e.op, v(e.lhs), v(e.rhs)))
+        if isinstance(e, ast.Compare):
+            return Bin(e.op, v(e.lhs), v(e.rhs))
+        if isinstance(e, ast.Call):
+            if e.func in CASTS:
+                return _folded(Round(e.func, v(e.args[0]))) if e.func != "f32" else v(e.args[0])
+            if e.func == "where":
+                return Select(v(e.args[0]), v(e.args[1]), v(e.args[2]))
+            if e.func in COMPOSITIONS:  # backends implement primitives only (compiler/model/functions.py)
+                return expand_tile(e.func, v(e.args[0]))
+            return Call(e.func, tuple(v(a) for a in e.args))
+        if isinstance(e, ast.Access):
+            return self._access(e, stmt, tile, context)
+        raise BackendError(f"cannot lower expression {e!r}")
+
+    def _name(self, name: str, stmt: Stmt, value: bool) -> Expr:
+        if name in stmt.iters:
+            return Var(name)
+        size = self.model.sizes.get(name)
+        if size is None and name in self.model.params:
+            return Var(name)
+        if isinstance(size, float) or value:
+            return Const(float(size) if value else size)
+        return Const(size)
+
+    def _index(self, e: ast.Expr, stmt: Stmt) -> Expr:
+        if isinstance(e, ast.IntLit):
+            return Const(e.value)
+        if isinstance(e, ast.Name):
+            return self._name(e.name, stmt, value=False)
+        if isinstance(e, ast.Neg):
+            return Neg(self._index(e.operand, stmt))
+        if isinstance(e, ast.BinOp):
+            return Bin(e.op, self._index(e.lhs, stmt), self._index(e.rhs, stmt))
+        raise BackendError(f"index expression {e!r} is not affine")
+
+    def _access(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
+        producer = self.produced.get(e.tensor)
+        if producer is not None and producer.keep:
+            reg = self._register(e, stmt, tile, producer, context)
+            if reg is not None:
+                return reg
+        if self.kernel_of.get(e.tensor) == self.index:
+            # Inside one kernel a value passes only through registers: a store by one program is not ordered
+            # with a load by another, nor with the other threads of the same program.
+            if e.tensor not in self.produced:
+                raise BackendError(self._early_read(stmt.name, e.tensor, context))
+            raise BackendError(
+                f"{stmt.name} reads {e.tensor} with a different tile than the one {e.tensor} is computed in, "
+                f"inside the same kernel; place {stmt.name} where it reads {e.tensor}'s tile element for element, "
+                f"or leave them in separate kernels"
+            )
+        mask, bounds = self._access_mask(e, stmt, tile, context)
+        return Load(e.tensor, tuple(self._index(i, stmt) for i in e.indices), mask, mask_is_bounds=bounds)
+
+    def _early_read(self, reader: str, reduction: str, context: list[Loop]) -> str:
+        """Why `reader` cannot read `reduction` here: inside the loop that walks it, the value is an accumulator."""
+        loop = self._accumulation_loop(reduction, context)
+        if loop is None:
+            return f"{reader} reads {reduction} before {reduction} is computed in this kernel"
+        around = context[: context.index(loop)]
+        fix = f"reverse_compute_at({reader}, {reduction}.{around[-1].name})" if around else "a separate kernel"
+        return (f"{reader} reads {reduction} inside loop {loop.name}, which walks the reduction of {reduction}: in a "
+                f"kernel its accumulator is final only after that loop; place {reader} after it ({fix})")
+
+    def _access_mask(self, e: ast.Access, stmt: Stmt, tile: Tile, context) -> tuple[Optional[Expr], bool]:
+        """Which lanes of a load may read memory: those whose index lies inside the tensor (and whether the mask
+        is exactly that).
+
+        A lane's value matters only where the statement has an instance, and there the index is inside (the
+        model checked every read); every other lane is masked where the statement stores, reduces or keeps
+        its value, so it may read anything -- as long as the read stays inside the tensor.  Over the lanes the
+        pointer tile spans (the iterators the access uses), simplified against what the code guarantees: a
+        read that never leaves its tensor has no mask."""
+        used = {n.name for i in e.indices for n in ast.walk(i) if isinstance(n, ast.Name)} & set(stmt.iters)
+        if not used:
+            return None, True
+        g = self._geometry(stmt, context, [it for it in stmt.iters if it in used])
+        inside = self._in_bounds(stmt, e, g)
+        if inside is None:  # not one affine function: the instances' lanes are inside, and only they are read
+            return self._mask(g), False
+        return _mask_expr(inside, g.box), True
+
+    def _operand_load(self, stmt: Stmt, context, iters, node: ast.Access, outer: str) -> Load:
+        """The load of a matrix-product operand over (`outer`, k): the lanes that must hold their values, the
+        rest 0.
+
+        For every row (or column) `outer` of the accumulator that holds an instance -- in any step of the
+        loops that walk the reduction, not only this one -- the lanes of k outside the reduction must be 0 so
+        that the product adds nothing for them; rows with no instance at all are masked where the product is
+        stored, so there a lane only has to stay inside the tensor.  When those lanes are exactly the ones
+        inside the tensor, `mask_is_bounds` says so (a clipped copy then loads the operand)."""
+        indices = tuple(self._index(x, stmt) for x in node.indices)
+        g = self._geometry(stmt, context, iters)
+        inside = self._in_bounds(stmt, node, g)
+        if inside is None:
+            return Load(node.tensor, indices, self._mask(g))
+        around = self._anchor(stmt, context)
+        rows = self._geometry(stmt, context if around is None else around, [outer])
+        rows = _embed(rows.members, rows.loop_names + [outer], g.loop_names + g.iters)
+        needed = g.members.union(inside.subtract(rows.align_params(inside.get_space())))
+        lanes = _mask_expr(needed, g.box)
+        valid = None if g.exact else self._valid_loop_values(g.rel, g.facts)
+        mask = lanes if valid is None else valid if lanes is None else Bin("and", valid, lanes)
+        box = g.box.align_params(inside.get_space())
+        bounds = valid is None and inside.intersect(box).is_subset(needed.align_params(inside.get_space()))
+        return Load(node.tensor, indices, mask, mask_is_bounds=bounds)
+
+    def _in_bounds(self, stmt: Stmt, node: ast.Access, g: "_Geometry") -> Optional[isl.Set]:
+        """The lanes of `g` at which the access `node` reads inside its tensor (a set over the loop variables and
+        `g.iters`), or None when the access is not one affine function of the iterators."""
+        access = next((r for r in stmt.reads if r.node is node), None)
+        function = _total_map(access.relation) if access is not None else None
+        if function is None:
+            return None
+        box = self.model.tensors[access.tensor].box
+        inside = function.intersect_range(box.align_params(function.get_space().range())).domain()
+        inside = _project_onto(inside, stmt.iters, g.iters)
+        return _embed(inside, g.iters, g.loop_names + g.iters).align_params(g.box.get_space())
+
+
+def _folded(e: Expr) -> Expr:
+    """Arithmetic and roundings of constants, computed now with the program's f32 semantics (each operation
+    rounded to f32; a cast rounds to its dtype), so no backend evaluates them in another precision (Python
+    floats are f64) or has to apply a rounding helper to a plain number."""
+    import numpy as np
+
+    from tdsl.compiler.model import dtypes
+
+    def value(x):
+        return np.float32(x.value) if isinstance(x, Const) else None
+
+    with np.errstate(all="ignore"):
+        if isinstance(e, Neg) and value(e.operand) is not None:
+            return Const(float(-value(e.operand)))
+        if isinstance(e, Round) and value(e.operand) is not None:
+            return Const(float(dtypes.round_to(e.dtype, value(e.operand))))
+        if isinstance(e, Bin) and e.op in _F32_OPS and value(e.lhs) is not None and value(e.rhs) is not None:
+            return Const(float(_F32_OPS[e.op](value(e.lhs), value(e.rhs))))
+    return e
+
+
+_F32_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}

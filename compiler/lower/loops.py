@@ -1,0 +1,255 @@
+"""Kernel structure: which loops of a kernel are grid axes, serial loops or the point loops of a tile, the
+variable each loop has in the tile program, and its bounds.
+
+* The chain of loops bound to grid axes at the top of a kernel are its program ids (`_grid_chain`,
+  `_grid_axis`); a bound loop anywhere else, a grid loop that walks a reduction, or a `combine segments`
+  reduction is refused here.
+* A loop is serial (`_is_serial`) when it is a tile loop, pipelined, around several statements, or walks a
+  `sum` with an accumulator narrower than f32; serial loops found inside point loops run around the tile
+  (`_point_chain`).  A reduction's accumulator lives around the outermost serial loop that walks it
+  (`_accumulation_loop`).
+* Loop bounds come from isl, as functions of the enclosing loop variables (`_loop_bounds`), and
+  `_emitted_bounds` is what the generated loops guarantee about their variables -- all a mask may assume.
+* Loop variables get names nothing else in the program has (`_loop_variables`).
+
+`KernelLoops` is mixed into `_KernelLowering` (compiler/lower/build.py) and reads its fields (`model`, `tree`,
+`root`, `bounds_cache`, `loop_vars`).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import islpy as isl
+
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.lower.geometry import _pa_expr
+from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
+from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, walk_loops, walks_reduction
+
+
+class KernelLoops:
+    """The loop structure of one kernel (see the module docstring)."""
+
+    def _var(self, loop: Loop, d: int) -> str:
+        """The variable of a loop dim in the tile program (see `_loop_variables`: `io`, `io_0` for a dim of a
+        fused loop, `l_i` when a statement iterator is also called `i`)."""
+        if not self.loop_vars:  # one naming for all the loops of the kernel
+            iters = {it for s in statements_under(self.root) for it in self.model.stmt(s).iters}
+            self.loop_vars.update(_loop_variables(list(walk_loops([self.root])), iters, self.model.sizes))
+        return self.loop_vars[(loop.name, d if loop.n_dims > 1 else None)]
+
+    def _is_serial_at(self, loop: Optional[Loop]) -> bool:
+        """Is the buffer's loop one the lowering emits as a `SerialLoop` (which then owns the buffer)?"""
+        return loop is not None and not loop.bind and self._is_serial(loop) and loop.n_dims == 1
+
+    def _grid_chain(self) -> tuple[list[Loop], list[Node]]:
+        chain: list[Loop] = []
+        node = self.root
+        while isinstance(node, Loop) and node.bind:
+            chain.append(node)
+            if len(node.body) == 1 and isinstance(node.body[0], Loop) and node.body[0].bind:
+                node = node.body[0]
+                continue
+            break
+        body = chain[-1].body if chain else [self.root]
+        for loop in walk_loops(body):
+            if loop.bind:
+                raise BackendError(
+                    f"loop {loop.name} is bound to grid.{loop.bind} but is not directly inside the other grid loops "
+                    f"of its kernel; bound loops must be the outermost loops"
+                )
+        for stmt_name in statements_under(self.root):
+            policy = self.model.stmt(stmt_name).combine or ""
+            if policy.startswith("segments"):
+                raise BackendError(
+                    f"reduction {stmt_name} declares `combine {policy}`: its terms must be summed in those segments; "
+                    f"apply rfactor({stmt_name}.<loop>, segments=...) so the kernel computes exactly them")
+        for loop in chain:
+            for stmt_name in statements_under(loop):
+                stmt = self.model.stmt(stmt_name)
+                if stmt.is_reduction and any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
+                    raise BackendError(
+                        f"grid loop {loop.name} walks the reduction of {stmt_name}: its programs would each hold a "
+                        f"partial result and combining them needs atomics or a second pass (split-K), which this "
+                        f"backend does not generate; keep reduction loops serial")
+        axes = [l.bind for l in chain]
+        if len(set(axes)) != len(axes):
+            raise BackendError(f"grid axes bound twice in one kernel: {', '.join(axes)}")
+        return chain, body
+
+    def _grid_axis(self, loop: Loop) -> GridAxis:
+        vars_, extents, lowers = [], [], []
+        for d in range(loop.n_dims):
+            lo, hi = self._loop_range(loop, d, outer=[])
+            vars_.append(self._var(loop, d))
+            lowers.append(lo)
+            extents.append(Bin("+", Bin("-", hi, lo), Const(1)))
+        return GridAxis(loop.bind, vars_, extents, lowers)
+
+    def _loop_range(self, loop: Loop, d: int, outer: list[Loop]) -> tuple[Expr, Expr]:
+        """Smallest and largest value of a loop dim over every statement below it, as functions of `outer`."""
+        lo, hi = self._loop_bounds(loop, d, outer)
+        return _pa_expr(lo), _pa_expr(hi)
+
+    def _loop_bounds(self, loop: Loop, d: int, outer: list[Loop]) -> tuple[isl.PwAff, isl.PwAff]:
+        """`_loop_range` as isl functions of the outer loop variables (defined where some instance lies below)."""
+        image = None
+        for stmt_name in statements_under(loop):
+            stmt = self.model.stmt(stmt_name)
+            dims = [e for l in outer for e in l.exprs[stmt_name]] + [loop.exprs[stmt_name][d]]
+            m = pw_affs_to_map(dims, stmt.domain).range()
+            image = m if image is None else image.union(m)
+        image = image.coalesce()
+        names = [self._var(l, k) for l in outer for k in range(l.n_dims)] + ["v_"]
+        for pos, n in enumerate(names):
+            image = image.set_dim_name(isl.dim_type.set, pos, n)
+        # outer loop values -> this dim's values
+        as_map = isl.Map.from_range(image).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, len(names) - 1)
+        return as_map.dim_min(0), as_map.dim_max(0)
+
+    def _emitted_bounds(self, context: list[Loop]) -> isl.Set:
+        """What the generated code guarantees about the loop variables of `context` (a set over their names).
+
+        Each variable runs within the bounds it is emitted with -- wherever isl defines those bounds; for outer
+        values without instances below, the emitted formula gives some range we know nothing about -- and
+        nothing ties variables of different loops together: a fused grid axis launches every combination of
+        its variables' ranges, a serial loop runs for every value of the loops around it.  Masks may only
+        assume these facts and the sizes' positivity; anything more (which combinations hold instances) must
+        be tested by the mask itself."""
+        key = tuple(id(l) for l in context)
+        if key in self.bounds_cache:
+            return self.bounds_cache[key]
+        names = [self._var(l, d) for l in context for d in range(l.n_dims)]
+        facts = isl.Set.universe(isl.Space.create_from_names(self.model.ctx, set=names, params=self.model.params))
+        if self.model.params:
+            positive = " and ".join(f"{p} > 0" for p in self.model.params)
+            facts = facts.intersect_params(isl.Set.read_from_str(
+                self.model.ctx, f"[{', '.join(self.model.params)}] -> {{ : {positive} }}"))
+        pos = 0
+        for k, loop in enumerate(context):
+            outer = [] if loop.bind else context[:k]
+            n_outer = sum(l.n_dims for l in outer)
+            for d in range(loop.n_dims):
+                lo, hi = self._loop_bounds(loop, d, outer)
+                lo, hi = (f.insert_dims(isl.dim_type.in_, n_outer, 1) for f in (lo, hi))
+                var = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(lo.get_domain_space()), isl.dim_type.set,
+                                              n_outer)
+                within = var.ge_set(lo).intersect(var.le_set(hi)).union(lo.domain().complement())
+                # (outer variables, this one) -> every variable of the context
+                within = within.insert_dims(isl.dim_type.set, n_outer, pos - n_outer)
+                within = within.add_dims(isl.dim_type.set, len(names) - pos - 1)
+                for p, n in enumerate(names):
+                    within = within.set_dim_name(isl.dim_type.set, p, n)
+                facts = facts.intersect(within.align_params(facts.get_space()))
+                pos += 1
+        self.bounds_cache[key] = facts.coalesce()
+        return self.bounds_cache[key]
+
+    def _is_serial(self, loop: Loop) -> bool:
+        """Does every program run this loop's iterations one after another (rather than as lanes of a tile)?
+
+        Tile loops (from split / tile) and pipelined loops are serial; so is a loop around several statements
+        (a tile holds one statement: the loop's iterations run each statement's tile in turn, in program
+        order), and every loop that walks a `sum` whose accumulator is narrower than f32: the program rounds
+        that accumulator after every term, so one step may add only one term (lanes of a tile would be added
+        at f32 precision, then rounded once)."""
+        if loop.bind:
+            return False
+        if loop.kind == "tile" or loop.pipeline is not None:
+            return True
+        under = statements_under(loop)
+        return len(under) > 1 or any(self._rounds_every_term(s, loop) for s in under)
+
+    def _rounds_every_term(self, stmt_name: str, loop: Loop) -> bool:
+        stmt = self.model.stmt(stmt_name)
+        return (stmt.reduce_op == "sum" and (stmt.accum_dtype or "f32") != "f32"
+                and any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]))
+
+    def _point_chain(self, node: Node) -> tuple[Leaf, list[Loop]]:
+        """The statement under a chain of point loops (vectorised as one tile), and the serial loops found inside
+        the chain, outermost first.  Those run around the tile: a serial loop inside point loops becomes a
+        loop over tiles, which keeps every element's order as long as no point loop outside it walks the
+        statement's reduction (that would interleave the terms of one element differently)."""
+        stmt = statements_under(node)[0]
+        hoisted: list[Loop] = []
+        points: list[Loop] = []
+        while isinstance(node, Loop):
+            if len(node.body) != 1:
+                names = ", ".join(statements_under(node))
+                raise BackendError(
+                    f"loop {node.name} holds several statements ({names}) but is not a serial loop; the tile "
+                    f"backends vectorise point loops one statement at a time: split it (the outer loop becomes "
+                    f"serial) or keep the statements in separate loops"
+                )
+            if self._is_serial(node):
+                walking = [p for p in points if walks_reduction(self.model.stmt(stmt), p.exprs[stmt][0])]
+                if walking and self.model.stmt(stmt).is_reduction:
+                    raise BackendError(
+                        f"serial loop {node.name} is inside point loop {walking[0].name}, which walks the reduction "
+                        f"of {stmt}: a tile over {walking[0].name} would add the terms of one element in another "
+                        f"order; reorder so that {node.name} encloses {walking[0].name}, or split "
+                        f"{walking[0].name} (its outer loop is serial)")
+                hoisted.append(node)
+            else:
+                points.append(node)
+            node = node.body[0]
+        return node, hoisted
+
+    def _loop_note(self, loop: Loop) -> str:
+        parts = [f"cache_{b.kind} {b.tensor} -> {b.scope}" for b in self.tree.buffers if b.at is loop]
+        if loop.pipeline:
+            parts.append(f"pipeline stages={loop.pipeline}")
+        return f"loop {loop.name}" + (f": {'; '.join(parts)}" if parts else "")
+
+    def _accumulation_loop(self, stmt_name: str, context: list[Loop]) -> Optional[Loop]:
+        """The outermost serial loop of `context` that walks the reduction iterators of `stmt_name`."""
+        stmt = self.model.stmt(stmt_name)
+        if not stmt.is_reduction:
+            return None
+        for loop in context:
+            if loop.bind:
+                continue
+            if any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
+                return loop
+        return None
+
+
+# ---------------------------------------------------------------- loop variable names (see KernelLoops._var)
+
+# The isl name `_loop_bounds` gives the value of the loop being bounded, next to the loop variables.
+_BOUND_VALUE = "v_"
+
+
+def _loop_variables(loops: list, iters: set, sizes) -> dict:
+    """(loop name, dim or None for a loop of one dim) -> its variable in the tile program.
+
+    Loop variables share the tile program's `Var` names with statement iterators and run-time sizes, and
+    are isl dimension names next to both, so each must be a name nothing else has: a loop keeps its name
+    (a dim of a fused loop `io`: `io_0`) when no iterator, size or other loop variable has it, else takes
+    the first free of `l_<name>`, `l_<name>_1`, ...  Loops are named in tree order, those that keep their
+    name first, so a loop `i` beside an iterator `i` and a loop `l_i` gives `l_i_1` and `l_i`.  Loops of one
+    name share one variable (sibling loops made by one step).  The backends map these names to Python
+    identifiers (backends/common/names.py)."""
+    keys = []
+    for loop in loops:
+        for d in range(loop.n_dims):
+            key = (loop.name, d if loop.n_dims > 1 else None)
+            if key not in keys:
+                keys.append(key)
+    natural = {key: key[0] if key[1] is None else f"{key[0]}_{key[1]}" for key in keys}  # a fused loop's dims: io_0, io_1
+    taken = set(iters) | set(sizes) | {_BOUND_VALUE}
+    out = {}
+    for key in keys:  # first the loops that keep their names
+        if natural[key] not in taken:
+            out[key] = natural[key]
+            taken.add(natural[key])
+    for key in keys:
+        if key not in out:
+            name, n = f"l_{natural[key]}", 0
+            while name in taken:
+                n += 1
+                name = f"l_{natural[key]}_{n}"
+            out[key] = name
+            taken.add(name)
+    return out

@@ -1,0 +1,107 @@
+"""Registers: which results stay in registers, which are stored, and when a later statement of the same
+kernel reads a result from its register tile.
+
+A statement whose result a later statement of the same kernel reads keeps it in registers (`_keep_store`);
+outputs and temporaries read by a later kernel are stored to global memory.  A read takes the producer's
+register tile (`_register`) only element for element: the same loops, the same lanes per axis at the same
+offsets (equal as isl functions, `_same_offset`), in the same order, and every element written in the same
+iteration of the producer's loops (`_same_iteration`).
+
+`RegisterReuse` is mixed into `_KernelLowering` (compiler/lower/build.py) and reads its fields (`model`,
+`kernel_of`, `index`, `temps`); `_Produced` is what the lowering records for each statement it has lowered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import islpy as isl
+
+from tdsl.frontend import ast
+
+from tdsl.compiler.model.isl_code import integer_bounds
+from tdsl.compiler.model.program import Stmt
+from tdsl.compiler.lower.tileir import Axis, Reg, Tile
+from tdsl.compiler.schedule.tree import pw_affs_to_map
+
+
+@dataclass
+class _Produced:
+    """A statement already lowered in this kernel: where its tile lives and whether it stayed in registers."""
+
+    stmt: Stmt
+    tile: Tile
+    keep: bool
+    loops: list  # the enclosing loops at the point its value is final
+
+
+class RegisterReuse:
+    """Register tiles shared between the statements of one kernel (see the module docstring)."""
+
+    def _keep_store(self, stmt: Stmt) -> tuple[bool, bool]:
+        readers_here = [
+            s for s in self.model.stmts
+            if self.kernel_of[s.name] == self.index and any(r.tensor == stmt.name for r in s.reads)
+        ]
+        kind = self.model.tensors[stmt.name].kind
+        store = kind == "output" or stmt.name in self.temps
+        return bool(readers_here), store
+
+    def _register(self, e: ast.Access, stmt: Stmt, tile: Tile, producer: _Produced, context) -> Optional[Reg]:
+        """The producer's register tile, if this read takes it element for element."""
+        if producer.loops != context[: len(producer.loops)]:  # the same loop objects, not only the same names
+            return None
+        consumer_axes = {a.iter: a for a in tile.axes}
+        for p_iter, index in zip(producer.stmt.lhs_iters, e.indices):
+            if not isinstance(index, ast.Name) or index.name not in stmt.iters:
+                return None
+            c_iter = index.name
+            p_axis = next((a for a in producer.tile.axes if a.iter == p_iter), None)
+            if p_axis is None:
+                if c_iter in consumer_axes or tile.scalars.get(c_iter) != producer.tile.scalars.get(p_iter):
+                    return None
+                continue
+            c_axis = consumer_axes.get(c_iter)
+            if c_axis is None or c_axis.size != p_axis.size or not _same_offset(c_axis, p_axis):
+                return None
+        positions = []
+        for p_axis in producer.tile.axes:
+            index = e.indices[producer.stmt.lhs_iters.index(p_axis.iter)]
+            positions.append([a.iter for a in tile.axes].index(index.name))
+        if positions != sorted(positions):
+            return None  # a transposed register tile: not supported
+        if not self._same_iteration(producer, stmt, e):
+            return None
+        return Reg(producer.stmt.name, tuple(positions))
+
+    def _same_iteration(self, producer: _Produced, stmt: Stmt, e: ast.Access) -> bool:
+        """Was every element this read takes written by the producer in the same iteration of the producer's
+        loops?  A register tile holds only the current iteration's values: in an iteration where the producer
+        has no instance its tile is recomputed empty, so a value from an earlier iteration is gone."""
+        if not producer.loops:
+            return True
+        access = next((r for r in stmt.reads if r.node is e), None)
+        if access is None:
+            return False
+        prod = producer.stmt
+        reader_times = pw_affs_to_map([pa for l in producer.loops for pa in l.exprs[stmt.name]], stmt.domain)
+        writer_times = pw_affs_to_map([pa for l in producer.loops for pa in l.exprs[prod.name]], prod.domain)
+        writers = access.relation.apply_range(prod.write.relation.reverse())  # reader instance -> writers
+        return writers.apply_range(writer_times).is_subset(reader_times)
+
+
+def _same_offset(a: Axis, b: Axis) -> bool:
+    """Equal as functions of the loop variables wherever both tiles exist (isl, not syntax)."""
+    if a.offset == b.offset:
+        return True
+    if a.offset_isl is None or b.offset_isl is None:
+        return False
+    try:
+        diff = a.offset_isl.sub(b.offset_isl).coalesce()
+    except isl.Error:
+        return False
+    if diff.is_empty():
+        return True
+    lo, hi = integer_bounds(diff)
+    return lo.is_zero() and hi.is_zero()

@@ -1,0 +1,182 @@
+"""The f32 runtime of the reference interpreter: the functions the compiled statements call, and the
+bookkeeping of a traced run.
+
+The semantics are those of docs/interpreter.md#semantics: `max` / `min` are IEEE 754-2019 maximum /
+minimum with one canonical NaN, `exp` / `log` / `tanh` the float64 libm result rounded to f32 (the same bits
+on every machine), `sqrt` IEEE, the compositions (`rsqrt`, `sigmoid`, `silu`) built from their one
+definition in compiler/model/functions.py, casts the roundings of compiler/model/dtypes.py; an index out
+of range raises `IndexError` (`_oob`).  `_runtime_namespace` is the namespace the statements' generated
+Python runs in (compiler/reference/statements.py); with a `Trace`, reads of temporaries and outputs go
+through `_traced_read`, which records the reads of elements that were not complete yet (`EarlyRead`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from tdsl.compiler.model import dtypes as dt
+from tdsl.compiler.model.functions import COMPOSITIONS, python_source
+from tdsl.compiler.reference.order import _fmt_point
+
+
+@dataclass
+class EarlyRead:
+    """A read of an element of a temp / output whose statement had not finished it."""
+
+    reader: str
+    point: tuple[int, ...]
+    tensor: str
+    index: tuple[int, ...]
+    done: int  # instances of the element executed before the read
+    expected: int  # instances of the element in the whole order
+
+
+@dataclass
+class Trace:
+    """Optional bookkeeping filled by `run(..., trace=Trace())`.
+
+    counts[t]: instances executed per element of the tensor written by a statement;
+    expected[t]: instances per element in the executed order (so an element is complete
+    when counts == expected); early_reads: the first `max_early_reads` reads of an
+    element that was incomplete at the time (never written: done == 0), n_early_reads
+    counts them all.
+    """
+
+    max_early_reads: int = 100
+    counts: dict[str, np.ndarray] = field(default_factory=dict)
+    expected: dict[str, np.ndarray] = field(default_factory=dict)
+    early_reads: list[EarlyRead] = field(default_factory=list)
+    n_early_reads: int = 0
+    n_instances: int = 0
+
+    def complete(self, tensor: str) -> np.ndarray:
+        return self.counts[tensor] == self.expected[tensor]
+
+
+# =============================================================== runtime helpers
+
+_f32 = np.float32
+_ONE = np.float32(1.0)
+_NAN32 = np.float32(np.nan)  # the canonical quiet NaN, 0x7FC00000
+_copysign = math.copysign
+
+
+# max and min are IEEE 754-2019 maximum / minimum with one NaN: -0.0 < +0.0, and a NaN operand gives the canonical
+# quiet NaN whichever operand (and payload) it was.  So the result never depends on the order of the operands, and
+# a `max` reduction gives the same bits in any order and grouping (docs/interpreter.md#semantics).
+
+
+def _fmax(a, b):
+    if a > b:
+        return a
+    if b > a:
+        return b
+    if a == b:  # the same value: the same bits, or +0.0 and -0.0
+        return b if _negative(a) else a
+    return _NAN32
+
+
+def _fmin(a, b):
+    if a < b:
+        return a
+    if b < a:
+        return b
+    if a == b:
+        return a if _negative(a) else b
+    return _NAN32
+
+
+def _negative(x) -> bool:
+    return _copysign(1.0, x) < 0.0
+
+
+_INF32 = np.float32(np.inf)
+_ZERO32 = np.float32(0.0)
+_NEG_INF32 = np.float32(-np.inf)
+
+# exp / log / tanh: the float64 libm result rounded to f32 (i.e. the correctly rounded f32
+# result except in astronomically rare double-rounding cases), so the oracle gives the same
+# bits on every machine (numpy's float32 SIMD ufuncs differ between CPUs by an ulp).
+_mexp = math.exp
+_mlog = math.log
+_mtanh = math.tanh
+_msqrt = math.sqrt
+
+
+def _exp(x):
+    if x > 89.0:  # e**89 > f32 max; also keeps math.exp from raising OverflowError
+        return _INF32
+    return _f32(_mexp(x))  # nan -> nan, -inf -> 0
+
+
+def _log(x):
+    if x > 0.0:
+        return _f32(_mlog(x))  # inf -> inf
+    if x == 0.0:
+        return _NEG_INF32
+    return _NAN32  # negative or NaN
+
+
+def _sqrt(x):
+    if x >= 0.0:
+        return _f32(_msqrt(x))  # correctly rounded (f64 sqrt then f32 rounding is exact)
+    return _NAN32 if x != 0.0 else x
+
+
+def _tanh(x):
+    return _f32(_mtanh(x))
+
+
+def _abs(x):
+    return abs(x)
+
+
+def _oob(info, indices, p):
+    tensor, shape, node = info
+    idx = indices()
+    what = "read of" if node is not None else "store to"
+    where = ""
+    span = getattr(node, "span", None)
+    if span is not None and span.line:
+        where = f" (line {span.line}, column {span.column})"
+    raise IndexError(
+        f"{what} {tensor}{_fmt_point(idx)} out of bounds (shape {list(shape)}) "
+        f"at instance {_fmt_point(p)}{where}"
+    )
+
+
+def _runtime_namespace(trace: Optional[Trace]) -> dict:
+    ns = {
+        "_f32": _f32,
+        "_fmax": _fmax,
+        "_fmin": _fmin,
+        "_exp": _exp,
+        "_log": _log,
+        "_sqrt": _sqrt,
+        "_tanh": _tanh,
+        "_abs": _abs,
+        "_ONE": _ONE,
+        "_oob": _oob,
+    }
+    for func in COMPOSITIONS:  # rsqrt, sigmoid, silu: built from their one definition (compiler/model/functions.py)
+        ns[f"_{func}"] = eval(f"lambda x: {python_source(func, 'x')}", dict(ns))  # noqa: S307 - our own text
+    for name in dt.NUMPY_DTYPES:
+        ns[f"_round_{name}"] = dt.scalar_rounder(name)
+    if trace is not None:
+
+        def _traced_read(arr, cnt, exp, key, tensor, reader, p):
+            done = int(cnt[key])
+            if done < exp[key]:
+                trace.n_early_reads += 1
+                if len(trace.early_reads) < trace.max_early_reads:
+                    trace.early_reads.append(
+                        EarlyRead(reader, tuple(p), tensor, tuple(int(k) for k in key), done, int(exp[key]))
+                    )
+            return arr[key]
+
+        ns["_traced_read"] = _traced_read
+    return ns
