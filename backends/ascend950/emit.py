@@ -31,7 +31,7 @@ from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.lower import tileir as T
 
-from tdsl.backends.ascend910b.emit import registers_read, subexpressions
+from tdsl.backends.ascend910b.common import registers_read, subexpressions
 from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
 from tdsl.backends.common.names import ModuleNames
 

@@ -1,0 +1,135 @@
+"""What the parts of the 910B printer share: its index code, operands, the constants of the API, and small
+walks over tile-program values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+from tdsl.backends.common.dtypes import ASCEND_910B
+from tdsl.backends.tilelang.emit import index_code as _tilelang_index_code
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.passes.ascend910b import expr_vars
+from tdsl.compiler.lower.tileir import simplify
+
+
+TL_DTYPES = ASCEND_910B  # no FP8 type: E4M3 tensors are bytes (backends/common/dtypes.py)
+
+# Variables this printer adds to the tile program's expressions ('__' names: no program name starts so).
+ROW = "__row"  # the row of a tile computed row by row
+
+
+def index_code(e: T.Expr, names: dict) -> str:
+    """TileLang's index code, `a or b` spelt T.if_then_else(a, True, b): tilelang-ascend 0.1.4 has T.And but no
+    T.Or (api910b.py)."""
+    return _tilelang_index_code(e, names, disjunction="T.if_then_else({}, True, {})")
+
+
+@dataclass
+class _Opnd:
+    kind: str  # tile | scalar
+    code: str  # a UB buffer name (tile) or a scalar PrimExpr
+
+
+def _exact_reciprocal(code: str) -> str | None:
+    """1/c as code when c is a literal power of two whose reciprocal is a normal f32 (then x / c == x * (1/c))."""
+    try:
+        c = float(code.strip("()"))
+    except ValueError:
+        return None
+    m, e = math.frexp(abs(c)) if c else (0.0, 0)
+    if m != 0.5 or not -125 <= 1 - e <= 127:
+        return None
+    return repr(1.0 / c)
+
+
+def _and_code(conds: list) -> str:
+    out = conds[0]
+    for c in conds[1:]:
+        out = f"T.And({out}, {c})"
+    return out
+
+
+def _float_code(value) -> str:
+    value = float(value)
+    if math.isinf(value):
+        return '-T.infinity("float32")' if value < 0 else 'T.infinity("float32")'
+    return repr(value)
+
+
+def _atom_text(atom: T.Bin) -> str:
+    """A mask comparison as the program's names spell it (for messages)."""
+    names = {v.name: v.name for side in (atom.lhs, atom.rhs) for v in expr_vars(side)}
+    return f"{index_code(simplify(atom.lhs), names)} {atom.op} {index_code(simplify(atom.rhs), names)}"
+
+
+def _loop_lowers(kernel: T.TileKernel) -> dict:
+    """Loop variable -> its first value, where that is a constant (grid axes and serial loops)."""
+    out = {}
+    for axis in kernel.grid:
+        for var, lo in zip(axis.vars, axis.lowers):
+            if isinstance(simplify(lo), T.Const):
+                out[var] = simplify(lo).value
+
+    def walk(ops):
+        for op in ops:
+            if isinstance(op, T.SerialLoop):
+                if isinstance(simplify(op.lower), T.Const):
+                    out[op.var] = simplify(op.lower).value
+                walk(op.body)
+
+    walk(kernel.body)
+    return out
+
+
+def registers_read(op) -> set:
+    """Statements whose register values an op (or a loop's body) reads."""
+    if isinstance(op, T.SerialLoop):
+        return set().union(*[registers_read(o) for o in op.body]) if op.body else set()
+    expr = getattr(op, "value", None) or getattr(op, "partial", None)
+    out = set()
+
+    def walk(e):
+        if isinstance(e, T.Reg):
+            out.add(e.stmt)
+        elif isinstance(e, T.Dot):
+            walk(e.lhs)
+            walk(e.rhs)
+        elif isinstance(e, T.Reduce):
+            walk(e.operand)
+        elif isinstance(e, T.Select):
+            walk(e.then)
+            walk(e.other)
+        for c in subexpressions(e):
+            walk(c)
+
+    if expr is not None:
+        walk(expr)
+    return out
+
+
+def _load_uses(op) -> dict:
+    """repr(load) -> how often the op's expression reads it (a load read once may be overwritten by its reader)."""
+    uses: dict = {}
+
+    def walk(e):
+        if isinstance(e, T.Load):
+            uses[repr(e)] = uses.get(repr(e), 0) + 1
+        elif isinstance(e, T.Dot):
+            walk(e.lhs)
+            walk(e.rhs)
+        elif isinstance(e, T.Reduce):
+            walk(e.operand)
+        for c in subexpressions(e):
+            walk(c)
+
+    expr = getattr(op, "value", None) or getattr(op, "partial", None)
+    if expr is not None:
+        walk(expr)
+    return uses
+
+
+def subexpressions(e):
+    """The operands of an elementwise value (tileir.value_operands); a tile reduction or product is a whole
+    step of its own, not looked into here."""
+    return [] if isinstance(e, (T.Reduce, T.Dot)) else T.value_operands(e)

@@ -1,0 +1,118 @@
+"""Stores from UB to GM: whole tiles (T.copy clips at the tensor's bounds), row by row, a column of a tile, and
+the read-modify-write of a tile whose mask excludes lanes inside the tensor.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tdsl.backends.ascend910b import e4m3
+from tdsl.backends.ascend910b.common import _Opnd, _atom_text, ROW
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.lane_masks import atoms, conjunction, implied_by_bounds, mentions
+from tdsl.compiler.lower.tileir import simplify
+
+
+class Stores:
+    """Methods of `Ascend910BPrinter` (emit.py); `self` is the printer."""
+
+    def _store(self, stmt, tile, lhs, value: _Opnd) -> None:
+        arg = next(t for t in self.kernel.tensors if t.name == stmt)
+        shape = [a.size for a in tile.axes]
+        src = value if value.kind == "tile" else self._materialise(value, shape)
+        names = self._region_names(tile)
+        region = f"{self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}]"
+        column = self.facts.store_layout(stmt, tile, lhs) == "column"
+        indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
+        axes = [a.iter for a in tile.axes]
+        extra = [a for a in atoms(tile.mask) if not implied_by_bounds(a, indices, self.facts.dims(stmt))
+                 and any(mentions(a, it) for it in axes)]  # the others are the whole statement's condition
+        if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra):
+            return self._store_rows(stmt, tile, lhs, src)
+        if extra and not column:  # read-modify-write: the GM tile is kept where the mask is false
+            self._check_read_modify_write(stmt, tile, extra)
+            if arg.dtype == "f8e4m3":
+                raise BackendError(f"{stmt}: a store of FP8 bytes under a mask other than the tensor's bounds is not "
+                                   f"generated for ascend-910b")
+            old = self.alloc(self.fresh(f"{stmt}_old"), shape, arg.dtype, "UB", f"{stmt} as it is in GM")
+            self.emit(f"T.copy({region}, {old})  # GM -> UB: lanes outside the domain keep these values")
+            old = self._widen(old, arg.dtype, shape)
+            out = self.temp(f"{stmt}_new", shape)
+            self.emit(f"T.copy({src.code}, {out})  # UB -> UB")
+            self._mask_lanes(out, tile, conjunction(extra), tensor=old)
+            self.expr_temps.add(old)
+            self.done(old)
+            src = _Opnd("tile", out)
+        if arg.dtype == "f8e4m3":
+            src = _Opnd("tile", e4m3.encode_e4m3(self, src.code, shape))
+            self.expr_temps.add(src.code)
+        elif arg.dtype != "f32":
+            out = self.temp(f"{stmt}_out", shape, arg.dtype, f"{stmt} in {arg.dtype}")
+            self.emit(f'T.tile.cast({out}, {src.code}, "CAST_RINT", {math.prod(shape or [1])})')
+            self.done(src)
+            src = _Opnd("tile", out)
+        if column:
+            self._store_column(stmt, tile, lhs, src.code, arg.dtype)
+        else:
+            clipped = " (clipped to the tensor)" if tile.mask is not None else ""
+            self.emit(f"T.copy({src.code}, {region})  # UB -> GM{clipped}")
+        self.done(src)
+
+    def _store_rows(self, stmt, tile, lhs, src: _Opnd) -> None:
+        """A 2-D tile some of whose rows lie outside the domain (a tile size that is not a power of two: the
+        tile's last rows are the next tile's first ones, which another vector core or block may be writing):
+        stored row by row, each row inside the domain as a 1-D tile; the others are not written at all."""
+        row, col = tile.axes
+        r = self.fresh("r")
+        parts = atoms(tile.mask)
+        row_parts = [a for a in parts if not mentions(a, col.iter) and mentions(a, row.iter)]
+        scalars = {**tile.scalars, row.iter: simplify(T.Bin("+", row.offset, T.Var(ROW)))}
+        sub = T.Tile(axes=[col], scalars=scalars, mask=conjunction([a for a in parts if a not in row_parts]))
+        saved, self.vars[ROW] = self.vars.get(ROW), r
+        depth = self.depth
+        self.emit(f"for {r} in T.serial({row.size}):  # {stmt} row by row: rows outside the domain are not written")
+        self.depth += 1
+        self.emit(f"if {self._condition(row_parts, self._scalar_names(sub))}:")
+        self.depth += 1
+        self._store(stmt, sub, lhs, _Opnd("tile", f"{src.code}[{r}, :]"))
+        self.depth = depth
+        self.vars[ROW] = saved
+        self.done(src)
+
+    def _check_read_modify_write(self, stmt, tile, extra) -> None:
+        """A masked store writes the lanes outside its mask back as they were in GM.  That is right only if no
+        other core writes them meanwhile: lanes outside the statement's domain, or those of a neighbouring tile
+        that this core stores itself (a serial loop) -- not a neighbour another block stores at the same time."""
+        grid = {v for axis in self.kernel.grid for v in axis.vars}
+        for atom in extra:
+            shared = sorted(v for v in grid if mentions(atom, v))
+            if shared:
+                col = tile.axes[-1]
+                raise BackendError(
+                    f"{stmt}: its tile of {col.size} lanes along {col.iter} reaches into the tile of the next "
+                    f"{'/'.join(shared)} (the mask {_atom_text(atom)}), which another block stores at the same "
+                    f"time; the 910B stores whole rows of lanes, so the store would write that block's lanes back "
+                    f"as they were. Use a tile size that is a power of two along {col.iter} (or a serial loop for "
+                    f"{'/'.join(shared)})")
+
+    def _store_column(self, stmt, tile, lhs, src: str, dtype: str) -> None:
+        """A 1-D tile down a GM column, element by element: each into the first lane of a row of whole 32-byte
+        blocks (a UB -> GM copy starts on one), copied to its own GM element.  Rows outside the tile's mask
+        (past the tensor, or outside the domain) are not written: the copies need no clipping and no
+        read-modify-write."""
+        axis = tile.axes[0]
+        rows = self._column_rows(stmt, axis.size, dtype)
+        r = self.fresh("r")
+        names = self._scalar_names(tile)
+        names[axis.iter] = self._row_code(axis, r)
+        depth = self.depth
+        self.emit(f"for {r} in T.serial({axis.size}):  # {stmt}'s column, one element at a time")
+        self.depth += 1
+        if tile.mask is not None:
+            self.emit(f"if {self._condition(atoms(tile.mask), names)}:  # rows inside the domain")
+            self.depth += 1
+        self.emit(f"{rows}[{r}, 0] = {src}[{r}]")
+        self.emit(f"T.copy({rows}[{r}, 0:1], {self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}])  # UB -> GM")
+        self.depth = depth
+        self.done(rows)

@@ -1,0 +1,276 @@
+"""Values in UB: loads (GM -> UB, widened to f32), registers of earlier statements, iterator values, rounding
+to a dtype (E4M3 through e4m3.py), and three-address arithmetic, one UB temporary per operation.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tdsl.backends.ascend910b import e4m3
+from tdsl.backends.ascend910b.common import index_code, _Opnd, _exact_reciprocal, _float_code, TL_DTYPES
+from tdsl.compiler.errors import BackendError, InternalError
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.lane_masks import expr_text as _expr_text
+from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, expr_vars, layout as tile_layout
+from tdsl.compiler.lower.tileir import simplify
+
+
+class Values:
+    """Methods of `Ascend910BPrinter` (emit.py); `self` is the printer."""
+
+    def _materialise(self, v: _Opnd, shape) -> _Opnd:
+        buf = self.temp("t", shape)
+        self.emit(f"T.tile.fill({buf}, {v.code})")
+        return _Opnd("tile", buf)
+
+    def _round(self, dtype, v: _Opnd, shape, into=None) -> _Opnd:
+        if dtype == "f32":
+            return v
+        if dtype == "f8e4m3":
+            if v.kind == "scalar":
+                return self._round_scalar_e4m3(v)
+            y = e4m3.round_e4m3(self, v.code, shape)
+            self.done(v)
+            self.expr_temps.add(y)
+            if into is not None:
+                self.emit(f"T.copy({y}, {into})  # UB -> UB")
+                return _Opnd("tile", into)
+            return _Opnd("tile", y)
+        if v.kind == "scalar":
+            return _Opnd("scalar", f'T.Cast("float32", T.Cast("{TL_DTYPES[dtype]}", {v.code}))')
+        n = math.prod(shape or [1])
+        low = self.temp(f"t_{dtype}", shape, dtype)
+        self.emit(f'T.tile.cast({low}, {v.code}, "CAST_RINT", {n})  # round to {dtype}')
+        self.done(v)
+        out = into or self.temp("t", shape)  # may be v's buffer: rounded in place
+        self.emit(f'T.tile.cast({out}, {low}, "CAST_NONE", {n})')
+        self.done(low)
+        return _Opnd("tile", out)
+
+    def _round_scalar_e4m3(self, v: _Opnd) -> _Opnd:
+        """A scalar rounded to E4M3: the conversion compares whole 256-byte repeats, so the scalar fills 64 lanes
+        of f32, is rounded there, and is read back from a buffer of its own (a value read later must not sit in
+        a temporary that another statement reuses)."""
+        lanes = self.temp("t", [64])
+        self.emit(f"T.tile.fill({lanes}, {v.code})")
+        y = e4m3.round_e4m3(self, lanes, [64])
+        self.done(lanes)
+        held = self.alloc(self.fresh("e4m3_scalar"), [8], "f32", "UB", "a scalar rounded to E4M3", pooled=False)
+        self.emit(f"{held}[0] = {y}[0]")
+        self.expr_temps.add(y)
+        self.done(y)
+        return _Opnd("scalar", f"{held}[0]")
+
+    def _value(self, e, tile: T.Tile) -> _Opnd:
+        shape = [a.size for a in tile.axes]
+        axes = [a.iter for a in tile.axes]
+        v = lambda x: self._value(x, tile)
+        if isinstance(e, T.Const):
+            return _Opnd("scalar", _float_code(e.value))
+        if isinstance(e, T.Reg):
+            return self._reg(e, axes, shape)
+        if isinstance(e, T.Load):
+            key = repr(e)
+            if key in getattr(self, "loads", {}):
+                return self.loads[key]
+            self.loads = getattr(self, "loads", {})
+            self.loads[key] = result = self._load(e, tile, shape, axes)
+            if result.kind == "tile" and getattr(self, "load_uses", {}).get(key) == 1:
+                self.expr_temps.add(result.code)  # read once: its parent may overwrite it
+            elif result.kind == "tile":
+                self.expr_temps.discard(result.code)  # read again: nobody may overwrite it
+            return result
+        if isinstance(e, T.Select):
+            return self._select(e.cond, v(e.then), e.other, tile)
+        if isinstance(e, T.Neg):
+            x = v(e.operand)
+            if x.kind == "scalar":
+                return _Opnd("scalar", f"(-{x.code})")
+            return self._binop("*", x, _Opnd("scalar", "-1.0"), shape)
+        if isinstance(e, T.Bin) and e.op in ("+", "-", "*", "/", "max", "min"):
+            return self._binop(e.op, v(e.lhs), v(e.rhs), shape)
+        if isinstance(e, T.Call):
+            args = [v(a) for a in e.args]
+            if e.func in ("max", "min"):
+                return self._binop(e.func, args[0], args[1], shape)
+            # The primitives of compiler/model/functions.py (rsqrt, sigmoid, silu arrive expanded into them, so the
+            # 910B computes the interpreter's steps, not its own T.tile.silu).
+            fn = {"exp": "exp", "log": "ln", "sqrt": "sqrt", "abs": "abs"}.get(e.func)
+            if fn is None:
+                raise BackendError(f"{e.func} has no T.tile form in tilelang-ascend 0.1.4")
+            x = args[0]
+            if x.kind == "scalar":
+                scal = {"exp": "T.exp({})", "ln": "T.log({})", "sqrt": "T.sqrt({})", "abs": "T.abs({})"}
+                return _Opnd("scalar", scal[fn].format(x.code))
+            self.done(x)
+            out = self.temp("t", shape)  # may be x's buffer: in place
+            self.emit(f"T.tile.{fn}({out}, {x.code})")
+            return _Opnd("tile", out)
+        if isinstance(e, T.Round):
+            return self._round(e.dtype, v(e.operand), shape)
+        if isinstance(e, T.Var):
+            return self._iterator_value(e.name, tile)
+        raise BackendError(f"{_expr_text(e)}: comparisons and where on values have no T.tile form for ascend-910b")
+
+    def _iterator_value(self, name: str, tile: T.Tile) -> _Opnd:
+        """An iterator used as a value: a fixed one is a scalar; along a tile axis, the lane positions plus the
+        axis's start (T.tile.createvecindex), broadcast over the other axis of a 2-D tile."""
+        axes = [a.iter for a in tile.axes]
+        if name not in axes:
+            return _Opnd("scalar", f'T.Cast("float32", {index_code(simplify(tile.scalars[name]), self.vars)})')
+        axis = tile.axes[axes.index(name)]
+        lanes = self.temp("t", [axis.size])
+        self.emit(f'T.tile.createvecindex({lanes}, T.Cast("float32", {index_code(simplify(axis.offset), self.vars)}))'
+                  f"  # {name}")
+        if len(axes) == 1:
+            return _Opnd("tile", lanes)
+        if len(axes) != 2:
+            raise BackendError(f"the iterator {name} as a value of a {len(axes)}-D tile has no ascend-910b form")
+        out = self._arrange(lanes, [axes.index(name)], [a.size for a in tile.axes])
+        self.done(lanes)
+        return out
+
+    def _reg(self, e: T.Reg, axes, shape) -> _Opnd:
+        """A value computed earlier in this kernel; row by row, a row of it or its element for the row."""
+        value = self.values[e.stmt]
+        if value.kind == "scalar":
+            return value
+        if self.row is not None:
+            rank = len(self.shapes.get(e.stmt, []))
+            if tuple(e.axes) == (0, 1) and rank == 2:
+                return _Opnd("tile", f"{value.code}[{self.row}, :]")
+            if tuple(e.axes) == (1,) and rank == 1:
+                return value
+            if tuple(e.axes) == (0,) and rank == 1:
+                return _Opnd("scalar", f"{value.code}[{self.row}]")
+            raise BackendError(f"reading {e.stmt} (axes {e.axes}) row by row has no ascend-910b form")
+        if list(e.axes) != list(range(len(axes))):
+            held = self.shapes.get(e.stmt, [])
+            if len(axes) == 2 and [shape[p] for p in e.axes] == list(held) and list(e.axes) in ([1, 0], [1], [0]):
+                return self._arrange(value.code, list(e.axes), shape)
+            raise BackendError(f"reading {e.stmt} broadcast along some tile axes has no whole-tile T.tile form "
+                               f"for ascend-910b")
+        return value
+
+    def _load(self, e, tile, shape, axes) -> _Opnd:
+        used = {x.name for idx in e.indices for x in expr_vars(idx)}
+        arg = next(t for t in self.kernel.tensors if t.name == e.tensor)
+        names = self._region_names(tile)
+        if not used & set(axes):
+            if arg.dtype == "f8e4m3":
+                raise BackendError(f"a scalar read of the FP8 tensor {e.tensor} has no ascend-910b form")
+            indices = ", ".join(index_code(simplify(i), names) for i in e.indices)
+            return _Opnd("scalar", f'T.Cast("float32", {self.tensor(e.tensor)}[{indices}])')
+        order = [i.name for i in e.indices if isinstance(i, T.Var) and i.name in axes]
+        plain = all(isinstance(i, T.Var) for i in e.indices if used & set(axes) & {v.name for v in expr_vars(i)})
+        if order != list(axes) and plain and len(set(order)) == len(order) and len(axes) == 2:
+            return self._load_arranged(e, tile, order)
+        layout = tile_layout(e.tensor, e.indices, axes, "load")
+        raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
+        region = ", ".join(index_code(simplify(i), names) for i in e.indices)
+        if layout == "column":
+            self._load_column(e.tensor, region, raw, shape[0], arg.dtype)
+        else:
+            clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
+            self.emit(f"T.copy({self.tensor(e.tensor)}[{region}], {raw})  # GM -> UB{clipped}")
+        return _Opnd("tile", self._widen(raw, arg.dtype, shape))
+
+    def _load_arranged(self, e: T.Load, tile: T.Tile, order: list) -> _Opnd:
+        """A load of a 2-D tile whose axes the tensor holds transposed ([j, i] for a tile [i, j]) or only in part
+        (a row broadcast down the tile, or a column across it): the tensor's own tile comes into UB in its
+        order, then is arranged into the tile's (`_arrange`)."""
+        by_name = {a.iter: a for a in tile.axes}
+        sub = [by_name[n] for n in order]
+        arg = next(t for t in self.kernel.tensors if t.name == e.tensor)
+        if len(sub) == 2:  # the GM rows run along the tile's first axis: whole 32-byte blocks of them
+            last = sub[-1]
+            sub[-1] = T.Axis(last.iter, last.offset, max(last.size, UB_ROW_BYTES // BYTES[arg.dtype]))
+        part = T.Tile(axes=sub, scalars=tile.scalars, mask=e.mask)
+        vals = self._load(e, part, [a.size for a in sub], order)
+        positions = [[a.iter for a in tile.axes].index(n) for n in order]
+        out = self._arrange(vals.code, positions, [a.size for a in tile.axes])
+        self.expr_temps.add(vals.code)
+        self.done(vals)
+        return out
+
+    def _arrange(self, src: str, positions: list, shape: list) -> _Opnd:
+        """A 2-D tile from the UB buffer `src` whose dimension n is the tile's axis positions[n]: transposed by
+        the scalar unit, or broadcast row by row (a row copied into every row, an element filling its row)."""
+        out = self.temp("t", shape)
+        rows, cols = shape
+        u, w = self.fresh("r"), self.fresh("c")
+        if positions == [1, 0]:
+            self.emit(f"for {u} in T.serial({rows}):  # transposed, element by element")
+            self.emit(f"    for {w} in T.serial({cols}):")
+            self.emit(f"        {out}[{u}, {w}] = {src}[{w}, {u}]")
+        elif positions == [1]:
+            self.emit(f"for {u} in T.serial({rows}):  # the same row in every row")
+            self.emit(f"    T.copy({src}, {out}[{u}, :])  # UB -> UB")
+        elif positions == [0]:
+            self.emit(f"for {u} in T.serial({rows}):  # each row filled with its element")
+            self.emit(f"    T.tile.fill({out}[{u}, :], {src}[{u}])")
+        else:
+            raise InternalError(f"arranging axes {positions} into a 2-D tile")
+        return _Opnd("tile", out)
+
+    def _column_rows(self, tensor: str, n: int, dtype: str) -> str:
+        """A UB buffer of n rows of one 32-byte block: a GM <-> UB copy starts every UB row on a block, so the
+        element of a tile that lies in row r of a GM column is at [r, 0] (DataCopyPad, common.h:199-236)."""
+        return self.temp(f"{tensor}_rows", [n, UB_ROW_BYTES // BYTES[dtype]], dtype,
+                         f"{tensor}: one element per 32-byte row")
+
+    def _load_column(self, tensor: str, region: str, raw: str, n: int, dtype: str) -> None:
+        """A 1-D tile down a GM column: one copy of the n rows (clipped and padded at the tensor's end; the
+        block's other lanes are the row's next elements, or padding), then the first lane of each row."""
+        rows = self._column_rows(tensor, n, dtype)
+        self.emit(f"T.copy({self.tensor(tensor)}[{region}], {rows})  # GM -> UB: row r of the column at [r, 0] "
+                  f"(clipped to the tensor)")
+        r = self.fresh("r")
+        self.emit(f"for {r} in T.serial({n}):  # the column's elements, side by side")
+        self.emit(f"    {raw}[{r}] = {rows}[{r}, 0]")
+        self.done(rows)
+
+    def _binop(self, op: str, a: _Opnd, b: _Opnd, shape) -> _Opnd:
+        """a op b into a UB temporary; the temporary may be an operand's own buffer (a subexpression its parent
+        consumes): the T.tile.* operations work element by element, so dst may be src0 or src1."""
+        if a.kind == b.kind == "scalar":
+            code = f"T.{op}({a.code}, {b.code})" if op in ("max", "min") else f"({a.code} {op} {b.code})"
+            return _Opnd("scalar", code)
+        if op == "-" and b.kind == "scalar":  # x - s == x + (-s) exactly: Adds takes a scalar
+            op, b = "+", _Opnd("scalar", f"(-{b.code})")
+        if op == "-" and a.kind == "scalar":  # s - x == (-x) + s exactly (T.tile.sub takes no scalar)
+            return self._binop("+", self._binop("*", b, _Opnd("scalar", "-1.0"), shape), a, shape)
+        if op == "/" and b.kind == "scalar" and _exact_reciprocal(b.code) is not None:
+            op, b = "*", _Opnd("scalar", _exact_reciprocal(b.code))  # x / 2^k == x * 2^-k exactly
+        if op in ("+", "*", "max", "min") and a.kind == "scalar":
+            a, b = b, a  # commutative
+        if op == "/" and "scalar" in (a.kind, b.kind):
+            return self._divide_by_rows(a, b, shape)
+        fn = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "max", "min": "min"}[op]
+        self.done(a, b)
+        out = self.temp("t", shape)
+        self.emit(f"T.tile.{fn}({out}, {a.code}, {b.code})")
+        return _Opnd("tile", out)
+
+    def _divide_by_rows(self, a: _Opnd, b: _Opnd, shape) -> _Opnd:
+        """A division with a scalar side: T.tile.div takes a scalar only as the divisor, and multiplies by its
+        reciprocal there (codegen_ascend.cc:1721-1765), which rounds twice.  The scalar fills one row of the
+        tile instead, and the tile is divided row by row: one row of UB, not a tile of it."""
+        scalar, tile = (a, b) if a.kind == "scalar" else (b, a)
+        # a free tile costs nothing, and in a tile of two rows one row saves little (later statements reuse a tile)
+        whole = math.prod(shape[:-1]) <= 2 or self._pooled(shape)
+        num = self.temp("t", shape if whole else shape[-1:])  # the scalar, in a tile or in one row
+        self.emit(f"T.tile.fill({num}, {scalar.code})")
+        self.done(tile)
+        out = self.temp("t", shape)
+        lead = [] if whole else [self.fresh("r") for _ in shape[:-1]]
+        depth = self.depth
+        for r, n in zip(lead, shape):
+            self.emit(f"for {r} in T.serial({n}):")
+            self.depth += 1
+        row = f"[{', '.join(lead + [':'])}]" if lead else ""
+        x, y = (num, f"{tile.code}{row}") if a.kind == "scalar" else (f"{tile.code}{row}", num)
+        self.emit(f"T.tile.div({out}{row}, {x}, {y})")
+        self.depth = depth
+        self.done(num)
+        return _Opnd("tile", out)

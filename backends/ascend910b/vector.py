@@ -1,0 +1,358 @@
+"""The vector cores' statements: whole-tile `T.tile.*` operations on UB buffers, tiles computed row by row,
+lane masks (`T.tile.compare` + `T.tile.select`), reductions and the products that run on the vector cores.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tdsl.backends.ascend910b import e4m3
+from tdsl.backends.ascend910b.common import index_code, _Opnd, _float_code, subexpressions, ROW
+from tdsl.compiler.errors import BackendError, InternalError
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.lane_masks import (
+    check_affine,
+    NEGATE,
+    expr_text as _expr_text,
+    atoms,
+    conjunction,
+    implied_by_bounds,
+    lane_test,
+    mentions,
+)
+from tdsl.compiler.lower.passes.ascend910b import expr_vars
+from tdsl.compiler.lower.tileir import simplify
+
+
+class VectorSide:
+    """Methods of `Ascend910BPrinter` (emit.py); `self` is the printer."""
+
+    def _vector_op(self, op) -> None:
+        if isinstance(op, T.Compute):
+            self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}")
+            if self._by_rows(op.value, op.tile):
+                return self._compute_rows(op)
+            shape = [a.size for a in op.tile.axes]
+            value = self._round(op.dtype, self._value(op.value, op.tile), shape)
+            self.values[op.stmt] = value
+            self.expr_temps.discard(value.code)
+            self.shapes[op.stmt] = shape
+            if op.store:
+                self._store(op.stmt, op.tile, op.lhs, value)
+        elif isinstance(op, T.AccInit):
+            self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}")
+            shape = [a.size for a in op.tile.axes]
+            acc = self.alloc(self.local(("acc", op.stmt), f"acc_{op.stmt}"), shape, "f32", "UB", f"{op.op} accumulator")
+            self.accs[op.stmt] = (acc, shape)
+            fill = "0.0" if op.op == "sum" else '-T.infinity("float32")'
+            self.emit(f"T.tile.fill({acc}, {fill})")
+        elif isinstance(op, T.AccUpdate):
+            product = self._product(op)
+            if product is not None:
+                self._vector_matmul(op, *product)
+            else:
+                self._tile_reduce(op)
+        elif isinstance(op, T.AccFinish):
+            acc, shape = self.accs[op.stmt]
+            value = self._round(op.dtype, _Opnd("tile", acc) if shape else _Opnd("scalar", f"{acc}[0]"), shape)
+            self.values[op.stmt] = value
+            self.expr_temps.discard(value.code)
+            self.shapes[op.stmt] = shape
+            if op.store:
+                self._store(op.stmt, op.tile, op.lhs, value)
+        else:
+            raise BackendError(f"{type(op).__name__} has no ascend-910b form here")
+
+    def _scalar_names(self, tile: T.Tile) -> dict:
+        """index_code's names in a tile: its fixed iterators' values, loop variables and sizes."""
+        return {**self.vars, **{it: index_code(simplify(v), self.vars) for it, v in tile.scalars.items()}}
+
+    def _region_names(self, tile: T.Tile) -> dict:
+        names = self._scalar_names(tile)
+        names.update({a.iter: index_code(simplify(a.offset), self.vars) for a in tile.axes})
+        return names
+
+    def _row_code(self, axis: T.Axis, var: str) -> str:
+        off = simplify(axis.offset)
+        return var if off == T.Const(0) else f"({index_code(off, self.vars)} + {var})"
+
+    def _by_rows(self, value, tile: T.Tile) -> bool:
+        if len(tile.axes) != 2:
+            return False
+        row, col = (a.iter for a in tile.axes)
+
+        def broadcast(e) -> bool:
+            if isinstance(e, T.Load):
+                used = {x.name for idx in e.indices for x in expr_vars(idx)}
+                return used & {row, col} == {row}
+            if isinstance(e, T.Reg):
+                return tuple(e.axes) == (0,) and self.values[e.stmt].kind == "tile"
+            return any(broadcast(c) for c in subexpressions(e))
+
+        return broadcast(value)
+
+    def _compute_rows(self, op: T.Compute) -> None:
+        """`for r: ...` over the rows, each row a 1-D tile in which the row's broadcast values are scalars."""
+        row, col = op.tile.axes
+        r = self.fresh("r")
+        lane_atoms = [a for a in atoms(op.tile.mask) if lane_test(a, col.iter, col.offset) is not None]
+        row_atoms = [a for a in atoms(op.tile.mask) if lane_test(a, col.iter, col.offset) is None]
+        scalars = dict(op.tile.scalars)
+        scalars[row.iter] = simplify(T.Bin("+", row.offset, T.Var(ROW)))
+        self.vars[ROW] = r
+        sub = T.Tile(axes=[col], scalars=scalars, mask=conjunction(lane_atoms))
+        # E4M3 rounds whole 256-byte repeats, more than a row may have: the rows are rounded and stored together
+        fp8 = op.dtype == "f8e4m3"
+        full = self.alloc(self.fresh(f"{op.stmt}_rows"), [row.size, col.size], "f32", "UB", f"{op.stmt}, row by row") \
+            if op.keep or fp8 else None
+        self.emit(f"for {r} in T.serial({row.size}):  # row by row: {op.stmt} reads values broadcast along the row")
+        depth = self.depth
+        self.depth += 1
+        if row_atoms:
+            self.emit(f"if {self._condition(row_atoms, self._scalar_names(sub))}:  # rows inside the domain")
+            self.depth += 1
+        self.row = r
+        value = self._value(op.value, sub)
+        value = value if fp8 else self._round(op.dtype, value, [col.size])
+        if value.kind != "tile":
+            value = self._materialise(value, [col.size])
+        if full is not None:
+            self.emit(f"T.copy({value.code}, {full}[{r}, :])  # UB -> UB")
+        if op.store and not fp8:
+            self._store(op.stmt, sub, op.lhs, value)
+        if full is not None:
+            self.done(value)  # kept in `full`: the row's buffer is free, once the store above has read it
+        self.row = None
+        self.depth = depth
+        if fp8:
+            rounded = self._round(op.dtype, _Opnd("tile", full), [row.size, col.size], into=full)
+            if op.store:
+                self._store(op.stmt, op.tile, op.lhs, rounded)
+        if full is not None:
+            self.values[op.stmt] = _Opnd("tile", full)
+            self.shapes[op.stmt] = [row.size, col.size]
+
+    @staticmethod
+    def _condition(parts, names) -> str:
+        """A conjunction of comparisons as a scalar condition."""
+        conds = [f"{index_code(a.lhs, names)} {a.op} {index_code(a.rhs, names)}" for a in parts]
+        out = conds[0]
+        for c in conds[1:]:
+            out = f"T.And({out}, {c})"
+        return out
+
+    def _threshold(self, expr, names) -> str:
+        e = simplify(expr)
+        if isinstance(e, T.Const):
+            return repr(float(e.value))
+        return f'T.Cast("float32", {index_code(e, names)})'
+
+    def _mask_lanes(self, buf: str, tile: T.Tile, cond, scalar: str | None = None,
+                    tensor: str | None = None) -> None:
+        """Lanes of `buf` outside `cond` become `scalar` (or the same lanes of the buffer `tensor`)."""
+        if not tile.axes:
+            raise InternalError("a lane mask on a tile without axes (a masked scalar is _select_scalar's)")
+        col, rows = tile.axes[-1], tile.axes[:-1]
+        if len(rows) > 1:
+            raise BackendError(f"a mask on a {len(tile.axes)}-D tile has no ascend-910b form (rows of 1-D and 2-D "
+                               f"tiles only)")
+        tests, whole = [], []
+        for atom in atoms(cond):
+            t = lane_test(atom, col.iter, col.offset)
+            (tests if t is not None else whole).append(t if t is not None else atom)
+        if not tests and not whole:
+            return
+        names = self._scalar_names(tile)
+        lanes, m = self.lane_buffer(col.size) if tests else (None, None)
+        if tests:
+            self.emit(f"T.tile.createvecindex({lanes}, 0.0)  # lane positions 0, 1, ...")
+        depth = self.depth
+        dst, alt, alt_row = buf, tensor, tensor
+        if rows:
+            r = self.fresh("r")
+            self.emit(f"for {r} in T.serial({rows[0].size}):")
+            self.depth += 1
+            names[rows[0].iter] = self._row_code(rows[0], r)
+            dst = f"{buf}[{r}, :]"
+            if tensor is not None:
+                alt = f"{tensor}[{r}, :]"
+                if tests:  # T.tile.select takes a whole buffer as its tensor operand (ascend_tile.py:673)
+                    alt_row = self.scratch("f32", [col.size], "row")
+                    self.emit(f"T.copy({alt}, {alt_row})  # UB -> UB")
+        for t in tests:
+            self.emit(f'T.tile.compare({m}, {lanes}, {self._threshold(t.threshold, names)}, "{t.mode}")')
+            if tensor is not None:
+                self.emit(f'T.tile.select({dst}, {m}, {dst}, {alt_row}, "VSEL_TENSOR_TENSOR_MODE")')
+            else:
+                self.emit(f'T.tile.select({dst}, {m}, {dst}, {scalar}, "VSEL_TENSOR_SCALAR_MODE")')
+        for atom in whole:
+            self.emit(f"if {index_code(atom.lhs, names)} {NEGATE[atom.op]} {index_code(atom.rhs, names)}:")
+            self.emit(f"    T.copy({alt}, {dst})  # UB -> UB" if tensor is not None else f"    T.tile.fill({dst}, {scalar})")
+        self.depth = depth
+
+    def _select(self, cond, then: _Opnd, other: T.Expr, tile: T.Tile) -> _Opnd:
+        shape = [a.size for a in tile.axes]
+        if not isinstance(other, T.Const):
+            raise BackendError(f"a masked value with a computed fallback ({_expr_text(other)}) has no ascend-910b "
+                               f"form")
+        if not tile.axes:
+            return self._select_scalar(cond, then, other, tile)
+        src = then if then.kind == "tile" else self._materialise(then, shape)
+        if src.code in self.expr_temps:  # a subexpression only this select reads: masked in place
+            out = src.code
+        else:
+            out = self.temp("t", shape, note="masked lanes replaced")
+            self.emit(f"T.copy({src.code}, {out})  # UB -> UB")
+        self._mask_lanes(out, tile, cond, scalar=_float_code(other.value))
+        return _Opnd("tile", out)
+
+    def _select_scalar(self, cond, then: _Opnd, other: T.Const, tile: T.Tile) -> _Opnd:
+        """A masked value of a tile without axes: one scalar, kept in a UB element of its own and replaced by
+        `other` when a comparison of the loop variables fails (the comparisons must be affine in them, as for
+        lane masks: a comparison of values has no T.tile form)."""
+        parts = atoms(cond)
+        for atom in parts:
+            check_affine(atom)
+        held = self.alloc(self.fresh("masked_scalar"), [8], "f32", "UB", "a masked scalar", pooled=False)
+        self.emit(f"{held}[0] = {then.code if then.kind == 'scalar' else f'{then.code}[0]'}")
+        names = self._scalar_names(tile)
+        for atom in parts:
+            self.emit(f"if {index_code(atom.lhs, names)} {NEGATE[atom.op]} {index_code(atom.rhs, names)}:")
+            self.emit(f"    {held}[0] = {_float_code(other.value)}")
+        return _Opnd("scalar", f"{held}[0]")
+
+    def _tile_reduce(self, op: T.AccUpdate) -> None:
+        acc, acc_shape = self.accs[op.stmt]
+        if isinstance(op.partial, T.Dot):
+            raise BackendError(f"{op.stmt}: a matrix product whose tile is not [rows, columns, reduction] has no "
+                               f"ascend-910b form")
+        body, red = (op.partial.operand, list(op.partial.axes)) if isinstance(op.partial, T.Reduce) else (op.partial, [])
+        shape = [a.size for a in op.tile.axes]
+        terms = self._value(body, op.tile)
+        if terms.kind != "tile":
+            terms = self._materialise(terms, shape)
+        if red:
+            if len(red) != 1 or red[0] != len(shape) - 1:
+                raise BackendError(f"{op.stmt}: only a reduction over the last tile axis is generated for ascend-910b")
+            part = self.alloc(self.fresh(f"r_{op.stmt}"), acc_shape, "f32", "UB")
+            fn = "T.reduce_sum" if op.op == "sum" else "T.reduce_max"
+            self.emit(f"{fn}({terms.code}, {part}, dim=-1, clear=True)")
+            self.done(terms)
+            terms = _Opnd("tile", part)
+            self.expr_temps.add(part)
+        fn = "T.tile.add" if op.op == "sum" else "T.tile.max"
+        self.emit(f"{fn}({acc}, {acc}, {terms.code})")
+        self.done(terms)
+        if op.accum != "f32":
+            self._round(op.accum, _Opnd("tile", acc), acc_shape, into=acc)
+
+    def _product(self, op: T.AccUpdate):
+        """(mask, lhs load, rhs load) of sum(k) X * Y over a [rows, columns, k] tile on the vector core, or None."""
+        if op.op != "sum" or len(op.tile.axes) != 3:
+            return None
+        if isinstance(op.partial, T.Dot):
+            return op.tile.mask, op.partial.lhs, op.partial.rhs
+        if not (isinstance(op.partial, T.Reduce) and tuple(op.partial.axes) == (2,)):
+            return None
+        body, mask = op.partial.operand, None
+        if isinstance(body, T.Select) and body.other == T.Const(0.0):
+            body, mask = body.then, body.cond
+        if isinstance(body, T.Bin) and body.op == "*" and isinstance(body.lhs, T.Load) and isinstance(body.rhs, T.Load):
+            return mask, body.lhs, body.rhs
+        return None
+
+    def _vector_matmul(self, op: T.AccUpdate, mask, lhs: T.Load, rhs: T.Load) -> None:
+        """acc[r, :] += A[r, k] * B[k, :] for every row r and step k in order: the program's summation order,
+        each product rounded to f32 and added (no fused multiply-add), masked (i, j, k) lanes adding nothing."""
+        row, col, red = op.tile.axes
+        acc, acc_shape = self.accs[op.stmt]
+        if acc_shape != [row.size, col.size]:
+            raise BackendError(f"{op.stmt}: accumulator tile {acc_shape} differs from the product's rows and columns")
+
+        def order(load):
+            return [x.name if isinstance(x, T.Var) else None for x in load.indices]
+
+        if {row.iter, red.iter} != set(order(lhs)):
+            lhs, rhs = rhs, lhs
+        if set(order(lhs)) != {row.iter, red.iter} or set(order(rhs)) != {red.iter, col.iter}:
+            raise BackendError(f"{op.stmt}: the operands of sum({red.iter}) are not [{row.iter}, {red.iter}] and "
+                               f"[{red.iter}, {col.iter}] tiles")
+        self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}: on the vector core, row by row")
+        a_rows = order(lhs) == [row.iter, red.iter]
+        a = self._operand_f32(lhs, op.tile, [row.size, red.size] if a_rows else [red.size, row.size])
+        b_rows = order(rhs) == [red.iter, col.iter]
+        b = self._operand_f32(rhs, op.tile, [red.size, col.size] if b_rows else [col.size, red.size])
+        if not b_rows:  # the product needs rows of B along the columns: transpose the tile (scalar loop)
+            bt = self.alloc(self.fresh(f"{rhs.tensor}_t"), [red.size, col.size], "f32", "UB", f"{rhs.tensor} transposed")
+            u, w = self.fresh("c"), self.fresh("k")
+            self.emit(f"for {u} in T.serial({col.size}):")
+            self.emit(f"    for {w} in T.serial({red.size}):")
+            self.emit(f"        {bt}[{w}, {u}] = {b}[{u}, {w}]")
+            b = bt
+        prod = self.alloc(self.fresh("prod"), [col.size], "f32", "UB", "one row of products")
+        # which mask comparisons matter: those on (row, k) skip steps; those on a column select lanes (a column
+        # of another iteration, j == jo, adds nothing), except columns past B, whose zero padding adds nothing
+        parts = atoms(mask)
+        by_row = [p for p in parts if not mentions(p, red.iter) and not mentions(p, col.iter)]
+        by_step = [p for p in parts if mentions(p, red.iter) and not mentions(p, col.iter)]
+        by_lane = [p for p in parts if mentions(p, col.iter) and (
+            mentions(p, red.iter) or not implied_by_bounds(p, list(rhs.indices), self.facts.dims(rhs.tensor)))]
+        r, kk = self.fresh("r"), self.fresh("k")
+        names = self._scalar_names(op.tile)
+        names[row.iter] = self._row_code(row, r)
+        names[red.iter] = self._row_code(red, kk)
+        lanes, m = self.lane_buffer(col.size) if by_lane else (None, None)
+        if by_lane:
+            self.emit(f"T.tile.createvecindex({lanes}, 0.0)  # lane positions 0, 1, ...")
+        depth = self.depth
+        self.emit(f"for {r} in T.serial({row.size}):")
+        self.depth += 1
+        if by_row:
+            self.emit(f"if {self._condition(by_row, names)}:")
+            self.depth += 1
+        self.emit(f"for {kk} in T.serial({red.size}):")
+        self.depth += 1
+        if by_step:
+            self.emit(f"if {self._condition(by_step, names)}:")
+            self.depth += 1
+        scal = self.fresh("a")
+        self.emit(f"{scal} = {a}[{r}, {kk}]" if a_rows else f"{scal} = {a}[{kk}, {r}]")
+        self.emit(f"T.tile.mul({prod}, {b}[{kk}, :], {scal})")
+        if by_lane:
+            for atom in by_lane:
+                t = lane_test(atom, col.iter, col.offset)
+                self.emit(f'T.tile.compare({m}, {lanes}, {self._threshold(t.threshold, names)}, "{t.mode}")')
+                self.emit(f'T.tile.select({prod}, {m}, {prod}, 0.0, "VSEL_TENSOR_SCALAR_MODE")')
+        self.emit(f"T.tile.add({acc}[{r}, :], {acc}[{r}, :], {prod})")
+        if op.accum != "f32":
+            low = self.alloc(self.fresh(f"t_{op.accum}"), [col.size], op.accum, "UB")
+            self.emit(f'T.tile.cast({low}, {acc}[{r}, :], "CAST_RINT", {col.size})  # accumulate in {op.accum}')
+            self.emit(f'T.tile.cast({acc}[{r}, :], {low}, "CAST_NONE", {col.size})')
+        self.depth = depth
+
+    def _operand_f32(self, load: T.Load, tile: T.Tile, shape) -> str:
+        """An operand tile GM -> UB (clipped, zero-padded), widened to f32.  The product reads it element by
+        element and row by row, so E4M3 bytes may come in a buffer of more rows than the tile: their decoding
+        compares whole 256-byte repeats of f16 (128 values)."""
+        arg = next(t for t in self.kernel.tensors if t.name == load.tensor)
+        names = self._region_names(tile)
+        rows, cols = shape
+        held = [max(rows, 128 // cols), cols] if arg.dtype == "f8e4m3" and rows * cols < 128 else shape
+        raw = self.alloc(self.fresh(f"{load.tensor}_ub"), held, arg.dtype, "UB", f"tile of {load.tensor}")
+        region = ", ".join(index_code(simplify(i), names) for i in load.indices)
+        into = raw if held == shape else f"{raw}[0:{rows}, :]"
+        self.emit(f"T.copy({self.tensor(load.tensor)}[{region}], {into})  # GM -> UB")
+        return self._widen(raw, arg.dtype, held)
+
+    def _widen(self, raw: str, dtype: str, shape) -> str:
+        if dtype == "f32":
+            return raw
+        if dtype == "f8e4m3":
+            bytes_, raw, dtype = raw, e4m3.decode_e4m3(self, raw, shape), "f16"
+            self.expr_temps.update({bytes_, raw})
+            self.done(bytes_)
+        wide = self.alloc(self.fresh("t_f32"), shape, "f32", "UB")
+        self.emit(f'T.tile.cast({wide}, {raw}, "CAST_NONE", {math.prod(shape or [1])})')
+        self.expr_temps.add(raw)
+        self.done(raw)
+        return wide
