@@ -255,7 +255,7 @@ def test_5_3_3_flash_fit_rejects_one_more_row():
 
 
 def _build(prog, name, factors):
-    from tdsl.compiler.analysis.cost import _build as build
+    from tdsl.compiler.analysis.cost.tiling import build_block as build
 
     return build(prog, with_factors(prog.block(name), factors))
 

@@ -1,0 +1,157 @@
+"""Exact integer-point counting (no barvinok): how many points a bounded set has, and sums over a set.
+
+`card` counts the iterations of a domain; `box_sum` sums, over the iterations p of a loop, the number of
+elements in the bounding box of the region an access touches in p, which is what one movement of a tile costs.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import prod
+
+import islpy as isl
+
+from tdsl.frontend.diagnostics import TdslError
+
+MAX_ENUMERATION = 5_000_000
+
+
+def card(s: isl.Set) -> int:
+    """Exact number of integer points of a bounded, parameter-free set.
+
+    Boxes are counted by their extents; a convex set without existential variables is counted fibre by fibre
+    along its last dimension (sum over the other dimensions of an affine extent); anything else is sliced."""
+    s = s.coalesce()
+    if s.is_empty():
+        return 0
+    if s.dim(isl.dim_type.set) == 0:
+        return 1
+    return sum(_card_convex(isl.Set.from_basic_set(b)) for b in s.make_disjoint().get_basic_sets())
+
+
+def box_sum(rel: isl.Map) -> int:
+    """Sum over the domain points p of the number of elements in the bounding box of rel(p)."""
+    one = isl.Val.one(rel.get_ctx())
+    exts = [rel.dim_max(d).sub(rel.dim_min(d)).add_constant_val(one) for d in range(rel.dim(isl.dim_type.out))]
+    return sum_products(rel.domain(), exts)
+
+
+def sum_products(dom: isl.Set, pwaffs: list) -> int:
+    """Sum over the points p of `dom` of the product of piecewise quasi-affine functions at p."""
+    cells = [(dom, [])]
+    for pa in pwaffs:
+        new = []
+        for cset, affs in cells:
+            for pset, aff in pa.get_pieces():
+                inter = cset.intersect(pset)
+                if not inter.is_empty():
+                    new.append((inter, affs + [aff]))
+        cells = new
+    total = 0
+    for cset, affs in cells:
+        lins = [_linear(a) for a in affs]
+        if any(lin is None for lin in lins):
+            total += _enumerate(cset, affs)
+        else:
+            total += _sum_linear(cset, lins)
+    return int(total)
+
+
+def _box(s: isl.Set):
+    n = s.dim(isl.dim_type.set)
+    return ([s.dim_min_val(d).to_python() for d in range(n)], [s.dim_max_val(d).to_python() for d in range(n)])
+
+
+def _is_box(s: isl.Set, los, his) -> bool:
+    box = isl.Set.universe(s.get_space())
+    ctx = s.get_ctx()
+    for d, (lo, hi) in enumerate(zip(los, his)):
+        box = box.lower_bound_val(isl.dim_type.set, d, isl.Val.int_from_si(ctx, lo))
+        box = box.upper_bound_val(isl.dim_type.set, d, isl.Val.int_from_si(ctx, hi))
+    return box.is_subset(s)
+
+
+def _card_convex(s: isl.Set) -> int:
+    if s.is_empty():
+        return 0
+    n = s.dim(isl.dim_type.set)
+    if n == 0:
+        return 1
+    los, his = _box(s)
+    if _is_box(s, los, his):
+        return prod(h - l + 1 for l, h in zip(los, his))
+    if not any(b.dim(isl.dim_type.div) for b in s.get_basic_sets()):
+        # the fibres of a convex set without existentials along its last dimension are intervals
+        m = isl.Map.from_range(s).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, n - 1)
+        ext = m.dim_max(0).sub(m.dim_min(0)).add_constant_val(isl.Val.one(s.get_ctx()))
+        return sum_products(m.domain(), [ext])
+    return _slice(s, 0, _card_convex)
+
+
+def _slice(s: isl.Set, d: int, fn) -> int:
+    lo, hi = s.dim_min_val(d).to_python(), s.dim_max_val(d).to_python()
+    if hi - lo + 1 > MAX_ENUMERATION:
+        raise TdslError(f"cannot count the points of {s}: too many to enumerate")
+    total = 0
+    for v in range(lo, hi + 1):
+        sv = s.fix_val(isl.dim_type.set, d, isl.Val.int_from_si(s.get_ctx(), v))
+        if not sv.is_empty():
+            total += fn(sv)
+    return total
+
+
+def _linear(aff: isl.Aff):
+    """(coefficients, constant) as Fractions, or None when the function has integer divisions."""
+    if aff.dim(isl.dim_type.div):
+        return None
+
+    def frac(v: isl.Val) -> Fraction:
+        return Fraction(v.get_num_si(), v.get_den_val().to_python())
+
+    n = aff.dim(isl.dim_type.in_)
+    return [frac(aff.get_coefficient_val(isl.dim_type.in_, k)) for k in range(n)], frac(aff.get_constant_val())
+
+
+def _sum_linear(s: isl.Set, lins) -> int:
+    s = s.coalesce()
+    if s.is_empty():
+        return 0
+    n = s.dim(isl.dim_type.set)
+    used = [d for d in range(n) if any(c[d] != 0 for c, _ in lins)]
+    if not used:
+        return int(prod(k for _, k in lins)) * card(s)
+    if n == 1:
+        total = Fraction(0)
+        for b in s.make_disjoint().get_basic_sets():
+            bs = isl.Set.from_basic_set(b)
+            (lo,), (hi,) = _box(bs)
+            if hi - lo + 1 > MAX_ENUMERATION:
+                raise TdslError(f"cannot sum over {bs}: too many points")
+            dense = _is_box(bs, [lo], [hi])
+            for x in range(lo, hi + 1):
+                if dense or not bs.fix_val(isl.dim_type.set, 0, isl.Val.int_from_si(s.get_ctx(), x)).is_empty():
+                    total += prod(c[0] * x + k for c, k in lins)
+        return int(total)
+    d = used[0]
+    lo, hi = s.dim_min_val(d).to_python(), s.dim_max_val(d).to_python()
+    if hi - lo + 1 > MAX_ENUMERATION:
+        raise TdslError(f"cannot sum over {s}: too many points")
+    total = 0
+    for v in range(lo, hi + 1):
+        sv = s.fix_val(isl.dim_type.set, d, isl.Val.int_from_si(s.get_ctx(), v))
+        if not sv.is_empty():
+            total += _sum_linear(sv, [(c[:d] + [Fraction(0)] + c[d + 1:], k + c[d] * v) for c, k in lins])
+    return total
+
+
+def _enumerate(s: isl.Set, affs) -> int:
+    if card(s) > MAX_ENUMERATION:
+        raise TdslError(f"cannot sum over {s}: too many points")
+    pas = [isl.PwAff.from_aff(a) for a in affs]
+    total = [0]
+
+    def visit(point):
+        total[0] += prod(pa.eval(point).to_python() for pa in pas)
+
+    s.foreach_point(visit)
+    return total[0]

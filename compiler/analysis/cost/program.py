@@ -1,0 +1,75 @@
+"""`analyze`: the cost of a scheduled program on a target, kernel by kernel, and its peak global memory.
+
+It puts together the counts of traffic.py and the times of timing.py for every kernel of the buffer plan.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, plan_kernels
+from tdsl.compiler.analysis.cost.results import KernelCost, ProgramCost
+from tdsl.compiler.analysis.cost.timing import occupancy, roofline, step_time
+from tdsl.compiler.analysis.cost.traffic import kernel_flops, kernel_transfers, loop_iterations
+from tdsl.compiler.schedule.schedule import Schedule
+from tdsl.compiler.schedule.tree import global_tensors, statements_under
+from tdsl.compiler.targets import Target, get_target
+
+
+def analyze(schedule: Schedule, target="h100", regs: Optional[int] = None) -> ProgramCost:
+    """The cost report of a (scheduled) program on a target."""
+    tgt = get_target(target)
+    model = schedule.model
+    plans = plan_kernels(schedule, tgt)
+    kernels = [_kernel_cost(schedule, tgt, kp, regs) for kp in plans]
+    peak, peak_at, sizes = _peak_global_memory(schedule)
+    touched = {a.tensor for s in model.stmts for a in s.reads} | {s.write.tensor for s in model.stmts}
+    compulsory = sum(sizes[t.name] for t in model.tensors.values()
+                     if t.kind == "output" or (t.kind == "input" and t.name in touched))
+    return ProgramCost(model.name, schedule.name, tgt, kernels, peak, peak_at, compulsory, sizes)
+
+
+def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional[int]) -> KernelCost:
+    transfers = kernel_transfers(kp)
+    model = schedule.model
+    fm, fv, mdtype = kernel_flops(model, kp.stmts)
+    iterations = loop_iterations(schedule, kp)
+    programs = iterations[kp.grid_loops[-1].name] if kp.grid_loops else 1
+    global_bytes = sum(t.bytes for t in transfers if t.is_global)
+    t_memory, t_compute = roofline(tgt, global_bytes, fm, fv, mdtype)
+    occ = occupancy(kp, tgt, regs) if tgt.vendor == "nvidia" else None
+    cost = KernelCost(kp.index, kp.name, list(kp.stmts), programs, [l.name for l in kp.grid_loops], kp.warps,
+                      kp.buffers, kp.working_set, kp.violations, transfers, fm, fv, mdtype, iterations, occ,
+                      t_memory, t_compute)
+    cost.step = step_time(kp, cost, tgt)
+    return cost
+
+
+def _peak_global_memory(schedule: Schedule) -> tuple[int, str, dict]:
+    """Peak bytes of global tensors alive, kernel by kernel: a kernel's outputs are allocated before it runs,
+    and the inputs / intermediates it read for the last time are freed after it (the chapter's 5.3.1 rule)."""
+    model, tree = schedule.model, schedule.tree
+    globals_ = global_tensors(model, tree)
+    sizes = {}
+    for t in model.tensors.values():
+        n = DTYPE_BYTES[t.dtype]
+        for d in t.shape:
+            n *= d if isinstance(d, int) else 0
+        sizes[t.name] = n
+    kernels = [statements_under(node) for node in tree.body]
+    last_read = {}
+    for k, stmts in enumerate(kernels):
+        for s in stmts:
+            for a in model.stmt(s).reads:
+                last_read[a.tensor] = k
+    live = {t.name for t in model.tensors.values() if t.kind == "input"}
+    peak, peak_at = sum(sizes[t] for t in live), "before the first kernel"
+    for k, stmts in enumerate(kernels):
+        live |= {model.stmt(s).write.tensor for s in stmts if model.stmt(s).write.tensor in globals_}
+        total = sum(sizes[t] for t in live)
+        if total > peak:
+            peak, peak_at = total, f"kernel {model.name}_{k} ({', '.join(sorted(live))})"
+        for t in list(live):
+            if model.tensors[t].kind != "output" and last_read.get(t, -1) <= k:
+                live.discard(t)
+    return peak, peak_at, sizes

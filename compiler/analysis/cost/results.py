@@ -1,0 +1,201 @@
+"""What a cost analysis returns: transfers, occupancy, the pipelined step, per-kernel and per-program costs.
+
+The figures derived from the counted ones (global bytes, intensity, roofline bound, bottleneck, matrix
+utilisation bound) are properties here, so that the text and JSON reports and the callers read the same values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from tdsl.compiler.analysis.buffer_plan import PlannedBuffer, Violation
+from tdsl.compiler.analysis.cost.report import json_data, report_text
+from tdsl.compiler.targets import Target
+
+
+@dataclass
+class Transfer:
+    tensor: str
+    kind: str  # read | write
+    src: str  # "global" or a scope
+    dst: str  # a scope, "compute" or "global"
+    loop: str  # once per iteration of this loop ("" = once per kernel)
+    iterations: int
+    bytes: int
+    stmts: list[str]
+
+    @property
+    def level(self) -> str:
+        return f"{self.src}->{self.dst}"
+
+    @property
+    def is_global(self) -> bool:
+        return self.src == "global" or self.dst == "global"
+
+
+@dataclass
+class Occupancy:
+    threads: int
+    warps: int
+    regs_per_thread: int
+    regs_estimated: bool
+    shared_per_block: int
+    reserved_per_block: int
+    by_resource: dict  # threads / registers / shared / blocks -> blocks that resource allows
+    resident_blocks: int
+    limiting: list
+    resident_warps: int
+    max_warps: int
+    shared_left: int
+    inflight_need: Optional[float] = None  # bytes in flight per SM to cover latency x bandwidth (Little's law)
+    inflight_have: Optional[int] = None  # bytes the resident warps keep in flight
+
+    @property
+    def occupancy(self) -> float:
+        return self.resident_warps / self.max_warps if self.max_warps else 0.0
+
+
+@dataclass
+class Step:
+    """One iteration of the innermost serial loop that loads from global memory (the chapter's K step)."""
+
+    loop: str
+    per_program: int  # iterations per program
+    bytes: float  # global bytes loaded per iteration
+    flops: float  # FLOPs per iteration
+    stages: int
+    t_move: float  # seconds at one SM's (core's) share of the DRAM bandwidth
+    t_compute: float  # seconds at one SM's share of the matrix peak
+    t_pipeline: float  # whole loop: t_m + (n-1) max(t_m, t_c) + t_c with >= 2 stages, else n (t_m + t_c)
+
+
+@dataclass
+class KernelCost:
+    index: int
+    name: str
+    stmts: list[str]
+    programs: int
+    grid: list[str]
+    warps: int
+    buffers: list[PlannedBuffer]
+    working_set: dict
+    violations: list[Violation]
+    transfers: list[Transfer]
+    flops_matrix: int
+    flops_vector: int
+    matrix_dtype: Optional[str]
+    loop_iterations: dict
+    occupancy: Optional[Occupancy]
+    t_memory: float
+    t_compute: float
+    step: Optional[Step] = None
+
+    @property
+    def global_read(self) -> int:
+        return sum(t.bytes for t in self.transfers if t.src == "global")
+
+    @property
+    def global_write(self) -> int:
+        return sum(t.bytes for t in self.transfers if t.dst == "global")
+
+    @property
+    def global_bytes(self) -> int:
+        return self.global_read + self.global_write
+
+    @property
+    def flops(self) -> int:
+        return self.flops_matrix + self.flops_vector
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.global_bytes if self.global_bytes else math.inf
+
+    @property
+    def t_bound(self) -> float:
+        return max(self.t_memory, self.t_compute)
+
+    @property
+    def bottleneck(self) -> str:
+        return "memory" if self.t_memory >= self.t_compute else "compute"
+
+    def level_bytes(self) -> dict:
+        out: dict = {}
+        for t in self.transfers:
+            out[t.level] = out.get(t.level, 0) + t.bytes
+        return out
+
+    def tensor_bytes(self, tensor: str, kind: Optional[str] = None) -> int:
+        """Global-memory bytes of one tensor in this kernel (reads and/or writes)."""
+        return sum(t.bytes for t in self.transfers if t.tensor == tensor and t.is_global and kind in (None, t.kind))
+
+
+@dataclass
+class ProgramCost:
+    program: str
+    schedule: Optional[str]
+    target: Target
+    kernels: list[KernelCost]
+    peak_global_memory: int
+    peak_at: str
+    compulsory_bytes: int
+    tensor_sizes: dict = field(default_factory=dict)
+
+    @property
+    def global_bytes(self) -> int:
+        return sum(k.global_bytes for k in self.kernels)
+
+    @property
+    def global_read(self) -> int:
+        return sum(k.global_read for k in self.kernels)
+
+    @property
+    def global_write(self) -> int:
+        return sum(k.global_write for k in self.kernels)
+
+    @property
+    def flops(self) -> int:
+        return sum(k.flops for k in self.kernels)
+
+    @property
+    def flops_matrix(self) -> int:
+        return sum(k.flops_matrix for k in self.kernels)
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.global_bytes if self.global_bytes else math.inf
+
+    @property
+    def t_bound(self) -> float:
+        return sum(k.t_bound for k in self.kernels)
+
+    @property
+    def violations(self) -> list[Violation]:
+        return [v for k in self.kernels for v in k.violations]
+
+    @property
+    def mfu_bound(self) -> float:
+        """Upper bound of matrix-unit utilisation: matrix time at peak / roofline time."""
+        t_mx = sum(k.flops_matrix / self.target.peak(k.matrix_dtype or "bf16") for k in self.kernels)
+        return t_mx / self.t_bound if self.t_bound else 0.0
+
+    def tensor_bytes(self, tensor: str, kind: Optional[str] = None) -> int:
+        return sum(k.tensor_bytes(tensor, kind) for k in self.kernels)
+
+    def level_bytes(self) -> dict:
+        out: dict = {}
+        for k in self.kernels:
+            for level, n in k.level_bytes().items():
+                out[level] = out.get(level, 0) + n
+        return out
+
+    def to_dict(self) -> dict:
+        return json_data(self)
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def text(self) -> str:
+        return report_text(self)
