@@ -11,6 +11,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+from pathlib import Path
 
 # Module paths of tdsl 0.1 (a flat compiler/) -> where the module lives now.  Code written against 0.1
 # (`from tdsl.compiler.interpreter import interpret`) keeps working: the old name is the same module object.
@@ -72,3 +73,20 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 if not any(isinstance(f, _MovedModules) for f in sys.meta_path):
     sys.meta_path.insert(0, _MovedModules())
+
+
+def answers_for_old_module(package: str, module: str):
+    """A `__getattr__` for a package that took the name of a 0.1 module (`tdsl.compiler.model` was the module
+    now called `model/program.py`): the old module's names stay reachable from the package.  A submodule's
+    name is left to the import system, which asks here first."""
+    here = Path(sys.modules[package].__file__).parent
+
+    def __getattr__(name):
+        if name.startswith("__") or (here / f"{name}.py").exists() or (here / name).is_dir():
+            raise AttributeError(name)
+        try:
+            return getattr(importlib.import_module(f"{package}.{module}"), name)
+        except AttributeError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+    return __getattr__

@@ -55,8 +55,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jinja2
 
+from tdsl.backends.common.module import module_text
 from tdsl.backends.ascend910b.common import TL_DTYPES, _and_code, _load_uses, _loop_lowers, _Opnd, index_code, registers_read
 from tdsl.backends.ascend910b.cube import CubeSide
 from tdsl.backends.ascend910b.stores import Stores
@@ -392,15 +392,10 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def emit_module(program: T.TileProgram, source="", schedule_name="", statements=(), signature="") -> str:
+def emit_module(program: T.TileProgram, **common) -> str:
     """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [Ascend910BPrinter(program, k, names).render() for k in program.kernels]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
-    return env.get_template("module.py.j2").render(
-        source=source, schedule_name=schedule_name, signature=signature or program.name,
-        statements=list(statements), schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
-        kernels=kernels, workspaces=sorted({w for k in kernels for w in k.get("workspaces", [])}),
-        e4m3=sorted({n for k in kernels for n in k.get("e4m3", [])}), renamed=names.renamed_code())
-
-
+    return module_text(TEMPLATES, program, names, kernels, **common,
+                       workspaces=sorted({w for k in kernels for w in k.get("workspaces", [])}),
+                       e4m3=sorted({n for k in kernels for n in k.get("e4m3", [])}))

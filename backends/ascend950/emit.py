@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import jinja2
 
+from tdsl.backends.common.module import dynamic_sizes, module_text
 from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, shape_code
 from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
 from tdsl.compiler.lower.tileir import simplify
@@ -295,13 +295,8 @@ Ascend950Printer.store = _store
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def emit_module(program: T.TileProgram, source="", schedule_name="", statements=(), signature="") -> str:
+def emit_module(program: T.TileProgram, **common) -> str:
     """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [Ascend950Printer(program, k, names).render() for k in program.kernels]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
-    return env.get_template("module.py.j2").render(
-        source=source, schedule_name=schedule_name, signature=signature or program.name,
-        statements=list(statements), schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
-        kernels=kernels, dynamic=[names.var(n) for n, v in program.sizes.items() if v is None],
-        renamed=names.renamed_code())
+    return module_text(TEMPLATES, program, names, kernels, **common, dynamic=dynamic_sizes(program, names))

@@ -34,19 +34,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import jinja2
-
-from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.analysis.placement import VECTOR, operand_layout, unit_of
-from tdsl.compiler.lower.tileir import simplify
-
-from tdsl.compiler.model.dtypes import BYTES
-
 from tdsl.backends.common.dtypes import TILELANG, TORCH
 from tdsl.backends.common.launcher import epilogue, prologue
-from tdsl.backends.common.printer import PrinterBase, call_code
+from tdsl.backends.common.module import dynamic_sizes, module_text
 from tdsl.backends.common.names import ModuleNames
+from tdsl.backends.common.printer import PrinterBase, call_code
+from tdsl.compiler.analysis.placement import VECTOR, operand_layout, unit_of
 from tdsl.compiler.errors import BackendError, InternalError
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.tileir import simplify
+from tdsl.compiler.model.dtypes import BYTES
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -56,30 +53,19 @@ GRID_VARS = {"x": "bx", "y": "by", "z": "bz"}
 F8_MAX = 448.0
 
 
-def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "", statements=(),
-                signature: str = "") -> str:
-    env = _env()
+def emit_module(program: T.TileProgram, **common) -> str:
+    """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [KernelPrinter(program, k, names).render() for k in program.kernels]
-    return env.get_template("module.py.j2").render(
-        source=source,
-        schedule_name=schedule_name,
-        signature=signature or program.name,
-        statements=list(statements),
-        schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
-        kernels=kernels,
-        dynamic=[names.var(n) for n, v in program.sizes.items() if v is None],
+    return module_text(
+        TEMPLATES, program, names, kernels, **common,
+        dynamic=dynamic_sizes(program, names),
         torch_dtypes="{" + ", ".join(f'"{k}": {v}' for k, v in TORCH_DTYPES.items()) + "}",
         entry=names.entry,
         inputs=[names.tensor(t.name) for t in program.inputs],
         outputs=[names.tensor(t.name) for t in program.outputs],
         launcher=launcher(program, names),
-        renamed=names.renamed_code(),
     )
-
-
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True)
 
 
 # ---------------------------------------------------------------- index expressions

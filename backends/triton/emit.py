@@ -9,22 +9,19 @@ stores (`.to(tl.bfloat16)`), exactly where the tile program says.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import math
-
-import jinja2
-
-from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.errors import InternalError
-from tdsl.compiler.analysis.placement import VECTOR, unit_of
-from tdsl.compiler.lower.tileir import simplify
-
 from tdsl.backends.common.dtypes import TORCH, TRITON
 from tdsl.backends.common.launcher import epilogue, prologue
-from tdsl.backends.common.printer import PrinterBase, call_code
+from tdsl.backends.common.module import module_text
 from tdsl.backends.common.names import ModuleNames
+from tdsl.backends.common.printer import PrinterBase, call_code
+from tdsl.compiler.analysis.placement import VECTOR, unit_of
+from tdsl.compiler.errors import InternalError
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.tileir import simplify
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -34,26 +31,18 @@ GRID_AXES = {"x": 0, "y": 1, "z": 2}
 F8_MAX = 448.0
 
 
-def emit_module(program: T.TileProgram, source: str = "", schedule_name: str = "", statements=(), signature: str = "") -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), keep_trailing_newline=True,
-                             trim_blocks=False, lstrip_blocks=False)
+def emit_module(program: T.TileProgram, **common) -> str:
+    """The module text: the kernels of `program`, their helpers and torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [_KernelPrinter(program, k, names).render() for k in program.kernels]
-    text = env.get_template("module.py.j2").render(
-        source=source,
-        schedule_name=schedule_name,
-        signature=signature or program.name,
-        statements=list(statements),
-        schedule_lines=[l for l in program.schedule.splitlines() if l.strip()],
-        kernels=kernels,
+    return module_text(
+        TEMPLATES, program, names, kernels, **common,
         torch_dtypes="{" + ", ".join(f'"{k}": {v}' for k, v in TORCH_DTYPES.items()) + "}",
         entry=names.entry,
         inputs=[names.tensor(t.name) for t in program.inputs],
         outputs=[names.tensor(t.name) for t in program.outputs],
         launcher=_launcher(program, names),
-        renamed=names.renamed_code(),
     )
-    return text
 
 
 # ---------------------------------------------------------------- expressions

@@ -1,0 +1,32 @@
+"""The module text every backend writes: its template (`templates/module.py.j2` of the backend's package)
+filled with the printed kernels and what every template shows (source, schedule, statements, renamed names)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+
+from tdsl.backends.common.names import ModuleNames
+from tdsl.compiler.lower import tileir as T
+
+
+def module_text(templates: Path, program: T.TileProgram, names: ModuleNames, kernels: list, source: str = "",
+                schedule_name: str = "", statements=(), signature: str = "", **extra) -> str:
+    """The rendered module; `extra` holds what only this backend's template reads."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), keep_trailing_newline=True)
+    return env.get_template("module.py.j2").render(
+        source=source,
+        schedule_name=schedule_name,
+        signature=signature or program.name,
+        statements=list(statements),
+        schedule_lines=[line for line in program.schedule.splitlines() if line.strip()],
+        kernels=kernels,
+        renamed=names.renamed_code(),
+        **extra,
+    )
+
+
+def dynamic_sizes(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    """The identifiers of the run-time sizes (bound from the input shapes by the launcher)."""
+    return [names.var(n) for n, v in program.sizes.items() if v is None]
