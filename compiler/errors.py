@@ -174,6 +174,13 @@ class BackendError(TdslError):
         super().__init__(f"cannot generate code ({backend}): {message}")
 
 
+class CountError(TdslError):
+    """A set whose integer points the cost model cannot count exactly (exit code 2): it is unbounded, it
+    depends on parameters that are not fixed to one value, or it has too many points to enumerate."""
+
+    exit_code = 2
+
+
 class StepError(TdslError):
     """An error raised while replaying a `schedule` block: adds the step's source location."""
 

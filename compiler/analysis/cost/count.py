@@ -2,6 +2,7 @@
 
 `card` counts the iterations of a domain; `box_sum` sums, over the iterations p of a loop, the number of
 elements in the bounding box of the region an access touches in p, which is what one movement of a tile costs.
+A set that cannot be counted (unbounded, depending on free parameters, too many points) raises `CountError`.
 """
 
 from __future__ import annotations
@@ -11,16 +12,23 @@ from math import prod
 
 import islpy as isl
 
-from tdsl.frontend.diagnostics import TdslError
+from tdsl.compiler.errors import CountError
 
 MAX_ENUMERATION = 5_000_000
 
 
 def card(s: isl.Set) -> int:
-    """Exact number of integer points of a bounded, parameter-free set.
+    """Exact number of integer points of a bounded set; parameters, if any, must be fixed to one value each.
 
     Boxes are counted by their extents; a convex set without existential variables is counted fibre by fibre
-    along its last dimension (sum over the other dimensions of an affine extent); anything else is sliced."""
+    along its last dimension (sum over the other dimensions of an affine extent); a set with existential
+    variables is counted by isl (`count_val`: it makes the existentials explicit and scans the points, a whole
+    range of the innermost dimension at a time)."""
+    return _card(_countable(s))
+
+
+def _card(s: isl.Set) -> int:
+    """`card` of a set known to be bounded and parameter-free (the counts `sum_products` makes of its cells)."""
     s = s.coalesce()
     if s.is_empty():
         return 0
@@ -71,7 +79,36 @@ def _is_box(s: isl.Set, los, his) -> bool:
     return box.is_subset(s)
 
 
+def _countable(s: isl.Set) -> isl.Set:
+    """`s` without parameters (`_parameter_free`), checked to be bounded; CountError if it is not."""
+    s = _parameter_free(s)
+    if not s.is_bounded():
+        free = [s.get_dim_name(isl.dim_type.set, d) or f"dimension {d}" for d in range(s.dim(isl.dim_type.set))
+                if not s.dim_is_bounded(isl.dim_type.set, d)]
+        raise CountError(f"cannot count the points of {s}: it is unbounded (in {', '.join(free)})")
+    return s
+
+
+def _parameter_free(s: isl.Set) -> isl.Set:
+    """`s` without its parameters, each fixed to the one value `s` allows; CountError if one is not fixed."""
+    n = s.dim(isl.dim_type.param)
+    if n == 0:
+        return s
+    values = isl.Set.from_params(s.params()).move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, n)
+    if values.is_empty():
+        return isl.Set.empty(s.get_space().drop_dims(isl.dim_type.param, 0, n))
+    if not values.is_bounded() or not values.lexmin().is_equal(values.lexmax()):
+        raise CountError(f"cannot count the points of {s}: its parameters are not fixed to one value "
+                         f"(they range over {s.params()}), so the count depends on them")
+    point = values.sample_point()
+    for k in range(n):
+        s = s.fix_val(isl.dim_type.param, k, point.get_coordinate_val(isl.dim_type.set, k))
+    return s.project_out(isl.dim_type.param, 0, n)
+
+
 def _card_convex(s: isl.Set) -> int:
+    """Points of a bounded, parameter-free convex set.  Every recursive count (through `sum_products`) is of a
+    set with fewer dimensions, and `count_val` does not recurse, so counting terminates."""
     if s.is_empty():
         return 0
     n = s.dim(isl.dim_type.set)
@@ -85,19 +122,10 @@ def _card_convex(s: isl.Set) -> int:
         m = isl.Map.from_range(s).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, n - 1)
         ext = m.dim_max(0).sub(m.dim_min(0)).add_constant_val(isl.Val.one(s.get_ctx()))
         return sum_products(m.domain(), [ext])
-    return _slice(s, 0, _card_convex)
-
-
-def _slice(s: isl.Set, d: int, fn) -> int:
-    lo, hi = s.dim_min_val(d).to_python(), s.dim_max_val(d).to_python()
-    if hi - lo + 1 > MAX_ENUMERATION:
-        raise TdslError(f"cannot count the points of {s}: too many to enumerate")
-    total = 0
-    for v in range(lo, hi + 1):
-        sv = s.fix_val(isl.dim_type.set, d, isl.Val.int_from_si(s.get_ctx(), v))
-        if not sv.is_empty():
-            total += fn(sv)
-    return total
+    # Existential variables (strides, a sum of dimensions in a lattice, ...): isl lifts them to explicit
+    # dimensions, where each point of `s` has exactly one preimage, and counts those points.  `card` checked
+    # its set, but `sum_products` is also called directly, and `count_val` answers 0 for an unbounded set.
+    return _countable(s).count_val().to_python()
 
 
 def _linear(aff: isl.Aff):
@@ -119,14 +147,14 @@ def _sum_linear(s: isl.Set, lins) -> int:
     n = s.dim(isl.dim_type.set)
     used = [d for d in range(n) if any(c[d] != 0 for c, _ in lins)]
     if not used:
-        return int(prod(k for _, k in lins)) * card(s)
+        return int(prod(k for _, k in lins)) * _card(s)
     if n == 1:
         total = Fraction(0)
         for b in s.make_disjoint().get_basic_sets():
             bs = isl.Set.from_basic_set(b)
             (lo,), (hi,) = _box(bs)
             if hi - lo + 1 > MAX_ENUMERATION:
-                raise TdslError(f"cannot sum over {bs}: too many points")
+                raise CountError(f"cannot sum over {bs}: too many points")
             dense = _is_box(bs, [lo], [hi])
             for x in range(lo, hi + 1):
                 if dense or not bs.fix_val(isl.dim_type.set, 0, isl.Val.int_from_si(s.get_ctx(), x)).is_empty():
@@ -135,7 +163,7 @@ def _sum_linear(s: isl.Set, lins) -> int:
     d = used[0]
     lo, hi = s.dim_min_val(d).to_python(), s.dim_max_val(d).to_python()
     if hi - lo + 1 > MAX_ENUMERATION:
-        raise TdslError(f"cannot sum over {s}: too many points")
+        raise CountError(f"cannot sum over {s}: too many points")
     total = 0
     for v in range(lo, hi + 1):
         sv = s.fix_val(isl.dim_type.set, d, isl.Val.int_from_si(s.get_ctx(), v))
@@ -145,8 +173,8 @@ def _sum_linear(s: isl.Set, lins) -> int:
 
 
 def _enumerate(s: isl.Set, affs) -> int:
-    if card(s) > MAX_ENUMERATION:
-        raise TdslError(f"cannot sum over {s}: too many points")
+    if _card(s) > MAX_ENUMERATION:
+        raise CountError(f"cannot sum over {s}: too many points")
     pas = [isl.PwAff.from_aff(a) for a in affs]
     total = [0]
 
