@@ -1292,7 +1292,7 @@ def test_file_not_utf8(tmp_path):
 def test_file_not_utf8_without_a_position(tmp_path):
     # When the undecodable byte cannot be found again (the file changed between the two reads), the error
     # names the file only.
-    from tdsl.frontend.check import _not_utf8
+    from tdsl.frontend.source import _not_utf8
 
     path = tmp_path / "prog.tdsl"
     path.write_text("const N = 8\n")

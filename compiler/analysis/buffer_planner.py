@@ -1,0 +1,370 @@
+"""The plan of one kernel (`_KernelPlanner`): which buffers and data movements it has -- the schedule's
+cache_read / cache_write copies, fused intermediates, the tiles of uncached tensors at their load and store
+levels, and the fills of each copy -- with their regions, shapes, dtypes, scopes and live ranges (the model is
+described in compiler/analysis/buffer_plan.py).  Which of them share memory, the working sets and the capacity
+check are `_WorkingSets` (compiler/analysis/buffer_sharing.py), which the planner extends.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import islpy as isl
+
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.model.isl_code import integer_bounds
+from tdsl.compiler.analysis.buffer_records import KernelPlan, PlannedBuffer, TileAccess
+from tdsl.compiler.analysis.buffer_sharing import _WorkingSets
+from tdsl.compiler.analysis.placement import matrix_operands
+from tdsl.compiler.schedule.schedule import Schedule
+from tdsl.compiler.schedule.tree import Buffer, Loop, Node, global_tensors, loop_walks_reduction, pw_affs_to_map, statements_under
+
+DEFAULT_WARPS = 4  # the backends' launch default (Triton num_warps)
+
+
+# ---------------------------------------------------------------- the planner
+
+
+def is_tile_level(loop: Loop) -> bool:
+    return bool(loop.bind) or loop.kind == "tile" or loop.pipeline is not None
+
+
+class _KernelPlanner(_WorkingSets):
+    def __init__(self, schedule: Schedule, target, index: int, root: Node):
+        self.model = schedule.model
+        self.tree = schedule.tree
+        self.target = target
+        self.index = index
+        self.root = root
+        self.stmts = statements_under(root)
+        self.pos = {s: n for n, s in enumerate(self.stmts)}
+        self.name = f"{self.model.name}_{index}"
+        self.globals = global_tensors(self.model, self.tree)
+        self.produced = {self.model.stmt(s).write.tensor for s in self.stmts}
+        self.default_scope = target.default_scope if target is not None else "register"
+        self.buffers: list[PlannedBuffer] = []
+        self.accesses: list[TileAccess] = []
+        self.tree_buffers = [b for b in self.tree.buffers if set(b.stmts) & set(self.stmts)]
+        self._planned: dict[int, PlannedBuffer] = {}  # id(tree Buffer) -> its plan
+
+    # ------------------------------------------------------------ driver
+
+    def run(self) -> KernelPlan:
+        for buf in self.tree_buffers:
+            self._explicit(buf)
+        self._temps()
+        self._reads()
+        self._writes()
+        self._fills()
+        working, peaks = self._working_sets()
+        violations = self._violations(working, peaks)
+        grid = []
+        node = self.root
+        while isinstance(node, Loop) and node.bind:
+            grid.append(node)
+            node = node.body[0] if len(node.body) == 1 else None
+        warps = (self.root.warps if isinstance(self.root, Loop) else None) or DEFAULT_WARPS
+        return KernelPlan(self.index, self.name, self.root, self.stmts, self.buffers, self.accesses, working, peaks,
+                          warps, grid, violations)
+
+    # ------------------------------------------------------------ loops and regions
+
+    def path(self, stmt: str) -> list[Loop]:
+        return self.tree.path(stmt)
+
+    def _prefix(self, stmt: str, loop: Optional[Loop]) -> isl.Map:
+        """Statement instance -> values of the loops from the kernel's root down to `loop` (None: no loop)."""
+        domain = self.model.stmt(stmt).domain
+        if loop is None:
+            return pw_affs_to_map([], domain)
+        path = self.path(stmt)
+        upto = path[: _index(path, loop) + 1]
+        return pw_affs_to_map([d for l in upto for d in l.exprs[stmt]], domain)
+
+    def touched(self, stmts: list[str], tensor: str, loop: Optional[Loop], write: bool = False) -> isl.Map:
+        """Loop values -> the elements of `tensor` the statements read (or write) in that iteration."""
+        region = None
+        for stmt_name in stmts:
+            stmt = self.model.stmt(stmt_name)
+            rels = [stmt.write.relation] if write else [a.relation for a in stmt.reads if a.tensor == tensor]
+            prefix = self._prefix(stmt_name, loop)
+            for rel in rels:
+                part = prefix.reverse().apply_range(rel)
+                region = part if region is None else region.union(part)
+        return region.coalesce()
+
+    def _shape(self, region: isl.Map, what: str) -> list[int]:
+        shape = []
+        for d in range(region.dim(isl.dim_type.out)):
+            span = _largest_span(region, d)
+            if span.is_nan():  # no instance touches the tensor: an empty statement domain
+                raise BackendError(f"{what} is empty: the statements that use it have no instances")
+            if not span.is_int():
+                raise BackendError(f"{what} has no fixed size along dimension {d}")
+            shape.append(span.to_python() + 1)
+        return shape
+
+    def tile_level(self, stmt: str) -> Optional[Loop]:
+        path = self.path(stmt)
+        tiles = [l for l in path if is_tile_level(l)]
+        if tiles:
+            return tiles[-1]
+        return path[-1] if path else None  # a scalar loop nest: every iteration of its innermost loop
+
+    def store_level(self, stmt_name: str) -> Optional[Loop]:
+        """Where a statement's result tile is stored: its tile level, or for a reduction the innermost tile
+        loop outside the loops that walk the reduction (the accumulator is stored once it is complete)."""
+        stmt = self.model.stmt(stmt_name)
+        if not stmt.is_reduction:
+            return self.tile_level(stmt_name)
+        path = self.path(stmt_name)
+        cut = next((n for n, l in enumerate(path) if loop_walks_reduction(self.model, stmt_name, l)), len(path))
+        outside = path[:cut]
+        if any(is_tile_level(l) for l in path):
+            tiles = [l for l in outside if is_tile_level(l)]
+            return tiles[-1] if tiles else None
+        return outside[-1] if outside else None
+
+    def _live(self, loop: Optional[Loop], users: list[str], whole: bool = False) -> tuple[int, int]:
+        """Positions of the first and last statement of the children of `loop` that hold a user."""
+        children = loop.body if loop is not None else [self.root]
+        spans = []
+        for child in children:
+            under = statements_under(child)
+            if whole or set(under) & set(users):
+                spans.append((self.pos[under[0]], self.pos[under[-1]]))
+        return min(s[0] for s in spans), max(s[1] for s in spans)
+
+    def _scope(self, name: str) -> str:
+        return self.target.scope_name(name) if self.target is not None else name
+
+    def _buffer_scope(self, buf: Buffer, stmts: list[str]) -> str:
+        """On a target with a matrix unit fed from L1 and accumulating in L0C (Ascend's cube), the operands of a
+        matrix product staged in `shared` live in L1 and its accumulator in L0C, as the backends place them;
+        everything else takes the scope the schedule names (resolved through the target's aliases)."""
+        scopes = set(self.target.scopes) if self.target is not None else set()
+        if {"L1", "L0C"} <= scopes and buf.scope in ("shared", "register", "local"):
+            operands = [matrix_operands(self.model.stmt(s)) for s in stmts]
+            matrix = [pair for pair in operands if pair is not None]
+            if matrix and buf.kind == "read" and buf.scope == "shared" and any(
+                    buf.tensor in (lhs.tensor, rhs.tensor) for lhs, rhs in matrix):
+                return "L1"
+            if matrix and buf.kind == "write":
+                return "L0C"
+        return self._scope(buf.scope)
+
+    def _add(self, buf: PlannedBuffer, loop: Optional[Loop], users: list[str], whole: bool = False) -> PlannedBuffer:
+        buf.kernel = self.index
+        buf.live = self._live(loop, users, whole)
+        ordered = sorted(users, key=self.pos.get)
+        buf.first, buf.last = ordered[0], ordered[-1]
+        self.buffers.append(buf)
+        return buf
+
+    # ------------------------------------------------------------ explicit buffers
+
+    def _explicit(self, buf: Buffer) -> None:
+        stmts = [s for s in buf.stmts if s in self.pos]
+        write = buf.kind == "write"
+        region = self.touched(stmts, buf.tensor, buf.at, write=write)
+        shape = self._shape(region, f"buffer of {buf.tensor} at loop {buf.at.name}")
+        dtype = getattr(buf, "dtype", None)
+        if dtype is None:
+            dtype = self.model.tensors[buf.tensor].dtype
+            if write:
+                writer = self.model.stmt(stmts[0])
+                dtype = writer.accum_dtype if writer.is_reduction else writer.dtype
+        stages = buf.at.pipeline or 1
+        users = list(stmts)
+        if write:  # readers of the tensor under the loop read the copy
+            users += [s for s in statements_under(buf.at)
+                      if any(r.tensor == buf.tensor for r in self.model.stmt(s).reads) and s not in users]
+        planned = PlannedBuffer(buf.tensor, self._buffer_scope(buf, stmts), buf.kind, buf.at.name, shape, dtype,
+                                stages, list(stmts), at=buf.at)
+        self._add(planned, buf.at, users, whole=stages > 1)
+        self._planned[id(buf)] = planned
+
+    # ------------------------------------------------------------ fused intermediates
+
+    def _temps(self) -> None:
+        cached = {b.tensor for b in self.tree_buffers if b.kind == "write"}
+        for stmt_name in self.stmts:
+            stmt = self.model.stmt(stmt_name)
+            tensor = stmt.write.tensor
+            if tensor in self.globals or tensor in cached:
+                continue
+            readers = [s for s in self.stmts if any(r.tensor == tensor for r in self.model.stmt(s).reads)]
+            users = [stmt_name] + [r for r in readers if r != stmt_name]
+            loop = _common_loop([self.path(s) for s in users])
+            region = self.touched([stmt_name], tensor, loop, write=True)
+            reads = None
+            for r in readers:
+                part = self.touched([r], tensor, loop)
+                reads = part if reads is None else reads.union(part)
+            if reads is not None:
+                region = region.union(reads).coalesce()
+            shape = self._shape(region, f"intermediate {tensor}")
+            dtype = stmt.accum_dtype if stmt.is_reduction else stmt.dtype
+            buf = PlannedBuffer(tensor, self.default_scope, "temp", loop.name if loop else "", shape, dtype, 1,
+                                [stmt_name] + [r for r in readers if r != stmt_name], at=loop)
+            self._add(buf, loop, users)
+
+    # ------------------------------------------------------------ loads and stores
+
+    def _buffer_for(self, stmt: str, tensor: str, kind: str) -> Optional[Buffer]:
+        """The innermost cache buffer of `tensor` that `stmt` uses."""
+        path = self.path(stmt)
+        found = [b for b in self.tree_buffers if b.tensor == tensor and b.kind == kind and stmt in b.stmts]
+        found.sort(key=lambda b: _index(path, b.at))
+        return found[-1] if found else None
+
+    def _hoist(self, stmt: str, tensor: str, level: Optional[Loop], floor: Optional[Loop]) -> Optional[Loop]:
+        """Move a tile's load level out of serial loops it does not depend on (never past a bound loop or `floor`)."""
+        if level is None:
+            return None
+        path = self.path(stmt)
+        at, stop = _index(path, level), _index(path, floor)
+        region = self.touched([stmt], tensor, level)
+        while at > stop and not path[at].bind:
+            outer = path[at - 1] if at > 0 else None
+            candidate = self.touched([stmt], tensor, outer)
+            if outer is None:
+                lifted = isl.Map.from_domain_and_range(region.domain(), candidate.range())
+            else:
+                inner = sum(l.n_dims for l in path[: at + 1])
+                kept = sum(l.n_dims for l in path[:at])
+                lifted = candidate.insert_dims(isl.dim_type.in_, kept, inner - kept).intersect_domain(region.domain())
+            if not lifted.is_equal(region):
+                break
+            region, at = candidate, at - 1
+        return path[at] if at >= 0 else None
+
+    def _reads(self) -> None:
+        groups: dict = {}
+        for stmt_name in self.stmts:
+            stmt = self.model.stmt(stmt_name)
+            for tensor in dict.fromkeys(a.tensor for a in stmt.reads):
+                if tensor in self.produced:
+                    continue  # produced in this kernel: already on chip
+                buf = self._buffer_for(stmt_name, tensor, "read")
+                level = self.tile_level(stmt_name)
+                path = self.path(stmt_name)
+                if buf is not None and (level is None or _index(path, buf.at) > _index(path, level)):
+                    level = buf.at
+                if buf is None:  # a tile loaded from global memory stays in registers while it does not change
+                    level = self._hoist(stmt_name, tensor, level, None)
+                key = (tensor, id(level), id(buf))
+                groups.setdefault(key, (tensor, level, buf, []))[3].append(stmt_name)
+        for tensor, level, buf, stmts in groups.values():
+            region = self.touched(stmts, tensor, level)
+            if buf is None:
+                dtype = self.model.tensors[tensor].dtype
+                shape = self._shape(region, f"tile of {tensor}")
+                tile = PlannedBuffer(tensor, self.default_scope, "tile", level.name if level else "", shape, dtype, 1,
+                                     list(stmts), source="global")
+                self._add(tile, level, stmts)
+                self.accesses.append(TileAccess(tensor, "read", "global", self.default_scope, level, stmts, region,
+                                                dtype, tile))
+            else:
+                planned = self._planned[id(buf)]
+                self.accesses.append(TileAccess(tensor, "read", planned.scope, "compute", level, stmts, region,
+                                                planned.dtype, planned))
+
+    def _writes(self) -> None:
+        groups: dict = {}
+        for stmt_name in self.stmts:
+            stmt = self.model.stmt(stmt_name)
+            tensor = stmt.write.tensor
+            if tensor not in self.globals:
+                continue
+            buf = self._buffer_for(stmt_name, tensor, "write")
+            if buf is not None:
+                groups.setdefault(("buf", id(buf)), (tensor, buf.at, buf, []))[3].append(stmt_name)
+                continue
+            level = self.store_level(stmt_name)
+            groups.setdefault(("tile", tensor, id(level)), (tensor, level, None, []))[3].append(stmt_name)
+        for tensor, level, buf, stmts in groups.values():
+            region = self.touched(stmts, tensor, level, write=True)
+            dtype = self.model.tensors[tensor].dtype
+            if buf is not None:
+                planned = self._planned[id(buf)]
+                self.accesses.append(TileAccess(tensor, "write", planned.scope, "global", level, stmts, region, dtype,
+                                                planned))
+                continue
+            writer = self.model.stmt(stmts[0])
+            held = writer.accum_dtype if writer.is_reduction else dtype
+            shape = self._shape(region, f"tile of {tensor}")
+            tile = PlannedBuffer(tensor, self.default_scope, "tile", level.name if level else "", shape, held, 1,
+                                 list(stmts), source="")
+            self._add(tile, level, stmts)
+            self.accesses.append(TileAccess(tensor, "write", self.default_scope, "global", level, stmts, region, dtype,
+                                            tile))
+
+    def _fills(self) -> None:
+        """Each cache_read copy is filled once per iteration of its loop, from global or from an outer copy."""
+        for buf in self.tree_buffers:
+            if buf.kind != "read":
+                continue
+            stmts = [s for s in buf.stmts if s in self.pos]
+            planned = self._planned[id(buf)]
+            parent = self._parent(buf, stmts)
+            if parent is not None:
+                src, dtype = self._planned[id(parent)].scope, self._planned[id(parent)].dtype
+            elif buf.tensor in self.produced:
+                src, dtype = self._producer_scope(buf.tensor), self.model.tensors[buf.tensor].dtype
+            else:
+                src, dtype = "global", self.model.tensors[buf.tensor].dtype
+            planned.source = src
+            region = self.touched(stmts, buf.tensor, buf.at)
+            self.accesses.append(TileAccess(buf.tensor, "read", src, planned.scope, buf.at, stmts, region, dtype,
+                                            planned))
+
+    def _parent(self, buf: Buffer, stmts: list[str]) -> Optional[Buffer]:
+        path = self.path(stmts[0])
+        here = _index(path, buf.at)
+        outer = [b for b in self.tree_buffers if b is not buf and b.tensor == buf.tensor and b.kind == "read"
+                 and set(stmts) <= set(b.stmts) and 0 <= _index(path, b.at) < here]
+        outer.sort(key=lambda b: _index(path, b.at))
+        return outer[-1] if outer else None
+
+    def _producer_scope(self, tensor: str) -> str:
+        for b in self.buffers:
+            if b.tensor == tensor and b.kind in ("write", "temp"):
+                return b.scope
+        return self.default_scope
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _index(path: list[Loop], loop: Optional[Loop]) -> int:
+    if loop is None:
+        return -1
+    for n, l in enumerate(path):
+        if l is loop:
+            return n
+    raise KeyError(loop.name)
+
+
+def _largest_span(region: isl.Map, d: int) -> isl.Val:
+    """The most that coordinate `d` of the elements one iteration touches varies (max - min, over iterations)."""
+    try:
+        return integer_bounds(region.dim_max(d).sub(region.dim_min(d)).coalesce())[1]
+    except isl.Error:
+        # A region with strides (an index `j // 2`, a condition `j % 2 == 0`) can give bounds with rational
+        # coefficients, which max_val refuses; the differences of two touched coordinates are integers.
+        one = region.project_out(isl.dim_type.out, d + 1, region.dim(isl.dim_type.out) - d - 1)
+        one = one.project_out(isl.dim_type.out, 0, d)
+        deltas = one.reverse().apply_range(one).deltas()
+        return deltas.max_val(isl.Aff.var_on_domain(isl.LocalSpace.from_space(deltas.get_space()),
+                                                    isl.dim_type.set, 0))
+
+
+def _common_loop(paths: list[list[Loop]]) -> Optional[Loop]:
+    common = None
+    for level in zip(*paths):
+        if all(l is level[0] for l in level):
+            common = level[0]
+        else:
+            break
+    return common
