@@ -25,6 +25,8 @@ EXPECTED = {
     "softmax": {"row_fused": None, "normalize_early": "reduction-incomplete", "exp_before_max": "reduction-incomplete"},
     "quant_gemm": {"separate": None, "quantize_before_rowmax": "reduction-incomplete"},
     "attention": {"unfused": None, "normalize_early": "reduction-incomplete"},
+    "mha": {"unfused": None, "normalize_early": "reduction-incomplete"},
+    "mha_causal": {"unfused": None, "normalize_early": "reduction-incomplete"},
 }
 
 # (example, schedule, rule or None) for every schedule of every example
@@ -39,7 +41,22 @@ LEGAL_IDS = [f"{e}-{n}" for e, n in LEGAL]
 PROGRAM_ORDER = [(ex, None) for ex in EXPECTED]
 
 
+# Legal schedules a backend refuses, (example, schedule, backend) -> a part of its message: batched products
+# (attention over batch and heads) are generated for Triton only so far.
+REFUSED = {(ex, "unfused", backend): "this backend stages only 2-D operands of a matrix product"
+           for ex in ("mha", "mha_causal") for backend in ("tilelang", "ascend-950", "ascend-910b")}
+
 # ---------------------------------------------------------------- sizes to run the examples at
+
+# The examples at the chapter's scale: their own sizes, with a value for each run-time `param` (the backends
+# other than Triton plan memory for bound sizes only).  Empty for an example without params.
+CHAPTER_SIZES = {"mha": {"L": 4096}, "mha_causal": {"L": 4096}}
+
+
+def size_flags(example: str) -> list[str]:
+    """`--size N=V` for the command line, one per CHAPTER_SIZES entry of the example."""
+    return [f"--size={n}={v}" for n, v in CHAPTER_SIZES.get(example, {}).items()]
+
 
 # For the reference interpreter (and the Ascend execution model): small, and deliberately not multiples of the
 # tiles, so every schedule has partial tiles.  gemm's N = 6 and attention's D = 3 are below 16.
@@ -51,6 +68,8 @@ INTERPRETER_SIZES = {
     "softmax": {"M": 3, "N": 1100},
     "quant_gemm": {"M": 130, "N": 3, "K": 70},
     "attention": {"L": 70, "D": 3},
+    "mha": {"B": 2, "H": 3, "L": 33, "D": 3},
+    "mha_causal": {"B": 2, "H": 3, "L": 70, "D": 3},
 }
 
 # For generated kernels (the Triton interpreter, emission of every backend): also not multiples of the tiles,
@@ -64,6 +83,9 @@ KERNEL_SIZES = {
     "softmax": {"M": 3, "N": 1100},
     "quant_gemm": {"M": 130, "N": 20, "K": 70},
     "attention": {"L": 70, "D": 16},
+    # program order makes one tile of (b, h, i, j, d), each padded to a power of two: at most 65,536 elements
+    "mha": {"B": 2, "H": 2, "L": 30, "D": 16},
+    "mha_causal": {"B": 2, "H": 2, "L": 29, "D": 16},
 }
 
 # ---------------------------------------------------------------- the legality rules (docs/rules/<rule>.md)

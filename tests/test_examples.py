@@ -8,18 +8,18 @@ from tdsl.compiler.driver.api import load
 from tdsl.compiler.errors import LegalityError, StepError
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
 
-from catalog import CASE_IDS, CASES, EXAMPLES, EXPECTED, INTERPRETER_SIZES, LEGAL, LEGAL_IDS
+from catalog import CASES, CASE_IDS, CHAPTER_SIZES, EXAMPLES, EXPECTED, INTERPRETER_SIZES, LEGAL, LEGAL_IDS
 
 
 def test_every_schedule_of_every_example_is_listed():
     for ex, schedules in EXPECTED.items():
-        assert load(EXAMPLES / f"{ex}.tdsl").schedule_names == list(schedules)
+        assert load(EXAMPLES / f"{ex}.tdsl", sizes=CHAPTER_SIZES.get(ex)).schedule_names == list(schedules)
     assert sorted(p.stem for p in EXAMPLES.glob("*.tdsl")) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("example,name,rule", CASES, ids=CASE_IDS)
 def test_schedule_verdict_at_chapter_sizes(example, name, rule):
-    prog = load(EXAMPLES / f"{example}.tdsl")
+    prog = load(EXAMPLES / f"{example}.tdsl", sizes=CHAPTER_SIZES.get(example))
     if rule is None:
         prog.schedule(name)
         return

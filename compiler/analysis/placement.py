@@ -37,12 +37,12 @@ VECTOR = "vector"
 
 
 def matrix_operands(stmt) -> Optional[tuple]:
-    """The two operand reads of `C[.., i, .., j, ..] = sum(k) X[i, k] * Y[k, j]` (in either operand order and
-    either index order within an operand), or None when the statement is not a matrix product.
+    """The two operand reads of `C[.., i, .., j, ..] = sum(k) X[.., i, k] * Y[.., k, j]` (in either operand order
+    and any index order within an operand), or None when the statement is not a matrix product.
 
-    Each operand is a plain read indexed by two iterators: an output iterator and the one reduction
-    iterator, the two operands naming different output iterators (other output iterators, if any, select
-    which product a tile computes)."""
+    Each operand is a plain read indexed by an output iterator and the one reduction iterator, the two
+    operands naming different output iterators; other output iterators (batch and head in attention,
+    `Q[b, h, i, d] * K[b, h, j, d]`) may index either operand too and select which product a tile computes."""
     v = stmt.value
     if stmt.reduce_op != "sum" or not isinstance(v, ast.BinOp) or v.op != "*" or len(stmt.red_iters) != 1:
         return None
@@ -50,14 +50,18 @@ def matrix_operands(stmt) -> Optional[tuple]:
     for lhs, rhs in ((v.lhs, v.rhs), (v.rhs, v.lhs)):
         for i in stmt.lhs_iters:
             for j in stmt.lhs_iters:
-                if i != j and _indexed_by(lhs, {i, k}) and _indexed_by(rhs, {k, j}):
+                batch = set(stmt.lhs_iters) - {i, j}
+                if i != j and _indexed_by(lhs, {i, k}, batch) and _indexed_by(rhs, {k, j}, batch):
                     return lhs, rhs
     return None
 
 
-def _indexed_by(e, iters: set) -> bool:
-    return (isinstance(e, ast.Access) and len(e.indices) == 2
-            and all(isinstance(x, ast.Name) for x in e.indices) and {x.name for x in e.indices} == iters)
+def _indexed_by(e, iters: set, batch: set) -> bool:
+    """A plain read whose indices are distinct iterators: all of `iters`, and otherwise only `batch` ones."""
+    if not (isinstance(e, ast.Access) and all(isinstance(x, ast.Name) for x in e.indices)):
+        return False
+    names = [x.name for x in e.indices]
+    return len(set(names)) == len(names) and iters <= set(names) and set(names) - iters <= batch
 
 
 # ---------------------------------------------------------------- what each backend's matrix unit takes
@@ -172,6 +176,12 @@ def operand_layout(op: AccUpdate) -> tuple:
             out.append((load, False, [size[rows], size[cols]], dtype))
         elif order == [cols, rows]:
             out.append((load, True, [size[cols], size[rows]], dtype))
+        elif {rows, cols} <= set(order):
+            # a batched product (attention's Q[b, h, i, d]): Triton's tl.dot reads it through its pointers;
+            # the staged copies of the TileLang and Ascend printers are 2-D boxes of 2-D tensors for now
+            raise BackendError(f"{op.stmt}: operand {load.tensor}[{', '.join(x or '?' for x in order)}] has indices "
+                               f"besides the product tile's rows and columns ({rows}, {cols}); this backend stages "
+                               f"only 2-D operands of a matrix product; generate it with --backend triton")
         else:
             raise BackendError(f"{op.stmt}: operand {load.tensor}[{', '.join(map(str, order))}] is not a plain 2-D tile")
     return (i, j, k), out

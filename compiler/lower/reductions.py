@@ -71,9 +71,10 @@ class ReductionLowering:
             return None
         i, j = names[:2]
         lhs, rhs = operands
-        if not (_plain(lhs, {i, k}) and _plain(rhs, {k, j})):
+        batch = set(tile.scalars)  # other iterators (batch, head) must hold one value per tile
+        if not (_plain(lhs, {i, k}, batch) and _plain(rhs, {k, j}, batch)):
             lhs, rhs = rhs, lhs
-            if not (_plain(lhs, {i, k}) and _plain(rhs, {k, j})):
+            if not (_plain(lhs, {i, k}, batch) and _plain(rhs, {k, j}, batch)):
                 return None
         if tile.mask is not None and not self._separable(stmt, context, i, j, k):
             return None
@@ -118,10 +119,10 @@ class ReductionLowering:
         return flat
 
 
-def _plain(e: ast.Expr, iters: set) -> bool:
-    return (
-        isinstance(e, ast.Access)
-        and len(e.indices) == 2
-        and all(isinstance(x, ast.Name) for x in e.indices)
-        and {x.name for x in e.indices} == iters
-    )
+def _plain(e: ast.Expr, iters: set, batch: set) -> bool:
+    """A read indexed by distinct plain iterators: both of `iters` (the tile's axes), the others in `batch`
+    (iterators with one value in the tile)."""
+    if not (isinstance(e, ast.Access) and all(isinstance(x, ast.Name) for x in e.indices)):
+        return False
+    names = [x.name for x in e.indices]
+    return len(set(names)) == len(names) and iters <= set(names) and set(names) - iters <= batch

@@ -18,7 +18,7 @@ from tdsl.compiler.analysis.cost import analyze, box_sum, card, fit, sweep, swee
 from tdsl.compiler.analysis.buffer_plan import CapacityError, check, plan, plan_kernels
 from tdsl.compiler.targets import get_target
 
-from catalog import EXAMPLES, ROOT
+from catalog import CHAPTER_SIZES, EXAMPLES, ROOT
 
 COST = ROOT / "tests" / "cost"
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -380,7 +380,7 @@ def test_every_example_costs_on_every_target():
     for path in sorted(EXAMPLES.glob("*.tdsl")):
         if path.name == "attention.tdsl":
             continue  # the causal program order takes seconds to count; its unfused schedule is below
-        prog = load(path)
+        prog = load(path, sizes=CHAPTER_SIZES.get(path.stem))
         for name in prog.schedule_names:
             try:
                 sched = prog.schedule(name)

@@ -8,7 +8,7 @@ import pytest
 from tdsl.compiler.driver.api import load
 from tdsl.compiler.lower.build import lower
 
-from catalog import EXAMPLES, KERNEL_SIZES, LEGAL, LEGAL_IDS
+from catalog import CHAPTER_SIZES, EXAMPLES, KERNEL_SIZES, LEGAL, LEGAL_IDS
 from fuzz.emission import emit_all
 
 BACKENDS = ["triton", "tilelang", "ascend-950", "ascend-910b"]
@@ -17,7 +17,7 @@ BACKENDS = ["triton", "tilelang", "ascend-950", "ascend-910b"]
 @pytest.mark.parametrize("sizes", ["chapter", "ragged"])
 @pytest.mark.parametrize("example,name", LEGAL, ids=LEGAL_IDS)
 def test_emitting_twice_in_any_order_gives_the_same_text(example, name, sizes):
-    prog = load(EXAMPLES / f"{example}.tdsl", sizes=KERNEL_SIZES[example] if sizes == "ragged" else None)
+    prog = load(EXAMPLES / f"{example}.tdsl", sizes=KERNEL_SIZES[example] if sizes == "ragged" else CHAPTER_SIZES.get(example))
     sched = prog.schedule(name)
     program = lower(sched)
     fresh = lower(sched)

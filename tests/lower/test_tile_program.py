@@ -15,7 +15,7 @@ from tdsl.compiler.lower.tileir import AccUpdate, Dot, kernel_buffers, walk_ops
 from tdsl.compiler.lower.tileir_text import program_text
 from tdsl.frontend.diagnostics import TdslError
 
-from catalog import EXAMPLES, KERNEL_SIZES, LEGAL, PROGRAM_ORDER
+from catalog import CHAPTER_SIZES, EXAMPLES, KERNEL_SIZES, LEGAL, PROGRAM_ORDER
 
 CASES = LEGAL + PROGRAM_ORDER
 BACKEND_NAMES = sorted(set(BACKENDS.values()))
@@ -26,7 +26,7 @@ BACKEND_NAMES = sorted(set(BACKENDS.values()))
 @pytest.mark.parametrize("example,name", CASES, ids=[f"{e}-{n}" for e, n in CASES])
 def test_tile_program_golden(example, name, sizes, backend, golden):
     """At the chapter's sizes and at the ragged sizes the kernels are run at (partial tiles: masks)."""
-    sched = load(EXAMPLES / f"{example}.tdsl", sizes=KERNEL_SIZES[example] if sizes == "ragged" else None).schedule(name)
+    sched = load(EXAMPLES / f"{example}.tdsl", sizes=KERNEL_SIZES[example] if sizes == "ragged" else CHAPTER_SIZES.get(example)).schedule(name)
     try:
         text = program_text(lower_for(sched, backend))
     except TdslError as err:  # a refusal is part of the contract too

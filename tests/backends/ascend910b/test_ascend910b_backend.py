@@ -12,7 +12,7 @@ import pytest
 
 from tdsl.compiler.analysis.buffer_plan import CapacityError
 
-from catalog import EXAMPLES, LEGAL, LEGAL_IDS, ROOT
+from catalog import CHAPTER_SIZES, EXAMPLES, LEGAL, LEGAL_IDS, REFUSED, ROOT
 
 os.environ.setdefault("TILELANG_CACHE_DIR", str(ROOT / ".cache" / "tilelang"))
 
@@ -23,13 +23,12 @@ from tdsl.compiler.errors import BackendError  # noqa: E402
 
 # What the target refuses, and why (a substring of the error): the memory plan rejects schedules whose buffers
 # do not fit the target (CapacityError, exit 1) before the backend runs; the backend refuses what it cannot express.
-REFUSED_910B = {
-}
+REFUSED_910B = {(ex, name): text for (ex, name, backend), text in REFUSED.items() if backend == "ascend-910b"}
 
 
 @pytest.mark.parametrize("example,name", LEGAL, ids=LEGAL_IDS)
 def test_ascend910b_parses_and_fits_the_tilelang_ascend_api(example, name, golden):
-    prog = load(EXAMPLES / f"{example}.tdsl")
+    prog = load(EXAMPLES / f"{example}.tdsl", sizes=CHAPTER_SIZES.get(example))
     if (example, name) in REFUSED_910B:
         with pytest.raises((BackendError, CapacityError), match=re.escape(REFUSED_910B[example, name])):
             generate(prog, name, target="ascend-910b")

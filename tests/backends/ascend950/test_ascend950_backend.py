@@ -12,7 +12,7 @@ import pytest
 
 from tdsl.compiler.analysis.buffer_plan import CapacityError
 
-from catalog import EXAMPLES, LEGAL, LEGAL_IDS, ROOT
+from catalog import CHAPTER_SIZES, EXAMPLES, LEGAL, LEGAL_IDS, REFUSED, ROOT
 
 os.environ.setdefault("TILELANG_CACHE_DIR", str(ROOT / ".cache" / "tilelang"))
 
@@ -22,8 +22,7 @@ from tdsl.compiler.errors import BackendError  # noqa: E402
 
 # What the target refuses, and why (a substring of the error): the memory plan rejects schedules whose buffers
 # do not fit the target (CapacityError, exit 1) before the backend runs; the backend refuses what it cannot express.
-REFUSED_950 = {
-}
+REFUSED_950 = {(ex, name): text for (ex, name, backend), text in REFUSED.items() if backend == "ascend-950"}
 # statement -> expected core: matrix statements on the cube
 CUBE = {"gemm": "C", "gemm_silu": "C", "quant_gemm": "P", "attention": "S"}
 
@@ -33,7 +32,7 @@ def test_ascend950_lowers_to_ascendc(example, name, tmp_path, golden):
     pytest.importorskip("tilelang")
     from tdsl.backends.tilelang.lowering import lower_module
 
-    prog = load(EXAMPLES / f"{example}.tdsl")
+    prog = load(EXAMPLES / f"{example}.tdsl", sizes=CHAPTER_SIZES.get(example))
     if (example, name) in REFUSED_950:
         with pytest.raises((BackendError, CapacityError), match=re.escape(REFUSED_950[example, name])):
             generate(prog, name, target="ascend-950")

@@ -15,7 +15,7 @@ from tdsl.compiler.lower.build import lower
 from tdsl.compiler.lower.tileir import Dot, SerialLoop
 from tdsl.compiler.verify import compare
 
-from catalog import EXAMPLES, KERNEL_SIZES, LEGAL, LEGAL_IDS, PROGRAM_ORDER
+from catalog import CHAPTER_SIZES, EXAMPLES, KERNEL_SIZES, LEGAL, LEGAL_IDS, PROGRAM_ORDER
 
 H100_SHARED_PER_BLOCK = 232448  # 227 KiB
 
@@ -39,7 +39,7 @@ def test_kernel_matches_reference_interpreter(example, name, tmp_path):
 def test_module_text_matches_the_golden_file(example, name, golden):
     """The generated Triton module of every legal schedule at the examples' sizes, as text
     (tests/golden/test_triton_backend/test_module_text_matches_the_golden_file/<example>-<schedule>.py)."""
-    text = generate(load(EXAMPLES / f"{example}.tdsl"), name, target="nvidia", backend="triton")
+    text = generate(load(EXAMPLES / f"{example}.tdsl", sizes=CHAPTER_SIZES.get(example)), name, target="nvidia", backend="triton")
     golden(text, suffix=".py")
 
 
@@ -63,7 +63,7 @@ def _dot_operands_staged(kernel, buffers) -> bool:
 def test_aot_compiles_for_sm90_and_shared_memory_matches_the_plan(example, name, tmp_path):
     from tdsl.backends.triton.aot import compile_in_subprocess
 
-    prog = load(EXAMPLES / f"{example}.tdsl")
+    prog = load(EXAMPLES / f"{example}.tdsl", sizes=CHAPTER_SIZES.get(example))
     sched = prog.schedule(name)
     program = lower(sched)
     buffers = plan(sched)
@@ -218,3 +218,20 @@ def test_e4m3_stores_and_loads_are_bit_exact_under_the_triton_interpreter(tmp_pa
     z = np.asarray(got["Z"], dtype=np.float32)
     assert np.array_equal(np.isnan(z), np.isnan(q.astype(np.float32)))
     assert np.array_equal(z[~np.isnan(z)], q.astype(np.float32)[~np.isnan(z)])
+
+
+@pytest.mark.parametrize("example", ["mha", "mha_causal"])
+def test_one_attention_module_serves_every_sequence_length(example, tmp_path):
+    # `param L`: one generated module, its launcher reading L from the tensors' shapes, run at several lengths
+    # (one tile, several partial ones, a single position); both batched products on tl.dot
+    fixed = {"B": 2, "H": 2, "D": 16}
+    text = generate(load(EXAMPLES / f"{example}.tdsl", sizes=fixed), "unfused")
+    assert text.count("tl.dot(") == 2
+    module = load_module(text, tmp_path / f"{example}_any_length.py")
+    for length in (70, 33, 1):
+        bound = load(EXAMPLES / f"{example}.tdsl", sizes={**fixed, "L": length}).schedule("unfused")
+        inputs = random_inputs(bound.model, seed=length)
+        reference = interpret(bound.model, bound.time_map(), inputs)
+        outputs = run_generated(module, bound.model, inputs, guard=31)
+        result = compare(reference["O"].astype("float32"), outputs["O"], "bf16")
+        assert result.ok, f"{example} at L={length}: {result.summary()}"
