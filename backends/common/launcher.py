@@ -25,8 +25,28 @@ def bind_params(program: T.TileProgram, names: ModuleNames) -> list[str]:
     return lines
 
 
+INT32_MAX = 2**31 - 1
+
+
+def check_index_range(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    """With run-time sizes, refuse at launch a size that makes a tensor hold more elements than the kernels'
+    32-bit index arithmetic reaches (compiler/lower/passes/int32.py bounds the constant sizes at compile time;
+    an element's offset is below its tensor's element count, so that count bounds every address)."""
+    params = [n for n, v in program.sizes.items() if v is None]
+    lines = []
+    for t in [*program.inputs, *program.outputs, *program.temps]:
+        if not any(dim in params for dim in t.shape):
+            continue
+        count = " * ".join(names.var(d) if isinstance(d, str) else str(d) for d in t.shape)
+        given = ", ".join(f"{p} = {{{names.var(p)}}}" for p in params if p in t.shape)
+        lines.append(f"if {count} > {INT32_MAX}:")
+        lines.append(f'    raise ValueError(f"{names.entry}: {given} makes {t.name} hold {{{count}}} elements; the '
+                     f'generated kernels index in 32 bits (at most {INT32_MAX})")')
+    return lines
+
+
 def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
-    lines = bind_params(program, names)
+    lines = bind_params(program, names) + check_index_range(program, names)
     for t in program.inputs:
         x = names.tensor(t.name)
         lines.append(f'{x} = _check({x}, "{x}", "{t.dtype}", {names.shape(t.shape)})')

@@ -9,6 +9,6 @@ This package and compare.py import numpy alone: the GPU machine runs them withou
 imported here.
 """
 
-from tdsl.compiler.verify.compare import TOLERANCE_BITS, ULPS, Comparison, compare, reordered_terms, tolerance_dtype, ulp
+from .compare import TOLERANCE_BITS, ULPS, Comparison, compare, reordered_terms, tolerance_dtype, ulp  # relative: see above
 
 __all__ = ["TOLERANCE_BITS", "ULPS", "Comparison", "compare", "reordered_terms", "tolerance_dtype", "ulp"]

@@ -65,3 +65,14 @@ def test_tdsl_imports_only_current_paths():
             if used := _old_paths_used(path.read_text()):
                 offenders[str(path.relative_to(ROOT))] = used
     assert not offenders, offenders
+
+
+def test_the_gpu_benchmarks_import_compare_without_tdsl(tmp_path):
+    # benchmarks/gpu runs on a machine with torch and numpy only: `compiler.verify` from the repository root
+    import subprocess
+    import sys
+
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from compiler.verify import compare; print(compare.__module__)"
+    done = subprocess.run([sys.executable, "-I", "-c", code, str(ROOT)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "compiler.verify.compare"

@@ -235,3 +235,15 @@ def test_one_attention_module_serves_every_sequence_length(example, tmp_path):
         outputs = run_generated(module, bound.model, inputs, guard=31)
         result = compare(reference["O"].astype("float32"), outputs["O"], "bf16")
         assert result.ok, f"{example} at L={length}: {result.summary()}"
+
+
+def test_a_run_time_length_past_32_bit_indexing_is_refused_at_launch(tmp_path):
+    # S holds B*H*L*L elements: at L = 23171 that passes 2^31 - 1, where the kernels' int32 addresses would wrap
+    text = generate(load(EXAMPLES / "mha_causal.tdsl", sizes={"B": 2, "H": 2, "D": 16}), "unfused")
+    module = load_module(text, tmp_path / "mha_causal_long.py")
+    import torch
+
+    q = torch.zeros((2, 2, 23171, 16), dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"L = 23171 makes S hold 2147580964 elements; the generated kernels index "
+                                         r"in 32 bits"):
+        module.mha_causal(q, q, q)
