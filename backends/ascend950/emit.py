@@ -26,7 +26,7 @@ from pathlib import Path
 
 
 from tdsl.backends.common.module import dynamic_sizes, module_text
-from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, shape_code
+from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, operand_region, shape_code
 from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.lower import tileir as T
@@ -192,8 +192,7 @@ class Ascend950Printer(KernelPrinter):
         buf = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_l1"), shape, st.dtype, st.scope,
                          note + (f", x{st.stages} stages" if st.stages > 1 else ""))
         self.footprint["L1"] += math.prod(shape) * BYTES[st.dtype] * (st.stages - 1)
-        starts = [self._start(x, op.tile) for x in load.indices]
-        self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {buf})  # GM -> L1")
+        self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})  # GM -> L1")
         return buf
 
     def _vector_dot(self, op: T.AccUpdate) -> None:
@@ -207,8 +206,7 @@ class Ascend950Printer(KernelPrinter):
 
     def copy_in(self, op, load, buf, shape, dtype) -> None:
         if load.mask is None:
-            starts = [self._start(x, op.tile) for x in load.indices]
-            self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {buf})  # GM -> UB")
+            self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})  # GM -> UB")
             return
         super().copy_in(op, load, buf, shape, dtype)
 

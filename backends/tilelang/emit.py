@@ -110,6 +110,25 @@ def axis_start(x: T.Expr, tile: T.Tile, names: dict) -> str:
     raise InternalError(f"operand index {x} is not a tile axis")
 
 
+def operand_region(tensor: str, load: T.Load, tile: T.Tile, names: dict) -> str:
+    """A product operand's region in its tensor, for T.copy into a buffer of the tile's box: `A[i0, k0]` for a
+    2-D operand (the buffer gives the extents); a batched one, `Q[b, h, i, d]`, with its two tile axes as
+    slices and its batch indices at their one value: `Q[b, h, i0:i0 + 64, d0:d0 + 128]`."""
+    if len(load.indices) == 2:
+        return f"{tensor}[{', '.join(axis_start(x, tile, names) for x in load.indices)}]"
+    size = {a.iter: a.size for a in tile.axes}
+    parts = []
+    for x in load.indices:
+        if isinstance(x, T.Var) and x.name in size:
+            start = axis_start(x, tile, names)
+            parts.append(f"{start}:{start} + {size[x.name]}" if start != "0" else f"0:{size[x.name]}")
+        elif isinstance(x, T.Var) and x.name in tile.scalars:
+            parts.append(index_code(simplify(tile.scalars[x.name]), names))
+        else:
+            raise InternalError(f"operand index {x} is neither a tile axis nor fixed in the tile")
+    return f"{tensor}[{', '.join(parts)}]"
+
+
 def shape_code(shape) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -358,15 +377,20 @@ class KernelPrinter(TileLangDialect):
 
     def copy_in(self, op: T.AccUpdate, load: T.Load, buf: str, shape, dtype: str) -> None:
         _, names = self.lanes(op.tile)
-        starts = [self._start(x, op.tile) for x in load.indices]
         if load.mask is None:
-            self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {buf})")
+            self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})")
             return
+        lanes = iter([self.lane(n) for n in range(len(shape))])
+        axes = {a.iter for a in op.tile.axes}
+        idx, sub = [], dict(names)
+        for x in load.indices:  # a lane along each tile axis; a batch index at its one value
+            if x.name in axes:
+                start, lane = self._start(x, op.tile), next(lanes)
+                idx.append(f"({start} + {lane})" if start != "0" else lane)
+                sub[x.name] = idx[-1]
+            else:
+                idx.append(index_code(simplify(op.tile.scalars[x.name]), self.vars))
         lanes = [self.lane(n) for n in range(len(shape))]
-        idx = [f"({s} + {l})" if s != "0" else l for s, l in zip(starts, lanes)]
-        sub = dict(names)
-        for x, code in zip(load.indices, idx):
-            sub[x.name] = code
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
         self.emit(f"    {buf}[{', '.join(lanes)}] = T.if_then_else({index_code(load.mask, sub)}, "

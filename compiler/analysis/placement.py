@@ -162,29 +162,37 @@ STAGING = {
     "ascend-910b": {MATRIX: "L1"},  # the cube reads L1; vector products load their own UB rows
 }
 
+# Backends whose printers copy only 2-D operand tensors (no batch indices such as attention's Q[b, h, i, d]).
+PLAIN_OPERANDS_ONLY = {"ascend-910b": "tilelang-ascend 0.1.4's T.copy regions are not verified for it"}
+
 
 def operand_layout(op: AccUpdate) -> tuple:
     """The (i, j, k) iterators of a tile product and, per operand, (its load, stored transposed?, box shape in
-    the tensor's index order, dtype).  Raises BackendError for an operand that is not a plain 2-D tile."""
+    the tensor's index order, dtype).  A batched operand (`Q[b, h, i, d]`) has other indices besides the two
+    tile axes, each with one value in the tile: its box is the 2-D one of the tile axes.  Raises BackendError
+    for an operand that is not such a tile."""
     dot = op.partial
     i, j, k = [a.iter for a in op.tile.axes]
     size = {a.iter: a.size for a in op.tile.axes}
     out = []
     for load, rows, cols, dtype in ((dot.lhs, i, k, dot.lhs_dtype), (dot.rhs, k, j, dot.rhs_dtype)):
         order = [x.name if isinstance(x, Var) else None for x in load.indices]
-        if order == [rows, cols]:
+        others = [x for x in order if x not in (rows, cols)]
+        axes = [x for x in order if x in (rows, cols)]
+        if all(x in op.tile.scalars for x in others) and axes == [rows, cols]:
             out.append((load, False, [size[rows], size[cols]], dtype))
-        elif order == [cols, rows]:
+        elif all(x in op.tile.scalars for x in others) and axes == [cols, rows]:
             out.append((load, True, [size[cols], size[rows]], dtype))
-        elif {rows, cols} <= set(order):
-            # a batched product (attention's Q[b, h, i, d]): Triton's tl.dot reads it through its pointers;
-            # the staged copies of the TileLang and Ascend printers are 2-D boxes of 2-D tensors for now
-            raise BackendError(f"{op.stmt}: operand {load.tensor}[{', '.join(x or '?' for x in order)}] has indices "
-                               f"besides the product tile's rows and columns ({rows}, {cols}); this backend stages "
-                               f"only 2-D operands of a matrix product; generate it with --backend triton")
         else:
             raise BackendError(f"{op.stmt}: operand {load.tensor}[{', '.join(map(str, order))}] is not a plain 2-D tile")
     return (i, j, k), out
+
+
+def tile_dims(load, op: AccUpdate) -> list[int]:
+    """The positions of a product operand's indices that run along the tile's axes (two; the others, batch
+    indices, hold one value per tile)."""
+    axes = {a.iter for a in op.tile.axes}
+    return [n for n, x in enumerate(load.indices) if isinstance(x, Var) and x.name in axes]
 
 
 def stage_operands(program: TileProgram, backend: str) -> TileProgram:
@@ -200,12 +208,22 @@ def stage_operands(program: TileProgram, backend: str) -> TileProgram:
         for op in body:
             if isinstance(op, SerialLoop):
                 op = replace(op, body=ops(op.body, op, kernel))
-            elif isinstance(op, AccUpdate) and isinstance(op.partial, Dot) and unit_of(op) in scopes:
+            elif isinstance(op, AccUpdate) and isinstance(op.partial, Dot) and backend in PLAIN_OPERANDS_ONLY:
+                _check_plain(op, backend)
+            if isinstance(op, AccUpdate) and isinstance(op.partial, Dot) and unit_of(op) in scopes:
                 op = replace(op, staged=_staged(op, scopes[unit_of(op)], loop, kernel))
             out.append(op)
         return out
 
     return replace(program, kernels=[replace(k, body=ops(k.body, None, k)) for k in program.kernels])
+
+
+def _check_plain(op: AccUpdate, backend: str) -> None:
+    for load in (op.partial.lhs, op.partial.rhs):
+        if len(load.indices) != 2:
+            raise BackendError(f"{op.stmt}: operand {load.tensor} of a matrix product has batch indices; {backend} "
+                               f"generates products of 2-D operands only ({PLAIN_OPERANDS_ONLY[backend]}); "
+                               f"generate it for nvidia or ascend-950")
 
 
 def _staged(op: AccUpdate, scope: str, loop, kernel: TileKernel) -> tuple:
@@ -215,7 +233,10 @@ def _staged(op: AccUpdate, scope: str, loop, kernel: TileKernel) -> tuple:
     for load, transposed, shape, dtype in operand_layout(op)[1]:
         cache = next((b for b in owned if b.tensor == load.tensor and b.kind == "read"), None)
         tensor_shape = next((t.shape for t in kernel.tensors if t.name == load.tensor), ())
-        if cache is not None and not _same_box(list(cache.shape), shape, list(tensor_shape)):
+        dims = tile_dims(load, op)  # a batched operand's plan box is 1 along its batch indices
+        planned = [d for n, d in enumerate(cache.shape) if n in dims] if cache is not None else []
+        if cache is not None and (any(d != 1 for n, d in enumerate(cache.shape) if n not in dims)
+                                  or not _same_box(planned, shape, [tensor_shape[n] for n in dims])):
             raise BackendError(f"{op.stmt}: the buffer plan gives {load.tensor} the box {list(cache.shape)} but the "
                                f"tile reads {list(shape)}")
         out.append(Staged(load.tensor, scope, tuple(shape), transposed, dtype, stages,
