@@ -42,6 +42,8 @@ ALIGNED = {  # multiples of every tile of every schedule (the smallest that give
     "softmax": {"M": 3, "N": 1024},
     "quant_gemm": {"M": 128, "N": 128, "K": 64},
     "attention": {"L": 64, "D": 16},
+    "mha": {"B": 2, "H": 2, "L": 128, "D": 16},
+    "mha_causal": {"B": 2, "H": 2, "L": 128, "D": 16},
 }
 SIZES = {"ragged": RAGGED, "aligned": ALIGNED}
 
@@ -50,11 +52,11 @@ CASES = (
         ("gemm", "tiled"), ("gemm_silu", "fused"), ("gemm_silu", "fast"), ("swiglu_quant", "fused"),
         ("swiglu_quant", "inlined"),
         ("rmsnorm", "row_per_program"), ("softmax", "row_fused"), ("quant_gemm", "separate"),
-        ("attention", "unfused")]]
+        ("attention", "unfused"), ("mha", "unfused"), ("mha_causal", "unfused")]]
     + [("ascend-950", ex, s, "aligned") for ex, s in [
         ("gemm", "tiled"), ("gemm", "gpu"), ("gemm_silu", "fused"), ("gemm_silu", "fast"), ("swiglu_quant", "fused"),
         ("swiglu_quant", "inlined"), ("rmsnorm", "row_per_program"), ("softmax", "row_fused"),
-        ("quant_gemm", "separate"), ("attention", "unfused")]]
+        ("quant_gemm", "separate"), ("attention", "unfused"), ("mha", "unfused"), ("mha_causal", "unfused")]]
     + [("ascend-910b", ex, s, "ragged") for ex, s in [
         ("gemm", "tiled"), ("gemm", "gpu"), ("gemm_silu", "fused"), ("gemm_silu", "fast"), ("swiglu_quant", "fused"),
         ("swiglu_quant", "inlined"), ("rmsnorm", "row_per_program"), ("softmax", "row_fused"),
@@ -69,6 +71,7 @@ IDS = [f"{t}-{e}-{s}-{k}" for t, e, s, k in CASES]
 # (target, example, schedule, sizes) the backends refuse, and why (a substring of the error)
 NOT_EMITTED = [
     ("ascend-950", "gemm", "gpu", "ragged", "UB"),
+    ("ascend-910b", "mha", "unfused", "aligned", "generates products of 2-D operands only"),
 ]
 
 
