@@ -71,16 +71,22 @@ def cmd_tree(args) -> int:
     name = _default_schedule(prog, args.schedule)
     original = prog.schedule(None, kernel=args.kernel)
     sched = prog.schedule(name, kernel=args.kernel) if name is not None else None  # errors before any output
-    print("# before: program order")
+    # YAML: one document each, so that a YAML reader (or isl) sees two trees, not one merged mapping
+    opening = "--- " if args.format == "yaml" else ""
+    print(f"{opening}# before: program order")
     print(show(original.model, original.tree))
     if sched is not None:
-        print(f"\n# after: schedule {name}")
+        print(f"{opening}# after: schedule {name}" if opening else f"\n# after: schedule {name}")
         print(show(sched.model, sched.tree))
     return 0
 
 
 def cmd_check(args) -> int:
     prog = _program(args)
+    if not args.all and args.schedule == "none":  # program order: legal by definition, its dependences listed
+        deps = len(prog.schedule(None, kernel=args.kernel).deps)
+        print(f"program order: legal (0 steps, {deps} dependence{'s' * (deps != 1)})")
+        return 0
     names = prog.schedule_names if args.all else [_default_schedule(prog, args.schedule)]
     names = [n for n in names if n is not None]
     if not names:
@@ -362,6 +368,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="tdsl: a polyhedral scheduling compiler for tensor kernels.",
         epilog="Exit codes: 0 ok, 1 illegal schedule or mismatch, 2 usage/parse error.",
     )
+    from tdsl import __version__
+
+    parser.add_argument("--version", action="version", version=f"tdsl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def common(p, schedule=True):

@@ -47,6 +47,32 @@ def test_tree_yaml_is_isl_yaml():
     assert "floor((k)/32)" in proc.stdout
 
 
+def test_tree_yaml_is_two_documents_isl_reads_back():
+    # one YAML document per tree: a YAML reader used to merge before and after into one mapping
+    import islpy as isl
+
+    proc = tdsl("tree", "examples/gemm_silu.tdsl", "--format", "yaml")
+    assert proc.returncode == 0, proc.stderr
+    starts = [n for n, line in enumerate(proc.stdout.splitlines()) if line.startswith("---")]
+    assert len(starts) == 2
+    lines = proc.stdout.splitlines()
+    documents = ["\n".join(lines[a + 1:b]) for a, b in zip(starts, starts[1:] + [len(lines)])]
+    before, after = (isl.Schedule.read_from_str(isl.DEFAULT_CONTEXT, doc) for doc in documents)
+    assert before.get_domain().is_equal(after.get_domain())
+    assert not before.get_map().is_equal(after.get_map())  # the schedule moved the instances
+
+
+def test_version():
+    proc = tdsl("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("tdsl 0.")
+
+
+def test_check_of_program_order():
+    proc = tdsl("check", "examples/gemm_silu.tdsl", "--schedule", "none")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("program order: legal (0 steps, ")
+
+
 def test_check_exit_codes():
     legal = tdsl("check", "examples/gemm_silu.tdsl", "--schedule", "fused")
     assert legal.returncode == 0 and "legal" in legal.stdout
@@ -177,3 +203,20 @@ def test_fuse_report_of_a_50_statement_chain(tmp_path, capsys, monkeypatch):
     # (compute_at, reverse_compute_at and fuse here) run it once: 1 + 2 runs per edge, not 8.
     assert len(runs) <= 1 + 2 * (n - 1)
     assert elapsed < 15, f"tdsl fuse took {elapsed:.1f} s on a {n}-statement chain"
+
+
+def test_a_generated_module_called_on_cpu_tensors_says_what_to_do(tmp_path):
+    # without TRITON_INTERPRET=1 Triton used to answer "0 active drivers"
+    from tdsl.compiler.driver.api import load
+    from tdsl.compiler.driver.generate import generate
+
+    (tmp_path / "gemm_mod.py").write_text(generate(load(EXAMPLES / "gemm.tdsl", sizes={"M": 32, "N": 32, "K": 32}),
+                                                   "tiled"))
+    code = ("import torch, gemm_mod\n"
+            "a = torch.zeros((32, 32), dtype=torch.bfloat16)\n"
+            "gemm_mod.gemm(a, a)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert proc.returncode != 0
+    assert "A is on the CPU, and Triton kernels run on a GPU" in proc.stderr
+    assert "TRITON_INTERPRET=1" in proc.stderr

@@ -45,5 +45,5 @@ def _axis(axis) -> str:
         if text.startswith(prefix):
             text = text[len(prefix):]
     if text not in GRID_AXES:
-        raise ScheduleError("bind", f"unknown grid axis '{axis}'; use grid.x, grid.y or grid.z")
+        raise ScheduleError("bind", f"unknown grid axis '{text}'; use grid.x, grid.y or grid.z")
     return text

@@ -8,7 +8,7 @@ regrouping but not a run-dependent order would be combined with atomics).
 import pytest
 
 from tdsl.compiler.driver.api import loads
-from tdsl.compiler.errors import ParallelDependence, ParallelReduction, ScheduleError
+from tdsl.compiler.errors import ParallelDependence, ParallelReduction, ScheduleError, StepError
 from tdsl.testing import assert_illegal, assert_legal
 
 from primitive_helpers import GEMM_SILU, GEMM_SILU_SMALL, STENCIL, TILED, assert_round_trip, sched, tiled, tree_change
@@ -106,3 +106,9 @@ def test_bind_of_a_deterministic_reduction_loop_is_atomic_combine():
 def test_bind_runs_like_program_order():
     assert_legal(GEMM_SILU, TILED + "reverse_compute_at(Y, C.jo)\nbind(C.io, grid.x)\nbind(C.jo, grid.y)",
                  sizes=GEMM_SILU_SMALL, run=True)
+
+
+def test_an_unknown_grid_axis_is_named_as_written():
+    with pytest.raises(StepError, match=r"unknown grid axis 'threadIdx\.x'; use grid\.x, grid\.y or grid\.z"):
+        loads("const M = 8\nkernel f(A: f32[M]) -> (C: f32[M]) { C[i] = A[i] * 2.0 }\n"
+              "schedule s { bind(C.i, threadIdx.x) }\n").schedule("s")

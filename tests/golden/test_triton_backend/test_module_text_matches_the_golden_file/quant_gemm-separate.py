@@ -190,6 +190,10 @@ def _check(tensor, name, dtype, shape):
         raise TypeError(f"quant_gemm: {name} must have dtype {_TORCH_DTYPES[dtype]}, got {tensor.dtype}")
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"quant_gemm: {name} must have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+    if tensor.device.type == "cpu" and not _INTERPRET:
+        raise ValueError(f"quant_gemm: {name} is on the CPU, and Triton kernels run on a GPU: move the tensors to "
+                         f"one, or set TRITON_INTERPRET=1 before this module is imported to run it in Triton's "
+                         f"interpreter")
     return tensor.contiguous()
 
 
