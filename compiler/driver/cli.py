@@ -309,6 +309,31 @@ def cmd_fuse(args) -> int:
     return 0
 
 
+# compile target -> the devices whose figures `tdsl cost` knows for it, the default first
+DEVICES = {"nvidia": ("h100", "h200", "rtx-pro-6000"), "ascend-950": ("ascend-950",), "ascend-910b": ("ascend-910b",)}
+
+
+def _cost_device(args) -> str:
+    """The device `tdsl cost` prices: `--device` among the devices of `--target` (a compile target, as for
+    every command).  `--target h200` (a device, as tdsl 0.1 took it) still works, read as
+    `--target nvidia --device h200`."""
+    target, device = args.target, args.device
+    owner = next((t for t, devices in DEVICES.items() if target in devices and target not in DEVICES), None)
+    if owner is not None:
+        if device not in (None, target):
+            raise TdslError(f"--target {target} is a device; give --target {owner} --device {device}")
+        print(f"tdsl: note: --target {target} names a device; read as --target {owner} --device {target}",
+              file=sys.stderr)
+        return target
+    if target not in DEVICES:
+        raise TdslError(f"unknown target '{target}'; use {', '.join(DEVICES)}")
+    if device is None:
+        return DEVICES[target][0]
+    if device not in DEVICES[target]:
+        raise TdslError(f"device '{device}' is not a device of {target}; use {', '.join(DEVICES[target])}")
+    return device
+
+
 def cmd_cost(args) -> int:
     """Buffers, working set, residency, traffic per level, FLOPs, intensity and roofline of a schedule."""
     from tdsl.compiler.analysis.cost import analyze, plot_sweep, sweep, sweep_table
@@ -316,7 +341,7 @@ def cmd_cost(args) -> int:
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
-    target = get_target(args.target)
+    target = get_target(_cost_device(args))
     if args.sweep or args.fit:
         if name is None:
             raise TdslError("--sweep and --fit need a schedule block whose split/tile factors they change")
@@ -420,8 +445,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("cost", help="buffers, occupancy, traffic, FLOPs and roofline of a schedule on a target")
     common(p)
-    p.add_argument("--target", default="h100", metavar="T",
-                   help="h100 (default), h200, rtx-pro-6000, ascend-910b or ascend-950")
+    p.add_argument("--target", default="nvidia", metavar="T",
+                   help="nvidia (default), ascend-950 or ascend-910b, as for compile")
+    p.add_argument("--device", metavar="D", help="the device priced: for nvidia h100 (default), h200 or "
+                   "rtx-pro-6000; an Ascend target is its own device")
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("--regs", type=int, metavar="N", help="registers per thread for the occupancy (default: estimated)")
     p.add_argument("--sweep", action="append", metavar="LOOPS=V1,V2", help="cost every factor of the split/tile "
