@@ -309,31 +309,6 @@ def cmd_fuse(args) -> int:
     return 0
 
 
-# compile target -> the devices whose figures `tdsl cost` knows for it, the default first
-DEVICES = {"nvidia": ("h100", "h200", "rtx-pro-6000"), "ascend-950": ("ascend-950",), "ascend-910b": ("ascend-910b",)}
-
-
-def _cost_device(args) -> str:
-    """The device `tdsl cost` prices: `--device` among the devices of `--target` (a compile target, as for
-    every command).  `--target h200` (a device, as tdsl 0.1 took it) still works, read as
-    `--target nvidia --device h200`."""
-    target, device = args.target, args.device
-    owner = next((t for t, devices in DEVICES.items() if target in devices and target not in DEVICES), None)
-    if owner is not None:
-        if device not in (None, target):
-            raise TdslError(f"--target {target} is a device; give --target {owner} --device {device}")
-        print(f"tdsl: note: --target {target} names a device; read as --target {owner} --device {target}",
-              file=sys.stderr)
-        return target
-    if target not in DEVICES:
-        raise TdslError(f"unknown target '{target}'; use {', '.join(DEVICES)}")
-    if device is None:
-        return DEVICES[target][0]
-    if device not in DEVICES[target]:
-        raise TdslError(f"device '{device}' is not a device of {target}; use {', '.join(DEVICES[target])}")
-    return device
-
-
 def cmd_cost(args) -> int:
     """Buffers, working set, residency, traffic per level, FLOPs, intensity and roofline of a schedule."""
     from tdsl.compiler.analysis.cost import analyze, plot_sweep, sweep, sweep_table
@@ -341,7 +316,7 @@ def cmd_cost(args) -> int:
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
-    target = get_target(_cost_device(args))
+    target = get_target(args.target)
     if args.sweep or args.fit:
         if name is None:
             raise TdslError("--sweep and --fit need a schedule block whose split/tile factors they change")
@@ -387,6 +362,9 @@ def _sweep_axis(text: str):
 # ---------------------------------------------------------------- argument parsing
 
 
+TARGET_NAMES = ("nvidia", "h100", "h200", "rtx-pro-6000", "ascend-950", "ascend-910b")  # compiler/targets
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tdsl",
@@ -418,14 +396,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a program on random inputs and compare the schedule with program order")
     common(p)
     p.add_argument("--interp", action="store_true", help="compare the schedule with program order in the reference interpreter")
-    p.add_argument("--target", choices=("nvidia",), help="compile and run the kernel (GPU if present, else the Triton interpreter) against the reference interpreter")
+    p.add_argument("--target", choices=("nvidia", "h100", "h200", "rtx-pro-6000"),
+                   help="compile and run the kernel (GPU if present, else the Triton interpreter) against the reference "
+                        "interpreter; nvidia is the default NVIDIA device, h100")
     p.add_argument("--backend", choices=("triton",), default=None, help="code generator for --target")
     p.add_argument("--seed", type=int, default=0, help="random seed for the inputs")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("compile", help="compile a program and schedule to a kernel module")
     common(p)
-    p.add_argument("--target", choices=("nvidia", "ascend-950", "ascend-910b"), default="nvidia")
+    p.add_argument("--target", choices=TARGET_NAMES, default="nvidia", metavar="T",
+                   help=f"the hardware: {', '.join(TARGET_NAMES[1:])}; nvidia (default) is the default NVIDIA device, h100")
     p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend"), default=None,
                    help="code generator (default: triton for nvidia, tilelang for ascend-950, tilelang-ascend for ascend-910b)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.py",
@@ -438,17 +419,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", help="the kernel to use when the file holds several")
     p.add_argument("--size", metavar="M=8,N=8", help="override const sizes / bind params")
     p.add_argument("--schedule", metavar="NAME", help="start from this schedule block (default: program order)")
-    p.add_argument("--target", metavar="T", help="also check that each legal fusion can be generated for target T")
+    p.add_argument("--target", metavar="T", help="also check that each legal fusion can be generated for target T "
+                   "(the names compile takes)")
     p.add_argument("--no-run", action="store_true", help="skip the interpreter evidence at small sizes")
     p.add_argument("--seed", type=int, default=0, help="random seed for the interpreter evidence")
     p.set_defaults(func=cmd_fuse)
 
     p = sub.add_parser("cost", help="buffers, occupancy, traffic, FLOPs and roofline of a schedule on a target")
     common(p)
-    p.add_argument("--target", default="nvidia", metavar="T",
-                   help="nvidia (default), ascend-950 or ascend-910b, as for compile")
-    p.add_argument("--device", metavar="D", help="the device priced: for nvidia h100 (default), h200 or "
-                   "rtx-pro-6000; an Ascend target is its own device")
+    p.add_argument("--target", default="h100", metavar="T",
+                   help="h100 (default; also named nvidia), h200, rtx-pro-6000, ascend-910b or ascend-950")
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("--regs", type=int, metavar="N", help="registers per thread for the occupancy (default: estimated)")
     p.add_argument("--sweep", action="append", metavar="LOOPS=V1,V2", help="cost every factor of the split/tile "

@@ -27,7 +27,7 @@ from tdsl.compiler.errors import BackendError, StepError
 from tdsl.compiler.analysis.buffer_plan import CapacityError
 from tdsl.compiler.lower.pipeline import BACKENDS, lower_for
 
-# target -> its code generators, the default first
+# code generator family (compiler/targets FAMILY) -> its code generators, the default first
 TARGETS = {
     "nvidia": ("triton", "tilelang"),
     "ascend-950": ("tilelang",),  # mainline TileLang's Ascend dialect (tilelang.ascend.language)
@@ -48,13 +48,16 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
         raise
 
 
-def _check_target(target: str, backend: Optional[str]) -> str:
-    if target not in TARGETS:
-        raise TdslError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
-    backend = backend or TARGETS[target][0]
-    if backend not in TARGETS[target]:
-        raise TdslError(f"target {target} has no backend '{backend}' (backends: {', '.join(TARGETS[target])})")
-    return backend
+def _check_target(target: str, backend: Optional[str]) -> tuple[str, str, str]:
+    """(code generator family, backend, device) of a target name (a device, or `nvidia`: compiler/targets)."""
+    from tdsl.compiler.targets import device_name, family
+
+    device = device_name(target)  # TdslError for an unknown name
+    kind = family(device)
+    backend = backend or TARGETS[kind][0]
+    if backend not in TARGETS[kind]:
+        raise TdslError(f"target {target} has no backend '{backend}' (backends: {', '.join(TARGETS[kind])})")
+    return kind, backend, device
 
 
 def _locate(err: TdslError, prog, schedule_name: Optional[str], kernel: Optional[str]) -> None:
@@ -69,8 +72,8 @@ def _locate(err: TdslError, prog, schedule_name: Optional[str], kernel: Optional
 def generate_schedule(prog, sched, target: str = "nvidia", backend: Optional[str] = None,
                       schedule_name: str = "") -> str:
     """The module text of a `Schedule` built on one of `prog`'s kernels (by a block or through the Python API)."""
-    backend = _check_target(target, backend)
-    program = lower_for(sched, BACKENDS[target, backend])
+    kind, backend, device = _check_target(target, backend)
+    program = lower_for(sched, BACKENDS[kind, backend], device)
     info = prog.kernels[sched.model.name]
     # The one place where text from the user (file name, schedule name, names in statements) is handed to the
     # templates and printers of every backend: all of it passes comment_text, so none of it can become code.
@@ -81,7 +84,7 @@ def generate_schedule(prog, sched, target: str = "nvidia", backend: Optional[str
         statements=[comment_text(_statement_text(si)) for si in info.stmts],
         signature=comment_text(_signature(info)),
     )
-    return emit_module(BACKENDS[target, backend], program, **common)
+    return emit_module(BACKENDS[kind, backend], program, **common)
 
 
 def _comments_quoted(program):

@@ -57,10 +57,9 @@ class Edge:
 def report(prog, kernel: Optional[str] = None, schedule: Optional[str] = None, target: Optional[str] = None,
            sizes: Optional[dict] = None, evidence: bool = True, seed: int = 0) -> str:
     if target is not None:
-        from tdsl.compiler.driver.generate import TARGETS
+        from tdsl.compiler.targets import device_name
 
-        if target not in TARGETS:
-            raise TdslError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
+        device_name(target)  # an unknown target is refused before any work
     base = prog.schedule(schedule, kernel=kernel, sizes=sizes)
     small = _Small(prog, base, kernel, schedule, sizes) if evidence or target else None
     edges = _edges(base)

@@ -11,6 +11,7 @@ a code generator for one target.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
 from tdsl.compiler.lower.passes.int32 import check_int32
@@ -40,17 +41,18 @@ TARGET_PASSES = {
 DEVICE = {"triton": "h100", "tilelang": "h100", "ascend-950": "ascend-950", "ascend-910b": "ascend-910b"}
 
 
-def lower_for(schedule, backend: str) -> TileProgram:
-    """The tile program `backend` prints for `schedule`; raises CapacityError / BackendError as the steps do."""
+def lower_for(schedule, backend: str, device: Optional[str] = None) -> TileProgram:
+    """The tile program `backend` prints for `schedule` on `device` (default: the backend's `DEVICE`); raises
+    CapacityError / BackendError as the steps do."""
     program = lower(schedule)  # tiles, loops, masks and reductions of the scheduled tree (compiler/lower/build.py)
-    return prepare(program, schedule, backend)
+    return prepare(program, schedule, backend, device)
 
 
-def prepare(program: TileProgram, schedule, backend: str) -> TileProgram:
+def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] = None) -> TileProgram:
     """The backend-specific passes over a lowered program (each returns a new program; none edits its input)."""
     if backend != "triton":  # only the Triton launcher reads run-time sizes from the tensors
         require_bound_sizes(schedule)
-    program = with_stages(program, schedule, DEVICE[backend])  # buffers checked against the device, stages fixed
+    program = with_stages(program, schedule, device or DEVICE[backend])  # buffers checked against the device
     program = assign_units(program, backend)  # the unit of every tile product (compiler/analysis/placement.py)
     program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
     for rewrite in TARGET_PASSES.get(backend, ()):

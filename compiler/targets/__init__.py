@@ -114,8 +114,33 @@ TARGET_MODULES = {
 }
 
 
+# Every device's code generator family (what `generate` emits for it); `nvidia` names the default NVIDIA
+# device.  The one target vocabulary of the command line and the Python API: `--target h200`, `--target nvidia`.
+FAMILY = {"h100": "nvidia", "h200": "nvidia", "rtx-pro-6000": "nvidia", "ascend-910b": "ascend-910b",
+          "ascend-950": "ascend-950"}
+DEFAULT_DEVICE = {"nvidia": "h100"}
+
+
 def names() -> list[str]:
     return list(TARGET_MODULES)
+
+
+def target_names() -> list[str]:
+    """Every name `--target` takes: the devices and the `nvidia` alias."""
+    return [*DEFAULT_DEVICE, *TARGET_MODULES]
+
+
+def device_name(name: str) -> str:
+    """The device a target name means (`nvidia` -> h100); TdslError for an unknown name."""
+    key = str(name).lower().replace("_", "-")
+    key = DEFAULT_DEVICE.get(key, key)
+    get_target(key)  # an unknown name is refused with a suggestion
+    return key
+
+
+def family(name: str) -> str:
+    """The code generator family of a target name: nvidia, ascend-950 or ascend-910b."""
+    return FAMILY[device_name(name)]
 
 
 def get_target(name) -> Target:
@@ -123,11 +148,12 @@ def get_target(name) -> Target:
     if isinstance(name, Target):
         return name
     key = str(name).lower().replace("_", "-")
+    key = DEFAULT_DEVICE.get(key, key)
     if key not in TARGET_MODULES:
         import difflib
 
-        close = difflib.get_close_matches(key, TARGET_MODULES, n=1)
+        close = difflib.get_close_matches(key, [*DEFAULT_DEVICE, *TARGET_MODULES], n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise TdslError(f"unknown target '{name}'{hint}; targets: {', '.join(TARGET_MODULES)}")
+        raise TdslError(f"unknown target '{name}'{hint}; targets: {', '.join([*DEFAULT_DEVICE, *TARGET_MODULES])}")
     module = importlib.import_module(f"{__name__}.{TARGET_MODULES[key]}")
     return module.TARGET

@@ -405,8 +405,8 @@ def run(argv, capsys):
 
 
 def test_cli_report(capsys):
-    status, out, _ = run(["cost", COST / "gemm_tiles.tdsl", "--schedule", "sm_block", "--target", "nvidia",
-                          "--device", "h100", "--regs", "128"], capsys)
+    status, out, _ = run(["cost", COST / "gemm_tiles.tdsl", "--schedule", "sm_block", "--target", "h100",
+                          "--regs", "128"], capsys)
     assert status == 0
     assert "blocks allowed by threads 8, registers 2, shared 2, blocks 32 -> 2 resident blocks" in out
     assert "25.0% occupancy; limited by registers, shared" in out
@@ -431,19 +431,6 @@ def test_cli_capacity_error_exits_1(capsys):
     status, out, err = run(["cost", EXAMPLES / "gemm_silu.tdsl", "--schedule", "fast", "--target", "rtx-pro-6000"],
                            capsys)
     assert status == 1 and "DOES NOT FIT" in out and "46,080 B over" in err
-
-
-def test_cli_target_is_the_compile_target_and_device_the_hardware(capsys):
-    # one vocabulary with compile/run/fuse; the 0.1 spelling `--target h200` still works, with a note
-    status, new, _ = run(["cost", COST / "swiglu.tdsl", "--schedule", "fused", "--target", "nvidia",
-                          "--device", "h200"], capsys)
-    status_old, old, err = run(["cost", COST / "swiglu.tdsl", "--schedule", "fused", "--target", "h200"], capsys)
-    assert status == status_old == 0 and new == old and "target h200" in new
-    assert "--target h200 names a device; read as --target nvidia --device h200" in err
-    status, out, _ = run(["cost", COST / "swiglu.tdsl", "--schedule", "fused"], capsys)
-    assert status == 0 and "target h100" in out  # nvidia's default device
-    status, _, err = run(["cost", COST / "swiglu.tdsl", "--target", "ascend-950", "--device", "h200"], capsys)
-    assert status == 2 and "device 'h200' is not a device of ascend-950" in err
 
 
 def test_cli_bad_arguments(capsys):

@@ -220,3 +220,18 @@ def test_a_generated_module_called_on_cpu_tensors_says_what_to_do(tmp_path):
     assert proc.returncode != 0
     assert "A is on the CPU, and Triton kernels run on a GPU" in proc.stderr
     assert "TRITON_INTERPRET=1" in proc.stderr
+
+
+def test_target_names_hardware_in_every_command(tmp_path):
+    # one vocabulary: compile, run, fuse and cost all take device names; nvidia is the default NVIDIA device (h100)
+    h200, nvidia = tmp_path / "h200.py", tmp_path / "nvidia.py"
+    assert tdsl("compile", "examples/gemm.tdsl", "--target", "h200", "-o", str(h200)).returncode == 0
+    assert tdsl("compile", "examples/gemm.tdsl", "--target", "nvidia", "-o", str(nvidia)).returncode == 0
+    assert h200.read_text() == nvidia.read_text()
+    small = tdsl("compile", "examples/gemm_silu.tdsl", "--schedule", "fast", "--target", "rtx-pro-6000",
+                 "-o", str(tmp_path / "rtx.py"))
+    assert small.returncode == 1 and "does not fit rtx-pro-6000 [rule capacity]" in small.stderr
+    assert tdsl("cost", "examples/gemm.tdsl", "--target", "nvidia").stdout == tdsl(
+        "cost", "examples/gemm.tdsl", "--target", "h100").stdout
+    fuse = tdsl("fuse", "examples/gemm_silu.tdsl", "--target", "h300", "--no-run")
+    assert fuse.returncode == 2 and "unknown target 'h300'" in fuse.stderr
