@@ -12,3 +12,14 @@ def load(path, sizes=None):
     from tdsl.compiler.driver.api import load as _load
 
     return _load(path, sizes=sizes)
+
+
+def compile(program, schedule=None, *, sizes=None, kernel=None, target="nvidia", backend=None):
+    """A schedule block of a .tdsl program (a path, or a `Program`) compiled for `target`: a `Kernel` that is
+    callable and a torch custom op (see `tdsl.compiler.driver.kernels`).  `schedule` None: the first block of
+    the file (program order if it has none); "none": program order."""
+    loaded = not hasattr(program, "schedule")
+    prog = load(program, sizes=sizes) if loaded else program
+    name = None if schedule == "none" else schedule if schedule is not None else (prog.schedule_names or [None])[0]
+    sched = prog.schedule(name, kernel=kernel, sizes=None if loaded else sizes)
+    return sched.compile(target=target, backend=backend)

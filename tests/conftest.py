@@ -4,6 +4,7 @@ helper modules catalog.py, primitive_helpers.py and docs_runner.py), and the `go
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 # Generated Triton kernels run under the interpreter in tests (no GPU here). The variable is read when
@@ -11,6 +12,8 @@ from pathlib import Path
 # AOT compilation for sm_90 runs in a subprocess without it (backends/triton/aot.py).
 os.environ.setdefault("TRITON_INTERPRET", "1")
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+# generated modules compiled through tdsl.compile are cached here, not in the user's ~/.cache/tdsl
+os.environ.setdefault("TDSL_CACHE_DIR", tempfile.mkdtemp(prefix="tdsl-test-cache-"))
 
 # Test files in every subfolder import the helper modules of tests/ by their plain names (`from catalog import
 # EXPECTED`).  pytest's default import mode (prepend) already puts this folder first on sys.path when it loads

@@ -64,9 +64,9 @@ class Program:
     def schedule(self, name: Optional[str] = None, kernel: Optional[str] = None, sizes: Optional[dict] = None) -> Schedule:
         """A named schedule block replayed on the kernel, or a fresh schedule when `name` is None."""
         if name is None:
-            return Schedule(self.model(kernel, sizes))
+            return Schedule(self.model(kernel, sizes), program=self)
         block = self.block(name)
-        sched = Schedule(self.model(block.kernel or kernel, sizes), name)
+        sched = Schedule(self.model(block.kernel or kernel, sizes), name, program=self)
         return apply_block(sched, block, self.ast.source, self.ast.filename)
 
 

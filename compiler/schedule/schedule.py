@@ -85,11 +85,21 @@ class Schedule:
     without applying it.
     """
 
-    def __init__(self, model: KernelModel, name: Optional[str] = None):
+    def __init__(self, model: KernelModel, name: Optional[str] = None, program=None):
         self.name = name
         self.original = model
         self.state = State(model, initial_tree(model), compute_dependences(model))
         self.trace = Trace()
+        self.program = program  # the `Program` it was made from (`compile` generates from its source)
+
+    def compile(self, target: str = "nvidia", backend: Optional[str] = None):
+        """This schedule compiled for `target`: a `Kernel` (compiler/driver/kernels.py) -- callable, a torch custom
+        op, with the module text in `.text`."""
+        if self.program is None:
+            raise TdslError("compile needs the program the schedule was made from: use tdsl.load(path).schedule()")
+        from tdsl.compiler.driver.kernels import compile_schedule  # the driver, at the end of the flow
+
+        return compile_schedule(self.program, self, target, backend, self.name or "")
 
     # ------------------------------------------------------------ what the schedule has built
 

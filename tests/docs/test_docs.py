@@ -1,7 +1,7 @@
 """The documentation cannot drift: its examples are run and their output compared.
 
-Checked in docs/primitives.md, docs/legality.md, docs/interpreter.md, docs/schedule-trees.md: their programs,
-`$ tdsl ...` console blocks and pycon sessions, as docs_runner.py describes (the same runner checks the rule
+Checked in docs/primitives.md, docs/legality.md, docs/interpreter.md, docs/schedule-trees.md and
+docs/pytorch.md: their programs, `$ tdsl ...` console blocks and pycon sessions, as docs_runner.py describes (the same runner checks the rule
 pages, docs/test_rule_pages.py, and docs/cost.md and docs/targets.md, analysis/test_cost.py).
 
 Commands run in-process through ``tdsl.compiler.driver.cli.main`` (a subprocess per command would make this file
@@ -17,7 +17,8 @@ from catalog import ROOT
 from docs_runner import (blocks, check_command, commands, is_tdsl_console, matches, run_in_process, run_python_sessions,
                          run_subprocess, scratch_dir, split_status)
 
-DOCS = [ROOT / "docs" / name for name in ("primitives.md", "legality.md", "interpreter.md", "schedule-trees.md")]
+DOCS = [ROOT / "docs" / name
+        for name in ("primitives.md", "legality.md", "interpreter.md", "schedule-trees.md", "pytorch.md")]
 
 
 # ---------------------------------------------------------------- the tests

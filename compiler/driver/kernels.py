@@ -1,0 +1,105 @@
+"""Compiled schedules as Python callables and torch custom ops.
+
+    kernel = tdsl.compile("examples/rmsnorm.tdsl", "row_per_program", sizes={"M": 8})
+    Y = kernel(X, g)        # torch.ops.tdsl.<kernel>_<key>: a custom op with a fake (meta) implementation,
+                            # so a torch.compile'd model calls it without a graph break
+    kernel.text             # the generated module; kernel.module, kernel.op
+
+    s = prog.schedule(); s.split("C.i", 32); kernel = s.compile(target="nvidia")
+
+Generated modules are cached on disk, keyed by everything the text depends on: the program's source, the
+kernel, the sizes, the schedule's steps, target, backend and tdsl's version (`TDSL_CACHE_DIR`, default
+`~/.cache/tdsl`).  A cached module is loaded without compiling again.  Run-time (`param`) sizes are read
+off the input shapes by the module's launcher, so one kernel serves every size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Callable, Optional
+
+from tdsl.backends.common.dtypes import TORCH_NAMES
+
+_OPS: dict[str, Callable] = {}  # op name -> the registered op (a name can be registered once per process)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A schedule compiled for one target: the module text, the loaded module and its torch custom op."""
+
+    name: str  # the .tdsl kernel
+    text: str
+    module: ModuleType
+    op: Callable  # the custom op (also torch.ops.tdsl.<name>_<key>): the kernel's inputs in order -> its outputs
+
+    def __call__(self, *inputs):
+        return self.op(*inputs)
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("TDSL_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tdsl"
+    return Path(base)
+
+
+def compile_schedule(prog, sched, target: str = "nvidia", backend: Optional[str] = None,
+                     schedule_name: str = "") -> Kernel:
+    """The `Kernel` of a schedule of one of `prog`'s kernels (a block replayed, or built through the API)."""
+    from tdsl import __version__
+    from tdsl.compiler.driver.generate import generate_schedule, load_module
+
+    model = sched.model
+    key = hashlib.sha256(json.dumps({
+        "version": __version__, "source": prog.ast.source, "kernel": model.name,
+        "sizes": {k: v for k, v in model.sizes.items()}, "steps": str(sched.trace),
+        "target": target, "backend": backend,
+    }, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    path = cache_dir() / key / f"{model.name}.py"
+    if path.exists():
+        text = path.read_text()
+    else:
+        text = generate_schedule(prog, sched, target, backend, schedule_name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    module = load_module(text, path)
+    return Kernel(model.name, text, module, _custom_op(model, module, key))
+
+
+def _custom_op(model, module, key: str) -> Callable:
+    """The module's launcher as `torch.ops.tdsl.<kernel>_<key>`, with a fake implementation from the shapes."""
+    import torch
+
+    from tdsl.compiler.driver.generate import python_name
+
+    name = f"tdsl::{model.name.lower()}_{key}"
+    if name in _OPS:
+        return _OPS[name]
+    inputs, outputs = model.inputs(), model.outputs()
+    launch = getattr(module, python_name(module, model.name))
+    # positional argument names: the program's tensor names may be anything the language allows
+    args = ", ".join(f"Tensor a{n}" for n in range(len(inputs)))
+    results = "Tensor" if len(outputs) == 1 else "(" + ", ".join("Tensor" for _ in outputs) + ")"
+    op = torch.library.custom_op(name, lambda *xs: launch(*xs), mutates_args=(), schema=f"({args}) -> {results}")
+    where = _param_positions(model)
+
+    def fake(*xs):
+        sizes = {p: xs[n].shape[d] for p, (n, d) in where.items()}
+        made = [xs[0].new_empty([sizes.get(d, d) for d in t.shape], dtype=getattr(torch, TORCH_NAMES[t.dtype]))
+                for t in outputs]
+        return made[0] if len(made) == 1 else tuple(made)
+
+    op.register_fake(fake)
+    _OPS[name] = op
+    return op
+
+
+def _param_positions(model) -> dict:
+    """Each run-time size -> (input position, dimension) it is read from, as the launcher reads it."""
+    where = {}
+    for p in model.params:
+        where[p] = next((n, d) for n, t in enumerate(model.inputs()) for d, dim in enumerate(t.shape) if dim == p)
+    return where

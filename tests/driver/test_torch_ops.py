@@ -1,0 +1,134 @@
+"""Compiled schedules as torch custom ops: callable kernels, fake shapes, torch.compile without a graph break,
+one kernel for every run-time size, the on-disk module cache (compiler/driver/kernels.py)."""
+
+import pytest
+
+import tdsl
+from catalog import EXAMPLES
+from tdsl.compiler.driver.api import loads
+
+torch = pytest.importorskip("torch")
+
+# RMSNorm with the number of rows known only at run time, and SwiGLU: the two kernels of a small MLP block
+RMSNORM = """
+param M
+const N = 96
+kernel rmsnorm(X: bf16[M, N], g: bf16[N]) -> (Y: bf16[M, N]) {
+  ss[i] = sum(j) X[i, j] * X[i, j] accum f32
+  r[i] = rsqrt(ss[i] / N + 1e-6)
+  Y[i, j] = X[i, j] * r[i] * g[j]
+}
+schedule rows {
+  compute_at(r, Y.i)
+  compute_at(ss, Y.i)
+  bind(Y.i, grid.x)
+}
+"""
+SWIGLU = """
+param M
+const F = 64
+kernel swiglu(G: bf16[M, F], U: bf16[M, F]) -> (Z: bf16[M, F]) {
+  Z[i, j] = silu(G[i, j]) * U[i, j]
+}
+schedule tiles {
+  io, jo, ii, jj = tile(Z.i, Z.j, 4, 64)
+  bind(Z.io, grid.x)
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TDSL_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _bf16(x):
+    return x.to(torch.bfloat16).float()
+
+
+def _rmsnorm_reference(x, g):
+    xf = x.float()
+    r = torch.rsqrt((xf * xf).sum(-1, keepdim=True) / x.shape[-1] + 1e-6)
+    return _bf16(xf * r * g.float())
+
+
+class Block(torch.nn.Module):
+    """norm -> gate and up projections (torch) -> SwiGLU -> down projection (torch)."""
+
+    def __init__(self, norm, swiglu):
+        super().__init__()
+        self.norm, self.swiglu = norm, swiglu
+        gen = torch.Generator().manual_seed(0)
+        self.g = torch.nn.Parameter(torch.randn(96, generator=gen).to(torch.bfloat16), requires_grad=False)
+        self.w_gate, self.w_up, self.w_down = (
+            torch.nn.Parameter((torch.randn(a, b, generator=gen) / 8).to(torch.bfloat16), requires_grad=False)
+            for a, b in ((96, 64), (96, 64), (64, 96)))
+
+    def forward(self, x):
+        h = self.norm(x, self.g)
+        return self.swiglu(h @ self.w_gate, h @ self.w_up) @ self.w_down
+
+
+def test_a_module_with_tdsl_kernels_runs_under_torch_compile_and_matches_eager_pytorch():
+    norm = tdsl.compile(loads(RMSNORM, "rmsnorm.tdsl"), "rows")
+    swiglu = tdsl.compile(loads(SWIGLU, "swiglu.tdsl"), "tiles")
+    block = Block(norm, swiglu)
+
+    def reference(x):
+        h = _rmsnorm_reference(x, block.g).to(torch.bfloat16)
+        g, u = h @ block.w_gate, h @ block.w_up
+        z = _bf16(torch.nn.functional.silu(g.float()) * u.float()).to(torch.bfloat16)
+        return z @ block.w_down
+
+    compiled = torch.compile(block, fullgraph=True)  # fullgraph: a graph break would be an error
+    for rows in (13, 5):  # one tdsl kernel for every number of rows (param M)
+        x = torch.randn(rows, 96).to(torch.bfloat16)
+        got, want = compiled(x), reference(x)
+        assert got.shape == (rows, 96)
+        assert torch.allclose(got.float(), want.float(), rtol=2e-2, atol=2e-2), (got - want).abs().max()
+        assert torch.equal(got, block(x))  # compiled and eager calls of the same kernels agree exactly
+
+
+def test_the_op_passes_torch_library_opcheck_and_has_fake_shapes():
+    norm = tdsl.compile(loads(RMSNORM, "rmsnorm.tdsl"), "rows")
+    x, g = torch.randn(7, 96).to(torch.bfloat16), torch.randn(96).to(torch.bfloat16)
+    torch.library.opcheck(norm.op, (x, g))
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        fake = norm(torch.empty(1000, 96, dtype=torch.bfloat16), torch.empty(96, dtype=torch.bfloat16))
+    assert fake.shape == (1000, 96) and fake.dtype == torch.bfloat16
+    assert torch.allclose(norm(x, g).float(), _rmsnorm_reference(x, g), rtol=2e-2, atol=2e-2)
+
+
+def test_generated_modules_are_cached_on_disk(cache, monkeypatch):
+    first = tdsl.compile(EXAMPLES / "rmsnorm.tdsl", "row_per_program", sizes={"M": 4, "N": 64})
+    assert len(list(cache.glob("*/rmsnorm.py"))) == 1
+
+    def no_generation(*args, **kwargs):
+        raise AssertionError("the module should come from the cache")
+
+    monkeypatch.setattr("tdsl.compiler.driver.generate.generate_schedule", no_generation)
+    again = tdsl.compile(EXAMPLES / "rmsnorm.tdsl", "row_per_program", sizes={"M": 4, "N": 64})
+    assert again.text == first.text and again.op is first.op
+
+
+def test_a_schedule_built_in_python_compiles():
+    prog = tdsl.load(EXAMPLES / "gemm.tdsl", sizes={"M": 32, "N": 32, "K": 32})
+    s = prog.schedule()
+    s.tile("C.i", "C.j", 16, 16)
+    s.bind("C.io", "grid.x")
+    kernel = s.compile(target="nvidia")
+    a, b = torch.randn(32, 32).to(torch.bfloat16), torch.randn(32, 32).to(torch.bfloat16)
+    assert "tile(C.i, C.j, 16, 16)" in kernel.text
+    assert torch.allclose(kernel(a, b), a.float() @ b.float(), rtol=1e-4, atol=1e-3)
+
+
+def test_compile_needs_the_program_of_the_schedule():
+    from tdsl.compiler.schedule.schedule import Schedule
+    from tdsl.frontend.diagnostics import TdslError
+
+    model = tdsl.load(EXAMPLES / "gemm.tdsl").model()
+    with pytest.raises(TdslError, match="compile needs the program the schedule was made from"):
+        Schedule(model).compile()
