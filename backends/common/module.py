@@ -30,3 +30,16 @@ def module_text(templates: Path, program: T.TileProgram, names: ModuleNames, ker
 def dynamic_sizes(program: T.TileProgram, names: ModuleNames) -> list[str]:
     """The identifiers of the run-time sizes (bound from the input shapes by the launcher)."""
     return [names.var(n) for n, v in program.sizes.items() if v is None]
+
+
+def launcher_fields(program: T.TileProgram, names: ModuleNames, launcher_lines: list[str]) -> dict:
+    """What the NVIDIA templates' torch launcher shows: its name, parameters, results, dtype table and body."""
+    from tdsl.backends.common.dtypes import TORCH
+
+    return dict(
+        torch_dtypes="{" + ", ".join(f'"{k}": {v}' for k, v in TORCH.items()) + "}",
+        entry=names.entry,
+        inputs=[names.tensor(t.name) for t in program.inputs],
+        outputs=[names.tensor(t.name) for t in program.outputs],
+        launcher=launcher_lines,
+    )

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from tdsl.backends.common.dtypes import TILELANG, TORCH
+from tdsl.backends.common.dtypes import TILELANG
 from tdsl.backends.common.launcher import epilogue, prologue
-from tdsl.backends.common.module import dynamic_sizes, module_text
+from tdsl.backends.common.module import dynamic_sizes, launcher_fields, module_text
 from tdsl.backends.common.names import ModuleNames
 from tdsl.backends.common.printer import PrinterBase, call_code
 from tdsl.compiler.analysis.placement import VECTOR, operand_layout, unit_of
@@ -48,7 +48,6 @@ from tdsl.compiler.model.dtypes import BYTES
 TEMPLATES = Path(__file__).parent / "templates"
 
 TL_DTYPES = TILELANG  # backends/common/dtypes.py
-TORCH_DTYPES = TORCH
 GRID_VARS = {"x": "bx", "y": "by", "z": "bz"}
 F8_MAX = 448.0
 
@@ -57,15 +56,8 @@ def emit_module(program: T.TileProgram, **common) -> str:
     """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [KernelPrinter(program, k, names).render() for k in program.kernels]
-    return module_text(
-        TEMPLATES, program, names, kernels, **common,
-        dynamic=dynamic_sizes(program, names),
-        torch_dtypes="{" + ", ".join(f'"{k}": {v}' for k, v in TORCH_DTYPES.items()) + "}",
-        entry=names.entry,
-        inputs=[names.tensor(t.name) for t in program.inputs],
-        outputs=[names.tensor(t.name) for t in program.outputs],
-        launcher=launcher(program, names),
-    )
+    return module_text(TEMPLATES, program, names, kernels, **common, dynamic=dynamic_sizes(program, names),
+                       **launcher_fields(program, names, launcher(program, names)))
 
 
 # ---------------------------------------------------------------- index expressions

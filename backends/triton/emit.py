@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tdsl.backends.common.dtypes import TORCH, TRITON
+from tdsl.backends.common.dtypes import TRITON
 from tdsl.backends.common.launcher import epilogue, prologue
-from tdsl.backends.common.module import module_text
+from tdsl.backends.common.module import launcher_fields, module_text
 from tdsl.backends.common.names import ModuleNames
 from tdsl.backends.common.printer import PrinterBase, call_code
 from tdsl.compiler.analysis.placement import VECTOR, unit_of
@@ -26,7 +26,6 @@ from tdsl.compiler.lower.tileir import simplify
 TEMPLATES = Path(__file__).parent / "templates"
 
 TL_DTYPES = TRITON  # backends/common/dtypes.py
-TORCH_DTYPES = TORCH
 GRID_AXES = {"x": 0, "y": 1, "z": 2}
 F8_MAX = 448.0
 
@@ -35,14 +34,8 @@ def emit_module(program: T.TileProgram, **common) -> str:
     """The module text: the kernels of `program`, their helpers and torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [_KernelPrinter(program, k, names).render() for k in program.kernels]
-    return module_text(
-        TEMPLATES, program, names, kernels, **common,
-        torch_dtypes="{" + ", ".join(f'"{k}": {v}' for k, v in TORCH_DTYPES.items()) + "}",
-        entry=names.entry,
-        inputs=[names.tensor(t.name) for t in program.inputs],
-        outputs=[names.tensor(t.name) for t in program.outputs],
-        launcher=_launcher(program, names),
-    )
+    return module_text(TEMPLATES, program, names, kernels, **common,
+                       **launcher_fields(program, names, _launcher(program, names)))
 
 
 # ---------------------------------------------------------------- expressions
