@@ -105,7 +105,32 @@ def cmd_check(args) -> int:
         steps, deps = len(sched.trace), len(sched.deps)
         print(f"schedule {name}: legal ({steps} step{'s' * (steps != 1)}, "
               f"{deps} dependence{'s' * (deps != 1)} checked)")
+        if args.target:
+            status = max(status, _check_generation(prog, name, args))
     return status
+
+
+def _check_generation(prog, name: str, args) -> int:
+    """With --target: can the target's code generator take the schedule (its tile rules, capacities, index
+    range)?  1 with the backend's reason when it cannot, as for an illegal schedule."""
+    from tdsl.compiler.driver.generate import generate
+
+    try:
+        generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
+    except TdslError as err:
+        if not _is_refusal(err):
+            raise
+        print(f"schedule {name}: not generated for {args.target}\n{err}")
+        return 1
+    print(f"schedule {name}: generated for {args.target}")
+    return 0
+
+
+def _is_refusal(err) -> bool:
+    from tdsl.compiler.analysis.buffer_plan import CapacityError
+    from tdsl.compiler.errors import BackendError
+
+    return isinstance(err, (BackendError, CapacityError))
 
 
 def cmd_compile(args) -> int:
@@ -250,6 +275,8 @@ def cmd_run(args) -> int:
     if args.target:
         if args.interp:
             raise TdslError("choose --interp or --target, not both")
+        if args.all:
+            raise TdslError("--all runs the schedules in the interpreter: use it with --interp")
         return cmd_run_target(args)
     if not args.interp:
         raise TdslError("tdsl run needs --interp (reference interpreter) or --target nvidia (generated kernel)")
@@ -273,20 +300,29 @@ def cmd_run(args) -> int:
     inputs = random_inputs(model, args.seed)
     reference = interpret(model, original.time_map(), inputs)
     print(f"kernel {model.name}: {count:,} instances, seed {args.seed}")
-    if name is None:
+    names = prog.schedule_names if args.all else [name]
+    if names == [None]:
         _print_outputs(model, reference)
         return 0
-    sched = prog.schedule(name, kernel=args.kernel)
-    result = interpret(sched.model, sched.time_map(), inputs)
     status = 0
-    for tensor in model.outputs():
-        a, b = reference[tensor.name], result[tensor.name]
-        same = np.array_equal(a.view(np.uint8), b.view(np.uint8))
-        verdict = "bit-identical" if same else "DIFFERENT"
-        print(f"  {tensor.name} {list(a.shape)} {tensor.dtype}: schedule {name} vs program order: {verdict}")
-        if not same:
-            print("    " + describe_difference(a, b))
+    for name in names:
+        try:
+            sched = prog.schedule(name, kernel=args.kernel)
+        except TdslError as err:
+            if not args.all:
+                raise
+            print(f"  schedule {name}: {'illegal' if err.exit_code == 1 else 'error'}, not run\n{err}")
             status = 1
+            continue
+        result = interpret(sched.model, sched.time_map(), inputs)
+        for tensor in model.outputs():
+            a, b = reference[tensor.name], result[tensor.name]
+            same = np.array_equal(a.view(np.uint8), b.view(np.uint8))
+            verdict = "bit-identical" if same else "DIFFERENT"
+            print(f"  {tensor.name} {list(a.shape)} {tensor.dtype}: schedule {name} vs program order: {verdict}")
+            if not same:
+                print("    " + describe_difference(a, b))
+                status = 1
     return status
 
 
@@ -391,6 +427,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="check a schedule's legality (exit 0 legal, 1 illegal)")
     common(p)
     p.add_argument("--all", action="store_true", help="check every schedule block of PROG")
+    p.add_argument("--target", choices=TARGET_NAMES, metavar="T",
+                   help="also check that the target's code generator takes each legal schedule (tile rules, "
+                        "capacities); exit 1 with its reason when it does not")
+    p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend"), default=None,
+                   help="code generator for --target (default: the target's first)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("run", help="run a program on random inputs and compare the schedule with program order")
@@ -401,6 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "interpreter; nvidia is the default NVIDIA device, h100")
     p.add_argument("--backend", choices=("triton",), default=None, help="code generator for --target")
     p.add_argument("--seed", type=int, default=0, help="random seed for the inputs")
+    p.add_argument("--all", action="store_true", help="with --interp: every schedule block of PROG (an illegal one "
+                   "is reported, not run)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("compile", help="compile a program and schedule to a kernel module")

@@ -235,3 +235,24 @@ def test_target_names_hardware_in_every_command(tmp_path):
         "cost", "examples/gemm.tdsl", "--target", "h100").stdout
     fuse = tdsl("fuse", "examples/gemm_silu.tdsl", "--target", "h300", "--no-run")
     assert fuse.returncode == 2 and "unknown target 'h300'" in fuse.stderr
+
+
+def test_check_with_a_target_runs_the_code_generators_rules():
+    # legal, but the RTX PRO 6000's 99 KiB of shared memory cannot hold gemm_silu's 3-stage 128x256 tiles
+    small = tdsl("check", "examples/gemm_silu.tdsl", "--schedule", "fast", "--target", "rtx-pro-6000")
+    assert small.returncode == 1, small.stderr
+    assert "schedule fast: legal" in small.stdout and "schedule fast: not generated for rtx-pro-6000" in small.stdout
+    assert "does not fit rtx-pro-6000 [rule capacity]" in small.stdout and "46,080 B over" in small.stdout
+    big = tdsl("check", "examples/gemm_silu.tdsl", "--schedule", "fast", "--target", "h200")
+    assert big.returncode == 0 and "schedule fast: generated for h200" in big.stdout
+    every = tdsl("check", "examples/mha.tdsl", "--all", "--target", "ascend-910b", "--size", "L=256")
+    assert every.returncode == 1 and "generates products of 2-D operands only" in every.stdout
+
+
+def test_run_all_compares_every_schedule_block_with_program_order():
+    proc = tdsl("run", "examples/softmax.tdsl", "--interp", "--all", "--size", "M=2,N=1100")
+    assert proc.returncode == 1, proc.stderr  # softmax has illegal blocks: reported, not run
+    assert "schedule row_fused vs program order: bit-identical" in proc.stdout
+    assert "schedule normalize_early: illegal, not run" in proc.stdout
+    legal = tdsl("run", "examples/gemm_silu.tdsl", "--interp", "--all", "--size", "M=8,N=8,K=8")
+    assert "schedule fused vs program order: bit-identical" in legal.stdout
