@@ -21,7 +21,7 @@ ROW = "__row"  # the row of a tile computed row by row
 
 def index_code(e: T.Expr, names: dict) -> str:
     """TileLang's index code, `a or b` spelt T.if_then_else(a, True, b): tilelang-ascend 0.1.4 has T.And but no
-    T.Or (api910b.py)."""
+    T.Or (backends/ascend910b/api.py)."""
     return _tilelang_index_code(e, names, disjunction="T.if_then_else({}, True, {})")
 
 

@@ -21,13 +21,13 @@ cross-core flag (mode 2).  Vector statements become whole-tile `T.tile.*` operat
 (three-address code, one UB temporary per operation), reductions
 `T.reduce_sum / T.reduce_max`.  This module cannot be run or even imported
 here (tilelang-ascend needs CANN); its text is checked with `ast.parse` and
-every `T.*` call is bound to the API's signatures (`api910b.py`), and it is
+every `T.*` call is bound to the API's signatures (`backends/ascend910b/api.py`), and it is
 executed in NumPy by `compiler/verify/ascend_sim/`.
 
 Masked tiles (ragged sizes, the causal triangle): T.copy clips GM regions to
 the tensor (loads pad, stores write the valid part), so masks that only state
 tensor bounds cost nothing; other lanes are excluded with `T.tile.compare` on
-lane indices and `T.tile.select` (lanes910b.py): before a reduction (the
+lane indices and `T.tile.select` (compiler/lower/lane_masks.py): before a reduction (the
 identity), in a matrix product on the vector core (zero), and at a store
 (the GM tile is read first and kept where the mask is false).  A 2-D tile that
 reads a value broadcast along its rows (`m[i]` in `S[i, j] - m[i]`) is computed
@@ -36,7 +36,7 @@ row by row.
 Matrix products: one 16-bit operand dtype with operands that are whole tiles or
 clipped at the tensor's bounds (zero-filled in L1) go to the cube; FP8 operands
 are decoded to f16 by the vector core into a GM workspace that the cube reads
-(e4m3_910b.py: the 910B has no FP8 type; E4M3 tensors are bytes); other products
+(backends/ascend910b/e4m3.py: the 910B has no FP8 type; E4M3 tensors are bytes); other products
 (f32 or mixed operands, tiles under 16 wide) run on the vector core, one row
 times one operand element at a time, in the program's summation order.
 

@@ -391,7 +391,7 @@ def _e4m3_bytes(values):
 
 
 def test_910b_rounds_to_e4m3_exactly_at_every_tie_and_edge():
-    """The vector core's E4M3 rounding (e4m3_910b.py) gives the interpreter's bytes exactly: every midpoint
+    """The vector core's E4M3 rounding (backends/ascend910b/e4m3.py) gives the interpreter's bytes exactly: every midpoint
     between neighbouring E4M3 values (ties to even), values just beside them, subnormals, saturation, signs.
     The 2-ulp comparison of the other tests would let a one-ulp rounding error pass; this does not."""
     from ml_dtypes import float8_e4m3fn

@@ -19,7 +19,7 @@ The namespaces
   `T.infinity`, `T.exp / log / sqrt / tanh / abs / max / min`, `T.evaluate`.  Parameter names follow the
   real functions (the tests check them against the installed tilelang where it is importable).
 * ascend-910b (`import tilelang.language as T`, tilelang-ascend 0.1.4): exactly the surface of
-  `api910b.py`, with its signatures: `T.Kernel(n, is_npu=True) as (cid, vid)`, `T.alloc_L1 / L0A / L0B /
+  `backends/ascend910b/api.py`, with its signatures: `T.Kernel(n, is_npu=True) as (cid, vid)`, `T.alloc_L1 / L0A / L0B /
   L0C / ub`, `T.copy(..., transpose)`, `T.mma(..., init)`, `T.gemm_v0`, `T.Pipelined`, `T.serial`,
   `T.Scope("C" | "V")`, `T.set_cross_flag / wait_cross_flag`, `T.reduce_sum / reduce_max`, `T.tile.*`
   (fill, add/sub/mul/div/max/min, bitwise_and/or, exp/ln/abs/sqrt/rsqrt/sigmoid/silu, cast,

@@ -1,4 +1,4 @@
-"""`tilelang.language` of tilelang-ascend 0.1.4 as the ascend-910b modules use it: exactly api910b.py's surface.
+"""`tilelang.language` of tilelang-ascend 0.1.4 as the ascend-910b modules use it: exactly backends/ascend910b/api.py's surface.
 
 Names and signatures are those of backends/ascend910b/api.py (the tests compare them), so a function the real
 API lacks is an AttributeError.  `T.Scope("C" | "V")` sets the core the machine checks every access against;
@@ -16,7 +16,7 @@ from tdsl.compiler.verify.ascend_sim.tile910b import _Tile910B
 
 
 class Lang910B(_Common):
-    """`tilelang.language` of tilelang-ascend 0.1.4: exactly api910b.py's names and signatures."""
+    """`tilelang.language` of tilelang-ascend 0.1.4: exactly backends/ascend910b/api.py's names and signatures."""
 
     def __init__(self, m: _Machine):
         super().__init__(m)
