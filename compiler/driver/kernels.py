@@ -75,7 +75,7 @@ def _custom_op(model, module, key: str) -> Callable:
 
     from tdsl.compiler.driver.generate import python_name
 
-    name = f"tdsl::{model.name.lower()}_{key}"
+    name = f"tdsl::{model.name.lower()}_{key}"  # kernel names are ASCII identifiers (the grammar's)
     if name in _OPS:
         return _OPS[name]
     inputs, outputs = model.inputs(), model.outputs()
@@ -88,8 +88,9 @@ def _custom_op(model, module, key: str) -> Callable:
 
     def fake(*xs):
         sizes = {p: xs[n].shape[d] for p, (n, d) in where.items()}
-        made = [xs[0].new_empty([sizes.get(d, d) for d in t.shape], dtype=getattr(torch, TORCH_NAMES[t.dtype]))
-                for t in outputs]
+        device = xs[0].device if xs else None
+        made = [torch.empty([sizes.get(d, d) for d in t.shape], dtype=getattr(torch, TORCH_NAMES[t.dtype]),
+                            device=device) for t in outputs]
         return made[0] if len(made) == 1 else tuple(made)
 
     op.register_fake(fake)

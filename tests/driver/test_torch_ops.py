@@ -132,3 +132,16 @@ def test_compile_needs_the_program_of_the_schedule():
     model = tdsl.load(EXAMPLES / "gemm.tdsl").model()
     with pytest.raises(TdslError, match="compile needs the program the schedule was made from"):
         Schedule(model).compile()
+
+
+
+def test_an_op_of_a_kernel_without_run_time_sizes_has_fixed_fake_shapes():
+    text = "const N = 8\nkernel Scale(X: f32[N]) -> (Y: f32[N]) { Y[i] = X[i] * 2.0 }\n"
+    kernel = tdsl.compile(loads(text, "scale.tdsl"))
+    x = torch.arange(8, dtype=torch.float32)
+    assert torch.equal(kernel(x), x * 2)
+    assert "tdsl::scale_" in str(kernel.op)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        assert kernel(torch.empty(8)).shape == (8,)
