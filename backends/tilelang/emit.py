@@ -459,6 +459,13 @@ class KernelPrinter(TileLangDialect):
         self.tile_reduce(op, part, shape, red, acc, acc_shape)
 
     def tile_reduce(self, op, part, shape, red, acc, acc_shape) -> None:
+        if len(shape) > 3:
+            # TileLang 0.1.x's layout inference fails on some reductions of 4-D fragments ("no available layout
+            # found"; e.g. attention's P*V in program order at H = 17, D = L = 2): refused, not risked
+            tile = " x ".join(f"{a.iter}:{a.size}" for a in op.tile.axes)
+            raise BackendError(f"{op.stmt}: a tile reduction over {len(shape)} axes ({tile}); the tilelang backend "
+                               f"reduces tiles of at most 3: bind or split the outer loops (a batch or head "
+                               f"loop to the grid), or generate with --backend triton")
         fn = "T.reduce_sum" if op.op == "sum" else "T.reduce_max"
         src, cur = part, list(shape)
         for n, dim in enumerate(sorted(red, reverse=True)):
