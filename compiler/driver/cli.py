@@ -81,6 +81,20 @@ def cmd_tree(args) -> int:
     return 0
 
 
+def _replay(prog, name: str, args):
+    """(the schedule block replayed, None); with --all a refused block gives (None, its error) instead of raising."""
+    try:
+        return prog.schedule(name, kernel=args.kernel), None
+    except TdslError as err:
+        if not args.all:
+            raise
+        return None, err
+
+
+def _verdict(err) -> str:
+    return "illegal" if err.exit_code == 1 else "error"
+
+
 def cmd_check(args) -> int:
     prog = _program(args)
     if not args.all and args.schedule == "none":  # program order: legal by definition, its dependences listed
@@ -93,13 +107,9 @@ def cmd_check(args) -> int:
         raise TdslError(f"{prog.filename} has no schedule to check")
     status = 0
     for name in names:
-        try:
-            sched = prog.schedule(name, kernel=args.kernel)
-        except TdslError as err:
-            if not args.all:
-                raise
-            verdict = "illegal" if err.exit_code == 1 else "error"
-            print(f"schedule {name}: {verdict}\n{err}")
+        sched, err = _replay(prog, name, args)
+        if err is not None:
+            print(f"schedule {name}: {_verdict(err)}\n{err}")
             status = 2 if 2 in (status, err.exit_code) else 1
             continue
         steps, deps = len(sched.trace), len(sched.deps)
@@ -306,12 +316,9 @@ def cmd_run(args) -> int:
         return 0
     status = 0
     for name in names:
-        try:
-            sched = prog.schedule(name, kernel=args.kernel)
-        except TdslError as err:
-            if not args.all:
-                raise
-            print(f"  schedule {name}: {'illegal' if err.exit_code == 1 else 'error'}, not run\n{err}")
+        sched, err = _replay(prog, name, args)
+        if err is not None:
+            print(f"  schedule {name}: {_verdict(err)}, not run\n{err}")
             status = 1
             continue
         result = interpret(sched.model, sched.time_map(), inputs)
