@@ -158,6 +158,40 @@ class RoundingAdded(RoundingViolation):
     )
 
 
+class OnlineViolation(LegalityError):
+    """The online-softmax rewrite (`online`, compiler/model/online.py) where it would change the result in a way
+    the program does not allow."""
+
+    rule = "online"
+
+
+class OnlinePolicy(OnlineViolation):
+    rule = "online-policy"
+    explanation = (
+        "letting readers use a running maximum and rescaling the sums built with it moves roundings: in floating "
+        "point exp((x - m1)·c) · exp((m1 - m2)·c) is not exp((x - m2)·c), and a sum multiplied by a factor "
+        "then extended is not the sum of the rescaled terms; declare `combine online` on the maximum to allow it"
+    )
+
+
+class OnlineRescale(OnlineViolation):
+    rule = "online-rescale"
+    explanation = (
+        "a value computed with a partial maximum is right only if everything built from it is rescaled when the "
+        "maximum grows: a sum linear in the exponential can be, a normalised value, a quantized value or a "
+        "second maximum keeps the stale value for good (chapter 5.3.3)"
+    )
+
+
+class OnlineOrder(OnlineViolation):
+    rule = "online-order"
+    explanation = (
+        "with a running maximum, an exponential must see its own term in the maximum (or exp((x - m)·c) can "
+        "overflow), a sum must add a term before the maximum moves on (its rescaling uses the maximum's current "
+        "value), and a reader of the sums must wait for the complete maximum"
+    )
+
+
 class InternalError(Exception):
     """A broken invariant of tdsl itself: a bug to report, never a user's mistake (not a TdslError, so no
     caller mistakes it for a refusal; `tdsl` exits with code 3 and asks for a report)."""

@@ -168,7 +168,7 @@ def _present(items) -> list:
 
 
 # Reduction combine policies: these words, or segments(N) with N >= 1.
-COMBINE_POLICIES = ("reassoc", "deterministic", "strict")
+COMBINE_POLICIES = ("reassoc", "deterministic", "strict", "online")
 
 def format_expr(expr: ast.Expr) -> str:
     """Print an expression back in source syntax (messages; the normal form that iterator extents are compared in)."""
@@ -331,6 +331,12 @@ class _ToAst(Transformer_NonRecursive):
 
     def reduction(self, meta, items):
         op, iters, conditions, body, accum, combine = items
+        if combine == "online" and str(op) != "max":
+            raise SourceError(
+                f"`combine online` declares a running maximum that readers may use before it is complete (online "
+                f"softmax); a {op} reduction cannot be one: declare it on the max(...) the exponentials subtract",
+                _span(meta),
+            )
         node = ast.Reduce(
             op=str(op),
             iters=[self._reduction_iterator(e) for e in iters],

@@ -92,5 +92,5 @@ KERNEL_SIZES = {
 RULES = {
     "dependence", "reduction-incomplete", "reduction-order", "reduction-grouping", "segment-count",
     "atomic-combine", "parallel-dependence", "parallel-reduction", "cache-conflict", "rounding-removed",
-    "rounding-added",
+    "rounding-added", "online-policy", "online-rescale", "online-order",
 }

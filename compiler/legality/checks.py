@@ -51,6 +51,9 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
         if cls is ReductionIncomplete:
             detail = f"{dep.dst} reads {dep.tensor} before the reduction {dep.src} has combined all its terms"
             explanation = statistic_explanation(model, dep.src)
+            hint = online_hint(model, dep)
+            if hint:
+                explanation = (explanation or cls.explanation) + "; " + hint
         elif cls is ReductionOrder:
             detail = f"the updates of the reduction {dep.src} would be combined in a different order"
         example = f"{src} must run before {dst} ({_touch(dep, element)}) but would run after"
@@ -519,6 +522,25 @@ def statistic_explanation(model: KernelModel, reduction: str) -> Optional[str]:
     )
 
 
+def online_hint(model: KernelModel, dep: Dependence) -> Optional[str]:
+    """When the early reader could use the running maximum instead (online softmax), how to say so."""
+    from tdsl.compiler.model.online import NotOnline, online_form
+
+    src = model.stmt(dep.src)
+    if src.reduce_op != "max":
+        return None
+    try:
+        form = online_form(model, dep.src)
+    except NotOnline:
+        return None
+    direct = [a for a, r in form.accumulators.items() if r.source is None]
+    if dep.dst not in list(form.exponentials) + direct:
+        return None
+    declare = "" if src.combine == "online" else f"declare `combine online` on {dep.src} and "
+    return (f"{dep.dst} exponentiates with {dep.src}: {declare}apply online({dep.src}) first to let it use the running "
+            f"maximum, with the sums that read it rescaled (online softmax)")
+
+
 def check_invariants(model: KernelModel, deps: list[Dependence], tree: Tree, primitive: str) -> None:
     """What earlier steps established must survive this one: bound loops stay parallel, buffers stay valid.
 
@@ -542,12 +564,19 @@ def check_invariants(model: KernelModel, deps: list[Dependence], tree: Tree, pri
         else:
             check_cache_write(model, tree, buf, primitive)
         check_buffer_rounding(model, tree, buf, primitive)
+    from tdsl.compiler.legality.online import check_online
+
+    check_online(model, tree, primitive)
 
 
 # ---------------------------------------------------------------- helpers
 
 
 def _violation_class(model: KernelModel, dep: Dependence):
+    if dep.kind in ("running", "final"):
+        from tdsl.compiler.errors import OnlineOrder
+
+        return OnlineOrder
     if dep.kind == "reduction":
         return ReductionOrder
     if dep.kind == "flow" and model.stmt(dep.src).is_reduction:
@@ -587,7 +616,7 @@ def _element(model: KernelModel, dep: Dependence, src_point: list[int]) -> str:
     for pos, value in enumerate(src_point):
         rel = rel.fix_val(isl.dim_type.in_, pos, isl.Val.int_from_si(rel.get_ctx(), value))
     _, coords = first_point(rel.range())
-    return f"{dep.tensor}[{', '.join(map(str, coords))}]"
+    return f"{access.tensor}[{', '.join(map(str, coords))}]"
 
 
 def _touch(dep: Dependence, element: str) -> str:
@@ -596,4 +625,6 @@ def _touch(dep: Dependence, element: str) -> str:
         "anti": f"{dep.dst} overwrites {element}",
         "output": f"both write {element}",
         "reduction": f"both update {element}",
+        "running": f"{dep.dst} subtracts {element}, which must already hold its own term",
+        "final": f"{dep.dst} reads {dep.tensor} rescaled to {element}",
     }[dep.kind]

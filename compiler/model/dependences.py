@@ -41,7 +41,7 @@ from tdsl.compiler.model.program import KernelModel, Stmt
 
 @dataclass
 class Dependence:
-    kind: str  # flow | anti | output | reduction
+    kind: str  # flow | anti | output | reduction | running | final (compiler/model/online.py)
     src: str
     dst: str
     tensor: str
@@ -53,6 +53,9 @@ class Dependence:
             "anti": f"{self.dst} overwrites {self.tensor} read by {self.src}",
             "output": f"{self.dst} overwrites {self.tensor} written by {self.src}",
             "reduction": f"{self.src} combines its updates of {self.tensor} in order",
+            "running": f"{self.dst} reads the running maximum {self.tensor} once {self.src} holds its own term",
+            "final": f"{self.dst} reads {self.tensor}, a sum that follows the running maximum {self.src}, "
+                     f"once {self.src} is complete",
         }
         return verb[self.kind]
 

@@ -43,6 +43,9 @@ class Stmt:
     reduce_op: Optional[str] = None  # "sum" | "max" | None
     accum_dtype: Optional[str] = None  # accumulator dtype of a reduction
     combine: Optional[str] = None  # declared combine policy (None = strict order)
+    # A sum whose terms are computed with a running maximum (compiler/model/online.py, set by the online step):
+    # the accumulator is rescaled to the maximum's current value before each update.
+    rescale: Optional[object] = None
     reads: list[Access] = field(default_factory=list)
     write: Optional[Access] = None
     span: ast.Span = ast.NOSPAN

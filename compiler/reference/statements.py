@@ -21,6 +21,7 @@ import numpy as np
 from tdsl.compiler.model import dtypes as dt
 from tdsl.compiler.model.dependences import segments
 from tdsl.compiler.model.functions import COMPOSITIONS, PRIMITIVES
+from tdsl.compiler.model.online import MAX, REF
 from tdsl.compiler.model.program import KernelModel, Stmt, Tensor
 from tdsl.compiler.reference.order import _check_stmt
 from tdsl.compiler.reference.runtime import Trace, _runtime_namespace
@@ -56,6 +57,7 @@ class _Compiler:
         self.trace = trace
         self.iter_pos = {name: k for k, name in enumerate(stmt.iters)}
         self.n_tmp = 0
+        self.bound: dict[str, str] = {}  # names of a rescaling exponent -> the Python variables holding them
 
     def err(self, msg: str, node=None) -> ValueError:
         span = getattr(node, "span", None)
@@ -101,6 +103,8 @@ class _Compiler:
         if isinstance(e, (ast.IntLit, ast.FloatLit)):
             return self.const(np.float32(e.value))
         if isinstance(e, ast.Name):
+            if e.name in self.bound:
+                return self.bound[e.name]
             if e.name in self.iter_pos:
                 return f"_f32(x{self.iter_pos[e.name]})"
             if e.name in self.model.sizes:
@@ -235,6 +239,8 @@ class _Compiler:
             seg = segments(stmt)
             if seg is None:
                 lines.append(f"    a = {acc}[{key}] if {cnt}[{key}] else {init}")
+                if stmt.rescale is not None:
+                    lines += self.rescale_lines(key, cnt, racc_call)
                 lines.append(f"    a = {racc_call(combine('a', 'v'))}")
                 lines.append(f"    {acc}[{key}] = a")
             else:
@@ -257,6 +263,25 @@ class _Compiler:
         return fn
 
 
+    def rescale_lines(self, key: str, cnt: str, racc_call) -> list[str]:
+        """A sum that follows a running maximum (`online`, compiler/model/online.py): before the update, an
+        accumulator built with the maximum's value `ref` is multiplied by exp((ref - current)·c) (rounded to the
+        accumulator), and then follows the current value.  Equal values (also two -inf) leave it as it is."""
+        rescale = self.stmt.rescale
+        stat = self.state.values[rescale.stat]
+        index = ", ".join(self.index(x) for x in rescale.index) + ("," if len(rescale.index) == 1 else "")
+        refs = self.const(self.state.refs[self.stmt.name], "R")
+        self.bound = {REF: f"{refs}[{key}]", MAX: "mc"}
+        factor = self.value(rescale.exponent)
+        self.bound = {}
+        return [
+            f"    mc = {self.const(stat, 'T')}[({index})]",
+            f"    if {cnt}[{key}] and {refs}[{key}] != mc:",
+            f"        a = {racc_call(f'a * _exp({factor})')}",
+            f"    {refs}[{key}] = mc",
+        ]
+
+
 @dataclass
 class _State:
     values: dict[str, np.ndarray]  # f32 value of every tensor element
@@ -264,6 +289,7 @@ class _State:
     accs: dict[str, np.ndarray]  # reduction accumulators (f32 arrays holding accum-dtype values)
     expected: dict[str, np.ndarray]
     seg_accs: dict[str, np.ndarray] = field(default_factory=dict)  # `combine segments(N)`: [element..., segment]
+    refs: dict[str, np.ndarray] = field(default_factory=dict)  # a rescaled sum: the maximum it was built with
 
 
 def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
@@ -294,7 +320,9 @@ def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
                 shape = values[stmt.name].shape + (seg.count,)
                 seg_accs[stmt.name] = np.full(shape, identity, dtype=np.float32)
     expected = {name: np.zeros_like(c) for name, c in counts.items()}
-    return _State(values, counts, accs, expected, seg_accs)
+    refs = {s.name: np.full(values[s.name].shape, np.nan, dtype=np.float32)
+            for s in model.stmts if s.rescale is not None and s.name in values}
+    return _State(values, counts, accs, expected, seg_accs, refs)
 
 
 def compile_statements(model: KernelModel, state: _State, trace: Optional[Trace] = None) -> dict[str, Callable]:

@@ -65,6 +65,7 @@ class Buffer:
 class Tree:
     body: list[Node]
     buffers: list[Buffer] = field(default_factory=list)
+    online: list[str] = field(default_factory=list)  # maxima whose readers may use the running value (`online`)
 
     # ------------------------------------------------------------ navigation
 
@@ -81,7 +82,7 @@ class Tree:
 
         body = [dup(n) for n in self.body]
         buffers = [Buffer(b.tensor, b.scope, memo[id(b.at)], b.kind, list(b.stmts), b.dtype) for b in self.buffers]
-        return Tree(body, buffers)
+        return Tree(body, buffers, list(self.online))
 
     def leaves(self) -> list[str]:
         return [leaf.stmt for leaf in walk_leaves(self.body)]

@@ -74,7 +74,7 @@ def _body_lines(model, tree, body: list[Node], indent: str, lines: list[str]) ->
 def _node_lines(model, tree, node: Node, indent: str, last: bool, lines: list[str]) -> None:
     if isinstance(node, Leaf):
         stmt = model.stmt(node.stmt)
-        lines.append(f"{indent}└── {node.stmt}{_instance_note(stmt)}")
+        lines.append(f"{indent}└── {node.stmt}{_instance_note(stmt, model, tree)}")
         return
     group = bands(node)
     names = ", ".join(loop.name for loop in group)
@@ -101,10 +101,23 @@ def _marks(loop: Loop, tree: Tree) -> list[str]:
     return marks
 
 
-def _instance_note(stmt) -> str:
+def _instance_note(stmt, model, tree) -> str:
     if stmt.is_reduction:
-        return f"   ({stmt.reduce_op} over {', '.join(stmt.red_iters)}, accum {stmt.accum_dtype}, store {stmt.dtype})"
-    return f"   (store {stmt.dtype})"
+        return (f"   ({stmt.reduce_op} over {', '.join(stmt.red_iters)}, accum {stmt.accum_dtype}, store {stmt.dtype}"
+                f"{_online_note(stmt, model, tree)})")
+    return f"   (store {stmt.dtype}{_online_note(stmt, model, tree)})"
+
+
+def _online_note(stmt, model, tree) -> str:
+    """What `online` made of a statement: the running maximum, its readers, the sums that follow it."""
+    if stmt.name in tree.online:
+        sums = [s for s in model.stmts if s.rescale is not None and s.rescale.stat == stmt.name]
+        readers = sorted({s.rescale.source or s.name for s in sums})
+        return (f"; running maximum: {', '.join(readers)} read it as it grows, "
+                f"{', '.join(s.name for s in sums)} rescaled")
+    if stmt.rescale is not None:
+        return f"; rescaled to the running {stmt.rescale.stat}"
+    return ""
 
 
 def _expr_text(pa: isl.PwAff) -> str:

@@ -58,6 +58,7 @@ USAGE = {
     "bind": "bind(STMT.LOOP, grid.x)",
     "launch": "launch(STMT, warps=N)",
     "rfactor": "rfactor(STMT.LOOP[, segments=N][, dtype=DTYPE])",
+    "online": "online(STMT)",
 }
 
 # The Python signatures of the hand-written methods the generated ones replace.
@@ -76,6 +77,7 @@ SIGNATURES = {
     "bind": "(self, loop, axis)",
     "launch": "(self, stmt, warps=4)",
     "rfactor": "(self, loop, segments=None, dtype=None)",
+    "online": "(self, stmt)",
 }
 
 # The keywords a .tdsl step may write, and the primitives that make loops (`a, b = split(...)`).
@@ -83,7 +85,7 @@ KEYWORDS = {
     "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "reverse": set(), "compute_at": {"at"},
     "reverse_compute_at": {"at"}, "compute_inline": {"round"}, "cache_read": {"at", "scope", "dtype"},
     "cache_write": {"at", "scope", "dtype"}, "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps"},
-    "rfactor": {"segments", "dtype"},
+    "rfactor": {"segments", "dtype"}, "online": set(),
 }
 MAKE_LOOPS = {"split", "tile", "fuse"}
 

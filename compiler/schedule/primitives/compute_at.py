@@ -54,7 +54,7 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
         raise ScheduleError(primitive, f"loop {target.name} belongs to {stmt} itself")
     target_path = tree.enclosing_loops(target) + [target]
     partner = _partner(model, tree, stmt, target, target_stmt, after, primitive)
-    placement = _placement(model, tree, stmt, partner, target_path, after, primitive)
+    placement = _placement(model, tree, stmt, partner, target_path, after, primitive, state.deps)
 
     # Detach the moved subtree and drop the statement from loops it leaves.  Loops it shares with other
     # statements stay where they are; the moved statement takes a copy of its own dims of each (dropped below
@@ -110,13 +110,19 @@ def _partner(model, tree, stmt, target, target_stmt, after, primitive) -> list[s
     return found
 
 
-def _placement(model, tree, stmt, partners, target_path, after, primitive) -> list[list[isl.PwAff]]:
-    """For each target loop, the moved statement's coordinates: the lexmin over related partner instances."""
+def _placement(model, tree, stmt, partners, target_path, after, primitive, deps) -> list[list[isl.PwAff]]:
+    """For each target loop, the moved statement's coordinates: the lexmin over related partner instances.
+
+    An exponential and its running maximum (`online`) exchange through their running dependence: the update of
+    the maximum that took the exponential's own term in, not every update of the element it reads."""
     moved = model.stmt(stmt)
     related = None
     for other in partners:
         o = model.stmt(other)
-        if after:  # moved consumer instance -> producer instances writing what it reads
+        running = _running(deps, other, stmt) if after else _running(deps, stmt, other)
+        if running is not None:
+            rel = running.reverse() if after else running
+        elif after:  # moved consumer instance -> producer instances writing what it reads
             rel = _union([r.relation for r in moved.reads if r.tensor == o.write.tensor]).apply_range(
                 o.write.relation.reverse())
         else:  # moved producer instance -> consumer instances reading what it writes
@@ -139,6 +145,10 @@ def _placement(model, tree, stmt, partners, target_path, after, primitive) -> li
         placement.append(components[k : k + loop.n_dims])
         k += loop.n_dims
     return placement
+
+
+def _running(deps, src: str, dst: str):
+    return next((d.relation for d in deps if d.kind == "running" and d.src == src and d.dst == dst), None)
 
 
 def _union(maps):

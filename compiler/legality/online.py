@@ -1,0 +1,64 @@
+"""The one check of the online-softmax rewrite that depends on the schedule: no term goes stale.
+
+An accumulator rescales itself with the running maximum's *current* value (compiler/model/online.py).  So a
+term must be added before the maximum moves on: if m takes another element into the row between the
+exponential P(x) that read it and the accumulator's update that adds P(x), the update would rescale as if
+P(x) had used the new maximum, and the result would be off by exp((m_old - m_new)·c).  The kernels keep no
+maximum per term, so the order, not the arithmetic, must exclude it.  (The other orders the rewrite needs,
+own term first and complete maximum before a reader of the sums, are dependences: kinds `running` and
+`final` of compiler/model/dependences.py.)
+"""
+
+from __future__ import annotations
+
+from tdsl.compiler.errors import OnlineOrder
+from tdsl.compiler.model.program import KernelModel, first_point, instance_text
+from tdsl.compiler.schedule.tree import Tree
+
+
+def check_online(model: KernelModel, tree: Tree, primitive: str) -> None:
+    sums = [s for s in model.stmts if s.rescale is not None and s.rescale.source is not None]
+    if not sums:
+        return
+    times = tree.time_maps(model)
+    for acc in sums:
+        exp_stmt, m = model.stmt(acc.rescale.source), model.stmt(acc.rescale.stat)
+        read = next(r.relation for r in acc.reads if r.tensor == exp_stmt.name)
+        adds = exp_stmt.write.relation.apply_range(read.reverse())  # P instance -> the update adding it
+        same_row = _exponential_row(model, exp_stmt, m)  # P instance -> the updates of its element of m
+        moved_on = same_row.intersect(times[exp_stmt.name].lex_lt_map(times[m.name]))
+        stale = moved_on.apply_range(times[m.name].lex_lt_map(times[acc.name])).intersect(adds)
+        if stale.is_empty():
+            continue
+        _, coords = first_point(stale.wrap())
+        n = len(exp_stmt.iters)
+        p_inst = instance_text(exp_stmt.name, exp_stmt.iters, coords[:n])
+        a_inst = instance_text(acc.name, acc.iters, coords[n:])
+        m_coords = first_point(_updates_between(moved_on, times, m, acc, exp_stmt, coords, n))[1]
+        raise OnlineOrder(
+            primitive,
+            sorted({exp_stmt.name, m.name, acc.name}),
+            f"{acc.name} would add a term of {exp_stmt.name} after the running maximum {m.name} has moved on",
+            f"{p_inst} uses {m.name} as it is then, {instance_text(m.name, m.iters, m_coords)} raises it, and only "
+            f"then {a_inst} adds the term, rescaled as if it had used the new maximum",
+        )
+
+
+def _exponential_row(model: KernelModel, exp_stmt, m):
+    """Exponential instance -> every update of the element of m it reads."""
+    m_read = next(r.relation for r in exp_stmt.reads if r.tensor == m.name)
+    return m_read.apply_range(m.write.relation.reverse())
+
+
+def _point(stmt, coords):
+    import islpy as isl
+
+    text = f"{{ {stmt.name}[{', '.join(str(c) for c in coords)}] }}"
+    return isl.Set.read_from_str(stmt.domain.get_ctx(), text).align_params(stmt.domain.get_space())
+
+
+def _updates_between(moved_on, times, m, acc, exp_stmt, coords, n):
+    """The updates of m after the exponential instance and before the accumulator instance of the witness."""
+    after_p = moved_on.intersect_domain(_point(exp_stmt, coords[:n])).range()
+    before_a = times[m.name].lex_lt_map(times[acc.name]).intersect_range(_point(acc, coords[n:])).domain()
+    return after_p.intersect(before_a)

@@ -1,0 +1,327 @@
+"""Running maxima (online softmax): what a `combine online` maximum lets its readers do, found in the program.
+
+The mathematical softmax waits for the row maximum before it exponentiates anything::
+
+    m[i] = max(j) X[i, j] combine online
+    P[i, j] = exp((X[i, j] - m[i]) * c)          # an *exponential* of m
+    l[i] = sum(j) P[i, j]                         # *accumulators*: sums linear in an exponential
+    U[i, e] = sum(j) P[i, j] * V[j, e]
+    O[i, e] = U[i, e] / l[i]
+
+FlashAttention computes it in one pass over j by letting P read the *running* maximum and rescaling the
+sums whenever the maximum grows: exp((x - m_old)·c) · exp((m_old - m_new)·c) = exp((x - m_new)·c), so an
+accumulator built with m_old becomes one built with m_new when multiplied by exp((m_old - m_new)·c).  In
+exact arithmetic nothing changes; in floating point the rounding does (docs/rules/online-policy.md), which is
+why the program must declare `combine online` on the maximum.
+
+`online_form(model, stat)` finds, for one maximum, the statements the rewrite applies to:
+
+* the statistic `m = max(...) X[...]`: its term is one read of a tensor X;
+* the *exponentials*: plain statements whose value is linear in one factor exp((X[..] - m[..])·c) (also
+  written exp(X - m), exp(c·(X - m)), exp((X - m) / c); c a positive constant), every reader of which is an
+  accumulator;
+* the *accumulators*: `sum` reductions whose term is linear in one such factor, either directly
+  (`s = sum(j) exp(X - m)`) or through one read of an exponential (`l = sum(j) P`).  Each gets a `Rescale`:
+  the element of m its terms are computed with, and the exponent of the factor that moves it.
+
+Readers of m that are neither (a normalisation `Y = exp(X - m) / s`, a `lse = m + log(l)`) keep reading the
+complete maximum.  `running_dependences` then replaces "every update of m before each exponential" by "the
+update that took the exponential's own element of X into m" and adds "every update of m before a reader of
+an accumulator"; compiler/legality/online.py checks what depends on the schedule (no term goes stale).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import islpy as isl
+
+from tdsl.frontend import ast
+from tdsl.compiler.model.dependences import Dependence
+from tdsl.compiler.model.program import KernelModel, Stmt
+
+# The two names of a `Rescale.exponent`: the maximum the accumulator was built with, and the current one.
+REF = "__online_ref"
+MAX = "__online_max"
+
+_CASTS = ("bf16", "f16", "f32", "f8e4m3")
+
+
+@dataclass(frozen=True)
+class Rescale:
+    """How an accumulator follows a running maximum: before adding a term computed with the maximum's current
+    value M, an accumulator built with the value R is multiplied by exp(exponent[REF := R, MAX := M])."""
+
+    stat: str  # the maximum's tensor
+    index: tuple  # the element of `stat` its terms use, as expressions of the accumulator's iterators
+    exponent: ast.Expr  # (REF - MAX) * c, in the form the program's exponential is written
+    source: Optional[str] = None  # the exponential it sums (None: the factor is in its own term)
+
+
+@dataclass(frozen=True)
+class OnlineForm:
+    stat: str
+    values: str  # X, the tensor the maximum is taken over
+    exponentials: tuple  # plain statements reading the running maximum
+    accumulators: dict  # sum reduction -> its Rescale
+
+
+class NotOnline(Exception):
+    """The program does not have the form the rewrite needs; `reason` says where it differs."""
+
+    def __init__(self, reason: str, statements: list[str]):
+        self.reason = reason
+        self.statements = statements
+        super().__init__(reason)
+
+
+def online_form(model: KernelModel, stat: str) -> OnlineForm:
+    m = model.stmt(stat)
+    if m.reduce_op != "max":
+        raise NotOnline(f"{stat} is not a max reduction; only a running maximum can be rescaled", [stat])
+    if not isinstance(m.value, ast.Access):
+        raise NotOnline(f"the term of {stat} must be one tensor read (max(j) X[i, j]) for its readers to "
+                        f"subtract it from the same values", [stat])
+    values = m.value.tensor
+    readers = [s for s in model.stmts if s.name != stat and any(r.tensor == stat for r in s.reads)]
+    exponentials, accumulators, refused = [], {}, []
+    for r in readers:
+        factor = _exp_factor(model, r, stat, values)
+        if factor is None:
+            refused.append(f"{r.name} does not read {stat} only inside one factor exp(({values} - {stat})·c) of "
+                           f"its value")
+            continue
+        if r.is_reduction:
+            if r.reduce_op == "sum" and _linear(r.value, lambda e: e is factor, _mentions(stat)):
+                accumulators[r.name] = _direct_rescale(model, factor, stat, values)
+            else:
+                refused.append(f"{r.name} is a {r.reduce_op} of exp(({values} - {stat})·c) that is not linear in it")
+            continue
+        if not _linear(r.value, lambda e: e is factor, _mentions(stat)):
+            refused.append(f"{r.name} is not linear in exp(({values} - {stat})·c)")
+            continue
+        sums, why = _summing_readers(model, r, stat, values, factor)
+        if why:
+            refused.append(why)
+            continue
+        exponentials.append(r.name)
+        accumulators.update(sums)
+    if not accumulators:
+        detail = "; ".join(refused) if refused else f"nothing reads {stat}"
+        raise NotOnline(f"no statement can use the running maximum {stat}: {detail}",
+                        [stat] + [r.name for r in readers])
+    for name in accumulators:
+        acc = model.stmt(name)
+        if acc.combine and acc.combine.startswith("segments("):
+            raise NotOnline(f"{name} declares `combine {acc.combine}`: its segments would need a maximum each",
+                            [name])
+    form = OnlineForm(stat, values, tuple(exponentials), accumulators)
+    _check_single_maximum(model, form)
+    return form
+
+
+# ---------------------------------------------------------------- matching the exponentials
+
+
+def _exp_factor(model: KernelModel, stmt: Stmt, stat: str, values: str) -> Optional[ast.Call]:
+    """The one call exp((X - m)·c) of `stmt`'s value, when every read of m is inside it; None otherwise."""
+    calls = [e for e in ast.walk(stmt.value) if isinstance(e, ast.Call) and e.func == "exp" and len(e.args) == 1
+             and _split_exponent(model, e.args[0], stat, values) is not None]
+    reads_m = [e for e in ast.walk(stmt.value) if isinstance(e, ast.Access) and e.tensor == stat]
+    if len(calls) != 1:
+        return None
+    inside = [e for e in ast.walk(calls[0]) if isinstance(e, ast.Access) and e.tensor == stat]
+    return calls[0] if len(inside) == len(reads_m) == 1 else None
+
+
+def _split_exponent(model: KernelModel, arg: ast.Expr, stat: str, values: str):
+    """(X read, m read) when `arg` is X - m, (X - m) * c, c * (X - m) or (X - m) / c with a constant c > 0."""
+    diff, scale = arg, None
+    if isinstance(arg, ast.BinOp) and arg.op in ("*", "/"):
+        if _is_difference(arg.lhs, stat, values):
+            diff, scale = arg.lhs, arg.rhs
+        elif arg.op == "*" and _is_difference(arg.rhs, stat, values):
+            diff, scale = arg.rhs, arg.lhs
+    if not _is_difference(diff, stat, values):
+        return None
+    if scale is not None:
+        c = constant(model, scale)
+        if c is None or not c > 0 or math.isinf(c):
+            return None
+    return diff.lhs, diff.rhs
+
+
+def _is_difference(e: ast.Expr, stat: str, values: str) -> bool:
+    return (isinstance(e, ast.BinOp) and e.op == "-" and isinstance(e.lhs, ast.Access) and e.lhs.tensor == values
+            and isinstance(e.rhs, ast.Access) and e.rhs.tensor == stat)
+
+
+def constant(model: KernelModel, e: ast.Expr) -> Optional[float]:
+    """The value of an expression of literals and bound constants (None if it reads anything else)."""
+    if isinstance(e, (ast.IntLit, ast.FloatLit)):
+        return float(e.value)
+    if isinstance(e, ast.Name):
+        v = model.sizes.get(e.name)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    if isinstance(e, ast.Neg):
+        v = constant(model, e.operand)
+        return None if v is None else -v
+    if isinstance(e, ast.BinOp) and e.op in ("+", "-", "*", "/"):
+        a, b = constant(model, e.lhs), constant(model, e.rhs)
+        if a is None or b is None or (e.op == "/" and b == 0):
+            return None
+        return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else math.nan}[e.op]
+    return None
+
+
+def _mentions(*tensors: str):
+    names = set(tensors)
+    return lambda e: any(isinstance(x, ast.Access) and x.tensor in names for x in ast.walk(e))
+
+
+def _linear(e: ast.Expr, is_factor, mentions) -> bool:
+    """`e` is the factor times (or divided by) expressions free of it: a product of it with other values, a
+    rounding of such a product (a cast rounds, it does not change the dependence on the factor)."""
+    if is_factor(e):
+        return True
+    if isinstance(e, ast.BinOp) and e.op == "*":
+        return ((_linear(e.lhs, is_factor, mentions) and not mentions(e.rhs))
+                or (_linear(e.rhs, is_factor, mentions) and not mentions(e.lhs)))
+    if isinstance(e, ast.BinOp) and e.op == "/":
+        return _linear(e.lhs, is_factor, mentions) and not mentions(e.rhs)
+    if isinstance(e, ast.Neg):
+        return _linear(e.operand, is_factor, mentions)
+    if isinstance(e, ast.Call) and e.func in _CASTS and len(e.args) == 1:
+        return _linear(e.args[0], is_factor, mentions)
+    return False
+
+
+def _summing_readers(model: KernelModel, exp_stmt: Stmt, stat: str, values: str, factor: ast.Call):
+    """({accumulator: Rescale}, "") when every reader of the exponential sums it linearly; ({}, why) if not."""
+    readers = [s for s in model.stmts if any(r.tensor == exp_stmt.name for r in s.reads)]
+    if not readers:
+        return {}, f"nothing sums {exp_stmt.name}"
+    found = {}
+    mentions = _mentions(exp_stmt.name, stat)
+    for r in readers:
+        reads = [e for e in ast.walk(r.value) if isinstance(e, ast.Access) and e.tensor == exp_stmt.name]
+        if r.reduce_op != "sum" or len(reads) != 1 or not _linear(r.value, lambda e: e is reads[0], mentions):
+            return {}, (f"{exp_stmt.name} is read by {r.name}, which is not a sum linear in {exp_stmt.name}: it would "
+                        f"use exponentials of a partial maximum that nothing rescales")
+        found[r.name] = _summed_rescale(model, exp_stmt, reads[0], factor, stat, values)
+    return found, ""
+
+
+def _exponent(factor: ast.Call) -> ast.Expr:
+    """The factor's argument with X read as REF and m as MAX: exp of it moves a sum from REF to MAX."""
+
+    def swap(e):
+        if isinstance(e, ast.BinOp) and e.op == "-" and isinstance(e.lhs, ast.Access) and isinstance(e.rhs, ast.Access):
+            return ast.BinOp("-", ast.Name(REF, e.span), ast.Name(MAX, e.span), e.span)
+        return None
+
+    return ast.rewrite(factor.args[0], swap)
+
+
+def _reads(model: KernelModel, factor: ast.Call, stat: str, values: str) -> tuple[ast.Access, ast.Access]:
+    """The factor's read of X and its read of m."""
+    return _split_exponent(model, factor.args[0], stat, values)
+
+
+def _direct_rescale(model: KernelModel, factor: ast.Call, stat: str, values: str) -> Rescale:
+    m_read = _reads(model, factor, stat, values)[1]
+    return Rescale(m_read.tensor, tuple(m_read.indices), _exponent(factor))
+
+
+def _summed_rescale(model: KernelModel, exp_stmt: Stmt, read: ast.Access, factor: ast.Call, stat: str,
+                    values: str) -> Rescale:
+    """The exponential's read of m, in the accumulator's iterators (the exponential's iterators are the indices
+    it writes, so the accumulator's read of it says which instance made each term)."""
+    subst = dict(zip(exp_stmt.lhs_iters, read.indices))
+
+    def put(e):
+        return subst.get(e.name) if isinstance(e, ast.Name) else None
+
+    m_read = _reads(model, factor, stat, values)[1]
+    return Rescale(m_read.tensor, tuple(ast.rewrite(i, put) for i in m_read.indices), _exponent(factor),
+                   exp_stmt.name)
+
+
+def _check_single_maximum(model: KernelModel, form: OnlineForm) -> None:
+    """All terms of one accumulator element must be computed with one element of m: one rescaling per update."""
+    for name, rescale in form.accumulators.items():
+        acc = model.stmt(name)
+        to_max = accumulator_maximum(model, acc, rescale)
+        per_element = acc.write.relation.reverse().apply_range(to_max)
+        if not per_element.is_single_valued():
+            raise NotOnline(f"the terms of one element of {name} use different elements of {form.stat}; a sum "
+                            f"can follow one running maximum only", [name, form.stat])
+
+
+# ---------------------------------------------------------------- isl relations of the rewrite
+
+
+def _read_of(stmt: Stmt, node: ast.Access) -> isl.Map:
+    return next(r.relation for r in stmt.reads if r.node is node)
+
+
+def accumulator_maximum(model: KernelModel, acc: Stmt, rescale: Rescale) -> isl.Map:
+    """Accumulator instance -> the element of the maximum its term is computed with."""
+    stat, values = rescale.stat, model.stmt(rescale.stat).value.tensor
+    if rescale.source is None:
+        factor = _exp_factor(model, acc, stat, values)
+        return _read_of(acc, _reads(model, factor, stat, values)[1])
+    exp_stmt = model.stmt(rescale.source)
+    factor = _exp_factor(model, exp_stmt, stat, values)
+    read = next(r.relation for r in acc.reads if r.tensor == exp_stmt.name)
+    m_read = _read_of(exp_stmt, _reads(model, factor, stat, values)[1])
+    return read.apply_range(exp_stmt.write.relation.reverse()).apply_range(m_read)
+
+
+def own_term(model: KernelModel, form: OnlineForm, reader: Stmt) -> isl.Map:
+    """m instance -> reader instance, where the update took into m the very element of X the reader
+    exponentiates (the reader may use m only after it, or exp((x - m)·c) could overflow)."""
+    m = model.stmt(form.stat)
+    factor = _exp_factor(model, reader, form.stat, form.values)
+    x_read, m_read = _reads(model, factor, form.stat, form.values)
+    same_element = m.write.relation.apply_range(_read_of(reader, m_read).reverse())
+    same_value = m.reads[0].relation.apply_range(_read_of(reader, x_read).reverse())
+    return same_element.intersect(same_value)
+
+
+def with_rescales(model: KernelModel, form: OnlineForm) -> KernelModel:
+    stmts = [replace(s, rescale=form.accumulators[s.name]) if s.name in form.accumulators else s
+             for s in model.stmts]
+    return KernelModel(model.name, stmts, model.tensors, model.sizes, model.params, model.ctx)
+
+
+def running_dependences(model: KernelModel, form: OnlineForm, deps: list[Dependence]) -> list[Dependence]:
+    """`deps` with the rewrite: each reader of the running maximum depends only on the update of its own term
+    (kind "running"), and every reader of an accumulator on all updates of the maximum it follows ("final")."""
+    readers = list(form.exponentials) + [a for a, r in form.accumulators.items() if r.source is None]
+    kept = [d for d in deps if not (d.kind == "flow" and d.src == form.stat and d.dst in readers)]
+    added = []
+    for name in readers:
+        rel = own_term(model, form, model.stmt(name))
+        uncovered = model.stmt(name).domain.subtract(rel.range())
+        if not uncovered.is_empty():
+            from tdsl.compiler.model.program import first_point, instance_text
+
+            reader = model.stmt(name)
+            raise NotOnline(f"{instance_text(name, reader.iters, first_point(uncovered)[1])} exponentiates an "
+                            f"element of {form.values} that {form.stat} never takes into its maximum", [name])
+        added.append(Dependence("running", form.stat, name, form.stat, rel.coalesce()))
+    m_write = model.stmt(form.stat).write.relation
+    for name, rescale in form.accumulators.items():
+        acc = model.stmt(name)
+        elem_to_max = acc.write.relation.reverse().apply_range(accumulator_maximum(model, acc, rescale))
+        for z in model.stmts:
+            for r in z.reads:
+                if r.tensor != name:
+                    continue
+                rel = m_write.apply_range(r.relation.apply_range(elem_to_max).reverse())
+                if not rel.is_empty():
+                    added.append(Dependence("final", form.stat, z.name, name, rel.coalesce()))
+    return kept + added

@@ -1,0 +1,121 @@
+"""online: let the readers of a row maximum use its running value, rescaling the sums built from them.
+
+``online(m)`` rewrites softmax into its one-pass form (online softmax, FlashAttention).  Nothing moves: it
+changes which orders the later steps may choose.  Before, an exponential P reads the complete maximum, so P
+cannot run inside m's loop over the keys; after, P may run as soon as m holds P's own element, and every sum
+of P (l, U) is rescaled by exp((m_old - m_new)·c) whenever the maximum grows::
+
+    m[i] = max(j) S[i, j] combine online          for jo:                               # after online(m)
+    P[i, j] = exp((S[i, j] - m[i]) * c)              m_new = max(m, rowmax(S[:, jo]))   #   and fusing the
+    l[i] = sum(j) P[i, j]                            P = exp((S[:, jo] - m_new) * c)    #   statements into
+    U[i, e] = sum(j) P[i, j] * V[j, e]               l = l * exp((m - m_new) * c) + rowsum(P)    # l.jo
+                                                     U = U * exp((m - m_new) * c) + P @ V[jo]
+                                                     m = m_new
+
+Which statements it applies to is found in the program (compiler/model/online.py): exponentials
+exp((X - m)·c) whose readers are all sums linear in them, and such sums.  The interpreter executes the
+rescaled form exactly (docs/interpreter.md), so a kernel is compared with its own semantics.
+
+Legal only if the program declares `combine online` on the maximum (rule online-policy: the rescaling moves
+roundings).  Readers that cannot be rescaled keep reading the complete maximum; if none can, the step is
+refused (rule online-rescale).  Later steps are checked against the rewritten dependences (rule online-order:
+own term first, no stale term, complete maximum before a reader of the sums).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tdsl.frontend import ast
+from tdsl.compiler.errors import OnlinePolicy, OnlineRescale, ScheduleError
+from tdsl.compiler.legality.checks import check_dependences
+from tdsl.compiler.model.online import MAX, REF, NotOnline, OnlineForm, online_form, running_dependences, with_rescales
+from tdsl.compiler.schedule.primitives.common import State, check_stmt
+from tdsl.compiler.schedule.primitives.registry import STMT, arg, primitive
+
+
+@primitive(arg("stmt", STMT, role="the row maximum (a max reduction)"), rank=150)
+def online(state: State, stmt: str) -> None:
+    stmt = check_stmt(state, "online", stmt)
+    model = state.model
+    if stmt in state.tree.online:
+        raise ScheduleError("online", f"{stmt} is already a running maximum")
+    if model.stmt(stmt).reduce_op != "max":
+        raise ScheduleError("online", f"{stmt} is not a max reduction; online(STMT) takes the row maximum that "
+                                      f"the exponentials subtract")
+    try:
+        form = online_form(model, stmt)
+        deps = running_dependences(model, form, state.deps)
+    except NotOnline as err:
+        raise OnlineRescale("online", err.statements, err.reason,
+                            _stale_example(model, stmt)) from None
+    if model.stmt(stmt).combine != "online":
+        readers = ", ".join(sorted({r.source or a for a, r in form.accumulators.items()}))
+        raise OnlinePolicy("online", [stmt, *form.accumulators],
+                           f"{stmt} declares {_declared(model.stmt(stmt))}, so its readers must see the complete "
+                           f"maximum (the rewrite would let {readers} read the running one and rescale "
+                           f"{', '.join(form.accumulators)})", _policy_example(model, form))
+    state.model = with_rescales(model, form)
+    state.deps = deps
+    state.tree.online.append(stmt)
+    check_dependences(state.model, state.deps, state.tree, "online")
+
+
+def _declared(stmt) -> str:
+    return f"`combine {stmt.combine}`" if stmt.combine else "no combine policy"
+
+
+# ---------------------------------------------------------------- counterexamples, computed in f32
+
+
+def _exp(x: np.float32) -> np.float32:
+    return np.float32(math.exp(float(x)))  # the interpreter's exp: the double result rounded to f32
+
+
+def _evaluate(model, e: ast.Expr, names: dict) -> np.float32:
+    """An exponent (REF - MAX) * c evaluated as the interpreter does: every step rounded to f32."""
+    from tdsl.compiler.model.online import constant
+
+    if isinstance(e, ast.Name) and e.name in names:
+        return names[e.name]
+    if isinstance(e, ast.BinOp):
+        a, b = _evaluate(model, e.lhs, names), _evaluate(model, e.rhs, names)
+        return np.float32({"+": a + b, "-": a - b, "*": a * b, "/": a / b}[e.op])
+    if isinstance(e, ast.Neg):
+        return np.float32(-_evaluate(model, e.operand, names))
+    return np.float32(constant(model, e))
+
+
+def _policy_example(model, form: OnlineForm) -> str:
+    """A row whose sum differs: three values, the first two in one block and the third in the next."""
+    name = next(iter(form.accumulators))
+    rescale = form.accumulators[name]
+
+    def term(x, m):
+        return _exp(_evaluate(model, rescale.exponent, {REF: np.float32(x), MAX: np.float32(m)}))
+
+    for a, b, d in _candidates():
+        exact = np.float32(np.float32(term(a, d) + term(b, d)) + term(d, d))
+        first = np.float32(term(a, b) + term(b, b))
+        running = np.float32(np.float32(first * term(b, d)) + term(d, d))
+        if exact != running:
+            return (f"a row of {form.values} holding {a}, {b} (one block) and {d} (the next): a sum of exponentials "
+                    f"such as {name} is {float(exact)!r} with the complete maximum {d} and {float(running)!r} with the "
+                    f"running one ({b}, then rescaled by exp(({b} - {d})·c))")
+    return f"{name} changes its roundings"
+
+
+def _candidates():
+    for a in (0.1, 0.3, 0.7, 1.1, 1.9):
+        for b in (0.5, 1.3, 2.5, 3.7):
+            for d in (4.1, 5.3, 6.7, 9.9):
+                if a < b < d:
+                    yield a, b, d
+
+
+def _stale_example(model, stmt: str) -> str:
+    return (f"{stmt}'s first block of a row holding 0 and a later block holding 1: an exponential computed with "
+            f"the partial maximum 0 is exp(0) = 1 instead of exp(-1·c); only a sum of it can be corrected by the "
+            f"factor exp((0 - 1)·c) later")
