@@ -143,6 +143,7 @@ class _KernelPrinter(PrinterBase):
     depth: int = 0
     counter: int = 0
     loops: list = field(default_factory=list)
+    acc_tiles: dict = field(default_factory=dict)  # statement -> its accumulator's tile (from its AccInit)
 
     def __post_init__(self):
         self.locals = self.names.function()
@@ -207,8 +208,15 @@ class _KernelPrinter(PrinterBase):
             self.emit(f"# {self.text(op.stmt)}")
             self.emit(f"# {op.stmt}: {op.op} accumulator ({op.accum}), tile {shape}")
             self.emit(f"{self.acc_name(op.stmt)} = tl.full({shape}, {fill}, tl.float32)")
+            self.acc_tiles[op.stmt] = op.tile
+            if op.follows is not None:
+                ref_shape = "[" + ", ".join(str(op.tile.axes[p].size) for p in op.follows.axes) + "]"
+                self.emit(f"# {op.stmt} follows the running maximum {op.follows.stmt}: the maximum it was built with")
+                self.emit(f"{self.ref_name(op.stmt)} = tl.full({ref_shape}, float(\"-inf\"), tl.float32)")
         elif isinstance(op, T.AccUpdate):
             how = "matrix product" if isinstance(op.partial, T.Dot) else f"tile {op.op}"
+            if op.rescale is not None:
+                self._rescale(op)
             self.emit(f"# {op.stmt}: partial result of one tile{self.tile_note(op.tile)} by {how}")
             frame = self._frame(op.stmt, op.tile, suffix="p")
             acc = self.acc_name(op.stmt)
@@ -236,6 +244,23 @@ class _KernelPrinter(PrinterBase):
                 self._store(op, self._frame(op.stmt, op.tile))
         else:
             raise TypeError(f"unknown tile op {op!r}")
+
+    def ref_name(self, stmt: str) -> str:
+        return self.locals.local(("reference", stmt), f"ref_{stmt}")
+
+    def _rescale(self, op: T.AccUpdate) -> None:
+        """Bring the accumulator from the maximum it was built with to the current one (tileir.Rescaling): one
+        factor per row, 1 where the two are equal (also both -inf, where the exponent would be NaN)."""
+        rows = _Frame([a.iter for a in self.acc_tiles[op.stmt].axes], {}, {}, self.names.variables)
+        acc, current = self.acc_name(op.stmt), op.rescale.current
+        same = f"{self._value(T.Reference(op.stmt, current.axes), rows)} == {self._value(current, rows)}"
+        factor = self.fresh(f"alpha_{op.stmt}_")
+        self.emit(f"# {op.stmt} follows the running maximum {current.stmt}: rescale what it holds to the current one")
+        self.emit(f"{factor} = tl.where({same}, 1.0, tl.exp({self._value(op.rescale.exponent, rows)}))")
+        self.emit(f"{acc} = {self._round(op.accum, f'{acc} * {factor}')}")
+        now = (self._round(current.dtype, self.acc_name(current.stmt)) if isinstance(current, T.Running)
+               else self.value_name(current.stmt))
+        self.emit(f"{self.ref_name(op.stmt)} = {now}")
 
     def _frame(self, stmt: str, tile: T.Tile, suffix: str = "") -> _Frame:
         """Define the tile's iterator variables; return how to print them."""
@@ -296,6 +321,9 @@ class _KernelPrinter(PrinterBase):
         names = []
         for load, frame_axes, dtype in ((dot.lhs, [i, k], dot.lhs_dtype), (dot.rhs, [k, j], dot.rhs_dtype)):
             sub = _Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars, frame.variables)
+            if isinstance(load, T.RegOperand):
+                names.append(self._register_operand(load, sub, dtype))
+                continue
             pointer = self._pointer(load.tensor, load.indices, sub)
             mask = f", mask={mask_code(load.mask, sub, load.indices)}, other=0.0" if load.mask is not None else ""
             # The pointer tile is built in the operand's (row, column) frame, whatever the storage order.
@@ -308,6 +336,19 @@ class _KernelPrinter(PrinterBase):
                 self.emit(f"    {name} = {self._widen(name, dtype)}")
             names.append(name)
         return names[0], names[1]
+
+    def _register_operand(self, operand: T.RegOperand, frame: _Frame, dtype: str) -> str:
+        """A product operand held in registers (already rounded to `dtype`), 0 outside the reduction; in its
+        storage type for the tensor cores (exact), in f32 under the interpreter like the loaded operands."""
+        name = self.fresh(f"t_{operand.reg.stmt}_")
+        value = self.value_name(operand.reg.stmt)
+        if operand.mask is not None:
+            value = f"tl.where({index_code(operand.mask, frame)}, {value}, 0.0)"
+        self.emit(f"{name} = {value}")
+        if dtype != "f32":
+            self.emit("if not INTERPRET:")
+            self.emit(f"    {name} = {name}.to({TL_DTYPES[dtype]})")
+        return name
 
     # ------------------------------------------------------------ values (f32)
 
@@ -340,6 +381,10 @@ class _KernelPrinter(PrinterBase):
                 return name
             index = ", ".join(":" if k in e.axes else "None" for k in range(rank))
             return f"{name}[{index}]"
+        if isinstance(e, T.Running):  # a running maximum: its accumulator now, rounded as a store would
+            return self._broadcast(self._round(e.dtype, self.acc_name(e.stmt)), e.axes, frame)
+        if isinstance(e, T.Reference):
+            return self._broadcast(self.ref_name(e.stmt), e.axes, frame)
         if isinstance(e, T.Call):
             return _call(e.func, [v(a) for a in e.args])
         if isinstance(e, T.Round):
@@ -351,6 +396,15 @@ class _KernelPrinter(PrinterBase):
                 code = f"{fn}({code}, axis={axis})"
             return code
         raise TypeError(f"cannot print value {e!r}")
+
+    @staticmethod
+    def _broadcast(code: str, axes: tuple, frame: _Frame) -> str:
+        """A tile with axes at positions `axes` of the frame's tile, broadcast along the others."""
+        rank = len(frame.axes)
+        if not axes or list(axes) == list(range(rank)):
+            return code
+        index = ", ".join(":" if k in axes else "None" for k in range(rank))
+        return f"({code})[{index}]"
 
     def _cond(self, e: T.Expr, frame: _Frame) -> str:
         """A mask (integer arithmetic on loop variables and iterators) prints as index code; a comparison of

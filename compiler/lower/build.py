@@ -121,6 +121,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     bounds_cache: dict = field(default_factory=dict)
     geometry_cache: dict = field(default_factory=dict)
     loop_vars: dict = field(default_factory=dict)  # (loop name, dim) -> its variable, made by _var on first use
+    accumulating: dict = field(default_factory=dict)  # reduction -> (accumulator tile, loops around its init)
 
     # ------------------------------------------------------------ kernel
 
@@ -204,7 +205,8 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
             ops.append(self._acc_init(stmt.name, context))
         tile = self._tile(stmt, context, stmt.iters, check_size=False)
         partial = self._partial(stmt, tile, context)
-        ops.append(AccUpdate(stmt.name, tile, partial, stmt.reduce_op, stmt.accum_dtype))
+        rescale = self._rescaling(stmt, context) if stmt.rescale is not None else None
+        ops.append(AccUpdate(stmt.name, tile, partial, stmt.reduce_op, stmt.accum_dtype, rescale=rescale))
         if outer is None:
             ops.append(self._acc_finish(stmt.name, context))
         return ops

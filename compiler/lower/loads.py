@@ -91,6 +91,9 @@ class ValueLowering:
             reg = self._register(e, stmt, tile, producer, context)
             if reg is not None:
                 return reg
+        running = self._running_read(e, stmt, tile, context)
+        if running is not None:
+            return running
         if self.kernel_of.get(e.tensor) == self.index:
             # Inside one kernel a value passes only through registers: a store by one program is not ordered
             # with a load by another, nor with the other threads of the same program.

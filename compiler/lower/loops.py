@@ -203,7 +203,11 @@ class KernelLoops:
         return f"loop {loop.name}" + (f": {'; '.join(parts)}" if parts else "")
 
     def _accumulation_loop(self, stmt_name: str, context: list[Loop]) -> Optional[Loop]:
-        """The outermost serial loop of `context` that walks the reduction iterators of `stmt_name`."""
+        """The outermost serial loop of `context` that walks the reduction iterators of `stmt_name`; else the
+        outermost serial loop in which all its instances share one iteration (its placement there is a constant,
+        e.g. a loop over key blocks that a small bound size leaves with one block) and that a reader in this
+        kernel runs after: the accumulator lives across it so that the reader finds it (the same result: only
+        one iteration updates it)."""
         stmt = self.model.stmt(stmt_name)
         if not stmt.is_reduction:
             return None
@@ -212,7 +216,23 @@ class KernelLoops:
                 continue
             if any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
                 return loop
+        for loop in context:
+            if not loop.bind and all(_constant(pa) for pa in loop.exprs[stmt_name]) and self._read_after(stmt, loop):
+                return loop
         return None
+
+    def _read_after(self, stmt, loop: Loop) -> bool:
+        """Does a statement of this kernel outside `loop` read `stmt`?"""
+        inside = set(statements_under(loop))
+        return any(s.name not in inside and self.kernel_of.get(s.name) == self.index
+                   and any(r.tensor == stmt.name for r in s.reads) for s in self.model.stmts)
+
+
+def _constant(pa: isl.PwAff) -> bool:
+    """A loop dim that takes one value for every instance of the statement (no piece involves its iterators)."""
+    found = []
+    pa.foreach_piece(lambda _set, aff: found.append(aff.involves_dims(isl.dim_type.in_, 0, aff.dim(isl.dim_type.in_))))
+    return not any(found)
 
 
 # ---------------------------------------------------------------- loop variable names (see KernelLoops._var)

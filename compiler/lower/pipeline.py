@@ -52,12 +52,27 @@ def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] 
     """The backend-specific passes over a lowered program (each returns a new program; none edits its input)."""
     if backend != "triton":  # only the Triton launcher reads run-time sizes from the tensors
         require_bound_sizes(schedule)
+        refuse_online(program, backend)
     program = with_stages(program, schedule, device or DEVICE[backend])  # buffers checked against the device
     program = assign_units(program, backend)  # the unit of every tile product (compiler/analysis/placement.py)
     program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
     for rewrite in TARGET_PASSES.get(backend, ()):
         program = rewrite(program)
     return check_int32(program)  # every index, mask and address fits the kernels' 32-bit integers
+
+
+def refuse_online(program: TileProgram, backend: str) -> None:
+    """The one-pass softmax (`online`: running maxima, rescaled sums, a product of a register tile) is printed by
+    the Triton backend only so far."""
+    from tdsl.compiler.errors import BackendError
+    from tdsl.compiler.lower.tileir import AccUpdate, walk_ops
+
+    for kernel in program.kernels:
+        for op in walk_ops(kernel.body):
+            if isinstance(op, AccUpdate) and op.rescale is not None:
+                raise BackendError(f"{op.stmt} follows a running maximum (online softmax), which only the Triton "
+                                   f"backend generates so far; compile for nvidia with --backend triton, or leave "
+                                   f"out online() to run the statistics in separate passes", backend)
 
 
 def with_stages(program: TileProgram, schedule, device: str) -> TileProgram:

@@ -23,8 +23,11 @@ from tdsl.frontend import ast
 from tdsl.compiler.analysis.placement import matrix_operands
 from tdsl.compiler.model.program import Stmt
 from tdsl.compiler.lower.geometry import _check_size
-from tdsl.compiler.lower.registers import _Produced
-from tdsl.compiler.lower.tileir import AccFinish, AccInit, Const, Dot, Expr, Reduce, Select, Tile
+from tdsl.compiler.lower.registers import _lanes, _Produced
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.model.online import MAX, REF
+from tdsl.compiler.lower.tileir import (AccFinish, AccInit, Bin, Const, Dot, Expr, Neg, Reduce, Reference, Reg,
+                                        RegOperand, Rescaling, Running, Select, Tile)
 from tdsl.compiler.schedule.tree import Loop, pw_affs_to_map
 
 
@@ -34,7 +37,58 @@ class ReductionLowering:
     def _acc_init(self, stmt_name: str, context: list[Loop]) -> AccInit:
         stmt = self.model.stmt(stmt_name)
         tile = self._tile(stmt, context, stmt.lhs_iters)
-        return AccInit(stmt.name, tile, stmt.reduce_op, stmt.accum_dtype)
+        self.accumulating[stmt.name] = (tile, list(context))
+        follows = self._follows(stmt, context) if stmt.rescale is not None else None
+        return AccInit(stmt.name, tile, stmt.reduce_op, stmt.accum_dtype, follows)
+
+    # ------------------------------------------------------------ sums that follow a running maximum (online)
+
+    def _follows(self, stmt: Stmt, context: list[Loop]) -> Running:
+        """The running maximum a rescaled sum follows, as positions in the sum's accumulator tile (where its
+        Reference lives: one value per row of the maximum)."""
+        tile, _ = self.accumulating[stmt.name]
+        names = [a.iter for a in tile.axes]
+        index = stmt.rescale.index
+        if not all(isinstance(x, ast.Name) and x.name in stmt.lhs_iters for x in index):
+            raise BackendError(f"{stmt.name} follows the running maximum {stmt.rescale.stat} at an index that is "
+                               f"not its own iterators; a kernel keeps one maximum per row of the accumulator")
+        positions = tuple(names.index(x.name) for x in index if x.name in names)
+        return Running(stmt.rescale.stat, positions, self.model.stmt(stmt.rescale.stat).dtype)
+
+    def _current_maximum(self, stmt: Stmt, context: list[Loop]):
+        """The maximum now, broadcast to the sum's accumulator tile: its running accumulator, or its register
+        tile when it is already complete here (a loop over the terms with a single iteration)."""
+        stat = stmt.rescale.stat
+        tile, _ = self.accumulating[stmt.name]
+        done = self.produced.get(stat)
+        if done is not None and done.loops == context[: len(done.loops)]:
+            positions = _lanes(stmt.rescale.index, stmt, tile, done.stmt, done.tile)
+            if positions is not None:
+                return Reg(stat, tuple(positions))
+        current = self._running(stat, stmt.rescale.index, stmt, tile, context) if stat in self.accumulating else None
+        if current is None:
+            raise BackendError(f"{stmt.name} follows the running maximum {stat}, but {stat}'s accumulator does not "
+                               f"cover {stmt.name}'s rows element for element in this kernel; place {stat} in the "
+                               f"loop that walks {stmt.name}'s terms, with the same row tile")
+        return current
+
+    def _rescaling(self, stmt: Stmt, context: list[Loop]) -> Rescaling:
+        """The factor that brings the accumulator from its reference maximum to the current one."""
+        current = self._current_maximum(stmt, context)
+        reference = Reference(stmt.name, current.axes)
+
+        def convert(e):
+            if isinstance(e, ast.Name) and e.name == REF:
+                return reference
+            if isinstance(e, ast.Name) and e.name == MAX:
+                return current
+            if isinstance(e, ast.BinOp):
+                return Bin(e.op, convert(e.lhs), convert(e.rhs))
+            if isinstance(e, ast.Neg):
+                return Neg(convert(e.operand))
+            return self._value(e, stmt, self.accumulating[stmt.name][0], context)  # a constant factor
+
+        return Rescaling(current, convert(stmt.rescale.exponent))
 
     def _acc_finish(self, stmt_name: str, context: list[Loop]) -> AccFinish:
         stmt = self.model.stmt(stmt_name)
@@ -78,14 +132,27 @@ class ReductionLowering:
                 return None
         if tile.mask is not None and not self._separable(stmt, context, i, j, k):
             return None
-        if any(self.kernel_of.get(x.tensor) == self.index for x in (lhs, rhs)):
-            return None  # an operand computed in this kernel lives in registers: a tile product reads it there
         dtypes = (self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
         if "f8e4m3" in dtypes and tile.axes[2].size < 32:
             return None  # 8-bit matrix instructions (sm_90 wgmma) take k in steps of 32
-        a = self._operand_load(stmt, context, [i, k], lhs, i)
-        b = self._operand_load(stmt, context, [k, j], rhs, j)
-        return Dot(a, b, *dtypes)
+        a = self._operand(stmt, tile, context, [i, k], lhs, i)
+        b = self._operand(stmt, tile, context, [k, j], rhs, j)
+        return None if a is None or b is None else Dot(a, b, *dtypes)
+
+    def _operand(self, stmt: Stmt, tile: Tile, context, iters, node: ast.Access, outer: str):
+        """A product operand: loaded from memory, or the register tile of a statement of this kernel (zero on the
+        lanes outside the reduction), taken element for element in the operand's (row, column) order; None when
+        a register operand is not such a tile."""
+        if self.kernel_of.get(node.tensor) != self.index:
+            return self._operand_load(stmt, context, iters, node, outer)
+        if stmt.rescale is None:
+            return None  # so far only the sums of an online softmax (P·V) take an operand from registers
+        producer = self.produced.get(node.tensor)
+        reg = self._register(node, stmt, tile, producer, context) if producer is not None and producer.keep else None
+        names = [a.iter for a in tile.axes]
+        if reg is None or list(reg.axes) != [names.index(x) for x in iters]:
+            return None
+        return RegOperand(reg, self._mask(self._geometry(stmt, context, iters)))
 
     def _separable(self, stmt: Stmt, context, i, j, k) -> bool:
         """The reduction range of every (i, j) is what the operand masks allow: (i,k) and (k,j) constraints only."""

@@ -22,7 +22,7 @@ from tdsl.frontend import ast
 
 from tdsl.compiler.model.isl_code import integer_bounds
 from tdsl.compiler.model.program import Stmt
-from tdsl.compiler.lower.tileir import Axis, Reg, Tile
+from tdsl.compiler.lower.tileir import Axis, Reg, Running, Tile
 from tdsl.compiler.schedule.tree import pw_affs_to_map
 
 
@@ -52,28 +52,29 @@ class RegisterReuse:
         """The producer's register tile, if this read takes it element for element."""
         if producer.loops != context[: len(producer.loops)]:  # the same loop objects, not only the same names
             return None
-        consumer_axes = {a.iter: a for a in tile.axes}
-        for p_iter, index in zip(producer.stmt.lhs_iters, e.indices):
-            if not isinstance(index, ast.Name) or index.name not in stmt.iters:
-                return None
-            c_iter = index.name
-            p_axis = next((a for a in producer.tile.axes if a.iter == p_iter), None)
-            if p_axis is None:
-                if c_iter in consumer_axes or tile.scalars.get(c_iter) != producer.tile.scalars.get(p_iter):
-                    return None
-                continue
-            c_axis = consumer_axes.get(c_iter)
-            if c_axis is None or c_axis.size != p_axis.size or not _same_offset(c_axis, p_axis):
-                return None
-        positions = []
-        for p_axis in producer.tile.axes:
-            index = e.indices[producer.stmt.lhs_iters.index(p_axis.iter)]
-            positions.append([a.iter for a in tile.axes].index(index.name))
-        if positions != sorted(positions):
-            return None  # a transposed register tile: not supported
-        if not self._same_iteration(producer, stmt, e):
+        positions = _lanes(e.indices, stmt, tile, producer.stmt, producer.tile)
+        if positions is None or not self._same_iteration(producer, stmt, e):
             return None
         return Reg(producer.stmt.name, tuple(positions))
+
+    def _running_read(self, e: ast.Access, stmt: Stmt, tile: Tile, context) -> Optional[Running]:
+        """A read of a running maximum (`online`) by one of its exponentials, inside the loop that walks the
+        maximum: its accumulator as it is now, element for element."""
+        if e.tensor not in self.tree.online or e.tensor not in self.accumulating:
+            return None
+        if not any(s.rescale is not None and s.rescale.stat == e.tensor
+                   and (s.rescale.source == stmt.name or (s.rescale.source is None and s.name == stmt.name))
+                   for s in self.model.stmts):
+            return None
+        return self._running(e.tensor, e.indices, stmt, tile, context)
+
+    def _running(self, stat: str, indices, stmt: Stmt, tile: Tile, context) -> Optional[Running]:
+        acc_tile, acc_context = self.accumulating[stat]
+        if acc_context != context[: len(acc_context)]:
+            return None
+        maximum = self.model.stmt(stat)
+        positions = _lanes(indices, stmt, tile, maximum, acc_tile)
+        return None if positions is None else Running(stat, tuple(positions), maximum.dtype)
 
     def _same_iteration(self, producer: _Produced, stmt: Stmt, e: ast.Access) -> bool:
         """Was every element this read takes written by the producer in the same iteration of the producer's
@@ -89,6 +90,31 @@ class RegisterReuse:
         writer_times = pw_affs_to_map([pa for l in producer.loops for pa in l.exprs[prod.name]], prod.domain)
         writers = access.relation.apply_range(prod.write.relation.reverse())  # reader instance -> writers
         return writers.apply_range(writer_times).is_subset(reader_times)
+
+
+def _lanes(indices, stmt: Stmt, tile: Tile, producer: Stmt, p_tile: Tile) -> Optional[list]:
+    """Where a read at `indices` (of `stmt`, over `tile`) finds the producer's tile element for element: the
+    position in `tile` of each producer axis; None when it does not (other sizes, offsets or an order change)."""
+    consumer_axes = {a.iter: a for a in tile.axes}
+    for p_iter, index in zip(producer.lhs_iters, indices):
+        if not isinstance(index, ast.Name) or index.name not in stmt.iters:
+            return None
+        c_iter = index.name
+        p_axis = next((a for a in p_tile.axes if a.iter == p_iter), None)
+        if p_axis is None:
+            if c_iter in consumer_axes or tile.scalars.get(c_iter) != p_tile.scalars.get(p_iter):
+                return None
+            continue
+        c_axis = consumer_axes.get(c_iter)
+        if c_axis is None or c_axis.size != p_axis.size or not _same_offset(c_axis, p_axis):
+            return None
+    positions = []
+    for p_axis in p_tile.axes:
+        index = indices[producer.lhs_iters.index(p_axis.iter)]
+        positions.append([a.iter for a in tile.axes].index(index.name))
+    if positions != sorted(positions):
+        return None  # a transposed register tile: not supported
+    return positions
 
 
 def _same_offset(a: Axis, b: Axis) -> bool:

@@ -91,6 +91,35 @@ class Reg:
 
 
 @dataclass(frozen=True)
+class Running:
+    """The current value of a reduction's accumulator, read before the reduction is complete: the running maximum
+    an exponential reads after `online` (compiler/model/online.py), rounded to the statement's dtype.  `axes` as
+    in `Reg`."""
+
+    stmt: str
+    axes: tuple = ()
+    dtype: str = "f32"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The running maximum a rescaled accumulator was last brought to (see `Rescaling`); `axes` as in `Reg`."""
+
+    stmt: str  # the accumulator's statement
+    axes: tuple = ()
+
+
+@dataclass(frozen=True)
+class RegOperand:
+    """A tile product's operand held in registers: an earlier statement's tile of this kernel, 0 outside `mask`
+    (so that lanes outside the reduction add nothing)."""
+
+    reg: Reg
+    mask: Optional["Expr"]
+    mask_is_bounds: bool = False  # never a copy of memory
+
+
+@dataclass(frozen=True)
 class Call:
     """A primitive function (compiler/model/functions.py): exp log sqrt tanh abs max min, on f32 values."""
 
@@ -126,7 +155,7 @@ class Dot:
     unit: str = ""  # matrix | vector, decided per backend by compiler/analysis/placement.py ("" until then)
 
 
-Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Call, Round, Reduce, Dot]
+Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, Reference, RegOperand, Call, Round, Reduce, Dot]
 
 
 # ---------------------------------------------------------------- tiles and ops
@@ -197,11 +226,22 @@ class Compute(_Value):
 
 
 @dataclass(frozen=True)
+class Rescaling(_Value):
+    """A sum that follows a running maximum (`online`): before each update the accumulator is multiplied by
+    exp(exponent) -- the program's (Reference - Running)·c -- unless the maximum it was built with equals the
+    current one (also when both are -inf), and then follows the current maximum (docs/interpreter.md)."""
+
+    current: Union[Running, "Reg"]  # the maximum now, broadcast to the accumulator's tile (Reg: already complete)
+    exponent: Expr
+
+
+@dataclass(frozen=True)
 class AccInit(_Value):
     stmt: str
     tile: Tile  # the accumulator's tile: the left-hand iterators only
     op: str  # sum | max
     accum: str
+    follows: Optional[Running] = None  # a rescaled sum: the running maximum (its Reference starts at -inf)
 
 
 @dataclass(frozen=True)
@@ -226,6 +266,7 @@ class AccUpdate(_Value):
     op: str
     accum: str
     staged: tuple = ()  # a Dot's operands (lhs, rhs) as Staged, for a backend that copies them on chip first
+    rescale: Optional[Rescaling] = None  # a sum that follows a running maximum
 
 
 @dataclass(frozen=True)
@@ -333,6 +374,8 @@ def value_operands(e) -> list:
         return [e.then, e.other]
     if isinstance(e, Dot):
         return [e.lhs, e.rhs]
+    if isinstance(e, RegOperand):
+        return [e.reg]
     return []
 
 

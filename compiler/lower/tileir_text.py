@@ -22,8 +22,11 @@ from tdsl.compiler.lower.tileir import (
     Load,
     Neg,
     Reduce,
+    Reference,
     Reg,
+    RegOperand,
     Round,
+    Running,
     Select,
     SerialLoop,
     Tile,
@@ -96,10 +99,14 @@ def _ops(ops, depth: int) -> list[str]:
             lines.append(f"{pad}{op.stmt}[{', '.join(op.lhs)}] = {op.dtype}({expr_text(op.value)}){flags}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, AccInit):
-            lines.append(f"{pad}init {op.stmt}: {op.op} accum {op.accum}")
+            follows = f" follows {expr_text(op.follows)}" if op.follows is not None else ""
+            lines.append(f"{pad}init {op.stmt}: {op.op} accum {op.accum}{follows}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, AccUpdate):
             lines.append(f"{pad}update {op.stmt} {op.op}= {expr_text(op.partial)}  (accum {op.accum})")
+            if op.rescale is not None:
+                lines.append(f"{pad}{_INDENT}rescale by exp({expr_text(op.rescale.exponent)}) to "
+                             f"{expr_text(op.rescale.current)}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
             for st in op.staged:
                 lines.append(f"{pad}{_INDENT}{staged_text(st)}")
@@ -145,6 +152,13 @@ def expr_text(e) -> str:
         return f"{e.tensor}[{', '.join(expr_text(x) for x in e.indices)}{mask}]"
     if isinstance(e, Reg):
         return f"reg {e.stmt}{list(e.axes)}"
+    if isinstance(e, Running):
+        return f"running {e.stmt}{list(e.axes)}" + (f" as {e.dtype}" if e.dtype != "f32" else "")
+    if isinstance(e, Reference):
+        return f"reference {e.stmt}{list(e.axes)}"
+    if isinstance(e, RegOperand):
+        mask = "" if e.mask is None else f" if {expr_text(e.mask)} else 0.0"
+        return f"{expr_text(e.reg)}{mask}"
     if isinstance(e, Call):
         return f"{e.func}({', '.join(expr_text(a) for a in e.args)})"
     if isinstance(e, Round):

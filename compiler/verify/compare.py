@@ -77,7 +77,7 @@ def reordered_terms(model, tensor: str) -> int:
         if stmt is None or stmt.name in seen:
             continue
         seen.add(stmt.name)
-        if stmt.is_reduction and (stmt.combine or "strict") != "strict":
+        if stmt.is_reduction and (stmt.combine or "strict") not in ("strict", "online"):  # online: a max, any order
             first = len(stmt.lhs_iters)
             n = 1
             for p in range(first, first + len(stmt.red_iters)):

@@ -93,29 +93,47 @@ def _policy_example(model, form: OnlineForm) -> str:
     name = next(iter(form.accumulators))
     rescale = form.accumulators[name]
 
+    from tdsl.compiler.model import dtypes
+
+    stored = model.stmt(rescale.source).dtype if rescale.source else "f32"  # the exponential's store rounds it
+
     def term(x, m):
-        return _exp(_evaluate(model, rescale.exponent, {REF: np.float32(x), MAX: np.float32(m)}))
+        value = _exp(_evaluate(model, rescale.exponent, {REF: np.float32(x), MAX: np.float32(m)}))
+        return np.float32(dtypes.round_to(stored, value))
 
     for a, b, d in _candidates():
         exact = np.float32(np.float32(term(a, d) + term(b, d)) + term(d, d))
         first = np.float32(term(a, b) + term(b, b))
-        running = np.float32(np.float32(first * term(b, d)) + term(d, d))
+        factor = _exp(_evaluate(model, rescale.exponent, {REF: np.float32(b), MAX: np.float32(d)}))
+        running = np.float32(np.float32(first * factor) + term(d, d))
         if exact != running:
-            return (f"a row of {form.values} holding {a}, {b} (one block) and {d} (the next): a sum of exponentials "
-                    f"such as {name} is {float(exact)!r} with the complete maximum {d} and {float(running)!r} with the "
-                    f"running one ({b}, then rescaled by exp(({b} - {d})·c))")
+            return (f"a row of {form.values} holding {a}, {b} (one block) and {d} (the next): the sum {name} is "
+                    f"{float(exact)!r} with the complete maximum {d} and {float(running)!r} with the running one "
+                    f"({b}, then rescaled by {_factor_text(rescale.exponent, b, d)})")
     return f"{name} changes its roundings"
 
 
+def _factor_text(exponent: ast.Expr, ref: float, now: float) -> str:
+    from tdsl.frontend.printer import expr_text
+
+    values = {REF: ref, MAX: now}
+    shown = ast.rewrite(exponent, lambda e: ast.FloatLit(values[e.name]) if isinstance(e, ast.Name) and e.name in values
+                        else None)
+    return f"exp({expr_text(shown)})"
+
+
 def _candidates():
-    for a in (0.1, 0.3, 0.7, 1.1, 1.9):
-        for b in (0.5, 1.3, 2.5, 3.7):
-            for d in (4.1, 5.3, 6.7, 9.9):
+    """Rows a < b < d of values every float dtype holds exactly (at most 7 significant bits)."""
+    for a in (0.125, 0.375, 0.6875, 1.0625, 1.8125):
+        for b in (0.5, 1.3125, 2.5, 3.75):
+            for d in (4.125, 5.25, 6.75, 9.875):
                 if a < b < d:
                     yield a, b, d
 
 
 def _stale_example(model, stmt: str) -> str:
-    return (f"{stmt}'s first block of a row holding 0 and a later block holding 1: an exponential computed with "
-            f"the partial maximum 0 is exp(0) = 1 instead of exp(-1·c); only a sum of it can be corrected by the "
-            f"factor exp((0 - 1)·c) later")
+    late = float(_exp(np.float32(-1.0)))
+    return (f"a row whose first block holds 0 and a later block 1: exp(x - {stmt}) of its first element is "
+            f"exp(0 - 0) = 1 with the partial maximum 0 and exp(0 - 1) = {late!r} with the row's maximum 1; a sum of "
+            f"it can be multiplied by exp(0 - 1) when the maximum grows, a value already normalised, quantized or "
+            f"stored cannot")

@@ -3,8 +3,8 @@
 #
 # kernel mha(Q: bf16[B, H, L, D], K: bf16[B, H, L, D], V: bf16[B, H, L, D]) -> (O: bf16[B, H, L, D])
 #   S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
-#   m[b, h, i]: f32 = max(j) S[b, h, i, j]
-#   P[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale)
+#   m[b, h, i]: f32 = max(j) S[b, h, i, j] combine online
+#   P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale)
 #   l[b, h, i]: f32 = sum(j) P[b, h, i, j] accum f32
 #   U[b, h, i, c]: f32 = sum(j) P[b, h, i, j] * V[b, h, j, c] accum f32
 #   O[b, h, i, c]: bf16 = U[b, h, i, c] / l[b, h, i]
@@ -92,23 +92,23 @@ def mha_1(m: T.Tensor((2, 4, 4096), "float32"), S: T.Tensor((2, 4, 4096, 4096), 
 
 
 @T.prim_func
-def mha_2(P: T.Tensor((2, 4, 4096, 4096), "float32"), S: T.Tensor((2, 4, 4096, 4096), "float32"), m: T.Tensor((2, 4, 4096), "float32")):
+def mha_2(P: T.Tensor((2, 4, 4096, 4096), "bfloat16"), S: T.Tensor((2, 4, 4096, 4096), "float32"), m: T.Tensor((2, 4, 4096), "float32")):
     # statements P
     with T.Kernel(64, 64, (2) * (4), threads=128) as (bx, by, bz):
-        v_P = T.alloc_fragment((64, 64), "float32")  # P, rounded to f32
+        v_P = T.alloc_fragment((64, 64), "float32")  # P, rounded to bf16
         Pbh_0 = 0 + (bz // ((4))) % (2)  # grid.z
         Pbh_1 = 0 + (bz // (1)) % (4)  # grid.z
         po = bx  # grid.x
         qo = by  # grid.y
-        # P[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
+        # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
         for l0, l1 in T.Parallel(64, 64):
-            v_P[l0, l1] = T.exp(((T.Cast("float32", S[(Pbh_0), (Pbh_1), ((64 * po) + l0), ((64 * qo) + l1)]) - T.Cast("float32", m[(Pbh_0), (Pbh_1), ((64 * po) + l0)])) * 0.08838834764831845))
+            v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((T.Cast("float32", S[(Pbh_0), (Pbh_1), ((64 * po) + l0), ((64 * qo) + l1)]) - T.Cast("float32", m[(Pbh_0), (Pbh_1), ((64 * po) + l0)])) * 0.08838834764831845))))
         for l0, l1 in T.Parallel(64, 64):
-            P[(Pbh_0), (Pbh_1), ((64 * po) + l0), ((64 * qo) + l1)] = T.Cast("float32", v_P[l0, l1])
+            P[(Pbh_0), (Pbh_1), ((64 * po) + l0), ((64 * qo) + l1)] = T.Cast("bfloat16", v_P[l0, l1])
 
 
 @T.prim_func
-def mha_3(l: T.Tensor((2, 4, 4096), "float32"), P: T.Tensor((2, 4, 4096, 4096), "float32")):
+def mha_3(l: T.Tensor((2, 4, 4096), "float32"), P: T.Tensor((2, 4, 4096, 4096), "bfloat16")):
     # statements l
     with T.Kernel(4096, (2) * (4), threads=128) as (bx, by):
         acc_l = T.alloc_fragment((1,), "float32")
@@ -131,11 +131,11 @@ def mha_3(l: T.Tensor((2, 4, 4096), "float32"), P: T.Tensor((2, 4, 4096, 4096), 
 
 
 @T.prim_func
-def mha_4(U: T.Tensor((2, 4, 4096, 128), "float32"), P: T.Tensor((2, 4, 4096, 4096), "float32"), V: T.Tensor((2, 4, 4096, 128), "bfloat16")):
+def mha_4(U: T.Tensor((2, 4, 4096, 128), "float32"), P: T.Tensor((2, 4, 4096, 4096), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16")):
     # statements U
     with T.Kernel(64, (2) * (4), threads=128) as (bx, by):
         acc_U = T.alloc_fragment((64, 128), "float32")
-        P_s_1 = T.alloc_shared((64, 64), "float32")  # P staged for the matrix unit (no cache_read in the schedule)
+        P_s_1 = T.alloc_shared((64, 64), "bfloat16")  # P staged for the matrix unit (no cache_read in the schedule)
         V_s_2 = T.alloc_shared((64, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
         Ubh_0 = 0 + (by // ((4))) % (2)  # grid.y
         Ubh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -148,10 +148,7 @@ def mha_4(U: T.Tensor((2, 4, 4096, 128), "float32"), P: T.Tensor((2, 4, 4096, 40
             # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
             T.copy(P[Ubh_0, Ubh_1, (64 * uo):(64 * uo) + 64, (64 * ko):(64 * ko) + 64], P_s_1)
             T.copy(V[Ubh_0, Ubh_1, (64 * ko):(64 * ko) + 64, 0:128], V_s_2)
-            # f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)
-            for l0, l1 in T.Parallel(64, 128):
-                for kk in T.serial(64):
-                    acc_U[l0, l1] = acc_U[l0, l1] + T.Cast("float32", P_s_1[l0, kk]) * T.Cast("float32", V_s_2[kk, l1])
+            T.gemm(P_s_1, V_s_2, acc_U)
         # U: the reduction is complete; round to f32 as the store would (stored)
         for l0, l1 in T.Parallel(64, 128):
             U[(Ubh_0), (Ubh_1), ((64 * uo) + l0), l1] = T.Cast("float32", acc_U[l0, l1])
@@ -209,7 +206,7 @@ def mha(Q, K, V, O=None):
         _check(O, "O", "bf16", (2, 4, 4096, 128))
     S = torch.empty((2, 4, 4096, 4096), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     m = torch.empty((2, 4, 4096), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
-    P = torch.empty((2, 4, 4096, 4096), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
+    P = torch.empty((2, 4, 4096, 4096), dtype=_TORCH_DTYPES["bf16"], device=Q.device)  # intermediate between launches
     l = torch.empty((2, 4, 4096), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     U = torch.empty((2, 4, 4096, 128), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     _kernel("mha_0")(S, Q, K)

@@ -2,8 +2,8 @@
 #
 # kernel mha_causal(Q: bf16[B, H, L, D], K: bf16[B, H, L, D], V: bf16[B, H, L, D]) -> (O: bf16[B, H, L, D])
 #   S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
-#   m[b, h, i]: f32 = max(j : j <= i) S[b, h, i, j]
-#   P[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale)
+#   m[b, h, i]: f32 = max(j : j <= i) S[b, h, i, j] combine online
+#   P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale)
 #   l[b, h, i]: f32 = sum(j : j <= i) P[b, h, i, j] accum f32
 #   U[b, h, i, c]: f32 = sum(j : j <= i) P[b, h, i, j] * V[b, h, j, c] accum f32
 #   O[b, h, i, c]: bf16 = U[b, h, i, c] / l[b, h, i]
@@ -216,13 +216,13 @@ def mha_causal_2(P, S, m, INTERPRET: tl.constexpr):
     pid_z = pid_z // 2
     po = tl.program_id(0)  # grid.x
     qo = tl.program_id(1)  # grid.y
-    # P[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
+    # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
     P_b = Pbh_0
     P_h = Pbh_1
     P_i = (64 * po) + tl.arange(0, 64)
     P_j = (64 * qo) + tl.arange(0, 64)
-    v_P = tl.exp(((tl.load(S + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :]).to(tl.float32) - tl.load(m + P_b * 16384 + P_h * 4096 + P_i[:, None]).to(tl.float32)) * 0.08838834764831845))
-    tl.store(P + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :], v_P.to(tl.float32), mask=(P_i[:, None] >= P_j[None, :]))
+    v_P = _round_bf16(tl.exp(((tl.load(S + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :]).to(tl.float32) - tl.load(m + P_b * 16384 + P_h * 4096 + P_i[:, None]).to(tl.float32)) * 0.08838834764831845)), INTERPRET)
+    tl.store(P + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :], v_P.to(tl.bfloat16), mask=(P_i[:, None] >= P_j[None, :]))
 
 
 @triton.jit
@@ -274,9 +274,12 @@ def mha_causal_4(U, P, V, INTERPRET: tl.constexpr):
         Up_c = 0 + tl.arange(0, 128)
         Up_j = (64 * ko) + tl.arange(0, 64)
         t_P_1 = tl.load(P + Up_b * 67108864 + Up_h * 16777216 + Up_i[:, None] * 4096 + Up_j[None, :], mask=(Up_i[:, None] >= Up_j[None, :]), other=0.0)
+        if INTERPRET:
+            t_P_1 = t_P_1.to(tl.float32)
         t_V_2 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
-        t_V_2 = t_V_2.to(tl.float32)  # operands of different dtypes meet in f32
-        acc_U = tl.dot(t_P_1, t_V_2, acc_U, input_precision="ieee")
+        if INTERPRET:
+            t_V_2 = t_V_2.to(tl.float32)
+        acc_U = tl.dot(t_P_1, t_V_2, acc_U)
     # U: the reduction is complete; round to f32 as the store would (stored)
     v_U = acc_U
     U_b = Ubh_0
@@ -334,7 +337,7 @@ def mha_causal(Q, K, V, O=None):
         _check(O, "O", "bf16", (2, 4, 4096, 128))
     S = torch.empty((2, 4, 4096, 4096), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     m = torch.empty((2, 4, 4096), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
-    P = torch.empty((2, 4, 4096, 4096), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
+    P = torch.empty((2, 4, 4096, 4096), dtype=_TORCH_DTYPES["bf16"], device=Q.device)  # intermediate between launches
     l = torch.empty((2, 4, 4096), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     U = torch.empty((2, 4, 4096, 128), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     mha_causal_0[((64), (64), (2) * (4),)](S, Q, K, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
