@@ -243,7 +243,7 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:33: error: unknown combine policy 'fast'; expected reassoc, deterministic, strict or segments(N) with N >= 1
+        prog.tdsl:3:33: error: unknown combine policy 'fast'; expected reassoc, deterministic, strict, online or segments(N) with N >= 1
             Y[i] = sum(k) A[i, k] combine fast
                                           ^^^^
         """,
@@ -256,9 +256,22 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:33: error: unknown combine policy 'segments(0)'; expected reassoc, deterministic, strict or segments(N) with N >= 1
+        prog.tdsl:3:33: error: unknown combine policy 'segments(0)'; expected reassoc, deterministic, strict, online or segments(N) with N >= 1
             Y[i] = sum(k) A[i, k] combine segments(0)
                                           ^^^^^^^^^^^
+        """,
+    ),
+    "combine_online_on_a_sum": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] {
+          Y[i] = sum(k) A[i, k] combine online
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: `combine online` declares a running maximum that readers may use before it is complete (online softmax); a sum reduction cannot be one: declare it on the max(...) the exponentials subtract
+            Y[i] = sum(k) A[i, k] combine online
+                   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
         """,
     ),
     "unexpected_control_character": (
