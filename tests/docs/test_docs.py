@@ -1,8 +1,9 @@
 """The documentation cannot drift: its examples are run and their output compared.
 
-Checked in docs/primitives.md, docs/legality.md, docs/interpreter.md, docs/schedule-trees.md and
-docs/pytorch.md: their programs, `$ tdsl ...` console blocks and pycon sessions, as docs_runner.py describes (the same runner checks the rule
-pages, docs/test_rule_pages.py, and docs/cost.md and docs/targets.md, analysis/test_cost.py).
+Checked in docs/primitives.md, docs/legality.md, docs/interpreter.md, docs/schedule-trees.md, docs/pytorch.md and
+docs/flash-attention.md: their programs, `$ tdsl ...` console blocks and pycon sessions, as docs_runner.py
+describes (the same runner checks the rule pages, docs/test_rule_pages.py, and docs/cost.md and docs/targets.md,
+analysis/test_cost.py).
 
 Commands run in-process through ``tdsl.compiler.driver.cli.main`` (a subprocess per command would make this file
 slow); `test_in_process_runner_matches_the_real_command` runs a sample through the installed entry point to
@@ -18,7 +19,8 @@ from docs_runner import (blocks, check_command, commands, is_tdsl_console, match
                          run_subprocess, scratch_dir, split_status)
 
 DOCS = [ROOT / "docs" / name
-        for name in ("primitives.md", "legality.md", "interpreter.md", "schedule-trees.md", "pytorch.md")]
+        for name in ("primitives.md", "legality.md", "interpreter.md", "schedule-trees.md", "pytorch.md",
+                     "flash-attention.md")]
 
 
 # ---------------------------------------------------------------- the tests
