@@ -147,6 +147,37 @@ class _Builder:
         self.stmts.append(_Stmt(name, keep_edge, text, dtype, lhs=[keep]))
         self.tensors.append(_Tensor(name, keep_edge, dtype))
 
+    def softmax(self) -> None:
+        """A row maximum (usually `combine online`), exponentials of the values minus it, and sums linear in them
+        (the shape `online(m)` rewrites), sometimes a normalisation that reads the exponentials directly."""
+        triangle = self.rng.random() < 0.3
+        values = self.values("MN", triangle)
+        if not values:
+            return
+        x = self.rng.choice(values).name
+        cond = " : j <= i" if triangle else ""
+        combine = " combine online" if self.rng.random() < 0.8 else ""
+        m = self.fresh("m")
+        self.stmts.append(_Stmt(m, "M", f"]{self._annot()} = max(j{cond}) {x}[i, j]{combine}", self._dtype(), lhs=["i"]))
+        self.tensors.append(_Tensor(m, "M", self.stmts[-1].dtype))
+        scale = self.rng.choice(["", " * 0.5", " / 3.0", " * 0.125"])
+        e = self.fresh("E")
+        self.add(e, "MN", f"{cond}]{self._annot()} = exp(({x}[i, j] - {m}[i]){scale})", self._dtype(), triangle)
+        l_ = self.fresh("r")
+        self.stmts.append(_Stmt(l_, "M", f"]{self._annot()} = sum(j{cond}) {e}[i, j] accum f32", self._dtype(),
+                                lhs=["i"]))
+        self.tensors.append(_Tensor(l_, "M", self.stmts[-1].dtype))
+        weights = self.values("N")
+        if weights and self.rng.random() < 0.6:
+            u = self.fresh("r")
+            w = self.rng.choice(weights).name
+            self.stmts.append(_Stmt(u, "M", f"]{self._annot()} = sum(j{cond}) {e}[i, j] * {w}[j] accum f32",
+                                    self._dtype(), lhs=["i"]))
+            self.tensors.append(_Tensor(u, "M", self.stmts[-1].dtype))
+            self.add(self.fresh("T"), "M", f"]{self._annot()} = {u}[i] / {l_}[i]", self._dtype())
+        if self.rng.random() < 0.2:  # a reader that cannot be rescaled: online(m) must refuse
+            self.add(self.fresh("T"), "MN", f"{cond}]{self._annot()} = {e}[i, j] / {l_}[i]", self._dtype(), triangle)
+
     def matmul(self) -> None:
         left, right = self.values("MK"), self.values("KN")
         if not left or not right:
@@ -174,7 +205,7 @@ def random_program(rng: random.Random) -> str:
     for space in dict.fromkeys(spaces):
         b.tensors.append(_Tensor(f"X{space}", space, rng.choice(DTYPES), is_input=True))
     for _ in range(rng.randint(1, 5)):
-        rng.choice([b.elementwise, b.elementwise, b.reduction, b.matmul])()
+        rng.choice([b.elementwise, b.elementwise, b.reduction, b.matmul, b.softmax])()
     full = [s for s in b.stmts if not s.triangle]
     while not full:
         b.elementwise()

@@ -266,6 +266,14 @@ def gen_rfactor(p: _Pick) -> Optional[Step]:
     return Step("rfactor", (p.loop_ref(stmt, loop),), tuple(kwargs))
 
 
+def gen_online(p: _Pick) -> Optional[Step]:
+    model = p.model()
+    maxima = [s.name for s in model.stmts if s.reduce_op == "max" and s.name in p.stmts()]
+    if not maxima:
+        return None
+    return Step("online", (p.rng.choice(maxima),), ())
+
+
 GENERATORS = {
     "split": (gen_split, 6),
     "tile": (gen_tile, 5),
@@ -281,6 +289,7 @@ GENERATORS = {
     "bind": (gen_bind, 6),
     "launch": (gen_launch, 1),
     "rfactor": (gen_rfactor, 1),
+    "online": (gen_online, 2),
 }
 
 
