@@ -236,6 +236,18 @@ class _KernelPrinter(PrinterBase):
             partial = self._value(op.partial, frame)
             combined = f"{acc} + {partial}" if op.op == "sum" else _call("max", [acc, partial])
             self.emit(f"{acc} = {self._round(op.accum, combined)}")
+        elif isinstance(op, T.Preload):
+            self.emit(f"# {op.load.tensor}: the same tile in every iteration of the loop below, loaded once")
+            frame = self._frame(op.name, op.tile)
+            pointer = self._pointer(op.load.tensor, op.load.indices, frame)
+            lanes = op.load.mask if op.guard is None else (
+                op.guard if op.load.mask is None else T.Bin("and", op.guard, op.load.mask))
+            mask = f", mask={mask_code(lanes, frame, op.load.indices)}, other=0.0" if lanes is not None else ""
+            name = self.preload_name(op.name)
+            self.emit(f"{name} = tl.load({pointer}{mask})")
+            if op.dtype != "f32":
+                self.emit("if INTERPRET:")
+                self.emit(f"    {name} = {self._widen(name, op.dtype)}")
         elif isinstance(op, T.AccFinish):
             where = "stored" if op.store else "kept in registers"
             self.emit(f"# {op.stmt}: the reduction is complete; round to {op.dtype} as the store would ({where})")
@@ -244,6 +256,9 @@ class _KernelPrinter(PrinterBase):
                 self._store(op, self._frame(op.stmt, op.tile))
         else:
             raise TypeError(f"unknown tile op {op!r}")
+
+    def preload_name(self, name: str) -> str:
+        return self.locals.local(("preload", name), f"t_{name}")
 
     def ref_name(self, stmt: str) -> str:
         return self.locals.local(("reference", stmt), f"ref_{stmt}")
@@ -323,6 +338,11 @@ class _KernelPrinter(PrinterBase):
             sub = _Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars, frame.variables)
             if isinstance(load, T.RegOperand):
                 names.append(self._register_operand(load, sub, dtype))
+                continue
+            if isinstance(load, T.Preloaded):
+                if mixed and dtype != "f32":
+                    raise InternalError("a preloaded operand of a mixed-dtype product")  # hoist.py keeps them
+                names.append(self.preload_name(load.name))
                 continue
             pointer = self._pointer(load.tensor, load.indices, sub)
             mask = f", mask={mask_code(load.mask, sub, load.indices)}, other=0.0" if load.mask is not None else ""

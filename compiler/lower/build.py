@@ -122,6 +122,8 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     geometry_cache: dict = field(default_factory=dict)
     loop_vars: dict = field(default_factory=dict)  # (loop name, dim) -> its variable, made by _var on first use
     accumulating: dict = field(default_factory=dict)  # reduction -> (accumulator tile, loops around its init)
+    restricted: dict = field(default_factory=dict)  # id(loop) -> the part of its range being lowered (loops.py)
+    split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
 
     # ------------------------------------------------------------ kernel
 
@@ -182,11 +184,18 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         lo, hi = self._loop_range(loop, 0, outer=[l for l in context])
         starts = [s for s in statements_under(loop) if self._accumulation_loop(s, context + [loop]) is loop]
         before = [self._acc_init(s, context) for s in starts]
-        inner = SerialLoop(self._var(loop, 0), lo, Bin("+", hi, Const(1)), loop.pipeline,
-                           self._lower_body(loop.body if body is None else body, context + [loop]),
-                           self._loop_note(loop), [_buffer_decl(b) for b in self.planned if b.at is loop])
+        split = self._full_prefix(loop, context)
+        parts = [(None, lo, Bin("+", hi, Const(1)))] if split is None else [("full", lo, split), ("rest", split, Bin("+", hi, Const(1)))]
+        loops = []
+        for part, start, stop in parts:
+            with self._restrict(loop, part, context):
+                note = self._loop_note(loop) + {None: "", "full": ": the iterations with full tiles (no masks)",
+                                               "rest": ": the other iterations (masked)"}[part]
+                loops.append(SerialLoop(self._var(loop, 0), start, stop, loop.pipeline,
+                                        self._lower_body(loop.body if body is None else body, context + [loop]),
+                                        note, [_buffer_decl(b) for b in self.planned if b.at is loop]))
         after = [self._acc_finish(s, context) for s in starts]
-        return before + [inner] + after
+        return before + loops + after
 
     def _tile_statement(self, node: Node, context: list[Loop]) -> list:
         leaf, hoisted = self._point_chain(node)

@@ -52,7 +52,7 @@ class TileGeometry:
 
     def _geometry(self, stmt: Stmt, context: list[Loop], iters: list[str]) -> "_Geometry":
         """Where the tile of `stmt` (projected onto `iters`) lies as a function of the loop variables (cached)."""
-        key = (stmt.name, tuple(id(l) for l in context), tuple(iters))
+        key = (stmt.name, tuple(id(l) for l in context), tuple(iters), self._restriction_key())
         if key not in self.geometry_cache:
             self.geometry_cache[key] = self._measure(stmt, context, iters)
         return self.geometry_cache[key]

@@ -108,6 +108,66 @@ class KernelLoops:
         as_map = isl.Map.from_range(image).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, len(names) - 1)
         return as_map.dim_min(0), as_map.dim_max(0)
 
+    # ------------------------------------------------------------ full iterations first (index-set splitting)
+
+    def _full_prefix(self, loop: Loop, context: list[Loop]) -> Optional[Expr]:
+        """Where to split the range of a serial loop that walks a one-pass softmax (`online`): its iterations
+        before the split have every tile of every statement under it full, so that copy of the loop needs no mask
+        (the key blocks below the diagonal of causal attention, and all but the last of a ragged row).  None: no
+        split (not such a loop, or no outer value has a full iteration)."""
+        under = statements_under(loop)
+        if not any(self.model.stmt(s).rescale is not None for s in under) or loop.bind:
+            return None
+        lo, hi = self._loop_bounds(loop, 0, context)
+        names = [self._var(l, k) for l in context for k in range(l.n_dims)] + ["v_"]
+        ragged = None
+        for name in under:
+            g = self._geometry(self.model.stmt(name), context + [loop], self.model.stmt(name).iters)
+            empty_lanes = g.box.subtract(g.members.align_params(g.box.get_space()))
+            on_loops = empty_lanes.project_out(isl.dim_type.set, len(g.loop_names), len(g.iters))
+            for pos, n in enumerate(names):
+                on_loops = on_loops.set_dim_name(isl.dim_type.set, pos, n)
+            ragged = on_loops if ragged is None else ragged.union(on_loops.align_params(ragged.get_space()))
+        as_map = isl.Map.from_range(ragged.coalesce()).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0,
+                                                                  len(names) - 1)
+        first_ragged = as_map.lexmin_pw_multi_aff().get_pw_aff(0) if not as_map.is_empty() else None
+        end = hi.add(isl.PwAff.val_on_domain(hi.domain(), isl.Val.one(hi.get_ctx())))
+        split = end if first_ragged is None else first_ragged.align_params(end.get_space()).union_min(end)
+        split = split.intersect_domain(hi.domain()).coalesce()
+        if split.le_set(lo).is_equal(hi.domain()) or split.is_equal(end):
+            return None  # no outer value has a full iteration, or every iteration is full: nothing to split
+        self.split_points[id(loop)] = (split, list(context))
+        return _pa_expr(split)
+
+    def _restrict(self, loop: Loop, part: Optional[str], context: list[Loop]):
+        """While lowering one copy of a split loop: its variable runs over the part's range only, which the masks
+        may assume (`_emitted_bounds`)."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def scope():
+            if part is None:
+                yield
+                return
+            split, outer = self.split_points[id(loop)]
+            names = [self._var(l, k) for l in outer for k in range(l.n_dims)] + ["v_"]
+            side = "v < s" if part == "full" else "v >= s"
+            relation = isl.Map.from_pw_aff(split).apply_range(
+                isl.Map.read_from_str(self.model.ctx, f"{{ [s] -> [v] : {side} }}").align_params(split.get_space()))
+            keep = relation.wrap().flatten()
+            for pos, n in enumerate(names):
+                keep = keep.set_dim_name(isl.dim_type.set, pos, n)
+            self.restricted[id(loop)] = (keep, outer)
+            try:
+                yield
+            finally:
+                del self.restricted[id(loop)]
+
+        return scope()
+
+    def _restriction_key(self) -> tuple:
+        return tuple(sorted((k, str(v[0])) for k, v in self.restricted.items()))
+
     def _emitted_bounds(self, context: list[Loop]) -> isl.Set:
         """What the generated code guarantees about the loop variables of `context` (a set over their names).
 
@@ -117,7 +177,7 @@ class KernelLoops:
         its variables' ranges, a serial loop runs for every value of the loops around it.  Masks may only
         assume these facts and the sizes' positivity; anything more (which combinations hold instances) must
         be tested by the mask itself."""
-        key = tuple(id(l) for l in context)
+        key = (tuple(id(l) for l in context), self._restriction_key())
         if key in self.bounds_cache:
             return self.bounds_cache[key]
         names = [self._var(l, d) for l in context for d in range(l.n_dims)]
@@ -135,7 +195,12 @@ class KernelLoops:
                 lo, hi = (f.insert_dims(isl.dim_type.in_, n_outer, 1) for f in (lo, hi))
                 var = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(lo.get_domain_space()), isl.dim_type.set,
                                               n_outer)
-                within = var.ge_set(lo).intersect(var.le_set(hi)).union(lo.domain().complement())
+                inside = var.ge_set(lo).intersect(var.le_set(hi))
+                part = self.restricted.get(id(loop))
+                if part is not None:  # one copy of a split loop runs only its part of the range
+                    inside = inside.set_dim_name(isl.dim_type.set, n_outer, "v_")
+                    inside = inside.intersect(part[0].align_params(inside.get_space()))
+                within = inside.union(lo.domain().complement())
                 # (outer variables, this one) -> every variable of the context
                 within = within.insert_dims(isl.dim_type.set, n_outer, pos - n_outer)
                 within = within.add_dims(isl.dim_type.set, len(names) - pos - 1)

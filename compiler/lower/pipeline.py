@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
+from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
 from tdsl.compiler.lower.passes.ascend910b import assign_cross_core, split_vector_rows, widen_narrow_tiles
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
@@ -30,6 +31,9 @@ BACKENDS = {
 
 # The tile rewrites one backend's hardware needs, in order (each a pure TileProgram -> TileProgram)
 TARGET_PASSES = {
+    "triton": (
+        hoist_invariant_operands,  # a product operand the same in every iteration of a loop is loaded before it
+    ),
     "ascend-910b": (
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
         split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows

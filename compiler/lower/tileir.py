@@ -120,6 +120,13 @@ class RegOperand:
 
 
 @dataclass(frozen=True)
+class Preloaded:
+    """A product operand loaded once before the loops it does not change in (a `Preload` op of that name)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class Call:
     """A primitive function (compiler/model/functions.py): exp log sqrt tanh abs max min, on f32 values."""
 
@@ -155,7 +162,8 @@ class Dot:
     unit: str = ""  # matrix | vector, decided per backend by compiler/analysis/placement.py ("" until then)
 
 
-Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, Reference, RegOperand, Call, Round, Reduce, Dot]
+Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, Reference, RegOperand, Preloaded, Call, Round, Reduce,
+             Dot]
 
 
 # ---------------------------------------------------------------- tiles and ops
@@ -290,7 +298,20 @@ class SerialLoop(_Value):
     buffers: list[BufferDecl] = field(default_factory=list)  # allocated for each iteration of this loop
 
 
-Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop]
+@dataclass(frozen=True)
+class Preload(_Value):
+    """Load a product operand before a serial loop whose iterations all read the same tile of it (an input that
+    no statement of the kernel writes, at indices and a mask that do not depend on the loop): the operand is
+    then `Preloaded(name)` inside (compiler/lower/passes/hoist.py)."""
+
+    name: str
+    load: Load
+    tile: Tile  # the operand's axes (their offsets do not depend on the loop) and the scalars it uses
+    dtype: str
+    guard: Optional[Expr] = None  # read only where this holds (the loop runs at least once)
+
+
+Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop, Preload]
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from tdsl.compiler.lower.tileir import (
     Dot,
     Load,
     Neg,
+    Preload,
+    Preloaded,
     Reduce,
     Reference,
     Reg,
@@ -110,6 +112,10 @@ def _ops(ops, depth: int) -> list[str]:
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
             for st in op.staged:
                 lines.append(f"{pad}{_INDENT}{staged_text(st)}")
+        elif isinstance(op, Preload):
+            guard = f" if {expr_text(op.guard)}" if op.guard is not None else ""
+            lines.append(f"{pad}preload {op.name} = {expr_text(op.load)}: {op.dtype}{guard}")
+            lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, AccFinish):
             flags = _flags(store=op.store, keep=op.keep)
             lines.append(f"{pad}finish {op.stmt}[{', '.join(op.lhs)}] -> {op.dtype}{flags}")
@@ -152,6 +158,8 @@ def expr_text(e) -> str:
         return f"{e.tensor}[{', '.join(expr_text(x) for x in e.indices)}{mask}]"
     if isinstance(e, Reg):
         return f"reg {e.stmt}{list(e.axes)}"
+    if isinstance(e, Preloaded):
+        return f"preloaded {e.name}"
     if isinstance(e, Running):
         return f"running {e.stmt}{list(e.axes)}" + (f" as {e.dtype}" if e.dtype != "f32" else "")
     if isinstance(e, Reference):

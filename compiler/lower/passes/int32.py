@@ -46,18 +46,19 @@ def _check_ops(ops, ranges: dict, kernel: T.TileKernel) -> None:
             _check_ops(op.body, inner, kernel)
             continue
         inner = dict(ranges)
+        name = getattr(op, "stmt", None) or f"preload {op.name}"  # a Preload (passes/hoist.py) has no statement
         for it, value in op.tile.scalars.items():
-            bounds = _range(value, ranges, f"iterator {it} of {op.stmt}")
+            bounds = _range(value, ranges, f"iterator {it} of {name}")
             if bounds is not None:
                 inner[it] = bounds
         for axis in op.tile.axes:
-            bounds = _range(axis.offset, ranges, f"the tile offset of {op.stmt} along {axis.iter}")
+            bounds = _range(axis.offset, ranges, f"the tile offset of {name} along {axis.iter}")
             if bounds is not None:
                 inner[axis.iter] = (bounds[0], bounds[1] + axis.size - 1)
-        where = f"statement {op.stmt}"
+        where = f"statement {name}"
         if op.tile.mask is not None:
             _range(op.tile.mask, inner, f"the mask of {where}")
-        for e in (getattr(op, "value", None), getattr(op, "partial", None)):
+        for e in (getattr(op, "value", None), getattr(op, "partial", None), getattr(op, "load", None)):
             if e is not None:
                 _check_loads(e, inner, kernel, where)
 

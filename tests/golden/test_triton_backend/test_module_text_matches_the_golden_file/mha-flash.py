@@ -151,6 +151,14 @@ def mha_0(Q, K, V, O, INTERPRET: tl.constexpr):
     acc_U = tl.full([128, 128], 0.0, tl.float32)
     # U follows the running maximum m: the maximum it was built with
     ref_U = tl.full([128], float("-inf"), tl.float32)
+    # Q: the same tile in every iteration of the loop below, loaded once
+    pre0_b = bh_0
+    pre0_h = bh_1
+    pre0_i = (128 * qo) + tl.arange(0, 128)
+    pre0_d = 0 + tl.arange(0, 128)
+    t_pre0 = tl.load(Q + pre0_b * 2097152 + pre0_h * 524288 + pre0_i[:, None] * 128 + pre0_d[None, :], mask=((0 + tl.zeros([1], tl.int32)) < (31 + 1)), other=0.0)
+    if INTERPRET:
+        t_pre0 = t_pre0.to(tl.float32)
     # loop ko
     for ko in range(0, 32):
         # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
@@ -162,13 +170,10 @@ def mha_0(Q, K, V, O, INTERPRET: tl.constexpr):
         Sp_i = (128 * qo) + tl.arange(0, 128)
         Sp_j = (128 * ko) + tl.arange(0, 128)
         Sp_d = 0 + tl.arange(0, 128)
-        t_Q_1 = tl.load(Q + Sp_b * 2097152 + Sp_h * 524288 + Sp_i[:, None] * 128 + Sp_d[None, :])
+        t_K_1 = tl.load(K + Sp_b * 2097152 + Sp_h * 524288 + Sp_j[None, :] * 128 + Sp_d[:, None])
         if INTERPRET:
-            t_Q_1 = t_Q_1.to(tl.float32)
-        t_K_2 = tl.load(K + Sp_b * 2097152 + Sp_h * 524288 + Sp_j[None, :] * 128 + Sp_d[:, None])
-        if INTERPRET:
-            t_K_2 = t_K_2.to(tl.float32)
-        acc_S = tl.dot(t_Q_1, t_K_2, acc_S)
+            t_K_1 = t_K_1.to(tl.float32)
+        acc_S = tl.dot(t_pre0, t_K_1, acc_S)
         # S: the reduction is complete; round to f32 as the store would (kept in registers)
         v_S = acc_S
         # m: partial result of one tile [tile i:128 x j:128] by tile max
@@ -184,8 +189,8 @@ def mha_0(Q, K, V, O, INTERPRET: tl.constexpr):
         P_j = (128 * ko) + tl.arange(0, 128)
         v_P = _round_bf16(tl.exp(((v_S - (acc_m)[:, None]) * 0.08838834764831845)), INTERPRET)
         # l follows the running maximum m: rescale what it holds to the current one
-        alpha_l_3 = tl.where(ref_l == acc_m, 1.0, tl.exp(((ref_l - acc_m) * 0.08838834764831845)))
-        acc_l = acc_l * alpha_l_3
+        alpha_l_2 = tl.where(ref_l == acc_m, 1.0, tl.exp(((ref_l - acc_m) * 0.08838834764831845)))
+        acc_l = acc_l * alpha_l_2
         ref_l = acc_m
         # l: partial result of one tile [tile i:128 x j:128] by tile sum
         lp_b = bh_0
@@ -194,8 +199,8 @@ def mha_0(Q, K, V, O, INTERPRET: tl.constexpr):
         lp_j = (128 * ko) + tl.arange(0, 128)
         acc_l = acc_l + tl.sum(v_P, axis=1)
         # U follows the running maximum m: rescale what it holds to the current one
-        alpha_U_4 = tl.where((ref_U)[:, None] == (acc_m)[:, None], 1.0, tl.exp((((ref_U)[:, None] - (acc_m)[:, None]) * 0.08838834764831845)))
-        acc_U = acc_U * alpha_U_4
+        alpha_U_3 = tl.where((ref_U)[:, None] == (acc_m)[:, None], 1.0, tl.exp((((ref_U)[:, None] - (acc_m)[:, None]) * 0.08838834764831845)))
+        acc_U = acc_U * alpha_U_3
         ref_U = acc_m
         # U: partial result of one tile [tile i:128 x c:128 x j:128] by matrix product
         Up_b = bh_0
@@ -203,13 +208,13 @@ def mha_0(Q, K, V, O, INTERPRET: tl.constexpr):
         Up_i = (128 * qo) + tl.arange(0, 128)
         Up_c = 0 + tl.arange(0, 128)
         Up_j = (128 * ko) + tl.arange(0, 128)
-        t_P_5 = v_P
+        t_P_4 = v_P
         if not INTERPRET:
-            t_P_5 = t_P_5.to(tl.bfloat16)
-        t_V_6 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
+            t_P_4 = t_P_4.to(tl.bfloat16)
+        t_V_5 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
-            t_V_6 = t_V_6.to(tl.float32)
-        acc_U = tl.dot(t_P_5, t_V_6, acc_U)
+            t_V_5 = t_V_5.to(tl.float32)
+        acc_U = tl.dot(t_P_4, t_V_5, acc_U)
     # m: the reduction is complete; round to f32 as the store would (kept in registers)
     v_m = acc_m
     # l: the reduction is complete; round to f32 as the store would (kept in registers)

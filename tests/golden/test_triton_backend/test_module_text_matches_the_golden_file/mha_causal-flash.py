@@ -151,8 +151,16 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
     acc_U = tl.full([128, 128], 0.0, tl.float32)
     # U follows the running maximum m: the maximum it was built with
     ref_U = tl.full([128], float("-inf"), tl.float32)
-    # loop ko
-    for ko in range(0, (qo + 1)):
+    # Q: the same tile in every iteration of the loop below, loaded once
+    pre0_b = bh_0
+    pre0_h = bh_1
+    pre0_i = (128 * qo) + tl.arange(0, 128)
+    pre0_d = 0 + tl.arange(0, 128)
+    t_pre0 = tl.load(Q + pre0_b * 2097152 + pre0_h * 524288 + pre0_i[:, None] * 128 + pre0_d[None, :], mask=((0 + tl.zeros([1], tl.int32)) < qo), other=0.0)
+    if INTERPRET:
+        t_pre0 = t_pre0.to(tl.float32)
+    # loop ko: the iterations with full tiles (no masks)
+    for ko in range(0, qo):
         # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
         # S: sum accumulator (f32), tile [128, 128]
         acc_S = tl.full([128, 128], 0.0, tl.float32)
@@ -162,13 +170,74 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         Sp_i = (128 * qo) + tl.arange(0, 128)
         Sp_j = (128 * ko) + tl.arange(0, 128)
         Sp_d = 0 + tl.arange(0, 128)
-        t_Q_1 = tl.load(Q + Sp_b * 2097152 + Sp_h * 524288 + Sp_i[:, None] * 128 + Sp_d[None, :])
+        t_K_1 = tl.load(K + Sp_b * 2097152 + Sp_h * 524288 + Sp_j[None, :] * 128 + Sp_d[:, None])
         if INTERPRET:
-            t_Q_1 = t_Q_1.to(tl.float32)
-        t_K_2 = tl.load(K + Sp_b * 2097152 + Sp_h * 524288 + Sp_j[None, :] * 128 + Sp_d[:, None])
+            t_K_1 = t_K_1.to(tl.float32)
+        acc_S = tl.dot(t_pre0, t_K_1, acc_S)
+        # S: the reduction is complete; round to f32 as the store would (kept in registers)
+        v_S = acc_S
+        # m: partial result of one tile [tile i:128 x j:128] by tile max
+        mp_b = bh_0
+        mp_h = bh_1
+        mp_i = (128 * qo) + tl.arange(0, 128)
+        mp_j = (128 * ko) + tl.arange(0, 128)
+        acc_m = tl.maximum(acc_m, _max_nan(v_S, axis=1), propagate_nan=tl.PropagateNan.ALL)
+        # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
+        P_b = bh_0
+        P_h = bh_1
+        P_i = (128 * qo) + tl.arange(0, 128)
+        P_j = (128 * ko) + tl.arange(0, 128)
+        v_P = _round_bf16(tl.exp(((v_S - (acc_m)[:, None]) * 0.08838834764831845)), INTERPRET)
+        # l follows the running maximum m: rescale what it holds to the current one
+        alpha_l_2 = tl.where(ref_l == acc_m, 1.0, tl.exp(((ref_l - acc_m) * 0.08838834764831845)))
+        acc_l = acc_l * alpha_l_2
+        ref_l = acc_m
+        # l: partial result of one tile [tile i:128 x j:128] by tile sum
+        lp_b = bh_0
+        lp_h = bh_1
+        lp_i = (128 * qo) + tl.arange(0, 128)
+        lp_j = (128 * ko) + tl.arange(0, 128)
+        acc_l = acc_l + tl.sum(v_P, axis=1)
+        # U follows the running maximum m: rescale what it holds to the current one
+        alpha_U_3 = tl.where((ref_U)[:, None] == (acc_m)[:, None], 1.0, tl.exp((((ref_U)[:, None] - (acc_m)[:, None]) * 0.08838834764831845)))
+        acc_U = acc_U * alpha_U_3
+        ref_U = acc_m
+        # U: partial result of one tile [tile i:128 x c:128 x j:128] by matrix product
+        Up_b = bh_0
+        Up_h = bh_1
+        Up_i = (128 * qo) + tl.arange(0, 128)
+        Up_c = 0 + tl.arange(0, 128)
+        Up_j = (128 * ko) + tl.arange(0, 128)
+        t_P_4 = v_P
+        if not INTERPRET:
+            t_P_4 = t_P_4.to(tl.bfloat16)
+        t_V_5 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
-            t_K_2 = t_K_2.to(tl.float32)
-        acc_S = tl.dot(t_Q_1, t_K_2, acc_S)
+            t_V_5 = t_V_5.to(tl.float32)
+        acc_U = tl.dot(t_P_4, t_V_5, acc_U)
+    # Q: the same tile in every iteration of the loop below, loaded once
+    pre1_b = bh_0
+    pre1_h = bh_1
+    pre1_i = (128 * qo) + tl.arange(0, 128)
+    pre1_d = 0 + tl.arange(0, 128)
+    t_pre1 = tl.load(Q + pre1_b * 2097152 + pre1_h * 524288 + pre1_i[:, None] * 128 + pre1_d[None, :], mask=((qo + tl.zeros([1], tl.int32)) < (qo + 1)), other=0.0)
+    if INTERPRET:
+        t_pre1 = t_pre1.to(tl.float32)
+    # loop ko: the other iterations (masked)
+    for ko in range(qo, (qo + 1)):
+        # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
+        # S: sum accumulator (f32), tile [128, 128]
+        acc_S = tl.full([128, 128], 0.0, tl.float32)
+        # S: partial result of one tile [tile i:128 x j:128 x d:128] by matrix product
+        Sp_b = bh_0
+        Sp_h = bh_1
+        Sp_i = (128 * qo) + tl.arange(0, 128)
+        Sp_j = (128 * ko) + tl.arange(0, 128)
+        Sp_d = 0 + tl.arange(0, 128)
+        t_K_6 = tl.load(K + Sp_b * 2097152 + Sp_h * 524288 + Sp_j[None, :] * 128 + Sp_d[:, None])
+        if INTERPRET:
+            t_K_6 = t_K_6.to(tl.float32)
+        acc_S = tl.dot(t_pre1, t_K_6, acc_S)
         # S: the reduction is complete; round to f32 as the store would (kept in registers)
         v_S = acc_S
         # m: partial result of one tile [tile i:128 x j:128] by tile max
@@ -184,8 +253,8 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         P_j = (128 * ko) + tl.arange(0, 128)
         v_P = _round_bf16(tl.exp(((v_S - (acc_m)[:, None]) * 0.08838834764831845)), INTERPRET)
         # l follows the running maximum m: rescale what it holds to the current one
-        alpha_l_3 = tl.where(ref_l == acc_m, 1.0, tl.exp(((ref_l - acc_m) * 0.08838834764831845)))
-        acc_l = acc_l * alpha_l_3
+        alpha_l_7 = tl.where(ref_l == acc_m, 1.0, tl.exp(((ref_l - acc_m) * 0.08838834764831845)))
+        acc_l = acc_l * alpha_l_7
         ref_l = acc_m
         # l: partial result of one tile [tile i:128 x j:128] by tile sum
         lp_b = bh_0
@@ -194,8 +263,8 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         lp_j = (128 * ko) + tl.arange(0, 128)
         acc_l = acc_l + tl.sum(tl.where((lp_i[:, None] >= lp_j[None, :]), v_P, 0.0), axis=1)
         # U follows the running maximum m: rescale what it holds to the current one
-        alpha_U_4 = tl.where((ref_U)[:, None] == (acc_m)[:, None], 1.0, tl.exp((((ref_U)[:, None] - (acc_m)[:, None]) * 0.08838834764831845)))
-        acc_U = acc_U * alpha_U_4
+        alpha_U_8 = tl.where((ref_U)[:, None] == (acc_m)[:, None], 1.0, tl.exp((((ref_U)[:, None] - (acc_m)[:, None]) * 0.08838834764831845)))
+        acc_U = acc_U * alpha_U_8
         ref_U = acc_m
         # U: partial result of one tile [tile i:128 x c:128 x j:128] by matrix product
         Up_b = bh_0
@@ -203,13 +272,13 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         Up_i = (128 * qo) + tl.arange(0, 128)
         Up_c = 0 + tl.arange(0, 128)
         Up_j = (128 * ko) + tl.arange(0, 128)
-        t_P_5 = tl.where((Up_i[:, None] >= Up_j[None, :]), v_P, 0.0)
+        t_P_9 = tl.where((Up_i[:, None] >= Up_j[None, :]), v_P, 0.0)
         if not INTERPRET:
-            t_P_5 = t_P_5.to(tl.bfloat16)
-        t_V_6 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
+            t_P_9 = t_P_9.to(tl.bfloat16)
+        t_V_10 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
-            t_V_6 = t_V_6.to(tl.float32)
-        acc_U = tl.dot(t_P_5, t_V_6, acc_U)
+            t_V_10 = t_V_10.to(tl.float32)
+        acc_U = tl.dot(t_P_9, t_V_10, acc_U)
     # m: the reduction is complete; round to f32 as the store would (kept in registers)
     v_m = acc_m
     # l: the reduction is complete; round to f32 as the store would (kept in registers)
