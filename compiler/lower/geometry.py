@@ -87,8 +87,10 @@ class TileGeometry:
                 offsets.append(lo)
                 sizes.append(size)
                 continue
-            lo = rel.dim_min(pos)
-            span = rel.dim_max(pos).sub(lo).coalesce()
+            lo = self._aligned_offset(stmt, context, it, names)
+            if lo is None:
+                lo = rel.dim_min(pos)
+            span = rel.dim_max(pos).sub(lo.align_params(rel.get_space().domain())).coalesce()
             extent = integer_bounds(span)[1]
             if not extent.is_int():
                 raise BackendError(
@@ -107,6 +109,25 @@ class TileGeometry:
         box = _lane_box(members.get_space(), names, facts if exact else rel.domain(),
                         total if exact else offsets, sizes)
         return _Geometry(stmt, names, kept, offsets, sizes, rel, members, facts, box, exact)
+
+    def _aligned_offset(self, stmt: Stmt, context: list[Loop], it: str, names: list[str]) -> Optional[isl.PwAff]:
+        """The offset of a tile along `it` as a function of the loops that walk `it` only (the loops up to the last
+        one whose expression uses it), lifted to all of `names`; None when that is the whole context.
+
+        Inner loops that walk other iterators can still narrow the instances along `it` in some of their
+        iterations (the diagonal key block of causal attention with 128 queries and 64 keys holds rows 64-127
+        only): the tightest offset would then move with those loops, and two statements of one iteration (the
+        scores and their row maximum, whose accumulator is anchored to the rows) would lie on different lanes.
+        Anchored this way, every statement's lanes along `it` are the same wherever the loops that walk `it`
+        are; the lanes an iteration does not use are masked."""
+        position = stmt.iters.index(it)
+        walks = [k for k, loop in enumerate(context) if any(_involves(pa, position) for pa in loop.exprs[stmt.name])]
+        prefix = context[: walks[-1] + 1] if walks else []
+        if len(prefix) == len(context):
+            return None
+        g = self._geometry(stmt, prefix, [it])
+        space = isl.Space.create_from_names(self.model.ctx, set=names).align_params(g.offsets[0].get_domain_space())
+        return g.offsets[0].align_params(space).pullback_multi_aff(_selection(space, names, g.loop_names))
 
     def _anchor(self, stmt: Stmt, context: list[Loop]) -> Optional[list[Loop]]:
         """For a reduction inside the loops that walk it, the loops around its accumulator (else None)."""
@@ -197,6 +218,13 @@ def _lane_box(space: isl.Space, loop_names: list, loops: isl.Set, offsets: list,
         end = start.add(_const_like(start, size))
         box = box.intersect(var.ge_set(start)).intersect(var.lt_set(end))
     return box
+
+
+def _involves(pa: isl.PwAff, position: int) -> bool:
+    """Does a loop dim's expression use the statement's iterator at `position`?"""
+    found = []
+    pa.foreach_piece(lambda _set, aff: found.append(aff.involves_dims(isl.dim_type.in_, position, 1)))
+    return any(found)
 
 
 def _selection(space: isl.Space, names: list, chosen: list) -> isl.MultiAff:
