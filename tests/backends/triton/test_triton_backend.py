@@ -52,8 +52,9 @@ def _dot_operands_staged(kernel, buffers) -> bool:
             if isinstance(op, SerialLoop):
                 yield from visit(op.body, op)
             elif isinstance(getattr(op, "partial", None), Dot):
-                yield loop is not None and loop.stages and all(
-                    (load.tensor, loop.var) in staged for load in (op.partial.lhs, op.partial.rhs))
+                yield loop is not None and loop.stages and all(  # a register operand (P·V) is not a copy
+                    hasattr(load, "tensor") and (load.tensor, loop.var) in staged
+                    for load in (op.partial.lhs, op.partial.rhs))
 
     results = list(visit(kernel.body, None))
     return bool(results) and all(results)

@@ -22,6 +22,7 @@
 #   compute_at(S, l.ko)
 #   reverse_compute_at(O, l.qo)
 #   launch(l, warps=8)
+#   pipeline(l.ko, stages=3)
 
 import os
 
@@ -159,8 +160,8 @@ def mha_0(Q, K, V, O, INTERPRET: tl.constexpr):
     t_pre0 = tl.load(Q + pre0_b * 2097152 + pre0_h * 524288 + pre0_i[:, None] * 128 + pre0_d[None, :], mask=((0 + tl.zeros([1], tl.int32)) < (31 + 1)), other=0.0)
     if INTERPRET:
         t_pre0 = t_pre0.to(tl.float32)
-    # loop ko
-    for ko in range(0, 32):
+    # loop ko: pipeline stages=3
+    for ko in tl.range(0, 32, num_stages=3):
         # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
         # S: sum accumulator (f32), tile [128, 128]
         acc_S = tl.full([128, 128], 0.0, tl.float32)
