@@ -11,17 +11,21 @@ own term first and complete maximum before a reader of the sums, are dependences
 
 from __future__ import annotations
 
+import islpy as isl
+
 from tdsl.compiler.errors import OnlineOrder
 from tdsl.compiler.model.program import KernelModel, first_point, instance_text
 from tdsl.compiler.schedule.tree import Tree
 
 
 def check_online(model: KernelModel, tree: Tree, primitive: str) -> None:
-    sums = [s for s in model.stmts if s.rescale is not None and s.rescale.source is not None]
-    if not sums:
+    rescaled = [s for s in model.stmts if s.rescale is not None]
+    if not rescaled:
         return
     times = tree.time_maps(model)
-    for acc in sums:
+    for acc in rescaled:
+        _check_last_update(model, acc, times, primitive)
+    for acc in [s for s in rescaled if s.rescale.source is not None]:
         exp_stmt, m = model.stmt(acc.rescale.source), model.stmt(acc.rescale.stat)
         read = next(r.relation for r in acc.reads if r.tensor == exp_stmt.name)
         adds = exp_stmt.write.relation.apply_range(read.reverse())  # P instance -> the update adding it
@@ -42,6 +46,33 @@ def check_online(model: KernelModel, tree: Tree, primitive: str) -> None:
             f"{p_inst} uses {m.name} as it is then, {instance_text(m.name, m.iters, m_coords)} raises it, and only "
             f"then {a_inst} adds the term, rescaled as if it had used the new maximum",
         )
+
+
+def _check_last_update(model: KernelModel, acc, times: dict, primitive: str) -> None:
+    """The last update of each element of a rescaled sum comes after every update of the maximum it follows: it
+    then holds the sum rescaled to the complete maximum, which is what its readers must see.  (A sum whose
+    terms end before the maximum's, or partial sums made by rfactor, would be read at an older maximum.)"""
+    from tdsl.compiler.model.online import accumulator_maximum
+
+    m = model.stmt(acc.rescale.stat)
+    element_max = acc.write.relation.reverse().apply_range(accumulator_maximum(model, acc, acc.rescale))
+    last = acc.write.relation.reverse().apply_range(times[acc.name]).lexmax()  # element -> its last update's time
+    max_times = element_max.apply_range(m.write.relation.reverse()).apply_range(times[m.name])
+    later = last.lex_lt_map(max_times)  # element -> elements whose maximum is updated after the first's last update
+    same = isl.Map.identity(later.get_space().domain().map_from_set()) if not later.is_empty() else None
+    if same is None:
+        return
+    stale = later.intersect(same.align_params(later.get_space()))
+    if stale.is_empty():
+        return
+    _, coords = first_point(stale.domain())
+    element = f"{acc.name}[{', '.join(map(str, coords))}]"
+    raise OnlineOrder(
+        primitive,
+        sorted({acc.name, m.name}),
+        f"the last update of {acc.name} would come before the running maximum {m.name} is complete",
+        f"{element} would be read rescaled to a maximum that {m.name} raises later (its last term is added first)",
+    )
 
 
 def _exponential_row(model: KernelModel, exp_stmt, m):

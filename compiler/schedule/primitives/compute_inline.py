@@ -31,6 +31,7 @@ from tdsl.compiler.legality.grids import on_grid
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import Access, KernelModel
 from tdsl.compiler.schedule.primitives.common import State, check_stmt
+from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import FLAG, STMT, arg, option, primitive
 
 
@@ -58,6 +59,7 @@ def compute_inline(state: State, stmt: str, round=True) -> None:
     state.model = KernelModel(model.name, new_stmts, tensors, model.sizes, model.params, model.ctx)
     _remove_leaf(state, stmt)
     state.deps = compute_dependences(state.model)
+    rederive(state, "compute_inline")  # a running maximum's readers and sums, in the new program
     if not keep and readers and not on_grid(model, target.value, target.dtype, target.iters):
         _rounding_removed(model, target, readers)  # with no reader, or a cast that changes nothing, nothing is lost
     check_dependences(state.model, state.deps, state.tree, "compute_inline")

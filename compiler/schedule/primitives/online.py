@@ -25,12 +25,14 @@ own term first, no stale term, complete maximum before a reader of the sums).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from tdsl.frontend import ast
 from tdsl.compiler.errors import OnlinePolicy, OnlineRescale, ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
+from tdsl.compiler.model.program import KernelModel
 from tdsl.compiler.model.online import MAX, REF, NotOnline, OnlineForm, online_form, running_dependences, with_rescales
 from tdsl.compiler.schedule.primitives.common import State, check_stmt
 from tdsl.compiler.schedule.primitives.registry import STMT, arg, primitive
@@ -61,6 +63,26 @@ def online(state: State, stmt: str) -> None:
     state.deps = deps
     state.tree.online.append(stmt)
     check_dependences(state.model, state.deps, state.tree, "online")
+
+
+def rederive(state: State, primitive: str) -> None:
+    """After a step that rewrites the program (compute_inline, rfactor) and recomputes its dependences: every
+    running maximum of the schedule found again in the new program -- which statements read it, which sums are
+    rescaled, the running dependences -- or the step refused if the rewrite no longer applies."""
+    if not state.tree.online:
+        return
+    model = KernelModel(state.model.name, [replace(s, rescale=None) for s in state.model.stmts], state.model.tensors,
+                        state.model.sizes, state.model.params, state.model.ctx)
+    deps = state.deps
+    for stat in state.tree.online:
+        try:
+            form = online_form(model, stat)
+            deps = running_dependences(model, form, deps)
+        except NotOnline as err:
+            raise OnlineRescale(primitive, err.statements, f"after {primitive}, {err.reason}",
+                                _stale_example(model, stat)) from None
+        model = with_rescales(model, form)
+    state.model, state.deps = model, deps
 
 
 def _declared(stmt) -> str:

@@ -51,6 +51,7 @@ from tdsl.compiler.model.program import Access, KernelModel, Stmt, Tensor
 from tdsl.compiler.schedule.tree import Leaf, Loop, iterator_aff, statements_under, walk_loops
 from tdsl.compiler.schedule.primitives.common import LoopLike, State, find_loop, positive_int
 from tdsl.compiler.schedule.primitives.compute_inline import rename_iterators
+from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import COUNT, DTYPE, LOOP, arg, option, primitive
 from tdsl.compiler.schedule.primitives.split import split
 
@@ -160,6 +161,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         nest = Loop(it, {name: [iterator_aff(c_domain, it)]}, [nest])
     tree.body.insert(tree.body.index(top) + 1, nest)
     state.deps = compute_dependences(state.model)
+    rederive(state, "rfactor")  # a running maximum's readers and sums, in the new program
 
     sigma = isl.Map.read_from_str(
         ctx, f"{prefix}{{ {name}[{', '.join(stmt.iters)}] -> [{', '.join(lhs)}, floor({k}/{factor})] }}"

@@ -1,0 +1,161 @@
+"""online: readers of a row maximum use its running value, the sums built from them rescaled
+(compiler/schedule/primitives/online.py, compiler/model/online.py, compiler/legality/online.py).
+
+The rules' own cases are in tests/illegal/ (online-policy, online-rescale, online-order) and their pages in
+docs/rules/; here: what the step finds in a program, that it composes with the other steps in either order, that
+it replays, and that the interpreter's rescaled sums are what they should be.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.errors import OnlineRescale, ScheduleError
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.testing import assert_legal
+
+from primitive_helpers import assert_round_trip, tree_change
+
+ATTENTION = """\
+const L = 11, D = 4
+const scale = 0.5
+
+kernel attention(Q: bf16[L, D], K: bf16[L, D], V: bf16[L, D]) -> (O: bf16[L, D]) {
+  S[i, j : j <= i] = sum(d) Q[i, d] * K[j, d] accum f32
+  m[i] = max(j : j <= i) S[i, j] combine online
+  P[i, j : j <= i] = exp((S[i, j] - m[i]) * scale)
+  l[i] = sum(j : j <= i) P[i, j] accum f32
+  U[i, c] = sum(j : j <= i) P[i, j] * V[j, c] accum f32
+  O[i, c] = U[i, c] / l[i]
+}
+"""
+
+FLASH = """
+  qo, qi = split(l.i, 4)
+  ko, kk = split(l.j, 4)
+  reorder(l, qo, ko, qi, kk)
+  compute_at(P, l.ko)
+  reverse_compute_at(U, l.ko)
+  compute_at(m, l.ko)
+  compute_at(S, l.ko)
+  reverse_compute_at(O, l.qo)
+"""
+
+SUMEXP = """\
+const M = 2, N = 5
+
+kernel sumexp(X: f32[M, N]) -> (s: f32[M]) {
+  m[i] = max(j) X[i, j] combine online
+  s[i] = sum(j) exp(X[i, j] - m[i]) accum f32
+}
+"""
+
+
+def test_online_finds_the_exponential_and_the_sums():
+    s = loads(ATTENTION).schedule()
+    s.online("m")
+    assert s.tree.online == ["m"]
+    rescaled = {st.name: st.rescale for st in s.model.stmts if st.rescale is not None}
+    assert set(rescaled) == {"l", "U"}
+    assert {r.source for r in rescaled.values()} == {"P"} and {r.stat for r in rescaled.values()} == {"m"}
+    assert {d.kind for d in s.deps if d.src == "m"} >= {"running", "final"}
+    assert not any(d.kind == "flow" and d.src == "m" and d.dst == "P" for d in s.deps)
+
+
+def test_online_alone_changes_no_bit():
+    assert_legal(ATTENTION, "online(m)", run=True)
+
+
+def test_flash_schedule_is_legal_and_within_the_bound():
+    s = assert_legal(ATTENTION, "online(m)" + FLASH, run=True, seed=3)
+    assert s.tree.online == ["m"]
+
+
+def test_the_order_of_the_fusion_steps_matters():
+    """m moved into the key loop while U still sums P after it: U's terms would go stale."""
+    with pytest.raises(AssertionError, match="online-order"):
+        assert_legal(ATTENTION, "online(m)" + FLASH.replace("  reverse_compute_at(U, l.ko)\n", ""))
+
+
+@pytest.mark.parametrize("steps", ["online(m)\ncompute_inline(P)", "compute_inline(P)\nonline(m)",
+                                   "compute_inline(P)\nonline(m)\njo, jj = split(l.j, 3)\ncompute_at(m, l.jo)"])
+def test_composes_with_compute_inline_either_way(steps):
+    s = assert_legal(ATTENTION, steps, run=True)
+    assert {st.name for st in s.model.stmts if st.rescale is not None} == {"l", "U"}
+    assert all(st.rescale.source is None for st in s.model.stmts if st.rescale is not None)
+
+
+def test_tree_shows_the_running_maximum(golden):
+    golden(tree_change(loads(SUMEXP).schedule(), lambda s: s.online("m")))
+
+
+def test_trace_round_trip():
+    s = loads(ATTENTION).schedule()
+    s.online("m")
+    s.split("l.i", 4, names=("qo", "qi"))
+    assert str(s.trace).splitlines()[0] == "online(m)"
+    assert_round_trip(ATTENTION, s)
+
+
+def test_misuse():
+    s = loads(ATTENTION).schedule()
+    with pytest.raises(ScheduleError, match="not a max reduction"):
+        s.online("l")
+    s.online("m")
+    with pytest.raises(ScheduleError, match="already a running maximum"):
+        s.online("m")
+
+
+def test_a_reader_that_cannot_be_rescaled_keeps_the_complete_maximum():
+    """exp(X - m) / s reads m too: it is not rescaled, so it keeps its full dependence on m."""
+    text = SUMEXP.replace("-> (s: f32[M])", "-> (s: f32[M], Y: f32[M, N])").replace(
+        "accum f32\n}", "accum f32\n  Y[i, j] = exp(X[i, j] - m[i]) / s[i]\n}")
+    s = loads(text).schedule()
+    s.online("m")
+    assert any(d.kind == "flow" and d.src == "m" and d.dst == "Y" for d in s.deps)
+    normalised_only = """\
+const M = 2, N = 5
+
+kernel softmax(X: f32[M, N]) -> (Y: f32[M, N]) {
+  m[i] = max(j) X[i, j] combine online
+  Y[i, j] = exp(X[i, j] - m[i]) / 2.0
+}
+"""
+    with pytest.raises(OnlineRescale, match="nothing sums Y"):
+        loads(normalised_only).schedule().online("m")
+
+
+def test_interpreter_rescales_exactly_as_the_kernel_would():
+    """One row, blocks of 2: the one-pass sum is (e^(x0-m1) + e^(x1-m1)) * e^(m1-m2) + ..., each step in f32."""
+    s = loads(SUMEXP).schedule()
+    s.online("m")
+    s.split("s.j", 2, names=("jo", "jj"))
+    s.compute_at("m", "s.jo")
+    x = np.array([[0.5, 1.0, 3.0, 2.0, 7.0], [1.0, 1.0, 1.0, 1.0, 1.0]], dtype=np.float32)
+    got = interpret(s.model, s.time_map(), {"X": x})["s"]
+
+    def f32exp(v):
+        return np.float32(math.exp(float(np.float32(v))))
+
+    acc, ref = np.float32(0), None
+    for block in ((0, 1), (2, 3), (4,)):
+        cur = np.float32(max(x[0, : block[-1] + 1]))
+        if ref is not None and ref != cur:
+            acc = np.float32(acc * f32exp(np.float32(ref - cur)))
+        ref = cur
+        for j in block:
+            acc = np.float32(acc + f32exp(np.float32(x[0, j] - cur)))
+    assert got[0] == acc
+    assert got[1] == np.float32(5.0)
+
+
+def test_random_inputs_agree_within_the_bound():
+    s = loads(ATTENTION).schedule()
+    s.online("m")
+    inputs = random_inputs(s.model, 1)
+    base = loads(ATTENTION).schedule()
+    a = interpret(base.model, base.time_map(), inputs)["O"]
+    b = interpret(s.model, s.time_map(), inputs)["O"]
+    assert np.array_equal(a, b)  # online alone moves nothing
