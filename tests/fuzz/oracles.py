@@ -137,6 +137,11 @@ def check_interpreter(case: Case, original, sched, references: dict) -> Optional
                                                tolerance_dtype(sched.model, t.name),
                                                reordered_terms(sched.model, t.name)).ok:
                     continue
+            if sched.tree.online and compare(a.astype(np.float32), b.astype(np.float32),
+                                             tolerance_dtype(sched.model, t.name)).ok:
+                # `online` moves roundings (docs/rules/online-policy.md); the rescaled sums of exponentials add no
+                # cancelling terms, so the documented bound, the output dtype's tolerance, holds for every input.
+                continue
             bad = int(np.sum(~((a == b) | (np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))))))
             return Finding("interp-mismatch", "interpreter",
                            f"{t.name} differs from program order in {bad} of {a.size} elements ({dist} inputs)")
