@@ -53,6 +53,7 @@ class _KernelPlanner(_WorkingSets):
         for buf in self.tree_buffers:
             self._explicit(buf)
         self._temps()
+        self._rescale_factors()
         self._reads()
         self._writes()
         self._fills()
@@ -208,6 +209,19 @@ class _KernelPlanner(_WorkingSets):
             buf = PlannedBuffer(tensor, self.default_scope, "temp", loop.name if loop else "", shape, dtype, 1,
                                 [stmt_name] + [r for r in readers if r != stmt_name], at=loop)
             self._add(buf, loop, users)
+
+    def _rescale_factors(self) -> None:
+        """A running maximum (`online`) needs, beside its own row vector and the sums', one more per row: the
+        factor exp((m_old - m_new)·c) that rescales the sums after each update (chapter 5.3.3's three row
+        vectors m, l and the update factor).  Planned like the maximum's buffer, used by the sums it rescales."""
+        for stat in self.tree.online:
+            sums = [s for s in self.stmts if (r := self.model.stmt(s).rescale) is not None and r.stat == stat]
+            home = next((b for b in self.buffers if b.tensor == stat and b.kind in ("write", "temp")), None)
+            if not sums or home is None:
+                continue
+            factor = PlannedBuffer(f"rescale({stat})", home.scope, "temp", home.loop, list(home.shape), "f32", 1,
+                                   [stat, *sums], at=home.at)
+            self._add(factor, home.at, [stat, *sums])
 
     # ------------------------------------------------------------ loads and stores
 

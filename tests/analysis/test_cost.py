@@ -222,27 +222,23 @@ def test_5_3_3_flashattention_table(flash_rows):
         assert k.loop_iterations["io"] == passes
         assert row.cost.global_bytes == mib * MiB
         assert k.loop_iterations["jo"] == updates
-        if b == 1:
-            # Documented difference (docs/cost.md): the program has no online-softmax max, so its row state is
-            # one FP32 vector (l), not the chapter's three (m, l and the update factor): 8 bytes per row less,
-            # and 130 rows fit instead of 128.  Passes, bytes and updates are the same.
-            assert row.factors["io"] == 130
-        else:
-            assert row.factors["io"] == a
+        assert row.factors["io"] == a  # the row state is the chapter's three FP32 vectors: m, l, the factor
 
 
 def test_5_3_3_buffer_layout(flash_rows):
-    """The layout: 2ad (Q) + 2bd (one K/V slot) + 4ab (scores, then probabilities) + 4ad (FP32 output accumulator)."""
+    """The layout: 2ad (Q) + 2bd (one K/V slot) + 4ab (scores, then probabilities) + 4ad (FP32 output accumulator)
+    + 12a (the running maximum m, the row sum l and the factor that rescales l and U, 5.3.3)."""
     row = flash_rows[64]
     a, b, d = row.factors["io"], 64, 128
     k = row.cost.kernels[0]
     sizes = {x.tensor: x.bytes for x in k.buffers if x.scope == "shared"}
     assert sizes["Q"] == 2 * a * d and sizes["K"] == sizes["V"] == 2 * b * d
-    assert sizes["S"] == sizes["P"] == 4 * a * b and sizes["U"] == 4 * a * d and sizes["l"] == 4 * a
+    assert sizes["S"] == sizes["P"] == 4 * a * b and sizes["U"] == 4 * a * d
+    assert sizes["l"] == sizes["m"] == sizes["rescale(m)"] == 4 * a
     shares = {x.tensor: x.shares for x in k.buffers}
     assert shares["P"] == "S@jo"  # probabilities overwrite the scores in place
-    assert k.working_set["shared"] == 2 * a * d + 2 * b * d + 4 * a * b + 4 * a * d + 4 * a  # K and V share a slot
-    assert k.working_set["shared"] <= 101376 < k.working_set["shared"] + 2 * d + 4 * b + 4 * d + 4
+    assert k.working_set["shared"] == 2 * a * d + 2 * b * d + 4 * a * b + 4 * a * d + 12 * a  # K and V share a slot
+    assert k.working_set["shared"] <= 101376 < k.working_set["shared"] + 2 * d + 4 * b + 4 * d + 12
 
 
 def test_5_3_3_flash_fit_rejects_one_more_row():
