@@ -18,6 +18,12 @@ from tdsl.compiler.model.program import KernelModel, first_point, instance_text
 from tdsl.compiler.schedule.tree import Tree
 
 
+# The steps that can change the order of statement instances (or the program: compute_inline, rfactor); the
+# others (split, bind, launch, pipeline, the caches) keep every order this module checks.
+REORDERING = frozenset({"online", "reorder", "tile", "fuse", "reverse", "compute_at", "reverse_compute_at",
+                        "compute_inline", "rfactor"})
+
+
 def check_online(model: KernelModel, tree: Tree, primitive: str) -> None:
     rescaled = [s for s in model.stmts if s.rescale is not None]
     if not rescaled:
