@@ -48,6 +48,8 @@ DEVICE = {"triton": "h100", "tilelang": "h100", "ascend-950": "ascend-950", "asc
 def lower_for(schedule, backend: str, device: Optional[str] = None) -> TileProgram:
     """The tile program `backend` prints for `schedule` on `device` (default: the backend's `DEVICE`); raises
     CapacityError / BackendError as the steps do."""
+    if backend != "triton":
+        refuse_online(schedule, backend)  # before lowering: its own refusals would not name the reason
     program = lower(schedule)  # tiles, loops, masks and reductions of the scheduled tree (compiler/lower/build.py)
     return prepare(program, schedule, backend, device)
 
@@ -56,7 +58,7 @@ def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] 
     """The backend-specific passes over a lowered program (each returns a new program; none edits its input)."""
     if backend != "triton":  # only the Triton launcher reads run-time sizes from the tensors
         require_bound_sizes(schedule)
-        refuse_online(program, backend)
+        refuse_online(schedule, backend)
     program = with_stages(program, schedule, device or DEVICE[backend])  # buffers checked against the device
     program = assign_units(program, backend)  # the unit of every tile product (compiler/analysis/placement.py)
     program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
@@ -65,18 +67,18 @@ def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] 
     return check_int32(program)  # every index, mask and address fits the kernels' 32-bit integers
 
 
-def refuse_online(program: TileProgram, backend: str) -> None:
+def refuse_online(schedule, backend: str) -> None:
     """The one-pass softmax (`online`: running maxima, rescaled sums, a product of a register tile) is printed by
     the Triton backend only so far."""
     from tdsl.compiler.errors import BackendError
-    from tdsl.compiler.lower.tileir import AccUpdate, walk_ops
 
-    for kernel in program.kernels:
-        for op in walk_ops(kernel.body):
-            if isinstance(op, AccUpdate) and op.rescale is not None:
-                raise BackendError(f"{op.stmt} follows a running maximum (online softmax), which only the Triton "
-                                   f"backend generates so far; compile for nvidia with --backend triton, or leave "
-                                   f"out online() to run the statistics in separate passes", backend)
+    if schedule.tree.online:
+        stat = schedule.tree.online[0]
+        sums = ", ".join(s.name for s in schedule.model.stmts if s.rescale is not None and s.rescale.stat == stat)
+        raise BackendError(f"{sums} follow{'s' * (',' not in sums)} a running maximum (online({stat}), online "
+                           f"softmax), which only the Triton backend generates so far; compile for nvidia with "
+                           f"--backend triton, or leave out online() to run the statistics in separate passes",
+                           backend)
 
 
 def with_stages(program: TileProgram, schedule, device: str) -> TileProgram:

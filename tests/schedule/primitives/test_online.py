@@ -159,3 +159,16 @@ def test_random_inputs_agree_within_the_bound():
     a = interpret(base.model, base.time_map(), inputs)["O"]
     b = interpret(s.model, s.time_map(), inputs)["O"]
     assert np.array_equal(a, b)  # online alone moves nothing
+
+
+@pytest.mark.parametrize("backend", ["tilelang", "ascend-950", "ascend-910b"])
+def test_backends_other_than_triton_refuse_before_lowering(backend):
+    """The refusal names online(m) and the fix, also for a schedule whose lowering would itself stop (m in the
+    key loop, l outside it, here left in program order after online)."""
+    from tdsl.compiler.errors import BackendError
+    from tdsl.compiler.lower.pipeline import lower_for
+
+    s = loads(ATTENTION).schedule()
+    s.online("m")
+    with pytest.raises(BackendError, match=r"online\(m\), online softmax\), which only the Triton backend"):
+        lower_for(s, backend)
