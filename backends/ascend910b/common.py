@@ -9,7 +9,7 @@ import math
 from tdsl.backends.common.dtypes import ASCEND_910B
 from tdsl.backends.tilelang.emit import index_code as _tilelang_index_code
 from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.lower.passes.ascend910b import expr_vars
+from tdsl.compiler.lower.tileir import expr_vars
 from tdsl.compiler.lower.tileir import simplify
 
 

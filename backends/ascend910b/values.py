@@ -11,7 +11,8 @@ from tdsl.backends.ascend910b.common import index_code, _Opnd, _exact_reciprocal
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import expr_text as _expr_text
-from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, expr_vars, layout as tile_layout
+from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, layout as tile_layout
+from tdsl.compiler.lower.tileir import expr_vars
 from tdsl.compiler.lower.tileir import simplify
 
 

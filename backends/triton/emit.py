@@ -238,16 +238,9 @@ class _KernelPrinter(PrinterBase):
             self.emit(f"{acc} = {self._round(op.accum, combined)}")
         elif isinstance(op, T.Preload):
             self.emit(f"# {op.load.tensor}: the same tile in every iteration of the loop below, loaded once")
-            frame = self._frame(op.name, op.tile)
-            pointer = self._pointer(op.load.tensor, op.load.indices, frame)
             lanes = op.load.mask if op.guard is None else (
                 op.guard if op.load.mask is None else T.Bin("and", op.guard, op.load.mask))
-            mask = f", mask={mask_code(lanes, frame, op.load.indices)}, other=0.0" if lanes is not None else ""
-            name = self.preload_name(op.name)
-            self.emit(f"{name} = tl.load({pointer}{mask})")
-            if op.dtype != "f32":
-                self.emit("if INTERPRET:")
-                self.emit(f"    {name} = {self._widen(name, op.dtype)}")
+            self._load_operand(self.preload_name(op.name), op.load, lanes, self._frame(op.name, op.tile), op.dtype)
         elif isinstance(op, T.AccFinish):
             where = "stored" if op.store else "kept in registers"
             self.emit(f"# {op.stmt}: the reduction is complete; round to {op.dtype} as the store would ({where})")
@@ -340,22 +333,26 @@ class _KernelPrinter(PrinterBase):
                 names.append(self._register_operand(load, sub, dtype))
                 continue
             if isinstance(load, T.Preloaded):
-                if mixed and dtype != "f32":
-                    raise InternalError("a preloaded operand of a mixed-dtype product")  # hoist.py keeps them
+                if mixed:
+                    raise InternalError("a preloaded operand of a mixed-dtype product")  # hoist.py leaves them
                 names.append(self.preload_name(load.name))
                 continue
-            pointer = self._pointer(load.tensor, load.indices, sub)
-            mask = f", mask={mask_code(load.mask, sub, load.indices)}, other=0.0" if load.mask is not None else ""
             # The pointer tile is built in the operand's (row, column) frame, whatever the storage order.
-            name = self.fresh(f"t_{load.tensor}_")
-            self.emit(f"{name} = tl.load({pointer}{mask})")
-            if dtype != "f32" and mixed:
-                self.emit(f"{name} = {self._widen(name, dtype)}  # operands of different dtypes meet in f32")
-            elif dtype != "f32":
-                self.emit("if INTERPRET:")
-                self.emit(f"    {name} = {self._widen(name, dtype)}")
-            names.append(name)
+            names.append(self._load_operand(self.fresh(f"t_{load.tensor}_"), load, load.mask, sub, dtype, mixed))
         return names[0], names[1]
+
+    def _load_operand(self, name: str, load: T.Load, lanes, frame: _Frame, dtype: str, mixed: bool = False) -> str:
+        """`name = tl.load(...)` of a product operand, masked to `lanes` (0 elsewhere), in its storage dtype for the
+        tensor cores; widened to f32 under the interpreter, and always when the product's operands differ."""
+        pointer = self._pointer(load.tensor, load.indices, frame)
+        mask = f", mask={mask_code(lanes, frame, load.indices)}, other=0.0" if lanes is not None else ""
+        self.emit(f"{name} = tl.load({pointer}{mask})")
+        if dtype != "f32" and mixed:
+            self.emit(f"{name} = {self._widen(name, dtype)}  # operands of different dtypes meet in f32")
+        elif dtype != "f32":
+            self.emit("if INTERPRET:")
+            self.emit(f"    {name} = {self._widen(name, dtype)}")
+        return name
 
     def _register_operand(self, operand: T.RegOperand, frame: _Frame, dtype: str) -> str:
         """A product operand held in registers (already rounded to `dtype`), 0 outside the reduction; in its

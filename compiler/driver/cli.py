@@ -294,6 +294,7 @@ def cmd_run(args) -> int:
 
     from tdsl.compiler.model.dtypes import describe_difference
     from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.verify import online_bound
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
@@ -325,7 +326,7 @@ def cmd_run(args) -> int:
         for tensor in model.outputs():
             a, b = reference[tensor.name], result[tensor.name]
             same = np.array_equal(a.view(np.uint8), b.view(np.uint8))
-            bound = None if same or not sched.tree.online else _online_bound(model, tensor.name, a, b)
+            bound = None if same or not sched.tree.online else online_bound(model, tensor.name, a, b)
             verdict = "bit-identical" if same else "DIFFERENT"
             if bound is not None and bound.ok:
                 verdict = f"within the online-softmax bound ({bound.summary()})"
@@ -334,14 +335,6 @@ def cmd_run(args) -> int:
                 print("    " + describe_difference(a, b))
                 status = 1
     return status
-
-
-def _online_bound(model, tensor: str, reference, result):
-    """A schedule with `online` rounds differently from program order (docs/rules/online-policy.md); the bound it
-    is held to is the kernels' tolerance in the output's dtype (compiler/verify/compare.py)."""
-    from tdsl.compiler.verify.compare import compare, tolerance_dtype
-
-    return compare(reference, result, tolerance_dtype(model, tensor))
 
 
 def _print_outputs(model, outputs) -> None:

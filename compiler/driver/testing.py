@@ -211,13 +211,13 @@ def _within_online_bound(program, sched, kernel, seed) -> bool:
     if not sched.tree.online:
         return False
     from tdsl.compiler.reference.interpreter import interpret, random_inputs
-    from tdsl.compiler.verify.compare import compare, tolerance_dtype
+    from tdsl.compiler.verify import online_bound
 
     original = program.schedule(None, kernel=kernel)
     inputs = random_inputs(original.model, seed)
     reference = interpret(original.model, original.time_map(), inputs)
     result = interpret(sched.model, sched.time_map(), inputs)
-    return all(compare(reference[t.name], result[t.name], tolerance_dtype(original.model, t.name)).ok
+    return all(online_bound(original.model, t.name, reference[t.name], result[t.name]).ok
                for t in original.model.outputs())
 
 

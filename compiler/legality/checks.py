@@ -58,6 +58,9 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
             detail = f"the updates of the reduction {dep.src} would be combined in a different order"
         example = f"{src} must run before {dst} ({_touch(dep, element)}) but would run after"
         raise cls(primitive, sorted({dep.src, dep.dst}), detail, example, explanation)
+    from tdsl.compiler.legality.online import check_online
+
+    check_online(model, tree, primitive)  # the orders of a running maximum that are not dependences
 
 
 def check_parallel(model: KernelModel, deps: list[Dependence], tree: Tree, loop: Loop, primitive: str) -> None:
@@ -564,10 +567,6 @@ def check_invariants(model: KernelModel, deps: list[Dependence], tree: Tree, pri
         else:
             check_cache_write(model, tree, buf, primitive)
         check_buffer_rounding(model, tree, buf, primitive)
-    from tdsl.compiler.legality.online import REORDERING, check_online
-
-    if primitive in REORDERING:  # the orders it checks change only with the order of instances
-        check_online(model, tree, primitive)
 
 
 # ---------------------------------------------------------------- helpers

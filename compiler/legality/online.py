@@ -1,12 +1,14 @@
-"""The one check of the online-softmax rewrite that depends on the schedule: no term goes stale.
+"""The checks of the online-softmax rewrite that depend on the schedule, run with the dependences by every step
+that changes the order of instances (`check_dependences`): no term goes stale, and no sum ends before its maximum.
 
 An accumulator rescales itself with the running maximum's *current* value (compiler/model/online.py).  So a
 term must be added before the maximum moves on: if m takes another element into the row between the
 exponential P(x) that read it and the accumulator's update that adds P(x), the update would rescale as if
 P(x) had used the new maximum, and the result would be off by exp((m_old - m_new)·c).  The kernels keep no
-maximum per term, so the order, not the arithmetic, must exclude it.  (The other orders the rewrite needs,
-own term first and complete maximum before a reader of the sums, are dependences: kinds `running` and
-`final` of compiler/model/dependences.py.)
+maximum per term, so the order, not the arithmetic, must exclude it.  Likewise the last update of a sum must
+come after the maximum's, or its readers would see it rescaled to an older maximum.  (The other orders the
+rewrite needs, own term first and complete maximum before a reader of the sums, are dependences: kinds
+`running` and `final` of compiler/model/dependences.py.)
 """
 
 from __future__ import annotations
@@ -16,12 +18,6 @@ import islpy as isl
 from tdsl.compiler.errors import OnlineOrder
 from tdsl.compiler.model.program import KernelModel, first_point, instance_text
 from tdsl.compiler.schedule.tree import Tree
-
-
-# The steps that can change the order of statement instances (or the program: compute_inline, rfactor); the
-# others (split, bind, launch, pipeline, the caches) keep every order this module checks.
-REORDERING = frozenset({"online", "reorder", "tile", "fuse", "reverse", "compute_at", "reverse_compute_at",
-                        "compute_inline", "rfactor"})
 
 
 def check_online(model: KernelModel, tree: Tree, primitive: str) -> None:
@@ -65,10 +61,7 @@ def _check_last_update(model: KernelModel, acc, times: dict, primitive: str) -> 
     last = acc.write.relation.reverse().apply_range(times[acc.name]).lexmax()  # element -> its last update's time
     max_times = element_max.apply_range(m.write.relation.reverse()).apply_range(times[m.name])
     later = last.lex_lt_map(max_times)  # element -> elements whose maximum is updated after the first's last update
-    same = isl.Map.identity(later.get_space().domain().map_from_set()) if not later.is_empty() else None
-    if same is None:
-        return
-    stale = later.intersect(same.align_params(later.get_space()))
+    stale = later.intersect(isl.Map.identity(later.get_space()))  # ... the same element
     if stale.is_empty():
         return
     _, coords = first_point(stale.domain())
@@ -88,8 +81,6 @@ def _exponential_row(model: KernelModel, exp_stmt, m):
 
 
 def _point(stmt, coords):
-    import islpy as isl
-
     text = f"{{ {stmt.name}[{', '.join(str(c) for c in coords)}] }}"
     return isl.Set.read_from_str(stmt.domain.get_ctx(), text).align_params(stmt.domain.get_space())
 

@@ -122,7 +122,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     geometry_cache: dict = field(default_factory=dict)
     loop_vars: dict = field(default_factory=dict)  # (loop name, dim) -> its variable, made by _var on first use
     accumulating: dict = field(default_factory=dict)  # reduction -> (accumulator tile, loops around its init)
-    restricted: dict = field(default_factory=dict)  # id(loop) -> the part of its range being lowered (loops.py)
+    restricted: dict = field(default_factory=dict)  # id(loop) -> (its range's part as an isl set, "full" | "rest")
     split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
 
     # ------------------------------------------------------------ kernel
@@ -188,7 +188,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         parts = [(None, lo, Bin("+", hi, Const(1)))] if split is None else [("full", lo, split), ("rest", split, Bin("+", hi, Const(1)))]
         loops = []
         for part, start, stop in parts:
-            with self._restrict(loop, part, context):
+            with self._restrict(loop, part):
                 note = self._loop_note(loop) + {None: "", "full": ": the iterations with full tiles (no masks)",
                                                "rest": ": the other iterations (masked)"}[part]
                 loops.append(SerialLoop(self._var(loop, 0), start, stop, loop.pipeline,

@@ -18,6 +18,7 @@ variable each loop has in the tile program, and its bounds.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Optional
 
 import islpy as isl
@@ -139,34 +140,30 @@ class KernelLoops:
         self.split_points[id(loop)] = (split, list(context))
         return _pa_expr(split)
 
-    def _restrict(self, loop: Loop, part: Optional[str], context: list[Loop]):
-        """While lowering one copy of a split loop: its variable runs over the part's range only, which the masks
-        may assume (`_emitted_bounds`)."""
-        import contextlib
-
-        @contextlib.contextmanager
-        def scope():
-            if part is None:
-                yield
-                return
-            split, outer = self.split_points[id(loop)]
-            names = [self._var(l, k) for l in outer for k in range(l.n_dims)] + ["v_"]
-            side = "v < s" if part == "full" else "v >= s"
-            relation = isl.Map.from_pw_aff(split).apply_range(
-                isl.Map.read_from_str(self.model.ctx, f"{{ [s] -> [v] : {side} }}").align_params(split.get_space()))
-            keep = relation.wrap().flatten()
-            for pos, n in enumerate(names):
-                keep = keep.set_dim_name(isl.dim_type.set, pos, n)
-            self.restricted[id(loop)] = (keep, outer)
-            try:
-                yield
-            finally:
-                del self.restricted[id(loop)]
-
-        return scope()
+    @contextlib.contextmanager
+    def _restrict(self, loop: Loop, part: Optional[str]):
+        """While lowering one copy of a split loop ("full" or "rest"): its variable runs over the part's range only,
+        which the masks may assume (`_emitted_bounds`)."""
+        if part is None:
+            yield
+            return
+        split, outer = self.split_points[id(loop)]
+        names = [self._var(l, k) for l in outer for k in range(l.n_dims)] + ["v_"]
+        side = "v < s" if part == "full" else "v >= s"
+        relation = isl.Map.from_pw_aff(split).apply_range(
+            isl.Map.read_from_str(self.model.ctx, f"{{ [s] -> [v] : {side} }}").align_params(split.get_space()))
+        keep = relation.wrap().flatten()
+        for pos, n in enumerate(names):
+            keep = keep.set_dim_name(isl.dim_type.set, pos, n)
+        self.restricted[id(loop)] = (keep, part)
+        try:
+            yield
+        finally:
+            del self.restricted[id(loop)]
 
     def _restriction_key(self) -> tuple:
-        return tuple(sorted((k, str(v[0])) for k, v in self.restricted.items()))
+        """What the geometry and bounds caches must tell apart: the parts of split loops being lowered."""
+        return tuple(sorted((k, part) for k, (_, part) in self.restricted.items()))
 
     def _emitted_bounds(self, context: list[Loop]) -> isl.Set:
         """What the generated code guarantees about the loop variables of `context` (a set over their names).

@@ -38,12 +38,12 @@ class ReductionLowering:
         stmt = self.model.stmt(stmt_name)
         tile = self._tile(stmt, context, stmt.lhs_iters)
         self.accumulating[stmt.name] = (tile, list(context))
-        follows = self._follows(stmt, context) if stmt.rescale is not None else None
+        follows = self._follows(stmt) if stmt.rescale is not None else None
         return AccInit(stmt.name, tile, stmt.reduce_op, stmt.accum_dtype, follows)
 
     # ------------------------------------------------------------ sums that follow a running maximum (online)
 
-    def _follows(self, stmt: Stmt, context: list[Loop]) -> Running:
+    def _follows(self, stmt: Stmt) -> Running:
         """The running maximum a rescaled sum follows, as positions in the sum's accumulator tile (where its
         Reference lives: one value per row of the maximum)."""
         tile, _ = self.accumulating[stmt.name]

@@ -400,6 +400,21 @@ def value_operands(e) -> list:
     return []
 
 
+def expr_vars(e):
+    """The variables of an index expression (a mask, an offset, a bound), each time it uses one."""
+    if isinstance(e, Var):
+        yield e
+    elif isinstance(e, Bin):
+        yield from expr_vars(e.lhs)
+        yield from expr_vars(e.rhs)
+    elif isinstance(e, Neg):
+        yield from expr_vars(e.operand)
+    elif isinstance(e, Select):
+        yield from expr_vars(e.cond)
+        yield from expr_vars(e.then)
+        yield from expr_vars(e.other)
+
+
 def walk_ops(body):
     """Every op of a body, loops before what they hold, in program order."""
     for op in body:

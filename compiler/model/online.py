@@ -40,7 +40,7 @@ import islpy as isl
 
 from tdsl.frontend import ast
 from tdsl.compiler.model.dependences import Dependence
-from tdsl.compiler.model.program import KernelModel, Stmt
+from tdsl.compiler.model.program import KernelModel, Stmt, read_relation
 
 # The two names of a `Rescale.exponent`: the maximum the accumulator was built with, and the current one.
 REF = "__online_ref"
@@ -172,7 +172,7 @@ def constant(model: KernelModel, e: ast.Expr) -> Optional[float]:
         a, b = constant(model, e.lhs), constant(model, e.rhs)
         if a is None or b is None or (e.op == "/" and b == 0):
             return None
-        return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else math.nan}[e.op]
+        return a + b if e.op == "+" else a - b if e.op == "-" else a * b if e.op == "*" else a / b
     return None
 
 
@@ -263,29 +263,16 @@ def _check_single_maximum(model: KernelModel, form: OnlineForm) -> None:
 # ---------------------------------------------------------------- isl relations of the rewrite
 
 
-def _read_of(model: KernelModel, stmt: Stmt, node: ast.Access) -> isl.Map:
-    """Statement instance -> the element `node` (a read in the statement's value) reads, built from its indices:
-    a step that rewrites the value (compute_inline) makes new read nodes, so they are not looked up by identity."""
-    from tdsl.compiler.model.program import affine_text
-
-    space = stmt.domain.get_space()
-    params = [space.get_dim_name(isl.dim_type.param, k) for k in range(space.dim(isl.dim_type.param))]
-    prefix = f"[{', '.join(params)}] -> " if params else ""
-    index = ", ".join(affine_text(x, model.sizes) for x in node.indices)
-    text = f"{prefix}{{ {stmt.name}[{', '.join(stmt.iters)}] -> {node.tensor}[{index}] }}"
-    return isl.Map.read_from_str(stmt.domain.get_ctx(), text).intersect_domain(stmt.domain)
-
-
 def accumulator_maximum(model: KernelModel, acc: Stmt, rescale: Rescale) -> isl.Map:
     """Accumulator instance -> the element of the maximum its term is computed with."""
     stat, values = rescale.stat, model.stmt(rescale.stat).value.tensor
     if rescale.source is None:
         factor = _exp_factor(model, acc, stat, values)
-        return _read_of(model, acc, _reads(model, factor, stat, values)[1])
+        return read_relation(model, acc, _reads(model, factor, stat, values)[1])
     exp_stmt = model.stmt(rescale.source)
     factor = _exp_factor(model, exp_stmt, stat, values)
     read = next(r.relation for r in acc.reads if r.tensor == exp_stmt.name)
-    m_read = _read_of(model, exp_stmt, _reads(model, factor, stat, values)[1])
+    m_read = read_relation(model, exp_stmt, _reads(model, factor, stat, values)[1])
     return read.apply_range(exp_stmt.write.relation.reverse()).apply_range(m_read)
 
 
@@ -295,8 +282,8 @@ def own_term(model: KernelModel, form: OnlineForm, reader: Stmt) -> isl.Map:
     m = model.stmt(form.stat)
     factor = _exp_factor(model, reader, form.stat, form.values)
     x_read, m_read = _reads(model, factor, form.stat, form.values)
-    same_element = m.write.relation.apply_range(_read_of(model, reader, m_read).reverse())
-    same_value = _read_of(model, m, m.value).apply_range(_read_of(model, reader, x_read).reverse())
+    same_element = m.write.relation.apply_range(read_relation(model, reader, m_read).reverse())
+    same_value = read_relation(model, m, m.value).apply_range(read_relation(model, reader, x_read).reverse())
     return same_element.intersect(same_value)
 
 

@@ -253,11 +253,7 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
     domain = isl.Set.read_from_str(ctx, f"{prefix}{{ {tup} : {' and '.join(constraints)} }}")
 
     value = red.body if red else stmt.value
-    reads = []
-    for acc in collect_accesses(value):
-        idx = ", ".join(affine_text(i, values) for i in acc.indices)
-        rel = isl.Map.read_from_str(ctx, f"{prefix}{{ {tup} -> {acc.tensor}[{idx}] }}").intersect_domain(domain)
-        reads.append(Access(acc.tensor, rel, acc))
+    reads = [Access(acc.tensor, _access_map(acc, values, prefix, tup, domain), acc) for acc in collect_accesses(value)]
     write_rel = isl.Map.read_from_str(ctx, f"{prefix}{{ {tup} -> {stmt.target}[{', '.join(lhs)}] }}").intersect_domain(domain)
     return Stmt(
         name=stmt.target,
@@ -273,6 +269,20 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
         write=Access(stmt.target, write_rel),
         span=stmt.span,
     )
+
+
+def _access_map(node: ast.Access, values: dict, prefix: str, tup: str, domain: isl.Set) -> isl.Map:
+    index = ", ".join(affine_text(i, values) for i in node.indices)
+    return isl.Map.read_from_str(domain.get_ctx(), f"{prefix}{{ {tup} -> {node.tensor}[{index}] }}").intersect_domain(domain)
+
+
+def read_relation(model: "KernelModel", stmt: Stmt, node: ast.Access) -> isl.Map:
+    """Statement instance -> the element `node` (a read in the statement's value) reads, from its indices (a step
+    that rewrites a value, compute_inline, makes new read nodes: they are not found in `stmt.reads` by identity)."""
+    space = stmt.domain.get_space()
+    params = [space.get_dim_name(isl.dim_type.param, k) for k in range(space.dim(isl.dim_type.param))]
+    tup = f"{stmt.name}[{', '.join(stmt.iters)}]"
+    return _access_map(node, model.sizes, _param_prefix(params), tup, stmt.domain)
 
 
 def _check_domains_not_empty(model: KernelModel) -> None:

@@ -9,6 +9,8 @@ This package and compare.py import numpy alone: the GPU machine runs them withou
 imported here.
 """
 
-from .compare import TOLERANCE_BITS, ULPS, Comparison, compare, reordered_terms, tolerance_dtype, ulp  # relative: see above
+from .compare import (TOLERANCE_BITS, ULPS, Comparison, compare, online_bound, reordered_terms,  # relative: see above
+                      tolerance_dtype, ulp)
 
-__all__ = ["TOLERANCE_BITS", "ULPS", "Comparison", "compare", "reordered_terms", "tolerance_dtype", "ulp"]
+__all__ = ["TOLERANCE_BITS", "ULPS", "Comparison", "compare", "online_bound", "reordered_terms", "tolerance_dtype",
+           "ulp"]

@@ -110,3 +110,11 @@ def compare(ref, got, dtype: str, terms: int = 1) -> Comparison:
         first_bad=first,
         nan_mismatch=nan_mismatch,
     )
+
+
+def online_bound(model, tensor: str, reference, result) -> Comparison:
+    """A schedule with `online` against program order: the rewrite moves roundings (docs/rules/online-policy.md),
+    and the bound it is held to is a kernel's tolerance in the dtype the output passes through.  Sums of
+    exponentials add no cancelling terms, so it holds for every input."""
+    return compare(np.asarray(reference, dtype=np.float32), np.asarray(result, dtype=np.float32),
+                   tolerance_dtype(model, tensor))

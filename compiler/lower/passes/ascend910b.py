@@ -27,7 +27,7 @@ from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.lane_masks import atoms, conjunction, implied_by_bounds, mentions
 from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
 from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.lower.tileir import simplify
+from tdsl.compiler.lower.tileir import expr_vars, simplify
 
 VID = "__vid"  # the vector core (0 or 1) of a tile whose rows the two vector cores share
 UB_ROW_BYTES = 32  # a GM <-> UB copy starts every UB row on a 32-byte block
@@ -316,14 +316,3 @@ def map_ops(ops, fn) -> list:
     """`fn` applied to every statement op, through serial loops."""
     return [dataclasses.replace(op, body=map_ops(op.body, fn)) if isinstance(op, T.SerialLoop) else fn(op)
             for op in ops]
-
-
-def expr_vars(e):
-    """The variables of an index expression."""
-    if isinstance(e, T.Var):
-        yield e
-    elif isinstance(e, T.Bin):
-        yield from expr_vars(e.lhs)
-        yield from expr_vars(e.rhs)
-    elif isinstance(e, T.Neg):
-        yield from expr_vars(e.operand)

@@ -4,6 +4,7 @@ In FlashAttention the block of queries Q is the same in every key block: loading
 of the key loop costs as much memory traffic as K (and Triton does not move loads out of loops).  A `Dot`
 operand inside a `SerialLoop` is hoisted before the loop when
 
+* the product's operands have one dtype (both loaded in their storage type),
 * its tensor is an input of the kernel (no statement writes it, so every iteration reads the same values),
 * its indices and mask do not use the loop's variable, and
 * the tile axes it is built from do not move with the loop (their offsets do not use the variable);
@@ -19,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tdsl.compiler.lower.tileir import (AccUpdate, Axis, Bin, Dot, Load, Neg, Preload, Preloaded, Select,
-                                        SerialLoop, Tile, TileKernel, TileProgram, Var)
+from tdsl.compiler.lower.tileir import (AccUpdate, Axis, Bin, Dot, Load, Preload, Preloaded, SerialLoop, Tile,
+                                        TileKernel, TileProgram, expr_vars)
 
 
 def hoist_invariant_operands(program: TileProgram) -> TileProgram:
@@ -48,8 +49,8 @@ def _body(body, written: set, counter) -> list:
 
 
 def _hoist(op, loop: SerialLoop, written: set, hoisted: list, counter):
-    if not (isinstance(op, AccUpdate) and isinstance(op.partial, Dot)):
-        return op
+    if not (isinstance(op, AccUpdate) and isinstance(op.partial, Dot)) or op.partial.lhs_dtype != op.partial.rhs_dtype:
+        return op  # a product of operands of two dtypes widens them where it multiplies: left as it is
     dot, var = op.partial, loop.var
     operands = []
     for load, rows_cols in ((dot.lhs, (0, 2)), (dot.rhs, (2, 1))):
@@ -61,7 +62,7 @@ def _hoist(op, loop: SerialLoop, written: set, hoisted: list, counter):
                 _uses(a.offset, var) for a in axes):
             operands.append(load)
             continue
-        used = {n for x in (*load.indices, load.mask) if x is not None for n in _names(x)}
+        used = {v.name for x in (*load.indices, load.mask) if x is not None for v in expr_vars(x)}
         scalars = {it: v for it, v in op.tile.scalars.items() if it in used}
         if any(_uses(v, var) for v in scalars.values()):
             operands.append(load)
@@ -74,17 +75,5 @@ def _hoist(op, loop: SerialLoop, written: set, hoisted: list, counter):
     return replace(op, partial=replace(dot, lhs=operands[0], rhs=operands[1]))
 
 
-def _names(e) -> set:
-    if isinstance(e, Var):
-        return {e.name}
-    if isinstance(e, Bin):
-        return _names(e.lhs) | _names(e.rhs)
-    if isinstance(e, Neg):
-        return _names(e.operand)
-    if isinstance(e, Select):
-        return _names(e.cond) | _names(e.then) | _names(e.other)
-    return set()
-
-
 def _uses(e, var: str) -> bool:
-    return var in _names(e)
+    return any(v.name == var for v in expr_vars(e))

@@ -24,7 +24,6 @@ own term first, no stale term, complete maximum before a reader of the sums).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -33,6 +32,7 @@ from tdsl.frontend import ast
 from tdsl.compiler.errors import OnlinePolicy, OnlineRescale, ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import KernelModel
+from tdsl.compiler.reference.runtime import _exp  # the interpreter's exp: the counterexamples are its numbers
 from tdsl.compiler.model.online import MAX, REF, NotOnline, OnlineForm, online_form, running_dependences, with_rescales
 from tdsl.compiler.schedule.primitives.common import State, check_stmt
 from tdsl.compiler.schedule.primitives.registry import STMT, arg, primitive
@@ -47,20 +47,13 @@ def online(state: State, stmt: str) -> None:
     if model.stmt(stmt).reduce_op != "max":
         raise ScheduleError("online", f"{stmt} is not a max reduction; online(STMT) takes the row maximum that "
                                       f"the exponentials subtract")
-    try:
-        form = online_form(model, stmt)
-        deps = running_dependences(model, form, state.deps)
-    except NotOnline as err:
-        raise OnlineRescale("online", err.statements, err.reason,
-                            _stale_example(model, stmt)) from None
+    state.model, state.deps, form = _rewrite(model, state.deps, stmt, "online")
     if model.stmt(stmt).combine != "online":
         readers = ", ".join(sorted({r.source or a for a, r in form.accumulators.items()}))
         raise OnlinePolicy("online", [stmt, *form.accumulators],
                            f"{stmt} declares {_declared(model.stmt(stmt))}, so its readers must see the complete "
                            f"maximum (the rewrite would let {readers} read the running one and rescale "
                            f"{', '.join(form.accumulators)})", _policy_example(model, form))
-    state.model = with_rescales(model, form)
-    state.deps = deps
     state.tree.online.append(stmt)
     check_dependences(state.model, state.deps, state.tree, "online")
 
@@ -75,14 +68,20 @@ def rederive(state: State, primitive: str) -> None:
                         state.model.sizes, state.model.params, state.model.ctx)
     deps = state.deps
     for stat in state.tree.online:
-        try:
-            form = online_form(model, stat)
-            deps = running_dependences(model, form, deps)
-        except NotOnline as err:
-            raise OnlineRescale(primitive, err.statements, f"after {primitive}, {err.reason}",
-                                _stale_example(model, stat)) from None
-        model = with_rescales(model, form)
+        model, deps, _ = _rewrite(model, deps, stat, primitive)
     state.model, state.deps = model, deps
+
+
+def _rewrite(model: KernelModel, deps: list, stat: str, primitive: str) -> tuple:
+    """(model with the sums' Rescale, dependences with the running ones, the form) for the maximum `stat`; the
+    step is refused (online-rescale) when the program does not have the form."""
+    try:
+        form = online_form(model, stat)
+        deps = running_dependences(model, form, deps)
+    except NotOnline as err:
+        reason = err.reason if primitive == "online" else f"after {primitive}, {err.reason}"
+        raise OnlineRescale(primitive, err.statements, reason, _stale_example(stat)) from None
+    return with_rescales(model, form), deps, form
 
 
 def _declared(stmt) -> str:
@@ -90,10 +89,6 @@ def _declared(stmt) -> str:
 
 
 # ---------------------------------------------------------------- counterexamples, computed in f32
-
-
-def _exp(x: np.float32) -> np.float32:
-    return np.float32(math.exp(float(x)))  # the interpreter's exp: the double result rounded to f32
 
 
 def _evaluate(model, e: ast.Expr, names: dict) -> np.float32:
@@ -153,7 +148,7 @@ def _candidates():
                     yield a, b, d
 
 
-def _stale_example(model, stmt: str) -> str:
+def _stale_example(stmt: str) -> str:
     late = float(_exp(np.float32(-1.0)))
     return (f"a row whose first block holds 0 and a later block 1: exp(x - {stmt}) of its first element is "
             f"exp(0 - 0) = 1 with the partial maximum 0 and exp(0 - 1) = {late!r} with the row's maximum 1; a sum of "
