@@ -136,15 +136,14 @@ class _Machine(_Regions, _CrossCore):
         """T.if_then_else: each operand evaluated only on the lanes that take it.  A Python float operand is a
         TIR float literal, float32 (TVM's default float dtype), as in `T.if_then_else(c, T.tanh(x), 3.0)`."""
         if np.ndim(cond) == 0:
-            taken = then() if bool(cond) else other()
-            return np.float32(taken) if isinstance(taken, float) else taken
+            return _literal(then() if bool(cond) else other())
         cond = np.asarray(cond)
         a = b = None
         for _ in self.when(cond):
-            a = then()
+            a = _literal(then())
         for _ in self.unless(cond):
-            b = other()
-        if a is None:
+            b = _literal(other())
+        if a is None:  # no lane takes the first operand (also: the literal of the other is float32, not a Python float)
             return b
         if b is None:
             return a
@@ -338,6 +337,11 @@ class _Machine(_Regions, _CrossCore):
                 footprint[scope] = max(footprint.get(scope, 0), n)
             b += 1
         return KernelRun(kernel.name, blocks, footprint, dict(kernel.declared))
+
+
+def _literal(x):
+    """A Python float operand of T.if_then_else is a TIR float literal: float32 (TVM's default float dtype)."""
+    return np.float32(x) if isinstance(x, float) else x
 
 
 def _located(err: SimulationError, kernel: str, block: int, source, cause: Optional[BaseException] = None):
