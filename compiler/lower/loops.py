@@ -273,13 +273,12 @@ class KernelLoops:
         stmt = self.model.stmt(stmt_name)
         if not stmt.is_reduction:
             return None
-        for loop in context:
-            if loop.bind:
-                continue
+        around = [loop for loop in context if not loop.bind and stmt_name in loop.exprs]  # (a reader's context
+        for loop in around:                                                      # may hold loops it is not in)
             if any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
                 return loop
-        for loop in context:
-            if not loop.bind and all(_constant(pa) for pa in loop.exprs[stmt_name]) and self._read_after(stmt, loop):
+        for loop in around:
+            if all(_constant(pa) for pa in loop.exprs[stmt_name]) and self._read_after(stmt, loop):
                 return loop
         return None
 
