@@ -39,7 +39,7 @@ from tdsl.backends.common.launcher import epilogue, prologue
 from tdsl.backends.common.module import dynamic_sizes, launcher_fields, module_text
 from tdsl.backends.common.names import ModuleNames
 from tdsl.backends.common.printer import PrinterBase, call_code
-from tdsl.compiler.analysis.placement import VECTOR, operand_layout, unit_of
+from tdsl.compiler.analysis.placement import VECTOR, unit_of
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.tileir import simplify
@@ -165,9 +165,14 @@ class KernelPrinter(TileLangDialect):
     counter: int = 0
     values: dict = field(default_factory=dict)
     accs: dict = field(default_factory=dict)  # stmt -> (buffer, shape)
+    acc_tiles: dict = field(default_factory=dict)  # stmt -> the accumulator's tile
     loops: list = field(default_factory=list)  # enclosing SerialLoops
     acc_depth: dict = field(default_factory=dict)  # stmt -> len(loops) at AccInit
     footprint: dict = field(default_factory=dict)  # scope -> bytes
+    allocated: dict = field(default_factory=dict)  # buffer -> (shape, dtype, scope)
+    preloads: dict = field(default_factory=dict)  # Preload name -> its buffer
+    uses: dict = field(default_factory=dict)  # buffers taken in the loop being printed: spec -> count
+    siblings: dict = field(default_factory=dict)  # (loop variables, spec, n) -> buffer
 
     # dialect hooks (Ascend-950 overrides these)
     module_T = "tilelang.language"
@@ -194,6 +199,25 @@ class KernelPrinter(TileLangDialect):
             params.append(f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")')
         return params
 
+    def serial(self, op: T.SerialLoop, body) -> None:
+        outer, self.uses = self.uses, {}
+        super().serial(op, body)
+        self.uses = outer
+
+    def loop_buffer(self, stem: str, shape, dtype: str, scope: str, note: str = "") -> str:
+        """A buffer for one use in the loop being printed.  The parts a loop is split into (full tiles first, the
+        rest masked: compiler/lower/loops.py) run one after the other, so the n-th buffer of one spec that each
+        takes is the same one -- except shared memory in a T.Pipelined loop, which the pipeliner multiplies by
+        its stages once per loop (TileLang then lets loops that run one after the other share the storage)."""
+        spec = (stem, tuple(shape), dtype, scope)
+        n = self.uses.get(spec, 0)
+        self.uses[spec] = n + 1
+        pipelined = scope == "shared" and self.loops and self.loops[-1].stages
+        key = (tuple(loop.var for loop in self.loops), spec, n)
+        if pipelined or key not in self.siblings:
+            self.siblings[key] = self.alloc(self.fresh(stem), shape, dtype, scope, note)
+        return self.siblings[key]
+
     # identifiers (backends/common/names.py): the program's names, and the locals derived from them
 
     def tensor(self, name: str) -> str:
@@ -218,6 +242,9 @@ class KernelPrinter(TileLangDialect):
 
     def alloc(self, name: str, shape, dtype: str, scope: str, note: str = "") -> str:
         shape = list(shape) or [1]
+        if self.allocated.get(name) == (shape, dtype, scope):  # the same local again (a loop's split parts)
+            return name
+        self.allocated[name] = (shape, dtype, scope)
         call = {"fragment": "T.alloc_fragment", "shared": "T.alloc_shared"}[scope]
         self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")' + (f"  # {note}" if note else ""))
         self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
@@ -278,8 +305,29 @@ class KernelPrinter(TileLangDialect):
             self._acc_update(op)
         elif isinstance(op, T.AccFinish):
             self._acc_finish(op)
+        elif isinstance(op, T.Preload):
+            self._preload(op)
         else:
             raise BackendError(f"unknown tile op {op!r}")
+
+    def _preload(self, op: T.Preload) -> None:
+        """A product operand the same in every iteration of the loop that follows: copied once, before it, where
+        placement put it (op.scope), and only when the loop runs (op.guard)."""
+        if not op.scope:
+            raise InternalError(f"the preloaded operand {op.load.tensor} has no staging scope")
+        size = {a.iter: a.size for a in op.tile.axes}
+        shape = [size[x.name] for x in op.load.indices if isinstance(x, T.Var) and x.name in size]
+        self.emit(f"# {op.load.tensor}: the same tile in every iteration of the loop below, copied once")
+        buf = self.alloc(self.local(("preload", op.name), f"{op.load.tensor}_pre"), shape, op.dtype, op.scope,
+                         f"{op.load.tensor}, loaded before the loop that reads it")
+        self.preloads[op.name] = buf
+        guard = None if op.guard is None else index_code(simplify(op.guard), self.vars)
+        if guard is not None and guard != "True":
+            self.emit(f"if {guard}:")
+            self.depth += 1
+        self.copy_in(op, op.load, buf, shape, op.dtype)
+        if guard is not None and guard != "True":
+            self.depth -= 1
 
 
     # lanes: the iterators of a tile inside a T.Parallel over its box
@@ -325,8 +373,14 @@ class KernelPrinter(TileLangDialect):
         self.emit(f"# {op.stmt}: {op.op} accumulator ({op.accum}), tile {shape}")
         buf = self.acc_alloc(op, shape)
         self.accs[op.stmt] = (buf, shape)
+        self.acc_tiles[op.stmt] = op.tile
         self.acc_depth[op.stmt] = len(self.loops)
         self.acc_fill(op, buf)
+        if op.follows is not None:
+            rows = [shape[p] for p in op.follows.axes]
+            self.emit(f"# {op.stmt} follows the running maximum {op.follows.stmt}: the maximum it was built with")
+            ref = self.alloc(self.ref_name(op.stmt), rows, "f32", self.vector_scope)
+            self.emit(f'T.fill({ref}, -T.infinity("float32"))')
 
     def acc_alloc(self, op: T.AccInit, shape) -> str:
         return self.alloc(self.acc_name(op.stmt), shape, "f32", "fragment",
@@ -340,8 +394,13 @@ class KernelPrinter(TileLangDialect):
         """The schedule's cache_write of a statement in this kernel, if any."""
         return next((b for b in T.kernel_buffers(self.kernel) if b.tensor == stmt and b.kind == "write"), None)
 
+    def ref_name(self, stmt: str) -> str:
+        return self.local(("reference", stmt), f"ref_{stmt}")
+
     def _acc_update(self, op: T.AccUpdate) -> None:
         how = "matrix product" if isinstance(op.partial, T.Dot) else f"tile {op.op}"
+        if op.rescale is not None:
+            self.rescale(op)
         self.emit(f"# {op.stmt}: partial result of one tile{self.tile_note(op.tile)} by {how}")
         if op.stmt not in self.accs:
             raise InternalError(f"{op.stmt} is updated before its accumulator exists")
@@ -350,24 +409,81 @@ class KernelPrinter(TileLangDialect):
         else:
             self.reduce(op)
 
+    def rescale(self, op: T.AccUpdate) -> None:
+        """Bring the accumulator from the maximum it was built with to the current one (tileir.Rescaling): one
+        factor per row, 1 where the two are equal (also both -inf, where the exponent would be NaN)."""
+        acc, shape = self.accs[op.stmt]
+        current = op.rescale.current
+        rows = list(current.axes)
+        tile = self.acc_tiles[op.stmt]
+        self.emit(f"# {op.stmt} follows the running maximum {current.stmt}: rescale what it holds to the current one")
+        factor = self.loop_buffer(f"alpha_{op.stmt}", [shape[p] for p in rows], "f32", self.vector_scope,
+                            f"{op.stmt}: rescaling factor per row")
+        ref = self.ref_name(op.stmt)
+        lanes = self.lane_list(len(shape))
+        row_lanes = [lanes[p] for p in rows]
+        self.enter_vector()
+        self.emit(f"for {', '.join(row_lanes)} in T.Parallel({', '.join(str(shape[p]) for p in rows)}):")
+        names = self.with_vars({})
+        same = f"({self.value(T.Reference(op.stmt, current.axes), tile, lanes, names)} == " \
+               f"{self.value(current, tile, lanes, names)})"
+        exponent = self.value(op.rescale.exponent, tile, lanes, names)
+        self.emit(f"    {factor}[{', '.join(row_lanes)}] = T.if_then_else({same}, 1.0, T.exp({exponent}))")
+        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
+        scaled = f"{acc}[{', '.join(lanes)}] * {factor}[{', '.join(row_lanes)}]"
+        self.emit(f"    {acc}[{', '.join(lanes)}] = {self.round(op.accum, scaled)}")
+        self.emit(f"for {', '.join(row_lanes)} in T.Parallel({', '.join(str(shape[p]) for p in rows)}):")
+        self.emit(f"    {ref}[{', '.join(row_lanes)}] = {self.value(current, tile, lanes, names)}")
+        self.exit_vector()
+
     # ------------------------------------------------------------ matrix products
 
     def stage_operand(self, op: T.AccUpdate, n: int, stem: str) -> str:
         """Allocate operand n's on-chip copy (`op.staged`, compiler/analysis/placement.py) and copy its box into it."""
         st, load = op.staged[n], (op.partial.lhs, op.partial.rhs)[n]
+        if isinstance(load, T.RegOperand):
+            return self.register_operand(op, st, load)
+        if isinstance(load, T.Preloaded):
+            return self.preloads[load.name]
         cache = st.cache
         note = (f"cache_read {load.tensor} -> {cache.scope} at {cache.loop} (plan {list(cache.shape)} {cache.dtype})"
                 if cache else f"{load.tensor} staged for the matrix unit (no cache_read in the schedule)")
-        buf = self.alloc(self.fresh(f"{load.tensor}_{stem}"), list(st.shape), st.dtype, st.scope, note)
-        if st.scope == "shared":
+        taken = len(self.allocated)
+        buf = self.loop_buffer(f"{load.tensor}_{stem}", list(st.shape), st.dtype, st.scope, note)
+        if st.scope == "shared" and len(self.allocated) > taken:  # a new buffer: one copy per stage in flight
             self.footprint["shared"] += math.prod(st.shape) * BYTES[st.dtype] * (st.stages - 1)
         self.copy_in(op, load, buf, list(st.shape), st.dtype)
+        return buf
+
+    def register_operand(self, op: T.AccUpdate, st: T.Staged, load: T.RegOperand) -> str:
+        """A product operand an earlier statement holds in registers (already rounded to its dtype): copied in
+        the operand dtype to its staging buffer (a fragment T.gemm reads in place, or shared memory), 0 outside
+        the reduction's lanes."""
+        value = self.values.get(load.reg.stmt)
+        if value is None:
+            raise InternalError(f"{load.reg.stmt} is read before it is computed")
+        buf = self.loop_buffer(f"{load.reg.stmt}_{st.scope[0]}", list(st.shape), st.dtype, st.scope,
+                         f"{load.reg.stmt} in {st.dtype}, as the product reads it")
+        lanes = self.lane_list(len(st.shape))
+        _, names = self.lanes(op.tile)
+        for lane, p in zip(lanes, load.reg.axes):
+            axis = op.tile.axes[p]
+            off = simplify(axis.offset)
+            names[axis.iter] = lane if off == T.Const(0) else f"({index_code(off, self.vars)} + {lane})"
+        src = f"{value.buffer}[{', '.join(lanes)}]"
+        if load.mask is not None:
+            src = f"T.if_then_else({index_code(load.mask, names)}, {src}, 0.0)"
+        self.enter_vector()
+        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, st.shape))}):")
+        self.emit(f'    {buf}[{", ".join(lanes)}] = T.Cast("{TL_DTYPES[st.dtype]}", {src})')
+        self.exit_vector()
         return buf
 
     def _tensor_shape(self, name: str) -> list:
         return next((t.shape for t in self.kernel.tensors if t.name == name), [])
 
-    def copy_in(self, op: T.AccUpdate, load: T.Load, buf: str, shape, dtype: str) -> None:
+    def copy_in(self, op, load: T.Load, buf: str, shape, dtype: str) -> None:
+        """Copy the box of `load` in `op`'s tile (a product's, or a Preload's) into `buf`."""
         _, names = self.lanes(op.tile)
         if load.mask is None:
             self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})")
@@ -393,7 +509,7 @@ class KernelPrinter(TileLangDialect):
         return axis_start(x, tile, self.vars)
 
     def dot(self, op: T.AccUpdate) -> None:
-        (i, j, k), _ = operand_layout(op)
+        i, j, k = [a.iter for a in op.tile.axes]  # rows, columns, reduction (the Dot's layout)
         ta, tb = (st.transposed for st in op.staged)
         acc, shape = self.accs[op.stmt]
         size = {a.iter: a.size for a in op.tile.axes}
@@ -405,6 +521,8 @@ class KernelPrinter(TileLangDialect):
             self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
             return
         flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
+        if op.partial.warp_rows:  # each warp owns whole rows (compiler/analysis/placement.py: warps_by_rows)
+            flags += ", policy=T.GemmWarpPolicy.FullRow"
         if op.accum == "f32":
             self.emit(f"T.gemm({a}, {b}, {acc}{flags})")
             return
@@ -474,7 +592,7 @@ class KernelPrinter(TileLangDialect):
             if last and op.accum == "f32":
                 self.emit(f"{fn}({src}, {acc}, dim={dim}, clear=False)")
                 return
-            dst = self.alloc(self.fresh(f"r_{op.stmt}"), cur, "f32", self.vector_scope)
+            dst = self.loop_buffer(f"r_{op.stmt}", cur, "f32", self.vector_scope)
             self.emit(f"{fn}({src}, {dst}, dim={dim}, clear=True)")
             src = dst
         lanes = self.lane_list(len(acc_shape))
@@ -566,6 +684,11 @@ class KernelPrinter(TileLangDialect):
             if not value.iters:
                 return f"{value.buffer}[0]"
             return f"{value.buffer}[{', '.join(lane_vars[p] for p in e.axes)}]"
+        if isinstance(e, T.Running):  # a running maximum: its accumulator now, rounded as a store would
+            acc, _ = self.accs[e.stmt]
+            return self.round(e.dtype, f"{acc}[{', '.join(lane_vars[p] for p in e.axes) or '0'}]")
+        if isinstance(e, T.Reference):  # the maximum a rescaled accumulator was last brought to
+            return f"{self.ref_name(e.stmt)}[{', '.join(lane_vars[p] for p in e.axes) or '0'}]"
         if isinstance(e, T.Call):
             return _call(e.func, [v(a) for a in e.args])
         if isinstance(e, T.Round):

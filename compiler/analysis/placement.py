@@ -9,7 +9,8 @@ Two questions, asked at two stages of the flow, answered here and nowhere else:
 * `assign_units(program, backend)` -- which unit runs each `Dot` of a tile program: `MATRIX` (tensor
   core, cube) or `VECTOR` (exact f32 multiply-add).  The answer depends on what one backend's matrix
   instruction accepts (`MATRIX_UNITS`): operand dtypes, accumulator dtype, operand masks its copies
-  reproduce, tile shapes.  The printers read `Dot.unit` and never decide it themselves.
+  reproduce, tile shapes.  The printers read `Dot.unit` and never decide it themselves; nor how the warps
+  split a product's tile (`Dot.warp_rows`, `warps_by_rows`).
 
 * `stage_operands(program, backend)` -- where each product's operands are copied before it reads them
   (`STAGING`: shared memory, L1, UB, or not at all), in which loop, with how many copies in flight, and
@@ -27,7 +28,8 @@ from typing import Optional
 from tdsl.frontend import ast
 
 from tdsl.compiler.errors import BackendError, InternalError
-from tdsl.compiler.lower.tileir import AccUpdate, Dot, SerialLoop, Staged, TileKernel, TileProgram, Var, walk_ops
+from tdsl.compiler.lower.tileir import (AccUpdate, Dot, Preload, Preloaded, RegOperand, SerialLoop, Staged, TileKernel,
+                                       TileProgram, Var, walk_ops)
 
 MATRIX = "matrix"
 VECTOR = "vector"
@@ -94,6 +96,16 @@ MATRIX_UNITS = {
 }
 
 
+def warps_by_rows(kernel: TileKernel, backend: str) -> bool:
+    """Whether every product of a kernel must give each warp whole rows of its tile: on TileLang, when one reads
+    an operand an earlier statement holds in registers (P in attention's P·V after online()).  T.gemm reads
+    such an operand in the layout its producer was computed in, and that producer (the scores, a product
+    too) and the row statistics between them share one layout only when no warp splits a row."""
+    return MATRIX_UNITS[backend].warp_tile is not None and any(
+        isinstance(load, RegOperand) for op in walk_updates(kernel.body) if isinstance(op.partial, Dot)
+        for load in (op.partial.lhs, op.partial.rhs))
+
+
 def decide_unit(op: AccUpdate, kernel: TileKernel, backend: str) -> str:
     """MATRIX if `backend`'s matrix unit computes this tile product exactly as the program says, else VECTOR."""
     unit, dot = MATRIX_UNITS[backend], op.partial
@@ -107,13 +119,15 @@ def decide_unit(op: AccUpdate, kernel: TileKernel, backend: str) -> str:
     if unit.operand_masks == "bounds" and not all(load.mask_is_bounds for load in loads):
         return VECTOR
     if unit.fp8_row_elements and dot.lhs_dtype == "f8e4m3":
-        contiguous = {x.name for x in (dot.lhs.indices[-1], dot.rhs.indices[-1]) if isinstance(x, Var)}
+        contiguous = {order[-1] for order in (operand_order(load, op) for load in loads) if order}
         if any(a.size < unit.fp8_row_elements for a in op.tile.axes if a.iter in contiguous):
             return VECTOR
     if unit.warp_tile is not None:
         rows, cols = op.tile.axes[0].size, op.tile.axes[1].size
         wr, wc = unit.warp_tile
         if rows % wr or cols % wc or (rows // wr) * (cols // wc) < kernel.num_warps:
+            return VECTOR
+        if warps_by_rows(kernel, backend) and rows % (wr * kernel.num_warps):
             return VECTOR
     return MATRIX
 
@@ -127,10 +141,11 @@ def assign_units(program: TileProgram, backend: str) -> TileProgram:
                 op = replace(op, body=ops(op.body, kernel))
             elif isinstance(op, AccUpdate) and isinstance(op.partial, Dot):
                 unit = decide_unit(op, kernel, backend)
-                op = replace(op, partial=replace(op.partial, unit=unit))
+                op = replace(op, partial=replace(op.partial, unit=unit, warp_rows=by_rows[kernel.name]))
             out.append(op)
         return out
 
+    by_rows = {k.name: warps_by_rows(k, backend) for k in program.kernels}
     return replace(program, kernels=[replace(k, body=ops(k.body, k)) for k in program.kernels])
 
 
@@ -162,6 +177,13 @@ STAGING = {
     "ascend-910b": {MATRIX: "L1"},  # the cube reads L1; vector products load their own UB rows
 }
 
+# backend -> unit -> the scope of an operand an earlier statement holds in registers (`RegOperand`, attention's P
+# in P·V after online()); absent: the scope of STAGING.  TileLang's T.gemm reads a register operand in place
+# (a fragment in the operand dtype); its exact FMA loop reads every lane's row, so a copy in shared memory.
+REGISTER_STAGING = {
+    "tilelang": {MATRIX: "fragment"},
+}
+
 # Backends whose printers copy only 2-D operand tensors (no batch indices such as attention's Q[b, h, i, d]).
 PLAIN_OPERANDS_ONLY = {"ascend-910b": "tilelang-ascend 0.1.4's T.copy regions are not verified for it"}
 
@@ -176,7 +198,7 @@ def operand_layout(op: AccUpdate) -> tuple:
     size = {a.iter: a.size for a in op.tile.axes}
     out = []
     for load, rows, cols, dtype in ((dot.lhs, i, k, dot.lhs_dtype), (dot.rhs, k, j, dot.rhs_dtype)):
-        order = [x.name if isinstance(x, Var) else None for x in load.indices]
+        order = operand_order(load, op)
         others = [x for x in order if x not in (rows, cols)]
         axes = [x for x in order if x in (rows, cols)]
         if all(x in op.tile.scalars for x in others) and axes == [rows, cols]:
@@ -184,15 +206,29 @@ def operand_layout(op: AccUpdate) -> tuple:
         elif all(x in op.tile.scalars for x in others) and axes == [cols, rows]:
             out.append((load, True, [size[cols], size[rows]], dtype))
         else:
-            raise BackendError(f"{op.stmt}: operand {load.tensor}[{', '.join(map(str, order))}] is not a plain 2-D tile")
+            raise BackendError(f"{op.stmt}: operand {operand_name(load)}[{', '.join(map(str, order))}] is not a plain "
+                               f"2-D tile")
     return (i, j, k), out
+
+
+def operand_name(load) -> str:
+    """The tensor a product operand is read from, or the statement whose registers hold it."""
+    return load.reg.stmt if isinstance(load, RegOperand) else load.tensor
+
+
+def operand_order(load, op: AccUpdate) -> list:
+    """The iterators of a product operand's dimensions, in storage order: a tensor's indices (None where one is
+    not a plain iterator), or the producer's tile axes of a register operand."""
+    if isinstance(load, RegOperand):
+        return [op.tile.axes[p].iter for p in load.reg.axes]
+    return [x.name if isinstance(x, Var) else None for x in load.indices]
 
 
 def tile_dims(load, op: AccUpdate) -> list[int]:
     """The positions of a product operand's indices that run along the tile's axes (two; the others, batch
     indices, hold one value per tile)."""
     axes = {a.iter for a in op.tile.axes}
-    return [n for n, x in enumerate(load.indices) if isinstance(x, Var) and x.name in axes]
+    return [n for n, x in enumerate(operand_order(load, op)) if x in axes]
 
 
 def stage_operands(program: TileProgram, backend: str) -> TileProgram:
@@ -200,37 +236,64 @@ def stage_operands(program: TileProgram, backend: str) -> TileProgram:
 
     An operand is copied in each iteration of the innermost serial loop around the product (once per program
     when there is none), with that loop's pipeline depth; the schedule's `cache_read` of the tensor at that
-    loop is that copy, and its planned box must be the box the product reads."""
-    scopes = STAGING[backend]
+    loop is that copy, and its planned box must be the box the product reads.  An operand loaded once before
+    that loop (`Preload`, compiler/lower/passes/hoist.py) is copied where the Preload stands: in each iteration
+    of the loop around it, and the Preload gets the scope of the copy."""
+    return replace(program, kernels=[_stage_kernel(k, backend) for k in program.kernels])
 
-    def ops(body, loop, kernel):
+
+def _stage_kernel(kernel: TileKernel, backend: str) -> TileKernel:
+    scopes = STAGING[backend]
+    preloads = {op.name: op for op in walk_ops(kernel.body) if isinstance(op, Preload)}
+    preload_scope = {}
+
+    def ops(body, loops):
         out = []
         for op in body:
             if isinstance(op, SerialLoop):
-                op = replace(op, body=ops(op.body, op, kernel))
+                op = replace(op, body=ops(op.body, loops + [op]))
             elif isinstance(op, AccUpdate) and isinstance(op.partial, Dot) and backend in PLAIN_OPERANDS_ONLY:
                 _check_plain(op, backend)
             if isinstance(op, AccUpdate) and isinstance(op.partial, Dot) and unit_of(op) in scopes:
-                op = replace(op, staged=_staged(op, scopes[unit_of(op)], loop, kernel))
+                op = replace(op, staged=_staged(op, backend, scopes[unit_of(op)], loops, kernel, preloads))
+                for load, st in zip((op.partial.lhs, op.partial.rhs), op.staged):
+                    if isinstance(load, Preloaded):
+                        preload_scope[load.name] = st.scope
             out.append(op)
         return out
 
-    return replace(program, kernels=[replace(k, body=ops(k.body, None, k)) for k in program.kernels])
+    def with_scopes(body):
+        return [replace(op, body=with_scopes(op.body)) if isinstance(op, SerialLoop)
+                else replace(op, scope=preload_scope[op.name]) if isinstance(op, Preload) and op.name in preload_scope
+                else op for op in body]
+
+    return replace(kernel, body=with_scopes(ops(kernel.body, [])))
 
 
 def _check_plain(op: AccUpdate, backend: str) -> None:
     for load in (op.partial.lhs, op.partial.rhs):
-        if len(load.indices) != 2:
-            raise BackendError(f"{op.stmt}: operand {load.tensor} of a matrix product has batch indices; {backend} "
+        if len(operand_order(load, op)) != 2:
+            raise BackendError(f"{op.stmt}: operand {operand_name(load)} of a matrix product has batch indices; {backend} "
                                f"generates products of 2-D operands only ({PLAIN_OPERANDS_ONLY[backend]}); "
                                f"generate it for nvidia or ascend-950")
 
 
-def _staged(op: AccUpdate, scope: str, loop, kernel: TileKernel) -> tuple:
-    owned = loop.buffers if loop is not None else kernel.buffers
-    stages = (loop.stages or 1) if loop is not None else 1
+def _staged(op: AccUpdate, backend: str, scope: str, loops: list, kernel: TileKernel, preloads: dict) -> tuple:
+    dot = op.partial
+    loaded = [preloads[x.name].load if isinstance(x, Preloaded) else x for x in (dot.lhs, dot.rhs)]
+    layout = operand_layout(replace(op, partial=replace(dot, lhs=loaded[0], rhs=loaded[1])))[1]
     out = []
-    for load, transposed, shape, dtype in operand_layout(op)[1]:
+    for load, (_, transposed, shape, dtype) in zip((dot.lhs, dot.rhs), layout):
+        # copied in each iteration of the innermost loop around the product, or, preloaded, of the one around that
+        loop = (loops[-2] if len(loops) > 1 else None) if isinstance(load, Preloaded) else (loops[-1] if loops else None)
+        load = preloads[load.name].load if isinstance(load, Preloaded) else load
+        owned = loop.buffers if loop is not None else kernel.buffers
+        stages = (loop.stages or 1) if loop is not None else 1
+        if isinstance(load, RegOperand):  # already on chip: no copy from memory, no cache_read
+            where = REGISTER_STAGING.get(backend, {}).get(unit_of(op), scope)
+            out.append(Staged(load.reg.stmt, where, tuple(shape), transposed, dtype, 1,
+                              loop.var if loop is not None else "", None))
+            continue
         cache = next((b for b in owned if b.tensor == load.tensor and b.kind == "read"), None)
         tensor_shape = next((t.shape for t in kernel.tensors if t.name == load.tensor), ())
         dims = tile_dims(load, op)  # a batched operand's plan box is 1 along its batch indices

@@ -29,11 +29,18 @@ BACKENDS = {
     ("ascend-910b", "tilelang-ascend"): "ascend-910b",
 }
 
-# The tile rewrites one backend's hardware needs, in order (each a pure TileProgram -> TileProgram)
-TARGET_PASSES = {
+# Rewrites of the products' operands, before their copies are placed (each a pure TileProgram -> TileProgram)
+OPERAND_PASSES = {
     "triton": (
         hoist_invariant_operands,  # a product operand the same in every iteration of a loop is loaded before it
     ),
+    "tilelang": (
+        hoist_invariant_operands,
+    ),
+}
+
+# The tile rewrites one backend's hardware needs, in order (each a pure TileProgram -> TileProgram)
+TARGET_PASSES = {
     "ascend-910b": (
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
         split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows
@@ -48,8 +55,7 @@ DEVICE = {"triton": "h100", "tilelang": "h100", "ascend-950": "ascend-950", "asc
 def lower_for(schedule, backend: str, device: Optional[str] = None) -> TileProgram:
     """The tile program `backend` prints for `schedule` on `device` (default: the backend's `DEVICE`); raises
     CapacityError / BackendError as the steps do."""
-    if backend != "triton":
-        refuse_online(schedule, backend)  # before lowering: its own refusals would not name the reason
+    refuse_online(schedule, backend)  # before lowering: its own refusals would not name the reason
     program = lower(schedule)  # tiles, loops, masks and reductions of the scheduled tree (compiler/lower/build.py)
     return prepare(program, schedule, backend, device)
 
@@ -58,26 +64,31 @@ def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] 
     """The backend-specific passes over a lowered program (each returns a new program; none edits its input)."""
     if backend != "triton":  # only the Triton launcher reads run-time sizes from the tensors
         require_bound_sizes(schedule)
-        refuse_online(schedule, backend)
+    refuse_online(schedule, backend)
     program = with_stages(program, schedule, device or DEVICE[backend])  # buffers checked against the device
     program = assign_units(program, backend)  # the unit of every tile product (compiler/analysis/placement.py)
+    for rewrite in OPERAND_PASSES.get(backend, ()):
+        program = rewrite(program)
     program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
     for rewrite in TARGET_PASSES.get(backend, ()):
         program = rewrite(program)
     return check_int32(program)  # every index, mask and address fits the kernels' 32-bit integers
 
 
+# The backends that print the one-pass softmax (`online`: running maxima, rescaled sums, a product of a register tile)
+ONLINE_BACKENDS = ("triton", "tilelang")
+
+
 def refuse_online(schedule, backend: str) -> None:
-    """The one-pass softmax (`online`: running maxima, rescaled sums, a product of a register tile) is printed by
-    the Triton backend only so far."""
+    """A schedule with online() is refused, naming the reason, by a backend that does not print it."""
     from tdsl.compiler.errors import BackendError
 
-    if schedule.tree.online:
+    if schedule.tree.online and backend not in ONLINE_BACKENDS:
         stat = schedule.tree.online[0]
         sums = ", ".join(s.name for s in schedule.model.stmts if s.rescale is not None and s.rescale.stat == stat)
         raise BackendError(f"{sums} follow{'s' * (',' not in sums)} a running maximum (online({stat}), online "
-                           f"softmax), which only the Triton backend generates so far; compile for nvidia with "
-                           f"--backend triton, or leave out online() to run the statistics in separate passes",
+                           f"softmax), which only the NVIDIA backends generate so far (Triton, TileLang); compile for "
+                           f"nvidia, or leave out online() to run the statistics in separate passes",
                            backend)
 
 

@@ -160,6 +160,7 @@ class Dot:
     lhs_dtype: str
     rhs_dtype: str
     unit: str = ""  # matrix | vector, decided per backend by compiler/analysis/placement.py ("" until then)
+    warp_rows: bool = False  # each warp owns whole rows of the product tile (placement.py; TileLang's FullRow)
 
 
 Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, Reference, RegOperand, Preloaded, Call, Round, Reduce,
@@ -309,6 +310,7 @@ class Preload(_Value):
     tile: Tile  # the operand's axes (their offsets do not depend on the loop) and the scalars it uses
     dtype: str
     guard: Optional[Expr] = None  # read only where this holds (the loop runs at least once)
+    scope: str = ""  # where it is copied (compiler/analysis/placement.py: stage_operands); "": registers
 
 
 Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop, Preload]

@@ -174,6 +174,6 @@ def expr_text(e) -> str:
     if isinstance(e, Reduce):
         return f"{e.op}[axes {', '.join(map(str, e.axes))}]({expr_text(e.operand)})"
     if isinstance(e, Dot):
-        on = f" on {e.unit}" if e.unit else ""
+        on = (f" on {e.unit}" if e.unit else "") + (", warps by rows" if e.warp_rows else "")
         return f"dot({expr_text(e.lhs)}: {e.lhs_dtype}, {expr_text(e.rhs)}: {e.rhs_dtype}){on}"
     raise TypeError(f"not a tile expression: {e!r}")  # pragma: no cover

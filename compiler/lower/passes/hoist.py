@@ -6,6 +6,7 @@ operand inside a `SerialLoop` is hoisted before the loop when
 
 * the product's operands have one dtype (both loaded in their storage type),
 * its tensor is an input of the kernel (no statement writes it, so every iteration reads the same values),
+* the schedule does not place a copy of it in the loop (a `cache_read` at the loop stays where it was put),
 * its indices and mask do not use the loop's variable, and
 * the tile axes it is built from do not move with the loop (their offsets do not use the variable);
 
@@ -54,7 +55,8 @@ def _hoist(op, loop: SerialLoop, written: set, hoisted: list, counter):
     dot, var = op.partial, loop.var
     operands = []
     for load, rows_cols in ((dot.lhs, (0, 2)), (dot.rhs, (2, 1))):
-        if not (isinstance(load, Load) and load.tensor not in written):
+        cached = any(b.tensor == getattr(load, "tensor", None) and b.kind == "read" for b in loop.buffers)
+        if not (isinstance(load, Load) and load.tensor not in written) or cached:
             operands.append(load)
             continue
         axes = [op.tile.axes[p] for p in rows_cols]
