@@ -207,14 +207,15 @@ class KernelPrinter(TileLangDialect):
     def loop_buffer(self, stem: str, shape, dtype: str, scope: str, note: str = "") -> str:
         """A buffer for one use in the loop being printed.  The parts a loop is split into (full tiles first, the
         rest masked: compiler/lower/loops.py) run one after the other, so the n-th buffer of one spec that each
-        takes is the same one -- except shared memory in a T.Pipelined loop, which the pipeliner multiplies by
-        its stages once per loop (TileLang then lets loops that run one after the other share the storage)."""
+        takes is the same one -- except shared memory of a T.Pipelined loop, which the pipeliner gives one copy
+        per stage inside that loop only (TileLang lets loops that run one after the other share the storage)."""
         spec = (stem, tuple(shape), dtype, scope)
         n = self.uses.get(spec, 0)
         self.uses[spec] = n + 1
-        pipelined = scope == "shared" and self.loops and self.loops[-1].stages
+        if scope == "shared" and self.loops and self.loops[-1].stages:
+            return self.alloc(self.fresh(stem), shape, dtype, scope, note)
         key = (tuple(loop.var for loop in self.loops), spec, n)
-        if pipelined or key not in self.siblings:
+        if key not in self.siblings:
             self.siblings[key] = self.alloc(self.fresh(stem), shape, dtype, scope, note)
         return self.siblings[key]
 

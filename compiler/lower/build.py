@@ -189,9 +189,14 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         loops = []
         for part, start, stop in parts:
             with self._restrict(loop, part):
-                note = self._loop_note(loop) + {None: "", "full": ": the iterations with full tiles (no masks)",
-                                               "rest": ": the other iterations (masked)"}[part]
-                loops.append(SerialLoop(self._var(loop, 0), start, stop, loop.pipeline,
+                # The masked rest of a split loop is a few iterations (the diagonal blocks, the ragged end): a
+                # pipeline over them only adds its prologue, and a second pipelined copy of the loop would need
+                # its own staging buffers per stage (TileLang allocates them per pipelined loop).
+                stages = None if part == "rest" else loop.pipeline
+                note = self._loop_note(loop, pipelined=bool(stages)) + {
+                    None: "", "full": ": the iterations with full tiles (no masks)",
+                    "rest": ": the other iterations (masked" + ("; not pipelined)" if loop.pipeline else ")")}[part]
+                loops.append(SerialLoop(self._var(loop, 0), start, stop, stages,
                                         self._lower_body(loop.body if body is None else body, context + [loop]),
                                         note, [_buffer_decl(b) for b in self.planned if b.at is loop]))
         after = [self._acc_finish(s, context) for s in starts]

@@ -258,9 +258,9 @@ class KernelLoops:
             node = node.body[0]
         return node, hoisted
 
-    def _loop_note(self, loop: Loop) -> str:
+    def _loop_note(self, loop: Loop, pipelined: bool = True) -> str:
         parts = [f"cache_{b.kind} {b.tensor} -> {b.scope}" for b in self.tree.buffers if b.at is loop]
-        if loop.pipeline:
+        if loop.pipeline and pipelined:
             parts.append(f"pipeline stages={loop.pipeline}")
         return f"loop {loop.name}" + (f": {'; '.join(parts)}" if parts else "")
 

@@ -176,11 +176,13 @@ def resolve_sizes(decls: dict, overrides: Optional[dict] = None) -> dict:
 
 
 def _check_elements(tensor: "Tensor") -> None:
-    """Generated kernels index tensors with 32-bit offsets: a tensor holds at most 2^31 - 1 elements."""
+    """Generated kernels index tensors with 32-bit offsets: a parameter holds at most 2^31 - 1 elements.  A
+    statement's tensor is checked where a kernel keeps it in global memory (compiler/lower/passes/int32.py): a
+    schedule may never store it (FlashAttention's scores)."""
     from tdsl.frontend.diagnostics import TdslError
     from tdsl.frontend.limits import MAX_INT
 
-    if not all(isinstance(d, int) for d in tensor.shape):
+    if tensor.kind == "temp" or not all(isinstance(d, int) for d in tensor.shape):
         return
     count = 1
     for d in tensor.shape:

@@ -134,3 +134,17 @@ def test_index_arithmetic_past_32_bits_is_refused_with_the_expression():
             lower_for(sched, backend)
     fine = load(EXAMPLES / "gemm.tdsl").schedule("gpu")  # the chapter's sizes: 4096^2 elements, well inside
     assert lower_for(fine, "triton").kernels
+
+
+@pytest.mark.parametrize("backend", ["triton", "tilelang"])
+def test_a_statement_tensor_past_32_bits_is_refused_only_where_a_kernel_keeps_it(backend):
+    """Parameters past 2^31 - 1 elements are refused when the program is built (tests/model); a statement's tensor
+    only where a kernel keeps it in global memory: attention's scores at B = 8, H = 32, L = 4096 (2^32 elements)
+    are refused unfused and fine in the flash schedule, which never stores them."""
+    from tdsl.compiler.errors import BackendError
+
+    prog = load(EXAMPLES / "mha.tdsl", sizes={"B": 8, "H": 32, "L": 4096})
+    with pytest.raises(BackendError, match=r"keeps S in global memory, 4294967296 elements \(8 x 32 x 4096 x 4096\); "
+                                           r"generated kernels address at most 2147483647 .*fuse S into its readers"):
+        lower_for(prog.schedule("unfused"), backend)
+    assert len(lower_for(prog.schedule("flash"), backend).kernels) == 1

@@ -24,6 +24,7 @@ INT32_MAX = (1 << 31) - 1
 def check_int32(program: T.TileProgram) -> T.TileProgram:
     """The program unchanged, or BackendError naming the first expression that may overflow 32 bits."""
     for kernel in program.kernels:
+        _check_tensors(kernel)
         # run-time sizes stay unbounded here (unchecked): a kernel for every size cannot be refused for its largest
         ranges = {name: (value, value) for name, value in program.sizes.items() if isinstance(value, int)}
         for axis in kernel.grid:
@@ -33,6 +34,17 @@ def check_int32(program: T.TileProgram) -> T.TileProgram:
                     ranges[var] = (lo[0], lo[1] + max(n[1], 1) - 1)
         _check_ops(kernel.body, ranges, kernel)
     return program
+
+
+def _check_tensors(kernel: T.TileKernel) -> None:
+    """Every tensor a kernel reads or writes in global memory is addressed with 32-bit offsets (parameters are
+    checked when the program is built; a statement's tensor only here, where a kernel keeps it)."""
+    for t in kernel.tensors:
+        if all(isinstance(d, int) for d in t.shape) and math.prod(t.shape) > INT32_MAX:
+            dims = " x ".join(map(str, t.shape))
+            raise BackendError(f"{kernel.name} keeps {t.name} in global memory, {math.prod(t.shape)} elements ({dims}); "
+                               f"generated kernels address at most {INT32_MAX} (2^31 - 1): fuse {t.name} into its "
+                               f"readers (compute_at) so it stays on chip, or choose smaller sizes")
 
 
 def _check_ops(ops, ranges: dict, kernel: T.TileKernel) -> None:

@@ -78,6 +78,50 @@ def test_f32_and_mixed_operands_use_exact_multiply_add(modules):
     assert "for kk in T.serial(64):" in text  # P (f32) x V (bf16): no tf32 rounding
 
 
+def _flash(example: str, sizes: dict, variant: str = "", block: tuple = (128, 128), warps: int = 8) -> str:
+    """The TileLang module of an example's flash schedule at `sizes` (another block and warps: a variant)."""
+    text = (EXAMPLES / f"{example}.tdsl").read_text()
+    if variant:
+        body = re.search(r"schedule flash \{\n(.*?)\n\}", text, re.S).group(1)
+        body = body.replace("split(l.i, 128)", f"split(l.i, {block[0]})").replace("split(l.j, 128)", f"split(l.j, {block[1]})")
+        text += f"\nschedule {variant} {{\n{body.replace('warps=8', f'warps={warps}')}\n}}\n"
+    return generate(loads(text, filename=f"{example}.tdsl", sizes=sizes), variant or "flash", target="nvidia",
+                    backend="tilelang")
+
+
+@pytest.mark.parametrize("example", ["mha", "mha_causal"])
+def test_flash_attention_is_one_kernel_with_the_running_state_in_fragments(example, tmp_path):
+    """The online softmax in TileLang: both products on T.gemm (P from a bf16 fragment, every warp owning whole
+    rows), the statistics and their rescaling in fragments, Q copied once, only Q, K, V and O in global memory,
+    the masked rest of the key loop (diagonal blocks, the ragged end) not pipelined; and it lowers for sm_90a
+    at a ragged length with the staging buffers of one pipelined loop (3 x 32 KB for K and V, 32 KB for Q)."""
+    text = _flash(example, {"B": 1, "H": 2, "L": 1000})
+    assert "def mha" in text and text.count("T.Tensor(") == 4  # Q, K, V, O: no global temporaries
+    assert "T.gemm(Q_pre, K_s_1, acc_S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)" in text
+    assert 'P_f_4 = T.alloc_fragment((128, 128), "bfloat16")' in text
+    assert re.search(r"T.gemm\(P_f_\d+, V_s_\d+, acc_U, policy=T.GemmWarpPolicy.FullRow\)", text)
+    assert "T.fill(ref_U, -T.infinity(\"float32\"))" in text
+    assert "acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_3[l0]" in text
+    assert "T.copy(Q[" in text and "for ko in T.Pipelined(" in text and "num_stages=3" in text
+    assert re.search(r"for ko in T.serial\(", text)  # the rest: no second pipeline
+    module = load_module(text, tmp_path / f"{example}.py")
+    src = lower_module(module, "sm_90a")[f"{example}_0"]
+    assert src.count("wgmma") > 0
+    offsets = {int(x) for x in re.findall(r"buf_dyn_shmem \+ (\d+)", src)}
+    assert max(offsets) <= 131072  # Q at 0, K at 32 KB, V at 128 KB: 224 KB in all
+
+
+def test_flash_attention_with_too_few_rows_per_warp_multiplies_on_the_vector_units(tmp_path):
+    """With rows split among warps, each warp needs 16 rows of the product tile: a 64-row tile over 8 warps
+    cannot, and its products are the exact f32 multiply-add loop instead (placement decides, not the printer);
+    P then goes through shared memory, where every lane can read its row."""
+    text = _flash("mha", {"B": 1, "H": 1, "L": 200}, "flash_m64_w8", block=(64, 64), warps=8)
+    assert "T.gemm(" not in text and "for kk in T.serial(" in text
+    assert 'P_s_4 = T.alloc_shared((64, 64), "bfloat16")' in text
+    assert "mha_0" in lower_module(load_module(text, tmp_path / "m64.py"), "sm_90a")
+    assert _flash("mha", {"B": 1, "H": 1, "L": 200}, "flash_m64_w4", block=(64, 64), warps=4).count("T.gemm(") == 4
+
+
 def test_launcher_checks_its_arguments_before_compiling(modules):
     import torch
 

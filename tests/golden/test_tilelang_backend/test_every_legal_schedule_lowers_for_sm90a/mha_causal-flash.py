@@ -116,8 +116,8 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         # Q: the same tile in every iteration of the loop below, copied once
         if (qo < (qo + 1)):
             T.copy(Q[bh_0, bh_1, (128 * qo):(128 * qo) + 128, 0:128], Q_pre_1)
-        # loop ko: pipeline stages=3: the other iterations (masked)
-        for ko in T.Pipelined(qo, (qo + 1), num_stages=3):
+        # loop ko: the other iterations (masked; not pipelined)
+        for ko in T.serial(qo, (qo + 1)):
             # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
             # S: sum accumulator (f32), tile [128, 128]
             T.fill(acc_S, 0.0)

@@ -224,8 +224,8 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
     t_pre1 = tl.load(Q + pre1_b * 2097152 + pre1_h * 524288 + pre1_i[:, None] * 128 + pre1_d[None, :], mask=((qo + tl.zeros([1], tl.int32)) < (qo + 1)), other=0.0)
     if INTERPRET:
         t_pre1 = t_pre1.to(tl.float32)
-    # loop ko: pipeline stages=3: the other iterations (masked)
-    for ko in tl.range(qo, (qo + 1), num_stages=3):
+    # loop ko: the other iterations (masked; not pipelined)
+    for ko in range(qo, (qo + 1)):
         # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
         # S: sum accumulator (f32), tile [128, 128]
         acc_S = tl.full([128, 128], 0.0, tl.float32)
