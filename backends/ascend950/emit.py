@@ -26,7 +26,8 @@ from pathlib import Path
 
 
 from tdsl.backends.common.module import dynamic_sizes, module_text
-from tdsl.backends.tilelang.emit import BYTES, TL_DTYPES, KernelPrinter, index_code, operand_region, shape_code
+from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrinter, index_code, operand_region,
+                                       shape_code)
 from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.lower import tileir as T
@@ -40,6 +41,7 @@ SIMT_THREADS = 128
 
 class Ascend950Printer(KernelPrinter):
     vector_scope = "UB"
+    functions = FUNCTIONS  # the AscendC spellings (NVIDIA's __expf has no counterpart here)
 
     def __init__(self, program, kernel, names=None, target="ascend-950"):
         super().__init__(program, kernel, names)

@@ -51,6 +51,20 @@ TL_DTYPES = TILELANG  # backends/common/dtypes.py
 GRID_VARS = {"x": "bx", "y": "by", "z": "bz"}
 F8_MAX = 448.0
 
+FUNCTIONS = {  # the primitives of compiler/model/functions.py in TileLang
+    "exp": "T.exp({0})",
+    "log": "T.log({0})",
+    "sqrt": "T.sqrt({0})",
+    "tanh": "T.tanh({0})",
+    "abs": "T.abs({0})",
+    "max": "T.max({0}, {1})",
+    "min": "T.min({0}, {1})",
+}
+
+# On NVIDIA, exp is CUDA's __expf (ex2.approx of x·log2 e, a few ulp), as Triton's tl.exp is: T.exp would be
+# the libm expf (without --use_fast_math, which tdsl does not pass: it would also make `/` approximate).
+NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})"}
+
 
 def emit_module(program: T.TileProgram, **common) -> str:
     """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
@@ -177,6 +191,7 @@ class KernelPrinter(TileLangDialect):
     # dialect hooks (Ascend-950 overrides these)
     module_T = "tilelang.language"
     vector_scope = "fragment"
+    functions = NVIDIA_FUNCTIONS
 
     def __post_init__(self):
         if self.names is None:
@@ -429,7 +444,8 @@ class KernelPrinter(TileLangDialect):
         same = f"({self.value(T.Reference(op.stmt, current.axes), tile, lanes, names)} == " \
                f"{self.value(current, tile, lanes, names)})"
         exponent = self.value(op.rescale.exponent, tile, lanes, names)
-        self.emit(f"    {factor}[{', '.join(row_lanes)}] = T.if_then_else({same}, 1.0, T.exp({exponent}))")
+        scale = call_code(self.functions, "exp", [exponent])
+        self.emit(f"    {factor}[{', '.join(row_lanes)}] = T.if_then_else({same}, 1.0, {scale})")
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
         scaled = f"{acc}[{', '.join(lanes)}] * {factor}[{', '.join(row_lanes)}]"
         self.emit(f"    {acc}[{', '.join(lanes)}] = {self.round(op.accum, scaled)}")
@@ -691,7 +707,7 @@ class KernelPrinter(TileLangDialect):
         if isinstance(e, T.Reference):  # the maximum a rescaled accumulator was last brought to
             return f"{self.ref_name(e.stmt)}[{', '.join(lane_vars[p] for p in e.axes) or '0'}]"
         if isinstance(e, T.Call):
-            return _call(e.func, [v(a) for a in e.args])
+            return call_code(self.functions, e.func, [v(a) for a in e.args])
         if isinstance(e, T.Round):
             return self.round(e.dtype, v(e.operand))
         if isinstance(e, (T.Reduce, T.Dot)):
@@ -720,20 +736,6 @@ def _is_index(e: T.Expr) -> bool:
         return _is_index(e.operand)
     return False
 
-
-FUNCTIONS = {  # the primitives of compiler/model/functions.py in TileLang
-    "exp": "T.exp({0})",
-    "log": "T.log({0})",
-    "sqrt": "T.sqrt({0})",
-    "tanh": "T.tanh({0})",
-    "abs": "T.abs({0})",
-    "max": "T.max({0}, {1})",
-    "min": "T.min({0}, {1})",
-}
-
-
-def _call(func: str, args: list) -> str:
-    return call_code(FUNCTIONS, func, args)
 
 
 # ---------------------------------------------------------------- launcher
