@@ -81,7 +81,7 @@ def attention_2(P: T.Tensor((8192, 8192), "float32"), S: T.Tensor((8192, 8192), 
         qo = by  # grid.y
         # P[i, j]: f32 = exp((S[i, j] - m[i]) * scale) [tile i:64 x j:64]
         for l0, l1 in T.Parallel(64, 64):
-            v_P[l0, l1] = T.exp(((T.Cast("float32", S[((64 * po) + l0), ((64 * qo) + l1)]) - T.Cast("float32", m[((64 * po) + l0)])) * 0.08838834764831845))
+            v_P[l0, l1] = T.__exp(((T.Cast("float32", S[((64 * po) + l0), ((64 * qo) + l1)]) - T.Cast("float32", m[((64 * po) + l0)])) * 0.08838834764831845))
         for l0, l1 in T.Parallel(64, 64):
             if (((64 * po) + l0) >= ((64 * qo) + l1)):
                 P[((64 * po) + l0), ((64 * qo) + l1)] = T.Cast("float32", v_P[l0, l1])

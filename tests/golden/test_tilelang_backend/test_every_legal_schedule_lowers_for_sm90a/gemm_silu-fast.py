@@ -49,7 +49,7 @@ def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288)
             acc_C[l0, l1] = T.Cast("float32", T.Cast("bfloat16", acc_C[l0, l1]))
         # Y[i, j]: bf16 = silu(C[i, j]) [tile i:128 x j:256]
         for l0, l1 in T.Parallel(128, 256):
-            v_Y[l0, l1] = T.Cast("float32", T.Cast("bfloat16", (acc_C[l0, l1] * (1.0 / (1.0 + T.exp((-acc_C[l0, l1])))))))
+            v_Y[l0, l1] = T.Cast("float32", T.Cast("bfloat16", (acc_C[l0, l1] * (1.0 / (1.0 + T.__exp((-acc_C[l0, l1])))))))
         T.copy(v_Y, Y[(128 * io), (256 * jo)])
 
 

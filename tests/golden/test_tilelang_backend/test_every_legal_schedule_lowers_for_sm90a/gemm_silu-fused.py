@@ -49,7 +49,7 @@ def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288)
             acc_C[l0, l1] = T.Cast("float32", T.Cast("bfloat16", acc_C[l0, l1]))
         # Y[i, j]: bf16 = silu(C[i, j]) [tile i:64 x j:64]
         for l0, l1 in T.Parallel(64, 64):
-            v_Y[l0, l1] = T.Cast("float32", T.Cast("bfloat16", (acc_C[l0, l1] * (1.0 / (1.0 + T.exp((-acc_C[l0, l1])))))))
+            v_Y[l0, l1] = T.Cast("float32", T.Cast("bfloat16", (acc_C[l0, l1] * (1.0 / (1.0 + T.__exp((-acc_C[l0, l1])))))))
         T.copy(v_Y, Y[(64 * io), (64 * jo)])
 
 

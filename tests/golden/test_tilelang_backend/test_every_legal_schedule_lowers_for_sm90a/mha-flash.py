@@ -86,10 +86,10 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
             T.reduce_max(p_m, acc_m, dim=1, clear=False)
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
             for l0, l1 in T.Parallel(128, 128):
-                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
+                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
             # l follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0 in T.Parallel(128):
                 acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
             for l0 in T.Parallel(128):
@@ -100,7 +100,7 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0, l1 in T.Parallel(128, 128):
                 acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_3[l0]
             for l0 in T.Parallel(128):

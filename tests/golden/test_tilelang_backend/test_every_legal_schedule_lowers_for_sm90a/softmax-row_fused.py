@@ -41,7 +41,7 @@ def softmax_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # e[i, j]: f32 = exp(X[i, j] - m[i]) [tile j:4096]
         for l0 in T.Parallel(4096):
-            v_e[l0] = T.exp((T.Cast("float32", X[(l_i), l0]) - acc_m[0]))
+            v_e[l0] = T.__exp((T.Cast("float32", X[(l_i), l0]) - acc_m[0]))
         # s[i]: f32 = sum(j) e[i, j] accum f32
         # s: sum accumulator (f32), tile []
         T.fill(acc_s, 0.0)

@@ -31,7 +31,7 @@ def swiglu_quant_0(G: T.Tensor((1024, 12288), "bfloat16"), U: T.Tensor((1024, 12
         jo = by  # grid.y
         # T[i, j]: bf16 = silu(G[i, j]) [tile i:4 x j:1024]
         for l0, l1 in T.Parallel(4, 1024):
-            v_T[l0, l1] = T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)]) * (1.0 / (1.0 + T.exp((-T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)]))))))))
+            v_T[l0, l1] = T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)]) * (1.0 / (1.0 + T.__exp((-T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)]))))))))
         # Z[i, j]: bf16 = T[i, j] * U[i, j] [tile i:4 x j:1024]
         for l0, l1 in T.Parallel(4, 1024):
             v_Z[l0, l1] = T.Cast("float32", T.Cast("bfloat16", (v_T[l0, l1] * T.Cast("float32", U[((4 * io) + l0), ((1024 * jo) + l1)]))))

@@ -29,7 +29,7 @@ def swiglu_quant_0(Q: T.Tensor((1024, 12288), "float8_e4m3fn"), U: T.Tensor((102
         jo = by  # grid.y
         # Q[i, j]: f8e4m3 = bf16(bf16(silu(G[i, j])) * U[i, j]) / scale [tile i:4 x j:1024]
         for l0, l1 in T.Parallel(4, 1024):
-            v_Q[l0, l1] = T.Cast("float32", T.Cast("float8_e4m3fn", T.max(T.min((T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)]) * (1.0 / (1.0 + T.exp((-T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)])))))))) * T.Cast("float32", U[((4 * io) + l0), ((1024 * jo) + l1)])))) / 0.25), 448.0), -448.0)))
+            v_Q[l0, l1] = T.Cast("float32", T.Cast("float8_e4m3fn", T.max(T.min((T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)]) * (1.0 / (1.0 + T.__exp((-T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)])))))))) * T.Cast("float32", U[((4 * io) + l0), ((1024 * jo) + l1)])))) / 0.25), 448.0), -448.0)))
         T.copy(v_Q, Q[(4 * io), (1024 * jo)])
 
 
