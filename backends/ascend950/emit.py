@@ -61,7 +61,7 @@ class Ascend950Printer(KernelPrinter):
         return [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
                 for t in self.kernel.tensors]
 
-    def alloc(self, name, shape, dtype, scope, note=""):
+    def alloc(self, name, shape, dtype, scope, note="", copies=1):
         shape = list(shape) or [1]
         if self.reuse is not None and scope == self.vector_scope and self.ub_shapes[self.reuse] == (shape, dtype):
             buf, self.reuse = self.reuse, None
@@ -71,7 +71,7 @@ class Ascend950Printer(KernelPrinter):
         scope = "UB" if scope in ("fragment", "shared") else scope
         self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")  # {scope}'
                            + (f": {note}" if note else ""))
-        self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
+        self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype] * copies
         if scope == "UB":
             self.ub_shapes[name] = (shape, dtype)
         return name

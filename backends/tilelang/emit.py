@@ -219,7 +219,7 @@ class KernelPrinter(TileLangDialect):
         super().serial(op, body)
         self.uses = outer
 
-    def loop_buffer(self, stem: str, shape, dtype: str, scope: str, note: str = "") -> str:
+    def loop_buffer(self, stem: str, shape, dtype: str, scope: str, note: str = "", copies: int = 1) -> str:
         """A buffer for one use in the loop being printed.  The parts a loop is split into (full tiles first, the
         rest masked: compiler/lower/loops.py) run one after the other, so the n-th buffer of one spec that each
         takes is the same one -- except shared memory of a T.Pipelined loop, which the pipeliner gives one copy
@@ -228,10 +228,10 @@ class KernelPrinter(TileLangDialect):
         n = self.uses.get(spec, 0)
         self.uses[spec] = n + 1
         if scope == "shared" and self.loops and self.loops[-1].stages:
-            return self.alloc(self.fresh(stem), shape, dtype, scope, note)
+            return self.alloc(self.fresh(stem), shape, dtype, scope, note, copies)
         key = (tuple(loop.var for loop in self.loops), spec, n)
         if key not in self.siblings:
-            self.siblings[key] = self.alloc(self.fresh(stem), shape, dtype, scope, note)
+            self.siblings[key] = self.alloc(self.fresh(stem), shape, dtype, scope, note, copies)
         return self.siblings[key]
 
     # identifiers (backends/common/names.py): the program's names, and the locals derived from them
@@ -256,14 +256,16 @@ class KernelPrinter(TileLangDialect):
         """`names` (iterators -> code) with the loop variables and sizes: what index_code takes."""
         return {**self.vars, **names}
 
-    def alloc(self, name: str, shape, dtype: str, scope: str, note: str = "") -> str:
+    def alloc(self, name: str, shape, dtype: str, scope: str, note: str = "", copies: int = 1) -> str:
+        """Declare a buffer at the top of the kernel (once per name); `copies`: how many the pipeliner keeps in
+        flight, for the footprint."""
         shape = list(shape) or [1]
         if self.allocated.get(name) == (shape, dtype, scope):  # the same local again (a loop's split parts)
             return name
         self.allocated[name] = (shape, dtype, scope)
         call = {"fragment": "T.alloc_fragment", "shared": "T.alloc_shared"}[scope]
         self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")' + (f"  # {note}" if note else ""))
-        self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
+        self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype] * copies
         return name
 
     # ------------------------------------------------------------ grid
@@ -338,12 +340,12 @@ class KernelPrinter(TileLangDialect):
                          f"{op.load.tensor}, loaded before the loop that reads it")
         self.preloads[op.name] = buf
         guard = None if op.guard is None else index_code(simplify(op.guard), self.vars)
-        if guard is not None and guard != "True":
+        guarded = guard not in (None, "True")
+        if guarded:
             self.emit(f"if {guard}:")
             self.depth += 1
         self.copy_in(op, op.load, buf, shape, op.dtype)
-        if guard is not None and guard != "True":
-            self.depth -= 1
+        self.depth -= guarded
 
 
     # lanes: the iterators of a tile inside a T.Parallel over its box
@@ -352,9 +354,13 @@ class KernelPrinter(TileLangDialect):
         lane_vars = self.lane_list(len(tile.axes))
         names = self.with_vars({it: f"({index_code(simplify(v), self.vars)})" for it, v in tile.scalars.items()})
         for n, axis in enumerate(tile.axes):
-            off = simplify(axis.offset)
-            names[axis.iter] = lane_vars[n] if off == T.Const(0) else f"({index_code(off, self.vars)} + {lane_vars[n]})"
+            names[axis.iter] = self.axis_value(axis, lane_vars[n])
         return lane_vars, names
+
+    def axis_value(self, axis: T.Axis, lane: str) -> str:
+        """The iterator value of `lane` along a tile axis (its offset plus the lane)."""
+        off = simplify(axis.offset)
+        return lane if off == T.Const(0) else f"({index_code(off, self.vars)} + {lane})"
 
     def parallel(self, tile: T.Tile) -> tuple[list[str], dict]:
         lane_vars, names = self.lanes(tile)
@@ -437,20 +443,19 @@ class KernelPrinter(TileLangDialect):
                             f"{op.stmt}: rescaling factor per row")
         ref = self.ref_name(op.stmt)
         lanes = self.lane_list(len(shape))
-        row_lanes = [lanes[p] for p in rows]
-        self.enter_vector()
-        self.emit(f"for {', '.join(row_lanes)} in T.Parallel({', '.join(str(shape[p]) for p in rows)}):")
+        at, row = ", ".join(lanes), ", ".join(lanes[p] for p in rows)  # an element of the accumulator; its row
+        each_row = f"for {row} in T.Parallel({', '.join(str(shape[p]) for p in rows)}):"
         names = self.with_vars({})
-        same = f"({self.value(T.Reference(op.stmt, current.axes), tile, lanes, names)} == " \
-               f"{self.value(current, tile, lanes, names)})"
-        exponent = self.value(op.rescale.exponent, tile, lanes, names)
-        scale = call_code(self.functions, "exp", [exponent])
-        self.emit(f"    {factor}[{', '.join(row_lanes)}] = T.if_then_else({same}, 1.0, {scale})")
-        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
-        scaled = f"{acc}[{', '.join(lanes)}] * {factor}[{', '.join(row_lanes)}]"
-        self.emit(f"    {acc}[{', '.join(lanes)}] = {self.round(op.accum, scaled)}")
-        self.emit(f"for {', '.join(row_lanes)} in T.Parallel({', '.join(str(shape[p]) for p in rows)}):")
-        self.emit(f"    {ref}[{', '.join(row_lanes)}] = {self.value(current, tile, lanes, names)}")
+        now = self.value(current, tile, lanes, names)
+        same = f"({self.value(T.Reference(op.stmt, current.axes), tile, lanes, names)} == {now})"
+        scale = call_code(self.functions, "exp", [self.value(op.rescale.exponent, tile, lanes, names)])
+        self.enter_vector()
+        self.emit(each_row)
+        self.emit(f"    {factor}[{row}] = T.if_then_else({same}, 1.0, {scale})")
+        self.emit(f"for {at} in T.Parallel({', '.join(map(str, shape))}):")
+        self.emit(f"    {acc}[{at}] = {self.round(op.accum, f'{acc}[{at}] * {factor}[{row}]')}")
+        self.emit(each_row)
+        self.emit(f"    {ref}[{row}] = {now}")
         self.exit_vector()
 
     # ------------------------------------------------------------ matrix products
@@ -465,10 +470,8 @@ class KernelPrinter(TileLangDialect):
         cache = st.cache
         note = (f"cache_read {load.tensor} -> {cache.scope} at {cache.loop} (plan {list(cache.shape)} {cache.dtype})"
                 if cache else f"{load.tensor} staged for the matrix unit (no cache_read in the schedule)")
-        taken = len(self.allocated)
-        buf = self.loop_buffer(f"{load.tensor}_{stem}", list(st.shape), st.dtype, st.scope, note)
-        if st.scope == "shared" and len(self.allocated) > taken:  # a new buffer: one copy per stage in flight
-            self.footprint["shared"] += math.prod(st.shape) * BYTES[st.dtype] * (st.stages - 1)
+        copies = st.stages if st.scope == "shared" else 1  # one copy per stage in flight
+        buf = self.loop_buffer(f"{load.tensor}_{stem}", list(st.shape), st.dtype, st.scope, note, copies)
         self.copy_in(op, load, buf, list(st.shape), st.dtype)
         return buf
 
@@ -483,10 +486,8 @@ class KernelPrinter(TileLangDialect):
                          f"{load.reg.stmt} in {st.dtype}, as the product reads it")
         lanes = self.lane_list(len(st.shape))
         _, names = self.lanes(op.tile)
-        for lane, p in zip(lanes, load.reg.axes):
-            axis = op.tile.axes[p]
-            off = simplify(axis.offset)
-            names[axis.iter] = lane if off == T.Const(0) else f"({index_code(off, self.vars)} + {lane})"
+        for lane, p in zip(lanes, load.reg.axes):  # the operand's lanes run along the producer's tile axes
+            names[op.tile.axes[p].iter] = self.axis_value(op.tile.axes[p], lane)
         src = f"{value.buffer}[{', '.join(lanes)}]"
         if load.mask is not None:
             src = f"T.if_then_else({index_code(load.mask, names)}, {src}, 0.0)"

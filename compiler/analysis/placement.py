@@ -283,10 +283,10 @@ def _staged(op: AccUpdate, backend: str, scope: str, loops: list, kernel: TileKe
     loaded = [preloads[x.name].load if isinstance(x, Preloaded) else x for x in (dot.lhs, dot.rhs)]
     layout = operand_layout(replace(op, partial=replace(dot, lhs=loaded[0], rhs=loaded[1])))[1]
     out = []
-    for load, (_, transposed, shape, dtype) in zip((dot.lhs, dot.rhs), layout):
+    for operand, (load, transposed, shape, dtype) in zip((dot.lhs, dot.rhs), layout):
         # copied in each iteration of the innermost loop around the product, or, preloaded, of the one around that
-        loop = (loops[-2] if len(loops) > 1 else None) if isinstance(load, Preloaded) else (loops[-1] if loops else None)
-        load = preloads[load.name].load if isinstance(load, Preloaded) else load
+        around = loops[:-1] if isinstance(operand, Preloaded) else loops
+        loop = around[-1] if around else None
         owned = loop.buffers if loop is not None else kernel.buffers
         stages = (loop.stages or 1) if loop is not None else 1
         if isinstance(load, RegOperand):  # already on chip: no copy from memory, no cache_read

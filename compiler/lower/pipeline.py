@@ -57,14 +57,18 @@ def lower_for(schedule, backend: str, device: Optional[str] = None) -> TileProgr
     CapacityError / BackendError as the steps do."""
     refuse_online(schedule, backend)  # before lowering: its own refusals would not name the reason
     program = lower(schedule)  # tiles, loops, masks and reductions of the scheduled tree (compiler/lower/build.py)
-    return prepare(program, schedule, backend, device)
+    return _passes(program, schedule, backend, device)
 
 
 def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] = None) -> TileProgram:
     """The backend-specific passes over a lowered program (each returns a new program; none edits its input)."""
+    refuse_online(schedule, backend)
+    return _passes(program, schedule, backend, device)
+
+
+def _passes(program: TileProgram, schedule, backend: str, device: Optional[str]) -> TileProgram:
     if backend != "triton":  # only the Triton launcher reads run-time sizes from the tensors
         require_bound_sizes(schedule)
-    refuse_online(schedule, backend)
     program = with_stages(program, schedule, device or DEVICE[backend])  # buffers checked against the device
     program = assign_units(program, backend)  # the unit of every tile product (compiler/analysis/placement.py)
     for rewrite in OPERAND_PASSES.get(backend, ()):

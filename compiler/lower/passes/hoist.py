@@ -55,8 +55,7 @@ def _hoist(op, loop: SerialLoop, written: set, hoisted: list, counter):
     dot, var = op.partial, loop.var
     operands = []
     for load, rows_cols in ((dot.lhs, (0, 2)), (dot.rhs, (2, 1))):
-        cached = any(b.tensor == getattr(load, "tensor", None) and b.kind == "read" for b in loop.buffers)
-        if not (isinstance(load, Load) and load.tensor not in written) or cached:
+        if not (isinstance(load, Load) and load.tensor not in written) or _cached_in(loop, load.tensor):
             operands.append(load)
             continue
         axes = [op.tile.axes[p] for p in rows_cols]
@@ -75,6 +74,11 @@ def _hoist(op, loop: SerialLoop, written: set, hoisted: list, counter):
         hoisted.append(Preload(name, load, tile, dtype, Bin("<", loop.lower, loop.upper)))
         operands.append(Preloaded(name))
     return replace(op, partial=replace(dot, lhs=operands[0], rhs=operands[1]))
+
+
+def _cached_in(loop: SerialLoop, tensor: str) -> bool:
+    """Does the schedule place a copy of `tensor` in each iteration of `loop` (a cache_read there)?"""
+    return any(b.tensor == tensor and b.kind == "read" for b in loop.buffers)
 
 
 def _uses(e, var: str) -> bool:
