@@ -26,7 +26,7 @@ from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.model.isl_code import integer_bounds, pw_aff_to_expr, set_to_expr
 from tdsl.compiler.model.program import Stmt
 from tdsl.compiler.lower.tileir import Axis, Bin, Expr, Tile
-from tdsl.compiler.schedule.tree import Loop, pw_affs_to_map
+from tdsl.compiler.schedule.tree import Loop, pw_affs_to_map, uses_iterators
 
 # Largest tile (elements) one statement may hold in registers; beyond it the schedule must split more.
 MAX_TILE_ELEMENTS = 1 << 16
@@ -121,7 +121,7 @@ class TileGeometry:
         Anchored this way, every statement's lanes along `it` are the same wherever the loops that walk `it`
         are; the lanes an iteration does not use are masked."""
         position = stmt.iters.index(it)
-        walks = [k for k, loop in enumerate(context) if any(_involves(pa, position) for pa in loop.exprs[stmt.name])]
+        walks = [k for k, loop in enumerate(context) if any(uses_iterators(pa, position, 1) for pa in loop.exprs[stmt.name])]
         prefix = context[: walks[-1] + 1] if walks else []
         if len(prefix) == len(context):
             return None
@@ -218,13 +218,6 @@ def _lane_box(space: isl.Space, loop_names: list, loops: isl.Set, offsets: list,
         end = start.add(_const_like(start, size))
         box = box.intersect(var.ge_set(start)).intersect(var.lt_set(end))
     return box
-
-
-def _involves(pa: isl.PwAff, position: int) -> bool:
-    """Does a loop dim's expression use the statement's iterator at `position`?"""
-    found = []
-    pa.foreach_piece(lambda _set, aff: found.append(aff.involves_dims(isl.dim_type.in_, position, 1)))
-    return any(found)
 
 
 def _selection(space: isl.Space, names: list, chosen: list) -> isl.MultiAff:

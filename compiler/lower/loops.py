@@ -26,7 +26,8 @@ import islpy as isl
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.geometry import _pa_expr
 from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
-from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, walk_loops, walks_reduction
+from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, pw_affs_to_map, statements_under, uses_iterators, walk_loops,
+                                        walks_reduction)
 
 
 class KernelLoops:
@@ -291,9 +292,7 @@ class KernelLoops:
 
 def _constant(pa: isl.PwAff) -> bool:
     """A loop dim that takes one value for every instance of the statement (no piece involves its iterators)."""
-    found = []
-    pa.foreach_piece(lambda _set, aff: found.append(aff.involves_dims(isl.dim_type.in_, 0, aff.dim(isl.dim_type.in_))))
-    return not any(found)
+    return not uses_iterators(pa, 0, pa.dim(isl.dim_type.in_))
 
 
 # ---------------------------------------------------------------- loop variable names (see KernelLoops._var)

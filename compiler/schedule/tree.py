@@ -191,7 +191,12 @@ def walks_reduction(stmt, pa: isl.PwAff) -> bool:
 
     Structural on purpose: a loop over k stays the reduction loop even when a small size gives it one
     iteration; the conditions of a piecewise placement (compute_at) are not part of the expression."""
-    first, count = len(stmt.lhs_iters), len(stmt.red_iters)
+    return uses_iterators(pa, len(stmt.lhs_iters), len(stmt.red_iters))
+
+
+def uses_iterators(pa: isl.PwAff, first: int, count: int) -> bool:
+    """Does a loop dim's expression (a function of a statement's iterators) use iterators first..first+count-1
+    in any of its pieces?"""
     found = []
     pa.foreach_piece(lambda _set, aff: found.append(aff.involves_dims(isl.dim_type.in_, first, count)))
     return any(found)
