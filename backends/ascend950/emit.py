@@ -22,13 +22,14 @@ capacities (`targets.py`); a schedule that does not fit is a `BackendError`.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 
 from tdsl.backends.common.module import dynamic_sizes, module_text
 from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrinter, index_code, operand_region,
                                        shape_code)
-from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
+from tdsl.compiler.analysis.placement import VECTOR, matrix_statements, unit_of
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.lower import tileir as T
 
@@ -66,6 +67,9 @@ class Ascend950Printer(KernelPrinter):
         if self.reuse is not None and scope == self.vector_scope and self.ub_shapes[self.reuse] == (shape, dtype):
             buf, self.reuse = self.reuse, None
             return buf
+        if self.allocated.get(name) == (shape, dtype, scope):  # the same local again (a loop's split parts)
+            return name
+        self.allocated[name] = (shape, dtype, scope)
         call = {"UB": "T.alloc_shared", "L1": "T.alloc_l1", "L0A": "T.alloc_l0a", "L0B": "T.alloc_l0b",
                 "L0C": "T.alloc_l0c", "fragment": "T.alloc_shared", "shared": "T.alloc_shared"}[scope]
         scope = "UB" if scope in ("fragment", "shared") else scope
@@ -146,48 +150,76 @@ class Ascend950Printer(KernelPrinter):
     # ------------------------------------------------------------ accumulators
 
     def acc_alloc(self, op, shape) -> str:
-        if op.stmt in self.cube:
+        if op.on_matrix:
             planned = self.cache_write(op.stmt)
             note = f"cube accumulator{f' (cache_write {op.stmt} -> {planned.scope})' if planned else ''}"
-            return self.alloc(self.acc_name(op.stmt), shape, "f32", "L0C", note)
-        return self.alloc(self.acc_name(op.stmt), shape, "f32", "UB", "vector accumulator")
+            return self.alloc(self.local(("acc", op.stmt, "L0C"), f"acc_{op.stmt}"), shape, "f32", "L0C", note)
+        return self.alloc(self.local(("acc", op.stmt, "UB"), f"acc_{op.stmt}"), shape, "f32", "UB", "vector accumulator")
 
     def acc_fill(self, op, buf) -> None:
-        if op.stmt in self.cube:
+        if op.on_matrix:
             self.emit(f"# {buf} is cleared by the first T.gemm (clear_accum)")
             return
-        fill = "0.0" if op.op == "sum" else '(-T.infinity("float32"))'
-        lanes = self.lane_list(len(self.accs[op.stmt][1]))
-        idx = ", ".join(lanes) if self.accs[op.stmt][1] else "0"
+        super().acc_fill(op, buf)
+
+    def fill(self, buf: str, shape, value: str) -> None:
+        lanes = self.lane_list(len(shape))
         self.enter_vector()
-        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, self.accs[op.stmt][1])) or '1'}):")
-        self.emit(f"    {buf}[{idx}] = {fill}")
+        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape)) or '1'}):")
+        self.emit(f"    {buf}[{', '.join(lanes) if shape else '0'}] = {f'({value})' if value.startswith('-') else value}")
         self.exit_vector()
 
     # ------------------------------------------------------------ matrix products
 
     def dot(self, op: T.AccUpdate) -> None:
-        if op.stmt not in self.cube:
+        if unit_of(op) == VECTOR:
             return self._vector_dot(op)
-        (la, sa, da), (lb, sb, db) = [(load, list(st.shape), st.dtype)
-                                      for load, st in zip((op.partial.lhs, op.partial.rhs), op.staged)]
+        (la, sa, da), (lb, sb, db) = [(st.tensor, list(st.shape), st.dtype) for st in op.staged]
         ta, tb = (st.transposed for st in op.staged)
         acc, shape = self.accs[op.stmt]
         a1 = self._l1(op, 0)
         b1 = self._l1(op, 1)
-        a0 = self.alloc(self.local(("L0A", la.tensor), f"{la.tensor}_l0a"), sa, da, "L0A", "cube operand")
-        b0 = self.alloc(self.local(("L0B", lb.tensor), f"{lb.tensor}_l0b"), sb, db, "L0B", "cube operand")
+        a0 = self.alloc(self.local(("L0A", la), f"{la}_l0a"), sa, da, "L0A", "cube operand")
+        b0 = self.alloc(self.local(("L0B", lb), f"{lb}_l0b"), sb, db, "L0B", "cube operand")
         self.emit(f"T.copy({a1}, {a0})  # L1 -> L0A")
         self.emit(f"T.copy({b1}, {b0})  # L1 -> L0B")
+        flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
+        if op.partial.sum_on_vector:  # the step's product alone, added to the sum the vector cores hold
+            return self._sum_on_vector(op, a0, b0, flags)
         first = [f"{self.vars[l.var]} == {index_code(simplify(l.lower), self.vars)}"
                  for l in self.loops[self.acc_depth[op.stmt]:]]
         clear = "True" if not first else (first[0] if len(first) == 1 else _and(first))
-        flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
         self.emit(f"T.gemm({a0}, {b0}, {acc}{flags}, clear_accum={clear})  # cube core (AIC)")
 
+    def _sum_on_vector(self, op: T.AccUpdate, a0: str, b0: str, flags: str) -> None:
+        """A sum the vector cores rescale (online): the cube forms this step's product in L0C, the vector cores
+        add a UB copy of it to the sum in UB."""
+        acc, shape = self.accs[op.stmt]
+        part = self.alloc(self.local(("step product", op.stmt), f"part_{op.stmt}"), shape, "f32", "L0C",
+                          "one step's product")
+        self.emit(f"T.gemm({a0}, {b0}, {part}{flags}, clear_accum=True)  # cube core (AIC)")
+        ub = self.alloc(self.local(("step product in UB", op.stmt), f"part_{op.stmt}_ub"), shape, "f32", "UB",
+                        "one step's product, for the vector cores")
+        self.emit(f"T.copy({part}, {ub})  # L0C -> UB")
+        lanes = self.lane_list(len(shape))
+        at = ", ".join(lanes)
+        self.enter_vector()
+        self.emit(f"for {at} in T.Parallel({', '.join(map(str, shape))}):")
+        self.emit(f"    {acc}[{at}] = {acc}[{at}] + {ub}[{at}]")
+        self.exit_vector()
+
     def _l1(self, op, n: int) -> str:
-        """Operand n's L1 copy (`op.staged`, compiler/analysis/placement.py), filled from GM."""
+        """Operand n's L1 copy (`op.staged`, compiler/analysis/placement.py), filled from GM, or from UB for an
+        operand the vector cores hold (P in attention's P·V after online())."""
         st, load = op.staged[n], (op.partial.lhs, op.partial.rhs)[n]
+        if isinstance(load, T.Preloaded):
+            return self.preloads[load.name]
+        if isinstance(load, T.RegOperand):
+            ub = self.register_operand(op, replace(st, scope="UB"), load)
+            buf = self.alloc(self.local(("L1", load.reg.stmt), f"{load.reg.stmt}_l1"), list(st.shape), st.dtype,
+                             "L1", f"{load.reg.stmt} from the vector cores")
+            self.emit(f"T.copy({ub}, {buf})  # UB -> L1 (vector cores to the cube)")
+            return buf
         shape, cache = list(st.shape), st.cache
         note = (f"cache_read {load.tensor} -> {cache.scope} at {cache.loop}" if cache
                 else f"{load.tensor} staged for the cube (no cache_read in the schedule)")
@@ -198,7 +230,7 @@ class Ascend950Printer(KernelPrinter):
         return buf
 
     def _vector_dot(self, op: T.AccUpdate) -> None:
-        (i, j, k), _ = operand_layout(op)
+        i, j, k = [a.iter for a in op.tile.axes]  # rows, columns, reduction (the Dot's layout)
         ta, tb = (st.transposed for st in op.staged)
         acc, shape = self.accs[op.stmt]
         size = {a.iter: a.size for a in op.tile.axes}
@@ -208,7 +240,9 @@ class Ascend950Printer(KernelPrinter):
 
     def copy_in(self, op, load, buf, shape, dtype) -> None:
         if load.mask is None:
-            self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})  # GM -> UB")
+            scope = self.allocated[buf][2]
+            self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})  # GM -> "
+                      f"{scope}")
             return
         super().copy_in(op, load, buf, shape, dtype)
 
@@ -234,7 +268,7 @@ class Ascend950Printer(KernelPrinter):
     # ------------------------------------------------------------ results
 
     def finish_buffer(self, op: T.AccFinish, acc: str, shape) -> str:
-        if op.stmt in self.cube:
+        if op.on_matrix:
             plain = op.tile.mask is None and list(op.lhs) == [a.iter for a in op.tile.axes]
             if op.store and not op.keep and op.dtype == "f32" and plain:
                 return acc  # stored straight from L0C (fixpipe)

@@ -402,15 +402,18 @@ class KernelPrinter(TileLangDialect):
             rows = [shape[p] for p in op.follows.axes]
             self.emit(f"# {op.stmt} follows the running maximum {op.follows.stmt}: the maximum it was built with")
             ref = self.alloc(self.ref_name(op.stmt), rows, "f32", self.vector_scope)
-            self.emit(f'T.fill({ref}, -T.infinity("float32"))')
+            self.fill(ref, rows, '-T.infinity("float32")')
 
     def acc_alloc(self, op: T.AccInit, shape) -> str:
         return self.alloc(self.acc_name(op.stmt), shape, "f32", "fragment",
                           f"cache_write {op.stmt} -> register" if self.cache_write(op.stmt) else "")
 
     def acc_fill(self, op: T.AccInit, buf: str) -> None:
-        fill = "0.0" if op.op == "sum" else '-T.infinity("float32")'
-        self.emit(f"T.fill({buf}, {fill})")
+        self.fill(buf, self.accs[op.stmt][1], "0.0" if op.op == "sum" else '-T.infinity("float32")')
+
+    def fill(self, buf: str, shape, value: str) -> None:
+        """Every element of a vector buffer set to `value`."""
+        self.emit(f"T.fill({buf}, {value})")
 
     def cache_write(self, stmt: str) -> Optional[T.BufferDecl]:
         """The schedule's cache_write of a statement in this kernel, if any."""

@@ -28,8 +28,8 @@ from typing import Optional
 from tdsl.frontend import ast
 
 from tdsl.compiler.errors import BackendError, InternalError
-from tdsl.compiler.lower.tileir import (AccUpdate, Dot, Preload, Preloaded, RegOperand, SerialLoop, Staged, TileKernel,
-                                       TileProgram, Var, walk_ops)
+from tdsl.compiler.lower.tileir import (AccFinish, AccInit, AccUpdate, Dot, Preload, Preloaded, RegOperand, SerialLoop,
+                                       Staged, TileKernel, TileProgram, Var, walk_ops)
 
 MATRIX = "matrix"
 VECTOR = "vector"
@@ -80,6 +80,9 @@ class MatrixUnit:
     fp8_row_elements: int = 0  # FP8 operands cross GM -> UB in rows: every contiguous tile axis at least this
     warp_tile: Optional[tuple] = None  # (rows, cols): each warp owns a multiple of this block of the product
     #                                    tile, and every warp owns one (TileLang's warp partition)
+    vector_reaches_accumulator: bool = True  # the vector unit reads and writes the matrix unit's accumulator
+    #   (NVIDIA: both work on register fragments); otherwise (Ascend's L0C) the accumulator is the matrix unit's
+    #   own and a sum the vector unit also adds to or rescales is kept by the vector unit (`sums_on_vector`)
 
 
 _LOW_PRECISION = frozenset({"bf16", "f16", "f8e4m3"})
@@ -89,10 +92,12 @@ MATRIX_UNITS = {
     "triton": MatrixUnit(_LOW_PRECISION),
     # T.gemm splits the product tile among the warps ('No valid warp partition' otherwise)
     "tilelang": MatrixUnit(_LOW_PRECISION, warp_tile=(16, 8)),
-    # the 950 cube: T.copy GM -> L1 has no masked form
-    "ascend-950": MatrixUnit(_LOW_PRECISION, accum_f32_only=True, operand_masks="none"),
+    # the 950 cube: T.copy GM -> L1 has no masked form; L0C is the cube's (the vector cores read copies of it)
+    "ascend-950": MatrixUnit(_LOW_PRECISION, accum_f32_only=True, operand_masks="none",
+                                 vector_reaches_accumulator=False),
     # the 910B cube: FP8 decoded to f16 by the vector cores (32-byte rows), clipped copies zero-fill
-    "ascend-910b": MatrixUnit(_LOW_PRECISION, accum_f32_only=True, operand_masks="bounds", fp8_row_elements=32),
+    "ascend-910b": MatrixUnit(_LOW_PRECISION, accum_f32_only=True, operand_masks="bounds", fp8_row_elements=32,
+                              vector_reaches_accumulator=False),
 }
 
 
@@ -113,7 +118,8 @@ def decide_unit(op: AccUpdate, kernel: TileKernel, backend: str) -> str:
         return VECTOR
     if unit.accum_f32_only and op.accum != "f32":
         return VECTOR
-    loads = (dot.lhs, dot.rhs)
+    # a register operand's masked lanes are zeroed where it is cast to the operand dtype, before any copy
+    loads = [load for load in (dot.lhs, dot.rhs) if not isinstance(load, RegOperand)]
     if unit.operand_masks == "none" and any(load.mask is not None for load in loads):
         return VECTOR
     if unit.operand_masks == "bounds" and not all(load.mask_is_bounds for load in loads):
@@ -133,20 +139,59 @@ def decide_unit(op: AccUpdate, kernel: TileKernel, backend: str) -> str:
 
 
 def assign_units(program: TileProgram, backend: str) -> TileProgram:
-    """The program with the unit of every `Dot` decided for `backend` (see `decide_unit`)."""
-    def ops(body, kernel):
+    """The program with the unit of every `Dot` decided for `backend` (`decide_unit`), where each sum is kept
+    (`sums_on_vector`), and which accumulators live in the matrix unit's own storage (`AccInit.on_matrix`)."""
+    return replace(program, kernels=[_assign_kernel(k, backend) for k in program.kernels])
+
+
+def _assign_kernel(kernel: TileKernel, backend: str) -> TileKernel:
+    by_rows = warps_by_rows(kernel, backend)
+    # one pass in program order: which accumulator (its statement and how many AccInits of it came before) each
+    # reduction op belongs to, and the unit each product would take on its own
+    seen: dict = {}
+    instance = []  # per op of walk_ops: its accumulator's key, or None
+    alone = {}  # position -> unit of a product
+    for n, op in enumerate(walk_ops(kernel.body)):
+        if isinstance(op, AccInit):
+            seen[op.stmt] = seen.get(op.stmt, 0) + 1
+        key = (op.stmt, seen.get(op.stmt, 0)) if isinstance(op, (AccInit, AccUpdate, AccFinish)) else None
+        instance.append(key)
+        if isinstance(op, AccUpdate) and isinstance(op.partial, Dot):
+            alone[n] = decide_unit(op, kernel, backend)
+    updates: dict = {}
+    for n, op in enumerate(walk_ops(kernel.body)):
+        if isinstance(op, AccUpdate):
+            updates.setdefault(instance[n], []).append((op, alone.get(n, VECTOR)))
+    on_vector = {key: sums_on_vector(ups, backend) for key, ups in updates.items()}
+    on_matrix = {key: not on_vector[key] and all(u == MATRIX for _, u in ups) and
+                 not MATRIX_UNITS[backend].vector_reaches_accumulator for key, ups in updates.items()}
+    position = iter(range(len(instance)))
+
+    def ops(body):
         out = []
         for op in body:
+            n = next(position)
             if isinstance(op, SerialLoop):
-                op = replace(op, body=ops(op.body, kernel))
+                op = replace(op, body=ops(op.body))
             elif isinstance(op, AccUpdate) and isinstance(op.partial, Dot):
-                unit = decide_unit(op, kernel, backend)
-                op = replace(op, partial=replace(op.partial, unit=unit, warp_rows=by_rows[kernel.name]))
+                op = replace(op, partial=replace(op.partial, unit=alone[n], warp_rows=by_rows,
+                                                 sum_on_vector=alone[n] == MATRIX and on_vector[instance[n]]))
+            elif isinstance(op, (AccInit, AccFinish)):
+                op = replace(op, on_matrix=on_matrix.get(instance[n], False))
             out.append(op)
         return out
 
-    by_rows = {k.name: warps_by_rows(k, backend) for k in program.kernels}
-    return replace(program, kernels=[replace(k, body=ops(k.body, k)) for k in program.kernels])
+    return replace(kernel, body=ops(kernel.body))
+
+
+def sums_on_vector(updates: list, backend: str) -> bool:
+    """Whether the vector unit keeps a sum whose updates are `updates` ((AccUpdate, unit) pairs) on a backend whose
+    vector unit cannot reach the matrix unit's accumulator: a sum it rescales (online()), or one that some update
+    adds to on the vector unit (a product's masked rest, a tile reduction).  Each matrix product then forms its
+    step's product alone and the vector unit adds it (`Dot.sum_on_vector`)."""
+    if MATRIX_UNITS[backend].vector_reaches_accumulator or not any(u == MATRIX for _, u in updates):
+        return False
+    return any(op.rescale is not None or u != MATRIX for op, u in updates)
 
 
 def unit_of(op: AccUpdate) -> str:

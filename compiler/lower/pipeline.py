@@ -16,7 +16,8 @@ from typing import Optional
 from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
-from tdsl.compiler.lower.passes.ascend910b import assign_cross_core, split_vector_rows, widen_narrow_tiles
+from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_sums_on_vector, split_vector_rows,
+                                                  widen_narrow_tiles)
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
 from tdsl.compiler.lower.build import lower
 from tdsl.compiler.lower.tileir import TileProgram
@@ -37,11 +38,15 @@ OPERAND_PASSES = {
     "tilelang": (
         hoist_invariant_operands,
     ),
+    "ascend-950": (
+        hoist_invariant_operands,
+    ),
 }
 
 # The tile rewrites one backend's hardware needs, in order (each a pure TileProgram -> TileProgram)
 TARGET_PASSES = {
     "ascend-910b": (
+        refuse_sums_on_vector,  # every cube product's sum stays in L0C
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
         split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows
         assign_cross_core,  # GM workspaces and cross-core flags for tiles passed between cube and vector cores
@@ -80,7 +85,7 @@ def _passes(program: TileProgram, schedule, backend: str, device: Optional[str])
 
 
 # The backends that print the one-pass softmax (`online`: running maxima, rescaled sums, a product of a register tile)
-ONLINE_BACKENDS = ("triton", "tilelang")
+ONLINE_BACKENDS = ("triton", "tilelang", "ascend-950")
 
 
 def refuse_online(schedule, backend: str) -> None:

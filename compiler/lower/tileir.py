@@ -161,6 +161,10 @@ class Dot:
     rhs_dtype: str
     unit: str = ""  # matrix | vector, decided per backend by compiler/analysis/placement.py ("" until then)
     warp_rows: bool = False  # each warp owns whole rows of the product tile (placement.py; TileLang's FullRow)
+    # the matrix unit forms each step's product alone (a cleared accumulator) and the vector unit adds it to the
+    # sum, which the vector unit holds: a sum it rescales (online) where the matrix unit's accumulator is out of
+    # its reach (Ascend's L0C); placement.py: sums_on_vector
+    sum_on_vector: bool = False
 
 
 Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, Reference, RegOperand, Preloaded, Call, Round, Reduce,
@@ -251,6 +255,9 @@ class AccInit(_Value):
     op: str  # sum | max
     accum: str
     follows: Optional[Running] = None  # a rescaled sum: the running maximum (its Reference starts at -inf)
+    # the accumulator lives in the matrix unit's own storage (Ascend's L0C), which only its products add to:
+    # every update is a matrix product that sums there (placement.py: assign_units)
+    on_matrix: bool = False
 
 
 @dataclass(frozen=True)
@@ -286,6 +293,7 @@ class AccFinish(_Value):
     store: bool
     keep: bool
     lhs: tuple = ()
+    on_matrix: bool = False  # the accumulator is in the matrix unit's own storage (as its AccInit says)
 
 
 @dataclass(frozen=True)

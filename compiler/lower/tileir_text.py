@@ -102,7 +102,8 @@ def _ops(ops, depth: int) -> list[str]:
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, AccInit):
             follows = f" follows {expr_text(op.follows)}" if op.follows is not None else ""
-            lines.append(f"{pad}init {op.stmt}: {op.op} accum {op.accum}{follows}")
+            where = " on matrix" if op.on_matrix else ""
+            lines.append(f"{pad}init {op.stmt}: {op.op} accum {op.accum}{follows}{where}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, AccUpdate):
             lines.append(f"{pad}update {op.stmt} {op.op}= {expr_text(op.partial)}  (accum {op.accum})")
@@ -117,7 +118,7 @@ def _ops(ops, depth: int) -> list[str]:
             lines.append(f"{pad}preload {op.name} = {expr_text(op.load)}: {op.dtype}{guard}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, AccFinish):
-            flags = _flags(store=op.store, keep=op.keep)
+            flags = _flags(store=op.store, keep=op.keep, on_matrix=op.on_matrix)
             lines.append(f"{pad}finish {op.stmt}[{', '.join(op.lhs)}] -> {op.dtype}{flags}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         else:  # pragma: no cover - the Op union is closed
@@ -174,6 +175,7 @@ def expr_text(e) -> str:
     if isinstance(e, Reduce):
         return f"{e.op}[axes {', '.join(map(str, e.axes))}]({expr_text(e.operand)})"
     if isinstance(e, Dot):
-        on = (f" on {e.unit}" if e.unit else "") + (", warps by rows" if e.warp_rows else "")
+        on = (f" on {e.unit}" if e.unit else "") + (", warps by rows" if e.warp_rows else "") + (
+            ", summed on the vector unit" if e.sum_on_vector else "")
         return f"dot({expr_text(e.lhs)}: {e.lhs_dtype}, {expr_text(e.rhs)}: {e.rhs_dtype}){on}"
     raise TypeError(f"not a tile expression: {e!r}")  # pragma: no cover

@@ -38,6 +38,18 @@ BYTES = {**DTYPE_BYTES, "u8": 1}  # u8: the 910B printer's raw byte buffers
 # ---------------------------------------------------------------- the passes
 
 
+def refuse_sums_on_vector(program: T.TileProgram) -> T.TileProgram:
+    """The 910B printer keeps every cube product's sum in L0C: a sum the vector cores would also keep
+    (`Dot.sum_on_vector`: a product whose reduction loop also has steps on the vector cores) is refused."""
+    for k in program.kernels:
+        for op in T.walk_ops(k.body):
+            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot) and op.partial.sum_on_vector:
+                raise BackendError(f"{op.stmt}: some steps of this sum run on the cube and others on the vector "
+                                   f"cores (masked operand tiles), which ascend-910b does not generate; use a tile "
+                                   f"that divides the reduction's extent, or generate for ascend-950")
+    return program
+
+
 def widen_narrow_tiles(program: T.TileProgram) -> T.TileProgram:
     """Vector tiles whose rows are narrower than 32 bytes of the kernel's narrowest tensor dtype, widened to
     that, the extra lanes masked (see `Kernel910B.widen`)."""

@@ -15,8 +15,11 @@ from tdsl.compiler.verify.ascend_sim.buffers import SimulationError, Unsupported
 
 # (source scope, destination scope) -> the pipe that moves the data
 PATHS = {
+    # the 950's vector cores also write the cube's L1 (UB -> L1: tilelang.ascend.language.copy, lowered with an
+    # ND -> NZ conversion by the dialect's InsertNd2Nz pass)
     "ascend-950": {("GM", "L1"): "MTE2", ("GM", "UB"): "MTE2", ("L1", "L0A"): "MTE1", ("L1", "L0B"): "MTE1",
-                   ("L0C", "UB"): "FIX", ("L0C", "GM"): "FIX", ("UB", "GM"): "MTE3", ("UB", "UB"): "V"},
+                   ("L0C", "UB"): "FIX", ("L0C", "GM"): "FIX", ("UB", "GM"): "MTE3", ("UB", "UB"): "V",
+                   ("UB", "L1"): "MTE3"},
     "ascend-910b": {("GM", "L1"): "MTE2", ("L1", "L0A"): "MTE1", ("L1", "L0B"): "MTE1", ("L0C", "GM"): "FIX",
                     ("GM", "UB"): "MTE2", ("UB", "GM"): "MTE3", ("UB", "UB"): "V"},
 }
