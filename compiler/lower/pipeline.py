@@ -85,7 +85,7 @@ def _passes(program: TileProgram, schedule, backend: str, device: Optional[str])
 
 
 # The backends that print the one-pass softmax (`online`: running maxima, rescaled sums, a product of a register tile)
-ONLINE_BACKENDS = ("triton", "tilelang", "ascend-950")
+ONLINE_BACKENDS = ("triton", "tilelang", "ascend-950")  # not the 910B: its printer keeps cube sums in L0C
 
 
 def refuse_online(schedule, backend: str) -> None:
@@ -96,8 +96,9 @@ def refuse_online(schedule, backend: str) -> None:
         stat = schedule.tree.online[0]
         sums = ", ".join(s.name for s in schedule.model.stmts if s.rescale is not None and s.rescale.stat == stat)
         raise BackendError(f"{sums} follow{'s' * (',' not in sums)} a running maximum (online({stat}), online "
-                           f"softmax), which only the NVIDIA backends generate so far (Triton, TileLang); compile for "
-                           f"nvidia, or leave out online() to run the statistics in separate passes",
+                           f"softmax), which only the NVIDIA backends (Triton, TileLang) and ascend-950 generate so "
+                           f"far; compile for nvidia or ascend-950, or leave out online() to run the statistics in "
+                           f"separate passes",
                            backend)
 
 
