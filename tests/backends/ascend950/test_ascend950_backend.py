@@ -77,3 +77,23 @@ def test_cli_compile_for_ascend950(tmp_path):
     # value over it (nothing reads C after Y), then a bf16 copy for the DMA: 196,608 B of 253,952 B.
     assert done.returncode == 0, done.stderr
     assert "on-chip bytes: L0A 16384, L0B 32768, L0C 131072, L1 147456, UB 196608" in out.read_text()
+
+
+@pytest.mark.parametrize("example", ["mha", "mha_causal"])
+def test_flash_attention_runs_both_products_on_the_cube(example):
+    """The online softmax on the 950: QKᵀ and P·V on the cube, the statistics and the rescaling on the vector
+    cores; P passes UB -> L1, each key block's P·V is formed alone in L0C (the vector cores cannot scale L0C) and
+    added to the sum they keep in UB; Q is copied to L1 once per key loop; no L² tensor in GM."""
+    text = generate(load(EXAMPLES / f"{example}.tdsl", sizes=CHAPTER_SIZES[example]), "flash_ascend",
+                    target="ascend-950")
+    for line in ("T.copy(P_U_3, P_l1)  # UB -> L1 (vector cores to the cube)",
+                 "T.gemm(P_l0a, V_l0b, part_U, clear_accum=True)  # cube core (AIC)",
+                 "T.copy(part_U, part_U_ub)  # L0C -> UB",
+                 "acc_U[l0, l1] = acc_U[l0, l1] + part_U_ub[l0, l1]",
+                 "T.gemm(Q_l0a, K_l0b, acc_S, transpose_B=True, clear_accum=True)  # cube core (AIC)",
+                 'acc_U = T.alloc_shared((64, 128), "float32")  # UB: vector accumulator',
+                 "T.copy(Q_pre, Q_l0a)  # L1 -> L0A"):
+        assert line in text, line
+    assert "acc_U[l0, l1] = acc_U[l0, l1] * alpha_U" in text  # the rescaling, in UB
+    head = next(line for line in text.splitlines() if line.startswith("def "))
+    assert re.findall(r"(\w+): T\.Tensor", head) == ["Q", "K", "V", "O"]  # no workspace, no L x L tensor

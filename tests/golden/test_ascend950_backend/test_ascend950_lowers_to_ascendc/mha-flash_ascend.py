@@ -14,7 +14,7 @@
 #   online(m)
 #   bh = fuse(l.b, l.h)
 #   qo, qi = split(l.i, 64)
-#   ko, kk = split(l.j, 128)
+#   ko, kk = split(l.j, 64)
 #   reorder(l, bh, qo, ko, qi, kk)
 #   bind(l.bh, grid.y)
 #   bind(l.qo, grid.x)
@@ -32,7 +32,7 @@ import tilelang.ascend.language as T
 
 @T.prim_func
 def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16")):
-    # statements S, m, P, l, U, O; on-chip bytes: L0A 32768, L0B 65536, L0C 65536, L1 229376, UB 214528
+    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 122880, UB 140800
     with T.Kernel(64 * 2 * 4) as cid:
         acc_m = T.alloc_shared((64,), "float32")  # UB: vector accumulator
         acc_l = T.alloc_shared((64,), "float32")  # UB: vector accumulator
@@ -40,21 +40,21 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
         acc_U = T.alloc_shared((64, 128), "float32")  # UB: vector accumulator
         ref_U = T.alloc_shared((64,), "float32")  # UB
         Q_pre = T.alloc_l1((64, 128), "bfloat16")  # L1: Q, loaded before the loop that reads it
-        acc_S = T.alloc_l0c((64, 128), "float32")  # L0C: cube accumulator
-        K_l1 = T.alloc_l1((128, 128), "bfloat16")  # L1: K staged for the cube (no cache_read in the schedule), x3 stages
+        acc_S = T.alloc_l0c((64, 64), "float32")  # L0C: cube accumulator
+        K_l1 = T.alloc_l1((64, 128), "bfloat16")  # L1: K staged for the cube (no cache_read in the schedule), x3 stages
         Q_l0a = T.alloc_l0a((64, 128), "bfloat16")  # L0A: cube operand
-        K_l0b = T.alloc_l0b((128, 128), "bfloat16")  # L0B: cube operand
-        S_ub = T.alloc_shared((64, 128), "float32")  # UB: cube result for the vector core
-        p_m = T.alloc_shared((64, 128), "float32")  # UB: m: one tile's terms
-        v_P = T.alloc_shared((64, 128), "float32")  # UB: P, rounded to bf16
+        K_l0b = T.alloc_l0b((64, 128), "bfloat16")  # L0B: cube operand
+        S_ub = T.alloc_shared((64, 64), "float32")  # UB: cube result for the vector core
+        p_m = T.alloc_shared((64, 64), "float32")  # UB: m: one tile's terms
+        v_P = T.alloc_shared((64, 64), "float32")  # UB: P, rounded to bf16
         alpha_l_1 = T.alloc_shared((64,), "float32")  # UB: l: rescaling factor per row
-        p_l = T.alloc_shared((64, 128), "float32")  # UB: l: one tile's terms
+        p_l = T.alloc_shared((64, 64), "float32")  # UB: l: one tile's terms
         alpha_U_2 = T.alloc_shared((64,), "float32")  # UB: U: rescaling factor per row
-        P_U_3 = T.alloc_shared((64, 128), "bfloat16")  # UB: P in bf16, as the product reads it
-        P_l1 = T.alloc_l1((64, 128), "bfloat16")  # L1: P from the vector cores
-        V_l1 = T.alloc_l1((128, 128), "bfloat16")  # L1: V staged for the cube (no cache_read in the schedule), x3 stages
-        P_l0a = T.alloc_l0a((64, 128), "bfloat16")  # L0A: cube operand
-        V_l0b = T.alloc_l0b((128, 128), "bfloat16")  # L0B: cube operand
+        P_U_3 = T.alloc_shared((64, 64), "bfloat16")  # UB: P in bf16, as the product reads it
+        P_l1 = T.alloc_l1((64, 64), "bfloat16")  # L1: P from the vector cores
+        V_l1 = T.alloc_l1((64, 128), "bfloat16")  # L1: V staged for the cube (no cache_read in the schedule), x3 stages
+        P_l0a = T.alloc_l0a((64, 64), "bfloat16")  # L0A: cube operand
+        V_l0b = T.alloc_l0b((64, 128), "bfloat16")  # L0B: cube operand
         part_U = T.alloc_l0c((64, 128), "float32")  # L0C: one step's product
         part_U_ub = T.alloc_shared((64, 128), "float32")  # UB: one step's product, for the vector cores
         qo = cid // (2 * 4) % 64  # grid.x
@@ -84,32 +84,32 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
             for l0 in T.Parallel(64):
                 ref_U[l0] = (-T.infinity("float32"))
         # Q: the same tile in every iteration of the loop below, copied once
-        if (0 < 32):
+        if (0 < 64):
             T.copy(Q[bh_0, bh_1, (64 * qo):(64 * qo) + 64, 0:128], Q_pre)  # GM -> L1
         # loop ko: pipeline stages=3
-        for ko in T.Pipelined(0, 32, num_stages=3):
+        for ko in T.Pipelined(0, 64, num_stages=3):
             # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
-            # S: sum accumulator (f32), tile [64, 128]
+            # S: sum accumulator (f32), tile [64, 64]
             # acc_S is cleared by the first T.gemm (clear_accum)
-            # S: partial result of one tile [tile i:64 x j:128 x d:128] by matrix product
-            T.copy(K[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], K_l1)  # GM -> L1
+            # S: partial result of one tile [tile i:64 x j:64 x d:128] by matrix product
+            T.copy(K[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], K_l1)  # GM -> L1
             T.copy(Q_pre, Q_l0a)  # L1 -> L0A
             T.copy(K_l1, K_l0b)  # L1 -> L0B
             T.gemm(Q_l0a, K_l0b, acc_S, transpose_B=True, clear_accum=True)  # cube core (AIC)
             # S: the reduction is complete; round to f32 as the store would (kept on chip)
             T.copy(acc_S, S_ub)  # L0C -> UB
-            # m: partial result of one tile [tile i:64 x j:128] by tile max
+            # m: partial result of one tile [tile i:64 x j:64] by tile max
             with T.SimtVF(threads=128):  # vector core (AIV)
-                for l0, l1 in T.Parallel(64, 128):
+                for l0, l1 in T.Parallel(64, 64):
                     p_m[l0, l1] = S_ub[l0, l1]
             # m: max over tile axes [1] (vector core, one lane per result, in order)
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):
-                    for l1 in T.serial(128):
+                    for l1 in T.serial(64):
                         acc_m[l0] = T.max(acc_m[l0], p_m[l0, l1])
-            # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:128]
+            # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
             with T.SimtVF(threads=128):  # vector core (AIV)
-                for l0, l1 in T.Parallel(64, 128):
+                for l0, l1 in T.Parallel(64, 64):
                     v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((S_ub[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
             # l follows the running maximum m: rescale what it holds to the current one
             with T.SimtVF(threads=128):  # vector core (AIV)
@@ -119,14 +119,14 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
                     acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
                 for l0 in T.Parallel(64):
                     ref_l[l0] = acc_m[l0]
-            # l: partial result of one tile [tile i:64 x j:128] by tile sum
+            # l: partial result of one tile [tile i:64 x j:64] by tile sum
             with T.SimtVF(threads=128):  # vector core (AIV)
-                for l0, l1 in T.Parallel(64, 128):
+                for l0, l1 in T.Parallel(64, 64):
                     p_l[l0, l1] = v_P[l0, l1]
             # l: sum over tile axes [1] (vector core, one lane per result, in order)
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):
-                    for l1 in T.serial(128):
+                    for l1 in T.serial(64):
                         acc_l[l0] = acc_l[l0] + p_l[l0, l1]
             # U follows the running maximum m: rescale what it holds to the current one
             with T.SimtVF(threads=128):  # vector core (AIV)
@@ -136,12 +136,12 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
                     acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_2[l0]
                 for l0 in T.Parallel(64):
                     ref_U[l0] = acc_m[l0]
-            # U: partial result of one tile [tile i:64 x c:128 x j:128] by matrix product
+            # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
             with T.SimtVF(threads=128):  # vector core (AIV)
-                for l0, l1 in T.Parallel(64, 128):
+                for l0, l1 in T.Parallel(64, 64):
                     P_U_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
             T.copy(P_U_3, P_l1)  # UB -> L1 (vector cores to the cube)
-            T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_l1)  # GM -> L1
+            T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_l1)  # GM -> L1
             T.copy(P_l1, P_l0a)  # L1 -> L0A
             T.copy(V_l1, V_l0b)  # L1 -> L0B
             T.gemm(P_l0a, V_l0b, part_U, clear_accum=True)  # cube core (AIC)
