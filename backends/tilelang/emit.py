@@ -445,9 +445,10 @@ class KernelPrinter(TileLangDialect):
         factor = self.loop_buffer(f"alpha_{op.stmt}", [shape[p] for p in rows], "f32", self.vector_scope,
                             f"{op.stmt}: rescaling factor per row")
         ref = self.ref_name(op.stmt)
-        lanes = self.lane_list(len(shape))
-        at, row = ", ".join(lanes), ", ".join(lanes[p] for p in rows)  # an element of the accumulator; its row
-        each_row = f"for {row} in T.Parallel({', '.join(str(shape[p]) for p in rows)}):"
+        lanes = self.lane_list(len(shape))  # one lane over a single element when the accumulator has no axes
+        at = ", ".join(lanes)  # an element of the accumulator
+        row = ", ".join(lanes[p] for p in rows) or lanes[0]  # its row (the one element of a scalar's)
+        each_row = f"for {row} in T.Parallel({', '.join(str(shape[p]) for p in rows) or '1'}):"
         names = self.with_vars({})
         now = self.value(current, tile, lanes, names)
         same = f"({self.value(T.Reference(op.stmt, current.axes), tile, lanes, names)} == {now})"
@@ -455,7 +456,7 @@ class KernelPrinter(TileLangDialect):
         self.enter_vector()
         self.emit(each_row)
         self.emit(f"    {factor}[{row}] = T.if_then_else({same}, 1.0, {scale})")
-        self.emit(f"for {at} in T.Parallel({', '.join(map(str, shape))}):")
+        self.emit(f"for {at} in T.Parallel({', '.join(map(str, shape)) or '1'}):")
         self.emit(f"    {acc}[{at}] = {self.round(op.accum, f'{acc}[{at}] * {factor}[{row}]')}")
         self.emit(each_row)
         self.emit(f"    {ref}[{row}] = {now}")
