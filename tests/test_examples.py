@@ -7,6 +7,7 @@ import pytest
 from tdsl.compiler.driver.api import load
 from tdsl.compiler.errors import LegalityError, StepError
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.compiler.verify import online_bound
 
 from catalog import CASES, CASE_IDS, CHAPTER_SIZES, EXAMPLES, EXPECTED, INTERPRETER_SIZES, LEGAL, LEGAL_IDS
 
@@ -41,5 +42,9 @@ def test_legal_schedule_is_bit_identical_in_the_interpreter(example, name):
     got = interpret(sched.model, sched.time_map(), inputs)
     for tensor in original.model.outputs():
         a, b = want[tensor.name], got[tensor.name]
-        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), f"{example}/{name}: {tensor.name} differs"
+        if sched.tree.online:  # the one-pass softmax moves roundings, within its documented bound
+            c = online_bound(original.model, tensor.name, a, b)
+            assert c.ok, f"{example}/{name}: {tensor.name}: {c.summary()}"
+        else:
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), f"{example}/{name}: {tensor.name} differs"
         assert not np.isnan(a.astype(np.float32)).any()
