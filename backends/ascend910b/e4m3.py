@@ -13,8 +13,9 @@ as 0x7F (found by comparing r with itself); the byte goes f32 -> f16 -> uint8 (e
 
 Decoding a byte b (as f16, exact): with the sign bit removed (b >= 128: b - 128), the value is
 b * 2^-9 for b < 16 and (b - 8E + 8) * 2^(E-10) for 8E <= b < 8E + 8, E = 2..15, negated for the sign --
-all exact in f16 (E4M3 values have 4 significant bits and lie in [2^-9, 448]).  The byte 0x7F/0xFF (NaN)
-is not decoded as NaN (it never comes out of the encoder, which saturates).
+all exact in f16 (E4M3 values have 4 significant bits and lie in [2^-9, 448]).  The byte 0x7F/0xFF is
+E4M3's NaN (the encoder writes it for NaN: exp(inf - inf) in a softmax of infinite scores) and is decoded as
+NaN, made as 0 / 0.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ def decode_e4m3(p, raw: str, shape) -> str:
     _piecewise(p, b, v, t, m, [(8.0 * e, [f"T.tile.add({t}, {b}, {_f(8 - 8 * e)})"]
                                 + ([f"T.tile.mul({t}, {t}, {_f(2.0 ** (e - 10))})"] if e != 10 else []))
                                for e in DECODE_EXPONENTS])
+    # 0x7F (0xFF with the sign): NaN, not the 480 the formula of E = 15 would give
+    _when(p, m, b, 127.0, "EQ", v, t, [f"T.tile.sub({t}, {b}, {b})", f"T.tile.div({t}, {t}, {t})  # 0 / 0: NaN"])
     p.emit(f"T.tile.mul({t}, {v}, -1.0)")
     _select(p, v, neg, t)
     return v

@@ -293,6 +293,10 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "uint8"), W: T.Tensor((4096, 1536), 
                 T.tile.add(s_t_4, s_byte_2, -112.0)
                 T.tile.mul(s_t_4, s_t_4, 32.0)
                 T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_2, 127.0, "EQ")
+                T.tile.sub(s_t_4, s_byte_2, s_byte_2)
+                T.tile.div(s_t_4, s_t_4, s_t_4)  # 0 / 0: NaN
+                T.tile.select(e4m3_f16_3, mask_cmp_5, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
                 T.tile.mul(s_t_4, e4m3_f16_3, -1.0)
                 T.tile.select(e4m3_f16_3, mask_sign_6, s_t_4, e4m3_f16_3, "VSEL_TENSOR_TENSOR_MODE")
                 T.copy(e4m3_f16_3, P_wsA[cid, vid * 64, 0])  # UB -> this block's GM workspace slot
@@ -357,6 +361,10 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "uint8"), W: T.Tensor((4096, 1536), 
                 T.tile.compare(mask_cmp_5, s_byte_8, 120.0, "GE")
                 T.tile.add(s_t_10, s_byte_8, -112.0)
                 T.tile.mul(s_t_10, s_t_10, 32.0)
+                T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.compare(mask_cmp_5, s_byte_8, 127.0, "EQ")
+                T.tile.sub(s_t_10, s_byte_8, s_byte_8)
+                T.tile.div(s_t_10, s_t_10, s_t_10)  # 0 / 0: NaN
                 T.tile.select(e4m3_f16_9, mask_cmp_5, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
                 T.tile.mul(s_t_10, e4m3_f16_9, -1.0)
                 T.tile.select(e4m3_f16_9, mask_sign_6, s_t_10, e4m3_f16_9, "VSEL_TENSOR_TENSOR_MODE")
