@@ -67,9 +67,8 @@ class Ascend950Printer(KernelPrinter):
         if self.reuse is not None and scope == self.vector_scope and self.ub_shapes[self.reuse] == (shape, dtype):
             buf, self.reuse = self.reuse, None
             return buf
-        if self.allocated.get(name) == (shape, dtype, scope):  # the same local again (a loop's split parts)
+        if self.declared_before(name, shape, dtype, scope):
             return name
-        self.allocated[name] = (shape, dtype, scope)
         call = {"UB": "T.alloc_shared", "L1": "T.alloc_l1", "L0A": "T.alloc_l0a", "L0B": "T.alloc_l0b",
                 "L0C": "T.alloc_l0c", "fragment": "T.alloc_shared", "shared": "T.alloc_shared"}[scope]
         scope = "UB" if scope in ("fragment", "shared") else scope
@@ -201,12 +200,7 @@ class Ascend950Printer(KernelPrinter):
         ub = self.alloc(self.local(("step product in UB", op.stmt), f"part_{op.stmt}_ub"), shape, "f32", "UB",
                         "one step's product, for the vector cores")
         self.emit(f"T.copy({part}, {ub})  # L0C -> UB")
-        lanes = self.lane_list(len(shape))
-        at = ", ".join(lanes)
-        self.enter_vector()
-        self.emit(f"for {at} in T.Parallel({', '.join(map(str, shape))}):")
-        self.emit(f"    {acc}[{at}] = {acc}[{at}] + {ub}[{at}]")
-        self.exit_vector()
+        self.add_into(acc, ub, shape, op.accum)
 
     def _l1(self, op, n: int) -> str:
         """Operand n's L1 copy (`op.staged`, compiler/analysis/placement.py), filled from GM, or from UB for an
@@ -215,7 +209,7 @@ class Ascend950Printer(KernelPrinter):
         if isinstance(load, T.Preloaded):
             return self.preloads[load.name]
         if isinstance(load, T.RegOperand):
-            ub = self.register_operand(op, replace(st, scope="UB"), load)
+            ub = self.register_operand(op, replace(st, scope=self.vector_scope), load)  # cast where it is held
             buf = self.alloc(self.local(("L1", load.reg.stmt), f"{load.reg.stmt}_l1"), list(st.shape), st.dtype,
                              "L1", f"{load.reg.stmt} from the vector cores")
             self.emit(f"T.copy({ub}, {buf})  # UB -> L1 (vector cores to the cube)")

@@ -260,13 +260,20 @@ class KernelPrinter(TileLangDialect):
         """Declare a buffer at the top of the kernel (once per name); `copies`: how many the pipeliner keeps in
         flight, for the footprint."""
         shape = list(shape) or [1]
-        if self.allocated.get(name) == (shape, dtype, scope):  # the same local again (a loop's split parts)
+        if self.declared_before(name, shape, dtype, scope):
             return name
-        self.allocated[name] = (shape, dtype, scope)
         call = {"fragment": "T.alloc_fragment", "shared": "T.alloc_shared"}[scope]
         self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")' + (f"  # {note}" if note else ""))
         self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype] * copies
         return name
+
+    def declared_before(self, name: str, shape: list, dtype: str, scope: str) -> bool:
+        """Whether this local is already declared with this shape, dtype and scope (the same buffer again: the
+        parts a loop is split into); if not, it is recorded as declared now."""
+        if self.allocated.get(name) == (shape, dtype, scope):
+            return True
+        self.allocated[name] = (shape, dtype, scope)
+        return False
 
     # ------------------------------------------------------------ grid
 
@@ -551,9 +558,15 @@ class KernelPrinter(TileLangDialect):
         part = self.alloc(self.local(("part", op.stmt), f"part_{op.stmt}"), shape, "f32", "fragment",
                           "one step's product, added in the accumulator's dtype")
         self.emit(f"T.gemm({a}, {b}, {part}{flags}, clear_accum=True)")
-        l0, l1 = self.lane(0), self.lane(1)
-        self.emit(f"for {l0}, {l1} in T.Parallel({shape[0]}, {shape[1]}):")
-        self.emit(f"    {acc}[{l0}, {l1}] = {self.round(op.accum, f'{acc}[{l0}, {l1}] + {part}[{l0}, {l1}]')}")
+        self.add_into(acc, part, shape, op.accum)
+
+    def add_into(self, acc: str, part: str, shape, accum: str) -> None:
+        """acc += part, lane by lane, rounded to the accumulator's dtype (one step's product added to its sum)."""
+        lanes = ", ".join(self.lane_list(len(shape)))
+        self.enter_vector()
+        self.emit(f"for {lanes} in T.Parallel({', '.join(map(str, shape))}):")
+        self.emit(f"    {acc}[{lanes}] = {self.round(accum, f'{acc}[{lanes}] + {part}[{lanes}]')}")
+        self.exit_vector()
 
     def _fma_loop(self, op, a, ta, b, tb, acc, si, sj, sk) -> None:
         """f32 or mixed operands, or a tile too small for the warps' matrix instructions: the program's f32

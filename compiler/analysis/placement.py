@@ -111,8 +111,9 @@ def warps_by_rows(kernel: TileKernel, backend: str) -> bool:
         for load in (op.partial.lhs, op.partial.rhs))
 
 
-def decide_unit(op: AccUpdate, kernel: TileKernel, backend: str) -> str:
-    """MATRIX if `backend`'s matrix unit computes this tile product exactly as the program says, else VECTOR."""
+def decide_unit(op: AccUpdate, kernel: TileKernel, backend: str, by_rows: Optional[bool] = None) -> str:
+    """MATRIX if `backend`'s matrix unit computes this tile product exactly as the program says, else VECTOR.
+    `by_rows`: the kernel's `warps_by_rows`, when the caller has it."""
     unit, dot = MATRIX_UNITS[backend], op.partial
     if dot.lhs_dtype != dot.rhs_dtype or dot.lhs_dtype not in unit.dtypes:
         return VECTOR
@@ -133,7 +134,9 @@ def decide_unit(op: AccUpdate, kernel: TileKernel, backend: str) -> str:
         wr, wc = unit.warp_tile
         if rows % wr or cols % wc or (rows // wr) * (cols // wc) < kernel.num_warps:
             return VECTOR
-        if warps_by_rows(kernel, backend) and rows % (wr * kernel.num_warps):
+        if by_rows is None:
+            by_rows = warps_by_rows(kernel, backend)
+        if by_rows and rows % (wr * kernel.num_warps):
             return VECTOR
     return MATRIX
 
@@ -146,25 +149,25 @@ def assign_units(program: TileProgram, backend: str) -> TileProgram:
 
 def _assign_kernel(kernel: TileKernel, backend: str) -> TileKernel:
     by_rows = warps_by_rows(kernel, backend)
-    # one pass in program order: which accumulator (its statement and how many AccInits of it came before) each
-    # reduction op belongs to, and the unit each product would take on its own
+    # one pass in program order: which accumulator (its statement, and how many AccInits of it came before) each
+    # reduction op belongs to, the unit each product would take on its own, and each accumulator's updates
     seen: dict = {}
     instance = []  # per op of walk_ops: its accumulator's key, or None
     alone = {}  # position -> unit of a product
+    updates: dict = {}  # accumulator key -> [(AccUpdate, unit)]
     for n, op in enumerate(walk_ops(kernel.body)):
         if isinstance(op, AccInit):
             seen[op.stmt] = seen.get(op.stmt, 0) + 1
         key = (op.stmt, seen.get(op.stmt, 0)) if isinstance(op, (AccInit, AccUpdate, AccFinish)) else None
         instance.append(key)
         if isinstance(op, AccUpdate) and isinstance(op.partial, Dot):
-            alone[n] = decide_unit(op, kernel, backend)
-    updates: dict = {}
-    for n, op in enumerate(walk_ops(kernel.body)):
+            alone[n] = decide_unit(op, kernel, backend, by_rows)
         if isinstance(op, AccUpdate):
-            updates.setdefault(instance[n], []).append((op, alone.get(n, VECTOR)))
+            updates.setdefault(key, []).append((op, alone.get(n, VECTOR)))
+    own_storage = not MATRIX_UNITS[backend].vector_reaches_accumulator
     on_vector = {key: sums_on_vector(ups, backend) for key, ups in updates.items()}
-    on_matrix = {key: not on_vector[key] and all(u == MATRIX for _, u in ups) and
-                 not MATRIX_UNITS[backend].vector_reaches_accumulator for key, ups in updates.items()}
+    on_matrix = {key: own_storage and not on_vector[key] and all(u == MATRIX for _, u in ups)
+                 for key, ups in updates.items()}
     position = iter(range(len(instance)))
 
     def ops(body):
