@@ -132,6 +132,8 @@ class KernelLoops:
             ragged = on_loops if ragged is None else ragged.union(on_loops.align_params(ragged.get_space()))
         as_map = isl.Map.from_range(ragged.coalesce()).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0,
                                                                   len(names) - 1)
+        # Only ragged values the loop walks matter; outside [lo, hi] the set may be unbounded (no lexmin).
+        as_map = as_map.intersect(_between(lo, hi).align_params(as_map.get_space()))
         first_ragged = as_map.lexmin_pw_multi_aff().get_pw_aff(0) if not as_map.is_empty() else None
         end = hi.add(isl.PwAff.val_on_domain(hi.domain(), isl.Val.one(hi.get_ctx())))
         split = end if first_ragged is None else first_ragged.align_params(end.get_space()).union_min(end)
@@ -293,6 +295,13 @@ class KernelLoops:
 def _constant(pa: isl.PwAff) -> bool:
     """A loop dim that takes one value for every instance of the statement (no piece involves its iterators)."""
     return not uses_iterators(pa, 0, pa.dim(isl.dim_type.in_))
+
+
+def _between(lo: isl.PwAff, hi: isl.PwAff) -> isl.Map:
+    """{outer loop values -> v : lo <= v <= hi}: the values a loop walks, as a map from its outer loops."""
+    lo_map, hi_map = isl.Map.from_pw_aff(lo), isl.Map.from_pw_aff(hi)
+    values = lo_map.get_space().range()
+    return lo_map.apply_range(isl.Map.lex_le(values)).intersect(hi_map.apply_range(isl.Map.lex_ge(values)))
 
 
 # ---------------------------------------------------------------- loop variable names (see KernelLoops._var)
