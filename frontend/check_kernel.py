@@ -67,9 +67,10 @@ class _StmtScope:
     target: str
     iters: list[str]  # iterators in scope (LHS, plus reduction ones inside the reduction)
     plain: list[tuple[str, ast.Expr, ast.Access]] = field(default_factory=list)  # (iterator, extent, read)
+    lhs: list[str] = field(default_factory=list)  # the left-hand iterators (the rank of the target)
 
     def inner(self, extra: list[str]) -> "_StmtScope":
-        return _StmtScope(self.target, self.iters + extra, self.plain)  # shares `plain`
+        return _StmtScope(self.target, self.iters + extra, self.plain, self.lhs)  # shares `plain`
 
 
 class _KernelChecker(_IndexChecks):
@@ -158,7 +159,7 @@ class _KernelChecker(_IndexChecks):
             self._reject_reduction_iterators(cond, reduce)
             self._condition(cond, lhs)
 
-        scope = _StmtScope(stmt.target, lhs)
+        scope = _StmtScope(stmt.target, lhs, lhs=lhs)
         if reduce is not None:
             self._reduction(reduce, scope)
         else:
@@ -312,6 +313,9 @@ class _KernelChecker(_IndexChecks):
         _fail(f"'{expr.name}' is not an iterator of this statement, a size or a constant{hint}", expr.span)
 
     def _access(self, acc: ast.Access, scope: _StmtScope) -> None:
+        if acc.tensor == scope.target:
+            self._self_read(acc, scope)
+            return
         info = self._readable_tensor(acc, scope)
         if len(acc.indices) != len(info.shape):
             _fail(self._rank_message(acc.tensor, len(info.shape), len(acc.indices)), acc.span)
@@ -320,11 +324,20 @@ class _KernelChecker(_IndexChecks):
             if isinstance(index, ast.Name) and index.name in scope.iters:
                 scope.plain.append((index.name, info.shape[dim], acc))
 
+    def _self_read(self, acc: ast.Access, scope: _StmtScope) -> None:
+        """A recurrence: the statement reads elements of its own tensor.  Its rank is the number of left-hand
+        iterators; that it reads only elements computed before the reading instance is proven on the model, with
+        isl (compiler/model/recurrences.py).  It does not size an iterator (the tensor's shape may be the one
+        this statement defines)."""
+        rank = len(scope.lhs)
+        if len(acc.indices) != rank:
+            _fail(self._rank_message(acc.tensor, rank, len(acc.indices)), acc.span)
+        for index in acc.indices:
+            self._affine(index, scope.iters, "index")
+
     def _readable_tensor(self, acc: ast.Access, scope: _StmtScope) -> TensorInfo:
         name = acc.tensor
         span = _word_span(acc.span, name)
-        if name == scope.target:
-            _fail(f"tensor '{name}' is read in its own definition", span)
         if name in self.readable:
             return self.tensors[name]
         if name in self.tensors or name in self.targets:

@@ -41,6 +41,7 @@ SIMT_THREADS = 128
 
 
 class Ascend950Printer(KernelPrinter):
+    BARRIER = None  # recurrences are refused for the Ascend backends (compiler/lower/passes/recurrence.py)
     vector_scope = "UB"
     functions = FUNCTIONS  # the AscendC spellings (NVIDIA's __expf has no counterpart here)
 

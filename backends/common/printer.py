@@ -6,7 +6,9 @@ and `backends/ascend910b/emit.py`) subclasses `PrinterBase` and spells only its 
 * `loop_header(op, lo, hi)` -- the line that opens a serial loop (`for ko in tl.range(...)`, `T.Pipelined`);
 * `index(expr)` -- an index expression of the tile program as code;
 * `loop_var(var)` -- the identifier of a loop variable;
-* `EMPTY_BODY` -- the statement of a loop that has nothing else to do.
+* `EMPTY_BODY` -- the statement of a loop that has nothing else to do;
+* `BARRIER` -- the statement that makes every thread of a program wait for the others, its global-memory
+  stores visible to them (ends each iteration of a loop with `SerialLoop.barrier`: a recurrence).
 
 It holds `program`, `locals` (backends/common/names.py), `lines`, `depth`, `counter` and `loops` (the serial loops
 being printed, innermost last).
@@ -32,6 +34,7 @@ def call_code(spellings: dict, func: str, args: list) -> str:
 class PrinterBase:
     FRESH = "{stem}_{n}"  # how a fresh local is spelt
     EMPTY_BODY = "pass"
+    BARRIER = None  # a dialect that prints recurrences spells it; the others are refused before printing
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -63,7 +66,12 @@ class PrinterBase:
         self.depth += 1
         self.loops.append(op)
         body(op.body)
-        if not op.body and self.EMPTY_BODY:
+        if op.barrier:
+            if self.BARRIER is None:
+                raise InternalError(f"loop {op.var} needs a barrier, which this printer cannot spell")
+            self.emit("# the next iteration reads elements this one stored (a recurrence): every thread waits")
+            self.emit(self.BARRIER)
+        elif not op.body and self.EMPTY_BODY:
             self.emit(self.EMPTY_BODY)
         self.loops.pop()
         self.depth -= 1

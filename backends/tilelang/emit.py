@@ -170,6 +170,7 @@ class TileLangDialect(PrinterBase):
 
 @dataclass
 class KernelPrinter(TileLangDialect):
+    BARRIER = "T.sync_threads()"
     program: T.TileProgram
     kernel: T.TileKernel
     names: Optional[ModuleNames] = None  # the module's identifiers (backends/common/names.py); the program's own if None

@@ -158,6 +158,7 @@ class _KernelPrinter(PrinterBase):
         return {"name": self.names.kernel(k.name), "params": params, "lines": self.lines, "comment": k.comment}
 
     FRESH = "{stem}{n}"
+    BARRIER = "tl.debug_barrier()"
 
     def loop_header(self, op: T.SerialLoop, lo: str, hi: str) -> str:
         var = self.loop_var(op.var)

@@ -63,12 +63,12 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
     check_online(model, tree, primitive)  # the orders of a running maximum that are not dependences
 
 
-def check_parallel(model: KernelModel, deps: list[Dependence], tree: Tree, loop: Loop, primitive: str) -> None:
-    """No dependence may connect two different iterations of `loop` within one iteration of its outer loops."""
-    inner = tree.time_maps(model, upto=loop, positions=False)
-    outer_loop = _outer_of(tree, loop)
-    outer = tree.time_maps(model, upto=outer_loop, positions=False) if outer_loop else None
+def carried_by(model: KernelModel, deps: list[Dependence], tree: Tree, loop: Loop, times=None) -> list[tuple]:
+    """The dependences `loop` carries, each with its carried pairs (Dependence, isl.Map): instances in different
+    iterations of `loop` within one iteration of its outer loops.  `times`: (inner, outer) from `_loop_times`."""
+    inner, outer = times or _loop_times(model, tree, loop)
     under = set(statements_under(loop))
+    carried = []
     for dep in deps:
         if dep.src not in under or dep.dst not in under:
             continue
@@ -76,8 +76,15 @@ def check_parallel(model: KernelModel, deps: list[Dependence], tree: Tree, loop:
         rel = dep.relation.subtract(same_inner)
         if outer is not None:
             rel = rel.intersect(outer[dep.src].apply_range(outer[dep.dst].reverse()))
-        if rel.is_empty():
-            continue
+        if not rel.is_empty():
+            carried.append((dep, rel))
+    return carried
+
+
+def check_parallel(model: KernelModel, deps: list[Dependence], tree: Tree, loop: Loop, primitive: str) -> None:
+    """No dependence may connect two different iterations of `loop` within one iteration of its outer loops."""
+    inner, outer = _loop_times(model, tree, loop)
+    for dep, rel in carried_by(model, deps, tree, loop, (inner, outer))[:1]:
         src, dst, element = concrete_pair(model, dep, rel)
         cls = ParallelReduction if dep.kind == "reduction" else ParallelDependence
         detail = f"loop {loop.name} carries a dependence: {dep.describe()}"
@@ -582,6 +589,13 @@ def _violation_class(model: KernelModel, dep: Dependence):
     if dep.kind == "flow" and model.stmt(dep.src).is_reduction:
         return ReductionIncomplete
     return DependenceViolation
+
+
+def _loop_times(model: KernelModel, tree: Tree, loop: Loop) -> tuple:
+    """The time maps up to `loop` and up to the loop around it (None at the top)."""
+    outer_loop = _outer_of(tree, loop)
+    return (tree.time_maps(model, upto=loop, positions=False),
+            tree.time_maps(model, upto=outer_loop, positions=False) if outer_loop else None)
 
 
 def _outer_of(tree: Tree, loop: Loop):

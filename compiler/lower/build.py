@@ -58,6 +58,7 @@ from tdsl.compiler.lower.tileir import (
     TileKernel,
     TileProgram,
 )
+from tdsl.compiler.model.recurrences import self_reads
 from tdsl.compiler.schedule.tree import Leaf, Loop, Node, global_tensors, statements_under, walk_loops
 
 
@@ -65,7 +66,10 @@ def lower(schedule: Schedule) -> TileProgram:
     model, tree = schedule.model, schedule.tree
     kernel_of = {s: k for k, node in enumerate(tree.body) for s in statements_under(node)}
     crossing = global_tensors(model, tree)  # temporaries written by one launch and read by another
-    temps = [s.name for s in model.stmts if model.tensors[s.name].kind == "temp" and s.name in crossing]
+    # temporaries in global memory: those passed between launches, and recurrences (they read their own earlier
+    # elements back from memory)
+    temps = [s.name for s in model.stmts if model.tensors[s.name].kind == "temp"
+             and (s.name in crossing or self_reads(s))]
     plans = _buffer_plans(schedule)
     kernels = []
     for k, node in enumerate(tree.body):
@@ -124,6 +128,8 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     accumulating: dict = field(default_factory=dict)  # reduction -> (accumulator tile, loops around its init)
     restricted: dict = field(default_factory=dict)  # id(loop) -> (its range's part as an isl set, "full" | "rest")
     split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
+    carried_cache: dict = field(default_factory=dict)  # id(loop) -> the recurrences' dependences it carries
+    recurrence_deps: Optional[list] = None  # the dependences of the model's recurrences, computed on first use
 
     # ------------------------------------------------------------ kernel
 
@@ -198,7 +204,8 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
                     "rest": ": the other iterations (masked" + ("; not pipelined)" if loop.pipeline else ")")}[part]
                 loops.append(SerialLoop(self._var(loop, 0), start, stop, stages,
                                         self._lower_body(loop.body if body is None else body, context + [loop]),
-                                        note, [_buffer_decl(b) for b in self.planned if b.at is loop]))
+                                        note, [_buffer_decl(b) for b in self.planned if b.at is loop],
+                                        barrier=bool(self._carried(loop))))
         after = [self._acc_finish(s, context) for s in starts]
         return before + loops + after
 

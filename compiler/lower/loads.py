@@ -25,7 +25,7 @@ from tdsl.frontend import ast
 
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.functions import COMPOSITIONS, expand_tile
-from tdsl.compiler.model.program import Stmt
+from tdsl.compiler.model.program import Stmt, read_relation
 from tdsl.compiler.lower.geometry import _Geometry, _embed, _mask_expr, _project_onto, _total_map
 from tdsl.compiler.lower.tileir import Bin, Call, Const, Expr, Load, Neg, Round, Select, Tile, Var
 from tdsl.compiler.schedule.tree import Loop
@@ -86,6 +86,11 @@ class ValueLowering:
         raise BackendError(f"index expression {e!r} is not affine")
 
     def _access(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
+        if e.tensor == stmt.name:
+            # A recurrence reads elements it computed in earlier iterations of the serial loops that carry it
+            # (each iteration ends with a barrier: SerialLoop.barrier), never a lane of this tile (a loop that
+            # carries it is serial, compiler/lower/loops.py): from global memory, where they were stored.
+            return self._load(e, stmt, tile, context)
         producer = self.produced.get(e.tensor)
         if producer is not None and producer.keep:
             reg = self._register(e, stmt, tile, producer, context)
@@ -104,7 +109,14 @@ class ValueLowering:
                 f"inside the same kernel; place {stmt.name} where it reads {e.tensor}'s tile element for element, "
                 f"or leave them in separate kernels"
             )
+        return self._load(e, stmt, tile, context)
+
+    def _load(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
         mask, bounds = self._access_mask(e, stmt, tile, context)
+        if isinstance(mask, Const) and not mask.value:
+            # no lane reads inside the tensor: a read in a `where` branch never taken in this tile (the model
+            # checked that every taken read is inside), so its value is never used
+            return Const(0.0)
         return Load(e.tensor, tuple(self._index(i, stmt) for i in e.indices), mask, mask_is_bounds=bounds)
 
     def _early_read(self, reader: str, reduction: str, context: list[Loop]) -> str:
@@ -164,7 +176,9 @@ class ValueLowering:
         """The lanes of `g` at which the access `node` reads inside its tensor (a set over the loop variables and
         `g.iters`), or None when the access is not one affine function of the iterators."""
         access = next((r for r in stmt.reads if r.node is node), None)
-        function = _total_map(access.relation) if access is not None else None
+        # the read's indices over every instance: a read in a `where` branch is taken at fewer (Access.relation),
+        # but the generated code evaluates both branches, so its mask must hold everywhere
+        function = _total_map(read_relation(self.model, stmt, node)) if access is not None else None
         if function is None:
             return None
         box = self.model.tensors[access.tensor].box

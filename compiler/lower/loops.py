@@ -4,8 +4,8 @@ variable each loop has in the tile program, and its bounds.
 * The chain of loops bound to grid axes at the top of a kernel are its program ids (`_grid_chain`,
   `_grid_axis`); a bound loop anywhere else, a grid loop that walks a reduction, or a `combine segments`
   reduction is refused here.
-* A loop is serial (`_is_serial`) when it is a tile loop, pipelined, around several statements, or walks a
-  `sum` with an accumulator narrower than f32; serial loops found inside point loops run around the tile
+* A loop is serial (`_is_serial`) when it is a tile loop, pipelined, around several statements, walks a
+  `sum` with an accumulator narrower than f32, or carries a recurrence (`_carried`); serial loops found inside point loops run around the tile
   (`_point_chain`).  A reduction's accumulator lives around the outermost serial loop that walks it
   (`_accumulation_loop`).
 * Loop bounds come from isl, as functions of the enclosing loop variables (`_loop_bounds`), and
@@ -24,6 +24,9 @@ from typing import Optional
 import islpy as isl
 
 from tdsl.compiler.errors import BackendError
+from tdsl.compiler.legality.checks import carried_by
+from tdsl.compiler.model.dependences import compute_dependences
+from tdsl.compiler.model.recurrences import self_reads
 from tdsl.compiler.lower.geometry import _pa_expr
 from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
 from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, pw_affs_to_map, statements_under, uses_iterators, walk_loops,
@@ -224,7 +227,25 @@ class KernelLoops:
         if loop.kind == "tile" or loop.pipeline is not None:
             return True
         under = statements_under(loop)
-        return len(under) > 1 or any(self._rounds_every_term(s, loop) for s in under)
+        return len(under) > 1 or any(self._rounds_every_term(s, loop) for s in under) or bool(self._carried(loop))
+
+    def _carried(self, loop: Loop) -> list:
+        """The dependences between instances under `loop` that it carries (pairs in different iterations of it):
+        its iterations must run one after the other, not as the lanes of one tile.  Only a recurrence (a statement
+        that reads its own tensor, compiler/model/recurrences.py) has them under a loop of one statement: every
+        other dependence links two statements, and those share a loop only as a serial one."""
+        if id(loop) not in self.carried_cache:
+            recurrences = [s for s in statements_under(loop) if self_reads(self.model.stmt(s))]
+            carried = []
+            if recurrences:
+                if self.recurrence_deps is None:
+                    self.recurrence_deps = [d for d in compute_dependences(self.model)
+                                            if d.kind in ("flow", "anti", "output") and d.src == d.dst
+                                            and self_reads(self.model.stmt(d.src))]
+                deps = [d for d in self.recurrence_deps if d.src in recurrences]
+                carried = carried_by(self.model, deps, self.tree, loop) if deps else []
+            self.carried_cache[id(loop)] = carried
+        return self.carried_cache[id(loop)]
 
     def _rounds_every_term(self, stmt_name: str, loop: Loop) -> bool:
         stmt = self.model.stmt(stmt_name)

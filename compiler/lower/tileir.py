@@ -305,6 +305,9 @@ class SerialLoop(_Value):
     body: list["Op"] = field(default_factory=list)
     note: str = ""  # what the schedule placed at this loop (buffers, pipelining), for comments
     buffers: list[BufferDecl] = field(default_factory=list)  # allocated for each iteration of this loop
+    # A recurrence's elements pass through global memory from one iteration to the next (the threads of a program
+    # store them, later iterations load them): every thread of the program waits at the end of each iteration
+    barrier: bool = False
 
 
 @dataclass(frozen=True)

@@ -230,6 +230,9 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
     model = KernelModel(kinfo.kernel.name, stmts, tensors, values, params, ctx)
     _check_domains_not_empty(model)
     _check_reads_in_bounds(model)
+    from tdsl.compiler.model.recurrences import check_recurrences
+
+    check_recurrences(model)
     return model
 
 
@@ -255,7 +258,9 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
     domain = isl.Set.read_from_str(ctx, f"{prefix}{{ {tup} : {' and '.join(constraints)} }}")
 
     value = red.body if red else stmt.value
-    reads = [Access(acc.tensor, _access_map(acc, values, prefix, tup, domain), acc) for acc in collect_accesses(value)]
+    taken = taken_domains(value, domain, values, prefix, tup)
+    reads = [Access(acc.tensor, _access_map(acc, values, prefix, tup, taken[id(acc)]), acc)
+             for acc in collect_accesses(value)]
     write_rel = isl.Map.read_from_str(ctx, f"{prefix}{{ {tup} -> {stmt.target}[{', '.join(lhs)}] }}").intersect_domain(domain)
     return Stmt(
         name=stmt.target,
@@ -276,6 +281,58 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
 def _access_map(node: ast.Access, values: dict, prefix: str, tup: str, domain: isl.Set) -> isl.Map:
     index = ", ".join(affine_text(i, values) for i in node.indices)
     return isl.Map.read_from_str(domain.get_ctx(), f"{prefix}{{ {tup} -> {node.tensor}[{index}] }}").intersect_domain(domain)
+
+
+def taken_domains(value: ast.Expr, domain: isl.Set, sizes: dict, prefix: str, tup: str) -> dict[int, isl.Set]:
+    """id(read) -> the instances at which the read is evaluated: inside `where(c, a, b)` with an affine condition
+    `c`, the reads of `a` only where `c` holds and those of `b` only where it does not (the interpreter evaluates
+    only the chosen branch).  So a guarded read may reach outside its tensor where it is not taken (a boundary
+    case, `where(i == 0, x[i], y[i - 1] + x[i])`), and dependences count only the reads that happen."""
+    out: dict[int, isl.Set] = {}
+
+    def visit(e: ast.Expr, dom: isl.Set) -> None:
+        if isinstance(e, ast.Access):
+            out[id(e)] = dom
+            return
+        if isinstance(e, ast.Call) and e.func == "where" and len(e.args) == 3:
+            holds = _condition_set(e.args[0], domain, sizes, prefix, tup)
+            visit(e.args[0], dom)
+            visit(e.args[1], dom if holds is None else dom.intersect(holds))
+            visit(e.args[2], dom if holds is None else dom.subtract(holds))
+            return
+        for child in ast.children(e):
+            visit(child, dom)
+
+    visit(value, domain)
+    return out
+
+
+def _condition_set(cond: ast.Expr, domain: isl.Set, sizes: dict, prefix: str, tup: str) -> Optional[isl.Set]:
+    """The instances where an affine comparison of iterators and int sizes holds; None for a comparison of values
+    (it depends on data: both branches may be taken anywhere)."""
+    if not isinstance(cond, ast.Compare) or not _affine_only(cond, domain, sizes):
+        return None
+    if cond.op == "!=":
+        equal = _condition_set(ast.Compare("==", cond.lhs, cond.rhs, cond.span), domain, sizes, prefix, tup)
+        return None if equal is None else domain.subtract(equal)
+    try:
+        text = affine_text(cond, sizes)
+        return isl.Set.read_from_str(domain.get_ctx(), f"{prefix}{{ {tup} : {text} }}").intersect(domain)
+    except (SourceError, isl.Error):
+        return None  # not affine (a product of two iterators)
+
+
+def _affine_only(cond: ast.Compare, domain: isl.Set, sizes: dict) -> bool:
+    """Only integer literals, iterators and int sizes, joined by + - * // % (a candidate affine comparison)."""
+    iters = {domain.get_dim_name(isl.dim_type.set, k) for k in range(domain.dim(isl.dim_type.set))}
+    for node in ast.walk(cond):
+        if isinstance(node, ast.Name):
+            value = sizes.get(node.name, "unknown")
+            if node.name not in iters and not (value is None or (isinstance(value, int) and not isinstance(value, bool))):
+                return False
+        elif not isinstance(node, (ast.IntLit, ast.BinOp, ast.Neg, ast.Compare)):
+            return False
+    return True
 
 
 def read_relation(model: "KernelModel", stmt: Stmt, node: ast.Access) -> isl.Map:

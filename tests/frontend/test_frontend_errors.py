@@ -878,19 +878,6 @@ CASES = {
                        ^^^^
         """,
     ),
-    "read_in_own_definition": (
-        """
-        const N = 8
-        kernel f(A: f32[N]) -> Y: f32[N] {
-          Y[i] = Y[i] + A[i]
-        }
-        """,
-        """
-        prog.tdsl:3:10: error: tensor 'Y' is read in its own definition
-            Y[i] = Y[i] + A[i]
-                   ^
-        """,
-    ),
     "read_before_defined": (
         """
         const N = 8

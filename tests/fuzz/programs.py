@@ -3,7 +3,8 @@
 A random kernel works on three iteration spaces -- MN (i, j), MK (i, k), KN (k, j) -- and their 1-D edges
 (M by i, N by j, K by k).  Statements are elementwise maps in one space, reductions of a 2-D space to one of
 its edges (`sum`/`max`, optionally over a triangle `j <= i`, with an accumulator dtype and a combine policy),
-matrix products MK x KN -> MN, and maps on the edges.  Every read is in bounds and every iterator is indexed
+matrix products MK x KN -> MN, recurrences (a statement reading its own earlier elements), and maps on the
+edges.  Every read is in bounds and every iterator is indexed
 plainly somewhere, so every generated program passes the frontend's checks; the last one or two statements
 become the kernel's results.
 """
@@ -178,6 +179,37 @@ class _Builder:
         if self.rng.random() < 0.2:  # a reader that cannot be rescaled: online(m) must refuse
             self.add(self.fresh("T"), "MN", f"{cond}]{self._annot()} = {e}[i, j] / {l_}[i]", self._dtype(), triangle)
 
+    def recurrence(self) -> None:
+        """A statement that reads its own earlier elements: along one axis at distance 1 or 2 (a scan or a
+        first-order filter, `where` giving the first elements their value), along the anti-diagonal of MN, or a
+        triangular sum over the finished rows (`r[i] = sum(j : j <= i) X[i, j] * where(j == i, 1.0, r[j])`)."""
+        kind = self.rng.choice(["axis", "axis", "diagonal", "sum"])
+        space = "MN" if kind != "axis" else self.rng.choice(["MN", "MN", "M", "N"])
+        body = self.anchored(space if kind != "sum" else "MN", kind == "sum")
+        if body is None:
+            return
+        name = self.fresh("R")
+        dtype = self._dtype()
+        if kind == "sum":
+            accum = self.rng.choice(["", " accum f32"])
+            text = f"]{self._annot()} = sum(j : j <= i) {_paren(body)} * where(j == i, 1.0, {name}[j]){accum}"
+            self.stmts.append(_Stmt(name, "M", text, dtype, lhs=["i"]))
+            self.tensors.append(_Tensor(name, "M", dtype))
+            return
+        iters = [it for it, _ in SPACES[space]] if space in SPACES else [EDGES[space]]
+        coef = self.rng.choice(["", " * 0.5", " * (-0.25)", " * 1.0"])
+        op = self.rng.choice(["+", "-", "*"])
+        if kind == "diagonal":
+            prev = f"{name}[i - 1, j + 1]"
+            value = f"where(i == 0, {body}, where(j == N - 1, {body}, ({prev}{coef}) {op} {_paren(body)}))"
+        else:
+            axis = self.rng.randrange(len(iters))
+            d = self.rng.choice([1, 1, 2])
+            at = [f"{it} - {d}" if n == axis else it for n, it in enumerate(iters)]
+            prev = f"{name}[{', '.join(at)}]"
+            value = f"where({iters[axis]} < {d}, {body}, ({prev}{coef}) {op} {_paren(body)})"
+        self.add(name, space, f"]{self._annot()} = {value}", dtype)
+
     def matmul(self) -> None:
         left, right = self.values("MK"), self.values("KN")
         if not left or not right:
@@ -205,7 +237,7 @@ def random_program(rng: random.Random) -> str:
     for space in dict.fromkeys(spaces):
         b.tensors.append(_Tensor(f"X{space}", space, rng.choice(DTYPES), is_input=True))
     for _ in range(rng.randint(1, 5)):
-        rng.choice([b.elementwise, b.elementwise, b.reduction, b.matmul, b.softmax])()
+        rng.choice([b.elementwise, b.elementwise, b.reduction, b.matmul, b.softmax, b.recurrence])()
     full = [s for s in b.stmts if not s.triangle]
     while not full:
         b.elementwise()
