@@ -257,9 +257,10 @@ class _KernelPlanner(_WorkingSets):
         groups: dict = {}
         for stmt_name in self.stmts:
             stmt = self.model.stmt(stmt_name)
-            for tensor in dict.fromkeys(a.tensor for a in stmt.reads):
-                if tensor in self.produced:
-                    continue  # produced in this kernel: already on chip
+            # (a read in a `where` branch never taken, at these sizes, moves nothing)
+            for tensor in dict.fromkeys(a.tensor for a in stmt.reads if not a.relation.is_empty()):
+                if tensor in self.produced and tensor != stmt_name:
+                    continue  # produced in this kernel: already on chip (a recurrence reads its own back from memory)
                 buf = self._buffer_for(stmt_name, tensor, "read")
                 level = self.tile_level(stmt_name)
                 path = self.path(stmt_name)

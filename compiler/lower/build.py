@@ -222,6 +222,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
             return [Compute(stmt.name, tile, value, stmt.dtype, store, keep, tuple(stmt.lhs_iters))]
         ops = []
         outer = self._accumulation_loop(stmt.name, context)
+        self._check_recurrence_stored(stmt, outer, context)
         if outer is None:
             ops.append(self._acc_init(stmt.name, context))
         tile = self._tile(stmt, context, stmt.iters, check_size=False)
@@ -231,6 +232,23 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         if outer is None:
             ops.append(self._acc_finish(stmt.name, context))
         return ops
+
+
+    def _check_recurrence_stored(self, stmt: Stmt, outer: Optional[Loop], context: list[Loop]) -> None:
+        """A sum that reads its own finished elements (a recurrence) reads them from memory, where a kernel stores an
+        element's sum only after the loop that walks its terms (`outer`): a loop carrying the recurrence at or
+        inside `outer` would read an element before it is stored."""
+        if outer is None or not self_reads(stmt):
+            return
+        inside = context[context.index(outer):]
+        carrying = next((loop for loop in inside if self._carried(loop)), None)
+        if carrying is not None:
+            where = "walks its terms too" if carrying is outer else f"is inside loop {outer.name}, which walks its terms"
+            raise BackendError(
+                f"{stmt.name} reads its own finished elements (a recurrence) in loop {carrying.name}, which {where}: "
+                f"a kernel stores each element's sum only after that loop, so the read would come first; place the "
+                f"loop that carries the recurrence outside the loops over {', '.join(stmt.red_iters)} (reorder), or "
+                f"keep the reduction in one tile")
 
 
 # ---------------------------------------------------------------- helpers

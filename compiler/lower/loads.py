@@ -175,13 +175,13 @@ class ValueLowering:
     def _in_bounds(self, stmt: Stmt, node: ast.Access, g: "_Geometry") -> Optional[isl.Set]:
         """The lanes of `g` at which the access `node` reads inside its tensor (a set over the loop variables and
         `g.iters`), or None when the access is not one affine function of the iterators."""
-        access = next((r for r in stmt.reads if r.node is node), None)
-        # the read's indices over every instance: a read in a `where` branch is taken at fewer (Access.relation),
-        # but the generated code evaluates both branches, so its mask must hold everywhere
-        function = _total_map(read_relation(self.model, stmt, node)) if access is not None else None
+        # the read's indices over every instance, from the node itself (a step that rewrites the value makes new
+        # nodes): a read in a `where` branch is taken at fewer instances (Access.relation), but the generated code
+        # evaluates both branches, so its mask must keep every lane inside the tensor
+        function = _total_map(read_relation(self.model, stmt, node))
         if function is None:
             return None
-        box = self.model.tensors[access.tensor].box
+        box = self.model.tensors[node.tensor].box
         inside = function.intersect_range(box.align_params(function.get_space().range())).domain()
         inside = _project_onto(inside, stmt.iters, g.iters)
         return _embed(inside, g.iters, g.loop_names + g.iters).align_params(g.box.get_space())

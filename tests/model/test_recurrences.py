@@ -3,6 +3,8 @@ taken): the model proves the reads, the interpreter runs them in program order, 
 loop-carried dependences, the tile lowering runs the carrying loops serially with a barrier, and the generated
 Triton kernels match the interpreter; TileLang lowers them; the Ascend backends refuse them with a reason."""
 
+import re
+
 import islpy as isl
 import numpy as np
 import pytest
@@ -194,3 +196,55 @@ def test_the_ascend_backends_refuse_recurrences_naming_the_reason(target):
     with pytest.raises(BackendError, match="passes elements of a recurrence from one iteration to the next through "
                                            "global memory, which the Ascend backends do not synchronise yet"):
         generate(loads(RECURRENCES, sizes={"M": 8, "N": 16}), "tiled", target=target)
+
+
+# ---------------------------------------------------------------- steps that would rewrite a recurrence
+
+TRIANGULAR = """\
+const N = 8
+param M
+kernel tri(X: f32[M, N]) -> (R: f32[M], Y: f32[M]) {
+  T[i] = where(i == 0, X[i, 0], T[i - 1] * 0.5 + X[i, 0])
+  R[i] = sum(j : j <= i) X[i, j] * where(j == i, 1.0, R[j])
+  Y[i] = T[i] * 2.0
+}
+"""
+
+
+@pytest.mark.parametrize("steps,message", [
+    ("compute_inline(T)", "T is a recurrence (it reads its own earlier elements): its value cannot be recomputed"),
+    ("rfactor(R.j)", "R is a recurrence (it reads its own finished elements): its partial sums would read elements"),
+])
+def test_steps_that_would_rewrite_a_recurrence_are_refused(steps, message):
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        assert_legal(loads(TRIANGULAR, sizes={"M": 8}), steps)
+
+
+def test_online_refuses_a_running_maximum_whose_sums_are_recurrences():
+    src = """\
+const N = 8
+kernel f(X: f32[N, N]) -> (U: f32[N]) {
+  m[i] = max(j) X[i, j] combine online
+  E[i, j] = exp(X[i, j] - m[i])
+  U[i] = sum(j : j <= i) E[i, j] * where(j == i, 1.0, U[j])
+}
+"""
+    with pytest.raises(AssertionError, match=r"U reads its own earlier elements \(a recurrence\)"):
+        assert_legal(loads(src), "online(m)")
+
+
+def test_a_sum_read_inside_the_loop_that_walks_its_terms_is_refused_by_the_lowering():
+    prog = loads(TRIANGULAR, sizes={"M": 11})
+    with pytest.raises(BackendError, match=r"R reads its own finished elements \(a recurrence\) in loop jo, which "
+                                           r"walks its terms too"):
+        generate(loads(TRIANGULAR + "schedule t {\n  tile(R.i, R.j, 8, 4)\n}\n", sizes={"M": 11}), "t")
+    assert_legal(prog, "jo, jj = split(R.j, 4)", run=True)  # the loop carrying R (i) stays outside jo
+
+
+def test_the_cost_report_counts_a_recurrence_reading_its_own_elements_from_memory():
+    from tdsl.compiler.analysis.buffer_plan import plan_kernels
+
+    sched = loads(RECURRENCES).schedule("tiled")
+    kernel = next(k for k in plan_kernels(sched) if "s" in k.stmts)
+    reads = {a.tensor for a in kernel.accesses if a.kind == "read" and a.src == "global"}
+    assert reads == {"a", "s"}

@@ -33,6 +33,7 @@ from tdsl.compiler.model.program import Access, KernelModel
 from tdsl.compiler.schedule.primitives.common import State, check_stmt
 from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import FLAG, STMT, arg, option, primitive
+from tdsl.compiler.model.recurrences import self_reads
 
 
 @primitive(arg("stmt", STMT), option("round", FLAG, True, text="false", omit_default=True), rank=80)
@@ -43,6 +44,9 @@ def compute_inline(state: State, stmt: str, round=True) -> None:
     target = model.stmt(stmt)
     if target.is_reduction:
         raise ScheduleError("compute_inline", f"{stmt} is a reduction; only elementwise statements can be inlined")
+    if self_reads(target):
+        raise ScheduleError("compute_inline", f"{stmt} is a recurrence (it reads its own earlier elements): its "
+                                              f"value cannot be recomputed in its readers; it must be stored")
     if model.tensors[stmt].kind != "temp":
         raise ScheduleError("compute_inline", f"{stmt} is a kernel result; it must be stored")
     if any(b.tensor == stmt for b in state.tree.buffers):

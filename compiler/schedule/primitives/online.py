@@ -36,6 +36,7 @@ from tdsl.compiler.reference.runtime import _exp  # the interpreter's exp: the c
 from tdsl.compiler.model.online import MAX, REF, NotOnline, OnlineForm, online_form, running_dependences, with_rescales
 from tdsl.compiler.schedule.primitives.common import State, check_stmt
 from tdsl.compiler.schedule.primitives.registry import STMT, arg, primitive
+from tdsl.compiler.model.recurrences import self_reads
 
 
 @primitive(arg("stmt", STMT, role="the row maximum (a max reduction)"), rank=150)
@@ -48,6 +49,11 @@ def online(state: State, stmt: str) -> None:
         raise ScheduleError("online", f"{stmt} is not a max reduction; online(STMT) takes the row maximum that "
                                       f"the exponentials subtract")
     state.model, state.deps, form = _rewrite(model, state.deps, stmt, "online")
+    recurrences = [s for s in [stmt, *form.accumulators] if self_reads(model.stmt(s))]
+    if recurrences:
+        raise ScheduleError("online", f"{', '.join(recurrences)} read{'s' * (len(recurrences) == 1)} "
+                                      f"{'its' if len(recurrences) == 1 else 'their'} own earlier elements (a "
+                                      f"recurrence), which a running maximum would rescale after they were read")
     if model.stmt(stmt).combine != "online":
         readers = ", ".join(sorted({r.source or a for a, r in form.accumulators.items()}))
         raise OnlinePolicy("online", [stmt, *form.accumulators],

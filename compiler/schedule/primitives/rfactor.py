@@ -54,6 +54,7 @@ from tdsl.compiler.schedule.primitives.compute_inline import rename_iterators
 from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import COUNT, DTYPE, LOOP, arg, option, primitive
 from tdsl.compiler.schedule.primitives.split import split
+from tdsl.compiler.model.recurrences import self_reads
 
 
 @primitive(arg("loop", LOOP), option("segments", COUNT, None, omit_default=True),
@@ -64,6 +65,9 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     stmt = model.stmt(name)
     if not stmt.is_reduction:
         raise ScheduleError("rfactor", f"{name} is not a reduction")
+    if self_reads(stmt):
+        raise ScheduleError("rfactor", f"{name} is a recurrence (it reads its own finished elements): its partial "
+                                       f"sums would read elements the final sum has not stored yet")
     for b in tree.buffers:
         if b.tensor == name or name in b.stmts:
             raise ScheduleError("rfactor", f"the {b.scope} buffer of {b.tensor} at loop {b.at.name} serves {name}; "
