@@ -187,6 +187,11 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     def _serial(self, loop: Loop, context: list[Loop], body: Optional[list] = None) -> list:
         if loop.n_dims != 1:
             raise BackendError(f"serial loop {loop.name} is a fused loop; only grid loops may be fused")
+        if loop.pipeline and self._carried(loop):
+            names = ", ".join(sorted({d.src for d, _ in self._carried(loop)}))
+            raise BackendError(f"loop {loop.name} carries the recurrence {names} through memory: a pipelined loop "
+                               f"loads an iteration's elements before the previous iterations have stored them; "
+                               f"remove pipeline({loop.name}) or pipeline a loop that does not carry it")
         lo, hi = self._loop_range(loop, 0, outer=[l for l in context])
         starts = [s for s in statements_under(loop) if self._accumulation_loop(s, context + [loop]) is loop]
         before = [self._acc_init(s, context) for s in starts]
@@ -232,7 +237,6 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         if outer is None:
             ops.append(self._acc_finish(stmt.name, context))
         return ops
-
 
     def _check_recurrence_stored(self, stmt: Stmt, outer: Optional[Loop], context: list[Loop]) -> None:
         """A sum that reads its own finished elements (a recurrence) reads them from memory, where a kernel stores an

@@ -5,8 +5,8 @@ variable each loop has in the tile program, and its bounds.
   `_grid_axis`); a bound loop anywhere else, a grid loop that walks a reduction, or a `combine segments`
   reduction is refused here.
 * A loop is serial (`_is_serial`) when it is a tile loop, pipelined, around several statements, walks a
-  `sum` with an accumulator narrower than f32, or carries a recurrence (`_carried`); serial loops found inside point loops run around the tile
-  (`_point_chain`).  A reduction's accumulator lives around the outermost serial loop that walks it
+  `sum` with an accumulator narrower than f32, or carries a recurrence (`_carried`); serial loops found
+  inside point loops run around the tile (`_point_chain`).  A reduction's accumulator lives around the outermost serial loop that walks it
   (`_accumulation_loop`).
 * Loop bounds come from isl, as functions of the enclosing loop variables (`_loop_bounds`), and
   `_emitted_bounds` is what the generated loops guarantee about their variables -- all a mask may assume.
@@ -219,9 +219,9 @@ class KernelLoops:
 
         Tile loops (from split / tile) and pipelined loops are serial; so is a loop around several statements
         (a tile holds one statement: the loop's iterations run each statement's tile in turn, in program
-        order), and every loop that walks a `sum` whose accumulator is narrower than f32: the program rounds
-        that accumulator after every term, so one step may add only one term (lanes of a tile would be added
-        at f32 precision, then rounded once)."""
+        order), every loop that walks a `sum` whose accumulator is narrower than f32 (the program rounds
+        that accumulator after every term, so one step may add only one term: lanes of a tile would be added
+        at f32 precision, then rounded once), and every loop that carries a recurrence (`_carried`)."""
         if loop.bind:
             return False
         if loop.kind == "tile" or loop.pipeline is not None:

@@ -248,3 +248,10 @@ def test_the_cost_report_counts_a_recurrence_reading_its_own_elements_from_memor
     kernel = next(k for k in plan_kernels(sched) if "s" in k.stmts)
     reads = {a.tensor for a in kernel.accesses if a.kind == "read" and a.src == "global"}
     assert reads == {"a", "s"}
+
+
+def test_a_pipelined_loop_that_carries_a_recurrence_is_refused():
+    prog = loads(RECURRENCES + "schedule p {\n  jo, jj = split(s.j, 4)\n  pipeline(s.jo, stages=3)\n}\n")
+    with pytest.raises(BackendError, match=r"loop jo carries the recurrence s through memory: a pipelined loop loads "
+                                           r"an iteration's elements before the previous iterations have stored them"):
+        generate(prog, "p")

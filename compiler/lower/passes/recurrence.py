@@ -17,7 +17,8 @@ def refuse_recurrences(program: T.TileProgram) -> T.TileProgram:
         for op in T.walk_ops(k.body):
             if isinstance(op, T.SerialLoop) and op.barrier:
                 stmts = sorted({o.stmt for o in T.walk_ops(op.body) if hasattr(o, "stmt")})
-                raise BackendError(f"{', '.join(stmts)}: loop {op.var} passes elements of a recurrence from one "
+                loop = op.note.split(":")[0] if op.note.startswith("loop ") else f"loop {op.var}"  # the schedule's name
+                raise BackendError(f"{', '.join(stmts)}: {loop} passes elements of a recurrence from one "
                                    f"iteration to the next through global memory, which the Ascend backends do not "
                                    f"synchronise yet; generate it for nvidia (Triton or TileLang)")
     return program
