@@ -105,7 +105,7 @@ class Reduce:
     `combine` is the declared combine policy (None = strict order).
     """
 
-    op: str  # "sum" | "max"
+    op: str  # "sum" | "max" | "min"
     iters: list[Name]
     conditions: list[Compare]
     body: "Expr"

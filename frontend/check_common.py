@@ -23,7 +23,7 @@ FUNCTION_ARITY: dict[str, int] = {
     "where": 3,
     **{dtype: 1 for dtype in ast.DTYPES},
 }
-REDUCTIONS = ("sum", "max")
+REDUCTIONS = ("sum", "max", "min")
 DEFAULT_DTYPE = "f32"  # storage dtype of a temporary without annotation
 
 

@@ -22,6 +22,7 @@ from tdsl.compiler.lower.lane_masks import (
 )
 from tdsl.compiler.lower.passes.ascend910b import expr_vars
 from tdsl.compiler.lower.tileir import simplify
+from tdsl.compiler.model import reduce_ops
 
 
 class VectorSide:
@@ -44,7 +45,7 @@ class VectorSide:
             shape = [a.size for a in op.tile.axes]
             acc = self.alloc(self.local(("acc", op.stmt), f"acc_{op.stmt}"), shape, "f32", "UB", f"{op.op} accumulator")
             self.accs[op.stmt] = (acc, shape)
-            fill = "0.0" if op.op == "sum" else '-T.infinity("float32")'
+            fill = _float_code(reduce_ops.identity(op.op))
             self.emit(f"T.tile.fill({acc}, {fill})")
         elif isinstance(op, T.AccUpdate):
             product = self._product(op)
@@ -234,13 +235,17 @@ class VectorSide:
         if red:
             if len(red) != 1 or red[0] != len(shape) - 1:
                 raise BackendError(f"{op.stmt}: only a reduction over the last tile axis is generated for ascend-910b")
+            if op.op not in ("sum", "max"):
+                raise BackendError(f"{op.stmt}: a {op.op} over tile axes; tilelang-ascend reduces tiles with "
+                                   f"T.reduce_sum and T.reduce_max only: walk that axis in a serial loop (split it "
+                                   f"with factor 1), or generate for ascend-950")
             part = self.alloc(self.fresh(f"r_{op.stmt}"), acc_shape, "f32", "UB")
             fn = "T.reduce_sum" if op.op == "sum" else "T.reduce_max"
             self.emit(f"{fn}({terms.code}, {part}, dim=-1, clear=True)")
             self.done(terms)
             terms = _Opnd("tile", part)
             self.expr_temps.add(part)
-        fn = "T.tile.add" if op.op == "sum" else "T.tile.max"
+        fn = {"+": "T.tile.add", "max": "T.tile.max", "min": "T.tile.min"}[reduce_ops.combine(op.op)]
         self.emit(f"{fn}({acc}, {acc}, {terms.code})")
         self.done(terms)
         if op.accum != "f32":

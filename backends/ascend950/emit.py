@@ -36,6 +36,7 @@ from tdsl.compiler.lower import tileir as T
 from tdsl.backends.ascend910b.common import registers_read, subexpressions
 from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
 from tdsl.backends.common.names import ModuleNames
+from tdsl.compiler.model import reduce_ops
 
 SIMT_THREADS = 128
 
@@ -256,7 +257,8 @@ class Ascend950Printer(KernelPrinter):
             depth += 1
         idx = ", ".join(lanes[n] for n in keep) if acc_shape else "0"
         term = f"{part}[{', '.join(lanes)}]"
-        combined = f"{acc}[{idx}] + {term}" if op.op == "sum" else f"T.max({acc}[{idx}], {term})"
+        how = reduce_ops.combine(op.op)
+        combined = f"{acc}[{idx}] + {term}" if how == "+" else f"T.{how}({acc}[{idx}], {term})"
         self.emit("    " * depth + f"{acc}[{idx}] = {self.round(op.accum, combined)}")
         self.exit_vector()
 

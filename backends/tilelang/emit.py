@@ -44,6 +44,7 @@ from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.model.dtypes import BYTES
+from tdsl.compiler.model import reduce_ops
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -417,7 +418,7 @@ class KernelPrinter(TileLangDialect):
                           f"cache_write {op.stmt} -> register" if self.cache_write(op.stmt) else "")
 
     def acc_fill(self, op: T.AccInit, buf: str) -> None:
-        self.fill(buf, self.accs[op.stmt][1], "0.0" if op.op == "sum" else '-T.infinity("float32")')
+        self.fill(buf, self.accs[op.stmt][1], self.value(T.Const(reduce_ops.identity(op.op)), None, [], {}))
 
     def fill(self, buf: str, shape, value: str) -> None:
         """Every element of a vector buffer set to `value`."""
@@ -620,7 +621,7 @@ class KernelPrinter(TileLangDialect):
             raise BackendError(f"{op.stmt}: a tile reduction over {len(shape)} axes ({tile}); the tilelang backend "
                                f"reduces tiles of at most 3: bind or split the outer loops (a batch or head "
                                f"loop to the grid), or generate with --backend triton")
-        fn = "T.reduce_sum" if op.op == "sum" else "T.reduce_max"
+        fn = f"T.reduce_{op.op}"  # T.reduce_sum / reduce_max / reduce_min
         src, cur = part, list(shape)
         for n, dim in enumerate(sorted(red, reverse=True)):
             cur = cur[:dim] + cur[dim + 1:]

@@ -22,6 +22,7 @@ from tdsl.compiler.analysis.placement import VECTOR, unit_of
 from tdsl.compiler.errors import InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.tileir import simplify
+from tdsl.compiler.model import reduce_ops
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -205,7 +206,7 @@ class _KernelPrinter(PrinterBase):
                 self._store(op, frame)
         elif isinstance(op, T.AccInit):
             shape = "[" + ", ".join(str(a.size) for a in op.tile.axes) + "]"
-            fill = "0.0" if op.op == "sum" else 'float("-inf")'
+            fill = _literal(reduce_ops.identity(op.op))
             self.emit(f"# {self.text(op.stmt)}")
             self.emit(f"# {op.stmt}: {op.op} accumulator ({op.accum}), tile {shape}")
             self.emit(f"{self.acc_name(op.stmt)} = tl.full({shape}, {fill}, tl.float32)")
@@ -235,7 +236,8 @@ class _KernelPrinter(PrinterBase):
                     self.emit(f"{acc} = {self._round(op.accum, f'{acc} + tl.dot({a}, {b}{precise})')}")
                 return
             partial = self._value(op.partial, frame)
-            combined = f"{acc} + {partial}" if op.op == "sum" else _call("max", [acc, partial])
+            how = reduce_ops.combine(op.op)
+            combined = f"{acc} + {partial}" if how == "+" else _call(how, [acc, partial])
             self.emit(f"{acc} = {self._round(op.accum, combined)}")
         elif isinstance(op, T.Preload):
             self.emit(f"# {op.load.tensor}: the same tile in every iteration of the loop below, loaded once")
@@ -373,9 +375,7 @@ class _KernelPrinter(PrinterBase):
     def _value(self, e: T.Expr, frame: _Frame) -> str:
         v = lambda x: self._value(x, frame)  # noqa: E731
         if isinstance(e, T.Const):
-            if isinstance(e.value, float) and e.value in (float("inf"), float("-inf")):
-                return 'float("inf")' if e.value > 0 else 'float("-inf")'
-            return repr(float(e.value))
+            return _literal(e.value)
         if isinstance(e, T.Var):  # an iterator or size used as a value: its integer, as an f32
             return f"({frame.var(e.name)} + 0.0)"
         if isinstance(e, T.Neg):
@@ -409,9 +409,13 @@ class _KernelPrinter(PrinterBase):
             return self._round(e.dtype, v(e.operand))
         if isinstance(e, T.Reduce):
             code = v(e.operand)
-            fn = "tl.sum" if e.op == "sum" else "_max_nan"  # a max reduction keeps NaN, as the interpreter does
             for axis in sorted(e.axes, reverse=True):
-                code = f"{fn}({code}, axis={axis})"
+                if e.op == "sum":
+                    code = f"tl.sum({code}, axis={axis})"
+                elif e.op == "max":  # keeps NaN, as the interpreter does
+                    code = f"_max_nan({code}, axis={axis})"
+                else:  # min(x) = -max(-x) exactly (negation is exact, NaN stays NaN, -0.0 < +0.0 both ways)
+                    code = f"(-_max_nan((-{code}), axis={axis}))"
             return code
         raise TypeError(f"cannot print value {e!r}")
 
@@ -499,3 +503,11 @@ def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
         lines.append(f"{names.kernel(kernel.name)}[{grid_code}]({', '.join(args)}{', ' if args else ''}"
                      f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages})")
     return lines + epilogue(program, names)
+
+
+def _literal(value) -> str:
+    """A float constant as Triton code (infinities as float("inf"))."""
+    value = float(value)
+    if math.isinf(value):
+        return 'float("inf")' if value > 0 else 'float("-inf")'
+    return repr(value)

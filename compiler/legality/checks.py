@@ -35,6 +35,7 @@ from tdsl.compiler.errors import (
 )
 from tdsl.compiler.model.program import KernelModel, first_point
 from tdsl.compiler.schedule.tree import Buffer, Loop, Tree, statements_under
+from tdsl.compiler.model import reduce_ops
 
 
 def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, primitive: str) -> None:
@@ -96,8 +97,8 @@ def check_parallel(model: KernelModel, deps: list[Dependence], tree: Tree, loop:
 def check_atomics(model: KernelModel, tree: Tree, loop: Loop, primitive: str, inner=None, outer=None) -> None:
     """A bound loop that puts updates of one reduction element in different programs combines them with atomics,
     in the order the programs finish.  Only `combine reassoc` allows that (a strict reduction is already
-    rejected as parallel-reduction by its dependence), and any `max` reduction: an atomic max gives the same
-    bits in every arrival order."""
+    rejected as parallel-reduction by its dependence), and any `max` or `min` reduction: an atomic max or min
+    gives the same bits in every arrival order."""
     from tdsl.compiler.model.dependences import order_independent, policy
 
     if inner is None:
@@ -252,14 +253,14 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
                if s != writer.name and any(r.tensor == buf.tensor for r in model.stmt(s).reads)]
     if writer.is_reduction:
         accum = writer.accum_dtype or "f32"
-        if not (holds(dtype, accum) or _max_accumulator_on_grid(model, writer, dtype)):
+        if not (holds(dtype, accum) or _selecting_accumulator_on_grid(model, writer, dtype)):
             point = _first_instance(writer)
             _raise_rounding(
                 RoundingAdded, model, tree, primitive, [writer.name],
                 f"the {buf.scope} copy of {buf.tensor} in {dtype} would hold the {accum} accumulator of the "
                 f"reduction {writer.name} and round it after every update",
                 f"{point} adds a term to {_element_of(writer, _first_coords(writer))}: "
-                f"{witness_text(accum, dtype, 'partial maximum' if writer.reduce_op == 'max' else 'partial sum')}",
+                f"{witness_text(accum, dtype, reduce_ops.PARTIAL[writer.reduce_op][0])}",
             )
         if readers and store not in accumulator_grids(model, writer):  # the store rounding is not the identity
             reader, inst, element = _first_read(model, readers, buf.tensor)
@@ -298,12 +299,13 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
         )
 
 
-def _max_accumulator_on_grid(model: KernelModel, writer, dtype: str) -> bool:
-    """A `max` accumulator kept in `dtype` instead of its accum dtype holds the same values: both roundings are the
-    identity on the maxima of its terms (the terms lie on both grids, and a maximum is one of its terms)."""
+def _selecting_accumulator_on_grid(model: KernelModel, writer, dtype: str) -> bool:
+    """A `max` or `min` accumulator kept in `dtype` instead of its accum dtype holds the same values: both
+    roundings are the identity on the extrema of its terms (the terms lie on both grids, and an extremum is one
+    of its terms)."""
     from tdsl.compiler.legality.grids import value_grids
 
-    if writer.reduce_op != "max":
+    if not reduce_ops.selecting(writer.reduce_op):
         return False
     terms = value_grids(model, writer.value, writer.iters)
     return {dtype, writer.accum_dtype or "f32"} <= terms

@@ -33,6 +33,7 @@ import numpy as np
 from tdsl.frontend import ast
 
 from tdsl.compiler.model import dtypes as dt
+from tdsl.compiler.model import reduce_ops
 
 # Every grid a value of the key dtype lies on (the key's grid and the wider ones that hold it exactly).
 _CLOSURE = {
@@ -106,11 +107,12 @@ def tensor_grids(model, tensor: str, _visiting: frozenset = frozenset()) -> froz
 def accumulator_grids(model, stmt, _visiting: frozenset = frozenset()) -> frozenset:
     """The grids every accumulator value of a reduction lies on, after its first update.
 
-    A `max` accumulator is the rounded maximum of body values (the initial -inf is never stored: the first update
-    replaces it by a body value), so it keeps the grids of the body when the accumulator rounding is the identity
-    on them; a `sum` accumulator is a new value, on the grids of its accumulator dtype."""
+    A `max` or `min` accumulator is the rounded extremum of body values (the initial -inf / +inf is never stored:
+    the first update replaces it by a body value), so it keeps the grids of the body when the accumulator
+    rounding is the identity on them; a `sum` accumulator is a new value, on the grids of its accumulator
+    dtype."""
     accum = stmt.accum_dtype or "f32"
-    if stmt.reduce_op != "max":
+    if not reduce_ops.selecting(stmt.reduce_op):
         return closure(accum)
     return rounded(value_grids(model, stmt.value, stmt.iters, _visiting), accum)
 

@@ -29,6 +29,7 @@ from tdsl.compiler.model.online import MAX, REF
 from tdsl.compiler.lower.tileir import (AccFinish, AccInit, Bin, Const, Dot, Expr, Neg, Reduce, Reference, Reg,
                                         RegOperand, Rescaling, Running, Select, Tile)
 from tdsl.compiler.schedule.tree import Loop, pw_affs_to_map
+from tdsl.compiler.model import reduce_ops
 
 
 class ReductionLowering:
@@ -103,7 +104,7 @@ class ReductionLowering:
             return dot
         _check_size(stmt, tile)
         body = self._value(stmt.value, stmt, tile, context)
-        identity = Const(0.0) if stmt.reduce_op == "sum" else Const(float("-inf"))
+        identity = Const(reduce_ops.identity(stmt.reduce_op))
         if tile.mask is not None:
             body = Select(tile.mask, body, identity)
         red_axes = tuple(k for k, a in enumerate(tile.axes) if a.iter in stmt.red_iters)

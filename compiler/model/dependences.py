@@ -24,9 +24,9 @@ Kinds:
     segment counts that depend on a problem size, checked by the steps that
     would introduce them).
 
-  A `max` reduction has none under any policy: its result is the same bits
-  in every order and grouping (`order_independent`), so there is no order
-  to protect.
+  A `max` or `min` reduction has none under any policy: its result is the
+  same bits in every order and grouping (`order_independent`), so there is
+  no order to protect.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from typing import Optional
 
 import islpy as isl
 
+from tdsl.compiler.model import reduce_ops
 from tdsl.compiler.model.program import KernelModel, Stmt
 
 
@@ -138,14 +139,9 @@ def policy(stmt: Stmt) -> tuple[str, Optional[int]]:
 
 
 def order_independent(stmt: Stmt) -> bool:
-    """The reduction gives the same bits in every order and grouping of its terms, whatever its policy.
-
-    True for `max`: under the interpreter's maximum (-0.0 < +0.0, any NaN gives the one canonical NaN) max is a
-    commutative, associative, idempotent operation on f32 bit patterns, so the result is the maximum of the set
-    of terms; and rounding the accumulator after each update commutes with it, because rounding is monotone
-    (round(max(a, b)) = max(round(a), round(b)), also for the saturating f8e4m3) and idempotent.  Not for `sum`:
-    floating-point addition is not associative (docs/rules/reduction-order.md)."""
-    return stmt.reduce_op == "max"
+    """The reduction gives the same bits in every order and grouping of its terms, whatever its policy: `max`
+    and `min` (compiler/model/reduce_ops.py says why), not `sum`."""
+    return stmt.reduce_op is not None and reduce_ops.order_independent(stmt.reduce_op)
 
 
 @dataclass

@@ -40,7 +40,7 @@ class Stmt:
     domain: isl.Set
     value: ast.Expr  # the element expression; for a reduction, its body
     dtype: str  # storage dtype: every store rounds to it
-    reduce_op: Optional[str] = None  # "sum" | "max" | None
+    reduce_op: Optional[str] = None  # "sum" | "max" | "min" | None (compiler/model/reduce_ops.py)
     accum_dtype: Optional[str] = None  # accumulator dtype of a reduction
     combine: Optional[str] = None  # declared combine policy (None = strict order)
     # A sum whose terms are computed with a running maximum (compiler/model/online.py, set by the online step):

@@ -32,11 +32,12 @@ Semantics
   element therefore yields NaN.
 * A plain statement instance computes its value and stores it rounded to the
   statement's storage dtype at `tensor[lhs iterators]`.
-* A reduction (`sum` / `max`) keeps one accumulator per output element in
-  `accum_dtype` (None = f32), initialised to 0 / -inf the first time an
-  instance of that element runs; each instance evaluates the body in f32 and
-  does `acc = round_accum(acc + v)` (or `_fmax`: a `max` reduction gives the
-  same bits in any order and grouping of its terms), and after
+* A reduction (`sum` / `max` / `min`) keeps one accumulator per output
+  element in `accum_dtype` (None = f32), initialised to its identity (0, -inf,
+  +inf: compiler/model/reduce_ops.py) the first time an instance of that
+  element runs; each instance evaluates the body in f32 and does
+  `acc = round_accum(acc + v)` (or `_fmax` / `_fmin`: a `max` or `min`
+  reduction gives the same bits in any order and grouping of its terms), and after
   **every** update the element of the target tensor is set to
   `round_storage(acc)`.  Accumulators live across instances whatever the
   order, and instances are counted per element (see `Trace`).

@@ -20,6 +20,7 @@ import islpy as isl
 import numpy as np
 
 from tdsl.compiler.model.program import KernelModel, Stmt
+from tdsl.compiler.model.reduce_ops import REDUCTIONS
 
 Instance = tuple[str, tuple[int, ...]]
 
@@ -48,7 +49,7 @@ def _check_stmt(stmt: Stmt) -> None:
         raise ValueError(
             f"statement {stmt.name!r}: domain {dom} has isl parameters; bind all sizes"
         )
-    if stmt.reduce_op not in (None, "sum", "max"):
+    if stmt.reduce_op is not None and stmt.reduce_op not in REDUCTIONS:
         raise ValueError(f"statement {stmt.name!r}: unknown reduction {stmt.reduce_op!r}")
 
 

@@ -26,6 +26,10 @@ from tdsl.compiler.model.program import KernelModel, Stmt, Tensor
 from tdsl.compiler.reference.order import _check_stmt
 from tdsl.compiler.reference.runtime import Trace, _runtime_namespace
 from tdsl.frontend import ast
+from tdsl.compiler.model import reduce_ops
+
+# A reduction's update `acc = acc (op) term`, by its combining operation (compiler/model/reduce_ops.py)
+_COMBINE = {"+": "{0} + {1}", "max": "_fmax({0}, {1})", "min": "_fmin({0}, {1})"}
 
 _UNARY_FUNCS = tuple(f for f, n in PRIMITIVES.items() if n == 1)
 _BINARY_FUNCS = tuple(f for f, n in PRIMITIVES.items() if n == 2)
@@ -234,8 +238,9 @@ class _Compiler:
             acc = self.const(self.state.accs[stmt.name], "A")
             racc = self.const(dt.scalar_rounder(acc_dtype), "r")
             racc_call = (lambda s: s) if acc_dtype == "f32" else (lambda s: f"{racc}({s})")
-            init = self.const(np.float32(0.0) if stmt.reduce_op == "sum" else np.float32(-np.inf))
-            combine = (lambda x, y: f"{x} + {y}") if stmt.reduce_op == "sum" else (lambda x, y: f"_fmax({x}, {y})")
+            init = self.const(np.float32(reduce_ops.identity(stmt.reduce_op)))
+            spelling = _COMBINE[reduce_ops.combine(stmt.reduce_op)]
+            combine = lambda x, y: spelling.format(x, y)  # noqa: E731
             seg = segments(stmt)
             if seg is None:
                 lines.append(f"    a = {acc}[{key}] if {cnt}[{key}] else {init}")
@@ -316,7 +321,7 @@ def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
             accs[stmt.name] = np.zeros(values[stmt.name].shape, dtype=np.float32)
             seg = segments(stmt)
             if seg is not None:
-                identity = 0.0 if stmt.reduce_op == "sum" else -np.inf
+                identity = reduce_ops.identity(stmt.reduce_op)
                 shape = values[stmt.name].shape + (seg.count,)
                 seg_accs[stmt.name] = np.full(shape, identity, dtype=np.float32)
     expected = {name: np.zeros_like(c) for name, c in counts.items()}

@@ -728,7 +728,7 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:10: error: unknown reduction 'prod'; expected sum or max
+        prog.tdsl:3:10: error: unknown reduction 'prod'; expected sum or max or min
             Y[i] = prod(k) A[i, k]
                    ^^^^
         """,

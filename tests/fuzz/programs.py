@@ -2,7 +2,7 @@
 
 A random kernel works on three iteration spaces -- MN (i, j), MK (i, k), KN (k, j) -- and their 1-D edges
 (M by i, N by j, K by k).  Statements are elementwise maps in one space, reductions of a 2-D space to one of
-its edges (`sum`/`max`, optionally over a triangle `j <= i`, with an accumulator dtype and a combine policy),
+its edges (`sum`/`max`/`min`, optionally over a triangle `j <= i`, with an accumulator dtype and a combine policy),
 matrix products MK x KN -> MN, recurrences (a statement reading its own earlier elements), and maps on the
 edges.  Every read is in bounds and every iterator is indexed
 plainly somewhere, so every generated program passes the frontend's checks; the last one or two statements
@@ -135,7 +135,7 @@ class _Builder:
         # reduce the second axis (a row statistic) or the first (a column statistic)
         keep, keep_edge, red = (a, ea, b) if self.rng.random() < 0.75 else (b, eb, a)
         triangle = space == "MN" and self.rng.random() < 0.25
-        op = self.rng.choice(["sum", "sum", "max"])
+        op = self.rng.choice(["sum", "sum", "max", "min"])
         cond = " : j <= i" if triangle else ""
         body = self.anchored(space, triangle)
         if body is None:

@@ -28,6 +28,7 @@ from tdsl.compiler.lower.lane_masks import atoms, conjunction, implied_by_bounds
 from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.tileir import expr_vars, simplify
+from tdsl.compiler.model import reduce_ops
 
 VID = "__vid"  # the vector core (0 or 1) of a tile whose rows the two vector cores share
 UB_ROW_BYTES = 32  # a GM <-> UB copy starts every UB row on a 32-byte block
@@ -269,7 +270,7 @@ class Kernel910B:
             if isinstance(body, T.Select):
                 body = T.Select(conjunction(atoms(body.cond) + extra), body.then, body.other)
             else:
-                identity = T.Const(0.0) if op.op == "sum" else T.Const(float("-inf"))
+                identity = T.Const(reduce_ops.identity(op.op))
                 body = T.Select(conjunction(extra), body, identity)
             changes["partial"] = T.Reduce(op.partial.op, body, op.partial.axes)
         return dataclasses.replace(op, **changes)

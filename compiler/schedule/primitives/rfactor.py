@@ -55,6 +55,7 @@ from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import COUNT, DTYPE, LOOP, arg, option, primitive
 from tdsl.compiler.schedule.primitives.split import split
 from tdsl.compiler.model.recurrences import self_reads
+from tdsl.compiler.model import reduce_ops
 
 
 @primitive(arg("loop", LOOP), option("segments", COUNT, None, omit_default=True),
@@ -309,8 +310,7 @@ def _partial_rounding(model: KernelModel, stmt: Stmt, dtype: str) -> None:
         return
     if dtype in accumulator_grids(model, stmt):  # partial maxima that already lie on the buffer's grid
         return
-    part = "partial maximum" if stmt.reduce_op == "max" else "partial sum"
-    parts = "partial maxima" if stmt.reduce_op == "max" else "partial sums"
+    part, parts = reduce_ops.PARTIAL[stmt.reduce_op]
     raise RoundingAdded(
         "rfactor",
         [stmt.name],
