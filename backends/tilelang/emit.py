@@ -418,7 +418,7 @@ class KernelPrinter(TileLangDialect):
                           f"cache_write {op.stmt} -> register" if self.cache_write(op.stmt) else "")
 
     def acc_fill(self, op: T.AccInit, buf: str) -> None:
-        self.fill(buf, self.accs[op.stmt][1], self.value(T.Const(reduce_ops.identity(op.op)), None, [], {}))
+        self.fill(buf, self.accs[op.stmt][1], _fill_code(reduce_ops.identity(op.op)))
 
     def fill(self, buf: str, shape, value: str) -> None:
         """Every element of a vector buffer set to `value`."""
@@ -766,3 +766,10 @@ def launcher(program: T.TileProgram, names: ModuleNames, call: str = "_kernel") 
     for kernel in program.kernels:  # by its KERNELS key, the tile program's kernel name
         lines.append(f'{call}("{kernel.name}")({", ".join(names.tensor(t.name) for t in kernel.tensors)})')
     return lines + epilogue(program, names)
+
+
+def _fill_code(value: float) -> str:
+    """A fill value (a reduction's identity) as TileLang code: infinities as T.infinity."""
+    if math.isinf(value):
+        return 'T.infinity("float32")' if value > 0 else '-T.infinity("float32")'
+    return repr(float(value))
