@@ -27,8 +27,8 @@ from pathlib import Path
 
 
 from tdsl.backends.common.module import dynamic_sizes, module_text
-from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrinter, index_code, operand_region,
-                                       shape_code)
+from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrinter, combine_code, index_code,
+                                       operand_region, shape_code)
 from tdsl.compiler.analysis.placement import VECTOR, matrix_statements, unit_of
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.lower import tileir as T
@@ -36,7 +36,6 @@ from tdsl.compiler.lower import tileir as T
 from tdsl.backends.ascend910b.common import registers_read, subexpressions
 from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
 from tdsl.backends.common.names import ModuleNames
-from tdsl.compiler.model import reduce_ops
 
 SIMT_THREADS = 128
 
@@ -257,8 +256,7 @@ class Ascend950Printer(KernelPrinter):
             depth += 1
         idx = ", ".join(lanes[n] for n in keep) if acc_shape else "0"
         term = f"{part}[{', '.join(lanes)}]"
-        how = reduce_ops.combine(op.op)
-        combined = f"{acc}[{idx}] + {term}" if how == "+" else f"T.{how}({acc}[{idx}], {term})"
+        combined = combine_code(op.op, f"{acc}[{idx}]", term)
         self.emit("    " * depth + f"{acc}[{idx}] = {self.round(op.accum, combined)}")
         self.exit_vector()
 

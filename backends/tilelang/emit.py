@@ -600,7 +600,7 @@ class KernelPrinter(TileLangDialect):
             lane_vars, names = self.parallel(op.tile)
             idx = ", ".join(lane_vars) if op.tile.axes else "0"
             value = self.value(body, op.tile, lane_vars, names)
-            combined = f"{acc}[{idx}] + {value}" if op.op == "sum" else f"T.max({acc}[{idx}], {value})"
+            combined = combine_code(op.op, f"{acc}[{idx}]", value)
             self.emit(f"    {acc}[{idx}] = {self.round(op.accum, combined)}")
             self.exit_vector()
             return
@@ -634,7 +634,7 @@ class KernelPrinter(TileLangDialect):
             src = dst
         lanes = self.lane_list(len(acc_shape))
         idx = ", ".join(lanes) if acc_shape else "0"
-        combined = f"{acc}[{idx}] + {src}[{idx}]" if op.op == "sum" else f"T.max({acc}[{idx}], {src}[{idx}])"
+        combined = combine_code(op.op, f"{acc}[{idx}]", f"{src}[{idx}]")
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, acc_shape)) or '1'}):")
         self.emit(f"    {acc}[{idx}] = {self.round(op.accum, combined)}")
@@ -773,3 +773,9 @@ def _fill_code(value: float) -> str:
     if math.isinf(value):
         return 'T.infinity("float32")' if value > 0 else '-T.infinity("float32")'
     return repr(float(value))
+
+
+def combine_code(op: str, acc: str, term: str) -> str:
+    """A reduction's update `acc (op) term` as TileLang code (compiler/model/reduce_ops.py: +, T.max, T.min)."""
+    how = reduce_ops.combine(op)
+    return f"{acc} + {term}" if how == "+" else f"T.{how}({acc}, {term})"

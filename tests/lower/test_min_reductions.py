@@ -92,19 +92,28 @@ def test_tilelang_reduces_a_tile_with_reduce_min(tmp_path):
     assert len(lower_module(load_module(text, tmp_path / "ext_tl.py"), "sm_90a")) == 4
 
 
-def test_the_ascend_950_kernel_computes_the_program():
+# one term per step: the accumulator is updated element for element (no tile reduction)
+ONE_TERM = EXTREMA + "schedule serial {\n  jo, jj = split(lo.j, 1)\n  io, ii = split(c.i, 1)\n}\n"
+
+
+@pytest.mark.parametrize("schedule,sizes", [(None, {"M": 6, "N": 16}), ("tiles", {"M": 6, "N": 16}),
+                                            ("serial", {"M": 6, "N": 16}), (None, {"M": 1, "N": 1})])
+def test_the_ascend_950_kernel_computes_the_program(schedule, sizes):
     from tdsl.compiler.verify.ascend_sim import check_schedule
 
-    for schedule in (None, "tiles"):
-        result = check_schedule(loads(EXTREMA, sizes={"M": 6, "N": 16}), schedule, "ascend-950", seed=2)
-        assert all(r.ok for r in result.values()), {k: r.summary() for k, r in result.items()}
+    result = check_schedule(loads(ONE_TERM, sizes=sizes), schedule, "ascend-950", seed=2)
+    assert all(r.ok for r in result.values()), {k: r.summary() for k, r in result.items()}
+
+
+def test_tilelang_updates_a_minimum_one_term_at_a_time_with_t_min():
+    text = generate(loads(ONE_TERM), "serial", backend="tilelang")
+    assert "T.min(acc_lo[" in text and "T.max(acc_lo[" not in text
 
 
 def test_the_910b_folds_one_term_per_step_and_refuses_a_tile_minimum():
     from tdsl.compiler.verify.ascend_sim import check_schedule
 
-    one_term = EXTREMA + "schedule serial {\n  jo, jj = split(lo.j, 1)\n  io, ii = split(c.i, 1)\n}\n"
-    prog = loads(one_term, sizes={"M": 8, "N": 16})
+    prog = loads(ONE_TERM, sizes={"M": 8, "N": 16})
     result = check_schedule(prog, "serial", "ascend-910b", seed=1)
     assert result["lo"].ok and result["c"].ok
     with pytest.raises(BackendError, match=r"lo: a min over tile axes; tilelang-ascend reduces tiles with "
