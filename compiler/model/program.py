@@ -297,8 +297,15 @@ def taken_domains(value: ast.Expr, domain: isl.Set, sizes: dict, prefix: str, tu
         if isinstance(e, ast.Call) and e.func == "where" and len(e.args) == 3:
             holds = _condition_set(e.args[0], domain, sizes, prefix, tup)
             visit(e.args[0], dom)
-            visit(e.args[1], dom if holds is None else dom.intersect(holds))
-            visit(e.args[2], dom if holds is None else dom.subtract(holds))
+            if holds is None:
+                visit(e.args[1], dom)
+                visit(e.args[2], dom)
+                return
+            # values compare as f32: beyond 2^24 an integer may round to its neighbour's value, and there both
+            # branches may be taken
+            inexact = domain.subtract(_exact_f32(e.args[0], domain, sizes, prefix, tup))
+            visit(e.args[1], dom.intersect(holds.union(inexact)))
+            visit(e.args[2], dom.subtract(holds).union(dom.intersect(inexact)))
             return
         for child in ast.children(e):
             visit(child, dom)
@@ -320,6 +327,15 @@ def _condition_set(cond: ast.Expr, domain: isl.Set, sizes: dict, prefix: str, tu
         return isl.Set.read_from_str(domain.get_ctx(), f"{prefix}{{ {tup} : {text} }}").intersect(domain)
     except (SourceError, isl.Error):
         return None  # not affine (a product of two iterators)
+
+
+def _exact_f32(cond: ast.Compare, domain: isl.Set, sizes: dict, prefix: str, tup: str) -> isl.Set:
+    """The instances where both sides of the comparison are integers of at most 2^24 in magnitude: exact in f32, so
+    the comparison of values (the interpreter's and the kernels') agrees with isl's comparison of integers."""
+    bound = 2 ** 24
+    sides = [affine_text(side, sizes) for side in (cond.lhs, cond.rhs)]
+    text = " and ".join(f"{-bound} <= {side} <= {bound}" for side in sides)
+    return isl.Set.read_from_str(domain.get_ctx(), f"{prefix}{{ {tup} : {text} }}").intersect(domain)
 
 
 def _affine_only(cond: ast.Compare, domain: isl.Set, sizes: dict) -> bool:

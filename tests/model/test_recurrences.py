@@ -255,3 +255,11 @@ def test_a_pipelined_loop_that_carries_a_recurrence_is_refused():
     with pytest.raises(BackendError, match=r"loop jo carries the recurrence s through memory: a pipelined loop loads "
                                            r"an iteration's elements before the previous iterations have stored them"):
         generate(prog, "p")
+
+
+def test_a_guard_counts_only_where_f32_compares_the_integers_exactly():
+    # where() compares f32 values: past 2^24 an iterator may round onto its neighbour, so both branches count there
+    src = "const N = {n}\nkernel f(x: f32[N]) -> (y: f32[N]) {{\n  y[i] = where(i == N - 1, x[i], x[i + 1])\n}}\n"
+    assert loads(src.format(n=1000)).model() is not None
+    with pytest.raises(SourceError, match=r"x\[i \+ 1\] reads outside x \(shape \[16777220\]\): y\(i=16777219\)"):
+        loads(src.format(n=16777220)).model()
