@@ -17,6 +17,20 @@ from tdsl.compiler.errors import CountError
 MAX_ENUMERATION = 5_000_000
 
 
+# Counts already made, by the text of what was counted: the cost of one schedule on several targets (and the
+# statements of a kernel, which share domains) counts the same sets again.  Cleared when it grows past the limit.
+_COUNTED: dict = {}
+_COUNTED_LIMIT = 4096
+
+
+def _remembered(key: tuple, count) -> int:
+    if key not in _COUNTED:
+        if len(_COUNTED) >= _COUNTED_LIMIT:
+            _COUNTED.clear()
+        _COUNTED[key] = count()
+    return _COUNTED[key]
+
+
 def card(s: isl.Set) -> int:
     """Exact number of integer points of a bounded set; parameters, if any, must be fixed to one value each.
 
@@ -24,7 +38,7 @@ def card(s: isl.Set) -> int:
     along its last dimension (sum over the other dimensions of an affine extent); a set with existential
     variables is counted by isl (`count_val`: it makes the existentials explicit and scans the points, a whole
     range of the innermost dimension at a time)."""
-    return _card(_countable(s))
+    return _remembered(("card", str(s)), lambda: _card(_countable(s)))
 
 
 def _card(s: isl.Set) -> int:
@@ -46,6 +60,10 @@ def box_sum(rel: isl.Map) -> int:
 
 def sum_products(dom: isl.Set, pwaffs: list) -> int:
     """Sum over the points p of `dom` of the product of piecewise quasi-affine functions at p."""
+    return _remembered(("sum", str(dom), tuple(str(pa) for pa in pwaffs)), lambda: _sum_products(dom, pwaffs))
+
+
+def _sum_products(dom: isl.Set, pwaffs: list) -> int:
     cells = [(dom, [])]
     for pa in pwaffs:
         new = []
