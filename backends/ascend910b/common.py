@@ -50,13 +50,6 @@ def _and_code(conds: list) -> str:
     return out
 
 
-def _float_code(value) -> str:
-    value = float(value)
-    if math.isinf(value):
-        return '-T.infinity("float32")' if value < 0 else 'T.infinity("float32")'
-    return repr(value)
-
-
 def _atom_text(atom: T.Bin) -> str:
     """A mask comparison as the program's names spell it (for messages)."""
     names = {v.name: v.name for side in (atom.lhs, atom.rhs) for v in expr_vars(side)}

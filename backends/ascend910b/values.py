@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 
 from tdsl.backends.ascend910b import e4m3
-from tdsl.backends.ascend910b.common import index_code, _Opnd, _exact_reciprocal, _float_code, TL_DTYPES
+from tdsl.backends.ascend910b.common import index_code, _Opnd, _exact_reciprocal, TL_DTYPES
+from tdsl.backends.tilelang.emit import float_code
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import expr_text as _expr_text
@@ -67,7 +68,7 @@ class Values:
         axes = [a.iter for a in tile.axes]
         v = lambda x: self._value(x, tile)
         if isinstance(e, T.Const):
-            return _Opnd("scalar", _float_code(e.value))
+            return _Opnd("scalar", float_code(e.value))
         if isinstance(e, T.Reg):
             return self._reg(e, axes, shape)
         if isinstance(e, T.Load):

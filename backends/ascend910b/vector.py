@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 
 from tdsl.backends.ascend910b import e4m3
-from tdsl.backends.ascend910b.common import index_code, _Opnd, _float_code, subexpressions, ROW
+from tdsl.backends.ascend910b.common import index_code, _Opnd, subexpressions, ROW
+from tdsl.backends.tilelang.emit import float_code
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import (
@@ -45,7 +46,7 @@ class VectorSide:
             shape = [a.size for a in op.tile.axes]
             acc = self.alloc(self.local(("acc", op.stmt), f"acc_{op.stmt}"), shape, "f32", "UB", f"{op.op} accumulator")
             self.accs[op.stmt] = (acc, shape)
-            fill = _float_code(reduce_ops.identity(op.op))
+            fill = float_code(reduce_ops.identity(op.op))
             self.emit(f"T.tile.fill({acc}, {fill})")
         elif isinstance(op, T.AccUpdate):
             product = self._product(op)
@@ -204,7 +205,7 @@ class VectorSide:
         else:
             out = self.temp("t", shape, note="masked lanes replaced")
             self.emit(f"T.copy({src.code}, {out})  # UB -> UB")
-        self._mask_lanes(out, tile, cond, scalar=_float_code(other.value))
+        self._mask_lanes(out, tile, cond, scalar=float_code(other.value))
         return _Opnd("tile", out)
 
     def _select_scalar(self, cond, then: _Opnd, other: T.Const, tile: T.Tile) -> _Opnd:
@@ -219,7 +220,7 @@ class VectorSide:
         names = self._scalar_names(tile)
         for atom in parts:
             self.emit(f"if {index_code(atom.lhs, names)} {NEGATE[atom.op]} {index_code(atom.rhs, names)}:")
-            self.emit(f"    {held}[0] = {_float_code(other.value)}")
+            self.emit(f"    {held}[0] = {float_code(other.value)}")
         return _Opnd("scalar", f"{held}[0]")
 
     def _tile_reduce(self, op: T.AccUpdate) -> None:

@@ -411,14 +411,14 @@ class KernelPrinter(TileLangDialect):
             rows = [shape[p] for p in op.follows.axes]
             self.emit(f"# {op.stmt} follows the running maximum {op.follows.stmt}: the maximum it was built with")
             ref = self.alloc(self.ref_name(op.stmt), rows, "f32", self.vector_scope)
-            self.fill(ref, rows, '-T.infinity("float32")')
+            self.fill(ref, rows, float_code(float("-inf")))
 
     def acc_alloc(self, op: T.AccInit, shape) -> str:
         return self.alloc(self.acc_name(op.stmt), shape, "f32", "fragment",
                           f"cache_write {op.stmt} -> register" if self.cache_write(op.stmt) else "")
 
     def acc_fill(self, op: T.AccInit, buf: str) -> None:
-        self.fill(buf, self.accs[op.stmt][1], _fill_code(reduce_ops.identity(op.op)))
+        self.fill(buf, self.accs[op.stmt][1], float_code(reduce_ops.identity(op.op)))
 
     def fill(self, buf: str, shape, value: str) -> None:
         """Every element of a vector buffer set to `value`."""
@@ -691,9 +691,8 @@ class KernelPrinter(TileLangDialect):
     def value(self, e: T.Expr, tile: T.Tile, lane_vars: list, names: dict) -> str:
         v = lambda x: self.value(x, tile, lane_vars, names)  # noqa: E731
         if isinstance(e, T.Const):
-            if isinstance(e.value, float) and math.isinf(e.value):
-                return 'T.infinity("float32")' if e.value > 0 else '(-T.infinity("float32"))'
-            return repr(float(e.value))
+            code = float_code(e.value)
+            return f"({code})" if code.startswith("-T.") else code  # -inf parenthesised inside expressions
         if isinstance(e, T.Var):
             return f'T.Cast("float32", {var_code(e.name, names)})'
         if isinstance(e, T.Neg):
@@ -768,11 +767,12 @@ def launcher(program: T.TileProgram, names: ModuleNames, call: str = "_kernel") 
     return lines + epilogue(program, names)
 
 
-def _fill_code(value: float) -> str:
-    """A fill value (a reduction's identity) as TileLang code: infinities as T.infinity."""
+def float_code(value) -> str:
+    """A float constant as TileLang code, infinities as T.infinity (also the 910B dialect's spelling)."""
+    value = float(value)
     if math.isinf(value):
         return 'T.infinity("float32")' if value > 0 else '-T.infinity("float32")'
-    return repr(float(value))
+    return repr(value)
 
 
 def combine_code(op: str, acc: str, term: str) -> str:

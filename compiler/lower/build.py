@@ -73,7 +73,8 @@ def lower(schedule: Schedule) -> TileProgram:
     plans = _buffer_plans(schedule)
     kernels = []
     for k, node in enumerate(tree.body):
-        lowering = _KernelLowering(model, tree, node, f"{model.name}_{k}", kernel_of, k, temps, plans[k])
+        lowering = _KernelLowering(model, tree, node, f"{model.name}_{k}", kernel_of, k, temps, plans[k],
+                                   deps=schedule.deps)
         kernels.append(lowering.run())
     inputs = [_tensor_arg(model, t.name, "input") for t in model.inputs()]
     outputs = [_tensor_arg(model, t.name, "output") for t in model.outputs()]
@@ -128,8 +129,8 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     accumulating: dict = field(default_factory=dict)  # reduction -> (accumulator tile, loops around its init)
     restricted: dict = field(default_factory=dict)  # id(loop) -> (its range's part as an isl set, "full" | "rest")
     split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
+    deps: list = field(default_factory=list)  # the schedule's dependences (legality computed them)
     carried_cache: dict = field(default_factory=dict)  # id(loop) -> the recurrences' dependences it carries
-    recurrence_deps: Optional[list] = None  # the dependences of the model's recurrences, computed on first use
 
     # ------------------------------------------------------------ kernel
 

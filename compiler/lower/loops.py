@@ -13,7 +13,7 @@ variable each loop has in the tile program, and its bounds.
 * Loop variables get names nothing else in the program has (`_loop_variables`).
 
 `KernelLoops` is mixed into `_KernelLowering` (compiler/lower/build.py) and reads its fields (`model`, `tree`,
-`root`, `bounds_cache`, `loop_vars`).
+`deps`, `root`, `bounds_cache`, `loop_vars`, `carried_cache`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import islpy as isl
 
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.legality.checks import carried_by
-from tdsl.compiler.model.dependences import compute_dependences
 from tdsl.compiler.model.recurrences import self_reads
 from tdsl.compiler.lower.geometry import _pa_expr
 from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
@@ -235,16 +234,10 @@ class KernelLoops:
         that reads its own tensor, compiler/model/recurrences.py) has them under a loop of one statement: every
         other dependence links two statements, and those share a loop only as a serial one."""
         if id(loop) not in self.carried_cache:
-            recurrences = [s for s in statements_under(loop) if self_reads(self.model.stmt(s))]
-            carried = []
-            if recurrences:
-                if self.recurrence_deps is None:
-                    self.recurrence_deps = [d for d in compute_dependences(self.model)
-                                            if d.kind in ("flow", "anti", "output") and d.src == d.dst
-                                            and self_reads(self.model.stmt(d.src))]
-                deps = [d for d in self.recurrence_deps if d.src in recurrences]
-                carried = carried_by(self.model, deps, self.tree, loop) if deps else []
-            self.carried_cache[id(loop)] = carried
+            recurrences = {s for s in statements_under(loop) if self_reads(self.model.stmt(s))}
+            deps = [d for d in self.deps if d.kind in ("flow", "anti", "output")
+                    and d.src == d.dst and d.src in recurrences]
+            self.carried_cache[id(loop)] = carried_by(self.model, deps, self.tree, loop) if deps else []
         return self.carried_cache[id(loop)]
 
     def _rounds_every_term(self, stmt_name: str, loop: Loop) -> bool:

@@ -67,9 +67,7 @@ def _check_self_read(stmt: Stmt, access) -> None:
 
 def _not_before(stmt: Stmt) -> isl.Map:
     """{ S[x] -> S[y] : y is not lexicographically before x } over the statement's domain."""
-    space = stmt.domain.get_space()
-    after_or_same = isl.Map.lex_le(space).intersect_domain(stmt.domain).intersect_range(stmt.domain)
-    return after_or_same
+    return isl.Map.lex_le(stmt.domain.get_space()).intersect_domain(stmt.domain).intersect_range(stmt.domain)
 
 
 def _element(access, reader: list[int], params: dict) -> str:
