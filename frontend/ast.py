@@ -167,11 +167,34 @@ class Statement:
 
 
 @dataclass
+class Block:
+    """`for t < T { ... }`: statements that share one outer loop over `iterator` (0 <= t < bound).
+
+    Program order runs the body's items in turn for t = 0, then for t = 1, and so on, so a statement may read
+    a tensor that a later statement of the block computes, at the elements of earlier steps (a recurrence across
+    statements, proven on the model).  Every statement inside has t among its left-hand iterators: each step
+    computes its own elements (storage is the schedule's decision)."""
+
+    iterator: Name
+    bound: Expr  # affine over sizes
+    body: list[Union[Statement, "Block"]]
+    span: Span = NOSPAN
+
+
+def statements(body: list) -> list[Statement]:
+    """The statements of a kernel body in source order, through loop blocks."""
+    out: list[Statement] = []
+    for item in body:
+        out.extend(statements(item.body) if isinstance(item, Block) else [item])
+    return out
+
+
+@dataclass
 class Kernel:
     name: str
     params: list[TensorParam]
     results: list[TensorParam]
-    body: list[Statement]
+    body: list[Union[Statement, Block]]
     span: Span = NOSPAN
 
 

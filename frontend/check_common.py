@@ -42,6 +42,9 @@ class StmtInfo:
     dtype: str  # resolved storage dtype
     reduce: Optional[ast.Reduce]  # the top-level reduction of the statement, or None
     extents: dict[str, ast.Expr]  # every LHS and reduction iterator -> its extent; 0 <= it < extent
+    loops: list[str] = field(default_factory=list)  # iterators of the enclosing `for` blocks, outermost first
+    # program order: the item's position in the kernel body, then in each enclosing block's body (len(loops) + 1)
+    order: list[int] = field(default_factory=list)
 
 
 @dataclass

@@ -16,7 +16,8 @@ from tdsl.frontend.check_common import TensorInfo, _did_you_mean, _fail, _is_flo
 from tdsl.frontend.parser import format_expr
 
 # How each kind of affine context is named in messages.
-_AFFINE_PLACES = {"index": "an index", "condition": "a condition", "dimension": "a tensor dimension"}
+_AFFINE_PLACES = {"index": "an index", "condition": "a condition", "dimension": "a tensor dimension",
+                  "loop bound": "a loop bound"}
 
 
 class _IndexChecks:
@@ -62,7 +63,7 @@ class _IndexChecks:
         if self._name_kind(expr.name) == "tensor":
             where = _AFFINE_PLACES[place]
             _fail(f"{where} cannot read a tensor ('{expr.name}'): indirect indexing is not supported", expr.span)
-        if place == "dimension":
+        if place in ("dimension", "loop bound"):
             _fail(f"unknown size '{expr.name}'{_did_you_mean(expr.name, self.sizes)}", expr.span)
         self._unknown_name(expr, iters)
         return False
@@ -91,14 +92,23 @@ class _IndexChecks:
         info: Optional[TensorInfo],
         reduce: Optional[ast.Reduce],
         plain: list[tuple[str, ast.Expr, ast.Access]],
+        loops: Optional[dict[str, ast.Expr]] = None,
     ) -> dict[str, ast.Expr]:
-        """Each iterator's extent, from the result declaration or its plain uses (which must agree)."""
+        """Each iterator's extent, from the result declaration or its plain uses (which must agree).  An enclosing
+        loop block's iterator ranges over the block's bound, whatever the tensors it indexes (the model checks that
+        reads and writes stay inside them)."""
+        loops = loops or {}
         known: dict[str, tuple[ast.Expr, str]] = {}  # iterator -> (extent, where it came from)
         if info is not None:
             lhs_text = f"{stmt.target}[{', '.join(i.name for i in stmt.iters)}]"
             for it, dim in zip(stmt.iters, info.shape):
-                known[it.name] = (dim, lhs_text)
+                if it.name not in loops:
+                    known[it.name] = (dim, lhs_text)
+        for name, bound in loops.items():
+            known[name] = (bound, f"for {name} < {format_expr(bound)}")
         for name, extent, acc in plain:
+            if name in loops:
+                continue
             if name not in known:
                 known[name] = (extent, format_expr(acc))
             elif not self._same_extent(known[name][0], extent):

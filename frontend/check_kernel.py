@@ -89,9 +89,9 @@ class _KernelChecker(_IndexChecks):
         for result in self.kernel.results:
             self._declare(result, "output")
         self.readable = {p.name for p in self.kernel.params}
-        for stmt in self.kernel.body:
+        for stmt in ast.statements(self.kernel.body):
             self.targets.setdefault(stmt.target, stmt)
-        stmts = [self._statement(stmt) for stmt in self.kernel.body]
+        stmts = self._body(self.kernel.body, {}, [])
         for result in self.kernel.results:
             if result.name not in self.written:
                 _fail(f"result '{result.name}' is never computed", result.span)
@@ -145,12 +145,45 @@ class _KernelChecker(_IndexChecks):
         if dtype not in ast.DTYPES:
             _fail(f"unknown dtype '{dtype}'; expected one of {', '.join(ast.DTYPES)}", span)
 
+    # -------------------------------------------------- loop blocks
+
+    def _body(self, items: list, loops: dict[str, ast.Expr], order: list[int]) -> list[StmtInfo]:
+        """The statements of a kernel body or a block's body, in source order; `loops`: the enclosing blocks'
+        iterators and bounds, `order`: their positions (program order)."""
+        stmts: list[StmtInfo] = []
+        for position, item in enumerate(items):
+            if isinstance(item, ast.Block):
+                stmts += self._block(item, loops, order + [position])
+            else:
+                stmts.append(self._statement(item, loops, order + [position]))
+        return stmts
+
+    def _block(self, block: ast.Block, loops: dict[str, ast.Expr], order: list[int]) -> list[StmtInfo]:
+        name = block.iterator.name
+        kind = self._name_kind(name)
+        if kind is not None:
+            _fail(f"'{name}' is a {kind}, not an iterator; a loop block needs a fresh name", block.iterator.span)
+        if name in loops:
+            _fail(f"loop iterator '{name}' shadows the enclosing loop's iterator '{name}'", block.iterator.span)
+        self._affine(block.bound, [], "loop bound")
+        if not block.body:
+            _fail(f"the loop block 'for {name}' has no statements", block.span)
+        # Inside the block a statement may read what any statement of the block computes (at earlier steps, which
+        # the model proves: compiler/model/recurrences.py).
+        self.readable.update(stmt.target for stmt in ast.statements(block.body))
+        return self._body(block.body, {**loops, name: block.bound}, order)
+
     # -------------------------------------------------- statements
 
-    def _statement(self, stmt: ast.Statement) -> StmtInfo:
+    def _statement(self, stmt: ast.Statement, loops: dict[str, ast.Expr], order: list[int]) -> StmtInfo:
         target_span = _word_span(stmt.span, stmt.target)
         info = self._check_target(stmt, target_span)
         lhs = self._check_lhs_iterators(stmt.iters, [])
+        for name in loops:
+            if name not in lhs:
+                _fail(f"{stmt.target} is inside the loop block 'for {name}' but does not index its tensor by {name}: "
+                      f"write {stmt.target}[{name}, ...] (each step computes its own elements; how many steps are kept "
+                      f"in memory is the schedule's decision)", target_span)
         if info is not None and len(stmt.iters) != len(info.shape):
             _fail(self._rank_message(stmt.target, len(info.shape), len(stmt.iters)), target_span)
         dtype = self._storage_dtype(stmt, info, target_span)
@@ -165,14 +198,14 @@ class _KernelChecker(_IndexChecks):
         else:
             self._value(stmt.value, scope)
 
-        extents = self._extents(stmt, info, reduce, scope.plain)
+        extents = self._extents(stmt, info, reduce, scope.plain, loops)
         if info is None:  # a temporary: its shape is the range of its iterators
             shape = [extents[i] for i in lhs]
             self._check_element_count(stmt.target, shape, target_span)
             self.tensors[stmt.target] = TensorInfo(stmt.target, dtype, shape, "temp", stmt.span)
         self.written[stmt.target] = stmt
         self.readable.add(stmt.target)
-        return StmtInfo(stmt, dtype, reduce, extents)
+        return StmtInfo(stmt, dtype, reduce, extents, list(loops), order)
 
     def _check_target(self, stmt: ast.Statement, span: ast.Span) -> Optional[TensorInfo]:
         """The declared tensor a statement writes (a result), or None for a new temporary."""
@@ -316,6 +349,9 @@ class _KernelChecker(_IndexChecks):
         if acc.tensor == scope.target:
             self._self_read(acc, scope)
             return
+        if acc.tensor in self.readable and acc.tensor not in self.tensors:
+            self._later_read(acc, scope)
+            return
         info = self._readable_tensor(acc, scope)
         if len(acc.indices) != len(info.shape):
             _fail(self._rank_message(acc.tensor, len(info.shape), len(acc.indices)), acc.span)
@@ -330,6 +366,16 @@ class _KernelChecker(_IndexChecks):
         isl (compiler/model/recurrences.py).  It does not size an iterator (the tensor's shape may be the one
         this statement defines)."""
         rank = len(scope.lhs)
+        if len(acc.indices) != rank:
+            _fail(self._rank_message(acc.tensor, rank, len(acc.indices)), acc.span)
+        for index in acc.indices:
+            self._affine(index, scope.iters, "index")
+
+    def _later_read(self, acc: ast.Access, scope: _StmtScope) -> None:
+        """A read of a temporary that a later statement of the enclosing loop block computes (at an earlier step,
+        proven on the model): its rank is that statement's number of left-hand iterators; like a recurrence's read,
+        it does not size an iterator."""
+        rank = len(self.targets[acc.tensor].iters)
         if len(acc.indices) != rank:
             _fail(self._rank_message(acc.tensor, rank, len(acc.indices)), acc.span)
         for index in acc.indices:

@@ -267,6 +267,13 @@ class _ToAst(Transformer_NonRecursive):
     def kernel_body(self, meta, stmts):
         return list(stmts)
 
+    def loop_block(self, meta, items):
+        name, op, bound, body = items
+        if str(op) != "<":
+            raise SourceError(f"a loop block reads 'for {name} < bound' (from 0 up to, not including, the bound); "
+                              f"found '{op}'", _tok_span(op))
+        return ast.Block(_name(name, "iterator"), bound, body, _span(meta))
+
     def statement(self, meta, items):
         target, indices, conditions, dtype, value = items
         _check_name(str(target), _tok_span(target), "tensor")

@@ -65,6 +65,39 @@ def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
     return lines
 
 
+def host_loops(program: T.TileProgram, names: ModuleNames, lines: list[str]):
+    """The kernels in launch order, each with the indentation of its launch line, after appending to `lines` the
+    `for` lines of the host loops it opens (`TileKernel.host`: consecutive kernels of one loop share it)."""
+    open_keys: list = []  # the host loops the lines are inside, outermost first
+    for kernel in program.kernels:
+        shared = 0
+        while shared < min(len(open_keys), len(kernel.host)) and open_keys[shared] == kernel.host[shared].key:
+            shared += 1
+        del open_keys[shared:]
+        for loop in kernel.host[shared:]:
+            lo, hi = (python_code(T.simplify(e), names) for e in (loop.lower, loop.upper))
+            lines.append("    " * len(open_keys) + f"for {names.var(loop.var)} in range({lo}, {hi}):  # host loop")
+            open_keys.append(loop.key)
+        yield "    " * len(open_keys), kernel
+
+
+def python_code(e: T.Expr, names: ModuleNames) -> str:
+    """An integer expression of sizes and host loop variables as Python (whose // and % floor, as tdsl's do)."""
+    if isinstance(e, T.Const):
+        return repr(e.value)
+    if isinstance(e, T.Var):
+        return names.var(e.name)
+    if isinstance(e, T.Neg):
+        return f"(-{python_code(e.operand, names)})"
+    if isinstance(e, T.Select):
+        c, a, b = (python_code(x, names) for x in (e.cond, e.then, e.other))
+        return f"({a} if {c} else {b})"
+    if isinstance(e, T.Bin):
+        a, b = python_code(e.lhs, names), python_code(e.rhs, names)
+        return f"{e.op}({a}, {b})" if e.op in ("min", "max") else f"({a} {e.op} {b})"
+    raise TypeError(f"not an index expression: {e!r}")
+
+
 def epilogue(program: T.TileProgram, names: ModuleNames) -> list[str]:
     outs = [names.tensor(t.name) for t in program.outputs]
     return [f"return {', '.join(outs)}" if len(outs) > 1 else f"return {outs[0]}"]

@@ -176,6 +176,7 @@ def _variable_names(p: T.TileProgram) -> list:
     names = [n for n, v in p.sizes.items() if v is None]
     for k in p.kernels:
         names += list(k.sizes)
+        names += [h.var for h in k.host]
         names += [v for axis in k.grid for v in axis.vars]
         names += _serial_vars(k.body)
     return list(dict.fromkeys(names))

@@ -8,7 +8,8 @@ and `backends/ascend910b/emit.py`) subclasses `PrinterBase` and spells only its 
 * `loop_var(var)` -- the identifier of a loop variable;
 * `EMPTY_BODY` -- the statement of a loop that has nothing else to do;
 * `BARRIER` -- the statement that makes every thread of a program wait for the others, its global-memory
-  stores visible to them (ends each iteration of a loop with `SerialLoop.barrier`: a recurrence).
+  stores visible to them (a `Barrier` op, and the end of each iteration of a loop with `SerialLoop.barrier`:
+  values passed through memory within a kernel).
 
 It holds `program`, `locals` (backends/common/names.py), `lines`, `depth`, `counter` and `loops` (the serial loops
 being printed, innermost last).
@@ -34,7 +35,7 @@ def call_code(spellings: dict, func: str, args: list) -> str:
 class PrinterBase:
     FRESH = "{stem}_{n}"  # how a fresh local is spelt
     EMPTY_BODY = "pass"
-    BARRIER = None  # a dialect that prints recurrences spells it; the others are refused before printing
+    BARRIER = None  # a dialect that passes values through memory spells it; the others are refused before printing
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -67,14 +68,22 @@ class PrinterBase:
         self.loops.append(op)
         body(op.body)
         if op.barrier:
-            if self.BARRIER is None:
-                raise InternalError(f"loop {op.var} needs a barrier, which this printer cannot spell")
-            self.emit("# the next iteration reads elements this one stored (a recurrence): every thread waits")
-            self.emit(self.BARRIER)
+            self.emit("# the next iteration reads elements this one stored: every thread waits")
+            self.emit(self.barrier_code(f"loop {op.var}"))
         elif not op.body and self.EMPTY_BODY:
             self.emit(self.EMPTY_BODY)
         self.loops.pop()
         self.depth -= 1
+
+    def barrier(self, op: T.Barrier) -> None:
+        """Every thread waits for the stores of this iteration before reading them back (`Barrier`)."""
+        self.emit(f"# {', '.join(op.tensors)}: read back from memory below: every thread waits for the stores above")
+        self.emit(self.barrier_code("a barrier"))
+
+    def barrier_code(self, what: str) -> str:
+        if self.BARRIER is None:
+            raise InternalError(f"{what} needs a barrier, which this printer cannot spell")
+        return self.BARRIER
 
     # the dialect's spellings
 

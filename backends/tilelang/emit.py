@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Optional
 
 from tdsl.backends.common.dtypes import TILELANG
-from tdsl.backends.common.launcher import epilogue, prologue
+from tdsl.backends.common.launcher import epilogue, host_loops, prologue
 from tdsl.backends.common.module import dynamic_sizes, launcher_fields, module_text
 from tdsl.backends.common.names import ModuleNames
 from tdsl.backends.common.printer import PrinterBase, call_code
@@ -214,6 +214,7 @@ class KernelPrinter(TileLangDialect):
         params = []
         for t in self.kernel.tensors:
             params.append(f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")')
+        params += [f"{self.names.var(h.var)}: T.int32" for h in self.kernel.host]  # the host loops' values
         return params
 
     def serial(self, op: T.SerialLoop, body) -> None:
@@ -332,6 +333,8 @@ class KernelPrinter(TileLangDialect):
             self._acc_update(op)
         elif isinstance(op, T.AccFinish):
             self._acc_finish(op)
+        elif isinstance(op, T.Barrier):
+            self.barrier(op)
         elif isinstance(op, T.Preload):
             self._preload(op)
         else:
@@ -762,8 +765,9 @@ def _is_index(e: T.Expr) -> bool:
 
 def launcher(program: T.TileProgram, names: ModuleNames, call: str = "_kernel") -> list[str]:
     lines = prologue(program, names)
-    for kernel in program.kernels:  # by its KERNELS key, the tile program's kernel name
-        lines.append(f'{call}("{kernel.name}")({", ".join(names.tensor(t.name) for t in kernel.tensors)})')
+    for pad, kernel in host_loops(program, names, lines):  # by its KERNELS key, the tile program's kernel name
+        args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(h.var) for h in kernel.host]
+        lines.append(f'{pad}{call}("{kernel.name}")({", ".join(args)})')
     return lines + epilogue(program, names)
 
 

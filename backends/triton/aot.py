@@ -7,7 +7,8 @@ pointers, the schedule's num_warps / num_stages), so `metadata.shared` is
 the shared memory the kernel will ask for on an H100/H200.
 
 A kernel is found by its function's identifier in the module (`function`, from backends/common/names.py; the tile
-program's kernel name when not given) and its parameters by position: tensors, run-time sizes, INTERPRET.
+program's kernel name when not given) and its parameters by position: tensors, run-time sizes and host loop
+variables (`TileKernel.scalars`), INTERPRET.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ def compile_kernel(module, kernel: TileKernel, arch: int = 90, function: str = "
     from triton.compiler import ASTSource
 
     fn = getattr(module, function or kernel.name)
-    params = list(fn.arg_names)  # the module's identifiers: tensors, run-time sizes, then INTERPRET
-    if len(params) != len(kernel.tensors) + len(kernel.sizes) + 1:
+    params = list(fn.arg_names)  # the module's identifiers: tensors, run-time sizes, host loop variables, INTERPRET
+    if len(params) != len(kernel.tensors) + len(kernel.scalars) + 1:
         raise ValueError(f"{fn.__name__} takes {params}, not the tensors and sizes of {kernel.name}")
-    kinds = [POINTER_TYPES[t.dtype] for t in kernel.tensors] + ["i32"] * len(kernel.sizes) + ["constexpr"]
+    kinds = [POINTER_TYPES[t.dtype] for t in kernel.tensors] + ["i32"] * len(kernel.scalars) + ["constexpr"]
     signature = dict(zip(params, kinds))
     constexprs = {params[-1]: False}
     # The JIT marks pointers (and sizes) divisible by 16 on a real launch with aligned tensors.
@@ -41,7 +42,7 @@ def kernel_spec(kernel: TileKernel, function: str = "") -> dict:
         "name": kernel.name,
         "function": function or kernel.name,
         "tensors": [[t.name, t.dtype] for t in kernel.tensors],
-        "sizes": list(kernel.sizes),
+        "scalars": list(kernel.scalars),
         "num_warps": kernel.num_warps,
         "num_stages": kernel.num_stages,
     }
@@ -85,7 +86,7 @@ def _main() -> None:
         kernel = SimpleNamespace(
             name=k["name"],
             tensors=[SimpleNamespace(name=n, dtype=d) for n, d in k["tensors"]],
-            sizes=k["sizes"],
+            scalars=k["scalars"],
             num_warps=k["num_warps"],
             num_stages=k["num_stages"],
         )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tdsl.backends.common.dtypes import TRITON
-from tdsl.backends.common.launcher import epilogue, prologue
+from tdsl.backends.common.launcher import epilogue, host_loops, prologue
 from tdsl.backends.common.module import launcher_fields, module_text
 from tdsl.backends.common.names import ModuleNames
 from tdsl.backends.common.printer import PrinterBase, call_code
@@ -152,7 +152,7 @@ class _KernelPrinter(PrinterBase):
 
     def render(self) -> dict:
         k = self.kernel
-        params = [self.names.tensor(t.name) for t in k.tensors] + [self.names.var(s) for s in k.sizes]
+        params = [self.names.tensor(t.name) for t in k.tensors] + [self.names.var(s) for s in k.scalars]
         self._grid()
         for op in k.body:
             self._op(op)
@@ -239,6 +239,8 @@ class _KernelPrinter(PrinterBase):
             how = reduce_ops.combine(op.op)
             combined = f"{acc} + {partial}" if how == "+" else _call(how, [acc, partial])
             self.emit(f"{acc} = {self._round(op.accum, combined)}")
+        elif isinstance(op, T.Barrier):
+            self.barrier(op)
         elif isinstance(op, T.Preload):
             self.emit(f"# {op.load.tensor}: the same tile in every iteration of the loop below, loaded once")
             lanes = op.load.mask if op.guard is None else (
@@ -491,7 +493,7 @@ def _strides(shape) -> list[str]:
 def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
     lines = prologue(program, names)
     sizes = _Frame([], {}, {}, names.variables)  # the launcher's run-time sizes (loop variables never occur)
-    for kernel in program.kernels:
+    for pad, kernel in host_loops(program, names, lines):
         grid = [1, 1, 1]
         used = 0
         for axis in kernel.grid:
@@ -499,8 +501,8 @@ def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
             grid[GRID_AXES[axis.axis]] = extent
             used = max(used, GRID_AXES[axis.axis] + 1)
         grid_code = "(" + ", ".join(str(g) for g in grid[: max(used, 1)]) + ",)"
-        args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.sizes]
-        lines.append(f"{names.kernel(kernel.name)}[{grid_code}]({', '.join(args)}{', ' if args else ''}"
+        args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.scalars]
+        lines.append(f"{pad}{names.kernel(kernel.name)}[{grid_code}]({', '.join(args)}{', ' if args else ''}"
                      f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages})")
     return lines + epilogue(program, names)
 

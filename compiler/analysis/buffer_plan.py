@@ -63,6 +63,7 @@ from tdsl.compiler.analysis.buffer_records import (
     fmt_bytes,
 )
 from tdsl.compiler.schedule.schedule import Schedule
+from tdsl.compiler.schedule.tree import launches
 
 __all__ = [
     "plan",
@@ -97,7 +98,7 @@ def plan_kernels(schedule: Schedule, target=None) -> list[KernelPlan]:
 
     tgt = get_target(target) if target is not None else None
     require_bound_sizes(schedule)
-    return [_KernelPlanner(schedule, tgt, k, node).run() for k, node in enumerate(schedule.tree.body)]
+    return [_KernelPlanner(schedule, tgt, k, launch.node).run() for k, launch in enumerate(launches(schedule.tree))]
 
 
 def require_bound_sizes(schedule: Schedule) -> None:

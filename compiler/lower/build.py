@@ -43,39 +43,49 @@ from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.program import KernelModel, Stmt
 from tdsl.compiler.schedule.schedule import Schedule
 from tdsl.compiler.lower.geometry import TileGeometry
-from tdsl.compiler.lower.loads import ValueLowering
+from tdsl.compiler.lower.loads import NeedsMemory, ValueLowering
 from tdsl.compiler.lower.loops import KernelLoops
 from tdsl.compiler.lower.reductions import ReductionLowering
 from tdsl.compiler.lower.registers import RegisterReuse, _Produced
 from tdsl.compiler.lower.tileir import (
+    AccFinish,
     AccUpdate,
+    Barrier,
     Bin,
     BufferDecl,
     Compute,
     Const,
+    HostLoop,
     SerialLoop,
     TensorArg,
     TileKernel,
     TileProgram,
 )
 from tdsl.compiler.model.recurrences import self_reads
-from tdsl.compiler.schedule.tree import Leaf, Loop, Node, global_tensors, statements_under, walk_loops
+from tdsl.compiler.lower.tileir import walk_ops
+from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, global_tensors, launches, statements_under,
+                                        walk_loops)
 
 
 def lower(schedule: Schedule) -> TileProgram:
     model, tree = schedule.model, schedule.tree
-    kernel_of = {s: k for k, node in enumerate(tree.body) for s in statements_under(node)}
+    units = launches(tree)
+    kernel_of = {s: k for k, launch in enumerate(units) for s in statements_under(launch.node)}
     crossing = global_tensors(model, tree)  # temporaries written by one launch and read by another
     # temporaries in global memory: those passed between launches, and recurrences (they read their own earlier
     # elements back from memory)
     temps = [s.name for s in model.stmts if model.tensors[s.name].kind == "temp"
              and (s.name in crossing or self_reads(s))]
     plans = _buffer_plans(schedule)
-    kernels = []
-    for k, node in enumerate(tree.body):
-        lowering = _KernelLowering(model, tree, node, f"{model.name}_{k}", kernel_of, k, temps, plans[k],
-                                   deps=schedule.deps)
-        kernels.append(lowering.run())
+    while True:
+        try:
+            kernels = [_KernelLowering(model, tree, launch.node, f"{model.name}_{k}", kernel_of, k, temps, plans[k],
+                                       deps=schedule.deps, host=list(launch.host)).run()
+                       for k, launch in enumerate(units)]
+            break
+        except NeedsMemory as need:
+            # a temporary read back from memory in its own kernel (compiler/lower/loads.py): stored, then again
+            temps = [s.name for s in model.stmts if s.name in temps or s.name == need.tensor]
     inputs = [_tensor_arg(model, t.name, "input") for t in model.inputs()]
     outputs = [_tensor_arg(model, t.name, "output") for t in model.outputs()]
     temp_args = [_tensor_arg(model, name, "temp") for name in temps]
@@ -88,7 +98,7 @@ def _buffer_plans(schedule: Schedule) -> list[list]:
     """Per kernel, the buffers the schedule creates (compiler/analysis/buffer_plan.py); none while a size is unbound (the
     plan needs every size; only the Triton backend generates kernels for run-time sizes, and it needs none)."""
     if schedule.model.params:
-        return [[] for _ in schedule.tree.body]
+        return [[] for _ in launches(schedule.tree)]
     from tdsl.compiler.analysis.buffer_plan import plan_kernels
 
     return [[b for b in k.buffers if b.kind != "tile"] for k in plan_kernels(schedule)]
@@ -130,14 +140,17 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     restricted: dict = field(default_factory=dict)  # id(loop) -> (its range's part as an isl set, "full" | "rest")
     split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
     deps: list = field(default_factory=list)  # the schedule's dependences (legality computed them)
-    carried_cache: dict = field(default_factory=dict)  # id(loop) -> the recurrences' dependences it carries
+    carried_cache: dict = field(default_factory=dict)  # id(loop) -> the dependences it carries
+    memory_reads: set = field(default_factory=set)  # tensors of this kernel read back from memory (loads.py)
+    host: list = field(default_factory=list)  # the host loops around this kernel, outermost first (Launch.host)
 
     # ------------------------------------------------------------ kernel
 
     def run(self) -> TileKernel:
+        host = [self._host_loop(loop, k) for k, loop in enumerate(self.host)]
         grid_loops, body = self._grid_chain()
         grid = [self._grid_axis(loop) for loop in grid_loops]
-        ops = self._lower_body(body, list(grid_loops))
+        ops = self._lower_body(body, self.host + list(grid_loops))
         stmts = statements_under(self.root)
         tensors = self._tensors(stmts)
         stages = [l.pipeline for l in _loops(self.root) if l.pipeline]
@@ -151,7 +164,13 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
             num_stages=max(stages) if stages else 2,
             comment=f"statements {', '.join(stmts)}",
             buffers=[_buffer_decl(b) for b in self.planned if not self._is_serial_at(b.at)],
+            host=host,
         )
+
+    def _host_loop(self, loop: Loop, k: int) -> HostLoop:
+        """A loop the launcher runs around this kernel (`host`): its variable is a kernel argument."""
+        lo, hi = self._loop_range(loop, 0, outer=self.host[:k])
+        return HostLoop(self._var(loop, 0), lo, Bin("+", hi, Const(1)), id(loop))
 
     def _warps(self) -> int:
         return (self.root.warps if isinstance(self.root, Loop) else None) or 4
@@ -175,24 +194,42 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
 
     def _lower_body(self, body: list, context: list[Loop]) -> list:
         ops: list = []
+        stored: set = set()  # tensors stored by the ops so far since the last barrier
         for node in body:
+            before = set(self.memory_reads)
+            self.memory_reads.clear()
             if isinstance(node, Loop) and self._is_serial(node):
-                ops.extend(self._serial(node, context))
+                node_ops = self._serial(node, context)
             elif isinstance(node, _Hoisted):
-                ops.extend(self._serial(node.loops[0], context, [_Hoisted(node.loops[1:], node.leaf)])
-                           if node.loops else self._tile_statement(node.leaf, context))
+                node_ops = (self._serial(node.loops[0], context, [_Hoisted(node.loops[1:], node.leaf)])
+                            if node.loops else self._tile_statement(node.leaf, context))
             else:
-                ops.extend(self._tile_statement(node, context))
+                node_ops = self._tile_statement(node, context)
+            ops.extend(self._synchronised(node_ops, stored, self.memory_reads))
+            self.memory_reads |= before
+        return ops
+
+    @staticmethod
+    def _synchronised(ops: list, stored: set, reads: set) -> list:
+        """A node's ops, after a barrier when they read back from memory what an earlier node of the same body
+        stored in this iteration (`stored`, updated with what these ops store).  What an earlier iteration stored
+        is ordered by the barrier that ends each iteration of the loop carrying it (`SerialLoop.barrier`)."""
+        passed = sorted(stored & reads)
+        if passed:
+            stored.clear()
+            ops = [Barrier(tuple(passed))] + ops
+        stored.update(op.stmt for op in walk_ops(ops) if isinstance(op, (Compute, AccFinish)) and op.store)
         return ops
 
     def _serial(self, loop: Loop, context: list[Loop], body: Optional[list] = None) -> list:
         if loop.n_dims != 1:
             raise BackendError(f"serial loop {loop.name} is a fused loop; only grid loops may be fused")
         if loop.pipeline and self._carried(loop):
-            names = ", ".join(sorted({d.src for d, _ in self._carried(loop)}))
-            raise BackendError(f"loop {loop.name} carries the recurrence {names} through memory: a pipelined loop "
-                               f"loads an iteration's elements before the previous iterations have stored them; "
-                               f"remove pipeline({loop.name}) or pipeline a loop that does not carry it")
+            names = ", ".join(sorted({d.tensor for d, _ in self._carried(loop)}))
+            raise BackendError(f"loop {loop.name} carries {names} through memory (a recurrence, or a value one step "
+                               f"of a `for` block passes to the next): a pipelined loop loads an iteration's elements "
+                               f"before the previous iterations have stored them; remove pipeline({loop.name}) or "
+                               f"pipeline a loop that does not carry it")
         lo, hi = self._loop_range(loop, 0, outer=[l for l in context])
         starts = [s for s in statements_under(loop) if self._accumulation_loop(s, context + [loop]) is loop]
         before = [self._acc_init(s, context) for s in starts]

@@ -5,14 +5,15 @@ memory.
   compositions expanded from compiler/model/functions.py); arithmetic on constants is folded now with the
   program's f32 semantics (`_folded`).
 * A read of a tensor is a register tile of a statement of the same kernel (compiler/lower/registers.py), or
-  a `Load` from global memory (`_access`); a value computed in this kernel and read with another tile is
-  refused (inside a kernel a value passes only through registers).
+  a `Load` from global memory (`_access`); a value computed in this kernel and read with another tile (or at an
+  earlier iteration of a loop that carries it) is loaded back from global memory after a barrier
+  (`_memory_read`).
 * A load's mask (`_access_mask`) keeps it inside its tensor over the lanes its pointer tile spans, and says
   whether the mask is exactly the tensor's bounds (`Load.mask_is_bounds`); a matrix-product operand
   (`_operand_load`) must also be 0 on the lanes of k outside the reduction.
 
 `ValueLowering` is mixed into `_KernelLowering` (compiler/lower/build.py) and reads its fields (`model`,
-`produced`, `kernel_of`, `index`) and the geometry (compiler/lower/geometry.py).
+`produced`, `kernel_of`, `index`, `temps`, `memory_reads`) and the geometry (compiler/lower/geometry.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ from tdsl.compiler.lower.tileir import Bin, Call, Const, Expr, Load, Neg, Round,
 from tdsl.compiler.schedule.tree import Loop
 
 CASTS = {"bf16", "f16", "f32", "f8e4m3"}
+
+
+class NeedsMemory(Exception):
+    """A temporary that this kernel reads back other than from registers: it must be kept in global memory (raised
+    during lowering; compiler/lower/build.py adds it to the temporaries and lowers the program again)."""
+
+    def __init__(self, tensor: str):
+        super().__init__(tensor)
+        self.tensor = tensor
 
 
 class ValueLowering:
@@ -100,16 +110,35 @@ class ValueLowering:
         if running is not None:
             return running
         if self.kernel_of.get(e.tensor) == self.index:
-            # Inside one kernel a value passes only through registers: a store by one program is not ordered
-            # with a load by another, nor with the other threads of the same program.
-            if e.tensor not in self.produced:
-                raise BackendError(self._early_read(stmt.name, e.tensor, context))
-            raise BackendError(
-                f"{stmt.name} reads {e.tensor} with a different tile than the one {e.tensor} is computed in, "
-                f"inside the same kernel; place {stmt.name} where it reads {e.tensor}'s tile element for element, "
-                f"or leave them in separate kernels"
-            )
+            return self._memory_read(e, stmt, tile, context)
         return self._load(e, stmt, tile, context)
+
+    def _memory_read(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
+        """A read of a value this kernel computes, other than element for element from its register tile: from
+        global memory, where the producer stored it.  The schedule is legal, so every instance that writes an
+        element read runs before the reader and in the same program (a bound loop carries no dependence); the
+        program's threads wait between the store and the load (`Barrier`, or `SerialLoop.barrier` when a loop
+        carries the dependence: compiler/lower/build.py).  Not while the producer's reduction is still being
+        summed (its accumulator is stored after the loop that walks it), nor when the producer has not run yet
+        and no loop around carries the value from an earlier iteration (unless the read is never taken: a `where`
+        branch with no instance here)."""
+        if self._accumulation_loop(e.tensor, context) is not None or (
+                e.tensor not in self.produced and self._depends(e.tensor, stmt.name)
+                and not self._carried_into(e.tensor, stmt.name, context)):
+            raise BackendError(self._early_read(stmt.name, e.tensor, context))
+        if self.model.tensors[e.tensor].kind == "temp" and e.tensor not in self.temps:
+            raise NeedsMemory(e.tensor)  # lower() keeps it in global memory and lowers again
+        self.memory_reads.add(e.tensor)
+        return self._load(e, stmt, tile, context)
+
+    def _depends(self, producer: str, reader: str) -> bool:
+        """Does the reader read anything the producer writes (a read in a `where` branch never taken does not)?"""
+        return any(d.kind == "flow" and d.src == producer and d.dst == reader for d in self.deps)
+
+    def _carried_into(self, producer: str, reader: str, context: list[Loop]) -> bool:
+        """Does a loop around the reader carry a dependence from the producer to it (the value comes from an
+        earlier iteration)?"""
+        return any(d.src == producer and d.dst == reader for loop in context for d, _ in self._carried(loop))
 
     def _load(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
         mask, bounds = self._access_mask(e, stmt, tile, context)

@@ -12,8 +12,11 @@ variable each loop has in the tile program, and its bounds.
   `_emitted_bounds` is what the generated loops guarantee about their variables -- all a mask may assume.
 * Loop variables get names nothing else in the program has (`_loop_variables`).
 
+Host loops (`host`) are outside the kernel's root: they come first in every context, and their variables are
+the kernel's arguments.
+
 `KernelLoops` is mixed into `_KernelLowering` (compiler/lower/build.py) and reads its fields (`model`, `tree`,
-`deps`, `root`, `bounds_cache`, `loop_vars`, `carried_cache`).
+`deps`, `root`, `host`, `bounds_cache`, `loop_vars`, `carried_cache`).
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ class KernelLoops:
         fused loop, `l_i` when a statement iterator is also called `i`)."""
         if not self.loop_vars:  # one naming for all the loops of the kernel
             iters = {it for s in statements_under(self.root) for it in self.model.stmt(s).iters}
-            self.loop_vars.update(_loop_variables(list(walk_loops([self.root])), iters, self.model.sizes))
+            loops = list(self.host) + list(walk_loops([self.root]))
+            self.loop_vars.update(_loop_variables(loops, iters, self.model.sizes))
         return self.loop_vars[(loop.name, d if loop.n_dims > 1 else None)]
 
     def _is_serial_at(self, loop: Optional[Loop]) -> bool:
@@ -61,7 +65,8 @@ class KernelLoops:
             if loop.bind:
                 raise BackendError(
                     f"loop {loop.name} is bound to grid.{loop.bind} but is not directly inside the other grid loops "
-                    f"of its kernel; bound loops must be the outermost loops"
+                    f"of its kernel; bound loops must be the outermost loops of a kernel (or run the loops around "
+                    f"it on the host: host(...), each iteration then launches the kernels inside)"
                 )
         for stmt_name in statements_under(self.root):
             policy = self.model.stmt(stmt_name).combine or ""
@@ -229,14 +234,14 @@ class KernelLoops:
         return len(under) > 1 or any(self._rounds_every_term(s, loop) for s in under) or bool(self._carried(loop))
 
     def _carried(self, loop: Loop) -> list:
-        """The dependences between instances under `loop` that it carries (pairs in different iterations of it):
-        its iterations must run one after the other, not as the lanes of one tile.  Only a recurrence (a statement
-        that reads its own tensor, compiler/model/recurrences.py) has them under a loop of one statement: every
-        other dependence links two statements, and those share a loop only as a serial one."""
+        """The dependences between instances under `loop` that it carries (pairs in different iterations of it),
+        each with its pairs: its iterations must run one after the other, not as the lanes of one tile, and the
+        values pass from one iteration to the next through memory (registers hold one iteration's tile).  Under a
+        loop of one statement only a recurrence (a statement that reads its own tensor,
+        compiler/model/recurrences.py) has them; under a loop of several, the statements of a `for` block."""
         if id(loop) not in self.carried_cache:
-            recurrences = {s for s in statements_under(loop) if self_reads(self.model.stmt(s))}
-            deps = [d for d in self.deps if d.kind in ("flow", "anti", "output")
-                    and d.src == d.dst and d.src in recurrences]
+            under = set(statements_under(loop))
+            deps = [d for d in self.deps if d.kind in ("flow", "anti", "output") and d.src in under and d.dst in under]
             self.carried_cache[id(loop)] = carried_by(self.model, deps, self.tree, loop) if deps else []
         return self.carried_cache[id(loop)]
 

@@ -305,9 +305,19 @@ class SerialLoop(_Value):
     body: list["Op"] = field(default_factory=list)
     note: str = ""  # what the schedule placed at this loop (buffers, pipelining), for comments
     buffers: list[BufferDecl] = field(default_factory=list)  # allocated for each iteration of this loop
-    # A recurrence's elements pass through global memory from one iteration to the next (the threads of a program
-    # store them, later iterations load them): every thread of the program waits at the end of each iteration
+    # Values pass through global memory from one iteration to the next (a recurrence, or statements of a `for`
+    # block: the threads of a program store them, later iterations load them): every thread of the program waits
+    # at the end of each iteration
     barrier: bool = False
+
+
+@dataclass(frozen=True)
+class Barrier(_Value):
+    """Every thread of the program waits here, and the global-memory stores before it become visible to the loads
+    after it: a later statement of the same iteration reads what an earlier one stored, other than element for
+    element (compiler/lower/build.py, `_synchronised`)."""
+
+    tensors: tuple = ()  # what passes through memory here (for comments)
 
 
 @dataclass(frozen=True)
@@ -324,7 +334,7 @@ class Preload(_Value):
     scope: str = ""  # where it is copied (compiler/analysis/placement.py: stage_operands); "": registers
 
 
-Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop, Preload]
+Op = Union[Compute, AccInit, AccUpdate, AccFinish, SerialLoop, Preload, Barrier]
 
 
 @dataclass(frozen=True)
@@ -368,6 +378,17 @@ class CrossCore(_Value):
 
 
 @dataclass(frozen=True)
+class HostLoop(_Value):
+    """A loop the launcher runs (schedule step `host`): the kernel is launched once per value of `var` in
+    [lower, upper), the value passed as an argument.  Consecutive kernels with the same `key` share the loop."""
+
+    var: str
+    lower: Expr  # over run-time sizes and outer host loop variables
+    upper: Expr  # exclusive
+    key: int  # the schedule loop it comes from
+
+
+@dataclass(frozen=True)
 class TileKernel(_Value):
     name: str
     grid: list[GridAxis]
@@ -382,6 +403,13 @@ class TileKernel(_Value):
     # rows of core VID start at offset + VID * vector_rows); None: not split (compiler/lower/passes/ascend910b.py)
     vector_rows: Optional[int] = None
     cross_core: list[CrossCore] = field(default_factory=list)  # Ascend 910B, in program order
+    # the loops the launcher runs around this kernel (`host`), outermost first: their variables are arguments
+    host: list[HostLoop] = field(default_factory=list)
+
+    @property
+    def scalars(self) -> list[str]:
+        """The kernel's integer arguments after its tensors: run-time sizes, then host loop variables."""
+        return list(self.sizes) + [h.var for h in self.host]
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from tdsl.compiler.lower.tileir import (
     Running,
     Select,
     SerialLoop,
+    Barrier,
     Tile,
     TileKernel,
     TileProgram,
@@ -55,6 +56,8 @@ def program_text(program: TileProgram) -> str:
 def kernel_lines(k: TileKernel) -> list[str]:
     split = f" vector_rows={k.vector_rows}" if k.vector_rows else ""
     lines = [f"kernel {k.name}  warps={k.num_warps} stages={k.num_stages}{split}  # {k.comment}"]
+    for h in k.host:
+        lines.append(f"{_INDENT}host loop {h.var} in [{expr_text(h.lower)}, {expr_text(h.upper)})")
     for g in k.grid:
         parts = [f"{v} in [{expr_text(lo)}, {expr_text(n) if simplify(lo) == Const(0) else f'{expr_text(lo)} + {expr_text(n)}'})"
                  for v, n, lo in zip(g.vars, g.extents, g.lowers)]
@@ -121,6 +124,8 @@ def _ops(ops, depth: int) -> list[str]:
             flags = _flags(store=op.store, keep=op.keep, on_matrix=op.on_matrix)
             lines.append(f"{pad}finish {op.stmt}[{', '.join(op.lhs)}] -> {op.dtype}{flags}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
+        elif isinstance(op, Barrier):
+            lines.append(f"{pad}barrier  # {', '.join(op.tensors)} pass through memory")
         else:  # pragma: no cover - the Op union is closed
             raise TypeError(f"not a tile op: {op!r}")
     return lines

@@ -62,16 +62,33 @@ class Dependence:
 
 
 def program_order_maps(model: KernelModel) -> dict[str, isl.Map]:
-    """The original order: statement number p, then its iterators (left-hand, then reduction)."""
-    depth = max(len(s.iters) for s in model.stmts)
-    maps = {}
+    """The original order: the statement's position p, then its iterators (left-hand, then reduction).  Inside
+    `for` blocks: the block's position, its iterator, the position inside the block, ... then the statement's
+    other iterators ("2d+1": [p0, t, p1, i, ...])."""
+    coords_of = {}
+    block_first: dict = {}  # a block's position in the kernel body -> the index of its first statement
     for p, stmt in enumerate(model.stmts):
-        coords = [str(p)] + stmt.iters + ["0"] * (depth - len(stmt.iters))
+        top = block_first.setdefault(stmt.order[0], p) if stmt.loops else p
+        coords_of[stmt.name] = order_coordinates(stmt, top)
+    depth = max(len(c) for c in coords_of.values())
+    maps = {}
+    for stmt in model.stmts:
+        coords = coords_of[stmt.name] + ["0"] * (depth - len(coords_of[stmt.name]))
         space = stmt.domain.get_space()
         text = f"{{ {stmt.name}[{', '.join(stmt.iters)}] -> [{', '.join(coords)}] }}"
         m = isl.Map.read_from_str(stmt.domain.get_ctx(), text)
         maps[stmt.name] = m.align_params(space).intersect_domain(stmt.domain)
     return maps
+
+
+def order_coordinates(stmt: Stmt, top: int) -> list[str]:
+    """A statement's program-order time vector as isl text: `top` (its place among the kernel's statements, or
+    its block's: statements a step adds, such as rfactor's partial sums, come right before the one they serve),
+    then the loop-block iterators and the positions inside the blocks interleaved, then its other iterators."""
+    coords = [str(top)]
+    for loop, position in zip(stmt.loops, stmt.order[1:]):
+        coords += [loop, str(position)]
+    return coords + [it for it in stmt.iters if it not in stmt.loops]
 
 
 def compute_dependences(model: KernelModel) -> list[Dependence]:

@@ -49,6 +49,10 @@ class Stmt:
     reads: list[Access] = field(default_factory=list)
     write: Optional[Access] = None
     span: ast.Span = ast.NOSPAN
+    loops: list[str] = field(default_factory=list)  # iterators of the enclosing `for` blocks, outermost first
+    # program order: the position in the kernel body, then in each enclosing block's body (len(loops) + 1 numbers);
+    # empty: the statement's index among the kernel's statements (a model built by hand)
+    order: list[int] = field(default_factory=list)
 
     @property
     def iters(self) -> list[str]:
@@ -229,6 +233,7 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
     stmts = [_lower_statement(si, values, prefix, positive, ctx) for si in kinfo.stmts]
     model = KernelModel(kinfo.kernel.name, stmts, tensors, values, params, ctx)
     _check_domains_not_empty(model)
+    _check_writes_in_bounds(model)
     _check_reads_in_bounds(model)
     from tdsl.compiler.model.recurrences import check_recurrences
 
@@ -275,6 +280,8 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
         reads=reads,
         write=Access(stmt.target, write_rel),
         span=stmt.span,
+        loops=list(getattr(si, "loops", [])),
+        order=list(getattr(si, "order", [])),
     )
 
 
@@ -369,6 +376,19 @@ def _check_domains_not_empty(model: KernelModel) -> None:
                 f"conditions at these sizes ({', '.join(f'{k}={v}' for k, v in model.sizes.items() if v is not None)})",
                 stmt.span,
             )
+
+
+def _check_writes_in_bounds(model: KernelModel) -> None:
+    """A declared result is written inside its shape (a left-hand iterator ranges over its dimension, except the
+    iterator of a `for` block, which ranges over the block's bound)."""
+    for stmt in model.stmts:
+        tensor = model.tensors[stmt.name]
+        bad = stmt.write.relation.intersect_range(tensor.box.complement())
+        if bad.is_empty():
+            continue
+        inst, elem = first_pair(bad)
+        raise SourceError(f"{stmt.name} writes outside {tensor.name} (shape [{', '.join(map(str, tensor.shape))}]): "
+                          f"{inst} writes {elem}; make the loop bound and the dimension agree", stmt.span)
 
 
 def _check_reads_in_bounds(model: KernelModel) -> None:

@@ -10,6 +10,12 @@ runs before it; then the read sees the element's final value, and the isl flow d
 instances is loop-carried, so the legality checks (compiler/legality/checks.py) keep its order under every
 schedule and the tile lowering runs the loop that carries it serially (compiler/lower/loops.py).
 
+Inside a `for t < T { ... }` block, program order runs the block's statements in turn for each t, so a
+statement may also read a tensor that a later statement of the block computes -- at an earlier step
+(`Ap[t, i] = where(t == 0, A0[i], An[t - 1, i])`) -- and one that an earlier statement of the block computes at the
+same step.  The same rule proves it: every instance writing the element read runs before the reader in program
+order (`_check_read`).
+
 Refused, at the read, with the first instance that breaks the rule:
 * an element computed by the reading instance itself (`y[i] = y[i] + x[i]`) or by a later one (`y[i + 1]`);
 * an element of a reduction that is still being summed (a write of it comes after the read).
@@ -27,10 +33,22 @@ from tdsl.compiler.model.program import KernelModel, Stmt, first_point, format_a
 
 
 def check_recurrences(model: KernelModel) -> None:
+    from tdsl.compiler.model.dependences import program_order_maps
+
+    order = None
+    writer_of = {s.name: s for s in model.stmts}
     for stmt in model.stmts:
         for access in stmt.reads:
-            if access.tensor == stmt.name:
-                _check_self_read(stmt, access)
+            writer = writer_of.get(access.tensor)
+            if writer is None or not (writer is stmt or same_block(stmt, writer)):
+                continue  # an earlier statement outside this one's blocks: finished before it starts
+            order = order or program_order_maps(model)
+            _check_read(stmt, access, writer, order)
+
+
+def same_block(a: Stmt, b: Stmt) -> bool:
+    """Are two statements inside one `for` block (where program order interleaves them step by step)?"""
+    return bool(a.loops) and bool(b.loops) and a.order[:1] == b.order[:1]
 
 
 def self_reads(stmt: Stmt) -> list:
@@ -38,36 +56,39 @@ def self_reads(stmt: Stmt) -> list:
     return [a for a in stmt.reads if a.tensor == stmt.name]
 
 
-def _check_self_read(stmt: Stmt, access) -> None:
-    # reading instance -> every instance that writes the element it reads
-    writers = access.relation.apply_range(stmt.write.relation.reverse())
-    not_before = writers.intersect(_not_before(stmt))
+def _check_read(stmt: Stmt, access, writer: Stmt, order: dict) -> None:
+    # reading instance -> every instance that writes the element it reads, not before it in program order
+    writers = access.relation.apply_range(writer.write.relation.reverse())
+    not_before = writers.intersect(order[stmt.name].lex_le_map(order[writer.name]))
     if not_before.is_empty():
         return
     params, coords = first_point(not_before.wrap())
     n = len(stmt.iters)
-    reader, writer = coords[:n], coords[n:]
+    reader, written_by = coords[:n], coords[n:]
     element = _element(access, reader, params)
     at = instance_text(stmt.name, stmt.iters, reader)
     if params:
         at += " with " + ", ".join(f"{k}={v}" for k, v in params.items())
-    if stmt.is_reduction and writer[: len(stmt.lhs_iters)] == reader[: len(stmt.lhs_iters)]:
+    if writer is not stmt:
+        raise SourceError(
+            f"{format_access(access.node)} reads an element {writer.name} has not computed yet: {at} reads {element}, "
+            f"which {instance_text(writer.name, writer.iters, written_by)} computes later; inside a `for` block a "
+            f"statement may read what the block computes only at elements computed before (an earlier step, or an "
+            f"earlier statement of the same step)",
+            access.node.span if access.node is not None else stmt.span,
+        )
+    if stmt.is_reduction and written_by[: len(stmt.lhs_iters)] == reader[: len(stmt.lhs_iters)]:
         why = "which this reduction is still summing"
-    elif writer == reader:
+    elif written_by == reader:
         why = "which this same instance computes"
     else:
-        why = f"which {instance_text(stmt.name, stmt.iters, writer)} computes later"
+        why = f"which {instance_text(stmt.name, stmt.iters, written_by)} computes later"
     raise SourceError(
         f"{format_access(access.node)} reads an element {stmt.name} has not computed yet: {at} reads {element}, "
         f"{why}; a statement may read its own tensor only at elements computed before (a recurrence over "
         f"earlier indices)",
         access.node.span if access.node is not None else stmt.span,
     )
-
-
-def _not_before(stmt: Stmt) -> isl.Map:
-    """{ S[x] -> S[y] : y is not lexicographically before x } over the statement's domain."""
-    return isl.Map.lex_le(stmt.domain.get_space()).intersect_domain(stmt.domain).intersect_range(stmt.domain)
 
 
 def _element(access, reader: list[int], params: dict) -> str:

@@ -8,7 +8,7 @@ isl schedule tree in a form primitives can edit by name:
     Loop            -> Band node (consecutive single-child loops of one
                        kind are printed and exported as one Band)
     body of n > 1   -> Sequence node with one Filter per child
-    buffers / pipeline / bind -> Mark nodes
+    buffers / pipeline / bind / host -> Mark nodes
 
 `time_maps` flattens the tree into one isl map per statement (the
 "2d+1" encoding: child position, loop dims, child position, ...), which
@@ -35,6 +35,7 @@ class Loop:
     pipeline: Optional[int] = None  # software-pipeline stages
     bind: Optional[str] = None  # grid axis: "x" | "y" | "z"
     warps: Optional[int] = None  # launch configuration of the kernel this loop nest is (set on its top loop)
+    host: bool = False  # run by the launcher on the host: each iteration launches the kernels of its body (`host`)
 
     @property
     def n_dims(self) -> int:
@@ -76,7 +77,7 @@ class Tree:
             if isinstance(node, Leaf):
                 return Leaf(node.stmt)
             new = Loop(node.name, {s: list(d) for s, d in node.exprs.items()}, [dup(c) for c in node.body],
-                       node.kind, node.pipeline, node.bind, node.warps)
+                       node.kind, node.pipeline, node.bind, node.warps, node.host)
             memo[id(node)] = new
             return new
 
@@ -208,15 +209,39 @@ def loop_walks_reduction(model: KernelModel, stmt_name: str, loop: "Loop") -> bo
     return stmt.is_reduction and any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name])
 
 
+@dataclass
+class Launch:
+    """One kernel: a node of the tree, launched once per iteration of the host loops around it (outermost first;
+    none: launched once).  Each top-level node is a kernel, except a host loop, whose body's nodes are."""
+
+    node: Node
+    host: list[Loop]
+
+
+def launches(tree: "Tree") -> list[Launch]:
+    """The kernels of a tree, in launch order (see `Launch`)."""
+    def visit(node: Node, host: list[Loop]) -> list[Launch]:
+        if isinstance(node, Loop) and node.host:
+            return [launch for child in node.body for launch in visit(child, host + [node])]
+        return [Launch(node, host)]
+
+    return [launch for node in tree.body for launch in visit(node, [])]
+
+
+def kernel_of(tree: "Tree") -> dict[str, int]:
+    """Statement -> the index of the kernel (`launches`) that computes it."""
+    return {s: k for k, launch in enumerate(launches(tree)) for s in statements_under(launch.node)}
+
+
 def global_tensors(model: KernelModel, tree) -> set:
     """Tensors that live in global memory: inputs, outputs, and temporaries crossing kernels (or never read)."""
-    kernel_of = {s: k for k, node in enumerate(tree.body) for s in statements_under(node)}
+    kernel_of_ = kernel_of(tree)
     result = {t.name for t in model.tensors.values() if t.kind in ("input", "output")}
     for stmt in model.stmts:
         if model.tensors[stmt.name].kind != "temp":
             continue
         readers = [s.name for s in model.stmts if any(r.tensor == stmt.name for r in s.reads)]
-        if not readers or any(kernel_of.get(r) != kernel_of.get(stmt.name) for r in readers):
+        if not readers or any(kernel_of_.get(r) != kernel_of_.get(stmt.name) for r in readers):
             result.add(stmt.name)
     return result
 
@@ -255,11 +280,33 @@ def _locate(body: list[Node], stmt: str) -> Optional[tuple[list[int], list[Loop]
 
 
 def initial_tree(model: KernelModel) -> Tree:
-    """Program order: each statement in its own loop nest over its iterators (reduction ones innermost)."""
-    body: list[Node] = []
-    for stmt in model.stmts:
-        node: Node = Leaf(stmt.name)
-        for it in reversed(stmt.iters):
-            node = Loop(it, {stmt.name: [iterator_aff(stmt.domain, it)]}, [node])
-        body.append(node)
-    return Tree(body)
+    """Program order: each statement in its own loop nest over its iterators (reduction ones innermost); the
+    statements of a `for` block share one loop over the block's iterator, around their nests in block order."""
+    entries = [(stmt, stmt.order or [n]) for n, stmt in enumerate(model.stmts)]
+    return Tree(_program_nodes(entries, 0))
+
+
+def _program_nodes(entries: list, level: int) -> list[Node]:
+    """The nodes of one body: `entries` (statement, program-order positions) in source order, at block depth
+    `level`; consecutive statements of one block (the same position at this level) become one shared loop."""
+    nodes: list[Node] = []
+    k = 0
+    while k < len(entries):
+        stmt, order = entries[k]
+        if len(stmt.loops) == level:
+            nodes.append(_statement_nest(stmt))
+            k += 1
+            continue
+        group = [e for e in entries[k:] if len(e[0].loops) > level and e[1][level] == order[level]]
+        loop = stmt.loops[level]
+        exprs = {s.name: [iterator_aff(s.domain, loop)] for s, _ in group}
+        nodes.append(Loop(loop, exprs, _program_nodes(group, level + 1)))
+        k += len(group)
+    return nodes
+
+
+def _statement_nest(stmt) -> Node:
+    node: Node = Leaf(stmt.name)
+    for it in reversed([it for it in stmt.iters if it not in stmt.loops]):
+        node = Loop(it, {stmt.name: [iterator_aff(stmt.domain, it)]}, [node])
+    return node

@@ -92,6 +92,8 @@ def _marks(loop: Loop, tree: Tree) -> list[str]:
     marks = []
     if loop.bind:
         marks.append(f"bind {loop.name} -> grid.{loop.bind}")
+    if loop.host:
+        marks.append(f"host {loop.name} (the launcher's loop: each iteration launches the kernels below)")
     if loop.pipeline:
         marks.append(f"pipeline {loop.name} stages={loop.pipeline}")
     for buf in tree.buffers:

@@ -118,7 +118,7 @@ CASES = {
           Y[i] = A[i]
         """,
         """
-        prog.tdsl:3:14: error: expected '}' or a name, found end of input
+        prog.tdsl:3:14: error: expected '}', 'for' or a name, found end of input
             Y[i] = A[i]
                        ^
         """,

@@ -3,8 +3,8 @@
 A random kernel works on three iteration spaces -- MN (i, j), MK (i, k), KN (k, j) -- and their 1-D edges
 (M by i, N by j, K by k).  Statements are elementwise maps in one space, reductions of a 2-D space to one of
 its edges (`sum`/`max`/`min`, optionally over a triangle `j <= i`, with an accumulator dtype and a combine policy),
-matrix products MK x KN -> MN, recurrences (a statement reading its own earlier elements), and maps on the
-edges.  Every read is in bounds and every iterator is indexed
+matrix products MK x KN -> MN, recurrences (a statement reading its own earlier elements), time loops (a `for`
+block of two statements, each step reading the last step's values and its neighbours), and maps on the edges.  Every read is in bounds and every iterator is indexed
 plainly somewhere, so every generated program passes the frontend's checks; the last one or two statements
 become the kernel's results.
 """
@@ -47,6 +47,7 @@ class _Stmt:
     dtype: str
     triangle: bool = False
     lhs: Optional[list] = None  # left-hand iterators (default: the space's)
+    block: Optional[str] = None  # a loop block `for t < T`: the statement's iterator t comes first
 
 
 @dataclass
@@ -55,6 +56,7 @@ class _Builder:
     tensors: list = field(default_factory=list)
     stmts: list = field(default_factory=list)
     counter: int = 0
+    steps: bool = False  # a time loop uses the size T
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -210,6 +212,30 @@ class _Builder:
             value = f"where({iters[axis]} < {d}, {body}, ({prev}{coef}) {op} {_paren(body)})"
         self.add(name, space, f"]{self._annot()} = {value}", dtype)
 
+    def time_loop(self) -> None:
+        """A loop block over T steps in a 1-D or 2-D space: P is the state at the start of a step (a value of the
+        program at t = 0, the last step's Q after), Q the state after it, from P at the element and at a
+        neighbour along one axis (guarded at the edge); then a statement of the space takes the last step."""
+        space = self.rng.choice(["M", "N", "MN"])
+        body = self.anchored(space, False)
+        if body is None:
+            return
+        iters = [it for it, _ in SPACES[space]] if space in SPACES else [EDGES[space]]
+        p_name, q_name, out = self.fresh("P"), self.fresh("Q"), self.fresh("S")
+        at = ", ".join(["t"] + iters)
+        axis = self.rng.randrange(len(iters))
+        d = self.rng.choice([1, -1])
+        edge = f"{iters[axis]} == 0" if d == 1 else f"{iters[axis]} == {_edges(space)[axis]} - 1"
+        moved = ", ".join(["t"] + [f"{it} - {d}" if n == axis else it for n, it in enumerate(iters)]).replace("- -1", "+ 1")
+        op = self.rng.choice(["+", "-", "*"])
+        self.stmts.append(_Stmt(p_name, space, f"]: {self._dtype()} = where(t == 0, {body}, {q_name}[t - 1, {', '.join(iters)}])",
+                                "f32", lhs=["t"] + iters, block="T"))
+        self.stmts.append(_Stmt(q_name, space, f"]: {self._dtype()} = where({edge}, {p_name}[{at}], "
+                                               f"({p_name}[{at}] * 0.5) {op} {p_name}[{moved}])",
+                                "f32", lhs=["t"] + iters, block="T"))
+        self.add(out, space, f"]{self._annot()} = {q_name}[T - 1, {', '.join(iters)}]", self._dtype())
+        self.steps = True
+
     def matmul(self) -> None:
         left, right = self.values("MK"), self.values("KN")
         if not left or not right:
@@ -237,18 +263,18 @@ def random_program(rng: random.Random) -> str:
     for space in dict.fromkeys(spaces):
         b.tensors.append(_Tensor(f"X{space}", space, rng.choice(DTYPES), is_input=True))
     for _ in range(rng.randint(1, 5)):
-        rng.choice([b.elementwise, b.elementwise, b.reduction, b.matmul, b.softmax, b.recurrence])()
-    full = [s for s in b.stmts if not s.triangle]
+        rng.choice([b.elementwise, b.elementwise, b.reduction, b.matmul, b.softmax, b.recurrence, b.time_loop])()
+    full = [s for s in b.stmts if not s.triangle and not s.block]
     while not full:
         b.elementwise()
-        full = [s for s in b.stmts if not s.triangle]
+        full = [s for s in b.stmts if not s.triangle and not s.block]
     outputs = [full[-1]] + ([full[-2]] if len(full) > 1 and rng.random() < 0.3 else [])
     return _text(b, outputs)
 
 
 def _text(b: _Builder, outputs: list) -> str:
     used = {t.space for t in b.tensors} | {s.space for s in b.stmts}
-    sizes = sorted({e for sp in used for e in (_edges(sp))})
+    sizes = sorted({e for sp in used for e in (_edges(sp))} | ({"T"} if b.steps else set()))
     params = [s for s in sizes if b.rng.random() < 0.15]
     lines = [f"const {', '.join(f'{s} = 8' for s in sizes if s not in params)}" if len(params) < len(sizes) else ""]
     if params:
@@ -259,10 +285,19 @@ def _text(b: _Builder, outputs: list) -> str:
     params_text = ", ".join(decl(t.name, t.dtype, t.space) for t in ins)
     results_text = ", ".join(decl(s.target, s.dtype, s.space) for s in outputs)
     lines.append(f"kernel fz({params_text}) -> ({results_text}) {{")
+    in_block = False
     for s in b.stmts:
+        if bool(s.block) != in_block:
+            lines.append(f"  for t < {s.block} {{" if s.block else "  }")
+            in_block = bool(s.block)
+        elif s.block and s.target.startswith("P"):  # a new time loop right after another one
+            lines.extend(["  }", f"  for t < {s.block} {{"])
         lhs = s.lhs or ([it for it, _ in SPACES[s.space]] if s.space in SPACES else [EDGES[s.space]])
         annot = "" if s.target in outs else f": {s.dtype}"
-        lines.append(f"  {s.target}[{', '.join(lhs)}{s.text.replace('@DTYPE@', annot)}")
+        pad = "    " if s.block else "  "
+        lines.append(f"{pad}{s.target}[{', '.join(lhs)}{s.text.replace('@DTYPE@', annot)}")
+    if in_block:
+        lines.append("  }")
     lines.append("}")
     return "\n".join(line for line in lines if line) + "\n"
 

@@ -251,6 +251,16 @@ def gen_launch(p: _Pick) -> Optional[Step]:
     return Step("launch", (stmt,), (("warps", p.rng.choice((1, 2, 4, 8))),))
 
 
+def gen_host(p: _Pick) -> Optional[Step]:
+    stmt = p.stmt_with_loops()
+    if stmt is None:
+        return None
+    path = p.path(stmt)
+    # Mostly the outermost loop (a time loop run by the launcher), sometimes any loop (refused inside a kernel loop).
+    loop = path[0] if p.rng.random() < 0.7 else p.rng.choice(path)
+    return Step("host", (p.loop_ref(stmt, loop),))
+
+
 def gen_rfactor(p: _Pick) -> Optional[Step]:
     model = p.model()
     reductions = [s.name for s in model.stmts if s.is_reduction and s.name in p.stmts() and p.path(s.name)]
@@ -288,6 +298,7 @@ GENERATORS = {
     "pipeline": (gen_pipeline, 2),
     "bind": (gen_bind, 6),
     "launch": (gen_launch, 1),
+    "host": (gen_host, 1),
     "rfactor": (gen_rfactor, 1),
     "online": (gen_online, 2),
 }

@@ -57,6 +57,7 @@ USAGE = {
     "pipeline": "pipeline(STMT.LOOP, stages=N)",
     "bind": "bind(STMT.LOOP, grid.x)",
     "launch": "launch(STMT, warps=N)",
+    "host": "host(STMT.LOOP)",
     "rfactor": "rfactor(STMT.LOOP[, segments=N][, dtype=DTYPE])",
     "online": "online(STMT)",
 }
@@ -76,6 +77,7 @@ SIGNATURES = {
     "pipeline": "(self, loop, stages=2)",
     "bind": "(self, loop, axis)",
     "launch": "(self, stmt, warps=4)",
+    "host": "(self, loop)",
     "rfactor": "(self, loop, segments=None, dtype=None)",
     "online": "(self, stmt)",
 }
@@ -85,7 +87,7 @@ KEYWORDS = {
     "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "reverse": set(), "compute_at": {"at"},
     "reverse_compute_at": {"at"}, "compute_inline": {"round"}, "cache_read": {"at", "scope", "dtype"},
     "cache_write": {"at", "scope", "dtype"}, "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps"},
-    "rfactor": {"segments", "dtype"}, "online": set(),
+    "host": set(), "rfactor": {"segments", "dtype"}, "online": set(),
 }
 MAKE_LOOPS = {"split", "tile", "fuse"}
 

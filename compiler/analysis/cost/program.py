@@ -12,7 +12,7 @@ from tdsl.compiler.analysis.cost.results import KernelCost, ProgramCost
 from tdsl.compiler.analysis.cost.timing import occupancy, roofline, step_time
 from tdsl.compiler.analysis.cost.traffic import kernel_flops, kernel_transfers, loop_iterations
 from tdsl.compiler.schedule.schedule import Schedule
-from tdsl.compiler.schedule.tree import global_tensors, statements_under
+from tdsl.compiler.schedule.tree import global_tensors, launches, statements_under
 from tdsl.compiler.targets import Target, get_target
 
 
@@ -56,12 +56,17 @@ def _peak_global_memory(schedule: Schedule) -> tuple[int, str, dict]:
         for d in t.shape:
             n *= d if isinstance(d, int) else 0
         sizes[t.name] = n
-    kernels = [statements_under(node) for node in tree.body]
+    units = launches(tree)
+    kernels = [statements_under(launch.node) for launch in units]
     last_read = {}
     for k, stmts in enumerate(kernels):
+        # inside a host loop a tensor read by one of its kernels is read again at the next iteration: it lives
+        # until the loop's last kernel
+        until = max((j for j, other in enumerate(units) if units[k].host and other.host[:1] == units[k].host[:1]),
+                    default=k)
         for s in stmts:
             for a in model.stmt(s).reads:
-                last_read[a.tensor] = k
+                last_read[a.tensor] = max(last_read.get(a.tensor, -1), until)
     live = {t.name for t in model.tensors.values() if t.kind == "input"}
     peak, peak_at = sum(sizes[t] for t in live), "before the first kernel"
     for k, stmts in enumerate(kernels):

@@ -57,6 +57,8 @@ def _check_ops(ops, ranges: dict, kernel: T.TileKernel) -> None:
                 inner[op.var] = (lo[0], max(lo[0], hi[1] - 1))
             _check_ops(op.body, inner, kernel)
             continue
+        if isinstance(op, T.Barrier):
+            continue
         inner = dict(ranges)
         name = getattr(op, "stmt", None) or f"preload {op.name}"  # a Preload (passes/hoist.py) has no statement
         for it, value in op.tile.scalars.items():

@@ -30,8 +30,10 @@ def bind(state: State, loop: LoopLike, axis) -> None:
                                     f"grid axis, bind it once")
     if node.pipeline:
         raise ScheduleError("bind", f"loop {node.name} is pipelined; a grid axis cannot be pipelined")
-    # Each top-level loop nest is its own kernel launch, with its own grid.
-    nest = (state.tree.enclosing_loops(node) or [node])[0]
+    if node.host:
+        raise ScheduleError("bind", f"loop {node.name} runs on the host; a loop runs either on the grid or on the host")
+    # Each top-level loop nest is its own kernel launch, with its own grid (inside a host loop: each node of its body)
+    nest = ([l for l in state.tree.enclosing_loops(node) if not l.host] or [node])[0]
     for other in [nest, *walk_loops(nest.body)]:
         if other.bind == axis and other is not node:
             raise ScheduleError("bind", f"grid.{axis} is already bound to loop {other.name}")

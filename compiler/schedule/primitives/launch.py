@@ -19,7 +19,8 @@ def launch(state: State, stmt: str, warps: int = 4) -> None:
     warps = positive_int("launch", "warps", warps)
     if warps & (warps - 1) or warps > 32:
         raise ScheduleError("launch", f"warps must be a power of two up to 32, got {warps}")
-    path = state.tree.path(stmt)
+    path = [loop for loop in state.tree.path(stmt) if not loop.host]  # a host loop's body nodes are the kernels
     if not path:
-        raise ScheduleError("launch", f"{stmt} is not inside any loop; there is no kernel nest to configure")
+        raise ScheduleError("launch", f"{stmt} is not inside any loop of a kernel; there is no kernel nest to "
+                                      f"configure")
     path[0].warps = warps
