@@ -9,6 +9,7 @@ what it calls (`_check`, `torch`, Python's `ValueError`) is reserved, so no para
 
 from __future__ import annotations
 
+from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
 
 from tdsl.backends.common.names import ModuleNames
@@ -20,7 +21,9 @@ def bind_params(program: T.TileProgram, names: ModuleNames) -> list[str]:
     for p in [n for n, v in program.sizes.items() if v is None]:
         where = next(((t.name, d) for t in program.inputs for d, dim in enumerate(t.shape) if dim == p), None)
         if where is None:
-            raise ValueError(f"run-time size {p} does not appear as a dimension of any input")
+            raise BackendError(f"run-time size {p} is not a dimension of any input, so the launcher cannot read it "
+                               f"from their shapes; give it a value (--size {p}=...), declare it `const`, or add an "
+                               f"input with a dimension {p}")
         lines.append(f"{names.var(p)} = {names.tensor(where[0])}.shape[{where[1]}]")
     return lines
 
@@ -66,34 +69,42 @@ def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
 
 
 def host_loops(program: T.TileProgram, names: ModuleNames, lines: list[str]):
-    """The kernels in launch order, each with the indentation of its launch line, after appending to `lines` the
-    `for` lines of the host loops it opens (`TileKernel.host`: consecutive kernels of one loop share it)."""
-    open_keys: list = []  # the host loops the lines are inside, outermost first
+    """The kernels in launch order, each with the indentation of its launch line and the launcher's variables of
+    its host loops (its arguments after the sizes), after appending to `lines` the `for` lines of the host loops
+    it opens (`TileKernel.host`: consecutive kernels of one loop share it, whatever each kernel calls it)."""
+    open_loops: list = []  # (key, the launcher's variable) of the host loops the lines are inside, outermost first
     for kernel in program.kernels:
         shared = 0
-        while shared < min(len(open_keys), len(kernel.host)) and open_keys[shared] == kernel.host[shared].key:
+        while shared < min(len(open_loops), len(kernel.host)) and open_loops[shared][0] == kernel.host[shared].key:
             shared += 1
-        del open_keys[shared:]
+        del open_loops[shared:]
         for loop in kernel.host[shared:]:
-            lo, hi = (python_code(T.simplify(e), names) for e in (loop.lower, loop.upper))
-            lines.append("    " * len(open_keys) + f"for {names.var(loop.var)} in range({lo}, {hi}):  # host loop")
-            open_keys.append(loop.key)
-        yield "    " * len(open_keys), kernel
+            lo, hi = (python_code(T.simplify(e), names, _outer(open_loops, kernel)) for e in (loop.lower, loop.upper))
+            var = names.var(loop.var)
+            lines.append("    " * len(open_loops) + f"for {var} in range({lo}, {hi}):  # host loop")
+            open_loops.append((loop.key, var))
+        yield "    " * len(open_loops), kernel, [var for _, var in open_loops]
 
 
-def python_code(e: T.Expr, names: ModuleNames) -> str:
-    """An integer expression of sizes and host loop variables as Python (whose // and % floor, as tdsl's do)."""
+def _outer(open_loops: list, kernel: T.TileKernel) -> dict:
+    """The kernel's names of the host loops open now -> the launcher's variables for them."""
+    return {h.var: var for h, (_, var) in zip(kernel.host, open_loops)}
+
+
+def python_code(e: T.Expr, names: ModuleNames, outer: dict) -> str:
+    """An integer expression of sizes and host loop variables as Python (whose // and % floor, as tdsl's do);
+    `outer`: the launcher's variables of the enclosing host loops, by the kernel's names for them."""
     if isinstance(e, T.Const):
         return repr(e.value)
     if isinstance(e, T.Var):
-        return names.var(e.name)
+        return outer.get(e.name) or names.var(e.name)
     if isinstance(e, T.Neg):
-        return f"(-{python_code(e.operand, names)})"
+        return f"(-{python_code(e.operand, names, outer)})"
     if isinstance(e, T.Select):
-        c, a, b = (python_code(x, names) for x in (e.cond, e.then, e.other))
+        c, a, b = (python_code(x, names, outer) for x in (e.cond, e.then, e.other))
         return f"({a} if {c} else {b})"
     if isinstance(e, T.Bin):
-        a, b = python_code(e.lhs, names), python_code(e.rhs, names)
+        a, b = python_code(e.lhs, names, outer), python_code(e.rhs, names, outer)
         return f"{e.op}({a}, {b})" if e.op in ("min", "max") else f"({a} {e.op} {b})"
     raise TypeError(f"not an index expression: {e!r}")
 

@@ -765,8 +765,8 @@ def _is_index(e: T.Expr) -> bool:
 
 def launcher(program: T.TileProgram, names: ModuleNames, call: str = "_kernel") -> list[str]:
     lines = prologue(program, names)
-    for pad, kernel in host_loops(program, names, lines):  # by its KERNELS key, the tile program's kernel name
-        args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(h.var) for h in kernel.host]
+    for pad, kernel, host_vars in host_loops(program, names, lines):  # by its KERNELS key, its tile program name
+        args = [names.tensor(t.name) for t in kernel.tensors] + host_vars
         lines.append(f'{pad}{call}("{kernel.name}")({", ".join(args)})')
     return lines + epilogue(program, names)
 

@@ -493,7 +493,7 @@ def _strides(shape) -> list[str]:
 def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
     lines = prologue(program, names)
     sizes = _Frame([], {}, {}, names.variables)  # the launcher's run-time sizes (loop variables never occur)
-    for pad, kernel in host_loops(program, names, lines):
+    for pad, kernel, host_vars in host_loops(program, names, lines):
         grid = [1, 1, 1]
         used = 0
         for axis in kernel.grid:
@@ -501,7 +501,7 @@ def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
             grid[GRID_AXES[axis.axis]] = extent
             used = max(used, GRID_AXES[axis.axis] + 1)
         grid_code = "(" + ", ".join(str(g) for g in grid[: max(used, 1)]) + ",)"
-        args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.scalars]
+        args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.sizes] + host_vars
         lines.append(f"{pad}{names.kernel(kernel.name)}[{grid_code}]({', '.join(args)}{', ' if args else ''}"
                      f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages})")
     return lines + epilogue(program, names)
