@@ -63,8 +63,8 @@ from tdsl.compiler.lower.tileir import (
 )
 from tdsl.compiler.model.recurrences import self_reads
 from tdsl.compiler.lower.tileir import walk_ops
-from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, global_tensors, launches, statements_under,
-                                        walk_loops)
+from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, global_tensors, launches, loop_walks_reduction,
+                                        statements_under, walk_loops)
 
 
 def lower(schedule: Schedule) -> TileProgram:
@@ -169,6 +169,10 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
 
     def _host_loop(self, loop: Loop, k: int) -> HostLoop:
         """A loop the launcher runs around this kernel (`host`): its variable is a kernel argument."""
+        for stmt_name in statements_under(self.root):
+            if loop_walks_reduction(self.model, stmt_name, loop):
+                raise BackendError(f"loop {loop.name} runs on the host but walks the reduction of {stmt_name}: its "
+                                   f"accumulator cannot live from one launch to the next")
         lo, hi = self._loop_range(loop, 0, outer=self.host[:k])
         return HostLoop(self._var(loop, 0), lo, Bin("+", hi, Const(1)), id(loop))
 

@@ -62,6 +62,9 @@ class KernelLoops:
             break
         body = chain[-1].body if chain else [self.root]
         for loop in walk_loops(body):
+            if loop.host:
+                raise BackendError(f"loop {loop.name} runs on the host but is inside a loop a kernel runs; host loops "
+                                   f"must be the outermost loops")
             if loop.bind:
                 raise BackendError(
                     f"loop {loop.name} is bound to grid.{loop.bind} but is not directly inside the other grid loops "

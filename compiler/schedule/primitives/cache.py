@@ -85,6 +85,9 @@ def _checked(state: State, primitive: str, tensor: str, scope: str, at: LoopLike
     if at is None:
         raise ScheduleError(primitive, "say where the buffer lives: at=STATEMENT.LOOP")
     loop, _ = find_loop(state, primitive, at)
+    if loop.host:
+        raise ScheduleError(primitive, f"loop {loop.name} runs on the host, and a buffer lives inside one kernel: "
+                                       f"place it at a loop inside")
     for buf in state.tree.buffers:
         if buf.tensor == tensor and buf.at is loop and buf.kind == primitive.split("_")[1]:
             raise ScheduleError(primitive, f"{tensor} is already cached at loop {loop.name}")

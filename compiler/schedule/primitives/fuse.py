@@ -33,6 +33,9 @@ def fuse(state: State, first: LoopLike, second: LoopLike, names=None) -> str:
     b, _ = find_loop(state, "fuse", second)
     if a is b:
         raise ScheduleError("fuse", f"cannot fuse loop {a.name} with itself")
+    for loop in (a, b):
+        if loop.host:
+            raise ScheduleError("fuse", f"loop {loop.name} runs on the host; fuse loops before host(...)")
     if a.body == [b]:
         return _fuse_nested(state, a, b, name)  # same lexicographic order: legal by construction
     result = _fuse_siblings(state, a, b, name)

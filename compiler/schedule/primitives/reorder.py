@@ -46,6 +46,10 @@ def reorder_loops(state: State, loops, step: str) -> None:
     depth = {id(n): path.index(n) for n in nodes}
     top, bottom = min(depth.values()), max(depth.values())
     chain = path[top : bottom + 1]
+    if any(n.host for n in chain):
+        host = next(n for n in chain if n.host)
+        raise ScheduleError(step, f"loop {host.name} runs on the host, where the loops stay in their order; reorder "
+                                  f"before host(...), or reorder loops inside it")
     for node in chain[:-1]:
         if len(node.body) != 1:
             others = [c for c in node.body if c is not (path[path.index(node) + 1])]

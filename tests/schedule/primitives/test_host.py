@@ -71,6 +71,19 @@ def test_host_misuses_are_refused():
         g.host("C.io")
 
 
+def test_steps_that_would_move_a_host_loop_or_put_a_buffer_on_it_are_refused():
+    s = sched(HEAT)
+    s.split("Q.i", 8)
+    s.host("P.t")
+    with pytest.raises(ScheduleError, match=r"loop t runs on the host, where the loops stay in their order"):
+        s.reorder("Q", "io", "t")
+    with pytest.raises(ScheduleError, match=r"fuse: loop t runs on the host; fuse loops before host"):
+        s.fuse("P.t", "Q.io")
+    with pytest.raises(ScheduleError, match=r"loop t runs on the host, and a buffer lives inside one kernel"):
+        s.cache_read("P", "shared", at="Q.t")
+    s.cache_read("P", "shared", at="Q.io")  # a loop inside the host loop: one kernel
+
+
 def test_host_breaks_no_rule():
     assert_legal(HEAT, ON_HOST, run=True)
     assert_legal(GEMM_SILU, "io, ii = split(C.i, 32)\nhost(C.io)\nbind(C.j, grid.x)", run=True)
