@@ -28,7 +28,6 @@ import islpy as isl
 
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.legality.checks import carried_by
-from tdsl.compiler.model.recurrences import self_reads
 from tdsl.compiler.lower.geometry import _pa_expr
 from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
 from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, pw_affs_to_map, statements_under, uses_iterators, walk_loops,

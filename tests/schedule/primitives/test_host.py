@@ -16,7 +16,7 @@ from tdsl.compiler.lower.build import lower
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
 from tdsl.testing import assert_legal
 
-from primitive_helpers import GEMM_SILU, assert_round_trip, sched, tiled, tree_change
+from primitive_helpers import GEMM_SILU, GEMM_SILU_SMALL, assert_round_trip, sched, tiled, tree_change
 
 # Heat flow along a rod of N points over T steps (the ends held), each step reading the neighbours of the last.
 HEAT = """
@@ -86,7 +86,7 @@ def test_steps_that_would_move_a_host_loop_or_put_a_buffer_on_it_are_refused():
 
 def test_host_breaks_no_rule():
     assert_legal(HEAT, ON_HOST, run=True)
-    assert_legal(GEMM_SILU, "io, ii = split(C.i, 32)\nhost(C.io)\nbind(C.j, grid.x)", run=True)
+    assert_legal(GEMM_SILU, "io, ii = split(C.i, 32)\nhost(C.io)\nbind(C.j, grid.x)", sizes=GEMM_SILU_SMALL, run=True)
 
 
 def test_each_node_of_a_host_loop_is_a_kernel_launched_per_iteration():
