@@ -108,7 +108,19 @@ class TileGeometry:
         facts = self._emitted_bounds(context)
         box = _lane_box(members.get_space(), names, facts if exact else rel.domain(),
                         total if exact else offsets, sizes)
+        if not exact and names:
+            box = box.union(self._idle_lanes(facts, rel, names, kept, box))
         return _Geometry(stmt, names, kept, offsets, sizes, rel, members, facts, box, exact)
+
+    @staticmethod
+    def _idle_lanes(facts: isl.Set, rel: isl.Map, names: list, kept: list, box: isl.Set) -> isl.Set:
+        """The loop values the code runs where the statement has no instance (a loop's emitted range may cover
+        them: `_emitted_bounds`), with every lane: offsets that are not one total function are not defined there,
+        so nothing is known about the lanes, and a mask may not assume they stay inside."""
+        ran = _embed(facts, names, names)
+        busy = _embed(rel.domain().reset_tuple_id() if rel.domain().has_tuple_id() else rel.domain(), names, names)
+        idle = ran.subtract(busy.align_params(ran.get_space()))
+        return _embed(idle, names, names + kept).align_params(box.get_space())
 
     def _aligned_offset(self, stmt: Stmt, context: list[Loop], it: str, names: list[str]) -> Optional[isl.PwAff]:
         """The offset of a tile along `it` as a function of the loops that walk `it` only (the loops up to the last
