@@ -60,17 +60,17 @@ from tdsl.compiler.lower.tileir import (
     TensorArg,
     TileKernel,
     TileProgram,
+    walk_ops,
 )
 from tdsl.compiler.model.recurrences import self_reads
-from tdsl.compiler.lower.tileir import walk_ops
-from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, global_tensors, launches, loop_walks_reduction,
-                                        statements_under, walk_loops)
+from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, global_tensors, kernel_of as kernel_index, launches,
+                                        loop_walks_reduction, statements_under, walk_loops)
 
 
 def lower(schedule: Schedule) -> TileProgram:
     model, tree = schedule.model, schedule.tree
     units = launches(tree)
-    kernel_of = {s: k for k, launch in enumerate(units) for s in statements_under(launch.node)}
+    kernel_of = kernel_index(tree)
     crossing = global_tensors(model, tree)  # temporaries written by one launch and read by another
     # temporaries in global memory: those passed between launches, and recurrences (they read their own earlier
     # elements back from memory)

@@ -280,8 +280,8 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
         reads=reads,
         write=Access(stmt.target, write_rel),
         span=stmt.span,
-        loops=list(getattr(si, "loops", [])),
-        order=list(getattr(si, "order", [])),
+        loops=list(si.loops),
+        order=list(si.order),
     )
 
 
