@@ -160,6 +160,36 @@ def gen_reverse(p: _Pick) -> Optional[Step]:
     return Step("reverse", (p.loop_ref(*got),))
 
 
+def gen_skew(p: _Pick) -> Optional[Step]:
+    stmt = p.stmt_with_loops()
+    if stmt is None:
+        return None
+    path = p.path(stmt)
+    if len(path) < 2 or p.rng.random() < 0.05:  # sometimes a loop by itself or by an inner loop (refused)
+        a, b = p.rng.choice(path), p.rng.choice(path)
+    else:
+        inner = p.rng.randrange(1, len(path))
+        a, b = path[inner], path[p.rng.randrange(inner)]
+    factor = p.rng.choice((1, 1, 1, 2, 2, 3)) if p.rng.random() > 0.02 else p.rng.choice((0, -1) + HUGE_FACTORS)
+    return Step("skew", (p.loop_ref(stmt, a), p.loop_ref(stmt, b), factor), names=p.new_names(1))
+
+
+def gen_shift(p: _Pick) -> Optional[Step]:
+    got = p.any_loop()
+    if got is None:
+        return None
+    offset = p.rng.choice((1, 1, 2, 3, -1, -2, 5)) if p.rng.random() > 0.02 else p.rng.choice((0,) + HUGE_FACTORS)
+    return Step("shift", (p.loop_ref(*got), offset))
+
+
+def gen_distribute(p: _Pick) -> Optional[Step]:
+    loops = [(s, l) for s in p.stmts() for l in p.path(s)]
+    several = [(s, l) for s, l in loops if len(l.body) > 1]
+    if several and p.rng.random() < 0.9:
+        return Step("distribute", (p.loop_ref(*p.rng.choice(several)),))
+    return Step("distribute", (p.loop_ref(*p.rng.choice(loops)),)) if loops else None
+
+
 def gen_compute_at(p: _Pick) -> Optional[Step]:
     return _placement(p, "compute_at", producer_moves=True)
 
@@ -290,6 +320,9 @@ GENERATORS = {
     "reorder": (gen_reorder, 4),
     "fuse": (gen_fuse, 3),
     "reverse": (gen_reverse, 1),
+    "skew": (gen_skew, 2),
+    "shift": (gen_shift, 2),
+    "distribute": (gen_distribute, 2),
     "compute_at": (gen_compute_at, 4),
     "reverse_compute_at": (gen_reverse_compute_at, 4),
     "compute_inline": (gen_compute_inline, 2),
