@@ -48,6 +48,9 @@ USAGE = {
     "tile": "tile(STMT.L1, ..., STMT.Ln, F1, ..., Fn)",
     "reorder": "reorder(STMT, L1, L2, ...)",
     "fuse": "fuse(STMT.L1, STMT.L2)",
+    "distribute": "distribute(STMT.LOOP)",
+    "skew": "skew(STMT.LOOP, STMT.OUTER, FACTOR)",
+    "shift": "shift(STMT.LOOP, OFFSET)",
     "reverse": "reverse(STMT.LOOP)",
     "compute_at": "compute_at(STMT, TARGET.LOOP)",
     "reverse_compute_at": "reverse_compute_at(STMT, TARGET.LOOP)",
@@ -68,6 +71,9 @@ SIGNATURES = {
     "tile": "(self, *args, names=None)",
     "reorder": "(self, *loops)",
     "fuse": "(self, first, second, names=None)",
+    "distribute": "(self, loop)",
+    "skew": "(self, loop, by, factor, names=None)",
+    "shift": "(self, loop, offset)",
     "reverse": "(self, loop)",
     "compute_at": "(self, stmt, loop=None, at=None)",
     "reverse_compute_at": "(self, stmt, loop=None, at=None)",
@@ -84,12 +90,13 @@ SIGNATURES = {
 
 # The keywords a .tdsl step may write, and the primitives that make loops (`a, b = split(...)`).
 KEYWORDS = {
-    "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "reverse": set(), "compute_at": {"at"},
+    "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "distribute": set(), "skew": {"by", "factor"},
+    "shift": {"offset"}, "reverse": set(), "compute_at": {"at"},
     "reverse_compute_at": {"at"}, "compute_inline": {"round"}, "cache_read": {"at", "scope", "dtype"},
     "cache_write": {"at", "scope", "dtype"}, "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps"},
     "host": set(), "rfactor": {"segments", "dtype"}, "online": set(),
 }
-MAKE_LOOPS = {"split", "tile", "fuse"}
+MAKE_LOOPS = {"split", "tile", "fuse", "skew"}
 
 
 def sched(text: str = GEMM_SILU) -> Schedule:
