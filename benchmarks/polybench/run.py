@@ -5,7 +5,8 @@ Each kernel is a pair in `benchmarks/polybench/<category>/`: `<name>.tdsl` (the 
 the C file it comes from; `init(sizes)`, its init_array in float64; `reference(inputs, sizes)`, the kernel's
 loops in float64; `ILLEGAL_RULE`, the rule the illegal schedule breaks; `F64_UNREACHABLE`, why f32 cannot come
 within the tolerance of the float64 result (an ill-conditioned kernel: its error is shown, not judged); or
-`BLOCKED`, why the kernel cannot be written yet).  For every kernel:
+`BLOCKED`, why the kernel cannot be written yet; `INTERPRETER_SIZES`, smaller sizes for the Triton interpreter
+where the tiled kernels launch too often for it at SMALL, e.g. a wavefront per launch).  For every kernel:
 
 * compile: parse + model + dependences + the `tiled` schedule with its legality checks, best of three (ms);
 * f64: the interpreter in program order on the init_array inputs (rounded to the program's dtypes) against the
@@ -13,7 +14,8 @@ within the tolerance of the float64 result (an ill-conditioned kernel: its error
 * tiled: the interpreter under `tiled` gives the same bits as program order;
 * illegal: the `illegal` schedule is rejected with `ILLEGAL_RULE`;
 * triton (with --triton): the `tiled` kernels under the Triton interpreter (TRITON_INTERPRET=1; on a GPU with
-  --device cuda) against the interpreter, or the backend's refusal.
+  --device cuda) against the interpreter, or the backend's refusal (under the Triton interpreter at the port's
+  `INTERPRETER_SIZES` where it has them, named in the column).
 
     python benchmarks/polybench/run.py                      # every kernel, no Triton
     python benchmarks/polybench/run.py --triton --kernels jacobi_1d,gemm
@@ -119,7 +121,16 @@ def _check(row: Row, port, text: str, filename: str, triton: bool, device: str) 
             if rule not in rules:
                 row.status = "fail"
     if triton:
+        smaller = getattr(port, "INTERPRETER_SIZES", None) if device == "cpu" else None
+        if smaller:
+            prog = loads(text, filename, sizes=smaller)
+            model = prog.schedule().model
+            sizes = {k: v for k, v in model.sizes.items() if isinstance(v, int)}
+            inputs = _rounded(port.init(sizes), model)
+            got = interpret(model, prog.schedule().time_map(), inputs)
         row.triton = _triton(prog, model, inputs, got, device)
+        if smaller and not row.triton.startswith("refused"):
+            row.triton += " at " + ", ".join(f"{k}={v}" for k, v in smaller.items())
         if row.triton.startswith("DIFFERS"):
             row.status = "fail"
 
