@@ -40,10 +40,14 @@ from tdsl.compiler.model import reduce_ops
 
 def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, primitive: str) -> None:
     times = tree.time_maps(model)
+    backward: dict[tuple[str, str], isl.Map] = {}  # (src, dst) -> the pairs of instances whose times do not increase
     for dep in deps:
         # The pairs that would not run forward (intersecting with lex_ge is the subtraction of lex_lt, and many
-        # times faster on tiled, skewed maps).
-        broken = dep.relation.intersect(times[dep.src].lex_ge_map(times[dep.dst]))
+        # times faster on tiled, skewed maps; one lex_ge map serves every dependence between two statements).
+        pair = (dep.src, dep.dst)
+        if pair not in backward:
+            backward[pair] = times[dep.src].lex_ge_map(times[dep.dst])
+        broken = dep.relation.intersect(backward[pair])
         if broken.is_empty():
             continue
         src, dst, element = concrete_pair(model, dep, broken)
