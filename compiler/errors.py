@@ -68,6 +68,14 @@ class DependenceViolation(LegalityError):
     explanation = "a value must be written before it is read, and not overwritten before every earlier read"
 
 
+class StorageOverwrite(DependenceViolation):
+    """A folded tensor (`fold_storage`) whose location is written again before a read of its earlier value."""
+
+    rule = "storage-overwrite"
+    explanation = ("a folded tensor keeps only some of its elements: every value must be read before the element "
+                   "that shares its location is written, in program order")
+
+
 class ReductionIncomplete(DependenceViolation):
     rule = "reduction-incomplete"
     explanation = (

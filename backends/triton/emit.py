@@ -303,9 +303,12 @@ class _KernelPrinter(PrinterBase):
     def _pointer(self, tensor: str, indices, frame: _Frame) -> str:
         arg = next(t for t in self.kernel.tensors if t.name == tensor)
         strides = _strides([d if isinstance(d, int) else self.names.dim(d) for d in arg.shape])
+        planes = dict(arg.fold)  # a folded dimension (fold_storage) stores index d at d mod planes
         terms = []
-        for index, stride in zip(indices, strides):
+        for k, (index, stride) in enumerate(zip(indices, strides)):
             code = index_code(simplify(index), frame)
+            if k in planes:
+                code = f"(({code}) % {planes[k]})" if planes[k] > 1 else "0"
             terms.append(code if stride == "1" else f"{code} * {stride}")
         base = self.names.tensor(tensor)
         return f"{base} + " + " + ".join(terms) if terms else base

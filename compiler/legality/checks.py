@@ -632,7 +632,7 @@ def concrete_pair(model: KernelModel, dep: Dependence, rel: isl.Map) -> tuple[st
 def _element(model: KernelModel, dep: Dependence, src_point: list[int]) -> str:
     """The tensor element the source instance touches (its write for flow/output, its read for anti)."""
     src = model.stmt(dep.src)
-    access = src.write if dep.kind != "anti" else next(a for a in src.reads if a.tensor == dep.tensor)
+    access = dep.access or (src.write if dep.kind != "anti" else next(a for a in src.reads if a.tensor == dep.tensor))
     rel = access.relation
     for pos, value in enumerate(src_point):
         rel = rel.fix_val(isl.dim_type.in_, pos, isl.Val.int_from_si(rel.get_ctx(), value))

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tdsl.compiler.errors import BackendError
+from tdsl.compiler.model.storage import stored_shape
 from tdsl.compiler.model.program import KernelModel, Stmt
 from tdsl.compiler.schedule.schedule import Schedule
 from tdsl.compiler.lower.geometry import TileGeometry
@@ -119,7 +120,7 @@ def _statement_text(stmt: Stmt) -> str:
 
 def _tensor_arg(model: KernelModel, name: str, role: str) -> TensorArg:
     t = model.tensors[name]
-    return TensorArg(name, t.dtype, list(t.shape), role)
+    return TensorArg(name, t.dtype, stored_shape(t), role, t.fold)
 
 
 @dataclass
@@ -191,7 +192,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
             t = self.model.tensors[name]
             if t.kind == "temp" and name not in self.temps:
                 continue  # lives in registers only
-            args.append(TensorArg(name, t.dtype, list(t.shape), t.kind))
+            args.append(_tensor_arg(self.model, name, t.kind))
         return args
 
     # ------------------------------------------------------------ body

@@ -349,8 +349,9 @@ class GridAxis(_Value):
 class TensorArg(_Value):
     name: str
     dtype: str
-    shape: list  # ints or size names
+    shape: list  # ints or size names: the array's, `planes` along a folded dimension
     role: str  # input | output | temp
+    fold: tuple = ()  # ((dim, planes), ...): index d of that dimension is stored at d mod planes (fold_storage)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 A dependence `S(x) -> T(y)` says that instance S(x) runs before T(y) in the
 original program and both touch the same tensor element, at least one of
-them writing it.  A schedule is legal when every dependence still points
+them writing it -- or, for anti and output dependences of a folded tensor
+(`fold_storage`), the same location of its storage.  A schedule is legal when every dependence still points
 forward under it.
 
 Kinds:
@@ -37,7 +38,8 @@ from typing import Optional
 import islpy as isl
 
 from tdsl.compiler.model import reduce_ops
-from tdsl.compiler.model.program import KernelModel, Stmt
+from tdsl.compiler.model.program import Access, KernelModel, Stmt
+from tdsl.compiler.model.storage import located
 
 
 @dataclass
@@ -47,6 +49,7 @@ class Dependence:
     dst: str
     tensor: str
     relation: isl.Map  # src instance -> dst instance
+    access: Optional["Access"] = None  # src's access (its write for flow/output/reduction, the read for anti)
 
     def describe(self) -> str:
         verb = {
@@ -97,7 +100,7 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
     for src, dst in _sharing_pairs(model):
         before = order[src.name].lex_lt_map(order[dst.name])
         for kind, a, b in _access_pairs(src, dst):
-            rel = a.relation.apply_range(b.relation.reverse()).intersect(before)
+            rel = _touching(model, kind, a, b).intersect(before)
             if rel.is_empty():
                 continue
             if kind == "output" and src is dst and src.is_reduction:
@@ -111,11 +114,23 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
                     if rel.is_empty():
                         continue
                 kind = "reduction"
-            deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce()))
+            deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce(), a))
     # Flow first: the most telling counterexample comes from a value read too early.
     rank = {"flow": 0, "reduction": 1, "output": 2, "anti": 3}
     deps.sort(key=lambda d: rank[d.kind])
     return deps
+
+
+def _touching(model: KernelModel, kind: str, a, b) -> isl.Map:
+    """The pairs of instances whose accesses `a` and `b` touch one element, or for an anti or output dependence one
+    location of its storage: a folded tensor (`fold_storage`, storage.py) stores several elements in one place, and
+    a write there must wait for the reads of the value it replaces and stay after the writes before it.  A flow
+    dependence stays the element's: the value a read needs comes from the one instance that wrote that element
+    (the later writes of the place are ordered against the read by anti and output dependences)."""
+    if kind == "flow":
+        return a.relation.apply_range(b.relation.reverse())
+    tensor = model.tensors[a.tensor]
+    return located(tensor, a.relation).apply_range(located(tensor, b.relation).reverse())
 
 
 def _sharing_pairs(model: KernelModel):

@@ -70,6 +70,7 @@ class Tensor:
     shape: list[object]  # int, or str for an unbound param (or an isl.PwAff string)
     kind: str  # "input" | "output" | "temp"
     box: isl.Set = None  # { A[a0, a1] : 0 <= a0 < M and 0 <= a1 < K }
+    fold: tuple = ()  # ((dim, planes), ...): element index d is stored at d mod planes (`fold_storage`)
 
 
 @dataclass

@@ -168,7 +168,7 @@ def _runtime_namespace(trace: Optional[Trace]) -> dict:
         ns[f"_round_{name}"] = dt.scalar_rounder(name)
     if trace is not None:
 
-        def _traced_read(arr, cnt, exp, key, tensor, reader, p):
+        def _traced_read(arr, cnt, exp, key, where, tensor, reader, p):
             done = int(cnt[key])
             if done < exp[key]:
                 trace.n_early_reads += 1
@@ -176,7 +176,7 @@ def _runtime_namespace(trace: Optional[Trace]) -> dict:
                     trace.early_reads.append(
                         EarlyRead(reader, tuple(p), tensor, tuple(int(k) for k in key), done, int(exp[key]))
                     )
-            return arr[key]
+            return arr[where]  # the element's location: its index, folded where the tensor is (fold_storage)
 
         ns["_traced_read"] = _traced_read
     return ns

@@ -22,6 +22,7 @@ from tdsl.compiler.model import dtypes as dt
 from tdsl.compiler.model.dependences import segments
 from tdsl.compiler.model.functions import COMPOSITIONS, PRIMITIVES
 from tdsl.compiler.model.online import MAX, REF
+from tdsl.compiler.model.storage import stored_shape
 from tdsl.compiler.model.program import KernelModel, Stmt, Tensor
 from tdsl.compiler.reference.order import _check_stmt
 from tdsl.compiler.reference.runtime import Trace, _runtime_namespace
@@ -187,12 +188,13 @@ class _Compiler:
             (e.tensor, shape, e), "oob"
         )
         lam = "lambda: (" + ", ".join(idx_src) + ("," if len(idx_src) == 1 else "") + ")"
+        where = _location(t, key, tmps if shape else [])
         if self.trace and t.kind != "input":
             cnt = self.const(self.state.counts[e.tensor], "C")
             exp = self.const(self.state.expected[e.tensor], "E")
-            read = f"_traced_read({arr_name}, {cnt}, {exp}, {key}, {e.tensor!r}, {self.stmt.name!r}, p)"
+            read = f"_traced_read({arr_name}, {cnt}, {exp}, {key}, {where}, {e.tensor!r}, {self.stmt.name!r}, p)"
         else:
-            read = f"{arr_name}[{key}]"
+            read = f"{arr_name}[{where}]"
         if cond == "True":
             return read
         return f"({read} if ({cond}) else _oob({oob}, {lam}, p))"
@@ -223,14 +225,15 @@ class _Compiler:
             lines.append(f"    {', '.join(f'x{k}' for k in range(niters))}{',' if niters == 1 else ''} = p")
         if nlhs:
             key = "(" + ", ".join(f"x{k}" for k in range(nlhs)) + ("," if nlhs == 1 else "") + ")"
+            where = _location(t, key, [f"x{k}" for k in range(nlhs)])
             cond = " and ".join(f"0 <= x{k} < {n}" for k, n in enumerate(shape))
             lines.append(f"    if not ({cond}):")
             lines.append(f"        _oob({oob}, lambda: {key}, p)")
         else:
-            key = "()"
+            key = where = "()"
         lines.append(f"    v = {body}")
         if stmt.reduce_op is None:
-            lines.append(f"    {vals}[{key}] = {rst_call('v')}")
+            lines.append(f"    {vals}[{where}] = {rst_call('v')}")
             lines.append(f"    {cnt}[{key}] += 1")
         else:
             acc_dtype = stmt.accum_dtype or "f32"
@@ -287,6 +290,16 @@ class _Compiler:
         ]
 
 
+def _location(t, key: str, coords: list[str]) -> str:
+    """Where an element's value is stored: its index, folded along the dimensions `fold_storage` folds
+    (compiler/model/storage.py)."""
+    if not t.fold:
+        return key
+    planes = dict(t.fold)
+    parts = [f"{c} % {planes[k]}" if k in planes else c for k, c in enumerate(coords)]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
 @dataclass
 class _State:
     values: dict[str, np.ndarray]  # f32 value of every tensor element
@@ -313,7 +326,7 @@ def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
                 raise ValueError(f"input {name!r} has shape {arr.shape}, expected {shape}")
             values[name] = np.array(dt.round_to(t.dtype, arr), dtype=np.float32, copy=True)
         else:
-            values[name] = np.full(shape, np.nan, dtype=np.float32)
+            values[name] = np.full(tuple(stored_shape(t)), np.nan, dtype=np.float32)  # folded: fewer planes
             counts[name] = np.zeros(shape, dtype=np.int64)
     seg_accs = {}
     for stmt in model.stmts:

@@ -57,6 +57,7 @@ SCOPE = Kind("SCOPE", "str", "a memory scope (global, shared, register, local, L
 AXIS = Kind("grid.x", "str", "a grid axis: grid.x, grid.y or grid.z")
 DTYPE = Kind("DTYPE", "str | None", "an element type (bf16, f16, f32, f8e4m3)")
 INT = Kind("N", "int", "a positive integer")
+DIM = Kind("ITER", "str", "a dimension of the tensor, named by the iterator its statement writes it with")
 OFFSET = Kind("N", "int", "an integer, negative or positive, not 0")
 COUNT = Kind("N", "int | str", "a positive integer, or the name of a size")
 FLAG = Kind("true", "bool", "true or false")

@@ -1,0 +1,36 @@
+"""Where a tensor's elements are stored: its own array, or one folded along some dimensions (`fold_storage`).
+
+A folded tensor keeps `planes` values along a dimension: element [.., d, ..] lives at [.., d mod planes, ..],
+so a later element overwrites an earlier one (two time planes instead of T).  Everything that reasons about
+memory goes through the storage map: the dependences (compiler/model/dependences.py: anti and output
+dependences between the elements that share a location), the reference interpreter (it runs the folded
+arrays, so an overwrite too early shows in the result) and the backends (the array's shape and its indices).
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from tdsl.compiler.model.program import Tensor
+
+
+def storage_map(tensor: Tensor) -> isl.Map:
+    """Element -> location, on the tensor's box: { X[a0, a1] -> X[a0 mod p, a1] } (identity when not folded)."""
+    dims = [f"a{k}" for k in range(len(tensor.shape))]
+    planes = dict(tensor.fold)
+    where = [f"({d}) mod {planes[k]}" if k in planes else d for k, d in enumerate(dims)]
+    params = [tensor.box.get_dim_name(isl.dim_type.param, i) for i in range(tensor.box.dim(isl.dim_type.param))]
+    prefix = f"[{', '.join(params)}] -> " if params else ""
+    text = f"{prefix}{{ {tensor.name}[{', '.join(dims)}] -> {tensor.name}[{', '.join(where)}] }}"
+    return isl.Map.read_from_str(tensor.box.get_ctx(), text).intersect_domain(tensor.box)
+
+
+def stored_shape(tensor: Tensor) -> list:
+    """The shape of the array that holds the tensor: `planes` along each folded dimension."""
+    planes = dict(tensor.fold)
+    return [planes.get(k, extent) for k, extent in enumerate(tensor.shape)]
+
+
+def located(tensor: Tensor, relation: isl.Map) -> isl.Map:
+    """An access relation (instance -> element) as instance -> location."""
+    return relation.apply_range(storage_map(tensor)) if tensor.fold else relation

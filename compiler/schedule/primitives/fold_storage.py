@@ -1,0 +1,126 @@
+"""fold_storage: keep only a few elements of a temporary along one dimension, reusing their memory.
+
+Before (every step's row stored: T x N)::      After ``fold_storage(Bn, t, 2)`` (two planes: 2 x N)::
+
+    Bn[t, i] -> Bn[t, i]                          Bn[t, i] -> Bn[t mod 2, i]
+
+Tensors are single-assignment, so a time loop's values are T times what the C code keeps.  Folding stores
+element [.., d, ..] at [.., d mod planes, ..]: element d + planes overwrites element d.  That is a storage
+decision the program does not make, and it has two conditions, checked here with isl:
+
+* In program order, no value may be overwritten before its last read (rule storage-overwrite): `fold_storage
+  (Bn, t, 1)` is legal when each step reads only its own Bn, and refused when step t reads Bn[t - 1] after
+  writing Bn[t]; the counterexample names the read, the value it needs and the write that replaced it.
+* The schedule must keep the order of every access to a shared location: the dependences are recomputed on
+  locations, so folding adds anti dependences (a read before the write that replaces its value) and output
+  dependences (the writes of one location in order), and the current schedule and every later step are
+  checked against them (rule dependence).  A parallel sweep stays legal with one plane per step; binding the
+  step loop, or running two steps' tiles out of order, is refused.
+
+The reference interpreter, the dependences and the backends all read storage through one map
+(compiler/model/storage.py).  Refused: a kernel input or output (the caller's arrays), a reduction's tensor (its
+accumulator lives in the element), a dimension that is not one of the statement's own iterators, a number of
+planes that is not below the dimension's extent, a kernel whose sizes are not bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import islpy as isl
+
+from tdsl.compiler.errors import ScheduleError, StorageOverwrite
+from tdsl.compiler.legality.checks import check_dependences
+from tdsl.compiler.model.dependences import compute_dependences, program_order_maps
+from tdsl.compiler.model.program import KernelModel, first_point
+from tdsl.compiler.model.storage import located
+from tdsl.compiler.schedule.primitives.common import State, positive_int
+from tdsl.compiler.schedule.primitives.online import rederive
+from tdsl.compiler.schedule.primitives.registry import DIM, INT, TENSOR, arg, primitive
+
+
+@primitive(arg("tensor", TENSOR), arg("dim", DIM), arg("planes", INT, text="PLANES", keyword=True), rank=105)
+def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
+    model = state.model
+    t = model.tensors.get(tensor) if isinstance(tensor, str) else None
+    if t is None:
+        raise ScheduleError("fold_storage", f"unknown tensor {tensor!r} (tensors: {', '.join(model.tensors)})")
+    if t.kind != "temp":
+        raise ScheduleError("fold_storage", f"{tensor} is an {t.kind} of the kernel, an array of the caller's; "
+                                            f"fold a temporary")
+    writer = next((s for s in model.stmts if s.name == tensor), None)
+    if writer is None or writer.is_reduction:
+        raise ScheduleError("fold_storage", f"{tensor} is a reduction: its accumulator lives in its elements; fold "
+                                            f"a tensor a plain statement writes")
+    if dim not in writer.lhs_iters:
+        raise ScheduleError("fold_storage", f"{tensor} has no dimension {dim!r}; it is written as "
+                                            f"{tensor}[{', '.join(writer.lhs_iters)}]")
+    axis = writer.lhs_iters.index(dim)
+    planes = positive_int("fold_storage", "the number of planes", planes)
+    extent = t.shape[axis]
+    if not isinstance(extent, int):
+        raise ScheduleError("fold_storage", f"dimension {dim} of {tensor} has extent {extent}, not a bound size; "
+                                            f"bind it to fold the storage")
+    if planes >= extent:
+        raise ScheduleError("fold_storage", f"dimension {dim} of {tensor} has {extent} elements; {planes} planes "
+                                            f"would keep them all")
+    folded = replace(t, fold=tuple(sorted({**dict(t.fold), axis: planes}.items())))
+    new = KernelModel(model.name, model.stmts, {**model.tensors, tensor: folded}, model.sizes, model.params,
+                      model.ctx)
+    state.model = new  # a rejected step carries what it would have run (LegalityError.rejected)
+    _check_program_order(new, tensor)
+    state.deps = compute_dependences(new)
+    rederive(state, "fold_storage")
+    check_dependences(state.model, state.deps, state.tree, "fold_storage")
+
+
+def _check_program_order(model: KernelModel, tensor: str) -> None:
+    """No read of `tensor` may find its element's location written again, after the value it reads, before it
+    reads it (in program order): that read would get the other element's value."""
+    t = model.tensors[tensor]
+    order = program_order_maps(model)
+    writer = model.stmt(tensor)
+    write = writer.write.relation
+    later = order[tensor].lex_lt_map(order[tensor])  # w -> w2: w2 runs after w
+    for reader in model.stmts:
+        for read in reader.reads:
+            if read.tensor != tensor:
+                continue
+            source = read.relation.apply_range(write.reverse())  # r -> the instance that wrote its value
+            same_place = located(t, read.relation).apply_range(located(t, write).reverse())
+            others = same_place.subtract(source)  # r -> w2: writes another element to the read's location
+            before_read = others.intersect(order[reader.name].lex_gt_map(order[tensor]))
+            triples = source.range_product(before_read)  # r -> [w -> w2]
+            clobbered = triples.intersect_range(later.wrap())
+            if not clobbered.is_empty():
+                _raise(model, reader.name, read, clobbered, tensor)
+
+
+def _raise(model: KernelModel, reader: str, read, clobbered: isl.Map, tensor: str) -> None:
+    params, coords = first_point(clobbered.wrap())
+    r_stmt, w_stmt = model.stmt(reader), model.stmt(tensor)
+    n_r, n_w = len(r_stmt.iters), len(w_stmt.iters)
+    r = coords[:n_r]
+    w, w2 = coords[n_r:n_r + n_w], coords[n_r + n_w:]
+
+    def inst(stmt, point):
+        return f"{stmt.name}({', '.join(f'{i}={v}' for i, v in zip(stmt.iters, point))})"
+
+    element = [int(v) for v in _element(read.relation, r_stmt, r)]
+    other = [int(v) for v in _element(w_stmt.write.relation, w_stmt, w2)]
+    detail = f"{reader} reads {tensor}[{', '.join(map(str, element))}] after {tensor}[{', '.join(map(str, other))}], " \
+             f"stored in the same place, has replaced it"
+    example = (f"{inst(w_stmt, w)} writes {tensor}[{', '.join(map(str, element))}]; {inst(w_stmt, w2)} writes "
+               f"{tensor}[{', '.join(map(str, other))}] in its place; then {inst(r_stmt, r)} reads "
+               f"{tensor}[{', '.join(map(str, element))}]")
+    raise StorageOverwrite("fold_storage", sorted({reader, tensor}), detail, example)
+
+
+def _element(relation: isl.Map, stmt, point) -> list[int]:
+    """The element an access of `stmt` touches at instance `point`."""
+    space = relation.get_space().domain()
+    fixed = isl.Set.universe(space)
+    for k, v in enumerate(point):
+        fixed = fixed.fix_val(isl.dim_type.set, k, isl.Val.int_from_si(relation.get_ctx(), int(v)))
+    _, coords = first_point(relation.intersect_domain(fixed).range())
+    return coords

@@ -1,0 +1,148 @@
+"""fold_storage: keep a few planes of a temporary along one dimension (compiler/schedule/primitives/fold_storage.py).
+
+Rules: storage-overwrite (in program order a value is overwritten before its last read) at the step itself;
+dependence, through the anti and output dependences folding creates, at the step (against the schedule so far)
+and at every later step.  Each rejected case is run in the interpreter to show the result changes.
+"""
+
+import numpy as np
+import pytest
+
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.driver.generate import generate, load_module, run_generated
+from tdsl.compiler.errors import BackendError, ScheduleError
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.testing import assert_illegal, assert_legal
+
+from primitive_helpers import assert_round_trip, sched
+
+# Each step U reads the previous step's T around i; T is then rewritten from U.  One plane of T suffices in
+# program order (the U sweep reads the old plane before the T sweep replaces it).
+SWEEPS = """
+const S = 6, N = 17
+kernel sweeps(X: f32[N]) -> (Y: f32[N]) {
+  for t < S {
+    U[t, i] = where(t == 0, X[i], where(i == 0, T[t - 1, i], where(i == N - 1, T[t - 1, i],
+      0.5 * T[t - 1, i] + 0.25 * (T[t - 1, i - 1] + T[t - 1, i + 1]))))
+    T[t, i] = 2.0 * U[t, i] - 1.0
+  }
+  Y[i] = T[S - 1, i]
+}
+"""
+
+# Each step reads the element the step itself has just written and the one the step before wrote.
+TWO_STEPS = """
+const S = 5, N = 9
+kernel two_steps(X: f32[N]) -> (Y: f32[N]) {
+  for t < S {
+    T[t, i] = where(t == 0, X[i], T[t - 1, i] * 0.5 + 1.0)
+    U[t, i] = T[t, i] - where(t == 0, 0.0, T[t - 1, i])
+  }
+  Y[i] = U[S - 1, i]
+}
+"""
+
+# Independent steps: U and V of a step read only that step's values; Y reads the last V.
+STEPS = """
+const S = 5, N = 9
+kernel steps(X: f32[S, N]) -> (Y: f32[N]) {
+  for t < S {
+    U[t, i] = X[t, i] * 2.0 + 1.0
+    V[t, i] = U[t, i] * U[t, i]
+  }
+  Y[i] = V[S - 1, i]
+}
+"""
+
+ON_HOST = "host(U.t)\nuo, ui = split(U.i, 8)\nbind(U.uo, grid.x)\nto, ti = split(T.i, 8)\nbind(T.to, grid.x)"
+
+
+def test_fold_storage_trace_round_trip():
+    s = sched(SWEEPS)
+    s.fold_storage("T", "t", 1)
+    s.fold_storage("U", "t", 2)
+    assert_round_trip(SWEEPS, s)
+
+
+def test_folded_sweeps_run_like_program_order():
+    assert_legal(SWEEPS, "fold_storage(T, t, 1)\nfold_storage(U, t, 1)", run=True)
+    assert_legal(SWEEPS, "fold_storage(T, t, 1)\nfold_storage(U, t, 1)\n" + ON_HOST, run=True)
+    assert_legal(TWO_STEPS, "fold_storage(T, t, 2)\nfold_storage(U, t, 1)", run=True)
+
+
+def test_a_value_overwritten_before_its_last_read_is_storage_overwrite():
+    err = assert_illegal(TWO_STEPS, "fold_storage(T, t, 1)", rule="storage-overwrite", primitive="fold_storage",
+                         statements=["T", "U"], changes_result=True)
+    assert err.counterexample == ("T(t=0, i=0) writes T[0, 0]; T(t=1, i=0) writes T[1, 0] in its place; then "
+                                  "U(t=1, i=0) reads T[0, 0]")
+    assert err.rules() == ["storage-overwrite", "dependence", "legality"]
+
+
+def test_a_fusion_that_breaks_an_anti_dependence_of_folded_storage():
+    """Unfolded, T(t, i) may run before U(t, i + 1): U reads the previous step's T.  In one plane, T(t, i)
+    overwrites T(t - 1, i), which U(t, i + 1) still has to read."""
+    assert_legal(SWEEPS, "fuse(U.i, T.i)", run=True)
+    err = assert_illegal(SWEEPS, "fold_storage(T, t, 1)\nfuse(U.i, T.i)", rule="dependence", primitive="fuse",
+                         statements=["T", "U"], changes_result=True)
+    assert "T overwrites T read by U" in err.detail
+    assert err.counterexample == "U(t=1, i=1) must run before T(t=1, i=0) (T overwrites T[0, 0]) but would run after"
+
+
+def test_folding_under_a_schedule_that_already_breaks_it():
+    err = assert_illegal(SWEEPS, "fuse(U.i, T.i)\nfold_storage(T, t, 1)", rule="dependence", primitive="fold_storage",
+                         changes_result=True)
+    assert "T overwrites T read by U" in err.detail
+
+
+def test_a_reversed_step_loop_breaks_an_output_dependence_of_folded_storage():
+    """Unfolded, the steps are independent and may run backwards; in one plane the last write must stay last,
+    since Y reads it."""
+    assert_legal(STEPS, "reverse(U.t)", run=True)
+    assert_legal(STEPS, "fold_storage(U, t, 1)\nfold_storage(V, t, 1)", run=True)
+    err = assert_illegal(STEPS, "fold_storage(V, t, 1)\nreverse(U.t)", rule="dependence", primitive="reverse",
+                         statements=["V"], changes_result=True)
+    assert "V overwrites V written by V" in err.detail
+    assert err.counterexample == "V(t=0, i=0) must run before V(t=1, i=0) (both write V[0, 0]) but would run after"
+
+
+def test_binding_the_step_loop_of_folded_storage_is_refused():
+    assert_legal(STEPS, "bind(U.t, grid.x)")
+    err = assert_illegal(STEPS, "fold_storage(U, t, 1)\nbind(U.t, grid.x)", rule="parallel-dependence",
+                         primitive="bind")
+    assert "U overwrites U" in err.detail
+
+
+def test_fold_storage_misuses_are_refused():
+    s = sched(SWEEPS)
+    with pytest.raises(ScheduleError, match=r"Y is an output of the kernel, an array of the caller's"):
+        s.fold_storage("Y", "i", 1)
+    with pytest.raises(ScheduleError, match=r"T has no dimension 'k'; it is written as T\[t, i\]"):
+        s.fold_storage("T", "k", 1)
+    with pytest.raises(ScheduleError, match=r"dimension t of T has 6 elements; 6 planes would keep them all"):
+        s.fold_storage("T", "t", 6)
+    with pytest.raises(ScheduleError, match=r"unknown tensor 'Q'"):
+        s.fold_storage("Q", "t", 1)
+    with pytest.raises(ScheduleError, match=r"the number of planes must be a positive integer, got 0"):
+        s.fold_storage("T", "t", 0)
+
+
+@pytest.mark.parametrize("sizes", [{}, {"S": 2, "N": 3}, {"S": 4, "N": 40}])
+def test_generated_kernels_use_the_folded_arrays(sizes, tmp_path):
+    steps = "fold_storage(T, t, 1)\nfold_storage(U, t, 1)\n" + ON_HOST
+    prog = loads(SWEEPS + f"schedule folded {{\n{steps}\n}}\n", sizes=sizes)
+    s = prog.schedule()
+    inputs = random_inputs(s.model, seed=5)
+    want = interpret(loads(SWEEPS, sizes=sizes).schedule().model, loads(SWEEPS, sizes=sizes).schedule().time_map(),
+                     inputs)
+    text = generate(prog, "folded")
+    n = sizes.get("N", 17)
+    assert text.count(f"torch.empty((1, {n}), ") == 2  # T and U: one plane each, not S
+    got = run_generated(load_module(text, tmp_path / "sweeps.py"), s.model, inputs, guard=5)
+    assert np.array_equal(got["Y"], want["Y"])
+
+
+def test_tilelang_refuses_folded_storage():
+    prog = loads(SWEEPS + "schedule folded {\nfold_storage(T, t, 1)\n" + ON_HOST + "\n}\n")
+    with pytest.raises(BackendError, match=r"folds the storage of T \(fold_storage\), which only the Triton backend "
+                                           r"generates so far"):
+        generate(prog, "folded", backend="tilelang")
