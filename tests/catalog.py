@@ -98,5 +98,5 @@ KERNEL_SIZES = {
 RULES = {
     "dependence", "reduction-incomplete", "reduction-order", "reduction-grouping", "segment-count",
     "atomic-combine", "parallel-dependence", "parallel-reduction", "cache-conflict", "rounding-removed",
-    "rounding-added", "online-policy", "online-rescale", "online-order",
+    "rounding-added", "online-policy", "online-rescale", "online-order", "storage-overwrite",
 }

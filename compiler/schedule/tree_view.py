@@ -23,6 +23,7 @@ from typing import Optional
 import islpy as isl
 
 from tdsl.compiler.model.program import KernelModel
+from tdsl.compiler.model.storage import stored_shape
 from tdsl.compiler.schedule.tree import Leaf, Loop, Node, Tree, statements_under
 
 
@@ -44,9 +45,24 @@ def bands(node: Loop, tree: Optional[Tree] = None) -> list[Loop]:
 
 
 def tree_text(model: KernelModel, tree: Tree) -> str:
-    lines = ["Domain " + _domain_text(model, tree)]
+    lines = ["Domain " + _domain_text(model, tree)] + _storage_lines(model)
     _body_lines(model, tree, tree.body, "", lines)
     return "\n".join(lines)
+
+
+def _storage_lines(model: KernelModel) -> list[str]:
+    """The folded tensors (`fold_storage`): where each element is stored, e.g. `Storage T[t, i] -> T[t mod 2, i]`."""
+    lines = []
+    for stmt in model.stmts:
+        t = model.tensors.get(stmt.name)
+        if t is None or not t.fold:
+            continue
+        planes = dict(t.fold)
+        where = [f"{it} mod {planes[k]}" if k in planes and planes[k] > 1 else ("0" if k in planes else it)
+                 for k, it in enumerate(stmt.lhs_iters)]
+        lines.append(f"Storage {t.name}[{', '.join(stmt.lhs_iters)}] -> {t.name}[{', '.join(where)}]  "
+                     f"(fold_storage: {' x '.join(str(d) for d in stored_shape(t))} elements)")
+    return lines
 
 
 def _domain_text(model: KernelModel, tree: Tree) -> str:

@@ -257,6 +257,15 @@ def gen_cache_write(p: _Pick) -> Optional[Step]:
     return Step("cache_write", (stmt, p.rng.choice(SCOPES)), tuple(kwargs))
 
 
+def gen_fold_storage(p: _Pick) -> Optional[Step]:
+    model = p.model()
+    temps = [s for s in model.stmts if s.name in p.stmts() and model.tensors[s.name].kind == "temp" and s.lhs_iters]
+    if not temps or p.rng.random() < 0.05:  # sometimes an output or input (refused)
+        return Step("fold_storage", (p.rng.choice(list(model.tensors)), "i", 1))
+    stmt = p.rng.choice(temps)
+    return Step("fold_storage", (stmt.name, p.rng.choice(stmt.lhs_iters), p.rng.choice((1, 1, 2, 2, 3, 4))))
+
+
 def gen_pipeline(p: _Pick) -> Optional[Step]:
     got = p.any_loop()
     if got is None:
@@ -328,6 +337,7 @@ GENERATORS = {
     "compute_inline": (gen_compute_inline, 2),
     "cache_read": (gen_cache_read, 2),
     "cache_write": (gen_cache_write, 2),
+    "fold_storage": (gen_fold_storage, 2),
     "pipeline": (gen_pipeline, 2),
     "bind": (gen_bind, 6),
     "launch": (gen_launch, 1),

@@ -57,6 +57,7 @@ USAGE = {
     "compute_inline": "compute_inline(STMT[, round=false])",
     "cache_read": "cache_read(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
     "cache_write": "cache_write(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
+    "fold_storage": "fold_storage(TENSOR, ITER, PLANES)",
     "pipeline": "pipeline(STMT.LOOP, stages=N)",
     "bind": "bind(STMT.LOOP, grid.x)",
     "launch": "launch(STMT, warps=N)",
@@ -80,6 +81,7 @@ SIGNATURES = {
     "compute_inline": "(self, stmt, round=True)",
     "cache_read": "(self, tensor, scope, at=None, dtype=None)",
     "cache_write": "(self, tensor, scope, at=None, dtype=None)",
+    "fold_storage": "(self, tensor, dim, planes)",
     "pipeline": "(self, loop, stages=2)",
     "bind": "(self, loop, axis)",
     "launch": "(self, stmt, warps=4)",
@@ -93,7 +95,7 @@ KEYWORDS = {
     "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "distribute": set(), "skew": {"by", "factor"},
     "shift": {"offset"}, "reverse": set(), "compute_at": {"at"},
     "reverse_compute_at": {"at"}, "compute_inline": {"round"}, "cache_read": {"at", "scope", "dtype"},
-    "cache_write": {"at", "scope", "dtype"}, "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps"},
+    "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps"},
     "host": set(), "rfactor": {"segments", "dtype"}, "online": set(),
 }
 MAKE_LOOPS = {"split", "tile", "fuse", "skew"}
