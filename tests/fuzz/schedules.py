@@ -263,7 +263,10 @@ def gen_fold_storage(p: _Pick) -> Optional[Step]:
     if not temps or p.rng.random() < 0.05:  # sometimes an output or input (refused)
         return Step("fold_storage", (p.rng.choice(list(model.tensors)), "i", 1))
     stmt = p.rng.choice(temps)
-    return Step("fold_storage", (stmt.name, p.rng.choice(stmt.lhs_iters), p.rng.choice((1, 1, 2, 2, 3, 4))))
+    dim = stmt.loops[0] if stmt.loops and p.rng.random() < 0.7 else p.rng.choice(stmt.lhs_iters)  # a time loop's
+    extent = model.tensors[stmt.name].shape[stmt.lhs_iters.index(dim)]
+    top = extent - 1 if isinstance(extent, int) and extent > 1 else 4
+    return Step("fold_storage", (stmt.name, dim, p.rng.choice((1, 1, 2, min(3, top), top))))
 
 
 def gen_pipeline(p: _Pick) -> Optional[Step]:

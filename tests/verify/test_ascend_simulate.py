@@ -44,8 +44,8 @@ ALIGNED = {  # multiples of every tile of every schedule (the smallest that give
     "softmax": {"M": 3, "N": 1024},
     "quant_gemm": {"M": 128, "N": 128, "K": 64},
     "attention": {"L": 64, "D": 16},
-    "mha": {"B": 2, "H": 2, "L": 128, "D": 16},
-    "mha_causal": {"B": 2, "H": 2, "L": 128, "D": 16},
+    "mha": {"B": 1, "H": 2, "L": 128, "D": 16},  # batches of heads: two heads here, two batches in mha_causal
+    "mha_causal": {"B": 2, "H": 1, "L": 128, "D": 16},
 }
 # ragged, with products wide enough for the cube (the flash kernels' QKᵀ and P·V on the 950's cube in full key
 # blocks, on the vector cores in the masked rest)
