@@ -121,7 +121,9 @@ class _IndexChecks:
         iters = list(stmt.iters) + (list(reduce.iters) if reduce is not None else [])
         for it in iters:
             if it.name not in known:
-                _fail(f"cannot infer the range of iterator '{it.name}': index a tensor with it directly", it.span)
+                n = it.name
+                _fail(f"cannot infer the range of iterator '{n}': index a tensor with it directly (A[{n}]) or "
+                      f"backwards (A[N - 1 - {n}] for a dimension of extent N), or run it in a loop block", it.span)
         return {it.name: known[it.name][0] for it in iters}
 
     def _same_extent(self, a: ast.Expr, b: ast.Expr) -> bool:

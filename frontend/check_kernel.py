@@ -359,6 +359,19 @@ class _KernelChecker(_IndexChecks):
             self._affine(index, scope.iters, "index")
             if isinstance(index, ast.Name) and index.name in scope.iters:
                 scope.plain.append((index.name, info.shape[dim], acc))
+            elif (mirrored := self._mirrored(index, info.shape[dim], scope.iters)) is not None:
+                scope.plain.append((mirrored, info.shape[dim], acc))
+
+    def _mirrored(self, index: ast.Expr, extent: ast.Expr, iters: list[str]) -> Optional[str]:
+        """The iterator of an index that runs a dimension backwards, `N - 1 - r` for a dimension of extent N: r
+        takes the values 0 .. N - 1 exactly when the index does, so it sizes r as a plain index would."""
+        if not (isinstance(index, ast.BinOp) and index.op == "-" and isinstance(index.rhs, ast.Name)
+                and index.rhs.name in iters):
+            return None
+        if any(n.name in iters for n in _names_in(index.lhs)):
+            return None
+        last = ast.BinOp("-", extent, ast.IntLit(1))
+        return index.rhs.name if self._same_extent(index.lhs, last) else None
 
     def _self_read(self, acc: ast.Access, scope: _StmtScope) -> None:
         """A recurrence: the statement reads elements of its own tensor.  Its rank is the number of left-hand

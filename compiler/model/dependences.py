@@ -3,8 +3,8 @@
 A dependence `S(x) -> T(y)` says that instance S(x) runs before T(y) in the
 original program and both touch the same tensor element, at least one of
 them writing it -- or, for anti and output dependences of a folded tensor
-(`fold_storage`), the same location of its storage.  A schedule is legal when every dependence still points
-forward under it.
+(`fold_storage`), the same location of its storage.  A schedule is legal
+when every dependence still points forward under it.
 
 Kinds:
 * `flow`   S writes, T reads   (T needs S's value)
