@@ -62,8 +62,8 @@ def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
         raise ScheduleError("fold_storage", f"dimension {dim} of {tensor} has extent {extent}, not a bound size; "
                                             f"bind it to fold the storage")
     if planes >= extent:
-        raise ScheduleError("fold_storage", f"dimension {dim} of {tensor} has {extent} elements; {planes} planes "
-                                            f"would keep them all")
+        raise ScheduleError("fold_storage", f"dimension {dim} of {tensor} has {_count(extent, 'element')}; "
+                                            f"{_count(planes, 'plane')} would keep them all")
     folded = replace(t, fold=tuple(sorted({**dict(t.fold), axis: planes}.items())))
     new = KernelModel(model.name, model.stmts, {**model.tensors, tensor: folded}, model.sizes, model.params,
                       model.ctx)
@@ -72,6 +72,10 @@ def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
     state.deps = compute_dependences(new)
     rederive(state, "fold_storage")
     check_dependences(state.model, state.deps, state.tree, "fold_storage")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _check_program_order(model: KernelModel, tensor: str) -> None:
