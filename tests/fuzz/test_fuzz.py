@@ -14,9 +14,9 @@ from fuzz.programs import parse_check, random_program
 
 # (seed, sequences, backends): about a minute of CI on two cores.
 BUDGET = [
-    (1, 40, ("triton",)),
-    (2, 40, ("triton",)),
-    (3, 25, ("ascend-950", "ascend-910b")),
+    (1, 25, ("triton",)),
+    (2, 30, ("triton",)),
+    (3, 20, ("ascend-950", "ascend-910b")),
 ]
 
 
