@@ -15,6 +15,7 @@ finding, written to --out as the program and its steps.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import sys
@@ -107,7 +108,9 @@ def check(text: str, steps: list[str], tmp: Path) -> str:
         code = generate(prog, "s")
     except (BackendError, TdslError) as err:
         return "refused: " + str(err).splitlines()[0][-90:]
-    out = run_generated(load_module(code, tmp / "k.py"), sched.model, inputs, guard=3)
+    # A file per module: Python could take a cached .pyc of an earlier module of the same size and second
+    name = f"k{hashlib.sha1(code.encode()).hexdigest()[:16]}.py"
+    out = run_generated(load_module(code, tmp / name), sched.model, inputs, guard=3)
     if not np.array_equal(out["Y"], want["Y"], equal_nan=True):
         return "MISMATCH triton: the kernels differ from the interpreter"
     return "legal: same"
