@@ -137,6 +137,20 @@ def check_new_names(state: State, primitive: str, loops: list[Loop], new: list[s
             raise ScheduleError(primitive, f"a loop named '{name}' already exists here; choose another name")
 
 
+def single_name(primitive: str, names) -> Optional[str]:
+    """The one loop name a step that makes one loop was given (`f = fuse(...)`, `w = skew(...)`), or None for its
+    default; a wrong count or a name that is not a loop name is refused here."""
+    if names is None:
+        return None
+    names = [names] if isinstance(names, str) else list(names)
+    if len(names) != 1:
+        raise ScheduleError(primitive, f"{primitive} makes one loop; name one, not {len(names)}")
+    problem = loop_name_problem(names[0])
+    if problem is not None:
+        raise ScheduleError(primitive, problem)
+    return names[0]
+
+
 def fresh_loop_name(base: str, taken: set[str]) -> str:
     """`base` if it is a valid loop name not in `taken`, else the first valid `base2`, `base3`, ... (or `loopN`)."""
     stem = base if loop_name_problem(base) is None else "loop"

@@ -22,13 +22,13 @@ from __future__ import annotations
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.schedule.tree import Loop, statements_under, walk_loops
-from tdsl.compiler.schedule.primitives.common import LoopLike, State, check_new_names, find_loop, loop_name_problem
+from tdsl.compiler.schedule.primitives.common import LoopLike, State, check_new_names, find_loop, single_name
 from tdsl.compiler.schedule.primitives.registry import LOOP, arg, primitive
 
 
 @primitive(arg("first", LOOP, text="STMT.L1"), arg("second", LOOP, text="STMT.L2"), new_loops=True, rank=40)
 def fuse(state: State, first: LoopLike, second: LoopLike, names=None) -> str:
-    name = _one_name(names)
+    name = single_name("fuse", names)
     a, _ = find_loop(state, "fuse", first)
     b, _ = find_loop(state, "fuse", second)
     if a is b:
@@ -42,18 +42,6 @@ def fuse(state: State, first: LoopLike, second: LoopLike, names=None) -> str:
     check_dependences(state.model, state.deps, state.tree, "fuse")
     return result
 
-
-def _one_name(names):
-    """The name asked for, or None for the default; a name that is not a loop name is refused here."""
-    if names is None:
-        return None
-    names = [names] if isinstance(names, str) else list(names)
-    if len(names) != 1:
-        raise ScheduleError("fuse", f"fuse makes one loop; name one, not {len(names)}")
-    problem = loop_name_problem(names[0])
-    if problem is not None:
-        raise ScheduleError("fuse", problem)
-    return names[0]
 
 
 def _fuse_nested(state: State, outer: Loop, inner: Loop, name) -> str:

@@ -34,7 +34,8 @@ import islpy as isl
 
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.schedule.tree import statements_under, walks_reduction
-from tdsl.compiler.schedule.primitives.common import LoopLike, State, check_new_names, find_loop, positive_int
+from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_new_names, find_loop, positive_int,
+                                                      single_name)
 from tdsl.compiler.schedule.primitives.registry import INT, LOOP, arg, primitive
 
 
@@ -59,20 +60,11 @@ def skew(state: State, loop: LoopLike, by: LoopLike, factor: int, names=None) ->
             raise ScheduleError("skew", f"loop {outer.name} walks the reduction of {name} and loop {node.name} does "
                                         f"not: skewed by it, {node.name} would walk the reduction too; skew by a loop "
                                         f"over the output, or skew a loop of the reduction")
-    new_name = _one_name(state, node, names)
+    new_name = single_name("skew", names) or node.name  # the loop keeps its name unless the step names it
+    if new_name != node.name:
+        check_new_names(state, "skew", [node], [new_name])
     val = isl.Val.int_from_si(node.exprs[stmt][0].get_ctx(), factor)
     node.exprs = {s: [dims[0].add(outer.exprs[s][0].scale_val(val))] for s, dims in node.exprs.items()}
     node.name = new_name
     return new_name
 
-
-def _one_name(state: State, node, names) -> str:
-    """The skewed loop's name: its own, or the one asked for (`w = skew(...)`)."""
-    if names is None:
-        return node.name
-    names = [names] if isinstance(names, str) else list(names)
-    if len(names) != 1:
-        raise ScheduleError("skew", f"skew makes one loop; name one, not {len(names)}")
-    if names[0] != node.name:
-        check_new_names(state, "skew", [node], names)
-    return names[0]
