@@ -14,11 +14,17 @@ import islpy as isl
 from tdsl.compiler.model.program import Tensor
 
 
+def location(tensor: Tensor, coords: list[str], mod: str) -> list[str]:
+    """An element's index (one text per dimension) as the index of its location, with `mod` the remainder operator
+    of the text ("mod" for isl, "%" for Python): `[t, i]` -> `[(t) mod 2, i]`."""
+    planes = dict(tensor.fold)
+    return [f"({c}) {mod} {planes[k]}" if k in planes else c for k, c in enumerate(coords)]
+
+
 def storage_map(tensor: Tensor) -> isl.Map:
     """Element -> location, on the tensor's box: { X[a0, a1] -> X[a0 mod p, a1] } (identity when not folded)."""
     dims = [f"a{k}" for k in range(len(tensor.shape))]
-    planes = dict(tensor.fold)
-    where = [f"({d}) mod {planes[k]}" if k in planes else d for k, d in enumerate(dims)]
+    where = location(tensor, dims, "mod")
     params = [tensor.box.get_dim_name(isl.dim_type.param, i) for i in range(tensor.box.dim(isl.dim_type.param))]
     prefix = f"[{', '.join(params)}] -> " if params else ""
     text = f"{prefix}{{ {tensor.name}[{', '.join(dims)}] -> {tensor.name}[{', '.join(where)}] }}"

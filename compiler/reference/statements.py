@@ -22,7 +22,7 @@ from tdsl.compiler.model import dtypes as dt
 from tdsl.compiler.model.dependences import segments
 from tdsl.compiler.model.functions import COMPOSITIONS, PRIMITIVES
 from tdsl.compiler.model.online import MAX, REF
-from tdsl.compiler.model.storage import stored_shape
+from tdsl.compiler.model.storage import location, stored_shape
 from tdsl.compiler.model.program import KernelModel, Stmt, Tensor
 from tdsl.compiler.reference.order import _check_stmt
 from tdsl.compiler.reference.runtime import Trace, _runtime_namespace
@@ -295,8 +295,7 @@ def _location(t, key: str, coords: list[str]) -> str:
     (compiler/model/storage.py)."""
     if not t.fold:
         return key
-    planes = dict(t.fold)
-    parts = [f"{c} % {planes[k]}" if k in planes else c for k, c in enumerate(coords)]
+    parts = location(t, coords, "%")
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
