@@ -172,6 +172,11 @@ class ProgramCost:
         return sum(k.t_bound for k in self.kernels)
 
     @property
+    def t_estimate(self) -> float:
+        """The predicted run time that ranks schedules (`tdsl tune`); for now the roofline bound."""
+        return self.t_bound
+
+    @property
     def violations(self) -> list[Violation]:
         return [v for k in self.kernels for v in k.violations]
 
