@@ -7,6 +7,8 @@
     tdsl compile PROG --target nvidia|ascend-950|ascend-910b [--backend triton|tilelang] [--schedule NAME] -o OUT.py|DIR/|-
     tdsl cost  PROG [--schedule NAME] --target T [--json] [--sweep ...] [--plot PNG]
     tdsl fuse  PROG [--schedule NAME] [--target T]
+    tdsl tune  PROG --target h200 [--trials N] [--log tune.jsonl] [--executor local|ray] [--append]
+    tdsl compile PROG --tuned tune.jsonl ...   (the log's fastest schedule instead of a block)
 
 Exit codes: 0 success, 1 an illegal schedule or a result mismatch, 2 a
 usage, parse or schedule-misuse error.  User errors never show a traceback.
@@ -149,6 +151,12 @@ def cmd_compile(args) -> int:
     out = output_path(args.output, args.program)  # refused before the (slow) compilation
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
+    if args.tuned:
+        from tdsl.compiler.driver.tune_command import tuned_program
+
+        if args.schedule is not None:
+            raise TdslError("choose --schedule or --tuned, not both")
+        prog, name = tuned_program(prog, args.tuned, args.target, args.backend, args.kernel)
     text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
     n = text.count("\n    # statements ")  # one comment line opens each kernel
     summary = f"{n} kernel launch(es), schedule {name or 'program order'}, target {args.target}"
@@ -466,6 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="OUT.py",
                    help="where to write the generated module: a file (never PROG itself), a folder (gets "
                         "FOLDER/<PROG's stem>.py; an existing one, or a path ending in '/'), or '-' for stdout")
+    p.add_argument("--tuned", metavar="LOG", help="compile the fastest correct schedule a tuning log (tdsl tune "
+                   "--log) holds for this program, kernel, sizes and target")
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("fuse", help="try every producer -> consumer fusion and report each as fused or rejected")
@@ -490,6 +500,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fit", metavar="LOOP", help="in a sweep, give LOOP the largest factor that fits the target")
     p.add_argument("--plot", metavar="PNG", help="with --sweep: plot traffic against local memory (needs matplotlib)")
     p.set_defaults(func=cmd_cost)
+
+    from tdsl.compiler.driver.tune_command import add_parser as add_tune
+
+    add_tune(sub, common)
     return parser
 
 

@@ -1,0 +1,130 @@
+"""`tdsl tune` and `tdsl compile --tuned`: the command-line face of compiler/tune.
+
+    tdsl tune PROG --target h200 [--kernel K] [--size M=..] [--trials N] [--samples N] [--workers N]
+              [--executor local|ray] [--ray-address ADDR] [--log tune.jsonl] [--name NAME] [--append] [--seed S]
+    tdsl compile PROG --tuned tune.jsonl --target h200 -o OUT.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+from tdsl.frontend.diagnostics import TdslError
+
+TUNE_TARGETS = ("nvidia", "h100", "h200", "rtx-pro-6000")  # the targets whose kernels the tuner can measure
+
+
+def add_parser(sub, common) -> None:
+    p = sub.add_parser("tune", help="search schedules by the cost model, measure the best on the GPU, print the winner")
+    common(p, schedule=False)
+    p.add_argument("--target", choices=TUNE_TARGETS, default="nvidia", metavar="T",
+                   help="the GPU to tune for: h100, h200, rtx-pro-6000 (nvidia: the default NVIDIA device, h100)")
+    p.add_argument("--backend", choices=("triton", "tilelang"), default=None, help="code generator (default: triton)")
+    p.add_argument("--trials", type=int, metavar="N",
+                   help="candidates to measure, the log's earlier ones included (default: 64 with a GPU; 0 "
+                        "without, when the model alone ranks -- give N to check N candidates in the interpreter)")
+    p.add_argument("--samples", type=int, default=256, metavar="N",
+                   help="candidates drawn from the space before the model's local search (default 256)")
+    p.add_argument("--workers", type=int, metavar="N", help="measuring processes (default: one per local GPU, else 1)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where measurements run: local processes, or a Ray cluster (pip install 'tdsl[ray]')")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="the Ray cluster to join ('auto', 'ray://host:10001'; default: a local Ray instance)")
+    p.add_argument("--log", metavar="FILE", help="the tuning log (JSON lines): measured candidates are appended; "
+                   "a rerun skips those already there")
+    p.add_argument("--name", metavar="NAME", help="the winner's schedule name (default: tuned_<target>)")
+    p.add_argument("--append", action="store_true", help="append the winner's schedule block to PROG")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the sampling and of the inputs")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_tune)
+
+
+def cmd_tune(args) -> int:
+    from tdsl.compiler.driver.api import load
+    from tdsl.compiler.driver.cli import parse_sizes
+    from tdsl.compiler.tune.executors import executor
+    from tdsl.compiler.tune.tuner import tune
+
+    prog = load(args.program, sizes=parse_sizes(args.size))
+    if args.append and args.name and args.name in prog.schedule_names:
+        raise TdslError(f"{prog.filename} already has a schedule '{args.name}'; choose another --name")
+    runner = executor(args.executor, args.workers, args.ray_address)
+    try:
+        result = tune(prog, kernel=args.kernel, target=args.target, backend=args.backend, trials=args.trials,
+                      samples=args.samples, seed=args.seed, runner=runner, log_path=args.log and Path(args.log),
+                      name=args.name, progress=not args.quiet and sys.stderr.isatty())
+    finally:
+        if hasattr(runner, "close"):
+            runner.close()
+    print(result.search.summary())
+    _print_ranking(result)
+    if result.measured:
+        print(f"measured {len(result.measured)} on {result.executor}:")
+        _print_measured(result.measured)
+    if not result.winner_steps:
+        if not result.search.ranked:
+            print("no candidate passed the checks: the rejections above say why")
+        else:
+            print("no measured candidate matched the interpreter: see the details above")
+        return 1
+    if result.timed:
+        print(f"winner: {result.winner_us:.1f} us measured")
+    else:
+        print("winner: the model's choice (no GPU here: nothing was timed; run on a GPU to measure)")
+    print(result.block, end="")
+    if args.append:
+        if args.name is None and result.name in prog.schedule_names:
+            raise TdslError(f"{prog.filename} already has a schedule '{result.name}'; give --name")
+        with open(args.program, "a", encoding="utf-8") as f:
+            f.write(f"\n{result.block}")
+        print(f"appended schedule {result.name} to {args.program}")
+    return 0
+
+
+def _print_ranking(result, top: int = 5) -> None:
+    print(f"model's top {min(top, len(result.search.ranked))} (predicted time):")
+    for v in result.search.ranked[:top]:
+        knobs = " ".join(f"{k.split('.', 1)[1]}={val}" for k, val in v.choice.items())
+        print(f"  {v.t_estimate * 1e6:10.2f} us  {knobs}")
+
+
+def _print_measured(records: list, top: int = 10) -> None:
+    ok = sorted((r for r in records if r.get("ok")), key=lambda r: (r.get("us") is None, r.get("us") or 0.0))
+    for r in ok[:top]:
+        us = f"{r['us']:10.2f} us" if r.get("us") is not None else "  not timed"
+        print(f"  {us}  (model {r['t_estimate'] * 1e6:.2f} us)  {r.get('timing', '')}")
+    failed = [r for r in records if not r.get("ok")]
+    for r in failed[:5]:
+        print(f"  FAILED: {r.get('detail', '')[:300]}")
+    if len(failed) > 5:
+        print(f"  ... and {len(failed) - 5} more failed")
+
+
+def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kernel: Optional[str]):
+    """(program with the log's best schedule appended as block `tuned`, that name) for `compile --tuned`."""
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.driver.generate import _check_target
+    from tdsl.compiler.tune import log as tuning_log
+    from tdsl.compiler.tune.measure import block_source
+
+    kind, backend, device = _check_target(target, backend)
+    if not Path(log_file).exists():
+        raise TdslError(f"--tuned {log_file}: no such tuning log")
+    model = prog.schedule(None, kernel=kernel).model
+    sizes = {k: v for k, v in model.sizes.items() if isinstance(v, (int, float))}
+    workload = tuning_log.Workload.of(prog.ast.source, model.name, sizes, device, backend)
+    records = tuning_log.read(Path(log_file))
+    best = tuning_log.best(tuning_log.of_workload(records, workload))
+    if best is None:
+        seen = sorted({f"{r.get('kernel')} on {r.get('target')}/{r.get('backend')} at "
+                       f"{','.join(f'{k}={v}' for k, v in r.get('sizes', {}).items())}" for r in records})
+        listed = "; ".join(seen[:5]) or "nothing"
+        raise TdslError(f"{log_file} has no correct measured schedule of kernel {model.name} for {device}/{backend} "
+                        f"at these sizes and this source (it holds: {listed}); run tdsl tune with --log {log_file}")
+    name = "tuned"
+    while name in prog.schedule_names:
+        name += "_"
+    text = block_source(prog.ast.source, name, best["steps"], kernel)
+    return loads(text, prog.filename, sizes=prog.sizes), name

@@ -1,0 +1,103 @@
+"""Where measurement jobs run: worker processes on this machine, or tasks of a Ray cluster.
+
+Both take `measure.Job`s and yield the log records as they finish (for the progress bar and the log).
+
+* `LocalExecutor` -- one worker process per local GPU by default, each pinned to its GPU through
+  CUDA_VISIBLE_DEVICES before CUDA starts in it; on a machine without a GPU, `workers` processes that
+  check candidates under the Triton interpreter.  Processes are spawned, never forked, so no CUDA or
+  Triton state of the parent leaks into them.
+* `RayExecutor` (`--executor ray`, the `ray` extra) -- each job a Ray task asking for one GPU when the
+  cluster has GPUs, else one CPU.  `address` is passed to `ray.init`: None starts a local instance,
+  `"auto"` joins the cluster this machine belongs to, `"ray://host:10001"` a remote one.  tdsl must be
+  installed on every node (the same version: the log records it).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Iterator, Optional
+
+from tdsl.frontend.diagnostics import TdslError
+
+from tdsl.compiler.tune.measure import Job, run_job
+
+
+def local_gpus() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except ImportError:
+        return 0
+
+
+class LocalExecutor:
+    def __init__(self, workers: Optional[int] = None):
+        self.gpus = local_gpus()
+        self.workers = workers or max(1, self.gpus)
+        if self.gpus and self.workers > self.gpus:
+            raise TdslError(f"--workers {self.workers} is more than the {self.gpus} local GPUs: two workers would "
+                            f"time on one GPU and disturb each other's measurements")
+
+    def describe(self) -> str:
+        where = f"{self.gpus} GPU{'s' * (self.gpus != 1)}" if self.gpus else "no GPU: checks only, not timed"
+        return f"{self.workers} local worker process{'es' * (self.workers != 1)} ({where})"
+
+    def run(self, jobs: list[Job]) -> Iterator[dict]:
+        context = multiprocessing.get_context("spawn")
+        slots = context.Queue()
+        for n in range(self.workers):
+            slots.put(n)
+        with ProcessPoolExecutor(self.workers, mp_context=context, initializer=_pin,
+                                 initargs=(slots, bool(self.gpus))) as pool:
+            futures = [pool.submit(run_job, job) for job in jobs]
+            for future in as_completed(futures):
+                yield future.result()
+
+
+def _pin(slots, gpus: bool) -> None:
+    """Worker start: its own GPU, or the Triton interpreter when there is none."""
+    slot = slots.get()
+    if gpus:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(slot)
+    else:
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
+class RayExecutor:
+    def __init__(self, address: Optional[str] = None, workers: Optional[int] = None):
+        try:
+            import ray
+        except ImportError:
+            raise TdslError("--executor ray needs Ray: pip install 'tdsl[ray]' (or pip install ray)") from None
+        self.ray = ray
+        if not ray.is_initialized():
+            options = {"address": address} if address else {"num_cpus": workers or os.cpu_count() or 1}
+            ray.init(ignore_reinit_error=True, log_to_driver=False, **options)
+        self.gpus = int(ray.cluster_resources().get("GPU", 0))
+
+    def describe(self) -> str:
+        cpus = int(self.ray.cluster_resources().get("CPU", 0))
+        where = f"{self.gpus} GPUs" if self.gpus else "no GPU: checks only, not timed"
+        return f"Ray cluster with {cpus} CPUs ({where})"
+
+    def run(self, jobs: list[Job]) -> Iterator[dict]:
+        # Without a GPU, run_job itself switches the task's process to the Triton interpreter.
+        task = self.ray.remote(num_gpus=1 if self.gpus else 0, num_cpus=1)(run_job)
+        pending = [task.remote(job) for job in jobs]
+        while pending:
+            done, pending = self.ray.wait(pending, num_returns=1)
+            yield self.ray.get(done[0])
+
+    def close(self) -> None:
+        self.ray.shutdown()
+
+
+def executor(kind: str, workers: Optional[int] = None, address: Optional[str] = None):
+    if kind == "local":
+        return LocalExecutor(workers)
+    if kind == "ray":
+        return RayExecutor(address, workers)
+    raise TdslError(f"unknown executor '{kind}' (local, ray)")

@@ -1,0 +1,197 @@
+"""Measuring one candidate: compile it, check it against the interpreter, then time it on the GPU.
+
+A `Job` carries everything a worker process (or a Ray task on another machine) needs, as plain data: the
+program's source, the kernel, the sizes, the candidate's steps.  `run_job` returns a plain dict, the record
+the tuning log keeps.
+
+* **Check.** The same steps are replayed on the kernel at small ragged sizes (`check_sizes`), the generated
+  kernel runs on random inputs with NaN guard regions around its outputs, and each output is compared with
+  the reference interpreter's program order at the tolerance of its dtype (compiler/verify).  A candidate
+  that fails is logged with the reason and never timed.
+* **Time** (on a GPU only). Inputs at the tuned sizes; outputs poisoned with NaN first, and any left after
+  the run fails the candidate (an element no program wrote).  The median of `triton.testing.do_bench`,
+  or, for kernels under 50 µs, the replay of a CUDA graph of 20 calls, so that launch overhead on the host
+  does not hide the kernel's own time (the method is recorded).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+SMALL = (67, 45, 33, 29, 23)  # ragged check sizes: none a multiple of a power-of-two tile
+GRAPH_BELOW_US = 50.0
+
+
+@dataclass
+class Job:
+    source: str
+    filename: str
+    kernel: Optional[str]
+    sizes: dict
+    steps: str  # the candidate's schedule steps, one per line
+    target: str
+    backend: Optional[str]
+    choice: dict = field(default_factory=dict)
+    t_estimate: float = 0.0
+    seed: int = 0
+    time_it: bool = True
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_sizes(model) -> dict:
+    """Each integer size of the kernel shrunk to a small ragged value (float constants are left alone)."""
+    ints = [k for k, v in model.sizes.items() if isinstance(v, int) and not isinstance(v, bool)]
+    return {k: min(model.sizes[k], SMALL[n % len(SMALL)]) for n, k in enumerate(ints)}
+
+
+def block_source(source: str, name: str, steps: str, kernel: Optional[str] = None) -> str:
+    """The program's source with the steps appended as `schedule NAME { ... }` (the block a user pastes)."""
+    body = "\n".join(f"  {line}" for line in steps.splitlines())
+    head = f"schedule {name} for {kernel} {{" if kernel else f"schedule {name} {{"
+    return f"{source.rstrip()}\n\n{head}\n{body}\n}}\n"
+
+
+def run_job(job: Job) -> dict:
+    """The log record of one candidate: its check, its time (None when not timed), and why if it failed."""
+    record = {"choice": job.choice, "steps": job.steps, "t_estimate": job.t_estimate, "ok": False, "us": None}
+    try:
+        record.update(_check(job))
+        if record["ok"] and job.time_it:
+            record.update(_time(job))
+    except Exception as err:  # noqa: BLE001 - a worker reports every failure as data, never dies
+        record["detail"] = f"{type(err).__name__}: {err}"[:2000]
+        record["trace"] = traceback.format_exc()[-2000:]
+    return record
+
+
+def _program(job: Job, sizes: dict):
+    from tdsl.compiler.driver.api import loads
+
+    return loads(block_source(job.source, "__candidate", job.steps, job.kernel), job.filename, sizes=sizes)
+
+
+def _check(job: Job) -> dict:
+    from tdsl.compiler.driver.generate import generate, load_module, run_generated
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.verify import compare, reordered_terms, tolerance_dtype
+
+    full = _program(job, job.sizes)
+    small = check_sizes(full.model(job.kernel))
+    prog = _program(job, {**job.sizes, **small})
+    original = prog.schedule(None, kernel=job.kernel)
+    model = original.model
+    inputs = random_inputs(model, job.seed)
+    reference = interpret(model, original.time_map(), inputs)
+    text = generate(prog, "__candidate", target=job.target, backend=job.backend, kernel=job.kernel)
+    device = _device()
+    with tempfile.TemporaryDirectory() as tmp:
+        module = load_module(text, Path(tmp) / f"{model.name}_candidate.py")
+        outputs = run_generated(module, model, inputs, device=device, guard=64)
+    lines, ok = [], True
+    for t in model.outputs():
+        result = compare(reference[t.name].astype("float32"), outputs[t.name], tolerance_dtype(model, t.name),
+                         reordered_terms(model, t.name))
+        ok = ok and bool(result.ok)
+        lines.append(f"{t.name}: {result.summary()}")
+    where = "GPU" if device == "cuda" else "Triton interpreter"
+    sizes = ",".join(f"{k}={v}" for k, v in small.items())
+    return {"ok": ok, "detail": f"{where} at {sizes} vs interpreter: " + "; ".join(lines)}
+
+
+def _device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    os.environ["TRITON_INTERPRET"] = "1"  # read when a generated module's kernels are decorated
+    return "cpu"
+
+
+def _time(job: Job) -> dict:
+    import torch
+
+    if not torch.cuda.is_available():
+        return {"device": "cpu (not timed)"}
+    from tdsl.backends.common.dtypes import TORCH_NAMES
+    from tdsl.compiler.driver.generate import generate, load_module, python_name
+
+    prog = _program(job, job.sizes)
+    model = prog.schedule(None, kernel=job.kernel).model
+    text = generate(prog, "__candidate", target=job.target, backend=job.backend, kernel=job.kernel)
+    torch.manual_seed(job.seed)
+    dtype = {t.name: getattr(torch, TORCH_NAMES[t.dtype]) for t in model.tensors.values()}
+    sets = _rotation(model)
+    inputs = [[torch.randn(*t.shape, device="cuda").to(dtype[t.name]) for t in model.inputs()] for _ in range(sets)]
+    buffers = [torch.full(t.shape, float("nan"), device="cuda").to(dtype[t.name]) for t in model.outputs()]
+    turn = [0]
+    with tempfile.TemporaryDirectory() as tmp:
+        module = load_module(text, Path(tmp) / f"{model.name}_candidate.py")
+        outs = {python_name(module, t.name): b for t, b in zip(model.outputs(), buffers)}
+        launch = getattr(module, python_name(module, model.name))
+
+        def call():  # each call reads the next input set, so that the inputs are not all resident in L2
+            turn[0] = (turn[0] + 1) % sets
+            launch(*inputs[turn[0]], **outs)
+
+        start = time.perf_counter()
+        call()
+        torch.cuda.synchronize()
+        first_s = time.perf_counter() - start
+        nan_left = sum(int(torch.isnan(b.float()).sum()) for b in buffers)
+        us, method = _bench(call)
+    record = {"us": us, "timing": method, "compile_s": first_s, "device": torch.cuda.get_device_name()}
+    if nan_left:
+        record.update(ok=False, detail=f"{nan_left} output elements left unwritten (NaN) at the tuned sizes")
+    return record
+
+
+def _rotation(model, l2_bytes: int = 64 << 20) -> int:
+    """Input sets to cycle through: enough that together they are twice an H100/H200 L2, at most 8."""
+    from tdsl.compiler.model.dtypes import BYTES
+
+    one = sum(BYTES[t.dtype] * _numel(t.shape) for t in model.inputs())
+    return max(1, min(8, -(-2 * l2_bytes // max(one, 1))))
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _bench(call) -> tuple[float, str]:
+    import torch
+    from triton.testing import do_bench
+
+    us = do_bench(call, warmup=25, rep=100) * 1e3
+    if us >= GRAPH_BELOW_US:
+        return us, "do_bench median"
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(20):
+            call()
+    graph.replay()
+    torch.cuda.synchronize()
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        begin.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end) * 1e3 / 20)
+    return sorted(times)[len(times) // 2], "CUDA graph of 20 calls, median of 10 replays"

@@ -1,0 +1,86 @@
+"""The model-guided search: sample the sketch's space, screen every candidate, climb from the best ones.
+
+    result = search(prog, target="h200")            # kernel, sizes, backend as for `tdsl compile`
+    result.ranked[0].text                           # the steps of the model's favourite
+    result.rejected                                 # Counter: rule -> candidates it rejected
+
+1. **Sample** `samples` distinct choices of the sketch's parameters (all of them when the space is smaller).
+2. **Screen** each one (compiler/tune/screen.py): legality, capacity, backend, then the cost model.
+3. **Climb**: from the `beam` best accepted candidates, judge every neighbour (one knob moved one step) not
+   judged yet; repeat while the beam improves, at most `rounds` times.  This is the model's own optimum
+   around the samples, not a guarantee of the global one; the measurement decides among the top ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from tdsl.compiler.tune import space
+from tdsl.compiler.tune.screen import Screen, Verdict
+from tdsl.compiler.tune.sketches import Sketch, sketch
+
+
+@dataclass
+class SearchResult:
+    sketch: Sketch
+    ranked: list[Verdict]  # accepted candidates, best predicted time first
+    screen: Screen
+    judged: dict = field(default_factory=dict)  # space.key(choice) -> Verdict
+
+    @property
+    def rejected(self):
+        return self.screen.rejected
+
+    def summary(self) -> str:
+        """One line per rule that rejected candidates, with its first message."""
+        n, ok = len(self.judged), len(self.ranked)
+        lines = [f"{n} candidates screened from a space of {self.sketch.size():,}: {ok} accepted, {n - ok} rejected"]
+        for rule, count in self.rejected.most_common():
+            first = self.screen.examples[rule].splitlines()[0][:160]
+            lines.append(f"  {count:5d}  {rule}: {first}")
+        return "\n".join(lines)
+
+
+def search(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, target: str = "h200",
+           backend: Optional[str] = None, samples: int = 256, beam: int = 4, rounds: int = 8, seed: int = 0,
+           progress: Optional[Callable[[int], None]] = None) -> SearchResult:
+    from tdsl.compiler.driver.generate import _check_target  # the target vocabulary of `tdsl compile`
+
+    kind, backend, device = _check_target(target, backend)
+    base = prog.schedule(None, kernel=kernel, sizes=sizes)
+    sk = sketch(base.model)
+    screen = Screen(base, device, kind, backend)
+    result = SearchResult(sk, [], screen)
+    _judge_all(result, space.sample(sk, samples, seed), progress)
+    best = _best_keys(result, beam)
+    for _ in range(rounds):
+        fresh = [n for k in best for n in space.neighbours(sk, result.judged[k].choice)
+                 if space.key(n) not in result.judged]
+        _judge_all(result, fresh, progress)
+        improved = _best_keys(result, beam)
+        if improved == best:
+            break
+        best = improved
+    result.ranked = sorted((v for v in result.judged.values() if v.accepted), key=_rank)
+    return result
+
+
+def _judge_all(result: SearchResult, choices: list[dict], progress) -> None:
+    # Sorted by their steps so that consecutive candidates share the longest prefixes (screen.py).
+    todo = {space.key(c): c for c in choices if space.key(c) not in result.judged}
+    built = sorted(((result.sketch.steps(c), k, c) for k, c in todo.items()), key=lambda t: [str(s) for s in t[0]])
+    for steps, k, c in built:
+        result.judged[k] = result.screen.judge(c, steps)
+        if progress:
+            progress(1)
+
+
+def _best_keys(result: SearchResult, beam: int) -> list[str]:
+    accepted = sorted(((k, v) for k, v in result.judged.items() if v.accepted), key=lambda kv: _rank(kv[1]))
+    return [k for k, _ in accepted[:beam]]
+
+
+def _rank(v: Verdict) -> tuple:
+    """Predicted time, then the roofline bound, then the steps' text: a total order, the same in every run."""
+    return (v.t_estimate, v.t_bound, v.text)

@@ -1,0 +1,419 @@
+"""Sketch rules: the shape of a kernel's search space, read off its statements.
+
+Every statement gets a role from its form, and each role has one sketch -- a schedule template whose
+numbers (tile sizes, stages, warps) and choices (fuse the epilogue or not) are parameters:
+
+* **product** -- `C = sum(k) X[i, k] * Y[k, j]` (the form `placement.matrix_operands` recognises): a tile
+  of BM x BN outputs per program, the reduction split by BK, both operands staged in shared memory at the
+  K step, the accumulator in registers, `pipeline` stages, warps, which tile axis walks the grid first;
+  its pointwise consumers either follow each output tile (`reverse_compute_at`, the epilogue) or run as
+  kernels of their own; a pointwise producer of an operand is either inlined into the product or a kernel.
+* **elementwise** -- a statement without reduction whose pointwise producers are temporaries only it
+  reads: those producers inlined or computed at its tile; a TM x TN tile (the last two iterators), warps.
+* **rows** -- the same, when a producer is a row statistic (its iterators a prefix of the root's, as the
+  sum of squares of RMSNorm or the maximum of softmax): every producer computed at the row, one row per
+  program, warps.
+* **single** -- a statement nothing else fuses with (a row reduction feeding several kernels): its outer
+  iterators on the grid, warps.
+
+A statement inside a `for` block, a recurrence (reading its own tensor) or a product with a batch iterator
+has no rule yet: `sketch` raises `NoSketch` naming it, and the tuner says so instead of guessing.
+
+Parameter values are powers of two within the (padded) extent of the loop they size: the space the
+backends' tile rules allow.  `Sketch.steps(choice)` turns one choice of every parameter into the
+schedule steps, in the order a person would write them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from tdsl.frontend.diagnostics import TdslError
+
+from tdsl.compiler.analysis.placement import matrix_operands
+from tdsl.compiler.model.program import KernelModel, Stmt, collect_accesses
+from tdsl.compiler.schedule.schedule import Step
+
+PRODUCT_TILES = (16, 32, 64, 128, 256)
+PRODUCT_K = (16, 32, 64, 128)
+PRODUCT_STAGES = (1, 2, 3, 4, 5)
+PRODUCT_WARPS = (4, 8)
+ROW_TILES = (1, 2, 4, 8, 16, 32)
+COLUMN_TILES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+WARPS = (1, 2, 4, 8, 16)
+UNKNOWN_EXTENT = 4096  # a `param` size: tiles are drawn as if it were this large
+
+
+class NoSketch(TdslError):
+    """The kernel has a statement no sketch rule covers."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str  # "<statement>.<knob>", e.g. "C.BM"
+    values: tuple  # the domain in order: neighbours in the tuple are neighbours in the search
+    when: Optional[tuple] = None  # (param, value): this knob exists only under that choice of another one
+
+    def active(self, choice: dict) -> bool:
+        return self.when is None or choice.get(self.when[0]) == self.when[1]
+
+
+@dataclass
+class Group:
+    """Statements scheduled together by one rule, around the statement that owns the group's loops."""
+
+    rule: str  # product | elementwise | rows | single
+    root: str
+    members: list[str]
+    params: list[Param]
+    build: Callable[[dict], list[Step]]  # a choice of every parameter -> the group's steps
+
+    def size(self) -> int:
+        plain = [p for p in self.params if p.when is None]
+        switches = {p.when[0] for p in self.params if p.when is not None}
+        n = 1
+        for p in plain:
+            if p.name not in switches:
+                n *= len(p.values)
+        branches = 1
+        for name in switches:
+            switch = next(p for p in plain if p.name == name)
+            branches *= sum(_product(len(q.values) for q in self.params if q.when == (name, v))
+                            for v in switch.values)
+        return n * branches
+
+
+@dataclass
+class Sketch:
+    kernel: str
+    groups: list[Group]
+
+    @property
+    def params(self) -> list[Param]:
+        return [p for g in self.groups for p in g.params]
+
+    def steps(self, choice: dict) -> list[Step]:
+        return [step for g in self.groups for step in g.build(choice)]
+
+    def size(self) -> int:
+        """Distinct choices: a conditional knob multiplies only the branch it belongs to."""
+        n = 1
+        for g in self.groups:
+            n *= g.size()
+        return n
+
+
+# ---------------------------------------------------------------- the kernel's dataflow
+
+
+@dataclass
+class Flow:
+    """Who reads whom, and each statement's loop extents."""
+
+    model: KernelModel
+    readers: dict = field(default_factory=dict)  # tensor -> statements reading it, in program order
+    extents: dict = field(default_factory=dict)  # (statement, iterator) -> number of iterations
+
+    @classmethod
+    def of(cls, model: KernelModel) -> "Flow":
+        flow = cls(model)
+        for s in model.stmts:
+            for tensor in dict.fromkeys(a.tensor for a in s.reads):
+                flow.readers.setdefault(tensor, []).append(s.name)
+            for k, name in enumerate(s.iters):
+                flow.extents[s.name, name] = _extent(s, k)
+        return flow
+
+    def stmt(self, name: str) -> Stmt:
+        return self.model.stmt(name)
+
+    def is_temp(self, name: str) -> bool:
+        return self.model.tensors[name].kind == "temp"
+
+    def producer(self, tensor: str) -> Optional[Stmt]:
+        return next((s for s in self.model.stmts if s.name == tensor), None)
+
+
+def _product(values) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def _extent(stmt: Stmt, position: int) -> int:
+    """Iterations of one iterator of a statement: its constant upper bound + 1, else UNKNOWN_EXTENT."""
+    top = stmt.domain.dim_max(position)
+    pieces = top.get_pieces()
+    if len(pieces) == 1 and pieces[0][1].is_cst():
+        return int(pieces[0][1].get_constant_val().to_python()) + 1
+    return UNKNOWN_EXTENT
+
+
+def _reads_at_identity(reader: Stmt, tensor: str, iters: list[str]) -> bool:
+    """Every read of `tensor` in `reader` is `tensor[iters...]`: the element the reader's own instance names."""
+    nodes = [a for a in collect_accesses(reader.value) if a.tensor == tensor]
+    return bool(nodes) and all([getattr(x, "name", None) for x in a.indices] == iters for a in nodes)
+
+
+def _reads_row(consumer: Stmt, producer: Stmt) -> bool:
+    """The consumer reads the producer at its own outer iterators: the producer's element is one instance of
+    the consumer (pointwise) or one of its rows (a row statistic)."""
+    return _reads_at_identity(consumer, producer.name, consumer.iters[:len(producer.lhs_iters)])
+
+
+# ---------------------------------------------------------------- the rules
+
+
+def sketch(model: KernelModel) -> Sketch:
+    """The kernel's statements partitioned into groups, each with its rule's template (NoSketch if one has none)."""
+    flow = Flow.of(model)
+    for s in model.stmts:
+        _check_supported(flow, s)
+    grouped: set = set()
+    groups: list[Group] = []
+    for s in model.stmts:
+        if matrix_operands(s) is not None:
+            groups.append(_product_group(flow, s, grouped))
+    for s in reversed(model.stmts):
+        if s.name not in grouped:
+            groups.append(_root_group(flow, s, grouped))
+    order = {s.name: k for k, s in enumerate(model.stmts)}
+    groups.sort(key=lambda g: order[g.root])
+    return Sketch(model.name, groups)
+
+
+def _check_supported(flow: Flow, s: Stmt) -> None:
+    if s.loops:
+        raise NoSketch(f"statement {s.name} is inside a 'for' block: no sketch rule schedules time loops yet; "
+                       f"write its schedule by hand")
+    if any(a.tensor == s.name for a in s.reads):
+        raise NoSketch(f"statement {s.name} reads its own tensor (a recurrence): no sketch rule covers it yet; "
+                       f"write its schedule by hand")
+    operands = matrix_operands(s)
+    if operands is not None and len(s.lhs_iters) != 2:
+        raise NoSketch(f"statement {s.name} is a batched matrix product: no sketch rule tiles its batch axes "
+                       f"yet; write its schedule by hand")
+    if not s.lhs_iters:
+        raise NoSketch(f"statement {s.name} has no output iterator (a scalar): no sketch rule covers it")
+
+
+def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
+    """Multi-level tiling of a matrix product, its operands staged, its pointwise consumers as the epilogue."""
+    lhs, rhs = matrix_operands(s)
+    i = next(x.name for x in lhs.indices if x.name in s.lhs_iters)
+    j = next(x.name for x in rhs.indices if x.name in s.lhs_iters)
+    k = s.red_iters[0]
+    epilogue = _epilogue(flow, s)
+    inlinable = _inlinable_operands(flow, s)
+    grouped.update([s.name, *epilogue, *inlinable])
+    taken = set(s.iters)
+    io, jo, ii, jj, ko, kk = (_fresh(base, taken) for base in (i + "o", j + "o", i + "i", j + "i", k + "o", k + "i"))
+    staged = [a.tensor for a in (lhs, rhs)]
+    name = s.name
+    params = [
+        Param(f"{name}.BM", _tiles(PRODUCT_TILES, flow.extents[name, i])),
+        Param(f"{name}.BN", _tiles(PRODUCT_TILES, flow.extents[name, j])),
+        Param(f"{name}.BK", _tiles(PRODUCT_K, flow.extents[name, k])),
+        Param(f"{name}.stages", PRODUCT_STAGES),
+        Param(f"{name}.warps", PRODUCT_WARPS),
+        Param(f"{name}.grid", ("ij", "ji")),  # which tile axis is grid.x: consecutive programs share that operand
+    ]
+    if epilogue:
+        params.append(Param(f"{name}.epilogue", ("fused", "separate")))
+        params += _tile_params(flow, flow.stmt(epilogue[-1]), f"{name}.epilogue_", when=(f"{name}.epilogue", "separate"))
+    if inlinable:
+        params.append(Param(f"{name}.operands", ("kernels", "inlined")))
+        for t in inlinable:
+            params += _tile_params(flow, flow.stmt(t), f"{t}.", when=(f"{name}.operands", "kernels"))
+
+    def build(c: dict) -> list[Step]:
+        steps = []
+        if c.get(f"{name}.operands") == "inlined":
+            steps += [Step("compute_inline", (t,), {}) for t in inlinable]
+        else:
+            for t in inlinable:
+                steps += _grid_steps(flow, flow.stmt(t), c, f"{t}.")
+        steps += [
+            Step("tile", (f"{name}.{i}", f"{name}.{j}", c[f"{name}.BM"], c[f"{name}.BN"]), {}, (io, jo, ii, jj)),
+            Step("split", (f"{name}.{k}", c[f"{name}.BK"]), {}, (ko, kk)),
+            Step("reorder", (name, io, jo, ko, ii, jj, kk), {}),
+        ]
+        if c.get(f"{name}.epilogue") == "fused":
+            steps += [Step("reverse_compute_at", (e, f"{name}.{jo}"), {}) for e in epilogue]
+        operands = staged if c.get(f"{name}.operands") != "inlined" else [t for t in staged if t not in inlinable]
+        steps += [Step("cache_read", (t, "shared"), {"at": f"{name}.{ko}"}) for t in dict.fromkeys(operands)]
+        steps.append(Step("cache_write", (name, "register"), {"at": f"{name}.{jo}"}))
+        if c[f"{name}.stages"] > 1:
+            steps.append(Step("pipeline", (f"{name}.{ko}",), {"stages": c[f"{name}.stages"]}))
+        x, y = (io, jo) if c[f"{name}.grid"] == "ij" else (jo, io)
+        steps += [Step("bind", (f"{name}.{x}", "grid.x"), {}), Step("bind", (f"{name}.{y}", "grid.y"), {})]
+        steps.append(Step("launch", (name,), {"warps": c[f"{name}.warps"]}))
+        separate = epilogue if c.get(f"{name}.epilogue") == "separate" else []
+        for e in separate:
+            steps += _grid_steps(flow, flow.stmt(e), c, f"{name}.epilogue_")
+        return steps
+
+    return Group("product", name, [*inlinable, name, *epilogue], params, build)
+
+
+def _epilogue(flow: Flow, s: Stmt) -> list[str]:
+    """The chain of statements after a product, each the only reader of the previous one and reading it at its
+    own output element (other tensors it reads come from earlier kernels or the inputs)."""
+    chain, last = [], s
+    while True:
+        readers = flow.readers.get(last.name, [])
+        if len(readers) != 1:
+            return chain
+        nxt = flow.stmt(readers[0])
+        if (matrix_operands(nxt) is not None or nxt.red_iters or nxt.lhs_iters != s.lhs_iters
+                or not _reads_at_identity(nxt, last.name, nxt.lhs_iters)):
+            return chain
+        chain.append(nxt.name)
+        last = nxt
+
+
+def _inlinable_operands(flow: Flow, s: Stmt) -> list[str]:
+    """Operand temporaries made pointwise from other tensors and read by nothing but this product."""
+    out = []
+    for a in matrix_operands(s):
+        p = flow.producer(a.tensor)
+        if p is not None and flow.is_temp(p.name) and not p.red_iters and flow.readers.get(p.name) == [s.name]:
+            out.append(p.name)
+    return out
+
+
+def _root_group(flow: Flow, root: Stmt, grouped: set) -> Group:
+    """A statement and the temporaries only it (or they) read, scheduled around it."""
+    members = _fusable_producers(flow, root, grouped)
+    grouped.update([root.name, *members])
+    if not members:
+        rule = "single"
+    elif any(flow.stmt(m).red_iters or len(flow.stmt(m).lhs_iters) < len(root.lhs_iters) for m in members):
+        rule = "rows"
+    else:
+        rule = "elementwise"
+    name = root.name
+    if rule == "rows":
+        params = [Param(f"{name}.warps", WARPS)]
+
+        def build(c: dict) -> list[Step]:
+            row = root.lhs_iters[-2] if len(root.lhs_iters) >= 2 else root.lhs_iters[0]
+            steps = [Step("compute_at", (m, f"{name}.{row}"), {}) for m in reversed(members)]
+            return steps + _bind_outer(root, root.lhs_iters[:-1] or root.lhs_iters) + [
+                Step("launch", (name,), {"warps": c[f"{name}.warps"]})]
+
+        return Group(rule, name, [name, *members], params, build)
+    if rule == "single" and root.red_iters:
+        params = [Param(f"{name}.warps", WARPS)]
+
+        def build(c: dict) -> list[Step]:
+            return _bind_outer(root, root.lhs_iters) + [Step("launch", (name,), {"warps": c[f"{name}.warps"]})]
+
+        return Group(rule, name, [name], params, build)
+    params = _tile_params(flow, root, f"{name}.")
+    if members:
+        params.append(Param(f"{name}.producers", ("inlined", "computed_at")))
+
+    def build(c: dict) -> list[Step]:
+        inline = c.get(f"{name}.producers") == "inlined"
+        steps = [Step("compute_inline", (m,), {}) for m in members] if inline else []
+        tile_steps, outer = _tile_steps(flow, root, c, f"{name}.")
+        steps += tile_steps
+        if not inline:
+            steps += [Step("compute_at", (m, f"{name}.{outer}"), {}) for m in reversed(members)]
+        return steps + _tile_binds(root, c, f"{name}.")
+
+    return Group(rule, name, [name, *members], params, build)
+
+
+def _fusable_producers(flow: Flow, root: Stmt, grouped: set) -> list[str]:
+    """Temporaries (not products) that only the root or other such temporaries read, each read at its reader's
+    outer iterators and shaped like the root or its rows; found back from the root, in program order."""
+    members: list[str] = []
+    frontier = [root]
+    shapes = {len(root.lhs_iters), len(root.lhs_iters) - 1}
+    while frontier:
+        consumer = frontier.pop()
+        for a in consumer.reads:
+            p = flow.producer(a.tensor)
+            if p is None or p.name in grouped or p.name in members or p.name == root.name:
+                continue
+            if not flow.is_temp(p.name) or matrix_operands(p) is not None or len(p.lhs_iters) not in shapes:
+                continue
+            if not set(flow.readers.get(p.name, [])) <= {root.name, consumer.name, *members}:
+                continue
+            if not _reads_row(consumer, p):
+                continue
+            members.append(p.name)
+            frontier.append(p)
+    order = {s.name: k for k, s in enumerate(flow.model.stmts)}
+    return sorted(members, key=order.__getitem__)
+
+
+def _tile_params(flow: Flow, root: Stmt, prefix: str, when: Optional[tuple] = None) -> list[Param]:
+    iters = root.lhs_iters
+    cols = Param(f"{prefix}TN", _tiles(COLUMN_TILES, flow.extents[root.name, iters[-1]]), when)
+    params = [cols, Param(f"{prefix}warps", WARPS, when)]
+    if len(iters) >= 2:
+        params.insert(0, Param(f"{prefix}TM", _tiles(ROW_TILES, flow.extents[root.name, iters[-2]]), when))
+    return params
+
+
+def _tile_steps(flow: Flow, root: Stmt, c: dict, prefix: str) -> tuple[list[Step], str]:
+    """The tile (or split) of the root's last one or two iterators; returns the steps and the outer column loop."""
+    iters, name = root.lhs_iters, root.name
+    taken = set(root.iters)
+    if len(iters) >= 2:
+        i, j = iters[-2], iters[-1]
+        io, jo, ii, jj = (_fresh(b, taken) for b in (i + "o", j + "o", i + "i", j + "i"))
+        return [Step("tile", (f"{name}.{i}", f"{name}.{j}", c[prefix + "TM"], c[prefix + "TN"]), {},
+                     (io, jo, ii, jj))], jo
+    j = iters[-1]
+    jo, jj = _fresh(j + "o", taken), _fresh(j + "i", taken)
+    return [Step("split", (f"{name}.{j}", c[prefix + "TN"]), {}, (jo, jj))], jo
+
+
+def _tile_binds(root: Stmt, c: dict, prefix: str) -> list[Step]:
+    """Grid binds of a tiled root: the row tiles on grid.x, column tiles on grid.y, a third outer axis on grid.z."""
+    iters, name = root.lhs_iters, root.name
+    taken = set(root.iters)
+    if len(iters) >= 2:
+        i, j = iters[-2], iters[-1]
+        io, jo = _fresh(i + "o", taken), _fresh(j + "o", taken)
+        binds = [Step("bind", (f"{name}.{io}", "grid.x"), {}), Step("bind", (f"{name}.{jo}", "grid.y"), {})]
+        binds += _bind_outer(root, iters[:-2], axes=("z",))
+    else:
+        jo = _fresh(iters[-1] + "o", taken)
+        binds = [Step("bind", (f"{name}.{jo}", "grid.x"), {})]
+    return binds + [Step("launch", (name,), {"warps": c[prefix + "warps"]})]
+
+
+def _grid_steps(flow: Flow, s: Stmt, c: dict, prefix: str) -> list[Step]:
+    """A statement of the product's epilogue run as a kernel of its own, tiled as an elementwise root."""
+    steps, _ = _tile_steps(flow, s, c, prefix)
+    return steps + _tile_binds(s, c, prefix)
+
+
+def _bind_outer(stmt: Stmt, iters: list[str], axes: tuple = ("x", "y", "z")) -> list[Step]:
+    if len(iters) > len(axes):
+        raise NoSketch(f"statement {stmt.name} has {len(iters)} outer iterators for {len(axes)} grid axes")
+    # The innermost outer iterator walks grid.x (consecutive programs, neighbouring rows).
+    return [Step("bind", (f"{stmt.name}.{it}", f"grid.{axis}"), {}) for it, axis in zip(reversed(iters), axes)]
+
+
+def _tiles(values: tuple, extent: int) -> tuple:
+    """The values not larger than the extent padded to a power of two (at least the smallest one)."""
+    padded = 1 << max(0, (extent - 1).bit_length())
+    kept = tuple(v for v in values if v <= padded)
+    return kept or values[:1]
+
+
+def _fresh(base: str, taken: set) -> str:
+    """`base`, or `base` with a number, not among a statement's iterator names (a program may name one `io`)."""
+    name, n = base, 1
+    while name in taken:
+        name, n = f"{base}{n}", n + 1
+    taken.add(name)
+    return name

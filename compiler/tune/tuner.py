@@ -1,0 +1,99 @@
+"""`tdsl tune`: search by the model, measure the best candidates, log them, name the winner.
+
+    result = tune(tdsl.load("examples/gemm_silu.tdsl"), target="h200", trials=64, log_path="tune.jsonl")
+    print(result.block)            # `schedule tuned_h200 { ... }`, ready to paste or append
+
+The candidates measured are the model's best ones not already in the log for this workload.  With a GPU
+the winner is the fastest candidate that matched the interpreter; without one, nothing is timed and the
+winner is the model's choice, and the result says so (`measured` is False).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from tdsl.compiler.tune import log as tuning_log
+from tdsl.compiler.tune.measure import Job
+from tdsl.compiler.tune.search import SearchResult, search
+
+DEFAULT_TRIALS = 64
+
+
+@dataclass
+class TuneResult:
+    search: SearchResult
+    workload: tuning_log.Workload
+    name: str
+    measured: list = field(default_factory=list)  # records of this run, in the order they finished
+    logged: list = field(default_factory=list)  # records of this workload in the log, this run's included
+    winner_steps: str = ""
+    winner_us: Optional[float] = None  # None: not timed (no GPU), the model's choice
+    executor: str = ""
+
+    @property
+    def timed(self) -> bool:
+        return self.winner_us is not None
+
+    @property
+    def block(self) -> str:
+        body = "\n".join(f"  {line}" for line in self.winner_steps.splitlines())
+        return f"schedule {self.name} {{\n{body}\n}}\n"
+
+
+def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, target: str = "h200",
+         backend: Optional[str] = None, trials: Optional[int] = None, samples: int = 256, seed: int = 0,
+         runner=None, log_path: Optional[Path] = None, name: Optional[str] = None, progress: bool = False) -> TuneResult:
+    """Search, then measure up to `trials` candidates on `runner` (an executor: compiler/tune/executors.py).
+    `trials` defaults to 64 with a GPU and 0 without one (the model alone ranks; nothing is checked)."""
+    from tdsl import __version__
+    from tdsl.compiler.driver.generate import _check_target
+
+    kind, backend, device = _check_target(target, backend)
+    bar = _bar(progress, "screening")
+    found = search(prog, kernel, sizes, device, backend, samples=samples, seed=seed,
+                   progress=bar.update if bar else None)
+    if bar:
+        bar.close()
+    model = found.screen.base.model
+    workload = tuning_log.Workload.of(prog.ast.source, model.name, _numbers(model.sizes), device, backend)
+    result = TuneResult(found, workload, name or f"tuned_{device.replace('-', '_')}")
+    if not found.ranked:
+        return result
+    records = tuning_log.of_workload(tuning_log.read(log_path), workload) if log_path else []
+    gpus = getattr(runner, "gpus", 0) if runner else 0
+    budget = (DEFAULT_TRIALS if gpus else 0) if trials is None else trials
+    done = {r["steps"] for r in records}
+    todo = [v for v in found.ranked if v.text not in done][: max(0, budget - len(records))]
+    jobs = [Job(prog.ast.source, prog.filename, kernel, dict(prog.sizes, **(sizes or {})), v.text, device, backend,
+                v.choice, v.t_estimate, seed, time_it=bool(gpus)) for v in todo]
+    if jobs and runner is not None:
+        result.executor = runner.describe()
+        bar = _bar(progress, "measuring", len(jobs))
+        for record in runner.run(jobs):
+            line = tuning_log.append(log_path, workload, record, __version__) if log_path else record
+            result.measured.append(line)
+            if bar:
+                bar.update(1)
+        if bar:
+            bar.close()
+    result.logged = records + result.measured
+    best = tuning_log.best(result.logged)
+    if best is not None:
+        result.winner_steps, result.winner_us = best["steps"], best.get("us")
+    elif not result.logged:
+        result.winner_steps = found.ranked[0].text  # nothing measured: the model's choice
+    return result
+
+
+def _numbers(sizes: dict) -> dict:
+    return {k: v for k, v in sizes.items() if isinstance(v, (int, float))}
+
+
+def _bar(enabled: bool, what: str, total: Optional[int] = None):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit=" candidates", leave=False)
