@@ -1,0 +1,160 @@
+"""`tdsl tune` on the GPU against the references of benchmarks/gpu/run.py, measured in the same run.
+
+    python benchmarks/gpu/tune.py [--workloads gemm,softmax] [--trials 64] [--samples 256] [--log DIR]
+
+For each workload: the tuner's search (model), its measurement of the best `--trials` candidates (each
+checked against the interpreter at small sizes first), the best hand-written schedule of the file, and the
+reference (cuBLAS / torch.compile, CUDA-graph timed when short) -- all printed as one table with ratios.
+Prints JSON lines (one per workload) to stdout for benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[2]
+
+import tdsl  # noqa: E402
+from tdsl.compiler.tune.executors import LocalExecutor  # noqa: E402
+from tdsl.compiler.tune.measure import Job, run_job  # noqa: E402
+from tdsl.compiler.tune.tuner import tune  # noqa: E402
+
+BF16, F16 = torch.bfloat16, torch.float16
+
+
+def _gemm_ref(M, K, N):
+    a, w = torch.randn(M, K, device="cuda", dtype=BF16), torch.randn(K, N, device="cuda", dtype=BF16)
+    return {"cuBLAS": lambda: a @ w}
+
+
+def _gemm_silu_ref(M, K, N):
+    a, w = torch.randn(M, K, device="cuda", dtype=BF16), torch.randn(K, N, device="cuda", dtype=BF16)
+    f = torch.compile(lambda a, w: F.silu((a @ w)))
+    return {"torch.compile": lambda: f(a, w)}
+
+
+def _swiglu_ref(M, N, quant=False):
+    g, u = torch.randn(M, N, device="cuda", dtype=BF16), torch.randn(M, N, device="cuda", dtype=BF16)
+    if quant:
+        f = torch.compile(lambda g, u: ((F.silu(g.float()).to(BF16) * u) / 0.25).to(torch.float8_e4m3fn))
+    else:
+        f = torch.compile(lambda g, u: F.silu(g.float()).to(BF16) * u)
+    nbytes = M * N * (2 + 2 + (1 if quant else 2))
+    src = torch.empty(nbytes // 2, device="cuda", dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    return {"torch.compile": lambda: f(g, u), f"copy of {nbytes >> 20} MiB": lambda: dst.copy_(src)}
+
+
+def _rmsnorm_ref(M, N):
+    x, g = torch.randn(M, N, device="cuda", dtype=BF16), torch.randn(N, device="cuda", dtype=BF16)
+    f = torch.compile(lambda x, g: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)
+                                    * g.float()).to(BF16))
+    return {"torch.compile": lambda: f(x, g)}
+
+
+def _softmax_ref(M, N):
+    x = torch.randn(M, N, device="cuda", dtype=BF16)
+    f = torch.compile(lambda x: torch.softmax(x.float(), -1).to(BF16))
+    return {"torch.compile": lambda: f(x)}
+
+
+WORKLOADS = {
+    "gemm": ("benchmarks/programs/gemm_bf16.tdsl", {}, lambda: _gemm_ref(1024, 4096, 12288)),
+    "gemm4096": ("benchmarks/programs/gemm_bf16.tdsl", {"M": 4096, "K": 4096, "N": 4096},
+                 lambda: _gemm_ref(4096, 4096, 4096)),
+    "gemm8192": ("benchmarks/programs/gemm_bf16.tdsl", {"M": 8192, "K": 1024, "N": 8192},
+                 lambda: _gemm_ref(8192, 1024, 8192)),
+    "gemm_silu": ("examples/gemm_silu.tdsl", {}, lambda: _gemm_silu_ref(1024, 4096, 12288)),
+    "swiglu": ("benchmarks/programs/swiglu.tdsl", {}, lambda: _swiglu_ref(1024, 12288)),
+    "swiglu_quant": ("examples/swiglu_quant.tdsl", {}, lambda: _swiglu_ref(1024, 12288, quant=True)),
+    "rmsnorm": ("examples/rmsnorm.tdsl", {}, lambda: _rmsnorm_ref(1024, 4096)),
+    "softmax": ("examples/softmax.tdsl", {}, lambda: _softmax_ref(1024, 4096)),
+}
+
+
+def graph_us(call, repeat: int = 20) -> float:
+    from triton.testing import do_bench
+
+    us = do_bench(call, warmup=25, rep=100) * 1e3
+    if us >= 50:
+        return us
+    for _ in range(3):
+        call()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(repeat):
+            call()
+    torch.cuda.synchronize()
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        begin.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end) * 1e3 / repeat)
+    return sorted(times)[len(times) // 2]
+
+
+def hand_written(prog, path: str, sizes: dict, target: str) -> dict:
+    """The best of the file's own schedule blocks, measured by the same worker code as the tuner's."""
+    best = {}
+    for name in prog.schedule_names:
+        steps = "\n".join(str(s) for s in prog.schedule(name).trace.steps)
+        record = run_job(Job(prog.ast.source, prog.filename, None, sizes, steps, target, None))
+        if record.get("ok") and record.get("us") and (not best or record["us"] < best["us"]):
+            best = {"schedule": name, "us": record["us"]}
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--trials", type=int, default=64)
+    ap.add_argument("--samples", type=int, default=256)
+    ap.add_argument("--log", default="/tmp/tune-logs")
+    ap.add_argument("--no-hand", action="store_true")
+    args = ap.parse_args()
+    runner = LocalExecutor()
+    print(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {torch.cuda.get_device_name()} torch {torch.__version__}; "
+          f"{runner.describe()}", flush=True)
+    for key in args.workloads.split(","):
+        path, sizes, make_ref = WORKLOADS[key]
+        prog = tdsl.load(ROOT / path, sizes=sizes)
+        start = time.time()
+        result = tune(prog, target="h200", trials=args.trials, samples=args.samples, runner=runner,
+                      log_path=Path(args.log) / f"{key}.jsonl")
+        took = time.time() - start
+        refs = {name: graph_us(call) for name, call in make_ref().items()}
+        hand = {} if args.no_hand else hand_written(prog, path, sizes, "h200")
+        failed = [r.get("detail", "")[:200] for r in result.measured if not r.get("ok")]
+        row = {"workload": key, "sizes": sizes, "tuned_us": result.winner_us, "tuning_s": round(took, 1),
+               "measured": len(result.measured), "failed": len(failed), "screened": len(result.search.judged),
+               "rejected": dict(result.search.rejected), "hand": hand, "refs_us": refs,
+               "winner": result.winner_steps}
+        if result.winner_us:
+            row["vs_refs"] = {k: v / result.winner_us for k, v in refs.items()}
+            if hand:
+                row["vs_hand"] = hand["us"] / result.winner_us
+        print(json.dumps(row), flush=True)
+        for f in failed[:3]:
+            print(f"#   failed: {f}", flush=True)
+        model_vs = sorted((r["t_estimate"] * 1e6, r["us"]) for r in result.measured if r.get("us"))
+        print(f"#   (model us, measured us) of the measured: {[(round(a, 1), round(b, 1)) for a, b in model_vs]}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
