@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 import tdsl  # noqa: E402
 from tdsl.compiler.tune.executors import LocalExecutor  # noqa: E402
+from tdsl.frontend.diagnostics import TdslError  # noqa: E402
 from tdsl.compiler.tune.measure import Job, run_job  # noqa: E402
 from tdsl.compiler.tune.tuner import tune  # noqa: E402
 
@@ -112,7 +113,10 @@ def hand_written(prog, path: str, sizes: dict, target: str) -> dict:
     """The best of the file's own schedule blocks, measured by the same worker code as the tuner's."""
     best = {}
     for name in prog.schedule_names:
-        steps = "\n".join(str(s) for s in prog.schedule(name).trace.steps)
+        try:
+            steps = "\n".join(str(s) for s in prog.schedule(name).trace.steps)
+        except TdslError:  # the file's counterexample blocks (illegal on purpose)
+            continue
         record = run_job(Job(prog.ast.source, prog.filename, None, sizes, steps, target, None))
         if record.get("ok") and record.get("us") and (not best or record["us"] < best["us"]):
             best = {"schedule": name, "us": record["us"]}
