@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from tdsl.frontend.diagnostics import TdslError
+
 from tdsl.compiler.tune import space
 from tdsl.compiler.tune.screen import Screen, Verdict
 from tdsl.compiler.tune.sketches import Sketch, sketch
@@ -49,6 +51,10 @@ def search(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, tar
 
     kind, backend, device = _check_target(target, backend)
     base = prog.schedule(None, kernel=kernel, sizes=sizes)
+    if base.model.params:
+        given = ",".join(f"{p}=..." for p in base.model.params)
+        raise TdslError(f"tuning measures one size of every dimension: give a value to each param ({given}; "
+                        f"--size {given} on the command line)")
     sk = sketch(base.model)
     screen = Screen(base, device, kind, backend)
     result = SearchResult(sk, [], screen)

@@ -1,0 +1,91 @@
+"""Sketch rules: which statements are grouped under which rule, and the steps a choice of knobs builds."""
+
+import pytest
+
+import tdsl
+from catalog import EXAMPLES, ROOT
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.tune import space
+from tdsl.compiler.tune.sketches import NoSketch, sketch
+
+
+def groups(path, **sizes):
+    model = tdsl.load(path, sizes=sizes or None).model()
+    return [(g.rule, g.root, sorted(g.members)) for g in sketch(model).groups]
+
+
+def test_roles_of_the_chapter_examples():
+    assert groups(ROOT / "benchmarks/programs/gemm_bf16.tdsl") == [("product", "C", ["C"])]
+    assert groups(EXAMPLES / "gemm_silu.tdsl") == [("product", "C", ["C", "Y"])]  # SiLU: the epilogue
+    assert groups(EXAMPLES / "swiglu_quant.tdsl") == [("elementwise", "Q", ["Q", "T", "Z"])]
+    assert groups(EXAMPLES / "rmsnorm.tdsl") == [("rows", "Y", ["Y", "r", "ss"])]
+    assert groups(EXAMPLES / "softmax.tdsl") == [("rows", "Y", ["Y", "e", "m", "s"])]
+    # amax feeds the quantization and the epilogue: a kernel of its own; Aq may be inlined into the product
+    assert groups(EXAMPLES / "quant_gemm.tdsl") == [("single", "amax", ["amax"]), ("product", "P", ["Aq", "Out", "P"])]
+
+
+def test_product_knobs_are_powers_of_two_within_the_padded_extent():
+    model = tdsl.load(EXAMPLES / "gemm_silu.tdsl", sizes={"M": 40, "N": 300, "K": 20}).model()
+    params = {p.name: p.values for p in sketch(model).params}
+    assert params["C.BM"] == (16, 32, 64)  # 40 pads to 64
+    assert params["C.BN"] == (16, 32, 64, 128, 256)
+    assert params["C.BK"] == (16, 32)
+    assert params["C.epilogue"] == ("fused", "separate")
+    # the epilogue's own tile exists only when it runs as a kernel of its own
+    assert dict((p.name, p.when) for p in sketch(model).params)["C.epilogue_TN"] == ("C.epilogue", "separate")
+
+
+def test_a_choice_builds_the_steps_a_person_writes():
+    model = tdsl.load(EXAMPLES / "gemm_silu.tdsl").model()
+    sk = sketch(model)
+    choice = {"C.BM": 128, "C.BN": 256, "C.BK": 64, "C.stages": 3, "C.warps": 8, "C.grid": "ij", "C.epilogue": "fused"}
+    assert [str(s) for s in sk.steps(choice)] == [
+        "io, jo, ii, ji = tile(C.i, C.j, 128, 256)",
+        "ko, ki = split(C.k, 64)",
+        "reorder(C, io, jo, ko, ii, ji, ki)",
+        "reverse_compute_at(Y, C.jo)",
+        "cache_read(A, shared, at=C.ko)",
+        "cache_read(W, shared, at=C.ko)",
+        "cache_write(C, register, at=C.jo)",
+        "pipeline(C.ko, stages=3)",
+        "bind(C.io, grid.x)",
+        "bind(C.jo, grid.y)",
+        "launch(C, warps=8)",
+    ]
+
+
+def test_space_size_counts_conditional_knobs_per_branch():
+    model = tdsl.load(EXAMPLES / "gemm_silu.tdsl").model()
+    sk = sketch(model)
+    assert sk.size() == len(list(space.enumerate_all(sk)))  # fused: 1, separate: its tile knobs
+    keys = [space.key(c) for c in space.enumerate_all(sk)]
+    assert len(keys) == len(set(keys))
+
+
+def test_loop_names_never_collide_with_the_programs_iterators():
+    # iterators named like the names the sketch would give its loops (io, jo, ...)
+    text = """const M = 40, N = 24, K = 16
+kernel g(A: bf16[M, K], W: bf16[K, N]) -> (C: bf16[M, N]) {
+  C[io, jo] = sum(ko) A[io, ko] * W[ko, jo] accum f32
+}
+"""
+    model = loads(text).model()
+    sk = sketch(model)
+    choice = space.draw(sk, __import__("random").Random(0))
+    steps = [str(s) for s in sk.steps(choice)]
+    assert steps[0].startswith("ioo, joo, ioi, joi = tile(C.io, C.jo,"), steps
+    sched = loads(text).schedule()
+    from tdsl.compiler.schedule.schedule import Trace
+
+    Trace(sk.steps(choice)).replay(sched)  # every step accepted
+
+
+@pytest.mark.parametrize("text, says", [
+    ("const M = 8\nkernel r(X: f32[M]) -> (Y: f32[M]) {\n  Y[i] = where(i == 0, X[i], Y[i - 1] + X[i])\n}\n",
+     "reads its own tensor"),
+    ("const T = 3, M = 8\nkernel s(X: f32[M]) -> (Y: f32[M]) {\n  for t < T {\n    P[t, i]: f32 = X[i] * 2.0\n  }\n"
+     "  Y[i] = P[T - 1, i]\n}\n", "'for' block"),
+])
+def test_forms_without_a_rule_are_named(text, says):
+    with pytest.raises(NoSketch, match=says):
+        sketch(loads(text).model())

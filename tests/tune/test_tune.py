@@ -1,0 +1,155 @@
+"""tune(): measuring through an executor, the resumable log, the winner, `compile --tuned`, the CLI, and the two
+executors (local worker processes; Ray on a local instance with CPU workers)."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import tdsl
+from catalog import EXAMPLES, ROOT
+from tdsl.compiler.tune import log as tuning_log
+from tdsl.compiler.tune.executors import LocalExecutor
+from tdsl.compiler.tune.measure import Job, run_job
+from tdsl.compiler.tune.tuner import tune
+from tdsl.frontend.diagnostics import TdslError
+
+SOFTMAX = {"M": 20, "N": 70}
+
+
+class Inline:
+    """An executor that checks candidates in this process (the Triton interpreter, as in every test)."""
+
+    gpus = 0
+
+    def __init__(self):
+        self.jobs = []
+
+    def describe(self):
+        return "this process"
+
+    def run(self, jobs):
+        for job in jobs:
+            self.jobs.append(job)
+            yield run_job(job)
+
+
+def softmax():
+    return tdsl.load(EXAMPLES / "softmax.tdsl", sizes=SOFTMAX)
+
+
+def test_tune_checks_logs_and_resumes(tmp_path):
+    path = tmp_path / "tune.jsonl"
+    first = tune(softmax(), target="h200", trials=2, runner=Inline(), log_path=path)
+    assert len(first.measured) == 2 and all(r["ok"] for r in first.measured), first.measured
+    assert all("vs interpreter" in r["detail"] for r in first.measured)
+    assert not first.timed  # no GPU: checked, not timed; the model's choice wins
+    assert first.winner_steps == first.search.ranked[0].text
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [x["kernel"] for x in lines] == ["softmax", "softmax"] and lines[0]["sizes"] == SOFTMAX
+    runner = Inline()
+    again = tune(softmax(), target="h200", trials=3, runner=runner, log_path=path)
+    assert len(runner.jobs) == 1  # the two logged candidates are not measured again
+    assert runner.jobs[0].steps not in {x["steps"] for x in lines}
+    assert len(again.logged) == 3
+    # another workload (other sizes) in the same log starts from nothing
+    other = Inline()
+    tune(tdsl.load(EXAMPLES / "softmax.tdsl", sizes={"M": 20, "N": 71}), target="h200", trials=1, runner=other,
+         log_path=path)
+    assert len(other.jobs) == 1
+
+
+def test_a_failing_candidate_is_logged_with_its_reason_and_never_wins(tmp_path):
+    prog = softmax()
+    job = Job(prog.ast.source, prog.filename, None, SOFTMAX, "bind(Y.i, grid.x)\nbind(Y.j, grid.x)", "h200", None)
+    record = run_job(job)
+    assert not record["ok"] and "grid" in record["detail"]
+    assert tuning_log.best([record]) is None
+
+
+def test_best_is_the_fastest_correct_record():
+    records = [{"ok": True, "us": 9.0, "steps": "a"}, {"ok": False, "us": 1.0, "steps": "b"},
+               {"ok": True, "us": 7.5, "steps": "c"}, {"ok": True, "us": None, "steps": "d", "t_estimate": 0.0}]
+    assert tuning_log.best(records)["steps"] == "c"
+    assert tuning_log.best([records[3]])["steps"] == "d"  # nothing timed: the model's first
+
+
+def test_a_torn_last_line_is_skipped(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"ok": true, "steps": "x"}\n{"ok": tr')
+    assert tuning_log.read(path) == [{"ok": True, "steps": "x"}]
+    path.write_text('{"ok": tr\n{"ok": true}\n')
+    with pytest.raises(TdslError, match="t.jsonl:1"):
+        tuning_log.read(path)
+
+
+def _cli(*args, cwd=ROOT):
+    proc = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", *args], capture_output=True, text=True,
+                          cwd=cwd)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_compile_tuned_takes_the_logs_fastest_schedule(tmp_path):
+    prog = softmax()
+    model = prog.model()
+    workload = tuning_log.Workload.of(prog.ast.source, "softmax", dict(model.sizes), "h200", "triton")
+    steps = "compute_at(s, Y.i)\ncompute_at(e, Y.i)\ncompute_at(m, Y.i)\nbind(Y.i, grid.x)\nlaunch(Y, warps={})"
+    log = tmp_path / "tune.jsonl"
+    for warps, us in ((2, 5.0), (8, 3.0), (16, 1.0)):
+        tuning_log.append(log, workload, {"ok": warps != 16, "us": us, "steps": steps.format(warps)}, "test")
+    out = tmp_path / "k.py"
+    proc = _cli("compile", str(EXAMPLES / "softmax.tdsl"), "--size", "M=20,N=70", "--target", "h200", "--tuned",
+                str(log), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "schedule tuned" in text and "num_warps=8" in text  # the correct 3.0 us one, not the failed 1.0 us one
+    proc = _cli("compile", str(EXAMPLES / "softmax.tdsl"), "--target", "h200", "--tuned", str(log), "-o", str(out))
+    assert proc.returncode != 0 and "M=20,N=70" in proc.stderr  # other sizes: it says what the log holds
+
+
+def test_cli_tune_without_gpu_names_the_models_choice_and_appends(tmp_path):
+    prog = tmp_path / "softmax.tdsl"
+    shutil.copy(EXAMPLES / "softmax.tdsl", prog)
+    proc = _cli("tune", str(prog), "--size", "M=20,N=70", "--target", "h200", "--append", "--name", "mine")
+    assert proc.returncode == 0, proc.stderr
+    assert "candidates screened" in proc.stdout and "model's choice (no GPU here" in proc.stdout
+    assert "schedule mine {" in proc.stdout and "appended schedule mine" in proc.stdout
+    assert _cli("check", str(prog), "--size", "M=20,N=70", "--schedule", "mine").returncode == 0
+    proc = _cli("tune", str(prog), "--size", "M=20,N=70", "--target", "h200", "--append", "--name", "mine")
+    assert proc.returncode == 2 and "already has a schedule 'mine'" in proc.stderr
+
+
+def test_cli_tune_names_what_it_cannot_tune(tmp_path):
+    prog = tmp_path / "scan.tdsl"
+    prog.write_text("const M = 8\nkernel r(X: f32[M]) -> (Y: f32[M]) {\n  Y[i] = where(i == 0, X[i], Y[i - 1] + X[i])\n}\n")
+    proc = _cli("tune", str(prog), "--target", "h200")
+    assert proc.returncode != 0 and "recurrence" in proc.stderr
+
+
+def _job():
+    prog = softmax()
+    steps = "compute_at(s, Y.i)\ncompute_at(e, Y.i)\ncompute_at(m, Y.i)\nbind(Y.i, grid.x)\nlaunch(Y, warps=2)"
+    return Job(prog.ast.source, prog.filename, None, SOFTMAX, steps, "h200", None, time_it=False)
+
+
+def test_local_executor_checks_in_a_worker_process():
+    runner = LocalExecutor(1)
+    records = list(runner.run([_job()]))
+    assert len(records) == 1 and records[0]["ok"], records
+    assert "Triton interpreter" in records[0]["detail"]
+
+
+def test_ray_executor_on_a_local_instance():
+    pytest.importorskip("ray", reason="the ray extra (CI installs it)")
+    from tdsl.compiler.tune.executors import RayExecutor
+
+    runner = RayExecutor(workers=1)
+    try:
+        assert "Ray cluster" in runner.describe() and runner.gpus == 0
+        records = list(runner.run([_job()]))
+    finally:
+        runner.close()
+    assert len(records) == 1 and records[0]["ok"], records
