@@ -181,7 +181,9 @@ def sketch(model: KernelModel) -> Sketch:
             groups.append(_root_group(flow, s, grouped))
     order = {s.name: k for k, s in enumerate(model.stmts)}
     groups.sort(key=lambda g: order[g.root])
-    return Sketch(model.name, groups)
+    result = Sketch(model.name, groups)
+    result.steps({p.name: p.values[0] for p in result.params})  # a template that cannot build says so now
+    return result
 
 
 def _check_supported(flow: Flow, s: Stmt) -> None:
@@ -296,15 +298,7 @@ def _root_group(flow: Flow, root: Stmt, grouped: set) -> Group:
         rule = "elementwise"
     name = root.name
     if rule == "rows":
-        params = [Param(f"{name}.warps", WARPS)]
-
-        def build(c: dict) -> list[Step]:
-            row = root.lhs_iters[-2] if len(root.lhs_iters) >= 2 else root.lhs_iters[0]
-            steps = [Step("compute_at", (m, f"{name}.{row}"), {}) for m in reversed(members)]
-            return steps + _bind_outer(root, root.lhs_iters[:-1] or root.lhs_iters) + [
-                Step("launch", (name,), {"warps": c[f"{name}.warps"]})]
-
-        return Group(rule, name, [name, *members], params, build)
+        return _rows_group(flow, root, members)
     if rule == "single" and root.red_iters:
         params = [Param(f"{name}.warps", WARPS)]
 
@@ -326,6 +320,37 @@ def _root_group(flow: Flow, root: Stmt, grouped: set) -> Group:
         return steps + _tile_binds(root, c, f"{name}.")
 
     return Group(rule, name, [name, *members], params, build)
+
+
+def _rows_group(flow: Flow, root: Stmt, members: list[str]) -> Group:
+    """Row statistics and their inputs computed per row block of the root: R rows per program, walked one row
+    at a time (serial) or as one R-row tile (block); the root's columns whole or in segments."""
+    name, iters = root.name, root.lhs_iters
+    params = [Param(f"{name}.warps", WARPS)]
+    if len(iters) >= 2:
+        row_knob = Param(f"{name}.rows", _tiles(ROW_TILES[:5], flow.extents[name, iters[-2]]))
+        columns = _tiles(COLUMN_TILES[3:], flow.extents[name, iters[-1]])[:-1]  # the last one: the whole row
+        params = [row_knob, *[Param(f"{name}.rows_at", ("serial", "block"), (row_knob.name, r))
+                              for r in row_knob.values[1:]],
+                  Param(f"{name}.segment", ("whole", *columns)), *params]
+    taken = set(root.iters)
+    row = iters[-2] if len(iters) >= 2 else iters[0]
+    ro, ri = _fresh(row + "o", taken), _fresh(row + "i", taken)
+    co, ci = _fresh(iters[-1] + "o", taken), _fresh(iters[-1] + "i", taken)
+
+    def build(c: dict) -> list[Step]:
+        rows = c.get(f"{name}.rows", 1)
+        steps, at, grid_row = [], row, row
+        if rows > 1:
+            steps.append(Step("split", (f"{name}.{row}", rows), {}, (ro, ri)))
+            at, grid_row = (ro if c[f"{name}.rows_at"] == "block" else ri), ro
+        steps += [Step("compute_at", (m, f"{name}.{at}"), {}) for m in reversed(members)]
+        if c.get(f"{name}.segment", "whole") != "whole":
+            steps.append(Step("split", (f"{name}.{iters[-1]}", c[f"{name}.segment"]), {}, (co, ci)))
+        outer = [grid_row if it == row else it for it in (iters[:-1] or iters)]
+        return steps + _bind_outer(root, outer) + [Step("launch", (name,), {"warps": c[f"{name}.warps"]})]
+
+    return Group("rows", name, [name, *members], params, build)
 
 
 def _fusable_producers(flow: Flow, root: Stmt, grouped: set) -> list[str]:

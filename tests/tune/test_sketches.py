@@ -89,3 +89,22 @@ kernel g(A: bf16[M, K], W: bf16[K, N]) -> (C: bf16[M, N]) {
 def test_forms_without_a_rule_are_named(text, says):
     with pytest.raises(NoSketch, match=says):
         sketch(loads(text).model())
+
+
+def test_rows_knobs_rows_per_program_and_segments():
+    model = tdsl.load(EXAMPLES / "rmsnorm.tdsl").model()
+    sk = sketch(model)
+    params = {p.name: p.values for p in sk.params}
+    assert params["Y.rows"] == (1, 2, 4, 8, 16) and params["Y.segment"] == ("whole", 512, 1024, 2048)
+    choice = {"Y.rows": 4, "Y.rows_at": "block", "Y.segment": 1024, "Y.warps": 8}
+    assert [str(s) for s in sk.steps(choice)] == [
+        "io, ii = split(Y.i, 4)",
+        "compute_at(r, Y.io)",
+        "compute_at(ss, Y.io)",
+        "jo, ji = split(Y.j, 1024)",
+        "bind(Y.io, grid.x)",
+        "launch(Y, warps=8)",
+    ]
+    one_row = {"Y.rows": 1, "Y.segment": "whole", "Y.warps": 4}  # the chapter's row_per_program
+    assert [str(s) for s in sk.steps(one_row)] == [
+        "compute_at(r, Y.i)", "compute_at(ss, Y.i)", "bind(Y.i, grid.x)", "launch(Y, warps=4)"]
