@@ -39,7 +39,7 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
              kernel: Optional[str] = None) -> str:
     """The module text of one schedule block (None: program order) for a target; a backend's refusal points at
     the schedule block (or, for program order, at the kernel) it refuses."""
-    _check_target(target, backend)
+    resolve_target(target, backend)
     sched = prog.schedule(schedule_name, kernel=kernel)
     try:
         return generate_schedule(prog, sched, target, backend, schedule_name)
@@ -48,7 +48,7 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
         raise
 
 
-def _check_target(target: str, backend: Optional[str]) -> tuple[str, str, str]:
+def resolve_target(target: str, backend: Optional[str]) -> tuple[str, str, str]:
     """(code generator family, backend, device) of a target name (a device, or `nvidia`: compiler/targets)."""
     from tdsl.compiler.targets import device_name, family
 
@@ -72,7 +72,7 @@ def _locate(err: TdslError, prog, schedule_name: Optional[str], kernel: Optional
 def generate_schedule(prog, sched, target: str = "nvidia", backend: Optional[str] = None,
                       schedule_name: str = "") -> str:
     """The module text of a `Schedule` built on one of `prog`'s kernels (by a block or through the Python API)."""
-    kind, backend, device = _check_target(target, backend)
+    kind, backend, device = resolve_target(target, backend)
     program = lower_for(sched, BACKENDS[kind, backend], device)
     info = prog.kernels[sched.model.name]
     # The one place where text from the user (file name, schedule name, names in statements) is handed to the

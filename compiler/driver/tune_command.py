@@ -105,11 +105,11 @@ def _print_measured(records: list, top: int = 10) -> None:
 def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kernel: Optional[str]):
     """(program with the log's best schedule appended as block `tuned`, that name) for `compile --tuned`."""
     from tdsl.compiler.driver.api import loads
-    from tdsl.compiler.driver.generate import _check_target
+    from tdsl.compiler.driver.generate import resolve_target
     from tdsl.compiler.tune import log as tuning_log
     from tdsl.compiler.tune.measure import block_source
 
-    kind, backend, device = _check_target(target, backend)
+    kind, backend, device = resolve_target(target, backend)
     if not Path(log_file).exists():
         raise TdslError(f"--tuned {log_file}: no such tuning log")
     model = prog.schedule(None, kernel=kernel).model

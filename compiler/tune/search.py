@@ -47,9 +47,9 @@ class SearchResult:
 def search(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, target: str = "h200",
            backend: Optional[str] = None, samples: int = 256, beam: int = 4, rounds: int = 8, seed: int = 0,
            progress: Optional[Callable[[int], None]] = None) -> SearchResult:
-    from tdsl.compiler.driver.generate import _check_target  # the target vocabulary of `tdsl compile`
+    from tdsl.compiler.driver.generate import resolve_target  # the target vocabulary of `tdsl compile`
 
-    kind, backend, device = _check_target(target, backend)
+    kind, backend, device = resolve_target(target, backend)
     base = prog.schedule(None, kernel=kernel, sizes=sizes)
     if base.model.params:
         given = ",".join(f"{p}=..." for p in base.model.params)

@@ -48,9 +48,9 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
     """Search, then measure up to `trials` candidates on `runner` (an executor: compiler/tune/executors.py).
     `trials` defaults to 64 with a GPU and 0 without one (the model alone ranks; nothing is checked)."""
     from tdsl import __version__
-    from tdsl.compiler.driver.generate import _check_target
+    from tdsl.compiler.driver.generate import resolve_target
 
-    kind, backend, device = _check_target(target, backend)
+    kind, backend, device = resolve_target(target, backend)
     bar = _bar(progress, "screening")
     found = search(prog, kernel, sizes, device, backend, samples=samples, seed=seed,
                    progress=bar.update if bar else None)
