@@ -2,10 +2,13 @@
 
 Both take `measure.Job`s and yield the log records as they finish (for the progress bar and the log).
 
-* `LocalExecutor` -- one worker process per local GPU by default, each pinned to its GPU through
-  CUDA_VISIBLE_DEVICES before CUDA starts in it; on a machine without a GPU, `workers` processes that
-  check candidates under the Triton interpreter.  Processes are spawned, never forked, so no CUDA or
-  Triton state of the parent leaks into them.
+* `LocalExecutor` -- on a GPU machine, two stages, as TVM's builders and runners: `builders` processes
+  (default: half the CPU cores) check every candidate and run it once at the tuned sizes, spread over the
+  GPUs -- compiling is the slow part and needs CPU, and Triton keeps what it compiled in its on-disk cache;
+  then one timing process per GPU times the candidates that passed, alone on its GPU, from that cache.
+  Processes are pinned to a GPU through CUDA_VISIBLE_DEVICES before CUDA starts in them.  On a machine
+  without a GPU, `workers` processes check candidates under the Triton interpreter.  Processes are spawned,
+  never forked, so no CUDA or Triton state of the parent leaks into them.
 * `RayExecutor` (`--executor ray`, the `ray` extra) -- each job a Ray task asking for one GPU when the
   cluster has GPUs, else one CPU.  `address` is passed to `ray.init`: None starts a local instance,
   `"auto"` joins the cluster this machine belongs to, `"ray://host:10001"` a remote one.  tdsl must be
@@ -17,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
 from typing import Iterator, Optional
 
 from tdsl.frontend.diagnostics import TdslError
@@ -34,34 +38,53 @@ def local_gpus() -> int:
 
 
 class LocalExecutor:
-    def __init__(self, workers: Optional[int] = None):
+    def __init__(self, workers: Optional[int] = None, builders: Optional[int] = None):
         self.gpus = local_gpus()
         self.workers = workers or max(1, self.gpus)
         if self.gpus and self.workers > self.gpus:
             raise TdslError(f"--workers {self.workers} is more than the {self.gpus} local GPUs: two workers would "
                             f"time on one GPU and disturb each other's measurements")
+        self.builders = builders or max(self.workers, (os.cpu_count() or 2) // 2) if self.gpus else 0
 
     def describe(self) -> str:
-        where = f"{self.gpus} GPU{'s' * (self.gpus != 1)}" if self.gpus else "no GPU: checks only, not timed"
-        return f"{self.workers} local worker process{'es' * (self.workers != 1)} ({where})"
+        if not self.gpus:
+            return f"{self.workers} local worker process{'es' * (self.workers != 1)} (no GPU: checks only, not timed)"
+        return (f"{self.builders} checking and {self.workers} timing process{'es' * (self.workers != 1)} on "
+                f"{self.gpus} GPU{'s' * (self.gpus != 1)}")
 
     def run(self, jobs: list[Job]) -> Iterator[dict]:
-        context = multiprocessing.get_context("spawn")
-        slots = context.Queue()
-        for n in range(self.workers):
-            slots.put(n)
-        with ProcessPoolExecutor(self.workers, mp_context=context, initializer=_pin,
-                                 initargs=(slots, bool(self.gpus))) as pool:
-            futures = [pool.submit(run_job, job) for job in jobs]
-            for future in as_completed(futures):
-                yield future.result()
+        if not self.gpus:
+            for record, _ in _pool(jobs, self.workers, gpus=0):
+                yield record
+            return
+        checked = {}
+        for record, job in _pool([replace(j, stage="check") for j in jobs], self.builders, self.gpus):
+            if record["ok"]:
+                checked[job.steps] = (job, record)
+            else:
+                yield record
+        for record, job in _pool([replace(j, stage="time") for j, _ in checked.values()], self.workers, self.gpus):
+            first = checked[job.steps][1]
+            yield {**first, **record, "detail": first["detail"] if record["ok"] else record.get("detail", "")}
 
 
-def _pin(slots, gpus: bool) -> None:
-    """Worker start: its own GPU, or the Triton interpreter when there is none."""
-    slot = slots.get()
-    if gpus:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(slot)
+def _pool(jobs: list[Job], processes: int, gpus: int) -> Iterator[tuple]:
+    """(record, job) of each job as it finishes, run by `processes` spawned workers pinned round-robin to GPUs."""
+    context = multiprocessing.get_context("spawn")
+    slots = context.Queue()
+    for n in range(processes):
+        slots.put(n % gpus if gpus else -1)
+    with ProcessPoolExecutor(processes, mp_context=context, initializer=_pin, initargs=(slots,)) as pool:
+        futures = {pool.submit(run_job, job): job for job in jobs}
+        for future in as_completed(futures):
+            yield future.result(), futures[future]
+
+
+def _pin(slots) -> None:
+    """Worker start: its GPU, or the Triton interpreter when there is none."""
+    gpu = slots.get()
+    if gpu >= 0:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     else:
         os.environ["TRITON_INTERPRET"] = "1"
 

@@ -41,6 +41,9 @@ class Job:
     t_estimate: float = 0.0
     seed: int = 0
     time_it: bool = True
+    # what a worker does: "all" (check, then time), "check" (check, and on a GPU the first run at the tuned
+    # sizes, which compiles the kernel into Triton's on-disk cache) or "time" (a checked job: time it)
+    stage: str = "all"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -61,12 +64,15 @@ def block_source(source: str, name: str, steps: str, kernel: Optional[str] = Non
 
 def run_job(job: Job) -> dict:
     """The log record of one candidate: its check, its time (None when not timed), and why if it failed."""
-    record = {"choice": job.choice, "steps": job.steps, "t_estimate": job.t_estimate, "ok": False, "us": None}
+    record = {"choice": job.choice, "steps": job.steps, "t_estimate": job.t_estimate, "ok": job.stage == "time",
+              "us": None}
     try:
-        record.update(_check(job))
+        if job.stage != "time":
+            record.update(_check(job))
         if record["ok"] and job.time_it:
-            record.update(_time(job))
+            record.update(_time(job, bench=job.stage != "check"))
     except Exception as err:  # noqa: BLE001 - a worker reports every failure as data, never dies
+        record["ok"] = False
         record["detail"] = f"{type(err).__name__}: {err}"[:2000]
         record["trace"] = traceback.format_exc()[-2000:]
     return record
@@ -115,7 +121,8 @@ def _device() -> str:
     return "cpu"
 
 
-def _time(job: Job) -> dict:
+def _time(job: Job, bench: bool = True) -> dict:
+    """The first run at the tuned sizes (compile time, unwritten elements), then, with `bench`, the timing."""
     import torch
 
     if not torch.cuda.is_available():
@@ -128,7 +135,7 @@ def _time(job: Job) -> dict:
     text = generate(prog, "__candidate", target=job.target, backend=job.backend, kernel=job.kernel)
     torch.manual_seed(job.seed)
     dtype = {t.name: getattr(torch, TORCH_NAMES[t.dtype]) for t in model.tensors.values()}
-    sets = _rotation(model)
+    sets = _rotation(model) if bench else 1
     inputs = [[torch.randn(*t.shape, device="cuda").to(dtype[t.name]) for t in model.inputs()] for _ in range(sets)]
     buffers = [torch.full(t.shape, float("nan"), device="cuda").to(dtype[t.name]) for t in model.outputs()]
     turn = [0]
@@ -146,8 +153,8 @@ def _time(job: Job) -> dict:
         torch.cuda.synchronize()
         first_s = time.perf_counter() - start
         nan_left = sum(int(torch.isnan(b.float()).sum()) for b in buffers)
-        us, method = _bench(call)
-    record = {"us": us, "timing": method, "compile_s": first_s, "device": torch.cuda.get_device_name()}
+        us, method = _bench(call) if bench and not nan_left else (None, "")
+    record = {"us": us, "timing": method, "first_run_s": first_s, "device": torch.cuda.get_device_name()}
     if nan_left:
         record.update(ok=False, detail=f"{nan_left} output elements left unwritten (NaN) at the tuned sizes")
     return record

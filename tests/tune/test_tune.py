@@ -2,6 +2,7 @@
 executors (local worker processes; Ray on a local instance with CPU workers)."""
 
 import json
+from dataclasses import replace
 import shutil
 import subprocess
 import sys
@@ -153,3 +154,15 @@ def test_ray_executor_on_a_local_instance():
     finally:
         runner.close()
     assert len(records) == 1 and records[0]["ok"], records
+
+
+def test_local_executor_checks_then_times_in_two_stages():
+    # The GPU path's bookkeeping (check on the builders, time on one process per GPU, records merged), run on
+    # this CPU: the workers find no CUDA, so the timing stage records "not timed" -- the merge is what is tested.
+    runner = LocalExecutor(1)
+    runner.gpus, runner.builders = 1, 2
+    bad = Job(_job().source, _job().filename, None, SOFTMAX, "bind(Y.i, grid.x)\nbind(Y.j, grid.x)", "h200", None)
+    records = {r["steps"]: r for r in runner.run([replace(_job(), time_it=True), bad])}
+    good = records[_job().steps]
+    assert good["ok"] and "vs interpreter" in good["detail"] and good["device"] == "cpu (not timed)"
+    assert not records[bad.steps]["ok"]
