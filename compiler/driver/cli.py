@@ -1,6 +1,6 @@
 """The `tdsl` command line.
 
-    tdsl tree  PROG [--schedule NAME] [--format text|yaml]
+    tdsl tree  PROG [--schedule NAME] [--format text|yaml|dot|svg] [-o FILE]
     tdsl check PROG [--schedule NAME | --all]
     tdsl run   PROG --interp [--schedule NAME] [--size M=8,N=8] [--seed S]
     tdsl run   PROG --target nvidia [--schedule NAME] [--size M=8,N=8] [--seed S]
@@ -64,21 +64,41 @@ def _default_schedule(prog, name: Optional[str]) -> Optional[str]:
 
 
 def cmd_tree(args) -> int:
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    views = [("before: program order", prog.schedule(None, kernel=args.kernel))]
+    if name is not None:  # errors before any output
+        views.append((f"after: schedule {name}", prog.schedule(name, kernel=args.kernel)))
+    if args.format in ("dot", "svg"):
+        from tdsl.compiler.schedule.tree_dot import dot_source, svg_text
+
+        text = dot_source(views, title=f"{prog.filename}: kernel {views[0][1].model.name}")
+        text = svg_text(text) if args.format == "svg" else text
+    else:
+        text = _tree_text(views, args.format)
+    if args.output == STDOUT:
+        _write_stdout(text)
+        return 0
+    out = Path(args.output)
+    if _same_file(out, Path(args.program)):
+        raise TdslError(f"-o {args.output} is the same file as the input {args.program}; refusing to overwrite "
+                        f"the program with its tree")
+    write_module(out, text)
+    print(f"wrote {out}: {len(views)} tree(s), format {args.format}")
+    return 0
+
+
+def _tree_text(views: list, form: str) -> str:
+    """The text or YAML trees; YAML: one document each, so that a YAML reader (or isl) sees two trees, not one
+    merged mapping."""
     from tdsl.compiler.schedule.tree_view import tree_text, yaml_text
 
-    prog = _program(args)
-    show = yaml_text if args.format == "yaml" else tree_text
-    name = _default_schedule(prog, args.schedule)
-    original = prog.schedule(None, kernel=args.kernel)
-    sched = prog.schedule(name, kernel=args.kernel) if name is not None else None  # errors before any output
-    # YAML: one document each, so that a YAML reader (or isl) sees two trees, not one merged mapping
-    opening = "--- " if args.format == "yaml" else ""
-    print(f"{opening}# before: program order")
-    print(show(original.model, original.tree))
-    if sched is not None:
-        print(f"{opening}# after: schedule {name}" if opening else f"\n# after: schedule {name}")
-        print(show(sched.model, sched.tree))
-    return 0
+    show = yaml_text if form == "yaml" else tree_text
+    parts = []
+    for n, (caption, sched) in enumerate(views):
+        heading = f"--- # {caption}" if form == "yaml" else ("\n" if n else "") + f"# {caption}"
+        parts += [heading, show(sched.model, sched.tree)]
+    return "\n".join(parts) + "\n"
 
 
 def _replay(prog, name: str, args):
@@ -454,7 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tree", help="print the schedule tree before and after scheduling")
     common(p)
-    p.add_argument("--format", choices=("text", "yaml"), default="text", help="readable tree or isl's YAML")
+    p.add_argument("--format", choices=("text", "yaml", "dot", "svg"), default="text",
+                   help="text: the readable tree; yaml: isl's YAML; dot: Graphviz DOT source, one cluster per tree; "
+                        "svg: that drawing (needs Graphviz's dot program)")
+    p.add_argument("-o", "--output", default=STDOUT, metavar="FILE",
+                   help="where to write the trees (never PROG itself; default '-': stdout)")
     p.set_defaults(func=cmd_tree)
 
     p = sub.add_parser("check", help="check a schedule's legality (exit 0 legal, 1 illegal)")
