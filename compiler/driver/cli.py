@@ -5,7 +5,7 @@
     tdsl run   PROG --interp [--schedule NAME] [--size M=8,N=8] [--seed S]
     tdsl run   PROG --target nvidia [--schedule NAME] [--size M=8,N=8] [--seed S]
     tdsl compile PROG --target nvidia|ascend-950|ascend-910b [--backend triton|tilelang] [--schedule NAME] -o OUT.py|DIR/|-
-    tdsl cost  PROG [--schedule NAME] --target T [--json] [--sweep ...] [--fit LOOP] [--backend B] [--plot PNG]
+    tdsl cost  PROG [--schedule NAME] --target T [--json] [--sweep ...] [--fit LOOP] [--backend B] [--plot OUT.png]
     tdsl fuse  PROG [--schedule NAME] [--target T]
 
 Exit codes: 0 success, 1 an illegal schedule or a result mismatch, 2 a
@@ -472,7 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
         if schedule:
             p.add_argument("--schedule", metavar="NAME", help="a schedule block of PROG (default: the first; 'none': program order)")
 
-    p = sub.add_parser("tree", help="print the schedule tree before and after scheduling")
+    p = sub.add_parser("tree", help="print the schedule tree before and after scheduling (text, isl's YAML, or a "
+                       "Graphviz drawing: DOT or SVG)")
     common(p)
     p.add_argument("--format", choices=("text", "yaml", "dot", "svg"), default="text",
                    help="text: the readable tree; yaml: isl's YAML; dot: Graphviz DOT source, one cluster per tree; "
@@ -540,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --sweep/--fit: the code generator whose tile rules a candidate must meet (tiles padded "
                         "to powers of two, its lowering's limits; default: the target's first); none: the target's "
                         "capacities alone")
-    p.add_argument("--plot", metavar="PNG", help="draw the roofline: a point per kernel, or with --sweep a point per "
+    p.add_argument("--plot", metavar="OUT.png", help="draw the roofline: a point per kernel, or with --sweep a point per "
                    "candidate and its traffic against local memory (needs matplotlib)")
     p.set_defaults(func=cmd_cost)
     return parser

@@ -125,3 +125,26 @@ def test_output_to_a_file_never_the_program(tmp_path, capsys):
     assert prog.read_text() == (EXAMPLES / "gemm.tdsl").read_text()
     status, _, _ = run(["tree", EXAMPLES / "gemm.tdsl", "-o", tmp_path / "gemm.txt"], capsys)
     assert status == 0 and (tmp_path / "gemm.txt").read_text().startswith("# before: program order\nDomain")
+
+
+@pytest.mark.parametrize("command, doc", [("tree", "schedule-trees.md"), ("cost", "cost.md")])
+def test_help_and_docs_agree(command, doc):
+    """Every option of `tdsl tree` / `tdsl cost` and every choice of them is in the command's usage lines of its
+    page, and each usage line's options are the command's."""
+    from tdsl.compiler.driver.cli import build_parser
+
+    from catalog import ROOT
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
+    text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
+    usage = [line for line in text.splitlines() if line.strip().startswith(f"tdsl {command} PROG")]
+    assert usage, f"{doc} has no usage line of tdsl {command}"
+    documented = {o for line in usage for o in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", line)}
+    options = {o for a in sub._actions for o in a.option_strings if o not in ("-h", "--help")}
+    aliases = {"--output": "-o"}  # the usage lines give the short spelling
+    assert documented <= options
+    assert {aliases.get(o, o) for o in options} - {"--kernel", "--size", "--schedule"} <= documented
+    for a in sub._actions:
+        if a.choices and a.option_strings:
+            choices = "|".join(a.choices)
+            assert choices in text or all(c in text for c in a.choices), (a.option_strings, choices)
