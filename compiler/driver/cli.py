@@ -64,6 +64,7 @@ def _default_schedule(prog, name: Optional[str]) -> Optional[str]:
 
 
 def cmd_tree(args) -> int:
+    out = _tree_output(args)  # refused before any work
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
     views = [("before: program order", prog.schedule(None, kernel=args.kernel))]
@@ -76,16 +77,22 @@ def cmd_tree(args) -> int:
         text = svg_text(text) if args.format == "svg" else text
     else:
         text = _tree_text(views, args.format)
-    if args.output == STDOUT:
+    if out is None:
         _write_stdout(text)
         return 0
-    out = Path(args.output)
-    if _same_file(out, Path(args.program)):
-        raise TdslError(f"-o {args.output} is the same file as the input {args.program}; refusing to overwrite "
-                        f"the program with its tree")
     write_module(out, text)
     print(f"wrote {out}: {len(views)} tree(s), format {args.format}")
     return 0
+
+
+def _tree_output(args) -> Optional[Path]:
+    """Where `tree -o` writes: None for stdout; never the program itself."""
+    if args.output == STDOUT:
+        return None
+    if _same_file(Path(args.output), Path(args.program)):
+        raise TdslError(f"-o {args.output} is the same file as the input {args.program}; refusing to overwrite "
+                        f"the program with its tree")
+    return Path(args.output)
 
 
 def _tree_text(views: list, form: str) -> str:

@@ -141,3 +141,11 @@ def test_the_table_keeps_a_column_per_figure():
     rows = sweep(load(COST / "gemm_tiles.tdsl"), "tiles", "h100", [(["io", "jo"], [64])], backend="triton")
     header, row = sweep_table(rows, "h100").splitlines()
     assert header.split()[-1] == "fits" and row.split()[-1] == "yes"
+
+
+def test_a_fit_that_finds_nothing_is_a_row_that_says_so(capsys):
+    status, out, _ = run(["cost", COST / "flash_attention.tdsl", "--target", "rtx-pro-6000", "--sweep", "jo=64,8192",
+                          "--fit", "io"], capsys)
+    lines = out.splitlines()
+    assert status == 0 and lines[3].split()[:3] == ["8192", "-", "-"] and lines[3].endswith("no [1]")
+    assert lines[4] == "[1] no factor of io fits rtx-pro-6000 with the tile rules of triton"

@@ -104,7 +104,7 @@ def sweep_table(rows: list[SweepRow], target) -> str:
     tgt = get_target(target)
     if not rows:
         return "(no rows)"
-    names = list(rows[0].factors)
+    names = list(dict.fromkeys(n for r in rows for n in r.factors))  # a row whose fit failed has no fitted factor
     scopes = _hard_scopes(rows, tgt)
     header = [n + (" (fitted)" if n == rows[0].fitted else "") for n in names]
     header += [f"{s} per block" for s in scopes] + ["resident", "global traffic", "intensity"]
@@ -112,7 +112,7 @@ def sweep_table(rows: list[SweepRow], target) -> str:
     table = [header]
     reasons: list[str] = []
     for r in rows:
-        cells = [str(r.factors[n]) for n in names] + _cost_cells(r.cost, scopes, names)
+        cells = [str(r.factors.get(n, "-")) for n in names] + _cost_cells(r.cost, scopes, names)
         if r.fits:
             cells.append("yes")
         else:

@@ -79,8 +79,9 @@ def inner_loop(block: ast.ScheduleBlock, loop: str) -> Optional[str]:
 def effective_factors(block: ast.ScheduleBlock, sched: Schedule, factors: dict) -> dict:
     """The factors the schedule really runs with: a factor past the extent of the loop it splits gives one tile
     of the whole loop (io = floor(i/8192) over 4096 values is io = floor(i/4096)), so it counts as that extent:
-    the number of values the split's point loop takes."""
-    return {name: _point_values(sched, inner_loop(block, name)) or factor for name, factor in factors.items()}
+    the number of values the split's point loop takes (never more than the factor: a later skew may widen it)."""
+    return {name: min(factor, _point_values(sched, inner_loop(block, name)) or factor)
+            for name, factor in factors.items()}
 
 
 def _point_values(sched: Schedule, name: Optional[str]) -> Optional[int]:
