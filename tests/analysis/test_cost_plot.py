@@ -96,3 +96,12 @@ def test_without_matplotlib_the_error_says_how_to_install_it(tmp_path, capsys, m
     status, _, err = run(["cost", COST / "gemm_tiles.tdsl", "--schedule", "tiles", "--plot", tmp_path / "x.png"],
                          capsys)
     assert status == 2 and "--plot needs matplotlib: pip install 'tdsl[plot]'" in err
+
+
+def test_a_file_name_with_dollars_is_drawn_as_written(tmp_path, capsys):
+    """matplotlib reads `$...$` as math; an odd `$` in the title would fail the drawing."""
+    pytest.importorskip("matplotlib")
+    prog = tmp_path / "gemm $\\frac{$ 2.tdsl"  # two dollars around invalid math
+    prog.write_text((COST / "gemm_tiles.tdsl").read_text())
+    status, _, err = run(["cost", prog, "--schedule", "tiles", "--plot", tmp_path / "r.png"], capsys)
+    assert status == 0 and (tmp_path / "r.png").exists(), err

@@ -108,9 +108,9 @@ def _draw(points: list[Point], target: Target, dtypes: list, path: str, title: s
         _traffic_panel(axes[0][1], points, figure_5_8)
     left_out = [p.label for p in points if not p.drawable]
     if left_out:
-        fig.text(0.01, 0.01, f"not drawn (no FLOPs or no global traffic): {', '.join(left_out)}", fontsize=8)
+        fig.text(0.01, 0.01, _plain(f"not drawn (no FLOPs or no global traffic): {', '.join(left_out)}"), fontsize=8)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(_plain(title))
     fig.tight_layout()  # before the numbers: they are placed in screen coordinates
     _numbers(roofline, [(n, p.intensity, p.flops_per_s) for n, p in enumerate(points, 1) if p.drawable])
     if figure_5_8:
@@ -123,6 +123,11 @@ def _draw(points: list[Point], target: Target, dtypes: list, path: str, title: s
         raise TdslError(f"cannot write the plot {path}: {getattr(err, 'strerror', None) or err}") from None
     finally:
         plt.close(fig)
+
+
+def _plain(text: str) -> str:
+    """Text shown as written: a `$` (in a file name) would start matplotlib's math mode."""
+    return text.replace("$", r"\$")
 
 
 def _pyplot():
@@ -158,7 +163,7 @@ def _roofline_panel(ax, points: list[Point], target: Target, dtypes: list) -> li
     handles.append(Line2D([], [], color="none", label=f"slope: DRAM {bw / 1e12:.2f} TB/s"))
     for n, p in enumerate(points, 1):
         marker, color = _marker(p)
-        text = f"{n}  {p.label}: {p.intensity:.3g} FLOP/B, {p.flops_per_s / 1e12:.3g} TFLOP/s"
+        text = _plain(f"{n}  {p.label}: {p.intensity:.3g} FLOP/B, {p.flops_per_s / 1e12:.3g} TFLOP/s")
         handles.append(Line2D([], [], marker=marker, color=color, linestyle="none",
                               label=text + ("" if p.fits else " (does not fit)")))
         if p.drawable:
