@@ -46,6 +46,7 @@ class _KernelPlanner(_WorkingSets):
         self.accesses: list[TileAccess] = []
         self.tree_buffers = [b for b in self.tree.buffers if set(b.stmts) & set(self.stmts)]
         self._planned: dict[int, PlannedBuffer] = {}  # id(tree Buffer) -> its plan
+        self.slots: list[list[PlannedBuffer]] = []  # set by _working_sets
 
     # ------------------------------------------------------------ driver
 
@@ -66,7 +67,7 @@ class _KernelPlanner(_WorkingSets):
             node = node.body[0] if len(node.body) == 1 else None
         warps = (self.root.warps if isinstance(self.root, Loop) else None) or DEFAULT_WARPS
         return KernelPlan(self.index, self.name, self.root, self.stmts, self.buffers, self.accesses, working, peaks,
-                          warps, grid, violations)
+                          warps, grid, violations, self.slots)
 
     # ------------------------------------------------------------ loops and regions
 

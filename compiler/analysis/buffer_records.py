@@ -123,6 +123,7 @@ class KernelPlan:
     warps: int
     grid_loops: list[Loop]
     violations: list[Violation] = field(default_factory=list)
+    slots: list = field(default_factory=list)  # the buffers grouped by the memory they share (one list per slot)
 
 
 def fmt_bytes(n: int) -> str:

@@ -48,30 +48,44 @@ class _WorkingSets:
         return slots
 
     def _working_sets(self):
-        slots = self._slots()
-        working, peaks = {}, {}
-        for scope in dict.fromkeys(b.scope for b in self.buffers):
-            mine = [s for s in slots if s[0].scope == scope]
-            best, best_at = -1, 0
-            for p in range(len(self.stmts)):
-                total = sum(max(b.bytes for b in slot) for slot in mine
-                            if min(b.live[0] for b in slot) <= p <= max(b.live[1] for b in slot))
-                if total > best:
-                    best, best_at = total, p
-            working[scope] = max(best, 0)
-            peaks[scope] = [b for slot in mine for b in slot
-                            if min(x.live[0] for x in slot) <= best_at <= max(x.live[1] for x in slot)]
-        return working, peaks
+        self.slots = self._slots()
+        return working_sets(self.buffers, self.slots, len(self.stmts))
 
     def _violations(self, working, peaks) -> list[Violation]:
-        if self.target is None:
-            return []
-        found = []
-        for scope, need in working.items():
-            info = self.target.scope(scope)
-            if info.hard and info.per_block is not None and need > info.per_block:
-                found.append(Violation(self.name, scope, need, info.per_block, peaks[scope]))
-        return found
+        return violations(self.name, working, peaks, self.target)
+
+
+def working_sets(buffers: list[PlannedBuffer], slots: list[list[PlannedBuffer]], positions: int,
+                 size=lambda b: b.bytes) -> tuple[dict, dict]:
+    """(scope -> the largest total of the slots live at one position, scope -> the buffers live at that peak).
+
+    A slot counts with its largest buffer; `size` gives a buffer's bytes (the plan's; `tdsl cost --fit` passes
+    the bytes of the padded tiles a code generator allocates)."""
+    working, peaks = {}, {}
+    for scope in dict.fromkeys(b.scope for b in buffers):  # in the order of the buffers, as the report lists them
+        mine = [s for s in slots if s[0].scope == scope]
+        best, best_at = -1, 0
+        for p in range(positions):
+            total = sum(max(size(b) for b in slot) for slot in mine
+                        if min(b.live[0] for b in slot) <= p <= max(b.live[1] for b in slot))
+            if total > best:
+                best, best_at = total, p
+        working[scope] = max(best, 0)
+        peaks[scope] = [b for slot in mine for b in slot
+                        if min(x.live[0] for x in slot) <= best_at <= max(x.live[1] for x in slot)]
+    return working, peaks
+
+
+def violations(kernel: str, working: dict, peaks: dict, target) -> list[Violation]:
+    """The working sets over the target's hard per-block capacity of their scope (none without a target)."""
+    if target is None:
+        return []
+    found = []
+    for scope, need in working.items():
+        info = target.scope(scope)
+        if info.hard and info.per_block is not None and need > info.per_block:
+            found.append(Violation(kernel, scope, need, info.per_block, peaks[scope]))
+    return found
 
 
 def _elementwise_read(model, writer, tensor: str) -> bool:

@@ -1,11 +1,11 @@
 """The `tdsl` command line.
 
-    tdsl tree  PROG [--schedule NAME] [--format text|yaml]
+    tdsl tree  PROG [--schedule NAME] [--format text|yaml|dot|svg] [-o FILE]
     tdsl check PROG [--schedule NAME | --all]
     tdsl run   PROG --interp [--schedule NAME] [--size M=8,N=8] [--seed S]
     tdsl run   PROG --target nvidia [--schedule NAME] [--size M=8,N=8] [--seed S]
     tdsl compile PROG --target nvidia|ascend-950|ascend-910b [--backend triton|tilelang] [--schedule NAME] -o OUT.py|DIR/|-
-    tdsl cost  PROG [--schedule NAME] --target T [--json] [--sweep ...] [--plot PNG]
+    tdsl cost  PROG [--schedule NAME] --target T [--json] [--sweep ...] [--fit LOOP] [--backend B] [--plot OUT.png]
     tdsl fuse  PROG [--schedule NAME] [--target T]
     tdsl tune  PROG --target h200 [--trials N] [--log tune.jsonl] [--executor local|ray] [--append]
     tdsl compile PROG --tuned tune.jsonl ...   (the log's fastest schedule instead of a block)
@@ -66,21 +66,48 @@ def _default_schedule(prog, name: Optional[str]) -> Optional[str]:
 
 
 def cmd_tree(args) -> int:
+    out = _tree_output(args)  # refused before any work
+    prog = _program(args)
+    name = _default_schedule(prog, args.schedule)
+    views = [("before: program order", prog.schedule(None, kernel=args.kernel))]
+    if name is not None:  # errors before any output
+        views.append((f"after: schedule {name}", prog.schedule(name, kernel=args.kernel)))
+    if args.format in ("dot", "svg"):
+        from tdsl.compiler.schedule.tree_dot import dot_source, svg_text
+
+        text = dot_source(views, title=f"{prog.filename}: kernel {views[0][1].model.name}")
+        text = svg_text(text) if args.format == "svg" else text
+    else:
+        text = _tree_text(views, args.format)
+    if out is None:
+        _write_stdout(text)
+        return 0
+    write_module(out, text)
+    print(f"wrote {out}: {len(views)} tree(s), format {args.format}")
+    return 0
+
+
+def _tree_output(args) -> Optional[Path]:
+    """Where `tree -o` writes: None for stdout; never the program itself."""
+    if args.output == STDOUT:
+        return None
+    if _same_file(Path(args.output), Path(args.program)):
+        raise TdslError(f"-o {args.output} is the same file as the input {args.program}; refusing to overwrite "
+                        f"the program with its tree")
+    return Path(args.output)
+
+
+def _tree_text(views: list, form: str) -> str:
+    """The text or YAML trees; YAML: one document each, so that a YAML reader (or isl) sees two trees, not one
+    merged mapping."""
     from tdsl.compiler.schedule.tree_view import tree_text, yaml_text
 
-    prog = _program(args)
-    show = yaml_text if args.format == "yaml" else tree_text
-    name = _default_schedule(prog, args.schedule)
-    original = prog.schedule(None, kernel=args.kernel)
-    sched = prog.schedule(name, kernel=args.kernel) if name is not None else None  # errors before any output
-    # YAML: one document each, so that a YAML reader (or isl) sees two trees, not one merged mapping
-    opening = "--- " if args.format == "yaml" else ""
-    print(f"{opening}# before: program order")
-    print(show(original.model, original.tree))
-    if sched is not None:
-        print(f"{opening}# after: schedule {name}" if opening else f"\n# after: schedule {name}")
-        print(show(sched.model, sched.tree))
-    return 0
+    show = yaml_text if form == "yaml" else tree_text
+    parts = []
+    for n, (caption, sched) in enumerate(views):
+        heading = f"--- # {caption}" if form == "yaml" else ("\n" if n else "") + f"# {caption}"
+        parts += [heading, show(sched.model, sched.tree)]
+    return "\n".join(parts) + "\n"
 
 
 def _replay(prog, name: str, args):
@@ -366,40 +393,62 @@ def cmd_fuse(args) -> int:
 
 def cmd_cost(args) -> int:
     """Buffers, working set, residency, traffic per level, FLOPs, intensity and roofline of a schedule."""
-    from tdsl.compiler.analysis.cost import analyze, plot_sweep, sweep, sweep_table
+    from tdsl.compiler.analysis.cost import analyze, plot_kernels
     from tdsl.compiler.targets import get_target
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
     target = get_target(args.target)
     if args.sweep or args.fit:
-        if name is None:
-            raise TdslError("--sweep and --fit need a schedule block whose split/tile factors they change")
-        axes = [_sweep_axis(text) for text in args.sweep or []]
-        rows = sweep(prog, name, target, axes, fit_loop=args.fit, kernel=args.kernel, regs=args.regs)
-        if args.json:
-            import json
-
-            print(json.dumps([{"factors": r.factors, "error": r.error,
-                               "cost": r.cost.to_dict() if r.cost else None} for r in rows], indent=2))
-        else:
-            print(f"schedule {name} of {prog.filename} on {target.name}: {len(rows)} candidate(s)")
-            print(sweep_table(rows, target))
-        if args.plot:
-            plot_sweep(rows, args.plot, title=f"{prog.filename}: schedule {name} on {target.name}")
-            print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)
-        return 0
-    if args.plot:
-        raise TdslError("--plot draws a sweep: add --sweep LOOPS=V1,V2,...")
+        return _cost_sweep(prog, name, target, args)
+    if args.backend is not None:
+        raise TdslError("--backend names the tile rules that --sweep and --fit candidates must meet: add --sweep "
+                        "or --fit")
     sched = prog.schedule(name, kernel=args.kernel)
     cost = analyze(sched, target, regs=args.regs)
     print(cost.to_json() if args.json else cost.text())
+    if args.plot:
+        plot_kernels(cost, args.plot, title=f"{prog.filename}: schedule {name or 'program order'}")
+        print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)
     if cost.violations:
         from tdsl.compiler.analysis.buffer_plan import CapacityError
 
         print(f"tdsl: error: {CapacityError(target.name, cost.violations, name)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _cost_sweep(prog, name: Optional[str], target, args) -> int:
+    """`cost --sweep / --fit`: a row per distinct candidate, judged by the target and the backend's tile rules."""
+    from tdsl.compiler.analysis.cost import plot_sweep, sweep, sweep_table
+
+    if name is None:
+        raise TdslError("--sweep and --fit need a schedule block whose split/tile factors they change")
+    generator, backend = _cost_backend(args)
+    axes = [_sweep_axis(text) for text in args.sweep or []]
+    rows = sweep(prog, name, target, axes, fit_loop=args.fit, kernel=args.kernel, regs=args.regs, backend=backend)
+    if args.json:
+        import json
+
+        print(json.dumps([{"factors": r.factors, "asked": r.asked, "fits": r.fits, "reason": r.reason,
+                           "error": r.error, "cost": r.cost.to_dict() if r.cost else None} for r in rows], indent=2))
+    else:
+        rules = f", tile rules of {generator}" if generator else ""
+        print(f"schedule {name} of {prog.filename} on {target.name}{rules}: {len(rows)} candidate(s)")
+        print(sweep_table(rows, target))
+    if args.plot:
+        plot_sweep(rows, args.plot, title=f"{prog.filename}: schedule {name}")
+        print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _cost_backend(args) -> tuple[Optional[str], Optional[str]]:
+    """(code generator, its lowering key) whose tile rules the candidates must meet; (None, None) for `none`."""
+    from tdsl.compiler.driver.generate import code_generator
+
+    if args.backend == "none":
+        return None, None
+    return code_generator(args.target, args.backend)
 
 
 def _sweep_axis(text: str):
@@ -438,9 +487,14 @@ def build_parser() -> argparse.ArgumentParser:
         if schedule:
             p.add_argument("--schedule", metavar="NAME", help="a schedule block of PROG (default: the first; 'none': program order)")
 
-    p = sub.add_parser("tree", help="print the schedule tree before and after scheduling")
+    p = sub.add_parser("tree", help="print the schedule tree before and after scheduling (text, isl's YAML, or a "
+                       "Graphviz drawing: DOT or SVG)")
     common(p)
-    p.add_argument("--format", choices=("text", "yaml"), default="text", help="readable tree or isl's YAML")
+    p.add_argument("--format", choices=("text", "yaml", "dot", "svg"), default="text",
+                   help="text: the readable tree; yaml: isl's YAML; dot: Graphviz DOT source, one cluster per tree; "
+                        "svg: that drawing (needs Graphviz's dot program)")
+    p.add_argument("-o", "--output", default=STDOUT, metavar="FILE",
+                   help="where to write the trees (never PROG itself; default '-': stdout)")
     p.set_defaults(func=cmd_tree)
 
     p = sub.add_parser("check", help="check a schedule's legality (exit 0 legal, 1 illegal)")
@@ -496,9 +550,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("--regs", type=int, metavar="N", help="registers per thread for the occupancy (default: estimated)")
     p.add_argument("--sweep", action="append", metavar="LOOPS=V1,V2", help="cost every factor of the split/tile "
-                   "loops named (io,jo=32,64,128 sets both together); repeat for a product")
-    p.add_argument("--fit", metavar="LOOP", help="in a sweep, give LOOP the largest factor that fits the target")
-    p.add_argument("--plot", metavar="PNG", help="with --sweep: plot traffic against local memory (needs matplotlib)")
+                   "loops named (io,jo=32,64,128 sets both together); repeat for a product; factors that make the "
+                   "same schedule are one row")
+    p.add_argument("--fit", metavar="LOOP", help="give LOOP the largest factor that fits the target and the "
+                   "backend's tile rules")
+    p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend", "none"), default=None,
+                   help="with --sweep/--fit: the code generator whose tile rules a candidate must meet (tiles padded "
+                        "to powers of two, its lowering's limits; default: the target's first); none: the target's "
+                        "capacities alone")
+    p.add_argument("--plot", metavar="OUT.png", help="draw the roofline: a point per kernel, or with --sweep a point per "
+                   "candidate and its traffic against local memory (needs matplotlib)")
     p.set_defaults(func=cmd_cost)
 
     from tdsl.compiler.driver.tune_command import add_parser as add_tune

@@ -60,6 +60,12 @@ def resolve_target(target: str, backend: Optional[str]) -> tuple[str, str, str]:
     return kind, backend, device
 
 
+def code_generator(target: str, backend: Optional[str] = None) -> tuple[str, str]:
+    """(the code generator `backend` or the target's default, its key in compiler/lower/pipeline.BACKENDS)."""
+    kind, backend, _ = _check_target(target, backend)
+    return backend, BACKENDS[kind, backend]
+
+
 def _locate(err: TdslError, prog, schedule_name: Optional[str], kernel: Optional[str]) -> None:
     """Give the error's message the file:line:col of the schedule block (the error keeps its type)."""
     if schedule_name is not None:

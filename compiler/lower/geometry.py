@@ -6,7 +6,7 @@ to a power of two); `_tile` turns that into a tileir `Tile`.  Inside the loops t
 output lanes are the accumulator's, anchored to the loops around it (`_anchor`, `_anchored`).  The domain
 mask (`_mask`) is the instance set simplified against what the generated code guarantees: the loops'
 emitted bounds and lane n at offset + n (partial tiles, causal triangles, fused grid axes past the end).
-A tile holds at most `MAX_TILE_ELEMENTS` elements.
+A tile holds at most `MAX_TILE_ELEMENTS` elements (both rules: compiler/lower/tile_rules.py).
 
 The isl helpers at the end (`_lane_box`, `_embed`, `_mask_expr`, `_pa_expr`, ...) are shared with the loads
 (compiler/lower/loads.py) and the loop bounds (compiler/lower/loops.py).
@@ -26,10 +26,8 @@ from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.model.isl_code import integer_bounds, pw_aff_to_expr, set_to_expr
 from tdsl.compiler.model.program import Stmt
 from tdsl.compiler.lower.tileir import Axis, Bin, Expr, Tile
+from tdsl.compiler.lower.tile_rules import MAX_TILE_ELEMENTS, lanes, too_many_elements
 from tdsl.compiler.schedule.tree import Loop, pw_affs_to_map, uses_iterators
-
-# Largest tile (elements) one statement may hold in registers; beyond it the schedule must split more.
-MAX_TILE_ELEMENTS = 1 << 16
 
 
 class TileGeometry:
@@ -99,7 +97,7 @@ class TileGeometry:
                 )
             size = extent.to_python() + 1
             offsets.append(lo)
-            sizes.append(1 if size == 1 else 1 << (size - 1).bit_length())
+            sizes.append(lanes(size))
         members = rel.wrap().flatten()
         for pos, n in enumerate(names + kept):
             members = members.set_dim_name(isl.dim_type.set, pos, n)
@@ -187,7 +185,7 @@ def _check_size(stmt: Stmt, tile: Tile) -> None:
     elements = 1
     for a in tile.axes:
         elements *= a.size
-    if elements > MAX_TILE_ELEMENTS:
+    if too_many_elements(elements):
         shape = " x ".join(f"{a.iter}:{a.size}" for a in tile.axes)
         raise BackendError(
             f"the tile of {stmt.name} would hold {elements} elements ({shape}); split its loops so that one "

@@ -45,12 +45,12 @@ def bands(node: Loop, tree: Optional[Tree] = None) -> list[Loop]:
 
 
 def tree_text(model: KernelModel, tree: Tree) -> str:
-    lines = ["Domain " + _domain_text(model, tree)] + _storage_lines(model)
+    lines = ["Domain " + _domain_text(model, tree)] + storage_lines(model)
     _body_lines(model, tree, tree.body, "", lines)
     return "\n".join(lines)
 
 
-def _storage_lines(model: KernelModel) -> list[str]:
+def storage_lines(model: KernelModel) -> list[str]:
     """The folded tensors (`fold_storage`): where each element is stored, e.g. `Storage T[t, i] -> T[t mod 2, i]`."""
     lines = []
     for stmt in model.stmts:
@@ -90,13 +90,13 @@ def _body_lines(model, tree, body: list[Node], indent: str, lines: list[str]) ->
 def _node_lines(model, tree, node: Node, indent: str, last: bool, lines: list[str]) -> None:
     if isinstance(node, Leaf):
         stmt = model.stmt(node.stmt)
-        lines.append(f"{indent}└── {node.stmt}{_instance_note(stmt, model, tree)}")
+        lines.append(f"{indent}└── {node.stmt}{instance_note(stmt, model, tree)}")
         return
     group = bands(node)
     names = ", ".join(loop.name for loop in group)
     lines.append(f"{indent}└── Band {{{names}}}")
     for stmt in statements_under(node):
-        exprs = "   ".join(f"{loop.name} = {_expr_text(d)}" for loop in group for d in loop.exprs[stmt])
+        exprs = "   ".join(f"{loop.name} = {expr_text(d)}" for loop in group for d in loop.exprs[stmt])
         lines.append(f"{indent}    │   {stmt}: {exprs}")
     for loop in group:
         for mark in _marks(loop, tree):
@@ -105,6 +105,11 @@ def _node_lines(model, tree, node: Node, indent: str, last: bool, lines: list[st
 
 
 def _marks(loop: Loop, tree: Tree) -> list[str]:
+    return loop_marks(loop) + buffer_marks(loop, tree)
+
+
+def loop_marks(loop: Loop) -> list[str]:
+    """The marks a loop carries itself: its grid axis, host, pipeline stages."""
     marks = []
     if loop.bind:
         marks.append(f"bind {loop.name} -> grid.{loop.bind}")
@@ -112,6 +117,12 @@ def _marks(loop: Loop, tree: Tree) -> list[str]:
         marks.append(f"host {loop.name} (the launcher's loop: each iteration launches the kernels below)")
     if loop.pipeline:
         marks.append(f"pipeline {loop.name} stages={loop.pipeline}")
+    return marks
+
+
+def buffer_marks(loop: Loop, tree: Tree) -> list[str]:
+    """The cache_read / cache_write buffers placed at a loop."""
+    marks = []
     for buf in tree.buffers:
         if buf.at is loop:
             scope = f"{buf.scope} {buf.dtype}" if getattr(buf, "dtype", None) else buf.scope
@@ -119,7 +130,8 @@ def _marks(loop: Loop, tree: Tree) -> list[str]:
     return marks
 
 
-def _instance_note(stmt, model, tree) -> str:
+def instance_note(stmt, model, tree) -> str:
+    """A leaf's note: dtype, and for a reduction its operator, iterators and accumulator."""
     if stmt.is_reduction:
         return (f"   ({stmt.reduce_op} over {', '.join(stmt.red_iters)}, accum {stmt.accum_dtype}, store {stmt.dtype}"
                 f"{_online_note(stmt, model, tree)})")
@@ -138,7 +150,7 @@ def _online_note(stmt, model, tree) -> str:
     return ""
 
 
-def _expr_text(pa: isl.PwAff) -> str:
+def expr_text(pa: isl.PwAff) -> str:
     """`{ C[i, j, k] -> [(floor((i)/64))] : ... }` -> `floor(i/64)`."""
     text = str(pa.coalesce())
     pieces = re.findall(r"->\s*\[\((.*?)\)\]\s*(?::\s*([^;}]*))?", text)

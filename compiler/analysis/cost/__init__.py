@@ -27,9 +27,10 @@ The modules, in the order they depend on each other:
     traffic.py   per kernel: the bytes of each movement, the FLOPs of each statement, loop trip counts
     timing.py    roofline times, occupancy, the pipelined serial loop
     program.py   analyze(): the cost of a scheduled program, kernel by kernel, and its peak global memory
+    backend_rules.py  whether a code generator can use a candidate's tiles (padded to powers of two, its lowering)
     tiling.py    rewriting a block's split/tile factors; fit(), the largest factor that fits the target
     sweeps.py    sweep() over tile factors and its table
-    plot.py      the sweep's plot (matplotlib)
+    plot.py      the roofline of a schedule or a sweep (matplotlib)
 
 The names below are the package's API (`from tdsl.compiler.analysis.cost import analyze, sweep, fit`).
 """
@@ -37,13 +38,14 @@ The names below are the package's API (`from tdsl.compiler.analysis.cost import 
 from __future__ import annotations
 
 from tdsl.compiler.analysis.cost.count import MAX_ENUMERATION, box_sum, card, sum_products
-from tdsl.compiler.analysis.cost.plot import plot_sweep
+from tdsl.compiler.analysis.cost.backend_rules import refusal
+from tdsl.compiler.analysis.cost.plot import Point, kernel_points, plot_kernels, plot_sweep, roofs, sweep_points
 from tdsl.compiler.analysis.cost.program import analyze
 from tdsl.compiler.analysis.cost.report import KiB, MiB, report_text
 from tdsl.compiler.analysis.cost.results import KernelCost, Occupancy, ProgramCost, Step, Transfer
 from tdsl.compiler.analysis.cost.sweeps import SweepRow, sweep, sweep_table
 from tdsl.compiler.analysis.cost.timing import estimate_registers, occupancy
-from tdsl.compiler.analysis.cost.tiling import build_block, current_factor, fit, with_factors
+from tdsl.compiler.analysis.cost.tiling import build_block, current_factor, effective_factors, fit, with_factors
 from tdsl.compiler.analysis.cost.traffic import statement_flops
 
 _build = build_block  # the name of tdsl 0.1
@@ -54,6 +56,7 @@ __all__ = [
     "Transfer", "Occupancy", "Step", "KernelCost", "ProgramCost",
     "analyze", "statement_flops", "estimate_registers", "occupancy",
     "report_text",
-    "with_factors", "current_factor", "build_block", "fit",
-    "SweepRow", "sweep", "sweep_table", "plot_sweep",
+    "with_factors", "current_factor", "effective_factors", "build_block", "fit", "refusal",
+    "SweepRow", "sweep", "sweep_table",
+    "Point", "kernel_points", "sweep_points", "roofs", "plot_kernels", "plot_sweep",
 ]

@@ -269,9 +269,9 @@ def _rename_leaf(node, old: str, new: str) -> None:
 
 
 def _text(exprs) -> str:
-    from tdsl.compiler.schedule.tree_view import _expr_text
+    from tdsl.compiler.schedule.tree_view import expr_text
 
-    return ", ".join(_expr_text(e) for e in exprs)
+    return ", ".join(expr_text(e) for e in exprs)
 
 
 def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:

@@ -1,0 +1,71 @@
+"""Can a code generator use a candidate of `tdsl cost --fit / --sweep`?  Its tile rules, applied to the plan.
+
+The cost model sizes a buffer exactly (82 rows of Q are 82 rows); the generated code gives every tile a
+power-of-two number of lanes (compiler/lower/tile_rules.py), so the buffers it allocates are the padded ones,
+and it refuses whatever its lowering refuses (a tile over 65,536 elements, a tile without a fixed size, ...).
+A candidate the backend can use:
+
+* has a padded working set (each buffer's shape rounded up to its lanes, shared and live as planned) that
+  fits every hard scope of the target, and
+* passes the backend's lowering (`compiler/lower/pipeline.lower_for`, what `tdsl compile` runs).
+
+`refusal` gives the first reason it cannot, in one line, or None.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, PlannedBuffer, fmt_bytes, plan_kernels
+from tdsl.compiler.analysis.buffer_sharing import violations, working_sets
+from tdsl.compiler.lower.tile_rules import padded_shape
+from tdsl.compiler.targets import Target
+
+
+def refusal(schedule, target: Target, backend: str, kernels: Optional[list[KernelPlan]] = None) -> Optional[str]:
+    """Why `backend` (a key of compiler/lower/pipeline.BACKENDS) cannot use the schedule on `target`; None if it can."""
+    kernels = kernels if kernels is not None else plan_kernels(schedule, target)
+    return padded_overflow(kernels, target) or lowering_refusal(schedule, target, backend)
+
+
+def padded_bytes(buf: PlannedBuffer) -> int:
+    n = DTYPE_BYTES[buf.dtype] * buf.stages
+    for d in padded_shape(buf.shape):
+        n *= d
+    return n
+
+
+def padded_overflow(kernels: list[KernelPlan], target: Target) -> Optional[str]:
+    """The first hard scope whose working set, with every tile padded to its lanes, is over the capacity."""
+    for kp in kernels:
+        if all(b.shape == padded_shape(b.shape) for b in kp.buffers):
+            continue  # nothing is padded: the plan's own capacity check says it all
+        working, peaks = working_sets(kp.buffers, kp.slots, len(kp.stmts), padded_bytes)
+        for v in violations(kp.name, working, peaks, target):
+            padded = [b for b in v.buffers if b.shape != padded_shape(b.shape)]
+            return (f"{v.scope} needs {fmt_bytes(v.need)} per block with its tiles padded to powers of two "
+                    f"({', '.join(_padding(b) for b in padded)}) but {target.name} has {fmt_bytes(v.capacity)}")
+    return None
+
+
+def _padding(buf: PlannedBuffer) -> str:
+    return f"{buf.tensor} {_shape(buf.shape)} -> {_shape(padded_shape(buf.shape))}"
+
+
+def _shape(shape) -> str:
+    return "x".join(map(str, shape)) or "1"
+
+
+def lowering_refusal(schedule, target: Target, backend: str) -> Optional[str]:
+    """The backend's own refusal of the schedule (what `tdsl compile` would say), without the module's text."""
+    from tdsl.compiler.analysis.buffer_plan import CapacityError
+    from tdsl.compiler.errors import BackendError
+    from tdsl.compiler.lower.pipeline import lower_for
+
+    try:
+        lower_for(schedule, backend, target.name)
+    except BackendError as err:
+        return err.reason
+    except CapacityError as err:
+        return str(err).split("\n")[0]
+    return None

@@ -1,0 +1,151 @@
+"""`tdsl cost --fit / --sweep` honour the code generator's tile rules (docs/cost.md, "Sweeps").
+
+The three seams a user reported: `--fit` proposed tiles the backend pads past shared memory (82 rows of Q are
+128 lanes in Triton), a 512 x 512 tile was marked as fitting although compile refuses tiles over 65,536
+elements, and factors that make the same schedule were printed as several rows.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tdsl.compiler.driver.api import load
+from tdsl.compiler.analysis.cost import fit, sweep, sweep_table
+from tdsl.compiler.lower.tile_rules import MAX_TILE_ELEMENTS, lanes, padded_shape
+
+from catalog import EXAMPLES, ROOT
+
+COST = ROOT / "tests" / "cost"
+
+
+def run(argv, capsys):
+    from tdsl.compiler.driver.cli import main
+
+    status = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_the_tile_rules():
+    assert [lanes(n) for n in (1, 2, 3, 53, 64, 82, 128)] == [1, 2, 4, 64, 64, 128, 128]
+    assert padded_shape([82, 128]) == [128, 128]
+    assert MAX_TILE_ELEMENTS == 65536
+
+
+# ---------------------------------------------------------------- padding past shared memory
+
+
+def test_fit_never_proposes_rows_that_triton_pads_past_shared_memory():
+    """82 rows of Q fit 99 KiB exactly, but Triton gives them 128 lanes: with its rules the largest usable block
+    of rows is 64 (the chapter's 82 stays the answer of the target's capacities alone)."""
+    prog = load(COST / "flash_attention.tdsl")
+    assert fit(prog, "blocks", "rtx-pro-6000", "io", {"jo": 64}, backend="triton") == 64
+    assert fit(prog, "blocks", "rtx-pro-6000", "io", {"jo": 64}) == 82
+
+
+def test_a_padded_tile_over_shared_memory_does_not_fit_and_says_why():
+    rows = sweep(load(COST / "flash_attention.tdsl"), "blocks", "rtx-pro-6000", [(["io"], [64, 82])],
+                 backend="triton")
+    fits = {r.factors["io"]: r for r in rows}
+    assert fits[64].fits and fits[64].reason is None
+    assert not fits[82].fits and not fits[82].cost.violations  # the exact working set fits ...
+    assert "padded to powers of two" in fits[82].reason and "Q 82x128 -> 128x128" in fits[82].reason  # ... padded not
+    assert "rtx-pro-6000 has 99 KiB" in fits[82].reason
+
+
+def test_cli_fit_shows_the_rules_it_used(capsys):
+    status, out, _ = run(["cost", COST / "flash_attention.tdsl", "--target", "rtx-pro-6000", "--sweep", "jo=64",
+                          "--fit", "io"], capsys)
+    assert status == 0 and "tile rules of triton" in out.splitlines()[0]
+    row = out.splitlines()[2].split()
+    assert row[:2] == ["64", "64"] and row[-1] == "yes"
+    status, out, _ = run(["cost", COST / "flash_attention.tdsl", "--target", "rtx-pro-6000", "--sweep", "jo=64",
+                          "--fit", "io", "--backend", "none"], capsys)
+    assert status == 0 and out.splitlines()[2].split()[:2] == ["64", "82"]
+
+
+# ---------------------------------------------------------------- the element limit
+
+
+def test_a_tile_over_the_element_limit_does_not_fit(capsys):
+    """512 x 512 registers are a soft limit for the capacities, but compile refuses the 262,144-element tile."""
+    status, out, _ = run(["cost", EXAMPLES / "gemm.tdsl", "--schedule", "gpu", "--sweep", "io,jo=64,512",
+                          "--sweep", "ko=16"], capsys)
+    lines = out.splitlines()
+    assert status == 0
+    assert lines[2].split()[:2] == ["64", "64"] and lines[2].split()[-1] == "yes"
+    assert lines[3].split()[:2] == ["512", "512"] and lines[3].endswith("no [1]")
+    assert lines[4].startswith("[1] the tile of C would hold 262144 elements")
+
+
+def test_the_reason_is_the_one_compile_gives():
+    from tdsl.compiler.analysis.cost import build_block, with_factors
+    from tdsl.compiler.driver.generate import generate_schedule
+    from tdsl.compiler.errors import BackendError
+
+    prog = load(EXAMPLES / "gemm.tdsl")
+    factors = {"io": 512, "jo": 512, "ko": 16}  # A and B tiles of 48 KiB each in shared memory: they fit
+    (row,) = sweep(prog, "gpu", "h100", [([n], [v]) for n, v in factors.items()], backend="triton")
+    assert not row.cost.violations
+    with pytest.raises(BackendError) as refused:
+        generate_schedule(prog, build_block(prog, with_factors(prog.block("gpu"), factors)))
+    assert row.refusal == refused.value.reason
+
+
+def test_fit_stays_within_the_element_limit():
+    """Before: 2293 rows of A (a 2293 x 128 accumulator, 4.5 times the limit, not a power of two)."""
+    prog = load(EXAMPLES / "gemm.tdsl")
+    best = fit(prog, "gpu", "h100", "io", {"ko": 16}, backend="triton")
+    assert best == 512 and lanes(best) * 128 <= MAX_TILE_ELEMENTS
+
+
+# ---------------------------------------------------------------- duplicate rows
+
+
+def test_factors_that_make_one_schedule_are_one_row(capsys):
+    """M = 1024: splitting i by 1024 or by 2048 is one tile of the whole loop; a value given twice is one row."""
+    rows = sweep(load(COST / "gemm_tiles.tdsl"), "tiles", "h100", [(["io"], [512, 1024, 2048, 1024])])
+    assert [r.factors["io"] for r in rows] == [512, 1024]
+    assert rows[1].asked == [{"io": 1024}, {"io": 2048}, {"io": 1024}]
+    status, out, _ = run(["cost", COST / "gemm_tiles.tdsl", "--schedule", "tiles", "--sweep", "io=1024,2048",
+                          "--sweep", "jo=64,64"], capsys)
+    assert status == 0 and "1 candidate(s)" in out
+    assert "io=1024 jo=64: asked as io=1024 jo=64, io=1024 jo=64, io=2048 jo=64, io=2048 jo=64; one row (a factor " \
+           "past its loop's extent is the whole loop)" in out
+
+
+# ---------------------------------------------------------------- usage
+
+
+def test_usage_errors(capsys):
+    status, _, err = run(["cost", COST / "gemm_tiles.tdsl", "--sweep", "io=32,64", "--fit", "io"], capsys)
+    assert status == 2 and "io is both swept and fitted" in err
+    status, _, err = run(["cost", COST / "gemm_tiles.tdsl", "--backend", "triton"], capsys)
+    assert status == 2 and "--backend names the tile rules that --sweep and --fit candidates must meet" in err
+    status, _, err = run(["cost", COST / "gemm_tiles.tdsl", "--schedule", "tiles", "--sweep", "io=32",
+                          "--target", "ascend-950", "--backend", "triton"], capsys)
+    assert status == 2 and "target ascend-950 has no backend 'triton'" in err
+
+
+def test_json_rows_say_whether_they_fit(capsys):
+    import json
+
+    status, out, _ = run(["cost", EXAMPLES / "gemm.tdsl", "--schedule", "gpu", "--sweep", "io,jo=64,512",
+                          "--sweep", "ko=16", "--json"], capsys)
+    data = json.loads(out)
+    assert status == 0 and [r["fits"] for r in data] == [True, False]
+    assert "262144 elements" in data[1]["reason"] and data[1]["cost"] is not None
+
+
+def test_the_table_keeps_a_column_per_figure():
+    rows = sweep(load(COST / "gemm_tiles.tdsl"), "tiles", "h100", [(["io", "jo"], [64])], backend="triton")
+    header, row = sweep_table(rows, "h100").splitlines()
+    assert header.split()[-1] == "fits" and row.split()[-1] == "yes"
+
+
+def test_a_fit_that_finds_nothing_is_a_row_that_says_so(capsys):
+    status, out, _ = run(["cost", COST / "flash_attention.tdsl", "--target", "rtx-pro-6000", "--sweep", "jo=64,8192",
+                          "--fit", "io"], capsys)
+    lines = out.splitlines()
+    assert status == 0 and lines[3].split()[:3] == ["8192", "-", "-"] and lines[3].endswith("no [1]")
+    assert lines[4] == "[1] no factor of io fits rtx-pro-6000 with the tile rules of triton"
