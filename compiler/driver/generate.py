@@ -62,7 +62,7 @@ def resolve_target(target: str, backend: Optional[str]) -> tuple[str, str, str]:
 
 def code_generator(target: str, backend: Optional[str] = None) -> tuple[str, str]:
     """(the code generator `backend` or the target's default, its key in compiler/lower/pipeline.BACKENDS)."""
-    kind, backend, _ = _check_target(target, backend)
+    kind, backend, _ = resolve_target(target, backend)
     return backend, BACKENDS[kind, backend]
 
 
