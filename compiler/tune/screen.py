@@ -5,7 +5,9 @@ A candidate passes four gates, in the order a user meets them:
 1. **schedule** -- each step is applied through the `Schedule` API, which runs the primitive's own checks
    (a misuse: rule `misuse:<primitive>`) and the legality rules (dependences and rounding: rule
    `legality:<rule>`, the rule name of the typed error).
-2. **capacity** -- the buffer plan of the target must fit its on-chip memories (rule `capacity:<scope>`).
+2. **capacity** -- the buffer plan of the target must fit its on-chip memories (rule `capacity:<scope>`), also
+   with every tile padded to the power-of-two lanes the generated code allocates (rule `capacity:padded`,
+   the judgement `tdsl cost --fit` makes: compiler/analysis/cost/backend_rules.py).
 3. **backend** -- the code generator must take it (the tile lowering for the backend: rule
    `backend:<backend>`), so that no candidate the tuner returns is one `tdsl compile` refuses.
 4. **cost** -- the cost model's `t_estimate` ranks what is left.
@@ -23,11 +25,14 @@ from typing import Optional
 
 from tdsl.frontend.diagnostics import TdslError
 
+from tdsl.compiler.analysis.buffer_plan import plan_kernels
 from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.analysis.cost import analyze
+from tdsl.compiler.analysis.cost.backend_rules import padded_overflow
 from tdsl.compiler.errors import BackendError, LegalityError, ScheduleError
 from tdsl.compiler.lower.pipeline import BACKENDS, lower_for
 from tdsl.compiler.schedule.schedule import Schedule, Step, Trace
+from tdsl.compiler.targets import Target, get_target
 
 
 @dataclass
@@ -61,6 +66,10 @@ class Screen:
     judged: int = 0
     _path: list = field(default_factory=list)  # [(step text, State)] along the last candidate built
 
+    @property
+    def device(self) -> Target:
+        return get_target(self.target)
+
     def judge(self, choice: dict, steps: list[Step]) -> Verdict:
         self.judged += 1
         verdict = Verdict(choice, steps)
@@ -70,6 +79,9 @@ class Screen:
             if cost.violations:
                 v = cost.violations[0]
                 return self._reject(verdict, f"capacity:{v.scope}", v.text())
+            padded = padded_overflow(plan_kernels(sched, self.device), self.device)
+            if padded:
+                return self._reject(verdict, "capacity:padded", padded)
             lower_for(sched, BACKENDS[self.kind, self.backend], self.target)
         except LegalityError as err:
             return self._reject(verdict, f"legality:{err.rule}", str(err))
