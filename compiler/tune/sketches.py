@@ -32,6 +32,7 @@ from typing import Callable, Optional
 from tdsl.frontend.diagnostics import TdslError
 
 from tdsl.compiler.analysis.placement import matrix_operands
+from tdsl.compiler.model.online import NotOnline, online_form
 from tdsl.compiler.model.program import KernelModel, Stmt, collect_accesses
 from tdsl.compiler.schedule.schedule import Step
 
@@ -169,12 +170,18 @@ def _reads_row(consumer: Stmt, producer: Stmt) -> bool:
 def sketch(model: KernelModel) -> Sketch:
     """The kernel's statements partitioned into groups, each with its rule's template (NoSketch if one has none)."""
     flow = Flow.of(model)
-    for s in model.stmts:
-        _check_supported(flow, s)
     grouped: set = set()
     groups: list[Group] = []
     for s in model.stmts:
-        if matrix_operands(s) is not None:
+        if s.reduce_op == "max" and s.combine == "online":
+            flash = _flash_group(flow, s, grouped)
+            if flash is not None:
+                groups.append(flash)
+    for s in model.stmts:
+        if s.name not in grouped:
+            _check_supported(flow, s)
+    for s in model.stmts:
+        if matrix_operands(s) is not None and s.name not in grouped:
             groups.append(_product_group(flow, s, grouped))
     for s in reversed(model.stmts):
         if s.name not in grouped:
@@ -258,6 +265,72 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
         return steps
 
     return Group("product", name, [*inlinable, name, *epilogue], params, build)
+
+
+def _flash_group(flow: Flow, m: Stmt, grouped: set) -> Optional[Group]:
+    """Attention in its one-pass form: the maximum m declared `combine online`, its exponentials P, the row
+    sum l and the product U = P·V all computed per key block of the sum's loop (`online(m)`, FlashAttention),
+    the scores S = Q·Kᵀ per key block before them and the normalisation O = U / l after the last one.
+
+    None unless the program has exactly that shape (then its statements fall to the other rules)."""
+    try:
+        form = online_form(flow.model, m.name)
+    except NotOnline:
+        return None
+    values = flow.producer(form.values)
+    sums = [flow.stmt(a) for a in form.accumulators]
+    row_sums = [x for x in sums if matrix_operands(x) is None]
+    products = [x for x in sums if matrix_operands(x) is not None]
+    if values is None or matrix_operands(values) is None or len(form.exponentials) != 1 \
+            or len(row_sums) != 1 or len(products) != 1:
+        return None
+    l, u, p = row_sums[0], products[0], flow.stmt(form.exponentials[0])
+    finals = flow.readers.get(u.name, [])
+    if len(finals) != 1 or not _reads_at_identity(flow.stmt(finals[0]), u.name, flow.stmt(finals[0]).lhs_iters):
+        return None
+    o = flow.stmt(finals[0])
+    members = [values.name, m.name, p.name, l.name, u.name, o.name]
+    if len(l.lhs_iters) < 1 or len(l.red_iters) != 1 or any(set(flow.readers.get(x, [])) - set(members)
+                                                              for x in members[:-1]):
+        return None
+    grouped.update(members)
+    batch, (i,), (j,) = l.lhs_iters[:-1], l.lhs_iters[-1:], l.red_iters
+    taken = set(l.iters)
+    bh, qo, qi, ko, kk = (_fresh(base, taken) for base in ("".join(batch) or "bh", i + "o", i + "i", j + "o", j + "i"))
+    name = l.name
+    params = [
+        Param(f"{name}.BQ", _tiles((64, 128), flow.extents[name, i])),
+        Param(f"{name}.BK", _tiles((32, 64, 128), flow.extents[name, j])),
+        Param(f"{name}.warps", (4, 8)),
+        Param(f"{name}.stages", (1, 2, 3, 4)),
+    ]
+
+    def build(c: dict) -> list[Step]:
+        steps = [Step("online", (m.name,), {})]
+        outer = list(batch)
+        if len(batch) > 1:
+            steps.append(Step("fuse", tuple(f"{name}.{b}" for b in batch), {}, (bh,)))
+            outer = [bh]
+        steps += [
+            Step("split", (f"{name}.{i}", c[f"{name}.BQ"]), {}, (qo, qi)),
+            Step("split", (f"{name}.{j}", c[f"{name}.BK"]), {}, (ko, kk)),
+            Step("reorder", (name, *outer, qo, ko, qi, kk), {}),
+        ]
+        steps += [Step("bind", (f"{name}.{x}", f"grid.{axis}"), {}) for x, axis in zip(outer, ("y",))]
+        steps += [
+            Step("bind", (f"{name}.{qo}", "grid.x"), {}),
+            Step("compute_at", (p.name, f"{name}.{ko}"), {}),
+            Step("reverse_compute_at", (u.name, f"{name}.{ko}"), {}),
+            Step("compute_at", (m.name, f"{name}.{ko}"), {}),
+            Step("compute_at", (values.name, f"{name}.{ko}"), {}),
+            Step("reverse_compute_at", (o.name, f"{name}.{qo}"), {}),
+            Step("launch", (name,), {"warps": c[f"{name}.warps"]}),
+        ]
+        if c[f"{name}.stages"] > 1:
+            steps.append(Step("pipeline", (f"{name}.{ko}",), {"stages": c[f"{name}.stages"]}))
+        return steps
+
+    return Group("flash", name, members, params, build)
 
 
 def _epilogue(flow: Flow, s: Stmt) -> list[str]:

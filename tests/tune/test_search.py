@@ -11,7 +11,7 @@ from fuzz.programs import random_program
 from tdsl.compiler.analysis.cost import analyze
 from tdsl.compiler.driver.api import loads
 from tdsl.compiler.driver.generate import generate
-from tdsl.compiler.driver.testing import run_differences
+from tdsl.compiler.driver.testing import assert_legal
 from tdsl.compiler.tune.measure import block_source
 from tdsl.compiler.tune.search import search
 from tdsl.compiler.tune.sketches import NoSketch
@@ -21,11 +21,10 @@ from tdsl.frontend.diagnostics import TdslError
 def assert_sound(prog, verdict, sizes=None, run=True):
     """The candidate, as the block a user pastes: legal, within capacity, generated, bit-identical."""
     pasted = loads(block_source(prog.ast.source, "cand", verdict.text), "cand.tdsl", sizes=sizes or prog.sizes)
-    sched = pasted.schedule("cand")  # raises for an illegal step
+    # legal; run: bit-identical in the interpreter (within the declared policy: online, reassoc)
+    sched = assert_legal(pasted, "cand", run=run)
     assert not analyze(sched, "h200").violations, verdict.text
     generate(pasted, "cand", target="h200")
-    if run:
-        assert run_differences(pasted, sched) == [], verdict.text
 
 
 def test_gemm_at_its_size_rejects_only_for_named_rules_and_accepts_only_what_fits():
@@ -55,13 +54,14 @@ def test_search_is_deterministic_for_a_seed():
     ("softmax", {"M": 20, "N": 70}),
     ("swiglu_quant", {"M": 20, "N": 70}),
     ("attention", {"L": 24, "D": 8}),
+    ("mha", {"B": 1, "H": 2, "L": 70, "D": 8}),  # the flash rule: online(m), key blocks of 32-128
 ])
 def test_examples_accepted_candidates_are_sound(name, sizes):
     prog = tdsl.load(EXAMPLES / f"{name}.tdsl", sizes=sizes)
     result = search(prog, target="h200", samples=12, rounds=1, seed=1)
     assert result.ranked, result.summary()
     rng = random.Random(0)
-    for v in [result.ranked[0]] + rng.sample(result.ranked, min(2, len(result.ranked))):
+    for v in [result.ranked[0]] + rng.sample(result.ranked[1:], min(1, len(result.ranked) - 1)):
         assert_sound(prog, v)
 
 

@@ -108,3 +108,17 @@ def test_rows_knobs_rows_per_program_and_segments():
     one_row = {"Y.rows": 1, "Y.segment": "whole", "Y.warps": 4}  # the chapter's row_per_program
     assert [str(s) for s in sk.steps(one_row)] == [
         "compute_at(r, Y.i)", "compute_at(ss, Y.i)", "bind(Y.i, grid.x)", "launch(Y, warps=4)"]
+
+
+def test_attention_with_an_online_maximum_gets_the_flash_rule():
+    model = tdsl.load(EXAMPLES / "mha.tdsl", sizes={"L": 1000}).model()
+    sk = sketch(model)
+    assert [(g.rule, g.root, g.members) for g in sk.groups] == [("flash", "l", ["S", "m", "P", "l", "U", "O"])]
+    steps = [str(s) for s in sk.steps({"l.BQ": 128, "l.BK": 64, "l.warps": 8, "l.stages": 3})]
+    assert steps[:5] == ["online(m)", "bh = fuse(l.b, l.h)", "io, ii = split(l.i, 128)", "jo, ji = split(l.j, 64)",
+                         "reorder(l, bh, io, jo, ii, ji)"]
+    assert steps[-2:] == ["launch(l, warps=8)", "pipeline(l.jo, stages=3)"]
+    # without the declared policy online(m) would be illegal: no flash rule, and its batched products have none
+    plain = (EXAMPLES / "mha.tdsl").read_text().replace(" combine online", "")
+    with pytest.raises(NoSketch, match="batched matrix product"):
+        sketch(loads(plain, sizes={"L": 1000}).model())
