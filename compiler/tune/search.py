@@ -72,6 +72,13 @@ def search(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, tar
     return result
 
 
+def neighbours(result: SearchResult, choice: dict) -> list[Verdict]:
+    """The accepted neighbours of a choice (one knob moved one step), judged now if they were not yet."""
+    around = space.neighbours(result.sketch, choice)
+    _judge_all(result, around, None)
+    return [result.judged[space.key(c)] for c in around if result.judged[space.key(c)].accepted]
+
+
 def _judge_all(result: SearchResult, choices: list[dict], progress) -> None:
     # Sorted by their steps so that consecutive candidates share the longest prefixes (screen.py).
     todo = {space.key(c): c for c in choices if space.key(c) not in result.judged}

@@ -16,7 +16,7 @@ from typing import Optional
 
 from tdsl.compiler.tune import log as tuning_log
 from tdsl.compiler.tune.measure import Job
-from tdsl.compiler.tune.search import SearchResult, search
+from tdsl.compiler.tune.search import SearchResult, neighbours, search
 
 DEFAULT_TRIALS = 64
 
@@ -63,19 +63,23 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
         return result
     records = tuning_log.of_workload(tuning_log.read(log_path), workload) if log_path else []
     gpus = getattr(runner, "gpus", 0) if runner else 0
-    budget = (DEFAULT_TRIALS if gpus else 0) if trials is None else trials
-    done = {r["steps"] for r in records}
-    todo = [v for v in found.ranked if v.text not in done][: max(0, budget - len(records))]
-    jobs = [Job(prog.ast.source, prog.filename, kernel, dict(prog.sizes, **(sizes or {})), v.text, device, backend,
-                v.choice, v.t_estimate, seed, time_it=bool(gpus)) for v in todo]
-    if jobs and runner is not None:
+    budget = max(0, ((DEFAULT_TRIALS if gpus else 0) if trials is None else trials) - len(records))
+    if budget and runner is not None:
         result.executor = runner.describe()
-        bar = _bar(progress, "measuring", len(jobs))
-        for record in runner.run(jobs):
-            line = tuning_log.append(log_path, workload, record, __version__) if log_path else record
-            result.measured.append(line)
-            if bar:
-                bar.update(1)
+        bar = _bar(progress, "measuring", budget)
+
+        def measure(verdicts) -> list:
+            jobs = [Job(prog.ast.source, prog.filename, kernel, dict(prog.sizes, **(sizes or {})), v.text, device,
+                        backend, v.choice, v.t_estimate, seed, time_it=bool(gpus)) for v in verdicts]
+            lines = []
+            for record in runner.run(jobs):
+                lines.append(tuning_log.append(log_path, workload, record, __version__) if log_path else record)
+                if bar:
+                    bar.update(1)
+            result.measured += lines
+            return lines
+
+        _measure_in_rounds(found, records, budget, measure, batch=max(8, 4 * max(gpus, 1)))
         if bar:
             bar.close()
     result.logged = records + result.measured
@@ -85,6 +89,42 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
     elif not result.logged:
         result.winner_steps = found.ranked[0].text  # nothing measured: the model's choice
     return result
+
+
+def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure, batch: int) -> None:
+    """Spend the budget in rounds: first the model's best, spread over the space (no two alike in all but one
+    knob while others are left); then, each round, the neighbours of the fastest measured candidates (judged
+    by the screen first) and a quarter of the model's next best -- so a model that is wrong about a region is
+    corrected by the measurements instead of trusted for the whole budget."""
+    measured = {r["steps"]: r for r in records}
+    fresh = [v for v in found.ranked if v.text not in measured]
+    first = _spread(fresh, min(budget, batch))
+    while budget > 0 and first:
+        for line in measure(first):
+            measured[line["steps"]] = line
+        budget -= len(first)
+        fastest = sorted((r for r in measured.values() if r.get("ok") and r.get("us") is not None),
+                         key=lambda r: r["us"])[:3] or sorted((r for r in measured.values() if r.get("ok")),
+                                                              key=lambda r: r.get("t_estimate", 0.0))[:3]
+        # the fastest one's neighbours first, in knob order: where the measurements contradict the model, the
+        # model's order of the neighbours would walk away from the measured optimum
+        near = [v for r in fastest for v in neighbours(found, r["choice"]) if v.text not in measured]
+        near = list(dict((v.text, v) for v in near).values())
+        rest = [v for v in found.ranked if v.text not in measured and v.text not in {x.text for x in near}]
+        first = (near[: batch - batch // 4] + _spread(rest, batch))[: min(budget, batch)]  # a quarter explores
+
+
+def _spread(ranked: list, count: int) -> list:
+    """The first `count` of the model's ranking, skipping a candidate that differs in one knob only from one
+    already taken, as long as others remain (then the skipped ones, in order)."""
+    taken, skipped = [], []
+    for v in ranked:
+        if len(taken) == count:
+            break
+        close = any(sum(v.choice.get(k) != t.choice.get(k) for k in set(v.choice) | set(t.choice)) <= 1
+                    for t in taken)
+        (skipped if close else taken).append(v)
+    return (taken + skipped)[:count]
 
 
 def _numbers(sizes: dict) -> dict:
