@@ -158,6 +158,7 @@ def main() -> None:
         model_vs = sorted((r["t_estimate"] * 1e6, r["us"]) for r in result.measured if r.get("us"))
         print(f"#   (model us, measured us) of the measured: {[(round(a, 1), round(b, 1)) for a, b in model_vs]}",
               flush=True)
+    runner.close()
 
 
 if __name__ == "__main__":

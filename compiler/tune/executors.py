@@ -45,6 +45,7 @@ class LocalExecutor:
             raise TdslError(f"--workers {self.workers} is more than the {self.gpus} local GPUs: two workers would "
                             f"time on one GPU and disturb each other's measurements")
         self.builders = builders or max(self.workers, (os.cpu_count() or 2) // 2) if self.gpus else 0
+        self._pools: dict = {}  # role -> its worker processes, kept across the tuner's rounds until close()
 
     def describe(self) -> str:
         if not self.gpus:
@@ -54,30 +55,40 @@ class LocalExecutor:
 
     def run(self, jobs: list[Job]) -> Iterator[dict]:
         if not self.gpus:
-            for record, _ in _pool(jobs, self.workers, gpus=0):
+            for record, _ in self._each("check", self.workers, jobs):
                 yield record
             return
         checked = {}
-        for record, job in _pool([replace(j, stage="check") for j in jobs], self.builders, self.gpus):
+        for record, job in self._each("build", self.builders, [replace(j, stage="check") for j in jobs]):
             if record["ok"]:
                 checked[job.steps] = (job, record)
             else:
                 yield record
-        for record, job in _pool([replace(j, stage="time") for j, _ in checked.values()], self.workers, self.gpus):
+        for record, job in self._each("time", self.workers, [replace(j, stage="time") for j, _ in checked.values()]):
             first = checked[job.steps][1]
             yield {**first, **record, "detail": first["detail"] if record["ok"] else record.get("detail", "")}
 
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.shutdown()
+        self._pools.clear()
 
-def _pool(jobs: list[Job], processes: int, gpus: int) -> Iterator[tuple]:
-    """(record, job) of each job as it finishes, run by `processes` spawned workers pinned round-robin to GPUs."""
+    def _each(self, role: str, processes: int, jobs: list[Job]) -> Iterator[tuple]:
+        """(record, job) of each job as it finishes, on the role's processes (started on first use)."""
+        if role not in self._pools:
+            self._pools[role] = _spawn(processes, self.gpus)
+        futures = {self._pools[role].submit(run_job, job): job for job in jobs}
+        for future in as_completed(futures):
+            yield future.result(), futures[future]
+
+
+def _spawn(processes: int, gpus: int) -> ProcessPoolExecutor:
+    """`processes` spawned workers, pinned round-robin to the GPUs (or to the Triton interpreter)."""
     context = multiprocessing.get_context("spawn")
     slots = context.Queue()
     for n in range(processes):
         slots.put(n % gpus if gpus else -1)
-    with ProcessPoolExecutor(processes, mp_context=context, initializer=_pin, initargs=(slots,)) as pool:
-        futures = {pool.submit(run_job, job): job for job in jobs}
-        for future in as_completed(futures):
-            yield future.result(), futures[future]
+    return ProcessPoolExecutor(processes, mp_context=context, initializer=_pin, initargs=(slots,))
 
 
 def _pin(slots) -> None:

@@ -138,8 +138,13 @@ def _job():
 
 def test_local_executor_checks_in_a_worker_process():
     runner = LocalExecutor(1)
-    records = list(runner.run([_job()]))
-    assert len(records) == 1 and records[0]["ok"], records
+    try:
+        records = list(runner.run([_job()]))
+        records += list(runner.run([replace(_job(), seed=1)]))  # a second round: the same worker process
+    finally:
+        runner.close()
+    assert len(records) == 2 and records[1]["ok"]
+    assert len(records) == 2 and records[0]["ok"], records
     assert "Triton interpreter" in records[0]["detail"]
 
 
@@ -162,7 +167,10 @@ def test_local_executor_checks_then_times_in_two_stages():
     runner = LocalExecutor(1)
     runner.gpus, runner.builders = 1, 2
     bad = Job(_job().source, _job().filename, None, SOFTMAX, "bind(Y.i, grid.x)\nbind(Y.j, grid.x)", "h200", None)
-    records = {r["steps"]: r for r in runner.run([replace(_job(), time_it=True), bad])}
+    try:
+        records = {r["steps"]: r for r in runner.run([replace(_job(), time_it=True), bad])}
+    finally:
+        runner.close()
     good = records[_job().steps]
     assert good["ok"] and "vs interpreter" in good["detail"] and good["device"] == "cpu (not timed)"
     assert not records[bad.steps]["ok"]
