@@ -86,15 +86,15 @@ def cmd_tune(args) -> int:
 def _print_ranking(result, top: int = 5) -> None:
     print(f"model's top {min(top, len(result.search.ranked))} (predicted time):")
     for v in result.search.ranked[:top]:
-        knobs = " ".join(f"{k.split('.', 1)[1]}={val}" for k, val in v.choice.items())
-        print(f"  {v.t_estimate * 1e6:10.2f} us  {knobs}")
+        knobs = " ".join(f"{k}={val}" for k, val in v.choice.items())
+        print(f"  {v.t_estimate * 1e6:10.4g} us  {knobs}")
 
 
 def _print_measured(records: list, top: int = 10) -> None:
     ok = sorted((r for r in records if r.get("ok")), key=lambda r: (r.get("us") is None, r.get("us") or 0.0))
     for r in ok[:top]:
         us = f"{r['us']:10.2f} us" if r.get("us") is not None else "  not timed"
-        print(f"  {us}  (model {r['t_estimate'] * 1e6:.2f} us)  {r.get('timing', '')}")
+        print(f"  {us}  (model {r['t_estimate'] * 1e6:.4g} us)  {r.get('timing', '')}")
     failed = [r for r in records if not r.get("ok")]
     for r in failed[:5]:
         print(f"  FAILED: {r.get('detail', '')[:300]}")

@@ -215,7 +215,7 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
     j = next(x.name for x in rhs.indices if x.name in s.lhs_iters)
     k = s.red_iters[0]
     epilogue = _epilogue(flow, s)
-    inlinable = _inlinable_operands(flow, s)
+    inlinable = [t for t in _inlinable_operands(flow, s) if t not in grouped]  # not another product's epilogue
     grouped.update([s.name, *epilogue, *inlinable])
     taken = set(s.iters)
     io, jo, ii, jj, ko, kk = (_fresh(base, taken) for base in (i + "o", j + "o", i + "i", j + "i", k + "o", k + "i"))
