@@ -27,25 +27,38 @@ SIGNIFICANT = 1.10  # measurements closer than this are no ordering
 
 
 def measurements(results: Path = RESULTS) -> dict:
-    """(workload, schedule) -> (median microseconds, [files]) over the latest day's correct runs."""
-    by_day: dict = {}
+    """(workload, schedule) -> (microseconds, file) of the latest run (by its recorded date) that measured the
+    pair with a correct output."""
+    latest: dict = {}
     for path in sorted(results.glob("*.json")):
         data = json.loads(path.read_text())
         if not isinstance(data, dict):
             continue
-        day = path.name[:10]
+        when = str(data.get("date", path.name))
         for workload, entry in data.items():
             if not isinstance(entry, dict) or not isinstance(entry.get("schedules"), list):
                 continue
             for row in entry["schedules"]:
-                if row.get("ok") and isinstance(row.get("us"), (int, float)):
-                    by_day.setdefault((workload, row["schedule"]), {}).setdefault(day, []).append(
-                        (row["us"], path.name))
-    out = {}
-    for key, days in by_day.items():
-        rows = days[max(days)]
-        out[key] = (statistics.median(us for us, _ in rows), [name for _, name in rows])
-    return out
+                key = (workload, row["schedule"])
+                if row.get("ok") and isinstance(row.get("us"), (int, float)) and when >= latest.get(key, ("",))[0]:
+                    latest[key] = (when, row["us"], path.name)
+    return {key: (us, name) for key, (_, us, name) in latest.items()}
+
+
+def attention_measurements(results: Path = RESULTS) -> dict:
+    """The rows of benchmarks/gpu/attention_mha.py (Triton backend): (workload, schedule) -> (microseconds,
+    file) of the latest run, the workload named EXAMPLE_bBhHlL."""
+    latest: dict = {}
+    for path in sorted(results.glob("*mha*.json")):
+        data = json.loads(path.read_text())
+        when = str(data.get("date", path.name))
+        for row in data.get("rows", []):
+            if row.get("backend", "triton") != "triton" or not row.get("ok") or not row.get("us"):
+                continue
+            key = (f"{row['example']}_b{row['B']}h{row['H']}l{row['L']}", row.get("schedule", "unfused"))
+            if when >= latest.get(key, ("",))[0]:
+                latest[key] = (when, row["us"], path.name)
+    return {key: (us, name) for key, (_, us, name) in latest.items()}
 
 
 def workload_source(workload: str, schedule: str):
@@ -74,22 +87,51 @@ def check_sizes(prog, workload: str) -> None:
 
 
 def rows(target: str) -> list:
-    from tdsl.compiler.analysis.cost import analyze
     from tdsl.compiler.driver.api import load
 
     out, programs = [], {}
-    for (workload, schedule), (us, files) in sorted(measurements().items()):
+    for (workload, schedule), (us, run) in sorted(measurements().items()):
         source = workload_source(workload, schedule)
         if source is None:
             continue
         if source not in programs:
             programs[source] = load(ROOT / source)
             check_sizes(programs[source], workload)
-        cost = analyze(programs[source].schedule(schedule), target)
-        out.append({"workload": workload, "source": source, "schedule": schedule, "measured_us": us,
-                    "runs": files, "t_bound_us": cost.t_bound * 1e6, "t_estimate_us": cost.t_estimate * 1e6,
-                    "limits": [k.estimate.limit for k in cost.kernels if k.estimate is not None]})
+        out.append(row(workload, source, schedule, us, run, programs[source].schedule(schedule), target))
     return out
+
+
+def attention_rows(target: str) -> list:
+    """The multi-head attention measurements, each schedule rebuilt as attention_mha.py builds it (the flash
+    variants are the example's flash schedule with other numbers) at its B, H and L."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
+    from attention_mha import VARIANTS, variant_source
+
+    from tdsl.compiler.driver.api import load
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for (workload, schedule), (us, run) in sorted(attention_measurements().items()):
+            example, shape = workload.split("_b")
+            b, rest = shape.split("h")
+            h, length = rest.split("l")
+            text = (ROOT / "examples" / f"{example}.tdsl").read_text()
+            path = Path(tmp) / f"{example}.tdsl"
+            path.write_text(text + "".join(variant_source(text, v, n) for v, n in VARIANTS.items() if n))
+            prog = load(path, sizes={"B": int(b), "H": int(h), "L": int(length)})
+            out.append(row(workload, f"examples/{example}.tdsl", schedule, us, run, prog.schedule(schedule), target))
+    return out
+
+
+def row(workload, source, schedule, us, run, sched, target) -> dict:
+    from tdsl.compiler.analysis.cost import analyze
+
+    cost = analyze(sched, target)
+    return {"workload": workload, "source": source, "schedule": schedule, "measured_us": us, "run": run,
+            "t_bound_us": cost.t_bound * 1e6, "t_estimate_us": cost.t_estimate * 1e6,
+            "limits": [k.estimate.limit for k in cost.kernels if k.estimate is not None]}
 
 
 def pairs(group: list) -> tuple:
@@ -134,9 +176,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="h200")
     parser.add_argument("--json", help="also write the table as JSON here")
+    parser.add_argument("--attention", action="store_true", help="also the multi-head attention runs")
     args = parser.parse_args()
     table = rows(args.target)
     print(report(table))
+    if args.attention:
+        print()
+        print(report(attention_rows(args.target)))
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1))
 

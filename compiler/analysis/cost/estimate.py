@@ -33,7 +33,9 @@ import islpy as isl
 from tdsl.frontend import ast
 
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan
+from tdsl.compiler.analysis.cost.count import card
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
+from tdsl.compiler.analysis.cost.timing import register_demand
 from tdsl.compiler.analysis.cost.traffic import statement_flops
 from tdsl.compiler.analysis.placement import MATRIX_UNITS, matrix_operands
 from tdsl.compiler.model.functions import COMPOSITIONS
@@ -51,13 +53,15 @@ def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Est
     nbytes = dram_bytes(model, kp, cost, tgt, resident)
     t_matrix, units = matrix_time(model, tgt, kp, cost, resident)
     waves = wave_factor(kp, cost, tgt)
+    spill = spill_factor(kp, cost, tgt)
     return Estimate(
         t_launch=launch_time(tgt),
+        wave=min(cost.programs, resident * tgt.units),
         dram_bytes=nbytes,
         t_dram=dram_time(nbytes, tgt),
         t_l2=l2_time(cost.global_bytes, tgt),
-        t_matrix=t_matrix,
-        t_vector=vector_time(model, tgt, kp, cost, warps),
+        t_matrix=t_matrix * spill,
+        t_vector=vector_time(model, tgt, kp, warps) * spill,
         waves=waves,
         t_inflight=inflight_time(kp, cost, tgt, resident, waves),
         units=units,
@@ -71,6 +75,17 @@ def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Est
 def launch_time(tgt: Target) -> float:
     """Target.launch_overhead_s: an empty kernel timed as the benchmarks time kernels (h100.py [mb])."""
     return tgt.launch_overhead_s or 0.0
+
+
+def spill_factor(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
+    """Compute slows in proportion to the registers a thread needs over those it may have (timing.py's
+    `register_demand` against Target.max_registers_per_thread): the rest lives in local memory and every use
+    of it is a load or store.  An assumption, not measured by itself; the FMA products' measured law
+    (`ieee_dot_rate`) falls the same way once their operands outgrow the registers.  Registers given with
+    `--regs` are taken as what the kernel gets (no spill)."""
+    if cost.occupancy is None or not cost.occupancy.regs_estimated or not tgt.max_registers_per_thread:
+        return 1.0
+    return max(1.0, register_demand(kp, tgt) / tgt.max_registers_per_thread)
 
 
 def resident_programs(cost: KernelCost, tgt: Target) -> int:
@@ -238,10 +253,11 @@ def _names(access: ast.Access) -> list:
 
 
 def _tile_extent(kp: KernelPlan, stmt: str, access: ast.Access, iterator: Optional[str]) -> int:
-    """The tile extent along `iterator` of the operand buffer the product reads (its innermost copy)."""
+    """The tile extent along `iterator` of the operand buffer the product reads (its innermost copy, or the
+    registers an earlier statement of the kernel left it in)."""
     if iterator is None:
         return 1
-    bufs = [b for b in kp.buffers if b.tensor == access.tensor and stmt in b.stmts and b.kind in ("read", "tile")]
+    bufs = [b for b in kp.buffers if b.tensor == access.tensor and stmt in b.stmts and b.kind in ("read", "tile", "temp")]
     if not bufs:
         return 1
     buf = min(bufs, key=lambda b: math.prod(b.shape) if b.shape else 1)
@@ -279,9 +295,9 @@ def tile_efficiency(m: int, n: int, tgt: Target) -> float:
 def ieee_dot_rate(p: Product, tgt: Target, warps: int) -> float:
     """FLOP/s of an f32 FMA product: Target.ieee_dot_efficiency of the FMA rate while k x outputs per thread stays
     within Target.ieee_dot_register_words, falling in proportion beyond (operands spill; h100.py [mb])."""
-    fma_flops = 2 * (tgt.vector_instr_rate or tgt.vector_flops / 2)
     if not tgt.ieee_dot_efficiency:
         return tgt.vector_flops
+    fma_flops = 2 * (tgt.vector_instr_rate or tgt.vector_flops / 2)
     m, n, k = (_pow2(x, TRITON_DOT_MIN) for x in (p.m, p.n, p.k))
     outputs = m * n / (max(warps, 1) * (tgt.warp_size or 32))
     return fma_flops * tgt.ieee_dot_efficiency / max(1.0, k * outputs / tgt.ieee_dot_register_words)
@@ -395,9 +411,7 @@ def vector_slots(model, kp: KernelPlan, tgt: Target) -> float:
 
 
 def statement_instances(model, stmt: str) -> int:
-    """Instances of a statement (the count statement_flops already made)."""
-    from tdsl.compiler.analysis.cost.count import card
-
+    """Instances of a statement (the count statement_flops already made, remembered by count.py)."""
     return card(model.stmt(stmt).domain)
 
 
@@ -415,7 +429,7 @@ def issue_efficiency(warps: int, tgt: Target) -> float:
     return _interpolate(tgt.issue_by_warps, warps)
 
 
-def vector_time(model, tgt: Target, kp: KernelPlan, cost: KernelCost, warps: int) -> float:
+def vector_time(model, tgt: Target, kp: KernelPlan, warps: int) -> float:
     """Vector slots at Target.vector_instr_rate (the datasheet's vector FLOP/s, one per operation, without it),
     slowed by the issue efficiency of the resident warps."""
     rate = tgt.vector_instr_rate or tgt.vector_flops

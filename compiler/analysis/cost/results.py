@@ -79,6 +79,7 @@ class Estimate:
     estimate"): t = launch + max(DRAM, L2, compute x waves, loads in flight)."""
 
     t_launch: float  # the launch overhead
+    wave: int  # programs resident at once over all SMs (cores): the ones that share tiles through L2
     dram_bytes: int  # global bytes that reach DRAM once programs of one wave share tiles through L2
     t_dram: float  # dram_bytes at the measured DRAM bandwidth
     t_l2: float  # every counted global byte through L2, at its bandwidth
