@@ -112,6 +112,9 @@ def dram_bytes(model, kp: KernelPlan, cost: KernelCost, tgt: Target, resident: i
     total = cost.global_write
     for a in reads:
         counted = counted_bytes[_key(a)]
+        if a.loop is None:  # loaded once by the whole kernel: nothing to share
+            total += counted
+            continue
         varies = grid_dependence(kp, a)
         distinct = math.prod(wave_extent(order, name, wave) for name in varies)
         nbytes = min(counted, counted * distinct // max(wave, 1))
@@ -459,7 +462,9 @@ def longest_program(kp: KernelPlan, cost: KernelCost) -> float:
     fibres = isl.Map.from_range(dom).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, n - 1)
     longest = fibres.dim_max(0).sub(fibres.dim_min(0)).add_constant_val(isl.Val.one(dom.get_ctx())).max_val()
     mean = cost.loop_iterations[cost.step.loop] / max(cost.programs, 1)
-    return max(1.0, longest.to_python() / mean) if mean else 1.0
+    if not mean or not longest.is_int():  # an empty loop (NaN) has no longest program
+        return 1.0
+    return max(1.0, longest.to_python() / mean)
 
 
 def inflight_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, waves: float) -> float:
