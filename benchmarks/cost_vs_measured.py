@@ -1,22 +1,23 @@
 """The cost model against the H200 measurements: does the estimate rank schedules as the GPU does?
 
 Reads every benchmarks/gpu/results/*.json written by benchmarks/gpu/run.py (a workload is a key with a
-"schedules" list); for each (workload, schedule) takes the **median of the runs of the latest day that measured
-it**, correct outputs only (one compiler version per day: the kernels changed between days, runs of one day
-differ by noise).  Each measured schedule is rebuilt from its .tdsl (benchmarks/gpu/build.py's WORKLOADS) at the
-sizes in the workload's name, analysed for the H200, and printed with the measured time, the roofline bound
-and the estimate.  Then, per workload and overall, the pairs of schedules whose measurements differ by at
-least 10% (closer pairs are no ordering) and how many the estimate orders the same way (a tie counts as a
-miss), and the range of estimate / measured.
+"schedules" list); for each (workload, schedule) takes **the latest run that measured it** with a correct
+output (by the date the run recorded: the kernels the compiler generates changed between runs, so the latest
+run is the one the current compiler's schedules match best).  Each measured schedule is rebuilt from its .tdsl
+(benchmarks/gpu/build.py's WORKLOADS; the program's constants must be the sizes in the workload's name),
+analysed for the H200, and printed with the measured time, the roofline bound and the estimate.  Then, per
+workload and overall, the pairs of schedules whose measurements differ by at least 10% (closer pairs are no
+ordering), how many the estimate orders the same way (a tie counts as a miss) and how many the roofline bound
+does, and the range of estimate / measured.  `--attention` adds the runs of benchmarks/gpu/attention_mha.py,
+each flash variant rebuilt as that script builds it.
 
-    .venv/bin/python benchmarks/cost_vs_measured.py [--target h200] [--json OUT]
+    .venv/bin/python benchmarks/cost_vs_measured.py [--target h200] [--json OUT] [--attention]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from itertools import combinations
 from pathlib import Path

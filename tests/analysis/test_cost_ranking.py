@@ -1,4 +1,4 @@
-"""The ranking estimate (compiler/analysis/cost/estimate.py) ranks schedules as the H200 does, and each of its
+"""The ranking estimate (compiler/analysis/cost/estimate.py, l2.py, work.py) ranks schedules as the H200 does, and each of its
 terms does what docs/cost.md says.
 
 The measured times are frozen here as literal numbers, copied from benchmarks/gpu/results/2026-11-30-run2.json
@@ -13,15 +13,9 @@ from itertools import combinations
 import pytest
 
 from tdsl.compiler.analysis.cost import analyze
-from tdsl.compiler.analysis.cost.estimate import (
-    issue_efficiency,
-    padding,
-    product_unit,
-    products,
-    vector_slots,
-    wave_extent,
-    wave_factor,
-)
+from tdsl.compiler.analysis.cost.estimate import wave_factor
+from tdsl.compiler.analysis.cost.l2 import wave_extent
+from tdsl.compiler.analysis.cost.work import issue_efficiency, padding, product_unit, products, vector_slots
 from tdsl.compiler.analysis.buffer_plan import plan_kernels
 from tdsl.compiler.driver.api import load, loads
 from tdsl.compiler.targets import get_target

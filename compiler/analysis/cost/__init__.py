@@ -29,6 +29,8 @@ The modules, in the order they depend on each other:
     results.py   the result dataclasses (Transfer, Occupancy, Step, Estimate, KernelCost, ProgramCost)
     traffic.py   per kernel: the bytes of each movement, the FLOPs of each statement, loop trip counts
     timing.py    roofline times, occupancy, the pipelined serial loop
+    l2.py        the estimate's DRAM bytes after reuse in L2 among the programs of one wave
+    work.py      the estimate's compute: products by instruction class, vector work in FP32-instruction slots
     estimate.py  the ranking estimate, one function per term (docs/cost.md, "The estimate")
     program.py   analyze(): the cost of a scheduled program, kernel by kernel, and its peak global memory
     tiling.py    rewriting a block's split/tile factors; fit(), the largest factor that fits the target
