@@ -69,6 +69,18 @@ class Target:
     memory_latency_s: Optional[float] = None
     loads_in_flight_per_warp: Optional[int] = None
     bytes_per_load_per_thread: Optional[int] = None
+    # figures of the ranking estimate (compiler/analysis/cost/estimate.py, docs/cost.md "The estimate"); measured
+    # where a source says so.  None: the estimate falls back to the datasheet peaks and leaves the term out.
+    l2_bandwidth: Optional[float] = None  # bytes/s the SMs read from L2 (tile loads that hit)
+    launch_overhead_s: Optional[float] = None  # seconds a launch adds to a kernel's time, as benchmarks time it
+    matrix_flops_sustained: dict = field(default_factory=dict)  # operand class -> FLOP/s a large tile sustains
+    tensor_tile_efficiency: tuple = ()  # ((m*n/(m+n) of the product tile, fraction of the sustained rate), ...)
+    one_warpgroup_efficiency: Optional[float] = None  # tensor rate with one resident warpgroup per SM / with two
+    vector_instr_rate: Optional[float] = None  # FP32 instructions/s (an FMA is one) at full issue
+    vector_op_cost: dict = field(default_factory=dict)  # operation -> FP32-instruction slots one costs
+    issue_by_warps: tuple = ()  # ((resident warps per SM, fraction of the full vector issue rate), ...)
+    ieee_dot_efficiency: Optional[float] = None  # f32 FMA product (Triton input_precision="ieee"): FMA-rate share
+    ieee_dot_register_words: Optional[int] = None  # k x outputs per thread beyond which that share falls (spills)
     sources: dict = field(default_factory=dict)
 
     # ------------------------------------------------------------ scopes

@@ -5,7 +5,11 @@ Sources: [ch] the chapter, 5.1.5 (also /work/shared/design.md's targets table);
 and "Shared Memory" for compute capability 9.0 (vendor documentation, cited from the published guide);
 [occ] NVIDIA CUDA Occupancy Calculator / Nsight Compute occupancy section (register allocation unit);
 [ds] NVIDIA H100 Tensor Core GPU datasheet, SXM5 column (dense figures are half of the "with sparsity" ones);
-[wp] NVIDIA H100 Tensor Core GPU Architecture whitepaper.
+[wp] NVIDIA H100 Tensor Core GPU Architecture whitepaper;
+[mb] our microbenchmarks on the lent H200 (same GH100 SM, L2 and clocks as the H100 SXM5), 2026-12-01:
+benchmarks/gpu/microbench.py and microbench_occupancy.py, results in benchmarks/gpu/results/2026-12-01-microbench-*.json
+(Triton 3.6, triton.testing.do_bench medians).  Not measured on an H100: the per-SM rates carry over, the DRAM
+bandwidth does not (the H100's own measured figure is unknown, so its estimate uses the datasheet's).
 """
 
 from tdsl.compiler.targets import KiB, Scope, Target
@@ -53,11 +57,48 @@ TARGET = Target(
     memory_latency_s=600e-9,  # the chapter's assumed DRAM latency [ch 5.1.5]; an assumption, not a datasheet figure
     loads_in_flight_per_warp=4,  # the chapter's assumption [ch 5.1.5]
     bytes_per_load_per_thread=16,  # 128-bit loads [ch 5.1.5]
+    # --- the ranking estimate's figures (docs/cost.md "The estimate"), all [mb] unless marked
+    l2_bandwidth=9.85e12,  # tile loads hitting L2: 9.85 TB/s over an 8 MiB footprint, 9.26 over 32 MiB [mb run2]
+    launch_overhead_s=3.4e-6,  # do_bench of an empty Triton kernel: 3.37-3.40 us (4.0 us with 1,056 programs) [mb]
+    matrix_flops_sustained={
+        "bf16": 717e12,  # Triton tl.dot, 128x256x64 tile, 8 warps, L2-resident operands [mb run1]
+        "f8e4m3": 1434e12,  # K-major FP8 operands (wgmma): 2 x bf16, the datasheet ratio; NOT measured
+        # FP8 with a B operand that is not K-major: Triton 3.6 takes mma.sync after widening to f16 (HMMA in the
+        # SASS of quant_gemm_2): 355 TFLOP/s at 128x128x64 (2 programs per SM), where bf16 gives 670 [mb run2];
+        # divided by that tile's efficiency below (0.94) to be a large-tile figure
+        "f8e4m3_b_not_k_major": 378e12,
+    },
+    # tensor rate by the product tile's m*n/(m+n) (operand bytes per FLOP fall as it grows): 64x64x32 with 6
+    # programs per SM 371 TFLOP/s, 128x128x64 with 2 per SM 670-681, 128x256x64 717 [mb]; linear between points
+    tensor_tile_efficiency=((32.0, 0.52), (64.0, 0.94), (85.33, 1.0)),  # [mb], as above
+    one_warpgroup_efficiency=0.87,  # 128x128x64 bf16, 4 warps: 593 TFLOP/s with 1 program per SM, 681 with 2 [mb run1]
+    vector_instr_rate=27.1e12,  # dependent FMA chains, 64 warps per SM: 103.8 per SM per clock at 1.98 GHz [mb]
+    vector_op_cost={
+        "div": 14.5,  # IEEE division (tl.div_rn): 7.16 per SM per clock against 103.8 FMAs [mb]
+        "exp": 7.0,  # tl.exp (ex2.approx on the 16-lane MUFU pipe + a multiply): 14.74 per SM per clock [mb]
+        "log": 7.0,  # assumed as exp (lg2.approx on the MUFU pipe + a multiply); not measured
+        "sqrt": 14.5,  # tl.sqrt_rn, assumed as div (an approximate root, Newton steps and a fix-up); not measured
+        "tanh": 21.5,  # libdevice tanh, assumed as exp + div; not measured
+        "round_bf16": 2.0,  # f32 -> bf16 -> f32: F2FP and a shift in the generated kernels' SASS
+        "round_f16": 2.0,  # as bf16
+        "round_f8e4m3": 6.0,  # NaN test, clamp to +-448 (2), convert and widen: the SASS of swiglu_quant
+    },
+    # vector issue rate against resident warps: SiLU steps on 32 elements per thread with 1..16 programs of 4
+    # warps resident per SM, as a fraction of the rate at 64 warps (latency hiding) [mb occupancy]
+    issue_by_warps=((4, 0.39), (8, 0.67), (16, 0.88), (32, 0.95), (64, 1.0)),  # [mb occupancy], as above
+    # Triton's FMA product (f32 or mixed operands) keeps each thread's operand rows and columns of the whole k
+    # tile in registers: 64x64x16 (k x outputs per thread = 16 x 32 = 512) runs at 0.49 of the FMA rate,
+    # 64x128x16 (1024) at 0.27, 64x64x64 (2048) at 0.13, 64x128x64 (4096) at 0.047 [mb]: time per FMA grows
+    # in proportion to k x outputs per thread past 512 (spills to local memory)
+    ieee_dot_efficiency=0.49,  # 26.7 TFLOP/s of 54.2 (2 x the FMA rate above) [mb], as above
+    ieee_dot_register_words=512,  # k x outputs per thread of the fastest measured tile [mb], as above
     sources={
         "ch": "the chapter, 5.1.5 (and design.md targets table)",
         "guide": "NVIDIA CUDA C++ Programming Guide, compute capability 9.0 (vendor documentation)",
         "occ": "NVIDIA CUDA Occupancy Calculator (register allocation unit 256 per warp)",
         "ds": "NVIDIA H100 Tensor Core GPU datasheet, SXM5",
         "wp": "NVIDIA H100 Tensor Core GPU Architecture whitepaper",
+        "mb": "benchmarks/gpu/microbench*.py on the lent H200 (same GH100 SM), 2026-12-01; "
+              "benchmarks/gpu/results/2026-12-01-microbench-*.json",
     },
 )

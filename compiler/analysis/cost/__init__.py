@@ -18,14 +18,20 @@ Everything is computed from the scheduled tree and the isl access relations (see
   operand dtype) + other FLOPs / vector peak; the larger one names the bottleneck.
 * **Occupancy** (NVIDIA). Resident blocks per SM = min over threads, registers (allocated per warp in units of
   256), shared memory (the working set plus the per-block reserve) and the block limit.
+* **Estimate.** The time a schedule search ranks by (`ProgramCost.t_estimate`): per kernel, launch overhead +
+  max(DRAM after reuse in L2 within a wave, L2 bandwidth, compute by instruction class and padded tile at the
+  issue rate of the resident warps x waves, loads in flight); the roofline figures above stay as they are.
 
 The modules, in the order they depend on each other:
 
     count.py     exact integer-point counts and sums over isl sets (card, box_sum)
     report.py    the text report and the JSON data of a result
-    results.py   the result dataclasses (Transfer, Occupancy, Step, KernelCost, ProgramCost)
+    results.py   the result dataclasses (Transfer, Occupancy, Step, Estimate, KernelCost, ProgramCost)
     traffic.py   per kernel: the bytes of each movement, the FLOPs of each statement, loop trip counts
     timing.py    roofline times, occupancy, the pipelined serial loop
+    l2.py        the estimate's DRAM bytes after reuse in L2 among the programs of one wave
+    work.py      the estimate's compute: products by instruction class, vector work in FP32-instruction slots
+    estimate.py  the ranking estimate, one function per term (docs/cost.md, "The estimate")
     program.py   analyze(): the cost of a scheduled program, kernel by kernel, and its peak global memory
     backend_rules.py  whether a code generator can use a candidate's tiles (padded to powers of two, its lowering)
     tiling.py    rewriting a block's split/tile factors; fit(), the largest factor that fits the target
@@ -42,7 +48,7 @@ from tdsl.compiler.analysis.cost.backend_rules import refusal
 from tdsl.compiler.analysis.cost.plot import Point, kernel_points, plot_kernels, plot_sweep, roofs, sweep_points
 from tdsl.compiler.analysis.cost.program import analyze
 from tdsl.compiler.analysis.cost.report import KiB, MiB, report_text
-from tdsl.compiler.analysis.cost.results import KernelCost, Occupancy, ProgramCost, Step, Transfer
+from tdsl.compiler.analysis.cost.results import Estimate, KernelCost, Occupancy, ProgramCost, Step, Transfer
 from tdsl.compiler.analysis.cost.sweeps import SweepRow, sweep, sweep_table
 from tdsl.compiler.analysis.cost.timing import estimate_registers, occupancy
 from tdsl.compiler.analysis.cost.tiling import build_block, current_factor, effective_factors, fit, with_factors
@@ -53,7 +59,7 @@ _build = build_block  # the name of tdsl 0.1
 __all__ = [
     "MAX_ENUMERATION", "KiB", "MiB",
     "card", "box_sum", "sum_products",
-    "Transfer", "Occupancy", "Step", "KernelCost", "ProgramCost",
+    "Transfer", "Occupancy", "Step", "Estimate", "KernelCost", "ProgramCost",
     "analyze", "statement_flops", "estimate_registers", "occupancy",
     "report_text",
     "with_factors", "current_factor", "effective_factors", "build_block", "fit", "refusal",

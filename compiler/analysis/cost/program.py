@@ -1,6 +1,7 @@
 """`analyze`: the cost of a scheduled program on a target, kernel by kernel, and its peak global memory.
 
-It puts together the counts of traffic.py and the times of timing.py for every kernel of the buffer plan.
+It puts together the counts of traffic.py, the times of timing.py and the ranking estimate of estimate.py for
+every kernel of the buffer plan.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, plan_kernels
+from tdsl.compiler.analysis.cost.estimate import kernel_estimate
 from tdsl.compiler.analysis.cost.results import KernelCost, ProgramCost
 from tdsl.compiler.analysis.cost.timing import occupancy, roofline, step_time
 from tdsl.compiler.analysis.cost.traffic import kernel_flops, kernel_transfers, loop_iterations
@@ -42,6 +44,7 @@ def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional
                       kp.buffers, kp.working_set, kp.violations, transfers, fm, fv, mdtype, iterations, occ,
                       t_memory, t_compute)
     cost.step = step_time(kp, cost, tgt)
+    cost.estimate = kernel_estimate(model, tgt, kp, cost)
     return cost
 
 

@@ -92,6 +92,8 @@ def report_text(cost: ProgramCost) -> str:
             lines.append(f"  per iteration of {s.loop} ({s.per_program} per program, {s.stages} stage(s)): "
                          f"{fmt_bytes(int(s.bytes))} loaded in {fmt_time(s.t_move)}, {s.flops:,.0f} FLOPs in "
                          f"{fmt_time(s.t_compute)} at 1/{tgt.units} of the device; loop {fmt_time(s.t_pipeline)}")
+        if k.estimate is not None:
+            lines.extend(_estimate_lines(k.estimate, tgt))
     lines.append("")
     lines.append(f"total: {len(cost.kernels)} kernel(s); global memory {fmt_mib(cost.global_bytes)} "
                  f"(read {fmt_mib(cost.global_read)}, written {fmt_mib(cost.global_write)}); each tensor once: "
@@ -99,9 +101,23 @@ def report_text(cost: ProgramCost) -> str:
     lines.append(f"  FLOPs {cost.flops:,}; intensity {cost.intensity:.3g} FLOP/byte; roofline bound "
                  f"{fmt_time(cost.t_bound)}" + (f"; matrix utilisation at most {cost.mfu_bound:.0%}" if cost.flops_matrix else ""))
     lines.append(f"  peak global memory {fmt_mib(cost.peak_global_memory)} at {cost.peak_at}")
+    lines.append(f"  estimate {fmt_time(cost.t_estimate)} (kernels one after another; what a schedule search ranks by)")
     if cost.violations:
         lines.append(f"  capacity: {len(cost.violations)} violation(s); the schedule is rejected for {tgt.name}")
     return "\n".join(lines)
+
+
+def _estimate_lines(e, tgt: Target) -> list:
+    """The kernel's ranking estimate and its terms (docs/cost.md, "The estimate")."""
+    units = ", ".join(dict.fromkeys(e.units)) or "no products"
+    warps = f" at {e.resident_warps} resident warps" if e.resident_warps else ""
+    return [
+        f"  estimate {fmt_time(e.t_estimate)}, limited by {e.limit}: launch {fmt_time(e.t_launch)} + max(DRAM "
+        f"{fmt_time(e.t_dram)}, L2 {fmt_time(e.t_l2)}, compute {fmt_time(e.t_compute)}, in flight "
+        f"{fmt_time(e.t_inflight)})",
+        f"    DRAM {fmt_mib(e.dram_bytes)} after L2 reuse in waves of {e.wave:,} programs; compute = (matrix "
+        f"{fmt_time(e.t_matrix)} [{units}] + vector {fmt_time(e.t_vector)}{warps}) x {e.waves:.3g} for waves",
+    ]
 
 
 def _capacity(tgt: Target, scope: str, n: int) -> str:
@@ -125,7 +141,8 @@ def json_data(obj):
     if hasattr(obj, "__dataclass_fields__"):  # fields kept out of repr are links (a tree loop), not data
         out = {k: json_data(getattr(obj, k)) for k, f in obj.__dataclass_fields__.items() if f.repr}
         for prop in ("global_read", "global_write", "global_bytes", "flops", "intensity", "t_bound", "bottleneck",
-                     "occupancy", "bytes", "label", "level", "mfu_bound", "over"):
+                     "occupancy", "bytes", "label", "level", "mfu_bound", "over", "t_compute", "limit",
+                     "t_estimate"):
             if prop in type(obj).__dict__ and isinstance(type(obj).__dict__[prop], property):
                 value = getattr(obj, prop)
                 out[prop] = value if not (isinstance(value, float) and math.isinf(value)) else None

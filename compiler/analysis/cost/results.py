@@ -1,4 +1,5 @@
-"""What a cost analysis returns: transfers, occupancy, the pipelined step, per-kernel and per-program costs.
+"""What a cost analysis returns: transfers, occupancy, the pipelined step, the estimate's terms, per-kernel and
+per-program costs.
 
 The figures derived from the counted ones (global bytes, intensity, roofline bound, bottleneck, matrix
 utilisation bound) are properties here, so that the text and JSON reports and the callers read the same values.
@@ -73,6 +74,38 @@ class Step:
 
 
 @dataclass
+class Estimate:
+    """The terms of one kernel's ranking estimate (compiler/analysis/cost/estimate.py, docs/cost.md "The
+    estimate"): t = launch + max(DRAM, L2, compute x waves, loads in flight)."""
+
+    t_launch: float  # the launch overhead
+    wave: int  # programs resident at once over all SMs (cores): the ones that share tiles through L2
+    dram_bytes: int  # global bytes that reach DRAM once programs of one wave share tiles through L2
+    t_dram: float  # dram_bytes at the measured DRAM bandwidth
+    t_l2: float  # every counted global byte through L2, at its bandwidth
+    t_matrix: float  # matrix products, by instruction class and padded tile
+    t_vector: float  # other work in FP32-instruction slots, at the issue rate the resident warps reach
+    waves: float  # the busiest SM's (core's) work over the mean: partial last wave, longest program
+    t_inflight: float  # Little's law: load steps x latency / (resident programs x pipeline stages)
+    units: list  # the instruction class of each product ("tensor bf16", "ieee fma", ...)
+    resident_warps: int  # warps per SM the issue rate is read at (0: no occupancy model)
+
+    @property
+    def t_compute(self) -> float:
+        return (self.t_matrix + self.t_vector) * self.waves
+
+    @property
+    def limit(self) -> str:
+        """The term that sets the estimate: dram, l2, compute or latency."""
+        terms = {"dram": self.t_dram, "l2": self.t_l2, "compute": self.t_compute, "latency": self.t_inflight}
+        return max(terms, key=terms.get)
+
+    @property
+    def t_estimate(self) -> float:
+        return self.t_launch + max(self.t_dram, self.t_l2, self.t_compute, self.t_inflight)
+
+
+@dataclass
 class KernelCost:
     index: int
     name: str
@@ -92,6 +125,7 @@ class KernelCost:
     t_memory: float
     t_compute: float
     step: Optional[Step] = None
+    estimate: Optional[Estimate] = None
 
     @property
     def global_read(self) -> int:
@@ -120,6 +154,11 @@ class KernelCost:
     @property
     def bottleneck(self) -> str:
         return "memory" if self.t_memory >= self.t_compute else "compute"
+
+    @property
+    def t_estimate(self) -> float:
+        """The ranking estimate (seconds); the roofline bound where no estimate was made."""
+        return self.estimate.t_estimate if self.estimate is not None else self.t_bound
 
     def level_bytes(self) -> dict:
         out: dict = {}
@@ -173,8 +212,8 @@ class ProgramCost:
 
     @property
     def t_estimate(self) -> float:
-        """The predicted run time that ranks schedules (`tdsl tune`); for now the roofline bound."""
-        return self.t_bound
+        """The predicted run time that ranks schedules (`tdsl tune`): the kernels' estimates, one after another."""
+        return sum(k.t_estimate for k in self.kernels)
 
     @property
     def violations(self) -> list[Violation]:

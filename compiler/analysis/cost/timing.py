@@ -27,11 +27,16 @@ def roofline(tgt: Target, global_bytes: int, flops_matrix: int, flops_vector: in
 def estimate_registers(kp: KernelPlan, tgt: Target) -> int:
     """Registers per thread when none are given: the register-scope working set spread over the block's
     threads, plus 32 for addresses, indices and loop state, rounded up to 8 and capped at the target's limit."""
+    regs = register_demand(kp, tgt)
+    return min(regs, tgt.max_registers_per_thread or regs)
+
+
+def register_demand(kp: KernelPlan, tgt: Target) -> int:
+    """`estimate_registers` before the cap: past the target's limit the rest spills to local memory."""
     threads = kp.warps * (tgt.warp_size or 32)
     reg_bytes = kp.working_set.get(tgt.default_scope, 0)
     regs = math.ceil(reg_bytes / 4 / threads) + 32
-    regs = 8 * math.ceil(regs / 8)
-    return min(regs, tgt.max_registers_per_thread or regs)
+    return 8 * math.ceil(regs / 8)
 
 
 def occupancy(kp: KernelPlan, tgt: Target, regs: Optional[int] = None) -> Occupancy:

@@ -1,0 +1,137 @@
+"""The ranking estimate: a kernel's time from the counted bytes and FLOPs plus what the roofline leaves out.
+
+    t = launch + max(DRAM, L2, compute x waves, loads in flight)
+
+One function per term (docs/cost.md, "The estimate", gives each formula and its source):
+
+* `launch_time`     the time a launch adds (Target.launch_overhead_s, measured with an empty kernel);
+* `dram_time`       global bytes after reuse in L2 (l2.py's `dram_bytes`: programs resident together, one wave,
+                    read a tile they share once) at the measured DRAM bandwidth;
+* `l2_time`         every counted tile load and store passes through L2 (Target.l2_bandwidth);
+* compute           work.py: each product at the rate of its instruction class (`matrix_time`), other work in
+                    FP32-instruction slots at the issue rate the resident warps reach (`vector_time`), tiles
+                    padded to powers of two; times `spill_factor` (registers needed past the target's limit);
+* `wave_factor`     the busiest SM's (core's) work over the mean: a partial last wave, a longest program;
+* `inflight_time`   Little's law: each load step waits the memory latency, and only resident programs x pipeline
+                    stages of them are in flight at once.
+
+The estimate reuses what `analyze` already counted (transfers, occupancy, the K step); the only isl work added
+is per global load: whether its tile changes with each grid loop, and the longest program's number of steps.
+"""
+
+from __future__ import annotations
+
+import math
+
+import islpy as isl
+
+from tdsl.compiler.analysis.buffer_plan import KernelPlan
+from tdsl.compiler.analysis.cost.l2 import dram_bytes
+from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
+from tdsl.compiler.analysis.cost.timing import register_demand
+from tdsl.compiler.analysis.cost.work import matrix_time, vector_time
+from tdsl.compiler.targets import Target
+
+
+def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Estimate:
+    """Every term of one kernel's estimate."""
+    resident = resident_programs(cost, tgt)
+    warps = cost.occupancy.resident_warps if cost.occupancy is not None else 0
+    nbytes = dram_bytes(model, kp, cost, tgt, resident)
+    t_matrix, units = matrix_time(model, tgt, kp, cost, resident)
+    waves = wave_factor(kp, cost, tgt)
+    spill = spill_factor(kp, cost, tgt)
+    return Estimate(
+        t_launch=launch_time(tgt),
+        wave=min(cost.programs, resident * tgt.units),
+        dram_bytes=nbytes,
+        t_dram=dram_time(nbytes, tgt),
+        t_l2=l2_time(cost.global_bytes, tgt),
+        t_matrix=t_matrix * spill,
+        t_vector=vector_time(model, tgt, kp, warps) * spill,
+        waves=waves,
+        t_inflight=inflight_time(kp, cost, tgt, resident, waves),
+        units=units,
+        resident_warps=warps,
+    )
+
+
+# ---------------------------------------------------------------- launch, residency
+
+
+def launch_time(tgt: Target) -> float:
+    """Target.launch_overhead_s: an empty kernel timed as the benchmarks time kernels (h100.py [mb])."""
+    return tgt.launch_overhead_s or 0.0
+
+
+def spill_factor(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
+    """Compute slows in proportion to the registers a thread needs over those it may have (timing.py's
+    `register_demand` against Target.max_registers_per_thread): the rest lives in local memory and every use
+    of it is a load or store.  An assumption, not measured by itself; the FMA products' measured law
+    (`ieee_dot_rate`) falls the same way once their operands outgrow the registers.  Registers given with
+    `--regs` are taken as what the kernel gets (no spill)."""
+    if cost.occupancy is None or not cost.occupancy.regs_estimated or not tgt.max_registers_per_thread:
+        return 1.0
+    return max(1.0, register_demand(kp, tgt) / tgt.max_registers_per_thread)
+
+
+def resident_programs(cost: KernelCost, tgt: Target) -> int:
+    """Programs resident together on one SM (the occupancy model), or one per core on Ascend."""
+    if cost.occupancy is None:
+        return 1
+    return max(cost.occupancy.resident_blocks, 1)
+
+
+# ---------------------------------------------------------------- DRAM and L2 bandwidth
+
+
+def dram_time(nbytes: int, tgt: Target) -> float:
+    """DRAM bytes at the measured bandwidth (Target.dram_bandwidth_measured; the datasheet's without one)."""
+    return nbytes / (tgt.dram_bandwidth_measured or tgt.dram_bandwidth)
+
+
+def l2_time(nbytes: int, tgt: Target) -> float:
+    """The counted global bytes (every tile load and store passes through L2) at Target.l2_bandwidth."""
+    return nbytes / tgt.l2_bandwidth if tgt.l2_bandwidth else 0.0
+
+
+# ---------------------------------------------------------------- waves and latency
+
+
+def wave_factor(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
+    """The busiest SM's (core's) work over the mean: programs are spread whole, so one runs ceil(programs /
+    SMs) of them, and no SM finishes before the longest program does (a causal loop's last row)."""
+    per_unit = cost.programs / tgt.units
+    busiest = max(math.ceil(per_unit), longest_program(kp, cost))
+    return busiest / per_unit if per_unit else 1.0
+
+
+def longest_program(kp: KernelPlan, cost: KernelCost) -> float:
+    """The longest program's steps of the K loop over the mean program's (1 without such a loop)."""
+    if cost.step is None or cost.step.per_program <= 0:
+        return 1.0
+    access = next((a for a in kp.accesses if a.src == "global" and a.loop_name == cost.step.loop), None)
+    if access is None:
+        return 1.0
+    dom = access.touched.domain()
+    n = dom.dim(isl.dim_type.set)
+    fibres = isl.Map.from_range(dom).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, n - 1)
+    longest = fibres.dim_max(0).sub(fibres.dim_min(0)).add_constant_val(isl.Val.one(dom.get_ctx())).max_val()
+    mean = cost.loop_iterations[cost.step.loop] / max(cost.programs, 1)
+    if not mean or not longest.is_int():  # an empty loop (NaN) has no longest program
+        return 1.0
+    return max(1.0, longest.to_python() / mean)
+
+
+def inflight_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, waves: float) -> float:
+    """Little's law: every load step (an iteration of the K loop, or a program's one load of its tiles) waits the
+    memory latency (Target.memory_latency_s) plus its bytes at the SM's share of the L2 bandwidth, and an SM has
+    at most resident programs x pipeline stages of them in flight."""
+    if not tgt.memory_latency_s:
+        return 0.0
+    loads = sum(t.bytes for t in cost.transfers if t.src == "global")
+    steps = cost.loop_iterations[cost.step.loop] if cost.step is not None else cost.programs
+    stages = cost.step.stages if cost.step is not None else 1
+    share = (tgt.l2_bandwidth or tgt.dram_bandwidth) / tgt.units
+    per_step = tgt.memory_latency_s + loads / max(steps, 1) / share
+    return steps / tgt.units * waves * per_step / (resident * stages)
