@@ -177,7 +177,7 @@ def test_local_executor_checks_then_times_in_two_stages():
 
 
 class Synthetic:
-    """A GPU whose times disagree with the model: 64 x 64 tiles are fastest, 3 stages best."""
+    """A GPU whose times disagree with the model: 16 x 32 tiles are fastest, 1 stage best."""
 
     gpus = 1
 
@@ -189,7 +189,7 @@ class Synthetic:
 
         for job in jobs:
             c = job.choice
-            us = 10 + abs(math.log2(c["C.BM"] / 64)) + abs(math.log2(c["C.BN"] / 64)) + abs(c["C.stages"] - 3)
+            us = 10 + abs(math.log2(c["C.BM"] / 16)) + abs(math.log2(c["C.BN"] / 32)) + abs(c["C.stages"] - 1)
             yield {"choice": c, "steps": job.steps, "t_estimate": job.t_estimate, "ok": True, "us": us}
 
 
