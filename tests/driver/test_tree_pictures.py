@@ -127,9 +127,9 @@ def test_output_to_a_file_never_the_program(tmp_path, capsys):
     assert status == 0 and (tmp_path / "gemm.txt").read_text().startswith("# before: program order\nDomain")
 
 
-@pytest.mark.parametrize("command, doc", [("tree", "schedule-trees.md"), ("cost", "cost.md")])
+@pytest.mark.parametrize("command, doc", [("tree", "schedule-trees.md"), ("cost", "cost.md"), ("tune", "tuning.md")])
 def test_help_and_docs_agree(command, doc):
-    """Every option of `tdsl tree` / `tdsl cost` and every choice of them is in the command's usage lines of its
+    """Every option of `tdsl tree` / `tdsl cost` / `tdsl tune` and every choice of them is in the command's usage lines of its
     page, and each usage line's options are the command's."""
     from tdsl.compiler.driver.cli import build_parser
 
