@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from triton.testing import do_bench
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # the repository root: compiler/verify (compare.py) needs numpy only
+from compiler.tune.measure import graph_us  # noqa: E402
 from compiler.verify import compare  # noqa: E402
 
 DEV = "cuda"
@@ -45,31 +45,9 @@ def bench(fn) -> float:
     return do_bench(fn, warmup=25, rep=200) * 1e3
 
 
-def graph_bench(calls, repeat: int = 20) -> float:
-    """Microseconds per call with CPU launch overhead removed: the calls (each on its own buffers, rotated so
-    the working set exceeds L2) are captured `repeat` times in one CUDA graph, and the graph's replays timed."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for call in calls:
-            call()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(repeat):
-            for call in calls:
-                call()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(10):
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / (repeat * len(calls)))
-    return sorted(times)[len(times) // 2]
+# Microseconds per call with CPU launch overhead removed: the calls (each on its own buffers, rotated so the
+# working set exceeds L2) captured `repeat` times in one CUDA graph, the graph's replays timed.
+graph_bench = graph_us
 
 
 def _maybe(measure):

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 import tdsl  # noqa: E402
 from tdsl.compiler.tune.executors import LocalExecutor  # noqa: E402
 from tdsl.frontend.diagnostics import TdslError  # noqa: E402
-from tdsl.compiler.tune.measure import Job, run_job  # noqa: E402
+from tdsl.compiler.tune.measure import Job, run_job, time_call  # noqa: E402
 from tdsl.compiler.tune.tuner import tune  # noqa: E402
 
 BF16, F16 = torch.bfloat16, torch.float16
@@ -80,33 +80,10 @@ WORKLOADS = {
 }
 
 
-def graph_us(call, repeat: int = 20) -> float:
-    from triton.testing import do_bench
-
-    us = do_bench(call, warmup=25, rep=100) * 1e3
-    if us >= 50:
-        return us
-    for _ in range(3):
+def _warm_time(call) -> float:
+    for _ in range(3):  # torch.compile compiles and autotunes on its first calls
         call()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        call()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(repeat):
-            call()
-    torch.cuda.synchronize()
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(10):
-        begin.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(begin.elapsed_time(end) * 1e3 / repeat)
-    return sorted(times)[len(times) // 2]
+    return time_call(call)[0]
 
 
 def hand_written(prog, path: str, sizes: dict, target: str) -> dict:
@@ -141,7 +118,7 @@ def main() -> None:
         result = tune(prog, target="h200", trials=args.trials, samples=args.samples, runner=runner,
                       log_path=Path(args.log) / f"{key}.jsonl")
         took = time.time() - start
-        refs = {name: graph_us(call) for name, call in make_ref().items()}
+        refs = {name: _warm_time(call) for name, call in make_ref().items()}
         hand = {} if args.no_hand else hand_written(prog, path, sizes, "h200")
         failed = [r.get("detail", "")[:200] for r in result.measured if not r.get("ok")]
         row = {"workload": key, "sizes": sizes, "tuned_us": result.winner_us, "tuning_s": round(took, 1),

@@ -153,7 +153,7 @@ def _time(job: Job, bench: bool = True) -> dict:
         torch.cuda.synchronize()
         first_s = time.perf_counter() - start
         nan_left = sum(int(torch.isnan(b.float()).sum()) for b in buffers)
-        us, method = _bench(call) if bench and not nan_left else (None, "")
+        us, method = time_call(call) if bench and not nan_left else (None, "")
     record = {"us": us, "timing": method, "first_run_s": first_s, "device": torch.cuda.get_device_name()}
     if nan_left:
         record.update(ok=False, detail=f"{nan_left} output elements left unwritten (NaN) at the tuned sizes")
@@ -175,22 +175,33 @@ def _numel(shape) -> int:
     return n
 
 
-def _bench(call) -> tuple[float, str]:
-    import torch
+def time_call(call) -> tuple[float, str]:
+    """(microseconds per call, how they were taken): `do_bench`'s median, or below GRAPH_BELOW_US the replays
+    of a CUDA graph of 20 calls, so that the host's launch overhead does not hide the kernel's own time."""
     from triton.testing import do_bench
 
     us = do_bench(call, warmup=25, rep=100) * 1e3
     if us >= GRAPH_BELOW_US:
         return us, "do_bench median"
+    return graph_us([call]), "CUDA graph of 20 calls, median of 10 replays"
+
+
+def graph_us(calls, repeat: int = 20) -> float:
+    """Microseconds per call of `calls` (each on its own buffers, e.g. rotated past L2) captured `repeat`
+    times in one CUDA graph: the median of 10 replays."""
+    import torch
+
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        call()
+    with torch.cuda.stream(stream):  # warm-up (and any lazy initialisation) outside the capture
+        for call in calls:
+            call()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(20):
-            call()
+        for _ in range(repeat):
+            for call in calls:
+                call()
     graph.replay()
     torch.cuda.synchronize()
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -200,5 +211,5 @@ def _bench(call) -> tuple[float, str]:
         graph.replay()
         end.record()
         torch.cuda.synchronize()
-        times.append(begin.elapsed_time(end) * 1e3 / 20)
-    return sorted(times)[len(times) // 2], "CUDA graph of 20 calls, median of 10 replays"
+        times.append(begin.elapsed_time(end) * 1e3 / (repeat * len(calls)))
+    return sorted(times)[len(times) // 2]
