@@ -58,6 +58,13 @@ def matrix_operands(stmt) -> Optional[tuple]:
     return None
 
 
+def smallest_dot_tile(dtypes) -> tuple[int, int]:
+    """(smallest i and j extent, smallest k extent) of a tile the lowering turns into a `Dot`: 16 everywhere,
+    k at least 32 for 8-bit operands (sm_90 wgmma takes k in steps of 32).  A smaller tile is a vector
+    product (broadcast multiply and sum), not a matrix-unit one."""
+    return 16, 32 if "f8e4m3" in dtypes else 16
+
+
 def _indexed_by(e, iters: set, batch: set) -> bool:
     """A plain read whose indices are distinct iterators: all of `iters`, and otherwise only `batch` ones."""
     if not (isinstance(e, ast.Access) and all(isinstance(x, ast.Name) for x in e.indices)):

@@ -20,7 +20,7 @@ import islpy as isl
 
 from tdsl.frontend import ast
 
-from tdsl.compiler.analysis.placement import matrix_operands
+from tdsl.compiler.analysis.placement import matrix_operands, smallest_dot_tile
 from tdsl.compiler.model.program import Stmt
 from tdsl.compiler.lower.geometry import _check_size
 from tdsl.compiler.lower.registers import _lanes, _Produced
@@ -113,13 +113,13 @@ class ReductionLowering:
         return Reduce(stmt.reduce_op, body, red_axes)
 
     def _dot(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Optional[Dot]:
-        """A matrix product (`placement.matrix_operands`) over a tile with axes (i, j, k), each at least 16 wide
-        (k at least 32 for 8-bit operands) -> a tile `Dot`; which unit runs it is decided per backend later."""
+        """A matrix product (`placement.matrix_operands`) over a tile with axes (i, j, k) no smaller than
+        `placement.smallest_dot_tile` -> a tile `Dot`; which unit runs it is decided per backend later."""
         operands = matrix_operands(stmt)
         if operands is None:
             return None
         names = [a.iter for a in tile.axes]
-        if len(names) != 3 or any(a.size < 16 for a in tile.axes):
+        if len(names) != 3:
             return None
         k = stmt.red_iters[0]
         if names[2:] != [k]:  # the tile's axes must be (i, j, k), k the reduction's only iterator
@@ -131,11 +131,12 @@ class ReductionLowering:
             lhs, rhs = rhs, lhs
             if not (_plain(lhs, {i, k}, batch) and _plain(rhs, {k, j}, batch)):
                 return None
+        dtypes = (self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
+        least_ij, least_k = smallest_dot_tile(dtypes)
+        if min(tile.axes[0].size, tile.axes[1].size) < least_ij or tile.axes[2].size < least_k:
+            return None
         if tile.mask is not None and not self._separable(stmt, context, i, j, k):
             return None
-        dtypes = (self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
-        if "f8e4m3" in dtypes and tile.axes[2].size < 32:
-            return None  # 8-bit matrix instructions (sm_90 wgmma) take k in steps of 32
         a = self._operand(stmt, tile, context, [i, k], lhs, i)
         b = self._operand(stmt, tile, context, [k, j], rhs, j)
         return None if a is None or b is None else Dot(a, b, *dtypes)

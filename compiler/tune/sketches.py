@@ -31,7 +31,7 @@ from typing import Callable, Optional
 
 from tdsl.frontend.diagnostics import TdslError
 
-from tdsl.compiler.analysis.placement import matrix_operands
+from tdsl.compiler.analysis.placement import matrix_operands, smallest_dot_tile
 from tdsl.compiler.model.online import NotOnline, online_form
 from tdsl.compiler.model.program import KernelModel, Stmt, collect_accesses
 from tdsl.compiler.schedule.schedule import Step
@@ -220,11 +220,13 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
     taken = set(s.iters)
     io, jo, ii, jj, ko, kk = (_fresh(base, taken) for base in (i + "o", j + "o", i + "i", j + "i", k + "o", k + "i"))
     staged = [a.tensor for a in (lhs, rhs)]
+    least_k = smallest_dot_tile([flow.model.tensors[t].dtype for t in staged])[1]
     name = s.name
     params = [
         Param(f"{name}.BM", _tiles(PRODUCT_TILES, flow.extents[name, i])),
         Param(f"{name}.BN", _tiles(PRODUCT_TILES, flow.extents[name, j])),
-        Param(f"{name}.BK", _tiles(PRODUCT_K, flow.extents[name, k])),
+        # a K step too short for the matrix unit (8-bit operands need 32) would be a vector product
+        Param(f"{name}.BK", _tiles(tuple(v for v in PRODUCT_K if v >= least_k), flow.extents[name, k])),
         Param(f"{name}.stages", PRODUCT_STAGES),
         Param(f"{name}.warps", PRODUCT_WARPS),
         Param(f"{name}.grid", ("ij", "ji")),  # which tile axis is grid.x: consecutive programs share that operand

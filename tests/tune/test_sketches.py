@@ -122,3 +122,11 @@ def test_attention_with_an_online_maximum_gets_the_flash_rule():
     plain = (EXAMPLES / "mha.tdsl").read_text().replace(" combine online", "")
     with pytest.raises(NoSketch, match="batched matrix product"):
         sketch(loads(plain, sizes={"L": 1000}).model())
+
+
+def test_8_bit_products_get_no_k_step_too_short_for_the_matrix_unit():
+    model = tdsl.load(EXAMPLES / "quant_gemm.tdsl").model()
+    params = {p.name: p.values for p in sketch(model).params}
+    assert params["P.BK"] == (32, 64, 128)  # E4M3 operands: wgmma takes k in steps of 32 (placement.smallest_dot_tile)
+    model = tdsl.load(EXAMPLES / "gemm_silu.tdsl").model()
+    assert {p.name: p.values for p in sketch(model).params}["C.BK"] == (16, 32, 64, 128)
