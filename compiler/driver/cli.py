@@ -286,31 +286,26 @@ def _interpreter_reference(prog, args, model):
 
 
 def cmd_run_target(args) -> int:
-    import os
     import tempfile
 
-    from tdsl.compiler.driver.generate import generate, load_module, run_generated
-    from tdsl.compiler.verify import compare, reordered_terms, tolerance_dtype
+    from tdsl.compiler.driver.generate import generate, kernel_device, load_module, run_generated
+    from tdsl.compiler.verify import compare_outputs
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
     model = prog.schedule(None, kernel=args.kernel).model
     inputs, reference, count = _interpreter_reference(prog, args, model)
     text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
-    import torch
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"  # read when the generated module's kernels are decorated
+    device = kernel_device()
     with tempfile.TemporaryDirectory() as tmp:
         module = load_module(text, Path(tmp) / f"{model.name}_kernel.py")
         outputs = run_generated(module, model, inputs, device=device, guard=64)
     where = "GPU" if device == "cuda" else "Triton interpreter"
     print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
     status = 0
+    results = compare_outputs(model, reference, outputs)
     for t in model.outputs():
-        result = compare(reference[t.name].astype("float32"), outputs[t.name], tolerance_dtype(model, t.name),
-                         reordered_terms(model, t.name))
+        result = results[t.name]
         print(f"  {t.name} {list(outputs[t.name].shape)} {t.dtype}: {'ok' if result.ok else 'MISMATCH'} ({result.summary()})")
         status = status or (0 if result.ok else 1)
     return status

@@ -11,6 +11,7 @@ that was only `exec`'d from a string.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 from dataclasses import replace
@@ -146,6 +147,17 @@ def python_name(module, name: str) -> str:
     """The identifier a generated module uses for a program name (kernel, tensor, size): the same name, unless
     it would collide with Python or the module's own names (then the module's RENAMED says which)."""
     return getattr(module, "RENAMED", {}).get(name, name)
+
+
+def kernel_device() -> str:
+    """Where a generated Triton module runs here: "cuda", or "cpu" under the Triton interpreter (switched on
+    before the module is loaded: @triton.jit reads TRITON_INTERPRET when it decorates a kernel)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    os.environ["TRITON_INTERPRET"] = "1"
+    return "cpu"
 
 
 def run_generated(module, model, inputs: dict, device: str = "cpu", guard: int = 0) -> dict:

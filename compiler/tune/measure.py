@@ -16,7 +16,6 @@ the tuning log keeps.
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 import traceback
@@ -85,9 +84,9 @@ def _program(job: Job, sizes: dict):
 
 
 def _check(job: Job) -> dict:
-    from tdsl.compiler.driver.generate import generate, load_module, run_generated
+    from tdsl.compiler.driver.generate import generate, kernel_device, load_module, run_generated
     from tdsl.compiler.reference.interpreter import interpret, random_inputs
-    from tdsl.compiler.verify import compare, reordered_terms, tolerance_dtype
+    from tdsl.compiler.verify import compare_outputs
 
     full = _program(job, job.sizes)
     small = check_sizes(full.model(job.kernel))
@@ -97,28 +96,16 @@ def _check(job: Job) -> dict:
     inputs = random_inputs(model, job.seed)
     reference = interpret(model, original.time_map(), inputs)
     text = generate(prog, "__candidate", target=job.target, backend=job.backend, kernel=job.kernel)
-    device = _device()
+    device = kernel_device()
     with tempfile.TemporaryDirectory() as tmp:
         module = load_module(text, Path(tmp) / f"{model.name}_candidate.py")
         outputs = run_generated(module, model, inputs, device=device, guard=64)
-    lines, ok = [], True
-    for t in model.outputs():
-        result = compare(reference[t.name].astype("float32"), outputs[t.name], tolerance_dtype(model, t.name),
-                         reordered_terms(model, t.name))
-        ok = ok and bool(result.ok)
-        lines.append(f"{t.name}: {result.summary()}")
+    results = compare_outputs(model, reference, outputs)
+    ok = all(r.ok for r in results.values())
+    lines = [f"{name}: {r.summary()}" for name, r in results.items()]
     where = "GPU" if device == "cuda" else "Triton interpreter"
     sizes = ",".join(f"{k}={v}" for k, v in small.items())
     return {"ok": ok, "detail": f"{where} at {sizes} vs interpreter: " + "; ".join(lines)}
-
-
-def _device() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    os.environ["TRITON_INTERPRET"] = "1"  # read when a generated module's kernels are decorated
-    return "cpu"
 
 
 def _time(job: Job, bench: bool = True) -> dict:

@@ -75,11 +75,12 @@ class Screen:
         verdict = Verdict(choice, steps)
         try:
             sched = self.build(steps)
-            cost = analyze(sched, self.target)
+            plans = plan_kernels(sched, self.device)  # once, for the cost and the padded-tile judgement
+            cost = analyze(sched, self.target, plans=plans)
             if cost.violations:
                 v = cost.violations[0]
                 return self._reject(verdict, f"capacity:{v.scope}", v.text())
-            padded = padded_overflow(plan_kernels(sched, self.device), self.device)
+            padded = padded_overflow(plans, self.device)
             if padded:
                 return self._reject(verdict, "capacity:padded", padded)
             lower_for(sched, BACKENDS[self.kind, self.backend], self.target)

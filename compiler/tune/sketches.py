@@ -245,7 +245,7 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
             steps += [Step("compute_inline", (t,), {}) for t in inlinable]
         else:
             for t in inlinable:
-                steps += _grid_steps(flow, flow.stmt(t), c, f"{t}.")
+                steps += _grid_steps(flow.stmt(t), c, f"{t}.")
         steps += [
             Step("tile", (f"{name}.{i}", f"{name}.{j}", c[f"{name}.BM"], c[f"{name}.BN"]), {}, (io, jo, ii, jj)),
             Step("split", (f"{name}.{k}", c[f"{name}.BK"]), {}, (ko, kk)),
@@ -263,7 +263,7 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
         steps.append(Step("launch", (name,), {"warps": c[f"{name}.warps"]}))
         separate = epilogue if c.get(f"{name}.epilogue") == "separate" else []
         for e in separate:
-            steps += _grid_steps(flow, flow.stmt(e), c, f"{name}.epilogue_")
+            steps += _grid_steps(flow.stmt(e), c, f"{name}.epilogue_")
         return steps
 
     return Group("product", name, [*inlinable, name, *epilogue], params, build)
@@ -388,7 +388,7 @@ def _root_group(flow: Flow, root: Stmt, grouped: set) -> Group:
     def build(c: dict) -> list[Step]:
         inline = c.get(f"{name}.producers") == "inlined"
         steps = [Step("compute_inline", (m,), {}) for m in members] if inline else []
-        tile_steps, outer = _tile_steps(flow, root, c, f"{name}.")
+        tile_steps, outer = _tile_steps(root, c, f"{name}.")
         steps += tile_steps
         if not inline:
             steps += [Step("compute_at", (m, f"{name}.{outer}"), {}) for m in reversed(members)]
@@ -461,38 +461,37 @@ def _tile_params(flow: Flow, root: Stmt, prefix: str, when: Optional[tuple] = No
     return params
 
 
-def _tile_steps(flow: Flow, root: Stmt, c: dict, prefix: str) -> tuple[list[Step], str]:
-    """The tile (or split) of the root's last one or two iterators; returns the steps and the outer column loop."""
-    iters, name = root.lhs_iters, root.name
+def _tile_loops(root: Stmt) -> list[tuple[str, str, str]]:
+    """(iterator, outer loop, inner loop) of each tiled iterator of an elementwise root: its last two (one)."""
     taken = set(root.iters)
-    if len(iters) >= 2:
-        i, j = iters[-2], iters[-1]
-        io, jo, ii, jj = (_fresh(b, taken) for b in (i + "o", j + "o", i + "i", j + "i"))
-        return [Step("tile", (f"{name}.{i}", f"{name}.{j}", c[prefix + "TM"], c[prefix + "TN"]), {},
-                     (io, jo, ii, jj))], jo
-    j = iters[-1]
-    jo, jj = _fresh(j + "o", taken), _fresh(j + "i", taken)
-    return [Step("split", (f"{name}.{j}", c[prefix + "TN"]), {}, (jo, jj))], jo
+    tiled = root.lhs_iters[-2:]
+    outer = [_fresh(it + "o", taken) for it in tiled]
+    inner = [_fresh(it + "i", taken) for it in tiled]
+    return list(zip(tiled, outer, inner))
+
+
+def _tile_steps(root: Stmt, c: dict, prefix: str) -> tuple[list[Step], str]:
+    """The tile (or split) of the root's last one or two iterators; returns the steps and the outer column loop."""
+    loops, name = _tile_loops(root), root.name
+    factors = [c[prefix + knob] for knob in ("TM", "TN")[-len(loops):]]
+    primitive = "tile" if len(loops) == 2 else "split"
+    results = tuple(o for _, o, _ in loops) + tuple(i for _, _, i in loops)
+    step = Step(primitive, (*(f"{name}.{it}" for it, _, _ in loops), *factors), {}, results)
+    return [step], loops[-1][1]
 
 
 def _tile_binds(root: Stmt, c: dict, prefix: str) -> list[Step]:
     """Grid binds of a tiled root: the row tiles on grid.x, column tiles on grid.y, a third outer axis on grid.z."""
-    iters, name = root.lhs_iters, root.name
-    taken = set(root.iters)
-    if len(iters) >= 2:
-        i, j = iters[-2], iters[-1]
-        io, jo = _fresh(i + "o", taken), _fresh(j + "o", taken)
-        binds = [Step("bind", (f"{name}.{io}", "grid.x"), {}), Step("bind", (f"{name}.{jo}", "grid.y"), {})]
-        binds += _bind_outer(root, iters[:-2], axes=("z",))
-    else:
-        jo = _fresh(iters[-1] + "o", taken)
-        binds = [Step("bind", (f"{name}.{jo}", "grid.x"), {})]
+    loops, name = _tile_loops(root), root.name
+    binds = [Step("bind", (f"{name}.{outer}", f"grid.{axis}"), {}) for (_, outer, _), axis in zip(loops, "xy")]
+    if len(loops) == 2:
+        binds += _bind_outer(root, root.lhs_iters[:-2], axes=("z",))
     return binds + [Step("launch", (name,), {"warps": c[prefix + "warps"]})]
 
 
-def _grid_steps(flow: Flow, s: Stmt, c: dict, prefix: str) -> list[Step]:
+def _grid_steps(s: Stmt, c: dict, prefix: str) -> list[Step]:
     """A statement of the product's epilogue run as a kernel of its own, tiled as an elementwise root."""
-    steps, _ = _tile_steps(flow, s, c, prefix)
+    steps, _ = _tile_steps(s, c, prefix)
     return steps + _tile_binds(s, c, prefix)
 
 

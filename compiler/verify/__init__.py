@@ -9,8 +9,8 @@ This package and compare.py import numpy alone: the GPU machine runs them withou
 imported here.
 """
 
-from .compare import (TOLERANCE_BITS, ULPS, Comparison, compare, online_bound, reordered_terms,  # relative: see above
-                      tolerance_dtype, ulp)
+from .compare import (TOLERANCE_BITS, ULPS, Comparison, compare, compare_outputs, online_bound,  # relative: see above
+                      reordered_terms, tolerance_dtype, ulp)
 
-__all__ = ["TOLERANCE_BITS", "ULPS", "Comparison", "compare", "online_bound", "reordered_terms", "tolerance_dtype",
-           "ulp"]
+__all__ = ["TOLERANCE_BITS", "ULPS", "Comparison", "compare", "compare_outputs", "online_bound", "reordered_terms",
+           "tolerance_dtype", "ulp"]

@@ -112,6 +112,14 @@ def compare(ref, got, dtype: str, terms: int = 1) -> Comparison:
     )
 
 
+def compare_outputs(model, reference: dict, outputs: dict) -> dict:
+    """Each output of a generated kernel against the interpreter's, at its dtype's tolerance with the allowance
+    of the relaxed reductions it reads: {tensor: Comparison}."""
+    return {t.name: compare(np.asarray(reference[t.name]).astype(np.float32), outputs[t.name],
+                            tolerance_dtype(model, t.name), reordered_terms(model, t.name))
+            for t in model.outputs()}
+
+
 def online_bound(model, tensor: str, reference, result) -> Comparison:
     """A schedule with `online` against program order: the rewrite moves roundings (docs/rules/online-policy.md),
     and the bound it is held to is a kernel's tolerance in the dtype the output passes through.  Sums of

@@ -18,11 +18,12 @@ from tdsl.compiler.schedule.tree import global_tensors, launches, statements_und
 from tdsl.compiler.targets import Target, get_target
 
 
-def analyze(schedule: Schedule, target="h100", regs: Optional[int] = None) -> ProgramCost:
-    """The cost report of a (scheduled) program on a target."""
+def analyze(schedule: Schedule, target="h100", regs: Optional[int] = None,
+            plans: Optional[list[KernelPlan]] = None) -> ProgramCost:
+    """The cost report of a (scheduled) program on a target; `plans`: its buffer plan, when the caller has it."""
     tgt = get_target(target)
     model = schedule.model
-    plans = plan_kernels(schedule, tgt)
+    plans = plans if plans is not None else plan_kernels(schedule, tgt)
     kernels = [_kernel_cost(schedule, tgt, kp, regs) for kp in plans]
     peak, peak_at, sizes = _peak_global_memory(schedule)
     touched = {a.tensor for s in model.stmts for a in s.reads} | {s.write.tensor for s in model.stmts}
