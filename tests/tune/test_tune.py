@@ -199,3 +199,21 @@ def test_measurements_correct_the_models_ranking_round_by_round():
     first_round = min(r["us"] for r in result.measured[:8])
     assert len(result.measured) == 32
     assert result.winner_us <= first_round - 2  # at least two knob steps better than the model's first choices
+
+
+def test_user_errors_of_tune_and_compile_tuned_are_one_line_each(tmp_path, monkeypatch):
+    prog = tmp_path / "p.tdsl"
+    prog.write_text("param M\nconst N = 8\nkernel e(X: f32[M, N]) -> (Y: f32[M, N]) {\n  Y[i, j] = X[i, j] * 2.0\n}\n")
+    proc = _cli("tune", str(prog), "--target", "h200")
+    assert proc.returncode == 2 and "give a value to each param (M=..." in proc.stderr
+    proc = _cli("compile", str(EXAMPLES / "softmax.tdsl"), "--target", "h200", "--tuned", str(tmp_path / "none.jsonl"),
+                "-o", str(tmp_path / "k.py"))
+    assert proc.returncode == 2 and "no such tuning log" in proc.stderr
+    proc = _cli("compile", str(EXAMPLES / "softmax.tdsl"), "--schedule", "row_fused", "--tuned", "x.jsonl", "-o",
+                str(tmp_path / "k.py"))
+    assert proc.returncode == 2 and "choose --schedule or --tuned" in proc.stderr
+    import tdsl.compiler.tune.executors as executors
+
+    monkeypatch.setattr(executors, "local_gpus", lambda: 1)
+    with pytest.raises(TdslError, match="more than the 1 local GPUs"):
+        LocalExecutor(2)
