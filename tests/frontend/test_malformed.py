@@ -34,12 +34,14 @@ from malformed.generate import Candidate, candidates
 from tdsl.compiler.driver.cli import main
 
 CANDIDATES = candidates()
-# Every command a candidate gets, together (check --all, tree, and a compile per legal schedule).  The heaviest
-# accepted candidates are the attention examples: three legal schedules, the flash ones replaying 14 checked
-# steps in each command (2.5-2.9 s in all here, on 2 cores under the rest of the suite); a candidate over the
-# limit is run again and judged by the faster run, so one pause of a loaded CI machine does not fail it while a
-# pathological slowdown still does.
+# Every command a candidate gets, together (check --all, tree, and a compile per legal schedule), may take at most
+# TIME_LIMIT_S or SLOWDOWN_LIMIT times what the same commands take on the well-formed example the candidate came
+# from, whichever is larger.  The heaviest candidates are the attention examples (three legal schedules, the
+# flash ones replaying 14 checked steps in each command: 2.5-3 s on 2 cores under the rest of the suite), so a
+# fixed limit alone is as slow as a loaded CI machine; judged against its own example, a candidate fails only
+# for a slowdown the mutation caused.  A candidate over its limit is run again and judged by the faster run.
 TIME_LIMIT_S = 3.0
+SLOWDOWN_LIMIT = 2.0
 HANG_GUARD_S = 30  # a hung candidate fails the test instead of hanging the run
 MIN_REFUSED = 300
 
@@ -173,6 +175,17 @@ def _outcome(candidate: Candidate, tmp_dir) -> Outcome:
     return _OUTCOMES[candidate.name]
 
 
+def _time_limit(candidate: Candidate, tmp_dir) -> float:
+    """TIME_LIMIT_S, or SLOWDOWN_LIMIT times the well-formed example's own commands (measured now, under the
+    same load) when that is larger."""
+    parts = candidate.name.split(".")
+    source = EXAMPLES / f"{parts[1]}.tdsl" if len(parts) == 3 else None
+    if source is None or not source.is_file():
+        return TIME_LIMIT_S
+    original = _outcome(Candidate(f"original.{parts[1]}", source.read_bytes()), tmp_dir)
+    return max(TIME_LIMIT_S, SLOWDOWN_LIMIT * original.seconds)
+
+
 def _legal_schedules(check_output: str) -> list[str]:
     return re.findall(r"^schedule (\S+): legal", check_output, re.M)
 
@@ -209,11 +222,11 @@ def _params():
 def test_malformed_program_gets_a_clean_answer(candidate, tmp_dir):
     outcome = _outcome(candidate, tmp_dir)
     problems = [f for run in outcome.runs for f in run.failures]
-    if outcome.seconds >= TIME_LIMIT_S:
+    if outcome.seconds >= (limit := _time_limit(candidate, tmp_dir)):
         del _OUTCOMES[candidate.name]
         outcome = min(outcome, _outcome(candidate, tmp_dir), key=lambda o: o.seconds)
-    if outcome.seconds >= TIME_LIMIT_S:
-        problems.append(f"took {outcome.seconds:.2f} s (limit {TIME_LIMIT_S} s)")
+    if outcome.seconds >= limit:
+        problems.append(f"took {outcome.seconds:.2f} s (limit {limit:.2f} s)")
     assert not problems, _report(candidate, outcome, problems)
 
 
