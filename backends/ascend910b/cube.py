@@ -145,7 +145,7 @@ class CubeSide:
         self.expr_temps.add(ub)  # read only by the rounding below, which may write its result here
         rows = [self.cid, f"{self.vid} * {self.half}" if self.half else "0"] + ["0"] * (len(shape) - 1)
         self.emit(f"T.copy({ws}[{', '.join(rows)}], {ub})  # GM workspace -> UB")
-        value = self._round(op.dtype, _Opnd("tile", ub), shape)
+        value = self._round(op.dtype, self._scaled(op, _Opnd("tile", ub), shape), shape)
         self.values[op.stmt] = value
         self.expr_temps.discard(value.code)
         self.shapes[op.stmt] = shape

@@ -49,6 +49,13 @@ class Values:
         self.done(low)
         return _Opnd("tile", out)
 
+    def _scaled(self, op: T.AccFinish, v: _Opnd, shape) -> _Opnd:
+        """A finished sum multiplied by its terms' constant factor (tileir.AccFinish.scale), if it has one."""
+        if op.scale == 1.0:
+            return v
+        self.emit("# every term's constant factor, applied to the sum")
+        return self._binop("*", v, _Opnd("scalar", float_code(op.scale)), shape)
+
     def _round_scalar_e4m3(self, v: _Opnd) -> _Opnd:
         """A scalar rounded to E4M3: the conversion compares whole 256-byte repeats, so the scalar fills 64 lanes
         of f32, is rounded there, and is read back from a buffer of its own (a value read later must not sit in

@@ -56,7 +56,8 @@ class VectorSide:
                 self._tile_reduce(op)
         elif isinstance(op, T.AccFinish):
             acc, shape = self.accs[op.stmt]
-            value = self._round(op.dtype, _Opnd("tile", acc) if shape else _Opnd("scalar", f"{acc}[0]"), shape)
+            finished = self._scaled(op, _Opnd("tile", acc) if shape else _Opnd("scalar", f"{acc}[0]"), shape)
+            value = self._round(op.dtype, finished, shape)
             self.values[op.stmt] = value
             self.expr_temps.discard(value.code)
             self.shapes[op.stmt] = shape

@@ -265,13 +265,13 @@ class Ascend950Printer(KernelPrinter):
     def finish_buffer(self, op: T.AccFinish, acc: str, shape) -> str:
         if op.on_matrix:
             plain = op.tile.mask is None and list(op.lhs) == [a.iter for a in op.tile.axes]
-            if op.store and not op.keep and op.dtype == "f32" and plain:
+            if op.store and not op.keep and op.dtype == "f32" and op.scale == 1.0 and plain:
                 return acc  # stored straight from L0C (fixpipe)
             ub = self.alloc(self.local(("from L0C", op.stmt), f"{op.stmt}_ub"), shape, "f32", "UB",
                             "cube result for the vector core")
             self.emit(f"T.copy({acc}, {ub})  # L0C -> UB")
             acc = ub
-        if op.dtype != "f32":
+        if op.dtype != "f32" or op.scale != 1.0:
             self.enter_vector()
             super().finish_buffer(op, acc, shape)
             self.exit_vector()

@@ -653,11 +653,15 @@ class KernelPrinter(TileLangDialect):
             self.store(op.stmt, op.tile, op.lhs, op.dtype, buf)
 
     def finish_buffer(self, op: T.AccFinish, acc: str, shape) -> str:
-        if op.dtype != "f32":
+        """The finished accumulator, multiplied by the terms' constant factor and rounded to the store dtype."""
+        if op.dtype != "f32" or op.scale != 1.0:
             lanes = self.lane_list(len(shape))
             idx = ", ".join(lanes) if shape else "0"
+            value = f"{acc}[{idx}]" if op.scale == 1.0 else f"{acc}[{idx}] * {float_code(op.scale)}"
+            if op.scale != 1.0:
+                self.emit("# every term's constant factor, applied to the sum")
             self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape)) or '1'}):")
-            self.emit(f"    {acc}[{idx}] = {self.round(op.dtype, f'{acc}[{idx}]')}")
+            self.emit(f"    {acc}[{idx}] = {self.round(op.dtype, value)}")
         return acc
 
     # ------------------------------------------------------------ stores

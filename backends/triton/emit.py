@@ -249,6 +249,9 @@ class _KernelPrinter(PrinterBase):
         elif isinstance(op, T.AccFinish):
             where = "stored" if op.store else "kept in registers"
             self.emit(f"# {op.stmt}: the reduction is complete; round to {op.dtype} as the store would ({where})")
+            if op.scale != 1.0:
+                self.emit(f"{self.acc_name(op.stmt)} = {self.acc_name(op.stmt)} * {_literal(op.scale)}  "
+                          f"# every term's constant factor, applied to the sum")
             self.emit(f"{self.value_name(op.stmt)} = {self._round(op.dtype, self.acc_name(op.stmt))}")
             if op.store:
                 self._store(op, self._frame(op.stmt, op.tile))

@@ -146,7 +146,7 @@ class _KernelPlanner(_WorkingSets):
         everything else takes the scope the schedule names (resolved through the target's aliases)."""
         scopes = set(self.target.scopes) if self.target is not None else set()
         if {"L1", "L0C"} <= scopes and buf.scope in ("shared", "register", "local"):
-            operands = [matrix_operands(self.model.stmt(s)) for s in stmts]
+            operands = [matrix_operands(self.model.stmt(s), self.model.sizes) for s in stmts]
             matrix = [pair for pair in operands if pair is not None]
             if matrix and buf.kind == "read" and buf.scope == "shared" and any(
                     buf.tensor in (lhs.tensor, rhs.tensor) for lhs, rhs in matrix):

@@ -2,10 +2,11 @@
 
 Two questions, asked at two stages of the flow, answered here and nowhere else:
 
-* `matrix_operands(stmt)` -- is a statement, by its form, a matrix product `sum(k) X[i, k] * Y[k, j]`?
-  The cost model counts its FLOPs at the matrix unit's rate, the buffer plan places its staged operands
-  and its accumulator where a matrix unit reads and writes them (L1 / L0C on Ascend), and the tile
-  lowering turns a tile of it into a `Dot`.
+* `matrix_operands(stmt, sizes)` -- is a statement, by its form, a matrix product `sum(k) X[i, k] * Y[k, j]`
+  (`product_form`: possibly with constant factors, `sum(k) alpha * X[i, k] * Y[k, j]`, that move to the
+  finished sum)?  The cost model counts its FLOPs at the matrix unit's rate, the buffer plan places its
+  staged operands and its accumulator where a matrix unit reads and writes them (L1 / L0C on Ascend), and
+  the tile lowering turns a tile of it into a `Dot`.
 * `assign_units(program, backend)` -- which unit runs each `Dot` of a tile program: `MATRIX` (tensor
   core, cube) or `VECTOR` (exact f32 multiply-add).  The answer depends on what one backend's matrix
   instruction accepts (`MATRIX_UNITS`): operand dtypes, accumulator dtype, operand masks its copies
@@ -22,6 +23,7 @@ are never rounded to tf32, mixed operands are widened, and masked operand lanes 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -38,24 +40,86 @@ VECTOR = "vector"
 # ---------------------------------------------------------------- the statement's form
 
 
-def matrix_operands(stmt) -> Optional[tuple]:
-    """The two operand reads of `C[.., i, .., j, ..] = sum(k) X[.., i, k] * Y[.., k, j]` (in either operand order
-    and any index order within an operand), or None when the statement is not a matrix product.
+@dataclass(frozen=True)
+class ProductForm:
+    """`C = sum(k) scale * X[.., i, k] * Y[.., k, j]`: the two operand reads and the product of the constant
+    factors of every term, which the finished sum is multiplied by instead (1.0: none)."""
 
-    Each operand is a plain read indexed by an output iterator and the one reduction iterator, the two
-    operands naming different output iterators; other output iterators (batch and head in attention,
-    `Q[b, h, i, d] * K[b, h, j, d]`) may index either operand too and select which product a tile computes."""
-    v = stmt.value
-    if stmt.reduce_op != "sum" or not isinstance(v, ast.BinOp) or v.op != "*" or len(stmt.red_iters) != 1:
+    lhs: ast.Access
+    rhs: ast.Access
+    scale: float = 1.0
+
+
+def product_form(stmt, sizes: dict) -> Optional[ProductForm]:
+    """The statement as a matrix product, or None.
+
+    The body is a product (`*`, unary `-`, `/` by a constant) of two tensor reads and constant factors
+    (literals and `const` values, `sizes`).  Each operand is a plain read indexed by an output iterator and
+    the one reduction iterator, the two operands naming different output iterators; other output iterators
+    (batch and head in attention, `Q[b, h, i, d] * K[b, h, j, d]`) may index either operand too and select
+    which product a tile computes.
+
+    The constant factors leave the sum: `sum(k) a*x_k*y_k` becomes `a * sum(k) x_k*y_k`.  That is exact when
+    every factor is a power of two (each term and each partial sum is scaled by 2^e without rounding, as long
+    as none overflows or becomes subnormal); for other factors the terms round differently, which the sum's
+    `combine reassoc` permits and strict order does not: such a statement is not a matrix product and keeps
+    its terms, multiplied one by one, on the vector units."""
+    if stmt.reduce_op != "sum" or len(stmt.red_iters) != 1:
+        return None
+    factors = _factors(stmt.value, sizes)
+    if factors is None or len(factors[0]) != 2:
+        return None
+    (first, second), scale, exact = factors
+    if not exact and stmt.combine != "reassoc":
+        return None
+    if not (math.isfinite(scale) and scale != 0.0 and abs(scale) >= _SMALLEST_NORMAL_F32
+            and abs(scale) <= _LARGEST_F32):
         return None
     k = stmt.red_iters[0]
-    for lhs, rhs in ((v.lhs, v.rhs), (v.rhs, v.lhs)):
+    for lhs, rhs in ((first, second), (second, first)):
         for i in stmt.lhs_iters:
             for j in stmt.lhs_iters:
                 batch = set(stmt.lhs_iters) - {i, j}
                 if i != j and _indexed_by(lhs, {i, k}, batch) and _indexed_by(rhs, {k, j}, batch):
-                    return lhs, rhs
+                    return ProductForm(lhs, rhs, scale)
     return None
+
+
+def matrix_operands(stmt, sizes: dict) -> Optional[tuple]:
+    """The two operand reads of a matrix product (`product_form`), or None."""
+    form = product_form(stmt, sizes)
+    return None if form is None else (form.lhs, form.rhs)
+
+
+_SMALLEST_NORMAL_F32 = 2.0 ** -126
+_LARGEST_F32 = 3.4028234663852886e38
+
+
+def _factors(e, sizes: dict) -> Optional[tuple[list, float, bool]]:
+    """(tensor reads, product of the constants, whether every constant is a power of two) of a product
+    expression, or None when `e` is not one (a sum, a call, an iterator or a run-time size as a factor)."""
+    if isinstance(e, ast.Access):
+        return [e], 1.0, True
+    if isinstance(e, (ast.IntLit, ast.FloatLit)) or (isinstance(e, ast.Name) and isinstance(sizes.get(e.name),
+                                                                                           (int, float))):
+        value = float(e.value if not isinstance(e, ast.Name) else sizes[e.name])
+        return [], value, _power_of_two(value)
+    if isinstance(e, ast.Neg):
+        inner = _factors(e.operand, sizes)
+        return None if inner is None else (inner[0], -inner[1], inner[2])
+    if isinstance(e, ast.BinOp) and e.op in ("*", "/"):
+        lhs, rhs = _factors(e.lhs, sizes), _factors(e.rhs, sizes)
+        if lhs is None or rhs is None or (e.op == "/" and (rhs[0] or rhs[1] == 0.0)):
+            return None  # dividing by a tensor read or by zero is not a constant factor
+        scale = lhs[1] * rhs[1] if e.op == "*" else lhs[1] / rhs[1]
+        return lhs[0] + rhs[0], scale, lhs[2] and rhs[2]
+    return None
+
+
+def _power_of_two(value: float) -> bool:
+    """+-2^e: multiplying by it, or dividing, changes only the exponent."""
+    mantissa, _ = math.frexp(value)
+    return abs(mantissa) == 0.5
 
 
 def smallest_dot_tile(dtypes) -> tuple[int, int]:

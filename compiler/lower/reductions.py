@@ -3,7 +3,7 @@
 A reduction keeps an accumulator from just before the outermost serial loop that walks its reduction
 iterators to just after it (`_acc_init`, `_acc_finish`; the loop is `_accumulation_loop` in
 compiler/lower/loops.py).  Each step adds a partial result (`_partial`): a `sum` of a product of two 2-D
-tiles (`placement.matrix_operands`) over a tile with axes (i, j, k), each at least 16 wide (k at least 32
+tiles (`placement.product_form`) over a tile with axes (i, j, k), each at least 16 wide (k at least 32
 for 8-bit operands), whose operands are read from memory and whose mask separates into (i, k) and (k, j)
 conditions (`_separable`), is a `Dot` (`_dot`); anything else a masked tile `Reduce` over the reduction
 axes.
@@ -20,7 +20,7 @@ import islpy as isl
 
 from tdsl.frontend import ast
 
-from tdsl.compiler.analysis.placement import matrix_operands, smallest_dot_tile
+from tdsl.compiler.analysis.placement import product_form, smallest_dot_tile
 from tdsl.compiler.model.program import Stmt
 from tdsl.compiler.lower.geometry import _check_size
 from tdsl.compiler.lower.registers import _lanes, _Produced
@@ -96,14 +96,16 @@ class ReductionLowering:
         tile = self._tile(stmt, context, stmt.lhs_iters)
         keep, store = self._keep_store(stmt)
         self.produced[stmt.name] = _Produced(stmt, tile, keep, list(context))
-        return AccFinish(stmt.name, tile, stmt.dtype, store, keep, tuple(stmt.lhs_iters))
+        form = product_form(stmt, self.model.sizes)
+        scale = 1.0 if form is None else form.scale
+        return AccFinish(stmt.name, tile, stmt.dtype, store, keep, tuple(stmt.lhs_iters), scale=scale)
 
     def _partial(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
         dot = self._dot(stmt, tile, context)
         if dot is not None:
             return dot
         _check_size(stmt, tile)
-        body = self._value(stmt.value, stmt, tile, context)
+        body = self._value(self._term(stmt), stmt, tile, context)
         identity = Const(reduce_ops.identity(stmt.reduce_op))
         if tile.mask is not None:
             body = Select(tile.mask, body, identity)
@@ -112,12 +114,21 @@ class ReductionLowering:
             return body
         return Reduce(stmt.reduce_op, body, red_axes)
 
+    def _term(self, stmt: Stmt) -> ast.Expr:
+        """The expression each step sums: the body, or of a matrix product with constant factors the product of
+        its two reads alone (`placement.product_form`: the finish multiplies the sum by the factors, as a
+        `Dot` does, so that every step of the statement sums the same terms)."""
+        form = product_form(stmt, self.model.sizes)
+        return stmt.value if form is None or form.scale == 1.0 else ast.BinOp("*", form.lhs, form.rhs)
+
     def _dot(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Optional[Dot]:
-        """A matrix product (`placement.matrix_operands`) over a tile with axes (i, j, k) no smaller than
-        `placement.smallest_dot_tile` -> a tile `Dot`; which unit runs it is decided per backend later."""
-        operands = matrix_operands(stmt)
-        if operands is None:
+        """A matrix product (`placement.product_form`) over a tile with axes (i, j, k) no smaller than
+        `placement.smallest_dot_tile` -> a tile `Dot` (its constant factors applied by `AccFinish`); which unit
+        runs it is decided per backend later."""
+        form = product_form(stmt, self.model.sizes)
+        if form is None:
             return None
+        operands = form.lhs, form.rhs
         names = [a.iter for a in tile.axes]
         if len(names) != 3:
             return None

@@ -294,6 +294,9 @@ class AccFinish(_Value):
     keep: bool
     lhs: tuple = ()
     on_matrix: bool = False  # the accumulator is in the matrix unit's own storage (as its AccInit says)
+    # the constant factor of every term of a matrix product, multiplied into the finished sum before it is rounded
+    # (placement.product_form: exact for a power of two; other factors only under `combine reassoc`)
+    scale: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,8 @@ def _ops(ops, depth: int) -> list[str]:
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, AccFinish):
             flags = _flags(store=op.store, keep=op.keep, on_matrix=op.on_matrix)
-            lines.append(f"{pad}finish {op.stmt}[{', '.join(op.lhs)}] -> {op.dtype}{flags}")
+            scaled = f" * {op.scale!r}" if op.scale != 1.0 else ""
+            lines.append(f"{pad}finish {op.stmt}[{', '.join(op.lhs)}]{scaled} -> {op.dtype}{flags}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, Barrier):
             lines.append(f"{pad}barrier  # {', '.join(op.tensors)} pass through memory")

@@ -181,7 +181,7 @@ def sketch(model: KernelModel) -> Sketch:
         if s.name not in grouped:
             _check_supported(flow, s)
     for s in model.stmts:
-        if matrix_operands(s) is not None and s.name not in grouped:
+        if matrix_operands(s, model.sizes) is not None and s.name not in grouped:
             groups.append(_product_group(flow, s, grouped))
     for s in reversed(model.stmts):
         if s.name not in grouped:
@@ -200,7 +200,7 @@ def _check_supported(flow: Flow, s: Stmt) -> None:
     if any(a.tensor == s.name for a in s.reads):
         raise NoSketch(f"statement {s.name} reads its own tensor (a recurrence): no sketch rule covers it yet; "
                        f"write its schedule by hand")
-    operands = matrix_operands(s)
+    operands = matrix_operands(s, flow.model.sizes)
     if operands is not None and len(s.lhs_iters) != 2:
         raise NoSketch(f"statement {s.name} is a batched matrix product: no sketch rule tiles its batch axes "
                        f"yet; write its schedule by hand")
@@ -210,7 +210,7 @@ def _check_supported(flow: Flow, s: Stmt) -> None:
 
 def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
     """Multi-level tiling of a matrix product, its operands staged, its pointwise consumers as the epilogue."""
-    lhs, rhs = matrix_operands(s)
+    lhs, rhs = matrix_operands(s, flow.model.sizes)
     i = next(x.name for x in lhs.indices if x.name in s.lhs_iters)
     j = next(x.name for x in rhs.indices if x.name in s.lhs_iters)
     k = s.red_iters[0]
@@ -281,9 +281,9 @@ def _flash_group(flow: Flow, m: Stmt, grouped: set) -> Optional[Group]:
         return None
     values = flow.producer(form.values)
     sums = [flow.stmt(a) for a in form.accumulators]
-    row_sums = [x for x in sums if matrix_operands(x) is None]
-    products = [x for x in sums if matrix_operands(x) is not None]
-    if values is None or matrix_operands(values) is None or len(form.exponentials) != 1 \
+    row_sums = [x for x in sums if matrix_operands(x, flow.model.sizes) is None]
+    products = [x for x in sums if matrix_operands(x, flow.model.sizes) is not None]
+    if values is None or matrix_operands(values, flow.model.sizes) is None or len(form.exponentials) != 1 \
             or len(row_sums) != 1 or len(products) != 1:
         return None
     l, u, p = row_sums[0], products[0], flow.stmt(form.exponentials[0])
@@ -344,7 +344,7 @@ def _epilogue(flow: Flow, s: Stmt) -> list[str]:
         if len(readers) != 1:
             return chain
         nxt = flow.stmt(readers[0])
-        if (matrix_operands(nxt) is not None or nxt.red_iters or nxt.lhs_iters != s.lhs_iters
+        if (matrix_operands(nxt, flow.model.sizes) is not None or nxt.red_iters or nxt.lhs_iters != s.lhs_iters
                 or not _reads_at_identity(nxt, last.name, nxt.lhs_iters)):
             return chain
         chain.append(nxt.name)
@@ -354,7 +354,7 @@ def _epilogue(flow: Flow, s: Stmt) -> list[str]:
 def _inlinable_operands(flow: Flow, s: Stmt) -> list[str]:
     """Operand temporaries made pointwise from other tensors and read by nothing but this product."""
     out = []
-    for a in matrix_operands(s):
+    for a in matrix_operands(s, flow.model.sizes):
         p = flow.producer(a.tensor)
         if p is not None and flow.is_temp(p.name) and not p.red_iters and flow.readers.get(p.name) == [s.name]:
             out.append(p.name)
@@ -440,7 +440,7 @@ def _fusable_producers(flow: Flow, root: Stmt, grouped: set) -> list[str]:
             p = flow.producer(a.tensor)
             if p is None or p.name in grouped or p.name in members or p.name == root.name:
                 continue
-            if not flow.is_temp(p.name) or matrix_operands(p) is not None or len(p.lhs_iters) not in shapes:
+            if not flow.is_temp(p.name) or matrix_operands(p, flow.model.sizes) is not None or len(p.lhs_iters) not in shapes:
                 continue
             if not set(flow.readers.get(p.name, [])) <= {root.name, consumer.name, *members}:
                 continue

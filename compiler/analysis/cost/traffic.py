@@ -63,7 +63,7 @@ def statement_flops(model, stmt_name: str) -> tuple[int, int, Optional[str]]:
     stmt = model.stmt(stmt_name)
     n = card(stmt.domain)
     body = stmt.value
-    operands = matrix_operands(stmt)
+    operands = matrix_operands(stmt, model.sizes)
     if operands is not None:
         dtypes = [model.tensors[a.tensor].dtype for a in operands]
         dtype = "f8e4m3" if "f8e4m3" in dtypes else ("f32" if all(d == "f32" for d in dtypes) else "bf16")

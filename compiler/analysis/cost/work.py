@@ -45,7 +45,7 @@ def products(model, kp: KernelPlan) -> list:
     out = []
     for s in kp.stmts:
         stmt = model.stmt(s)
-        operands = matrix_operands(stmt)
+        operands = matrix_operands(stmt, model.sizes)
         if operands is None:
             continue
         lhs, rhs = operands
@@ -213,7 +213,7 @@ def vector_slots(model, kp: KernelPlan, tgt: Target) -> float:
     total = 0.0
     for s in kp.stmts:
         stmt = model.stmt(s)
-        if matrix_operands(stmt) is not None:
+        if matrix_operands(stmt, model.sizes) is not None:
             continue
         per = expression_slots(stmt.value, costs, model.sizes, produced) + (1.0 if stmt.is_reduction else 0.0)
         per += costs.get(f"round_{stmt.dtype}", 0.0)

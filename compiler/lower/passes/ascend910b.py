@@ -152,9 +152,10 @@ class Kernel910B:
         return False
 
     def needs_vector(self, op: T.AccFinish) -> bool:
-        """Does a finished cube reduction pass through the vector core (rounding, masking, a register value), or
-        can L0C go straight to GM?"""
-        if not (op.store and not op.keep and op.dtype == "f32" and list(op.lhs) == [a.iter for a in op.tile.axes]):
+        """Does a finished cube reduction pass through the vector core (scaling, rounding, masking, a register
+        value), or can L0C go straight to GM?"""
+        if not (op.store and not op.keep and op.dtype == "f32" and op.scale == 1.0
+                and list(op.lhs) == [a.iter for a in op.tile.axes]):
             return True
         return not self.clipped_by_dma(op.tile.mask, [T.Var(it) for it in op.lhs], op.stmt)
 
