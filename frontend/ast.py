@@ -97,10 +97,12 @@ class Call:
 
 @dataclass
 class Reduce:
-    """`sum(k : k <= i) expr accum f32`.
+    """`sum(k : k <= i) expr from start accum f32`.
 
     `iters` are the reduction iterators; `conditions` are affine
     constraints that bound them beyond what the accessed shapes imply;
+    `init` is the value a sum starts from (None = 0), evaluated once per
+    element, before its first term;
     `accum` is the accumulator dtype (None = the default, f32).
     `combine` is the declared combine policy (None = strict order).
     """
@@ -112,6 +114,7 @@ class Reduce:
     accum: Optional[str] = None
     combine: Optional[str] = None
     span: Span = NOSPAN
+    init: Optional["Expr"] = None
 
 
 Expr = Union[IntLit, FloatLit, Name, BinOp, Neg, Compare, Access, Call, Reduce]
@@ -265,7 +268,7 @@ def children(e: Expr) -> list:
     if isinstance(e, Call):
         return list(e.args)
     if isinstance(e, Reduce):
-        return [e.body]
+        return [e.body] + ([e.init] if e.init is not None else [])
     return []
 
 
@@ -294,5 +297,6 @@ def rewrite(e: Expr, fn) -> Expr:
     if isinstance(e, Call):
         return Call(e.func, [r(a) for a in e.args], e.span)
     if isinstance(e, Reduce):
-        return Reduce(e.op, e.iters, e.conditions, r(e.body), e.accum, e.combine, e.span)
+        return Reduce(e.op, e.iters, e.conditions, r(e.body), e.accum, e.combine, e.span,
+                      None if e.init is None else r(e.init))
     return e

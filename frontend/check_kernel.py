@@ -270,7 +270,26 @@ class _KernelChecker(_IndexChecks):
         for cond in red.conditions:
             self._condition(cond, inner.iters)
         self._value(red.body, inner)
+        if red.init is not None:
+            self._start(red, names, scope)
         return names
+
+    def _start(self, red: ast.Reduce, names: list[str], scope: _StmtScope) -> None:
+        """`sum(k) body from init`: a value of the element alone, computed once before its first term."""
+        if red.op != "sum":
+            _fail(f"only a sum starts from a value; {red.op} is exact in any order, so write "
+                  f"{red.op}(x, {red.op}(...) ...) for a {red.op} that includes x", red.init.span)
+        for name in _names_in(red.init):
+            if name.name in names:
+                _fail(f"the value a sum starts from is computed once per element, before its terms: it cannot use "
+                      f"the reduction iterator '{name.name}'", name.span)
+        if any(isinstance(e, ast.Reduce) for e in ast.walk(red.init)):
+            _fail("the value a sum starts from cannot be a reduction; compute it in a statement of its own",
+                  red.init.span)
+        if red.combine == "online" or (red.combine or "").startswith("segments"):
+            _fail(f"a sum that starts from a value cannot declare `combine {red.combine}`: its first term is the "
+                  f"start value; declare strict order (the default), reassoc or deterministic", red.init.span)
+        self._value(red.init, scope)
 
     @staticmethod
     def _reject_reduction_iterators(cond: ast.Expr, reduce: Optional[ast.Reduce]) -> None:

@@ -12,6 +12,7 @@ Size: one transformer per grammar rule plus the plain-words syntax errors; it mi
 from __future__ import annotations
 
 import math
+import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -337,7 +338,7 @@ class _ToAst(Transformer_NonRecursive):
         return self._nested(ast.Call(str(func), args or [], _span(meta)), args or [])
 
     def reduction(self, meta, items):
-        op, iters, conditions, body, accum, combine = items
+        op, iters, conditions, body, init, accum, combine = items
         if combine == "online" and str(op) != "max":
             raise SourceError(
                 f"`combine online` declares a running maximum that readers may use before it is complete (online "
@@ -352,8 +353,13 @@ class _ToAst(Transformer_NonRecursive):
             accum=accum,
             combine=combine,
             span=_span(meta),
+            init=init,
         )
-        return self._nested(node, [body, *(conditions or [])])
+        return self._nested(node, [body, *(conditions or []), *([init] if init is not None else [])])
+
+    def reduce_from(self, meta, items):
+        (value,) = items
+        return value
 
     @staticmethod
     def _reduction_iterator(expr: ast.Expr) -> ast.Name:
@@ -544,7 +550,10 @@ def _syntax_message(err: UnexpectedToken, parser: Lark, layout: _Layout) -> str:
         where = f" after {context}"
     if not words:
         return f"unexpected {_found(err.token)}"
-    return f"expected {_join_or(words)}{where}, found {_found(err.token)}"
+    reserved = ""
+    if "NAME" in expected and err.token.type != "NAME" and re.fullmatch(r"[A-Za-z_]\w*", str(err.token)):
+        reserved = f" ('{err.token}' is a word of the language: it cannot be a name)"
+    return f"expected {_join_or(words)}{where}, found {_found(err.token)}{reserved}"
 
 
 def _end_span(layout: _Layout) -> ast.Span:

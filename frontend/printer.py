@@ -32,6 +32,8 @@ def expr_text(e: ast.Expr, parent_prec: int = 0) -> str:
         if e.conditions:
             head += " : " + " and ".join(expr_text(c) for c in e.conditions)
         text = f"{e.op}({head}) {expr_text(e.body)}"
+        if e.init is not None:
+            text += f" from {expr_text(e.init)}"
         if e.accum:
             text += f" accum {e.accum}"
         if e.combine:

@@ -46,8 +46,16 @@ class VectorSide:
             shape = [a.size for a in op.tile.axes]
             acc = self.alloc(self.local(("acc", op.stmt), f"acc_{op.stmt}"), shape, "f32", "UB", f"{op.op} accumulator")
             self.accs[op.stmt] = (acc, shape)
-            fill = float_code(reduce_ops.identity(op.op))
-            self.emit(f"T.tile.fill({acc}, {fill})")
+            if op.start is None:
+                self.emit(f"T.tile.fill({acc}, {float_code(reduce_ops.identity(op.op))})")
+            else:
+                self.emit(f"# {op.stmt} starts from its own value, once per element")
+                start = self._round(op.accum, self._value(op.start, op.tile), shape)
+                if start.kind == "scalar":
+                    self.emit(f"T.tile.fill({acc}, {start.code})")
+                else:
+                    self.emit(f"T.copy({start.code}, {acc})  # UB -> UB")
+                    self.done(start)
         elif isinstance(op, T.AccUpdate):
             product = self._product(op)
             if product is not None:

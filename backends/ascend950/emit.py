@@ -31,6 +31,7 @@ from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrin
                                        operand_region, shape_code)
 from tdsl.compiler.analysis.placement import VECTOR, matrix_statements, unit_of
 from tdsl.compiler.lower.tileir import simplify
+from tdsl.compiler.errors import InternalError
 from tdsl.compiler.lower import tileir as T
 
 from tdsl.backends.ascend910b.common import registers_read, subexpressions
@@ -158,6 +159,8 @@ class Ascend950Printer(KernelPrinter):
 
     def acc_fill(self, op, buf) -> None:
         if op.on_matrix:
+            if op.start is not None:
+                raise InternalError(f"{op.stmt} starts from a value in L0C (placement.sums_on_vector keeps it in UB)")
             self.emit(f"# {buf} is cleared by the first T.gemm (clear_accum)")
             return
         super().acc_fill(op, buf)

@@ -421,7 +421,18 @@ class KernelPrinter(TileLangDialect):
                           f"cache_write {op.stmt} -> register" if self.cache_write(op.stmt) else "")
 
     def acc_fill(self, op: T.AccInit, buf: str) -> None:
-        self.fill(buf, self.accs[op.stmt][1], float_code(reduce_ops.identity(op.op)))
+        """The accumulator's first value: the identity of its operation, or the value the sum starts from."""
+        if op.start is None:
+            self.fill(buf, self.accs[op.stmt][1], float_code(reduce_ops.identity(op.op)))
+            return
+        self.emit(f"# {op.stmt} starts from its own value, once per element")
+        self.enter_vector()
+        lane_vars, names = self.parallel(op.tile)
+        self.depth += 1
+        index = ", ".join(lane_vars) if op.tile.axes else "0"
+        self.emit(f"{buf}[{index}] = {self.round(op.accum, self.value(op.start, op.tile, lane_vars, names))}")
+        self.depth -= 1
+        self.exit_vector()
 
     def fill(self, buf: str, shape, value: str) -> None:
         """Every element of a vector buffer set to `value`."""

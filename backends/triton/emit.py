@@ -209,7 +209,12 @@ class _KernelPrinter(PrinterBase):
             fill = _literal(reduce_ops.identity(op.op))
             self.emit(f"# {self.text(op.stmt)}")
             self.emit(f"# {op.stmt}: {op.op} accumulator ({op.accum}), tile {shape}")
-            self.emit(f"{self.acc_name(op.stmt)} = tl.full({shape}, {fill}, tl.float32)")
+            if op.start is None:
+                self.emit(f"{self.acc_name(op.stmt)} = tl.full({shape}, {fill}, tl.float32)")
+            else:
+                start = self._round(op.accum, self._value(op.start, self._frame(op.stmt, op.tile)))
+                self.emit(f"# {op.stmt} starts from its own value, once per element")
+                self.emit(f"{self.acc_name(op.stmt)} = tl.broadcast_to(tl.cast({start}, tl.float32), {shape})")
             self.acc_tiles[op.stmt] = op.tile
             if op.follows is not None:
                 ref_shape = "[" + ", ".join(str(op.tile.axes[p].size) for p in op.follows.axes) + "]"

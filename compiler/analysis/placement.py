@@ -63,15 +63,16 @@ def product_form(stmt, sizes: dict) -> Optional[ProductForm]:
     every factor is a power of two (each term and each partial sum is scaled by 2^e without rounding, as long
     as none overflows or becomes subnormal); for other factors the terms round differently, which the sum's
     `combine reassoc` permits and strict order does not: such a statement is not a matrix product and keeps
-    its terms, multiplied one by one, on the vector units."""
+    its terms, multiplied one by one, on the vector units.  Nor is a sum with factors that starts from a value
+    (`from x`): x is added unscaled."""
     if stmt.reduce_op != "sum" or len(stmt.red_iters) != 1:
         return None
     factors = _factors(stmt.value, sizes)
     if factors is None or len(factors[0]) != 2:
         return None
     (first, second), scale, exact = factors
-    if not exact and stmt.combine != "reassoc":
-        return None
+    if scale != 1.0 and (stmt.init is not None or (not exact and stmt.combine != "reassoc")):
+        return None  # a start value is not scaled: the factor cannot leave the sum
     if not (math.isfinite(scale) and scale != 0.0 and abs(scale) >= _SMALLEST_NORMAL_F32
             and abs(scale) <= _LARGEST_F32):
         return None
@@ -226,17 +227,20 @@ def _assign_kernel(kernel: TileKernel, backend: str) -> TileKernel:
     instance = []  # per op of walk_ops: its accumulator's key, or None
     alone = {}  # position -> unit of a product
     updates: dict = {}  # accumulator key -> [(AccUpdate, unit)]
+    started = set()  # accumulator keys that start from a value (AccInit.start)
     for n, op in enumerate(walk_ops(kernel.body)):
         if isinstance(op, AccInit):
             seen[op.stmt] = seen.get(op.stmt, 0) + 1
         key = (op.stmt, seen.get(op.stmt, 0)) if isinstance(op, (AccInit, AccUpdate, AccFinish)) else None
         instance.append(key)
+        if isinstance(op, AccInit) and op.start is not None:
+            started.add(key)
         if isinstance(op, AccUpdate) and isinstance(op.partial, Dot):
             alone[n] = decide_unit(op, kernel, backend, by_rows)
         if isinstance(op, AccUpdate):
             updates.setdefault(key, []).append((op, alone.get(n, VECTOR)))
     own_storage = not MATRIX_UNITS[backend].vector_reaches_accumulator
-    on_vector = {key: sums_on_vector(ups, backend) for key, ups in updates.items()}
+    on_vector = {key: sums_on_vector(ups, backend, key in started) for key, ups in updates.items()}
     on_matrix = {key: own_storage and not on_vector[key] and all(u == MATRIX for _, u in ups)
                  for key, ups in updates.items()}
     position = iter(range(len(instance)))
@@ -258,14 +262,15 @@ def _assign_kernel(kernel: TileKernel, backend: str) -> TileKernel:
     return replace(kernel, body=ops(kernel.body))
 
 
-def sums_on_vector(updates: list, backend: str) -> bool:
+def sums_on_vector(updates: list, backend: str, started: bool = False) -> bool:
     """Whether the vector unit keeps a sum whose updates are `updates` ((AccUpdate, unit) pairs) on a backend whose
-    vector unit cannot reach the matrix unit's accumulator: a sum it rescales (online()), or one that some update
-    adds to on the vector unit (a product's masked rest, a tile reduction).  Each matrix product then forms its
-    step's product alone and the vector unit adds it (`Dot.sum_on_vector`)."""
+    vector unit cannot reach the matrix unit's accumulator: a sum that starts from a value (`started`: the matrix
+    unit's accumulator starts from zero), one it rescales (online()), or one that some update adds to on the
+    vector unit (a product's masked rest, a tile reduction).  Each matrix product then forms its step's product
+    alone and the vector unit adds it (`Dot.sum_on_vector`)."""
     if MATRIX_UNITS[backend].vector_reaches_accumulator or not any(u == MATRIX for _, u in updates):
         return False
-    return any(op.rescale is not None or u != MATRIX for op, u in updates)
+    return started or any(op.rescale is not None or u != MATRIX for op, u in updates)
 
 
 def unit_of(op: AccUpdate) -> str:

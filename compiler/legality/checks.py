@@ -338,7 +338,8 @@ def buffer_semantics(model: KernelModel, tree: Tree) -> KernelModel:
                 return tast.Call(dtype, [e], e.span) if e.tensor == tensor else e
             return None
 
-        return replace(stmt, value=tast.rewrite(stmt.value, cast))
+        init = None if stmt.init is None else tast.rewrite(stmt.init, cast)
+        return replace(stmt, value=tast.rewrite(stmt.value, cast), init=init)
 
     for buf in tree.buffers:
         dtype = getattr(buf, "dtype", None)

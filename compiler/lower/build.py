@@ -115,7 +115,9 @@ def _statement_text(stmt: Stmt) -> str:
     head = f"{stmt.name}[{', '.join(stmt.lhs_iters)}]: {stmt.dtype} = "
     if not stmt.is_reduction:
         return head + expr_text(stmt.value)
-    return head + f"{stmt.reduce_op}({', '.join(stmt.red_iters)}) {expr_text(stmt.value)} accum {stmt.accum_dtype}"
+    start = f" from {expr_text(stmt.init)}" if stmt.init is not None else ""
+    return head + (f"{stmt.reduce_op}({', '.join(stmt.red_iters)}) {expr_text(stmt.value)}{start} "
+                   f"accum {stmt.accum_dtype}")
 
 
 def _tensor_arg(model: KernelModel, name: str, role: str) -> TensorArg:

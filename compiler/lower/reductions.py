@@ -40,7 +40,8 @@ class ReductionLowering:
         tile = self._tile(stmt, context, stmt.lhs_iters)
         self.accumulating[stmt.name] = (tile, list(context))
         follows = self._follows(stmt) if stmt.rescale is not None else None
-        return AccInit(stmt.name, tile, stmt.reduce_op, stmt.accum_dtype, follows)
+        start = None if stmt.init is None else self._value(stmt.init, stmt, tile, context)
+        return AccInit(stmt.name, tile, stmt.reduce_op, stmt.accum_dtype, follows, start=start)
 
     # ------------------------------------------------------------ sums that follow a running maximum (online)
 

@@ -106,7 +106,8 @@ def _ops(ops, depth: int) -> list[str]:
         elif isinstance(op, AccInit):
             follows = f" follows {expr_text(op.follows)}" if op.follows is not None else ""
             where = " on matrix" if op.on_matrix else ""
-            lines.append(f"{pad}init {op.stmt}: {op.op} accum {op.accum}{follows}{where}")
+            start = f" from {expr_text(op.start)}" if op.start is not None else ""
+            lines.append(f"{pad}init {op.stmt}: {op.op} accum {op.accum}{start}{follows}{where}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, AccUpdate):
             lines.append(f"{pad}update {op.stmt} {op.op}= {expr_text(op.partial)}  (accum {op.accum})")

@@ -94,7 +94,9 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
                            f"its value")
             continue
         if r.is_reduction:
-            if r.reduce_op == "sum" and _linear(r.value, lambda e: e is factor, _mentions(stat)):
+            if r.init is not None:
+                refused.append(f"{r.name} starts from a value (`from`), which rescaling would scale too")
+            elif r.reduce_op == "sum" and _linear(r.value, lambda e: e is factor, _mentions(stat)):
                 accumulators[r.name] = _direct_rescale(model, factor, stat, values)
             else:
                 refused.append(f"{r.name} is a {r.reduce_op} of exp(({values} - {stat})·c) that is not linear in it")
@@ -207,6 +209,8 @@ def _summing_readers(model: KernelModel, exp_stmt: Stmt, stat: str, values: str,
     mentions = _mentions(exp_stmt.name, stat)
     for r in readers:
         reads = [e for e in ast.walk(r.value) if isinstance(e, ast.Access) and e.tensor == exp_stmt.name]
+        if r.init is not None:
+            return {}, f"{r.name} sums {exp_stmt.name} from a value (`from`), which rescaling would scale too"
         if r.reduce_op != "sum" or len(reads) != 1 or not _linear(r.value, lambda e: e is reads[0], mentions):
             return {}, (f"{exp_stmt.name} is read by {r.name}, which is not a sum linear in {exp_stmt.name}: it would "
                         f"use exponentials of a partial maximum that nothing rescales")

@@ -43,6 +43,8 @@ class Stmt:
     reduce_op: Optional[str] = None  # "sum" | "max" | "min" | None (compiler/model/reduce_ops.py)
     accum_dtype: Optional[str] = None  # accumulator dtype of a reduction
     combine: Optional[str] = None  # declared combine policy (None = strict order)
+    # the value a sum starts from (`sum(k) ... from init`), over the left-hand iterators; None: the identity
+    init: Optional[ast.Expr] = None
     # A sum whose terms are computed with a running maximum (compiler/model/online.py, set by the online step):
     # the accumulator is rescaled to the maximum's current value before each update.
     rescale: Optional[object] = None
@@ -264,10 +266,16 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
     domain = isl.Set.read_from_str(ctx, f"{prefix}{{ {tup} : {' and '.join(constraints)} }}")
 
     value = red.body if red else stmt.value
-    taken = taken_domains(value, domain, values, prefix, tup)
-    reads = [Access(acc.tensor, _access_map(acc, values, prefix, tup, taken[id(acc)]), acc)
-             for acc in collect_accesses(value)]
+    # the start value's reads count at every instance (it is read before whichever term a schedule runs first)
+    init = red.init if red else None
+    reads = []
+    for expr in [value] + ([init] if init is not None else []):
+        taken = taken_domains(expr, domain, values, prefix, tup)
+        reads += [Access(acc.tensor, _access_map(acc, values, prefix, tup, taken[id(acc)]), acc)
+                  for acc in collect_accesses(expr)]
     write_rel = isl.Map.read_from_str(ctx, f"{prefix}{{ {tup} -> {stmt.target}[{', '.join(lhs)}] }}").intersect_domain(domain)
+    if init is not None:
+        _check_every_element_has_a_term(si, values, prefix, positive, write_rel)
     return Stmt(
         name=stmt.target,
         lhs_iters=lhs,
@@ -278,12 +286,33 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
         reduce_op=red.op if red else None,
         accum_dtype=(red.accum or "f32") if red else None,
         combine=red.combine if red else None,
+        init=init,
         reads=reads,
         write=Access(stmt.target, write_rel),
         span=stmt.span,
         loops=list(si.loops),
         order=list(si.order),
     )
+
+
+def _check_every_element_has_a_term(si, values: dict, prefix: str, positive: str, write_rel: isl.Map) -> None:
+    """A sum that starts from a value stores the value with its first term: an element whose reduction range is
+    empty would never be written (C code would keep the start value there)."""
+    stmt = si.stmt
+    lhs = [n.name for n in stmt.iters]
+    constraints = [f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in lhs]
+    constraints += [affine_text(c, values) for c in stmt.conditions] + ([positive] if positive else [])
+    elements = isl.Set.read_from_str(write_rel.get_ctx(),
+                                     f"{prefix}{{ {stmt.target}[{', '.join(lhs)}] : {' and '.join(constraints)} }}")
+    missing = elements.subtract(write_rel.range())
+    if missing.is_empty():
+        return
+    params, coords = first_point(missing)
+    at = f" with {', '.join(f'{k}={v}' for k, v in params.items())}" if params else ""
+    raise SourceError(f"{stmt.target}[{', '.join(map(str, coords))}]{at} has no term: the reduction's range is empty "
+                      f"there, so the value its sum starts from would never be stored; a sum from a value needs a "
+                      f"term for every element (bound the left-hand iterators, or widen the reduction's conditions)",
+                      si.reduce.init.span)
 
 
 def _access_map(node: ast.Access, values: dict, prefix: str, tup: str, domain: isl.Set) -> isl.Map:

@@ -34,7 +34,8 @@ Semantics
   statement's storage dtype at `tensor[lhs iterators]`.
 * A reduction (`sum` / `max` / `min`) keeps one accumulator per output
   element in `accum_dtype` (None = f32), initialised to its identity (0, -inf,
-  +inf: compiler/model/reduce_ops.py) the first time an instance of that
+  +inf: compiler/model/reduce_ops.py), or for `sum(k) ... from x` to x
+  rounded to `accum_dtype`, the first time an instance of that
   element runs; each instance evaluates the body in f32 and does
   `acc = round_accum(acc + v)` (or `_fmax` / `_fmin`: a `max` or `min`
   reduction gives the same bits in any order and grouping of its terms), and after

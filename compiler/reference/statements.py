@@ -245,6 +245,8 @@ class _Compiler:
             spelling = _COMBINE[reduce_ops.combine(stmt.reduce_op)]
             combine = lambda x, y: spelling.format(x, y)  # noqa: E731
             seg = segments(stmt)
+            if stmt.init is not None:  # evaluated once, at the element's first instance
+                init = racc_call(self.value(stmt.init))
             if seg is None:
                 lines.append(f"    a = {acc}[{key}] if {cnt}[{key}] else {init}")
                 if stmt.rescale is not None:

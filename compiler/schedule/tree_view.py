@@ -25,6 +25,7 @@ import islpy as isl
 from tdsl.compiler.model.program import KernelModel
 from tdsl.compiler.model.storage import stored_shape
 from tdsl.compiler.schedule.tree import Leaf, Loop, Node, Tree, statements_under
+from tdsl.frontend.printer import expr_text as source_text
 
 
 def bands(node: Loop, tree: Optional[Tree] = None) -> list[Loop]:
@@ -133,8 +134,9 @@ def buffer_marks(loop: Loop, tree: Tree) -> list[str]:
 def instance_note(stmt, model, tree) -> str:
     """A leaf's note: dtype, and for a reduction its operator, iterators and accumulator."""
     if stmt.is_reduction:
-        return (f"   ({stmt.reduce_op} over {', '.join(stmt.red_iters)}, accum {stmt.accum_dtype}, store {stmt.dtype}"
-                f"{_online_note(stmt, model, tree)})")
+        start = f" from {source_text(stmt.init)}" if stmt.init is not None else ""
+        return (f"   ({stmt.reduce_op} over {', '.join(stmt.red_iters)}{start}, accum {stmt.accum_dtype}, store "
+                f"{stmt.dtype}{_online_note(stmt, model, tree)})")
     return f"   (store {stmt.dtype}{_online_note(stmt, model, tree)})"
 
 

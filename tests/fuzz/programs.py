@@ -2,7 +2,8 @@
 
 A random kernel works on three iteration spaces -- MN (i, j), MK (i, k), KN (k, j) -- and their 1-D edges
 (M by i, N by j, K by k).  Statements are elementwise maps in one space, reductions of a 2-D space to one of
-its edges (`sum`/`max`/`min`, optionally over a triangle `j <= i`, with an accumulator dtype and a combine policy),
+its edges (`sum`/`max`/`min`, optionally over a triangle `j <= i`, a sum sometimes from a start value, with an
+accumulator dtype and a combine policy),
 matrix products MK x KN -> MN, recurrences (a statement reading its own earlier elements), time loops (a `for`
 block of two statements, each step reading the last step's values and its neighbours), and maps on the edges.  Every read is in bounds and every iterator is indexed
 plainly somewhere, so every generated program passes the frontend's checks; the last one or two statements
@@ -142,10 +143,11 @@ class _Builder:
         body = self.anchored(space, triangle)
         if body is None:
             return
+        start = f" from {self.expr(keep_edge, False)}" if op == "sum" and self.rng.random() < 0.2 else ""
         accum = self.rng.choice(["", "", "", " accum f32", " accum bf16", " accum f16"])
         combine = self.rng.choice(["", "", "", "", " combine reassoc", " combine deterministic"])
         name = self.fresh("r")
-        text = f"]{self._annot()} = {op}({red}{cond}) {_paren(body)}{accum}{combine}"
+        text = f"]{self._annot()} = {op}({red}{cond}) {_paren(body)}{start}{accum}{combine}"
         dtype = self._dtype()
         self.stmts.append(_Stmt(name, keep_edge, text, dtype, lhs=[keep]))
         self.tensors.append(_Tensor(name, keep_edge, dtype))
@@ -244,9 +246,10 @@ class _Builder:
         body = f"{a.name}[i, k] * {b.name}[k, j]"
         if self.rng.random() < 0.2:
             body = f"0.5 * {body}"
+        start = f" from {self.expr('MN', False)}" if self.rng.random() < 0.2 else ""
         accum = self.rng.choice(["", " accum f32", " accum f32", " accum bf16"])
         name = self.fresh("C")
-        self.add(name, "MN", f"]{self._annot()} = sum(k) {body}{accum}", self._dtype())
+        self.add(name, "MN", f"]{self._annot()} = sum(k) {body}{start}{accum}", self._dtype())
 
     def _dtype(self) -> str:
         return self.rng.choice(DTYPES)

@@ -207,12 +207,14 @@ def _power_of_two(e, sizes: dict) -> bool:
 def vector_slots(model, kp: KernelPlan, tgt: Target) -> float:
     """FP32-instruction slots of the kernel's statements other than matrix products: per instance the
     expression's slots, one more for a reduction's combine and the rounding to a narrower storage dtype; times
-    the instances and the padding of the statement's tile."""
+    the instances and the padding of the statement's tile.  A sum's start value counts once per element."""
     costs = tgt.vector_op_cost
     produced = frozenset(model.stmt(s).write.tensor for s in kp.stmts)
     total = 0.0
     for s in kp.stmts:
         stmt = model.stmt(s)
+        if stmt.init is not None:  # the value a sum starts from: once per element it writes
+            total += expression_slots(stmt.init, costs, model.sizes, produced) * card(stmt.write.relation.range())
         if matrix_operands(stmt, model.sizes) is not None:
             continue
         per = expression_slots(stmt.value, costs, model.sizes, produced) + (1.0 if stmt.is_reduction else 0.0)

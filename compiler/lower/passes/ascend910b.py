@@ -43,8 +43,15 @@ def refuse_sums_on_vector(program: T.TileProgram) -> T.TileProgram:
     """The 910B printer keeps every cube product's sum in L0C: a sum the vector cores would also keep
     (`Dot.sum_on_vector`: a product whose reduction loop also has steps on the vector cores) is refused."""
     for k in program.kernels:
+        started = {op.stmt for op in T.walk_ops(k.body) if isinstance(op, T.AccInit) and op.start is not None}
         for op in T.walk_ops(k.body):
             if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot) and op.partial.sum_on_vector:
+                if op.stmt in started:
+                    raise BackendError(f"{op.stmt} starts from a value (`from`): the cube's accumulator (L0C) starts "
+                                       f"from zero and only the cube adds to it, so the vector cores would have to "
+                                       f"keep this sum, which ascend-910b does not generate; generate for "
+                                       f"ascend-950, or sum from zero and add the start value in a later statement "
+                                       f"(which rounds differently: one addition at the end)")
                 raise BackendError(f"{op.stmt}: some steps of this sum run on the cube and others on the vector "
                                    f"cores (masked operand tiles), which ascend-910b does not generate; use a tile "
                                    f"that divides the reduction's extent, or generate for ascend-950")

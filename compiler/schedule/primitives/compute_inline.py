@@ -101,7 +101,8 @@ def _inline_into(reader, target, keep_rounding: bool = True):
         to_target = r.relation.apply_range(target.write.relation.reverse())
         for inner in target.reads:
             reads.append(Access(inner.tensor, to_target.apply_range(inner.relation), inner.node))
-    return replace(reader, value=value, reads=reads)
+    init = None if reader.init is None else substitute_reads(reader.init, target, keep_rounding)
+    return replace(reader, value=value, init=init, reads=reads)
 
 
 def substitute_reads(expr: ast.Expr, target, keep_rounding: bool = True) -> ast.Expr:

@@ -69,6 +69,10 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     if self_reads(stmt):
         raise ScheduleError("rfactor", f"{name} is a recurrence (it reads its own finished elements): its partial "
                                        f"sums would read elements the final sum has not stored yet")
+    if stmt.init is not None:
+        raise ScheduleError("rfactor", f"{name} starts from a value (`from`); partial sums of such a sum are not "
+                                       f"generated yet: sum from zero with rfactor and add the start value in a "
+                                       f"later statement (which rounds differently: one addition at the end)")
     for b in tree.buffers:
         if b.tensor == name or name in b.stmts:
             raise ScheduleError("rfactor", f"the {b.scope} buffer of {b.tensor} at loop {b.at.name} serves {name}; "
