@@ -27,6 +27,7 @@ schedule fast {
   pipeline(C.ko, stages=3)
   bind(C.io, grid.x)
   bind(C.jo, grid.y)
+  launch(C, warps=8)
 }
 """
 # name -> (inputs besides A and W, the statement's right-hand side, alpha, beta)
