@@ -169,7 +169,7 @@ def _present(items) -> list:
 
 
 # Reduction combine policies: these words, or segments(N) with N >= 1.
-COMBINE_POLICIES = ("reassoc", "deterministic", "strict", "online")
+COMBINE_POLICIES = ("reassoc", "deterministic", "strict", "online", "fast_accum")
 
 def format_expr(expr: ast.Expr) -> str:
     """Print an expression back in source syntax (messages; the normal form that iterator extents are compared in)."""

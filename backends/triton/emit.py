@@ -231,9 +231,10 @@ class _KernelPrinter(PrinterBase):
                 a, b = self._dot_operands(op.partial, op.tile, frame)
                 # a product the tensor cores do not take exactly (compiler/analysis/placement.py) is multiplied in f32
                 precise = ', input_precision="ieee"' if unit_of(op) == VECTOR else ""
-                if op.partial.lhs_dtype == op.partial.rhs_dtype == "f8e4m3":
+                if op.partial.lhs_dtype == op.partial.rhs_dtype == "f8e4m3" and not op.partial.fast_accum:
                     # On sm_90 Triton otherwise keeps FP8 products in the tensor core's reduced-precision
-                    # accumulator for the whole loop; the program says the accumulator is FP32.
+                    # accumulator for the whole loop; the program says the accumulator is FP32 (only
+                    # `combine fast_accum` allows the reduced precision: Triton's default is then kept).
                     precise = ", max_num_imprecise_acc=0"
                 if op.accum == "f32":
                     self.emit(f"{acc} = tl.dot({a}, {b}, {acc}{precise})")

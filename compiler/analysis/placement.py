@@ -30,6 +30,7 @@ from typing import Optional
 from tdsl.frontend import ast
 
 from tdsl.compiler.errors import BackendError, InternalError
+from tdsl.compiler.model.dependences import policy
 from tdsl.compiler.lower.tileir import (AccFinish, AccInit, AccUpdate, Dot, Preload, Preloaded, RegOperand, SerialLoop,
                                        Staged, TileKernel, TileProgram, Var, walk_ops)
 
@@ -71,7 +72,7 @@ def product_form(stmt, sizes: dict) -> Optional[ProductForm]:
     if factors is None or len(factors[0]) != 2:
         return None
     (first, second), scale, exact = factors
-    if scale != 1.0 and (stmt.init is not None or (not exact and stmt.combine != "reassoc")):
+    if scale != 1.0 and (stmt.init is not None or (not exact and policy(stmt)[0] != "reassoc")):
         return None  # a start value is not scaled: the factor cannot leave the sum
     if not (math.isfinite(scale) and scale != 0.0 and abs(scale) >= _SMALLEST_NORMAL_F32
             and abs(scale) <= _LARGEST_F32):

@@ -165,6 +165,9 @@ class Dot:
     # sum, which the vector unit holds: a sum it rescales (online) where the matrix unit's accumulator is out of
     # its reach (Ascend's L0C); placement.py: sums_on_vector
     sum_on_vector: bool = False
+    # the program declares `combine fast_accum`: FP8 products may stay in the matrix unit's reduced-precision
+    # accumulator for several instructions (dependences.fast_accumulation)
+    fast_accum: bool = False
 
 
 Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, Reference, RegOperand, Preloaded, Call, Round, Reduce,

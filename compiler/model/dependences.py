@@ -163,11 +163,19 @@ def _access_pairs(src: Stmt, dst: Stmt):
 
 
 def policy(stmt: Stmt) -> tuple[str, Optional[int]]:
-    """A reduction's combine policy: ("strict" | "reassoc" | "deterministic", None) or ("segments", N)."""
+    """A reduction's combine policy: ("strict" | "reassoc" | "deterministic", None) or ("segments", N).
+    `fast_accum` orders like `reassoc` (`fast_accumulation` says what it allows besides)."""
     text = stmt.combine or "strict"
     if text.startswith("segments(") and text.endswith(")"):
         return "segments", int(text[len("segments("):-1])
-    return text, None
+    return ("reassoc" if text == "fast_accum" else text), None
+
+
+def fast_accumulation(stmt: Stmt) -> bool:
+    """`combine fast_accum`: any order and grouping, and the matrix unit may keep FP8 products in its reduced-
+    precision accumulator for several instructions before adding them to the f32 sum (cuBLAS's use_fast_accum,
+    Triton's default on sm_90); without it an FP8 product is added to the f32 sum after every instruction."""
+    return stmt.combine == "fast_accum"
 
 
 def order_independent(stmt: Stmt) -> bool:

@@ -1,0 +1,94 @@
+"""quant_gemm's FP8 product alone (4096 x 4096 x 1536, E4M3 operands, f32 accumulation, bf16 out) against
+`torch._scaled_mm` under the same accumulation: exact (tdsl's default, `max_num_imprecise_acc=0`; cuBLASLt
+`use_fast_accum=False`) and declared fast (`combine fast_accum`; `use_fast_accum=True`).  B is stored K-major
+(`Wt[N, K]`, as `_scaled_mm` takes it) and row-major (`W[K, N]`, as examples/quant_gemm.tdsl has it).
+
+Each tdsl kernel is generated with the Triton backend, checked against a float64 torch product (NaN-poisoned
+output, bf16 tolerance plus the accumulation's) and timed with triton.testing.do_bench (median); the best of a
+few schedules is reported per (layout, accumulation).
+
+    PYTHONPATH=/tmp/pkg:/tmp/site python3 benchmarks/gpu/fp8_accum.py --out $OUT/fp8_accum.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+M, K, N = 4096, 4096, 1536
+TILES = [(128, 256, 128, 3, 8), (128, 128, 128, 4, 4), (256, 128, 128, 3, 8)]  # BM, BN, BK, stages, warps
+LAYOUTS = {"k_major": ("Wt: f8e4m3[N, K]", "Wt[j, k]"), "row_major": ("W: f8e4m3[K, N]", "W[k, j]")}
+
+
+def source(layout: str, fast: bool) -> str:
+    decl, read = LAYOUTS[layout]
+    combine = " combine fast_accum" if fast else ""
+    text = (f"const M = {M}, K = {K}, N = {N}\n"
+            f"kernel q(Aq: f8e4m3[M, K], {decl}) -> (P: bf16[M, N]) {{\n"
+            f"  P[i, j] = sum(k) Aq[i, k] * {read} accum f32{combine}\n}}\n")
+    for bm, bn, bk, stages, warps in TILES:
+        text += (f"schedule t{bm}x{bn}x{bk}_s{stages}_w{warps} {{\n"
+                 f"  io, jo, ii, jj = tile(P.i, P.j, {bm}, {bn})\n  ko, kk = split(P.k, {bk})\n"
+                 f"  reorder(P, io, jo, ko, ii, jj, kk)\n  cache_read(Aq, shared, at=P.ko)\n"
+                 f"  cache_read({decl.split(':')[0]}, shared, at=P.ko)\n  pipeline(P.ko, stages={stages})\n"
+                 f"  bind(P.io, grid.x)\n  bind(P.jo, grid.y)\n  launch(P, warps={warps})\n}}\n")
+    return text
+
+
+def main() -> None:
+    import torch
+    from triton.testing import do_bench
+
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.driver.generate import generate, load_module
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    a = (torch.randn(M, K, device="cuda") * 4).to(torch.float8_e4m3fn)
+    wt = (torch.randn(N, K, device="cuda") * 4).to(torch.float8_e4m3fn)
+    w = wt.t().contiguous()
+    exact = a.double() @ wt.double().t()
+    one = torch.ones((), device="cuda")
+    flops = 2 * M * N * K
+    results = {"sizes": [M, K, N], "references": {}, "tdsl": {}}
+    for fast in (False, True):
+        us = do_bench(lambda: torch._scaled_mm(a, wt.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                               use_fast_accum=fast), warmup=25, rep=200) * 1e3
+        results["references"][f"scaled_mm_fast_accum={fast}"] = us
+        print(f"torch._scaled_mm use_fast_accum={fast}: {us:.1f} us, {flops / us / 1e6:.0f} TFLOP/s")
+    tmp = Path(tempfile.mkdtemp())
+    for layout in LAYOUTS:
+        b = wt if layout == "k_major" else w
+        for fast in (False, True):
+            prog = loads(source(layout, fast), filename=f"q_{layout}.tdsl")
+            best = None
+            for bm, bn, bk, stages, warps in TILES:
+                name = f"t{bm}x{bn}x{bk}_s{stages}_w{warps}"
+                text = generate(prog, name)
+                module = load_module(text, tmp / f"{layout}_{fast}_{name}.py")
+                out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+                module.q(a, b, P=out)
+                err = (out.double() - exact).abs()
+                tol = 2 ** -7 * exact.abs() + (2 ** -10 if fast else 2 ** -16) * exact.abs().max()
+                ok = bool(torch.isfinite(out).all().item() and (err <= tol).all().item())
+                us = do_bench(lambda: module.q(a, b, P=out), warmup=25, rep=200) * 1e3
+                row = {"schedule": name, "ok": ok, "us": us, "tflops": flops / us / 1e6,
+                       "max_err": float(err.max().item()), "imprecise_acc_0": "max_num_imprecise_acc=0" in text}
+                print(f"{layout:9s} fast={fast!s:5s} {name:22s} ok={ok} {us:8.1f} us {flops / us / 1e6:6.0f} TFLOP/s")
+                if ok and (best is None or us < best["us"]):
+                    best = row
+            ref = results["references"][f"scaled_mm_fast_accum={fast}"]
+            if best is not None:
+                best["vs_scaled_mm_same_accumulation"] = ref / best["us"]
+            results["tdsl"][f"{layout}_fast_accum={fast}"] = best
+            if best is not None:
+                print(f"  best {layout} fast={fast}: {best['us']:.1f} us = {ref / best['us']:.2f}x _scaled_mm")
+    Path(args.out).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
