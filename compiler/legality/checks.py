@@ -426,7 +426,10 @@ def check_grouping(model: KernelModel, stmt, sigma: isl.Map, primitive: str, siz
         later = ident.lex_lt_map(ident)
         together = same_part.intersect(later)
         earlier_part = sigma.lex_gt_map(sigma).intersect(stmt.write.relation.apply_range(stmt.write.relation.reverse()))
-        regrouped = together.intersect_domain(earlier_part.domain()).intersect(order)
+        if stmt.init is None:
+            together = together.intersect_domain(earlier_part.domain())
+        # (a sum from a value: the first partial sum is added to the start value too, so it regroups as well)
+        regrouped = together.intersect(order)
         if regrouped.is_empty():
             return
         a, b, element, suffix = pair(regrouped)
@@ -435,8 +438,9 @@ def check_grouping(model: KernelModel, stmt, sigma: isl.Map, primitive: str, siz
             [stmt.name],
             f"the reduction {stmt.name} would be split into partial sums{' ' + partial if partial else ''} that are "
             f"added afterwards, but {stmt.name} declares {declared}",
-            f"{a} and {b} would be added to each other in one partial sum and then to the sum of the earlier terms "
-            f"of {element}; the program adds {a} to that sum first{suffix}",
+            f"{a} and {b} would be added to each other in one partial sum and then to the sum of the "
+            f"{'start value and the ' if stmt.init is not None else ''}earlier terms of {element}; the program adds "
+            f"{a} to that sum first{suffix}",
         )
     if size is not None:
         name, value, extent = size

@@ -118,9 +118,45 @@ def test_legality_keeps_the_start_first():
     with pytest.raises(TdslError, match=r"reduction-order"):
         prog.schedule("reversed")
     _product(combine=" combine reassoc").schedule("reversed")  # the program allows another order
-    with pytest.raises(TdslError, match=r"C starts from a value \(`from`\); partial sums of such a sum are not "
-                                            r"generated yet"):
-        prog.schedule("partial_sums")
+    with pytest.raises(TdslError, match=r"(?s)reduction-grouping.*then to the sum of the start value and the earlier "
+                                        r"terms of C\[0, 0\]"):
+        prog.schedule("partial_sums")  # strict: the first partial sum would be added to the start value whole
+
+
+_PARTIALS = """const M = 16, N = 12, K = 64
+const beta = 1.2
+kernel g(C_in: f32[M, N], A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N], D: f32[M, N]) {
+  C[i, j] = sum(k) A[i, k] * B[k, j] from beta * C_in[i, j]
+  D[i, j] = sum(k) A[i, k] * B[k, j] from beta * C_in[i, j] combine reassoc
+}
+schedule lone_terms {
+  ko, kk = split(C.k, 1)
+  rfactor(C.ko)
+}
+schedule split_k {
+  ko, kk = split(D.k, 16)
+  rfactor(D.ko)
+  reorder(D_rf, ko, i, j, kk)
+  bind(D_rf.ko, grid.x)
+}
+"""
+
+
+def test_rfactor_starts_the_partial_sums_from_zero_and_their_sum_from_the_value(tmp_path):
+    prog = loads(_PARTIALS)
+    lone = prog.schedule("lone_terms")  # strict, one term per partial sum: the program's own additions
+    inputs = random_inputs(lone.model, seed=4)
+    original = prog.schedule()
+    want = interpret(original.model, original.time_map(), inputs)
+    got = interpret(lone.model, lone.time_map(), inputs)
+    assert np.array_equal(want["C"].view(np.uint32), got["C"].view(np.uint32))
+    combine = lone.model.stmt("C")
+    assert expr_text(combine.init) == "beta * C_in[i, j]" and lone.model.stmt("C_rf").init is None
+    assert "C_in" in {r.tensor for r in combine.reads} and "C_in" not in {r.tensor for r in lone.model.stmt("C_rf").reads}
+    split_k = prog.schedule("split_k")  # reassoc: split-K on the grid, the start value added by the second pass
+    module = load_module(generate(prog, "split_k"), tmp_path / "split_k.py")
+    outputs = run_generated(module, split_k.model, inputs, guard=5)
+    assert all(c.ok for c in compare_outputs(split_k.model, want, outputs).values())
 
 
 @pytest.mark.parametrize("schedule,dot", [("gpu", True), ("small", False)])

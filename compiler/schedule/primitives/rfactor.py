@@ -69,10 +69,6 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     if self_reads(stmt):
         raise ScheduleError("rfactor", f"{name} is a recurrence (it reads its own finished elements): its partial "
                                        f"sums would read elements the final sum has not stored yet")
-    if stmt.init is not None:
-        raise ScheduleError("rfactor", f"{name} starts from a value (`from`); partial sums of such a sum are not "
-                                       f"generated yet: sum from zero with rfactor and add the start value in a "
-                                       f"later statement (which rounds differently: one addition at the end)")
     for b in tree.buffers:
         if b.tensor == name or name in b.stmts:
             raise ScheduleError("rfactor", f"the {b.scope} buffer of {b.tensor} at loop {b.at.name} serves {name}; "
@@ -132,7 +128,8 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         reduce_op=stmt.reduce_op,
         accum_dtype=stmt.accum_dtype,
         combine=_policy_after(stmt),
-        reads=[Access(a.tensor, to_orig.apply_range(a.relation), a.node) for a in stmt.reads],
+        reads=[Access(a.tensor, to_orig.apply_range(a.relation), a.node) for a in stmt.reads
+               if id(a.node) not in _start_nodes(stmt)],
         write=Access(rf, rf_write),
         span=stmt.span,
     )
@@ -146,7 +143,8 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         domain=c_domain,
         value=read_node,
         combine=_policy_after(stmt),
-        reads=[Access(rf, _map(ctx, prefix, name, c_iters, rf, c_iters).intersect_domain(c_domain), read_node)],
+        reads=([Access(rf, _map(ctx, prefix, name, c_iters, rf, c_iters).intersect_domain(c_domain), read_node)]
+               + _start_reads(stmt, c_domain, c_iters, ctx, prefix)),
         write=Access(name, _map(ctx, prefix, name, c_iters, name, lhs).intersect_domain(c_domain)),
     )
     stmts = []
@@ -259,6 +257,22 @@ def _count_of(domain: isl.Set, position: int):
     return f"({top}) + 1"
 
 
+def _start_reads(stmt: Stmt, c_domain: isl.Set, c_iters: list, ctx, prefix: str) -> list:
+    """The reads of the value a sum starts from, as reads of the statement that adds the partial sums (which starts
+    from it; the partial sums start from zero): each instance reads what the element's instances read."""
+    if stmt.init is None:
+        return []
+    same_element = _map(ctx, prefix, stmt.name, c_iters, stmt.name, stmt.iters).align_params(
+        c_domain.get_space()).intersect_domain(c_domain).intersect_range(stmt.domain)
+    start = _start_nodes(stmt)
+    return [Access(r.tensor, same_element.apply_range(r.relation), r.node) for r in stmt.reads if id(r.node) in start]
+
+
+def _start_nodes(stmt: Stmt) -> set:
+    """id() of the reads in the value a sum starts from."""
+    return set() if stmt.init is None else {id(a) for a in ast.walk(stmt.init) if isinstance(a, ast.Access)}
+
+
 def _map(ctx, prefix, src, src_iters, dst, dst_index) -> isl.Map:
     return isl.Map.read_from_str(ctx, f"{prefix}{{ {src}[{', '.join(src_iters)}] -> {dst}[{', '.join(dst_index)}] }}")
 
@@ -292,8 +306,8 @@ def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
     if policy(stmt)[0] != "strict" or order_independent(stmt) or on_grid(model, stmt.value, accum, stmt.iters):
         return
     same_element = stmt.write.relation.apply_range(stmt.write.relation.reverse())
-    if same_element.is_subset(sigma.apply_range(sigma.reverse())):
-        return  # one partial sum per element: the program's own running sum
+    if stmt.init is None and same_element.is_subset(sigma.apply_range(sigma.reverse())):
+        return  # one partial sum per element: the program's own running sum (from zero, as the partial starts)
     raise RoundingAdded(
         "rfactor",
         [stmt.name],
