@@ -246,6 +246,9 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         total = " * ".join(exts) if exts else "1"
         cid = self.cid
         self.head = [f"with T.Kernel({total}, is_npu=True) as ({cid}, {self.vid}):"]
+        if self.kernel.grid_group > 1:
+            self.emit(f"# launch group={self.kernel.grid_group}: no block order to set on the 910B (the runtime "
+                      f"hands blocks to the AI cores)")
         for n, var in enumerate(vars_):
             inner = " * ".join(exts[n + 1:])
             q = (f"{cid} // {inner}" if inner.isdigit() or inner.isidentifier() else f"{cid} // ({inner})") if inner else cid

@@ -150,6 +150,12 @@ class Ascend950Printer(KernelPrinter):
 
     # ------------------------------------------------------------ accumulators
 
+    def launch_order(self) -> None:
+        """The AI cores take the blocks of T.Kernel in the runtime's order: `launch(group=)` changes nothing here."""
+        if self.kernel.grid_group > 1:
+            self.emit(f"# launch group={self.kernel.grid_group}: no block order to set on the 950 (the runtime "
+                      f"hands blocks to the AI cores)")
+
     def acc_alloc(self, op, shape) -> str:
         if op.on_matrix:
             planned = self.cache_write(op.stmt)

@@ -204,6 +204,7 @@ class KernelPrinter(TileLangDialect):
     def render(self) -> dict:
         k = self.kernel
         self._kernel_head()
+        self.launch_order()
         for op in k.body:
             self._op(op)
         head = self.head_lines
@@ -302,6 +303,12 @@ class KernelPrinter(TileLangDialect):
             self.head_lines = [f"with T.Kernel({ext}, threads={threads}) as ({bind}):"]
         for axis in k.grid:
             self._bind_grid_vars(axis, self.grid_var(axis.axis))
+
+    def launch_order(self) -> None:
+        """`launch(group=G)` (TileKernel.grid_group): TileLang's rasterisation of the blocks in panels of G."""
+        if self.kernel.grid_group > 1:
+            self.emit(f"T.use_swizzle(panel_size={self.kernel.grid_group})  # blocks start in panels of "
+                      f"{self.kernel.grid_group} (launch group=)")
 
     def grid_var(self, axis: str) -> str:
         """The block index along a grid axis (`bx`)."""

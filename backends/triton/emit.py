@@ -179,8 +179,9 @@ class _KernelPrinter(PrinterBase):
         return self.locals.local(("acc", stmt), f"acc_{stmt}")
 
     def _grid(self) -> None:
+        pids = self._grid_pids()
         for axis in self.kernel.grid:
-            pid = f"tl.program_id({GRID_AXES[axis.axis]})"
+            pid = pids[axis.axis]
             if len(axis.vars) == 1:
                 lower = simplify(axis.lowers[0])
                 start = "" if lower == T.Const(0) else f"{index_code(lower, self.top)} + "
@@ -192,6 +193,27 @@ class _KernelPrinter(PrinterBase):
                 ext = index_code(simplify(extent), self.top)
                 self.emit(f"{self.names.var(var)} = {index_code(simplify(lower), self.top)} + {rest} % {ext}")
                 self.emit(f"{rest} = {rest} // {ext}")
+
+    def _grid_pids(self) -> dict:
+        """Each grid axis's program index: tl.program_id, or for a kernel launched in groups (`launch(group=G)`:
+        TileKernel.grid_group) the x and y indices of the grouped order, decoded from one linear index (the
+        launcher starts x * y programs on axis 0)."""
+        pids = {axis.axis: f"tl.program_id({GRID_AXES[axis.axis]})" for axis in self.kernel.grid}
+        group = self.kernel.grid_group
+        if group == 1:
+            return pids
+        extent = {axis.axis: " * ".join(f"({index_code(simplify(e), self.top)})" for e in axis.extents)
+                  for axis in self.kernel.grid}
+        pid, width, first, rows, x, y = (self.locals.local(("grouped order", n), n)
+                                         for n in ("pid", "group_width", "group_first", "group_rows", "pid_x", "pid_y"))
+        self.emit(f"# programs start in groups of {group} along grid.x, grid.y sweeping each group (launch group=)")
+        self.emit(f"{pid} = tl.program_id(0)")
+        self.emit(f"{width} = {group} * {extent['y']}")
+        self.emit(f"{first} = ({pid} // {width}) * {group}")
+        self.emit(f"{rows} = tl.minimum({extent['x']} - {first}, {group})")
+        self.emit(f"{x} = {first} + ({pid} % {width}) % {rows}")
+        self.emit(f"{y} = ({pid} % {width}) // {rows}")
+        return {**pids, "x": x, "y": y}
 
     # ------------------------------------------------------------ ops
 
@@ -512,6 +534,8 @@ def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
             extent = " * ".join(f"({index_code(simplify(e), sizes, python=True)})" for e in axis.extents)
             grid[GRID_AXES[axis.axis]] = extent
             used = max(used, GRID_AXES[axis.axis] + 1)
+        if kernel.grid_group > 1:  # x * y programs on axis 0, in the grouped order the kernel decodes
+            grid[0], grid[1] = f"{grid[0]} * {grid[1]}", 1
         grid_code = "(" + ", ".join(str(g) for g in grid[: max(used, 1)]) + ",)"
         args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.sizes] + host_vars
         lines.append(f"{pad}{names.kernel(kernel.name)}[{grid_code}]({', '.join(args)}{', ' if args else ''}"

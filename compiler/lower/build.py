@@ -164,6 +164,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
             sizes=list(self.model.params),
             body=ops,
             num_warps=self._warps(),
+            grid_group=self._grid_group(grid),
             num_stages=max(stages) if stages else 2,
             comment=f"statements {', '.join(stmts)}",
             buffers=[_buffer_decl(b) for b in self.planned if not self._is_serial_at(b.at)],
@@ -178,6 +179,14 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
                                    f"accumulator cannot live from one launch to the next")
         lo, hi = self._loop_range(loop, 0, outer=self.host[:k])
         return HostLoop(self._var(loop, 0), lo, Bin("+", hi, Const(1)), id(loop))
+
+    def _grid_group(self, grid: list) -> int:
+        """`launch(group=G)`: the kernel's programs start in groups of G along grid.x (1: linear order)."""
+        group = (self.root.group if isinstance(self.root, Loop) else None) or 1
+        if group > 1 and not {"x", "y"} <= {axis.axis for axis in grid}:
+            raise BackendError(f"kernel {self.name} is launched in groups (launch(group={group})) but has no loops "
+                               f"bound to both grid.x and grid.y; bind them, or drop group=")
+        return group
 
     def _warps(self) -> int:
         return (self.root.warps if isinstance(self.root, Loop) else None) or 4

@@ -407,6 +407,9 @@ class TileKernel(_Value):
     body: list[Op]
     num_warps: int = 4
     num_stages: int = 2
+    # programs start in groups of this many grid.x values, grid.y sweeping within a group (`launch(group=)`); 1: in
+    # the order of their linear index (x fastest)
+    grid_group: int = 1
     comment: str = ""  # the statements and schedule steps this kernel comes from
     buffers: list[BufferDecl] = field(default_factory=list)  # planned buffers not owned by a SerialLoop
     # Ascend 910B: each of an AI core's two vector cores takes this many rows of every vector tile (the

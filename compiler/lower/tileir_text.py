@@ -55,7 +55,8 @@ def program_text(program: TileProgram) -> str:
 
 def kernel_lines(k: TileKernel) -> list[str]:
     split = f" vector_rows={k.vector_rows}" if k.vector_rows else ""
-    lines = [f"kernel {k.name}  warps={k.num_warps} stages={k.num_stages}{split}  # {k.comment}"]
+    group = f" group={k.grid_group}" if k.grid_group > 1 else ""
+    lines = [f"kernel {k.name}  warps={k.num_warps} stages={k.num_stages}{group}{split}  # {k.comment}"]
     for h in k.host:
         lines.append(f"{_INDENT}host loop {h.var} in [{expr_text(h.lower)}, {expr_text(h.upper)})")
     for g in k.grid:

@@ -110,7 +110,7 @@ def _marks(loop: Loop, tree: Tree) -> list[str]:
 
 
 def loop_marks(loop: Loop) -> list[str]:
-    """The marks a loop carries itself: its grid axis, host, pipeline stages."""
+    """The marks a loop carries itself: its grid axis, host, pipeline stages, launch order."""
     marks = []
     if loop.bind:
         marks.append(f"bind {loop.name} -> grid.{loop.bind}")
@@ -118,6 +118,8 @@ def loop_marks(loop: Loop) -> list[str]:
         marks.append(f"host {loop.name} (the launcher's loop: each iteration launches the kernels below)")
     if loop.pipeline:
         marks.append(f"pipeline {loop.name} stages={loop.pipeline}")
+    if loop.group:
+        marks.append(f"launch group={loop.group} (programs start in groups of {loop.group} along grid.x)")
     return marks
 
 

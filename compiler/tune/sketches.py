@@ -5,8 +5,8 @@ numbers (tile sizes, stages, warps) and choices (fuse the epilogue or not) are p
 
 * **product** -- `C = sum(k) X[i, k] * Y[k, j]` (the form `placement.matrix_operands` recognises): a tile
   of BM x BN outputs per program, the reduction split by BK, both operands staged in shared memory at the
-  K step, the accumulator in registers, `pipeline` stages, warps, which tile axis walks the grid first;
-  its pointwise consumers either follow each output tile (`reverse_compute_at`, the epilogue) or run as
+  K step, the accumulator in registers, `pipeline` stages, warps, which tile axis walks the grid first,
+  the launch order (linear, or grid.x in groups of 8); its pointwise consumers either follow each output tile (`reverse_compute_at`, the epilogue) or run as
   kernels of their own; a pointwise producer of an operand is either inlined into the product or a kernel.
 * **elementwise** -- a statement without reduction whose pointwise producers are temporaries only it
   reads: those producers inlined or computed at its tile; a TM x TN tile (the last two iterators), warps.
@@ -40,6 +40,7 @@ PRODUCT_TILES = (16, 32, 64, 128, 256)
 PRODUCT_K = (16, 32, 64, 128)
 PRODUCT_STAGES = (1, 2, 3, 4, 5)
 PRODUCT_WARPS = (4, 8)
+PRODUCT_GROUPS = (1, 8)  # launch order: linear, or grid.x in groups of 8 (L2 rasterisation)
 ROW_TILES = (1, 2, 4, 8, 16, 32)
 COLUMN_TILES = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 WARPS = (1, 2, 4, 8, 16)
@@ -230,6 +231,7 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
         Param(f"{name}.stages", PRODUCT_STAGES),
         Param(f"{name}.warps", PRODUCT_WARPS),
         Param(f"{name}.grid", ("ij", "ji")),  # which tile axis is grid.x: consecutive programs share that operand
+        Param(f"{name}.group", PRODUCT_GROUPS),
     ]
     if epilogue:
         params.append(Param(f"{name}.epilogue", ("fused", "separate")))
@@ -260,7 +262,8 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
             steps.append(Step("pipeline", (f"{name}.{ko}",), {"stages": c[f"{name}.stages"]}))
         x, y = (io, jo) if c[f"{name}.grid"] == "ij" else (jo, io)
         steps += [Step("bind", (f"{name}.{x}", "grid.x"), {}), Step("bind", (f"{name}.{y}", "grid.y"), {})]
-        steps.append(Step("launch", (name,), {"warps": c[f"{name}.warps"]}))
+        group = {"group": c[f"{name}.group"]} if c[f"{name}.group"] > 1 else {}
+        steps.append(Step("launch", (name,), {"warps": c[f"{name}.warps"], **group}))
         separate = epilogue if c.get(f"{name}.epilogue") == "separate" else []
         for e in separate:
             steps += _grid_steps(flow.stmt(e), c, f"{name}.epilogue_")

@@ -60,7 +60,7 @@ USAGE = {
     "fold_storage": "fold_storage(TENSOR, ITER, PLANES)",
     "pipeline": "pipeline(STMT.LOOP, stages=N)",
     "bind": "bind(STMT.LOOP, grid.x)",
-    "launch": "launch(STMT, warps=N)",
+    "launch": "launch(STMT, warps=N[, group=N])",
     "host": "host(STMT.LOOP)",
     "rfactor": "rfactor(STMT.LOOP[, segments=N][, dtype=DTYPE])",
     "online": "online(STMT)",
@@ -84,7 +84,7 @@ SIGNATURES = {
     "fold_storage": "(self, tensor, dim, planes)",
     "pipeline": "(self, loop, stages=2)",
     "bind": "(self, loop, axis)",
-    "launch": "(self, stmt, warps=4)",
+    "launch": "(self, stmt, warps=4, group=1)",
     "host": "(self, loop)",
     "rfactor": "(self, loop, segments=None, dtype=None)",
     "online": "(self, stmt)",
@@ -95,7 +95,7 @@ KEYWORDS = {
     "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "distribute": set(), "skew": {"by", "factor"},
     "shift": {"offset"}, "reverse": set(), "compute_at": {"at"},
     "reverse_compute_at": {"at"}, "compute_inline": {"round"}, "cache_read": {"at", "scope", "dtype"},
-    "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps"},
+    "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps", "group"},
     "host": set(), "rfactor": {"segments", "dtype"}, "online": set(),
 }
 MAKE_LOOPS = {"split", "tile", "fuse", "skew"}

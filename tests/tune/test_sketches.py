@@ -38,7 +38,8 @@ def test_product_knobs_are_powers_of_two_within_the_padded_extent():
 def test_a_choice_builds_the_steps_a_person_writes():
     model = tdsl.load(EXAMPLES / "gemm_silu.tdsl").model()
     sk = sketch(model)
-    choice = {"C.BM": 128, "C.BN": 256, "C.BK": 64, "C.stages": 3, "C.warps": 8, "C.grid": "ij", "C.epilogue": "fused"}
+    choice = {"C.BM": 128, "C.BN": 256, "C.BK": 64, "C.stages": 3, "C.warps": 8, "C.grid": "ij", "C.group": 8,
+              "C.epilogue": "fused"}
     assert [str(s) for s in sk.steps(choice)] == [
         "io, jo, ii, ji = tile(C.i, C.j, 128, 256)",
         "ko, ki = split(C.k, 64)",
@@ -50,7 +51,7 @@ def test_a_choice_builds_the_steps_a_person_writes():
         "pipeline(C.ko, stages=3)",
         "bind(C.io, grid.x)",
         "bind(C.jo, grid.y)",
-        "launch(C, warps=8)",
+        "launch(C, warps=8, group=8)",
     ]
 
 

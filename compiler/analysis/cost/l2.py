@@ -71,17 +71,26 @@ def grid_order(kp: KernelPlan, cost: KernelCost) -> list:
     rank = {"x": 0, "y": 1, "z": 2}
     position = {loop.name: n for n, loop in enumerate(kp.grid_loops)}
     loops = sorted(kp.grid_loops, key=lambda l: (rank.get(l.bind, 3), -position[l.name]))
-    return [(l.name, extents[l.name]) for l in loops]
+    order = [(l.name, extents[l.name]) for l in loops]
+    group = getattr(kp.root, "group", None)
+    x = [l.name for l in loops if l.bind == "x"]
+    y = [l.name for l in loops if l.bind == "y"]
+    if group and len(x) == 1 and len(y) == 1:  # `launch(group=G)`: G values of x, all of y, then the next group
+        nx, ny = extents[x[0]], extents[y[0]]
+        rest = [(n, e) for n, e in order if n not in (x[0], y[0])]
+        order = [(x[0], min(group, nx)), (y[0], ny), (x[0], math.ceil(nx / group))] + rest
+    return order
 
 
 def wave_extent(order: list, name: str, wave: int) -> int:
-    """How many values grid loop `name` takes over `wave` consecutive programs."""
-    stride = 1
+    """How many values grid loop `name` takes over `wave` consecutive programs (a loop may appear twice in the
+    order: grid.x of a grouped launch, once within a group and once across groups)."""
+    stride, values = 1, 1
     for loop, extent in order:
         if loop == name:
-            return min(extent, max(1, math.ceil(wave / stride)))
+            values *= min(extent, max(1, math.ceil(wave / stride)))
         stride *= extent
-    return 1
+    return values
 
 
 def grid_dependence(kp: KernelPlan, access) -> list:

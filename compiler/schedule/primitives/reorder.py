@@ -85,6 +85,7 @@ def _relink(state: State, old: list, new: list) -> None:
     innermost_body = old[-1].body
     if old[0] is not new[0]:  # the kernel's launch configuration belongs to the outermost loop
         new[0].warps, old[0].warps = old[0].warps, None
+        new[0].group, old[0].group = old[0].group, None
     parent = state.tree.parent_body(old[0])
     parent[parent.index(old[0])] = new[0]
     for outer, inner in zip(new, new[1:]):
