@@ -79,7 +79,6 @@ def registers_read(op) -> set:
     """Statements whose register values an op (or a loop's body) reads."""
     if isinstance(op, T.SerialLoop):
         return set().union(*[registers_read(o) for o in op.body]) if op.body else set()
-    expr = getattr(op, "value", None) or getattr(op, "partial", None)
     out = set()
 
     def walk(e):
@@ -96,7 +95,7 @@ def registers_read(op) -> set:
         for c in subexpressions(e):
             walk(c)
 
-    if expr is not None:
+    for expr in op_expressions(op):
         walk(expr)
     return out
 
@@ -116,10 +115,14 @@ def _load_uses(op) -> dict:
         for c in subexpressions(e):
             walk(c)
 
-    expr = getattr(op, "value", None) or getattr(op, "partial", None)
-    if expr is not None:
+    for expr in op_expressions(op):
         walk(expr)
     return uses
+
+
+def op_expressions(op) -> list:
+    """The values an op computes from: a Compute's value, an AccUpdate's partial, an AccInit's start value."""
+    return [e for e in (getattr(op, name, None) for name in ("value", "partial", "start")) if e is not None]
 
 
 def subexpressions(e):

@@ -397,13 +397,7 @@ class KernelPrinter(TileLangDialect):
         self.emit(f"# {self.text(op.stmt)}{self.tile_note(op.tile)}")
         shape = [a.size for a in op.tile.axes]
         buf = self.alloc(self.value_name(op.stmt), shape, "f32", self.vector_scope, f"{op.stmt}, rounded to {op.dtype}")
-        self.enter_vector()
-        lane_vars, names = self.parallel(op.tile)
-        self.depth += 1
-        index = ", ".join(lane_vars) if op.tile.axes else "0"
-        self.emit(f"{buf}[{index}] = {self.round(op.dtype, self.value(op.value, op.tile, lane_vars, names))}")
-        self.depth -= 1
-        self.exit_vector()
+        self.tile_value(buf, op.tile, op.value, op.dtype)
         self.values[op.stmt] = _Value(buf, [a.iter for a in op.tile.axes])
         if op.store:
             self.store(op.stmt, op.tile, op.lhs, op.dtype, buf)
@@ -433,11 +427,15 @@ class KernelPrinter(TileLangDialect):
             self.fill(buf, self.accs[op.stmt][1], float_code(reduce_ops.identity(op.op)))
             return
         self.emit(f"# {op.stmt} starts from its own value, once per element")
+        self.tile_value(buf, op.tile, op.start, op.accum)
+
+    def tile_value(self, buf: str, tile: T.Tile, value: T.Expr, dtype: str) -> None:
+        """`buf` (a vector buffer of the tile's shape) set lane by lane to `value`, rounded to `dtype`."""
         self.enter_vector()
-        lane_vars, names = self.parallel(op.tile)
+        lane_vars, names = self.parallel(tile)
         self.depth += 1
-        index = ", ".join(lane_vars) if op.tile.axes else "0"
-        self.emit(f"{buf}[{index}] = {self.round(op.accum, self.value(op.start, op.tile, lane_vars, names))}")
+        index = ", ".join(lane_vars) if tile.axes else "0"
+        self.emit(f"{buf}[{index}] = {self.round(dtype, self.value(value, tile, lane_vars, names))}")
         self.depth -= 1
         self.exit_vector()
 

@@ -61,8 +61,10 @@ def enumerate_all(sketch: Sketch) -> Iterator[dict]:
 
 
 def neighbours(sketch: Sketch, choice: dict) -> list[dict]:
-    """Choices that move one knob one step along its values (a switch flips, with its new knobs at their first
-    values when they were off)."""
+    """Choices that move one knob one step along its values.  A switch that flips turns on knobs that were off
+    (an epilogue run as a kernel of its own gets a tile): the move comes with those knobs at their first values,
+    and with each of them in turn at every other value (the rest at their first), so that the branch is judged
+    by a reasonable setting of its own knobs, not only by the first one."""
     out = []
     for p in sketch.params:
         if p.name not in choice:
@@ -71,9 +73,19 @@ def neighbours(sketch: Sketch, choice: dict) -> list[dict]:
         for step in (-1, 1):
             if 0 <= at + step < len(p.values):
                 moved = dict(choice, **{p.name: p.values[at + step]})
-                for q in sketch.params:  # knobs the move turned on start at their first value
-                    if q.active(moved) and q.name not in moved:
-                        moved[q.name] = q.values[0]
+                new = [q for q in sketch.params if q.active(moved) and q.name not in moved]
+                moved = _first_values(sketch, moved)
                 out.append(canonical(sketch.params, moved))
+                out += [canonical(sketch.params, _first_values(sketch, dict(moved, **{q.name: v})))
+                        for q in new for v in q.values[1:]]
+    return out
+
+
+def _first_values(sketch: Sketch, choice: dict) -> dict:
+    """The choice with every knob its switches turn on and it lacks at its first value."""
+    out = dict(choice)
+    for q in sketch.params:  # a switch is declared before the knobs it turns on
+        if q.active(out) and q.name not in out:
+            out[q.name] = q.values[0]
     return out
 

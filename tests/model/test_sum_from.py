@@ -220,3 +220,28 @@ schedule rows {
     got = simulate(generate(prog, "rows", target=target), inputs, target).tensors
     reference = interpret(sched.model, sched.time_map(), inputs)
     assert all(c.ok for c in compare_outputs(sched.model, reference, got).values())
+
+
+@pytest.mark.parametrize("target", ["ascend-950", "ascend-910b"])
+def test_a_start_value_read_from_a_statement_of_the_same_kernel(target):
+    """Z2 computed at the row tile and read by the start value: its buffer must live until the sum starts."""
+    from tdsl.compiler.verify.ascend_sim import simulate
+
+    prog = loads("""const M = 32, K = 64
+kernel r(X: f32[M, K], Z: f32[M]) -> (Y: f32[M]) {
+  Z2[i] = Z[i] * 0.5 - 3.0
+  Y[i] = sum(k) X[i, k] from Z2[i] * 2.0
+}
+schedule rows {
+  io, ii = split(Y.i, 16)
+  ko, kk = split(Y.k, 32)
+  reorder(Y, io, ko, ii, kk)
+  bind(Y.io, grid.x)
+  compute_at(Z2, Y.io)
+}
+""")
+    sched = prog.schedule("rows")
+    inputs = random_inputs(sched.model, seed=3)
+    got = simulate(generate(prog, "rows", target=target), inputs, target).tensors
+    reference = interpret(sched.model, sched.time_map(), inputs)
+    assert all(c.ok for c in compare_outputs(sched.model, reference, got).values())

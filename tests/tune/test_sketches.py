@@ -131,3 +131,20 @@ def test_8_bit_products_get_no_k_step_too_short_for_the_matrix_unit():
     assert params["P.BK"] == (32, 64, 128)  # E4M3 operands: wgmma takes k in steps of 32 (placement.smallest_dot_tile)
     model = tdsl.load(EXAMPLES / "gemm_silu.tdsl").model()
     assert {p.name: p.values for p in sketch(model).params}["C.BK"] == (16, 32, 64, 128)
+
+
+def test_a_switch_that_flips_brings_its_new_knobs_at_each_of_their_values():
+    """Flipping the epilogue to a kernel of its own: the move with the epilogue tile at its first values, and with
+    each of its knobs in turn at every other value; every neighbour builds (no knob left unset)."""
+    model = tdsl.load(EXAMPLES / "gemm_silu.tdsl", sizes={"M": 40, "N": 300, "K": 20}).model()
+    sk = sketch(model)
+    params = {p.name: p for p in sk.params}
+    fused = {name: p.values[0] for name, p in params.items() if p.when is None}
+    fused["C.epilogue"] = "fused"
+    flips = [n for n in space.neighbours(sk, fused) if n["C.epilogue"] == "separate"]
+    new = [p for p in sk.params if p.when == ("C.epilogue", "separate")]
+    assert new and len(flips) == 1 + sum(len(p.values) - 1 for p in new)
+    for q in new:
+        assert {n[q.name] for n in flips} == set(q.values)
+    for n in space.neighbours(sk, fused):
+        sk.steps(n)  # raises on a knob left unset
