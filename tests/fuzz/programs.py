@@ -143,7 +143,7 @@ class _Builder:
         body = self.anchored(space, triangle)
         if body is None:
             return
-        start = f" from {self.expr(keep_edge, False)}" if op == "sum" and self.rng.random() < 0.2 else ""
+        start = f" from {self.expr(keep_edge, False)}" if op == "sum" and self.rng.random() < 0.35 else ""
         accum = self.rng.choice(["", "", "", " accum f32", " accum bf16", " accum f16"])
         combine = self.rng.choice(["", "", "", "", " combine reassoc", " combine deterministic"])
         name = self.fresh("r")
@@ -246,7 +246,7 @@ class _Builder:
         body = f"{a.name}[i, k] * {b.name}[k, j]"
         if self.rng.random() < 0.2:
             body = f"0.5 * {body}"
-        start = f" from {self.expr('MN', False)}" if self.rng.random() < 0.2 else ""
+        start = f" from {self.expr('MN', False)}" if self.rng.random() < 0.35 else ""
         accum = self.rng.choice(["", " accum f32", " accum f32", " accum bf16"])
         name = self.fresh("C")
         self.add(name, "MN", f"]{self._annot()} = sum(k) {body}{start}{accum}", self._dtype())
