@@ -72,7 +72,9 @@ def product_form(stmt, sizes: dict) -> Optional[ProductForm]:
     if factors is None or len(factors[0]) != 2:
         return None
     (first, second), scale, exact = factors
-    if scale != 1.0 and (stmt.init is not None or (not exact and policy(stmt)[0] != "reassoc")):
+    if not exact and policy(stmt)[0] != "reassoc":
+        return None  # (even when the factors multiply to 1: `3 * x / 3` rounds each term)
+    if scale != 1.0 and stmt.init is not None:
         return None  # a start value is not scaled: the factor cannot leave the sum
     if not (math.isfinite(scale) and scale != 0.0 and abs(scale) >= _SMALLEST_NORMAL_F32
             and abs(scale) <= _LARGEST_F32):

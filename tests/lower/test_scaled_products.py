@@ -51,6 +51,8 @@ def _program(body: str, alpha="0.5", dtype="bf16", combine="", sizes=(64, 96, 48
     ("2 * A[i, k] * B[k, j] * alpha", "0.125", "", 0.25),
     ("alpha * A[i, k] * B[k, j]", "1.5", " combine reassoc", 1.5),
     ("A[i, k] * B[k, j] / 3", "0.5", " combine reassoc", 1 / 3),
+    ("3 * A[i, k] * B[k, j] / 3", "0.5", " combine reassoc", 1.0),
+    ("0.5 * A[i, k] * B[k, j] * 2", "0.5", "", 1.0),
 ])
 def test_constant_factors_leave_the_product(body, alpha, combine, scale):
     model = _program(body, alpha, combine=combine).schedule().model
@@ -62,6 +64,7 @@ def test_constant_factors_leave_the_product(body, alpha, combine, scale):
 @pytest.mark.parametrize("body,alpha", [
     ("alpha * A[i, k] * B[k, j]", "1.5"),  # not a power of two, strict order: each term rounds as written
     ("A[i, k] * B[k, j] / 3", "0.5"),
+    ("3 * A[i, k] * B[k, j] / 3", "0.5"),  # the factors multiply to 1, but each term is rounded by them
     ("i * A[i, k] * B[k, j]", "0.5"),  # an iterator is not a constant
     ("A[i, k] * B[k, j] * A[i, k]", "0.5"),  # three reads
     ("A[i, k] * B[k, j] + alpha", "0.5"),
