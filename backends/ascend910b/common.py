@@ -95,7 +95,7 @@ def registers_read(op) -> set:
         for c in subexpressions(e):
             walk(c)
 
-    for expr in op_expressions(op):
+    for expr in T.op_expressions(op):
         walk(expr)
     return out
 
@@ -115,14 +115,9 @@ def _load_uses(op) -> dict:
         for c in subexpressions(e):
             walk(c)
 
-    for expr in op_expressions(op):
+    for expr in T.op_expressions(op):
         walk(expr)
     return uses
-
-
-def op_expressions(op) -> list:
-    """The values an op computes from: a Compute's value, an AccUpdate's partial, an AccInit's start value."""
-    return [e for e in (getattr(op, name, None) for name in ("value", "partial", "start")) if e is not None]
 
 
 def subexpressions(e):

@@ -31,6 +31,7 @@ from tdsl.frontend import ast
 
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.model.dependences import policy
+from tdsl.compiler.model.dtypes import power_of_two
 from tdsl.compiler.lower.tileir import (AccFinish, AccInit, AccUpdate, Dot, Preload, Preloaded, RegOperand, SerialLoop,
                                        Staged, TileKernel, TileProgram, Var, walk_ops)
 
@@ -107,7 +108,7 @@ def _factors(e, sizes: dict) -> Optional[tuple[list, float, bool]]:
     if isinstance(e, (ast.IntLit, ast.FloatLit)) or (isinstance(e, ast.Name) and isinstance(sizes.get(e.name),
                                                                                            (int, float))):
         value = float(e.value if not isinstance(e, ast.Name) else sizes[e.name])
-        return [], value, _power_of_two(value)
+        return [], value, power_of_two(value)
     if isinstance(e, ast.Neg):
         inner = _factors(e.operand, sizes)
         return None if inner is None else (inner[0], -inner[1], inner[2])
@@ -118,12 +119,6 @@ def _factors(e, sizes: dict) -> Optional[tuple[list, float, bool]]:
         scale = lhs[1] * rhs[1] if e.op == "*" else lhs[1] / rhs[1]
         return lhs[0] + rhs[0], scale, lhs[2] and rhs[2]
     return None
-
-
-def _power_of_two(value: float) -> bool:
-    """+-2^e: multiplying by it, or dividing, changes only the exponent."""
-    mantissa, _ = math.frexp(value)
-    return abs(mantissa) == 0.5
 
 
 def smallest_dot_tile(dtypes) -> tuple[int, int]:

@@ -140,6 +140,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     geometry_cache: dict = field(default_factory=dict)
     loop_vars: dict = field(default_factory=dict)  # (loop name, dim) -> its variable, made by _var on first use
     accumulating: dict = field(default_factory=dict)  # reduction -> (accumulator tile, loops around its init)
+    forms: dict = field(default_factory=dict)  # statement -> its placement.product_form (None: not a product)
     restricted: dict = field(default_factory=dict)  # id(loop) -> (its range's part as an isl set, "full" | "rest")
     split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
     deps: list = field(default_factory=list)  # the schedule's dependences (legality computed them)

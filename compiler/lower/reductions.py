@@ -98,7 +98,7 @@ class ReductionLowering:
         tile = self._tile(stmt, context, stmt.lhs_iters)
         keep, store = self._keep_store(stmt)
         self.produced[stmt.name] = _Produced(stmt, tile, keep, list(context))
-        form = product_form(stmt, self.model.sizes)
+        form = self._form(stmt)
         scale = 1.0 if form is None else form.scale
         return AccFinish(stmt.name, tile, stmt.dtype, store, keep, tuple(stmt.lhs_iters), scale=scale)
 
@@ -120,14 +120,20 @@ class ReductionLowering:
         """The expression each step sums: the body, or of a matrix product with constant factors the product of
         its two reads alone (`placement.product_form`: the finish multiplies the sum by the factors, as a
         `Dot` does, so that every step of the statement sums the same terms)."""
-        form = product_form(stmt, self.model.sizes)
+        form = self._form(stmt)
         return stmt.value if form is None or form.scale == 1.0 else ast.BinOp("*", form.lhs, form.rhs)
+
+    def _form(self, stmt: Stmt):
+        """`placement.product_form` of a statement, found once per kernel (every step and the finish ask)."""
+        if stmt.name not in self.forms:
+            self.forms[stmt.name] = product_form(stmt, self.model.sizes)
+        return self.forms[stmt.name]
 
     def _dot(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Optional[Dot]:
         """A matrix product (`placement.product_form`) over a tile with axes (i, j, k) no smaller than
         `placement.smallest_dot_tile` -> a tile `Dot` (its constant factors applied by `AccFinish`); which unit
         runs it is decided per backend later."""
-        form = product_form(stmt, self.model.sizes)
+        form = self._form(stmt)
         if form is None:
             return None
         operands = form.lhs, form.rhs

@@ -469,6 +469,12 @@ def expr_vars(e):
         yield from expr_vars(e.other)
 
 
+def op_expressions(op) -> list:
+    """The values an op computes from: a Compute's value, an AccUpdate's partial, a Preload's load, an AccInit's
+    start value (the index expressions of its tile aside)."""
+    return [e for e in (getattr(op, name, None) for name in ("value", "partial", "load", "start")) if e is not None]
+
+
 def walk_ops(body):
     """Every op of a body, loops before what they hold, in program order."""
     for op in body:

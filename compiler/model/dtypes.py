@@ -27,6 +27,7 @@ the storage numpy dtype.  `scalar_rounder` gives a fast function for one
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import ml_dtypes
@@ -49,6 +50,11 @@ PRECISION_BITS = {"bf16": 8, "f16": 11, "f32": 24, "f8e4m3": 4}
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+
+
+def power_of_two(value: float) -> bool:
+    """+-2^e: multiplying or dividing by it changes only the exponent (exactly, while results stay normal)."""
+    return abs(math.frexp(float(value))[0]) == 0.5
 
 
 def numpy_dtype(dtype: str) -> np.dtype:

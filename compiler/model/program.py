@@ -256,8 +256,9 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
     lhs = [n.name for n in stmt.iters]
     red_iters = [n.name for n in red.iters] if red else []
     iters = lhs + red_iters
-    constraints = [f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in iters]
-    constraints += [affine_text(c, values) for c in stmt.conditions]
+    bounds = {it: f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in iters}
+    conditions = [affine_text(c, values) for c in stmt.conditions]
+    constraints = list(bounds.values()) + conditions
     if red:
         constraints += [affine_text(c, values) for c in red.conditions]
     if positive:
@@ -274,8 +275,9 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
         reads += [Access(acc.tensor, _access_map(acc, values, prefix, tup, taken[id(acc)]), acc)
                   for acc in collect_accesses(expr)]
     write_rel = isl.Map.read_from_str(ctx, f"{prefix}{{ {tup} -> {stmt.target}[{', '.join(lhs)}] }}").intersect_domain(domain)
-    if init is not None:
-        _check_every_element_has_a_term(si, values, prefix, positive, write_rel)
+    if init is not None:  # the elements: the left-hand ranges and conditions, without the reduction's
+        elements = [bounds[it] for it in lhs] + conditions + ([positive] if positive else [])
+        _check_every_element_has_a_term(si, prefix, elements, write_rel)
     return Stmt(
         name=stmt.target,
         lhs_iters=lhs,
@@ -295,13 +297,11 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
     )
 
 
-def _check_every_element_has_a_term(si, values: dict, prefix: str, positive: str, write_rel: isl.Map) -> None:
+def _check_every_element_has_a_term(si, prefix: str, constraints: list, write_rel: isl.Map) -> None:
     """A sum that starts from a value stores the value with its first term: an element whose reduction range is
-    empty would never be written (C code would keep the start value there)."""
+    empty would never be written (C code would keep the start value there).  `constraints`: the elements'."""
     stmt = si.stmt
     lhs = [n.name for n in stmt.iters]
-    constraints = [f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in lhs]
-    constraints += [affine_text(c, values) for c in stmt.conditions] + ([positive] if positive else [])
     elements = isl.Set.read_from_str(write_rel.get_ctx(),
                                      f"{prefix}{{ {stmt.target}[{', '.join(lhs)}] : {' and '.join(constraints)} }}")
     missing = elements.subtract(write_rel.range())

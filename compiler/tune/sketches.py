@@ -6,8 +6,9 @@ numbers (tile sizes, stages, warps) and choices (fuse the epilogue or not) are p
 * **product** -- `C = sum(k) X[i, k] * Y[k, j]` (the form `placement.matrix_operands` recognises): a tile
   of BM x BN outputs per program, the reduction split by BK, both operands staged in shared memory at the
   K step, the accumulator in registers, `pipeline` stages, warps, which tile axis walks the grid first,
-  the launch order (linear, or grid.x in groups of 8); its pointwise consumers either follow each output tile (`reverse_compute_at`, the epilogue) or run as
-  kernels of their own; a pointwise producer of an operand is either inlined into the product or a kernel.
+  the launch order (linear, or grid.x in groups of 8); its pointwise consumers either follow each output
+  tile (`reverse_compute_at`, the epilogue) or run as kernels of their own; a pointwise producer of an
+  operand is either inlined into the product or a kernel.
 * **elementwise** -- a statement without reduction whose pointwise producers are temporaries only it
   reads: those producers inlined or computed at its tile; a TM x TN tile (the last two iterators), warps.
 * **rows** -- the same, when a producer is a row statistic (its iterators a prefix of the root's, as the
@@ -136,6 +137,10 @@ class Flow:
     def producer(self, tensor: str) -> Optional[Stmt]:
         return next((s for s in self.model.stmts if s.name == tensor), None)
 
+    def operands(self, stmt: Stmt) -> Optional[tuple]:
+        """The two operand reads when `stmt` is a matrix product (`placement.matrix_operands`), else None."""
+        return matrix_operands(stmt, self.model.sizes)
+
 
 def _product(values) -> int:
     n = 1
@@ -182,7 +187,7 @@ def sketch(model: KernelModel) -> Sketch:
         if s.name not in grouped:
             _check_supported(flow, s)
     for s in model.stmts:
-        if matrix_operands(s, model.sizes) is not None and s.name not in grouped:
+        if flow.operands(s) is not None and s.name not in grouped:
             groups.append(_product_group(flow, s, grouped))
     for s in reversed(model.stmts):
         if s.name not in grouped:
@@ -201,7 +206,7 @@ def _check_supported(flow: Flow, s: Stmt) -> None:
     if any(a.tensor == s.name for a in s.reads):
         raise NoSketch(f"statement {s.name} reads its own tensor (a recurrence): no sketch rule covers it yet; "
                        f"write its schedule by hand")
-    operands = matrix_operands(s, flow.model.sizes)
+    operands = flow.operands(s)
     if operands is not None and len(s.lhs_iters) != 2:
         raise NoSketch(f"statement {s.name} is a batched matrix product: no sketch rule tiles its batch axes "
                        f"yet; write its schedule by hand")
@@ -211,7 +216,7 @@ def _check_supported(flow: Flow, s: Stmt) -> None:
 
 def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
     """Multi-level tiling of a matrix product, its operands staged, its pointwise consumers as the epilogue."""
-    lhs, rhs = matrix_operands(s, flow.model.sizes)
+    lhs, rhs = flow.operands(s)
     i = next(x.name for x in lhs.indices if x.name in s.lhs_iters)
     j = next(x.name for x in rhs.indices if x.name in s.lhs_iters)
     k = s.red_iters[0]
@@ -284,9 +289,9 @@ def _flash_group(flow: Flow, m: Stmt, grouped: set) -> Optional[Group]:
         return None
     values = flow.producer(form.values)
     sums = [flow.stmt(a) for a in form.accumulators]
-    row_sums = [x for x in sums if matrix_operands(x, flow.model.sizes) is None]
-    products = [x for x in sums if matrix_operands(x, flow.model.sizes) is not None]
-    if values is None or matrix_operands(values, flow.model.sizes) is None or len(form.exponentials) != 1 \
+    row_sums = [x for x in sums if flow.operands(x) is None]
+    products = [x for x in sums if flow.operands(x) is not None]
+    if values is None or flow.operands(values) is None or len(form.exponentials) != 1 \
             or len(row_sums) != 1 or len(products) != 1:
         return None
     l, u, p = row_sums[0], products[0], flow.stmt(form.exponentials[0])
@@ -347,7 +352,7 @@ def _epilogue(flow: Flow, s: Stmt) -> list[str]:
         if len(readers) != 1:
             return chain
         nxt = flow.stmt(readers[0])
-        if (matrix_operands(nxt, flow.model.sizes) is not None or nxt.red_iters or nxt.lhs_iters != s.lhs_iters
+        if (flow.operands(nxt) is not None or nxt.red_iters or nxt.lhs_iters != s.lhs_iters
                 or not _reads_at_identity(nxt, last.name, nxt.lhs_iters)):
             return chain
         chain.append(nxt.name)
@@ -357,7 +362,7 @@ def _epilogue(flow: Flow, s: Stmt) -> list[str]:
 def _inlinable_operands(flow: Flow, s: Stmt) -> list[str]:
     """Operand temporaries made pointwise from other tensors and read by nothing but this product."""
     out = []
-    for a in matrix_operands(s, flow.model.sizes):
+    for a in flow.operands(s):
         p = flow.producer(a.tensor)
         if p is not None and flow.is_temp(p.name) and not p.red_iters and flow.readers.get(p.name) == [s.name]:
             out.append(p.name)
@@ -443,7 +448,7 @@ def _fusable_producers(flow: Flow, root: Stmt, grouped: set) -> list[str]:
             p = flow.producer(a.tensor)
             if p is None or p.name in grouped or p.name in members or p.name == root.name:
                 continue
-            if not flow.is_temp(p.name) or matrix_operands(p, flow.model.sizes) is not None or len(p.lhs_iters) not in shapes:
+            if not flow.is_temp(p.name) or flow.operands(p) is not None or len(p.lhs_iters) not in shapes:
                 continue
             if not set(flow.readers.get(p.name, [])) <= {root.name, consumer.name, *members}:
                 continue

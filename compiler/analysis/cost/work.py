@@ -18,6 +18,7 @@ from tdsl.frontend import ast
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan
 from tdsl.compiler.analysis.cost.count import card
 from tdsl.compiler.analysis.cost.results import KernelCost
+from tdsl.compiler.model.dtypes import power_of_two
 from tdsl.compiler.analysis.cost.traffic import statement_flops
 from tdsl.compiler.analysis.placement import MATRIX_UNITS, matrix_operands
 from tdsl.compiler.model.functions import COMPOSITIONS
@@ -199,9 +200,7 @@ def expression_slots(e, costs: dict, sizes: dict, on_chip: frozenset = frozenset
 
 def _power_of_two(e, sizes: dict) -> bool:
     value = e.value if isinstance(e, (ast.IntLit, ast.FloatLit)) else sizes.get(getattr(e, "name", None))
-    if not isinstance(value, (int, float)) or not value:
-        return False
-    return abs(math.frexp(float(value))[0]) == 0.5
+    return isinstance(value, (int, float)) and power_of_two(value)
 
 
 def vector_slots(model, kp: KernelPlan, tgt: Target) -> float:

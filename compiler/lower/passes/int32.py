@@ -72,10 +72,8 @@ def _check_ops(ops, ranges: dict, kernel: T.TileKernel) -> None:
         where = f"statement {name}"
         if op.tile.mask is not None:
             _range(op.tile.mask, inner, f"the mask of {where}")
-        for e in (getattr(op, "value", None), getattr(op, "partial", None), getattr(op, "load", None),
-                  getattr(op, "start", None)):
-            if e is not None:
-                _check_loads(e, inner, kernel, where)
+        for e in T.op_expressions(op):
+            _check_loads(e, inner, kernel, where)
 
 
 def _check_loads(e, ranges: dict, kernel: T.TileKernel, where: str) -> None:

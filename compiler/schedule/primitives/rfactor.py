@@ -115,6 +115,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     rf_domain = to_orig.intersect_range(stmt.domain).domain()
     to_orig = to_orig.intersect_domain(rf_domain)
     sub = ast.BinOp("+", ast.BinOp("*", ast.IntLit(factor), ast.Name(seg_it)), ast.Name(inner_it))
+    start_reads = _start_nodes(stmt)  # the partial sums start from zero: these reads go to the combining sum
 
     part_shape = list(model.tensors[name].shape) + [_count_of(rf_domain, len(lhs))]
     rf_write = _map(ctx, prefix, rf, rf_iters, rf, lhs + [seg_it]).intersect_domain(rf_domain)
@@ -129,7 +130,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         accum_dtype=stmt.accum_dtype,
         combine=_policy_after(stmt),
         reads=[Access(a.tensor, to_orig.apply_range(a.relation), a.node) for a in stmt.reads
-               if id(a.node) not in _start_nodes(stmt)],
+               if id(a.node) not in start_reads],
         write=Access(rf, rf_write),
         span=stmt.span,
     )
