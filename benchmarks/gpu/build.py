@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "generated"
 
 WORKLOADS = [
-    ("benchmarks/programs/gemm_bf16.tdsl", ["t128x128x64_s3_w4", "t128x128x64_s4_w4", "t128x256x64_s3_w8", "t256x128x64_s3_w8"]),
+    ("benchmarks/programs/gemm_bf16.tdsl", ["t128x128x64_s3_w4", "t128x128x64_s4_w4", "t128x256x64_s3_w8", "t256x128x64_s3_w8",
+                                           "t128x256x64_s3_w8_g8"]),
     ("examples/gemm_silu.tdsl", ["fused", "fast"]),
     ("benchmarks/programs/swiglu.tdsl", ["fused", "fused_wide", "t1x4096_w4", "t8x1024_w8", "t1x1024_w4", "t2x1024_w4"]),
     ("examples/swiglu_quant.tdsl", ["fused", "inlined"]),

@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 M, K, N = 4096, 4096, 1536
-TILES = [(128, 256, 128, 3, 8), (128, 128, 128, 4, 4), (256, 128, 128, 3, 8)]  # BM, BN, BK, stages, warps
+TILES = [(128, 256, 128, 3, 8, 1), (128, 128, 128, 4, 4, 1), (256, 128, 128, 3, 8, 1),
+         (128, 256, 128, 3, 8, 8)]  # BM, BN, BK, stages, warps, launch group
 LAYOUTS = {"k_major": ("Wt: f8e4m3[N, K]", "Wt[j, k]"), "row_major": ("W: f8e4m3[K, N]", "W[k, j]")}
 
 
@@ -28,13 +29,17 @@ def source(layout: str, fast: bool) -> str:
     text = (f"const M = {M}, K = {K}, N = {N}\n"
             f"kernel q(Aq: f8e4m3[M, K], {decl}) -> (P: bf16[M, N]) {{\n"
             f"  P[i, j] = sum(k) Aq[i, k] * {read} accum f32{combine}\n}}\n")
-    for bm, bn, bk, stages, warps in TILES:
-        text += (f"schedule t{bm}x{bn}x{bk}_s{stages}_w{warps} {{\n"
+    for bm, bn, bk, stages, warps, group in TILES:
+        text += (f"schedule {_name(bm, bn, bk, stages, warps, group)} {{\n"
                  f"  io, jo, ii, jj = tile(P.i, P.j, {bm}, {bn})\n  ko, kk = split(P.k, {bk})\n"
                  f"  reorder(P, io, jo, ko, ii, jj, kk)\n  cache_read(Aq, shared, at=P.ko)\n"
                  f"  cache_read({decl.split(':')[0]}, shared, at=P.ko)\n  pipeline(P.ko, stages={stages})\n"
-                 f"  bind(P.io, grid.x)\n  bind(P.jo, grid.y)\n  launch(P, warps={warps})\n}}\n")
+                 f"  bind(P.io, grid.x)\n  bind(P.jo, grid.y)\n  launch(P, warps={warps}, group={group})\n}}\n")
     return text
+
+
+def _name(bm: int, bn: int, bk: int, stages: int, warps: int, group: int) -> str:
+    return f"t{bm}x{bn}x{bk}_s{stages}_w{warps}" + (f"_g{group}" if group > 1 else "")
 
 
 def main() -> None:
@@ -68,8 +73,8 @@ def main() -> None:
         for fast in (False, True):
             prog = loads(source(layout, fast), filename=f"q_{layout}.tdsl")
             best = None
-            for bm, bn, bk, stages, warps in TILES:
-                name = f"t{bm}x{bn}x{bk}_s{stages}_w{warps}"
+            for tile in TILES:
+                name = _name(*tile)
                 text = generate(prog, name)
                 module = load_module(text, tmp / f"{layout}_{fast}_{name}.py")
                 out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)

@@ -105,7 +105,8 @@ def gemm_bf16(results):
     flops = 2 * M * N * K
     t_cublas = bench(lambda: A @ W)
     rows = []
-    for sched in ["t128x128x64_s3_w4", "t128x128x64_s4_w4", "t128x256x64_s3_w8", "t256x128x64_s3_w8"]:
+    for sched in ["t128x128x64_s3_w4", "t128x128x64_s4_w4", "t128x256x64_s3_w8", "t256x128x64_s3_w8",
+                  "t128x256x64_s3_w8_g8"]:
         mod = module(f"gemm_bf16__{sched}")
         out = poisoned((M, N), BF16)
         mod.gemm_bf16(A, W, C=out)
