@@ -69,11 +69,12 @@ class DependenceViolation(LegalityError):
 
 
 class StorageOverwrite(DependenceViolation):
-    """A folded tensor (`fold_storage`) whose location is written again before a read of its earlier value."""
+    """A storage decision (`fold_storage`, `store_in`) whose location is written again before a read of the value
+    it held."""
 
     rule = "storage-overwrite"
-    explanation = ("a folded tensor keeps only some of its elements: every value must be read before the element "
-                   "that shares its location is written, in program order")
+    explanation = ("a place that holds several values in turn (a folded tensor, an output stored in an input) must "
+                   "give each value to all its reads before the next one is written there, in program order")
 
 
 class ReductionIncomplete(DependenceViolation):

@@ -50,12 +50,24 @@ def check_index_range(program: T.TileProgram, names: ModuleNames) -> list[str]:
 
 def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
     lines = bind_params(program, names) + check_index_range(program, names)
+    holders = {t.stored_in: t.name for t in program.outputs if t.stored_in}
     for t in program.inputs:
         x = names.tensor(t.name)
+        if t.name in holders:  # updated in place: a contiguous copy would take the update instead
+            lines.append(f"if isinstance({x}, torch.Tensor) and not {x}.is_contiguous():")
+            lines.append(f'    raise ValueError("{names.entry}: input {x} holds output {names.tensor(holders[t.name])} '
+                         f'(store_in) and is updated in place, so it must be contiguous")')
         lines.append(f'{x} = _check({x}, "{x}", "{t.dtype}", {names.shape(t.shape)})')
     device = names.tensor(program.inputs[0].name) + ".device" if program.inputs else '"cuda"'
     for t in program.outputs:
         x = names.tensor(t.name)
+        if t.stored_in:  # `store_in`: the kernels write the output over the input, which the caller gets back
+            y = names.tensor(t.stored_in)
+            lines.append(f"if {x} is not None and {x} is not {y}:")
+            lines.append(f'    raise ValueError("{names.entry}: output {x} is stored in input {y} (store_in), which '
+                         f'the kernel updates in place; pass no {x}")')
+            lines.append(f"{x} = {y}")
+            continue
         lines.append(f"if {x} is None:")
         lines.append(f"    {x} = torch.empty({names.shape(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})")
         lines.append(f"elif not {x}.is_contiguous():")

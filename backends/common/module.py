@@ -23,8 +23,16 @@ def module_text(templates: Path, program: T.TileProgram, names: ModuleNames, ker
         schedule_lines=[line for line in program.schedule.splitlines() if line.strip()],
         kernels=kernels,
         renamed=names.renamed_code(),
+        in_place=_in_place(program),
         **extra,
     )
+
+
+def _in_place(program: T.TileProgram) -> str:
+    """The outputs stored in an input (`store_in`), program name -> the input's, as code ("" when none): what a
+    caller of the launcher must not pass, and gets back as the updated input."""
+    pairs = {t.name: t.stored_in for t in program.outputs if t.stored_in}
+    return repr(pairs) if pairs else ""
 
 
 def dynamic_sizes(program: T.TileProgram, names: ModuleNames) -> list[str]:
@@ -41,5 +49,14 @@ def launcher_fields(program: T.TileProgram, names: ModuleNames, launcher_lines: 
         entry=names.entry,
         inputs=[names.tensor(t.name) for t in program.inputs],
         outputs=[names.tensor(t.name) for t in program.outputs],
+        returns=_returns(program, names),
         launcher=launcher_lines,
     )
+
+
+def _returns(program: T.TileProgram, names: ModuleNames) -> str:
+    """What the launcher's docstring says it returns: `C`, `C (the input C_in, updated in place)`, `A, B as a
+    tuple`."""
+    outs = [names.tensor(t.name) + (f" (the input {names.tensor(t.stored_in)}, updated in place)" if t.stored_in
+                                     else "") for t in program.outputs]
+    return ", ".join(outs) + (" as a tuple" if len(outs) > 1 else "")

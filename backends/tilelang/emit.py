@@ -30,7 +30,7 @@ Size: the printer for every tile op in the TileLang dialect, plus the helpers th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -207,13 +207,20 @@ class KernelPrinter(TileLangDialect):
         self.launch_order()
         for op in k.body:
             self._op(op)
-        head = self.head_lines
+        head = self._views() + self.head_lines
         return {"name": self.names.kernel(k.name), "key": k.name, "params": self._params(), "head": head,
                 "allocs": self.allocs, "lines": self.lines, "comment": k.comment, "footprint": dict(self.footprint)}
 
+    def _views(self) -> list[str]:
+        """An output stored in an input (`store_in`) is a view of the input's array: TVM compiles every pointer
+        parameter as restrict (distinct), so the kernel takes the one array once."""
+        return [f'{self.tensor(t.name)} = T.decl_buffer({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}", '
+                f'data={self.tensor(t.stored_in)}.data)  # {t.name} is stored in {t.stored_in} (store_in)'
+                for t in self.kernel.tensors if t.stored_in]
+
     def _params(self) -> list[str]:
         params = []
-        for t in self.kernel.tensors:
+        for t in kernel_arrays(self.kernel):
             params.append(f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")')
         params += [f"{self.names.var(h.var)}: T.int32" for h in self.kernel.host]  # the host loops' values
         return params
@@ -786,9 +793,19 @@ def _is_index(e: T.Expr) -> bool:
 def launcher(program: T.TileProgram, names: ModuleNames, call: str = "_kernel") -> list[str]:
     lines = prologue(program, names)
     for pad, kernel, host_vars in host_loops(program, names, lines):  # by its KERNELS key, its tile program name
-        args = [names.tensor(t.name) for t in kernel.tensors] + host_vars
+        args = [names.tensor(t.name) for t in kernel_arrays(kernel)] + host_vars
         lines.append(f'{pad}{call}("{kernel.name}")({", ".join(args)})')
     return lines + epilogue(program, names)
+
+
+def kernel_arrays(kernel: T.TileKernel) -> list[T.TensorArg]:
+    """The arrays a kernel takes: its tensors, except that an output stored in an input (`store_in`) is passed
+    as that input (the kernel declares the output as a view of it)."""
+    arrays = [t for t in kernel.tensors if not t.stored_in]
+    for t in kernel.tensors:
+        if t.stored_in and all(a.name != t.stored_in for a in arrays):
+            arrays.append(replace(t, name=t.stored_in, role="input", stored_in=None))
+    return arrays
 
 
 def float_code(value) -> str:

@@ -171,7 +171,10 @@ def run_generated(module, model, inputs: dict, device: str = "cpu", guard: int =
 
     args = [to_torch(inputs[t.name], t.dtype, device) for t in model.inputs()]
     kwargs, buffers = {}, {}
+    in_place = getattr(module, "IN_PLACE", {})  # outputs the launcher writes over an input (`store_in`)
     for t in model.outputs():
+        if t.name in in_place:
+            continue
         numel = int(np.prod(t.shape))
         buf = torch.full((numel + 2 * guard,), float("nan"), dtype=torch.float32, device=device)
         buf = buf.to(getattr(torch, TORCH_NAMES[t.dtype]))
@@ -188,7 +191,7 @@ def run_generated(module, model, inputs: dict, device: str = "cpu", guard: int =
     outs = out if isinstance(out, tuple) else (out,)
     results = {}
     for t, o in zip(model.outputs(), outs):
-        if guard:
+        if guard and t.name in buffers:
             buf = buffers[t.name].float().cpu()
             spoiled = (~torch.isnan(buf[:guard])).sum().item() + (~torch.isnan(buf[-guard:])).sum().item()
             if spoiled:

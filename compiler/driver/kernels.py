@@ -36,9 +36,19 @@ class Kernel:
     text: str
     module: ModuleType
     op: Callable  # the custom op (also torch.ops.tdsl.<name>_<key>): the kernel's inputs in order -> its outputs
+    # output position -> position of the input it is stored in (`store_in`): the op updates that input in place and
+    # returns only the other outputs; the call gives back the updated input in the output's place
+    in_place: tuple = ()
+    outputs: int = 1  # how many outputs the kernel has
 
     def __call__(self, *inputs):
-        return self.op(*inputs)
+        got = self.op(*inputs)
+        if not self.in_place:
+            return got
+        held = dict(self.in_place)
+        rest = iter(got if isinstance(got, (tuple, list)) else (() if got is None else (got,)))
+        outs = [inputs[held[n]] if n in held else next(rest) for n in range(self.outputs)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def cache_dir() -> Path:
@@ -66,7 +76,9 @@ def compile_schedule(prog, sched, target: str = "nvidia", backend: Optional[str]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     module = load_module(text, path)
-    return Kernel(model.name, text, module, _custom_op(model, module, key))
+    inputs = [t.name for t in model.inputs()]
+    in_place = tuple((n, inputs.index(t.stored_in)) for n, t in enumerate(model.outputs()) if t.stored_in)
+    return Kernel(model.name, text, module, _custom_op(model, module, key), in_place, len(model.outputs()))
 
 
 def _custom_op(model, module, key: str) -> Callable:
@@ -78,12 +90,24 @@ def _custom_op(model, module, key: str) -> Callable:
     name = f"tdsl::{model.name.lower()}_{key}"  # kernel names are ASCII identifiers (the grammar's)
     if name in _OPS:
         return _OPS[name]
-    inputs, outputs = model.inputs(), model.outputs()
+    inputs = model.inputs()
+    outputs = [t for t in model.outputs() if not t.stored_in]  # one stored in an input updates it (`store_in`)
+    kept = [not t.stored_in for t in model.outputs()]
+    mutated = {t.stored_in for t in model.outputs() if t.stored_in}
     launch = getattr(module, python_name(module, model.name))
     # positional argument names: the program's tensor names may be anything the language allows
-    args = ", ".join(f"Tensor a{n}" for n in range(len(inputs)))
+    args = ", ".join(f"Tensor{'(a!)' if t.name in mutated else ''} a{n}" for n, t in enumerate(inputs))
     results = "Tensor" if len(outputs) == 1 else "(" + ", ".join("Tensor" for _ in outputs) + ")"
-    op = torch.library.custom_op(name, lambda *xs: launch(*xs), mutates_args=(), schema=f"({args}) -> {results}")
+
+    def run(*xs):
+        got = launch(*xs)
+        if len(kept) == len(outputs):
+            return got
+        got = [x for x, k in zip(got if isinstance(got, tuple) else (got,), kept) if k]
+        return got[0] if len(got) == 1 else (tuple(got) if got else None)
+
+    op = torch.library.custom_op(name, run, schema=f"({args}) -> {results}",
+                                 mutates_args=tuple(f"a{n}" for n, t in enumerate(inputs) if t.name in mutated))
     where = _param_positions(model)
 
     def fake(*xs):
@@ -91,7 +115,7 @@ def _custom_op(model, module, key: str) -> Callable:
         device = xs[0].device if xs else None
         made = [torch.empty([sizes.get(d, d) for d in t.shape], dtype=getattr(torch, TORCH_NAMES[t.dtype]),
                             device=device) for t in outputs]
-        return made[0] if len(made) == 1 else tuple(made)
+        return made[0] if len(made) == 1 else (tuple(made) if made else None)
 
     op.register_fake(fake)
     _OPS[name] = op

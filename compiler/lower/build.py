@@ -122,7 +122,7 @@ def _statement_text(stmt: Stmt) -> str:
 
 def _tensor_arg(model: KernelModel, name: str, role: str) -> TensorArg:
     t = model.tensors[name]
-    return TensorArg(name, t.dtype, stored_shape(t), role, t.fold)
+    return TensorArg(name, t.dtype, stored_shape(t), role, t.fold, t.stored_in)
 
 
 @dataclass

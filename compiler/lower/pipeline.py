@@ -17,7 +17,7 @@ from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
 from tdsl.compiler.lower.passes.recurrence import refuse_host_loops, refuse_recurrences
-from tdsl.compiler.lower.passes.storage import refuse_folded_storage
+from tdsl.compiler.lower.passes.storage import refuse_folded_storage, refuse_in_place_storage
 from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_sums_on_vector, split_vector_rows,
                                                   widen_narrow_tiles)
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
@@ -52,11 +52,13 @@ TARGET_PASSES = {
     ),
     "ascend-950": (
         refuse_folded_storage,
+        refuse_in_place_storage,
         refuse_host_loops,  # the launcher launches each kernel once
         refuse_recurrences,  # a recurrence's elements would pass between the MTE3 and MTE2 pipes unordered
     ),
     "ascend-910b": (
         refuse_folded_storage,
+        refuse_in_place_storage,
         refuse_host_loops,
         refuse_recurrences,
         refuse_sums_on_vector,  # every cube product's sum stays in L0C

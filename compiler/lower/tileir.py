@@ -361,6 +361,7 @@ class TensorArg(_Value):
     shape: list  # ints or size names: the array's, `planes` along a folded dimension
     role: str  # input | output | temp
     fold: tuple = ()  # ((dim, planes), ...): index d of that dimension is stored at d mod planes (fold_storage)
+    stored_in: Optional[str] = None  # an output kept in this input's array (store_in): the launcher passes the input
 
 
 @dataclass(frozen=True)

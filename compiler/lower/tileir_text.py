@@ -66,7 +66,8 @@ def kernel_lines(k: TileKernel) -> list[str]:
     if k.sizes:
         lines.append(f"{_INDENT}sizes: {', '.join(k.sizes)}")
     for t in k.tensors:
-        lines.append(f"{_INDENT}tensor {t.role} {t.name}: {t.dtype}[{', '.join(map(str, t.shape))}]")
+        held = f" in {t.stored_in}" if t.stored_in else ""  # store_in: the input's array
+        lines.append(f"{_INDENT}tensor {t.role} {t.name}: {t.dtype}[{', '.join(map(str, t.shape))}]{held}")
     for buf in k.buffers:
         lines.append(f"{_INDENT}{buffer_text(buf)}")
     for c in k.cross_core:

@@ -2,9 +2,11 @@
 
 A dependence `S(x) -> T(y)` says that instance S(x) runs before T(y) in the
 original program and both touch the same tensor element, at least one of
-them writing it -- or, for anti and output dependences of a folded tensor
-(`fold_storage`), the same location of its storage.  A schedule is legal
-when every dependence still points forward under it.
+them writing it -- or, for anti and output dependences, the same location of
+its storage: a folded tensor (`fold_storage`) keeps several elements in one
+place, and an output stored in an input (`store_in`) replaces the input's
+values.  A schedule is legal when every dependence still points forward
+under it.
 
 Kinds:
 * `flow`   S writes, T reads   (T needs S's value)
@@ -38,8 +40,8 @@ from typing import Optional
 import islpy as isl
 
 from tdsl.compiler.model import reduce_ops
-from tdsl.compiler.model.program import Access, KernelModel, Stmt
-from tdsl.compiler.model.storage import located
+from tdsl.compiler.model.program import Access, KernelModel, Stmt, start_reads
+from tdsl.compiler.model.storage import located, storage_array
 
 
 @dataclass
@@ -99,8 +101,10 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
     deps: list[Dependence] = []
     for src, dst in _sharing_pairs(model):
         before = order[src.name].lex_lt_map(order[dst.name])
-        for kind, a, b in _access_pairs(src, dst):
+        for kind, a, b in _access_pairs(model, src, dst):
             rel = _touching(model, kind, a, b).intersect(before)
+            if kind == "anti" and src is dst and any(a is r for r in start_reads(src)):
+                rel = rel.subtract(_same_element(src))
             if rel.is_empty():
                 continue
             if kind == "output" and src is dst and src.is_reduction:
@@ -123,40 +127,52 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
 
 def _touching(model: KernelModel, kind: str, a, b) -> isl.Map:
     """The pairs of instances whose accesses `a` and `b` touch one element, or for an anti or output dependence one
-    location of its storage: a folded tensor (`fold_storage`, storage.py) stores several elements in one place, and
-    a write there must wait for the reads of the value it replaces and stay after the writes before it.  A flow
-    dependence stays the element's: the value a read needs comes from the one instance that wrote that element
-    (the later writes of the place are ordered against the read by anti and output dependences)."""
+    location of its storage (storage.py): a write there must wait for the reads of the value it replaces and stay
+    after the writes before it.  A flow dependence stays the element's: the value a read needs comes from the one
+    instance that wrote that element (the later writes of the place are ordered against the read by anti and
+    output dependences)."""
     if kind == "flow":
         return a.relation.apply_range(b.relation.reverse())
-    tensor = model.tensors[a.tensor]
-    return located(tensor, a.relation).apply_range(located(tensor, b.relation).reverse())
+    return located(model.tensors[a.tensor], a.relation).apply_range(
+        located(model.tensors[b.tensor], b.relation).reverse())
+
+
+def _same_element(stmt: Stmt) -> isl.Map:
+    """Pairs of the statement's instances that write one element (a reduction's updates of it)."""
+    return stmt.write.relation.apply_range(stmt.write.relation.reverse())
 
 
 def _sharing_pairs(model: KernelModel):
-    """(src, dst) statement pairs, in program order of src then dst, that touch a common tensor, one of them
+    """(src, dst) statement pairs, in program order of src then dst, that touch a common array, one of them
     writing it: only they can depend on each other (a chain of n statements has O(n) such pairs, not n^2)."""
     users: dict[str, set] = {}
     for n, stmt in enumerate(model.stmts):
         for tensor in {stmt.write.tensor, *(r.tensor for r in stmt.reads)}:
-            users.setdefault(tensor, set()).add(n)
+            users.setdefault(_array(model, tensor), set()).add(n)
     pairs = set()
     for n, stmt in enumerate(model.stmts):
-        for m in users.get(stmt.write.tensor, ()):
+        for m in users.get(_array(model, stmt.write.tensor), ()):
             pairs.update({(n, m), (m, n)})
     return [(model.stmts[a], model.stmts[b]) for a, b in sorted(pairs)]
 
 
-def _access_pairs(src: Stmt, dst: Stmt):
-    """(kind, access of src, access of dst) for every pair touching one tensor, with a write."""
+def _access_pairs(model: KernelModel, src: Stmt, dst: Stmt):
+    """(kind, access of src, access of dst) for every pair with a write: a flow pair touching one tensor, an
+    anti or output pair one array (an output stored in an input writes the input's array)."""
     for r in dst.reads:
         if r.tensor == src.write.tensor:
             yield "flow", src.write, r
+    written = _array(model, dst.write.tensor)
     for r in src.reads:
-        if r.tensor == dst.write.tensor:
+        if _array(model, r.tensor) == written:
             yield "anti", r, dst.write
-    if src.write.tensor == dst.write.tensor:
+    if _array(model, src.write.tensor) == written:
         yield "output", src.write, dst.write
+
+
+def _array(model: KernelModel, tensor: str) -> str:
+    t = model.tensors.get(tensor)
+    return storage_array(t) if t is not None else tensor
 
 
 # ---------------------------------------------------------------- combine policies

@@ -73,6 +73,7 @@ class Tensor:
     kind: str  # "input" | "output" | "temp"
     box: isl.Set = None  # { A[a0, a1] : 0 <= a0 < M and 0 <= a1 < K }
     fold: tuple = ()  # ((dim, planes), ...): element index d is stored at d mod planes (`fold_storage`)
+    stored_in: Optional[str] = None  # the kernel input whose array holds this output's elements (`store_in`)
 
 
 @dataclass
@@ -164,6 +165,14 @@ def _param_prefix(params: list[str]) -> str:
 def collect_accesses(expr: ast.Expr) -> list[ast.Access]:
     """Every tensor read in a value expression, left to right."""
     return [e for e in ast.walk(expr) if isinstance(e, ast.Access)]
+
+
+def start_reads(stmt: "Stmt") -> list["Access"]:
+    """The reads of the value a sum starts from (`sum(k) ... from x`); empty for any other statement."""
+    if stmt.init is None:
+        return []
+    start = {id(a) for a in collect_accesses(stmt.init)}
+    return [r for r in stmt.reads if id(r.node) in start]
 
 
 def resolve_sizes(decls: dict, overrides: Optional[dict] = None) -> dict:

@@ -1,10 +1,13 @@
-"""Where a tensor's elements are stored: its own array, or one folded along some dimensions (`fold_storage`).
+"""Where a tensor's elements are stored: its own array, one folded along some dimensions (`fold_storage`), or
+the array of a kernel input (`store_in`).
 
 A folded tensor keeps `planes` values along a dimension: element [.., d, ..] lives at [.., d mod planes, ..],
-so a later element overwrites an earlier one (two time planes instead of T).  Everything that reasons about
-memory goes through the storage map: the dependences (compiler/model/dependences.py: anti and output
-dependences between the elements that share a location), the reference interpreter (it runs the folded
-arrays, so an overwrite too early shows in the result) and the backends (the array's shape and its indices).
+so a later element overwrites an earlier one (two time planes instead of T).  An output stored in an input
+(`stored_in`) has its element [a] at the input's [a]: the caller's array is updated in place, each value of the
+input replaced by the output's.  Everything that reasons about memory goes through the storage map: the
+dependences (compiler/model/dependences.py: anti and output dependences between the accesses that share a
+location), the reference interpreter (it runs the folded and shared arrays, so an overwrite too early shows in
+the result) and the backends (the array's shape and its indices; the launcher passes the input as the output).
 """
 
 from __future__ import annotations
@@ -21,13 +24,19 @@ def location(tensor: Tensor, coords: list[str], mod: str) -> list[str]:
     return [f"({c}) {mod} {planes[k]}" if k in planes else c for k, c in enumerate(coords)]
 
 
+def storage_array(tensor: Tensor) -> str:
+    """The name of the array that holds the tensor's elements: its own, or the input it is stored in."""
+    return tensor.stored_in or tensor.name
+
+
 def storage_map(tensor: Tensor) -> isl.Map:
-    """Element -> location, on the tensor's box: { X[a0, a1] -> X[a0 mod p, a1] } (identity when not folded)."""
+    """Element -> location, on the tensor's box: { X[a0, a1] -> X[a0 mod p, a1] }, { X[a0, a1] -> Y[a0, a1] } for
+    X stored in Y (identity when neither)."""
     dims = [f"a{k}" for k in range(len(tensor.shape))]
     where = location(tensor, dims, "mod")
     params = [tensor.box.get_dim_name(isl.dim_type.param, i) for i in range(tensor.box.dim(isl.dim_type.param))]
     prefix = f"[{', '.join(params)}] -> " if params else ""
-    text = f"{prefix}{{ {tensor.name}[{', '.join(dims)}] -> {tensor.name}[{', '.join(where)}] }}"
+    text = f"{prefix}{{ {tensor.name}[{', '.join(dims)}] -> {storage_array(tensor)}[{', '.join(where)}] }}"
     return isl.Map.read_from_str(tensor.box.get_ctx(), text).intersect_domain(tensor.box)
 
 
@@ -39,4 +48,4 @@ def stored_shape(tensor: Tensor) -> list:
 
 def located(tensor: Tensor, relation: isl.Map) -> isl.Map:
     """An access relation (instance -> element) as instance -> location."""
-    return relation.apply_range(storage_map(tensor)) if tensor.fold else relation
+    return relation.apply_range(storage_map(tensor)) if tensor.fold or tensor.stored_in else relation

@@ -329,6 +329,9 @@ def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
         else:
             values[name] = np.full(tuple(stored_shape(t)), np.nan, dtype=np.float32)  # folded: fewer planes
             counts[name] = np.zeros(shape, dtype=np.int64)
+    for name, t in model.tensors.items():
+        if t.stored_in:  # `store_in`: the output's elements are written over the input's (a read after shows it)
+            values[name] = values[t.stored_in]
     seg_accs = {}
     for stmt in model.stmts:
         if stmt.reduce_op is not None and stmt.name in values:

@@ -52,10 +52,14 @@ def tree_text(model: KernelModel, tree: Tree) -> str:
 
 
 def storage_lines(model: KernelModel) -> list[str]:
-    """The folded tensors (`fold_storage`): where each element is stored, e.g. `Storage T[t, i] -> T[t mod 2, i]`."""
+    """The storage decisions: where each element of a folded tensor (`fold_storage`) is stored, e.g.
+    `Storage T[t, i] -> T[t mod 2, i]`, and the outputs stored in inputs (`store_in`)."""
     lines = []
     for stmt in model.stmts:
         t = model.tensors.get(stmt.name)
+        if t is not None and t.stored_in:
+            lines.append(f"Storage {t.name}[{', '.join(stmt.lhs_iters)}] -> {t.stored_in}[{', '.join(stmt.lhs_iters)}]  "
+                         f"(store_in: {t.stored_in} is updated in place)")
         if t is None or not t.fold:
             continue
         planes = dict(t.fold)

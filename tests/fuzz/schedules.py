@@ -269,6 +269,18 @@ def gen_fold_storage(p: _Pick) -> Optional[Step]:
     return Step("fold_storage", (stmt.name, dim, p.rng.choice((1, 1, 2, min(3, top), top))))
 
 
+def gen_store_in(p: _Pick) -> Optional[Step]:
+    """An output stored in an input of its dtype and shape (often legal only in some orders), sometimes a pair
+    that does not match or is not an output and an input (refused)."""
+    model = p.model()
+    pairs = [(o.name, i.name) for o in model.outputs() for i in model.inputs()
+             if o.dtype == i.dtype and [str(d) for d in o.shape] == [str(d) for d in i.shape]]
+    if not pairs or p.rng.random() < 0.1:
+        names = list(model.tensors)
+        return Step("store_in", (p.rng.choice(names), p.rng.choice(names)))
+    return Step("store_in", p.rng.choice(pairs))
+
+
 def gen_pipeline(p: _Pick) -> Optional[Step]:
     got = p.any_loop()
     if got is None:
@@ -341,6 +353,7 @@ GENERATORS = {
     "cache_read": (gen_cache_read, 2),
     "cache_write": (gen_cache_write, 2),
     "fold_storage": (gen_fold_storage, 2),
+    "store_in": (gen_store_in, 2),
     "pipeline": (gen_pipeline, 2),
     "bind": (gen_bind, 6),
     "launch": (gen_launch, 1),

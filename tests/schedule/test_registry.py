@@ -58,6 +58,7 @@ USAGE = {
     "cache_read": "cache_read(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
     "cache_write": "cache_write(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
     "fold_storage": "fold_storage(TENSOR, ITER, PLANES)",
+    "store_in": "store_in(TENSOR, TENSOR)",
     "pipeline": "pipeline(STMT.LOOP, stages=N)",
     "bind": "bind(STMT.LOOP, grid.x)",
     "launch": "launch(STMT, warps=N[, group=N])",
@@ -82,6 +83,7 @@ SIGNATURES = {
     "cache_read": "(self, tensor, scope, at=None, dtype=None)",
     "cache_write": "(self, tensor, scope, at=None, dtype=None)",
     "fold_storage": "(self, tensor, dim, planes)",
+    "store_in": "(self, output, array)",
     "pipeline": "(self, loop, stages=2)",
     "bind": "(self, loop, axis)",
     "launch": "(self, stmt, warps=4, group=1)",
@@ -95,7 +97,7 @@ KEYWORDS = {
     "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "distribute": set(), "skew": {"by", "factor"},
     "shift": {"offset"}, "reverse": set(), "compute_at": {"at"},
     "reverse_compute_at": {"at"}, "compute_inline": {"round"}, "cache_read": {"at", "scope", "dtype"},
-    "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps", "group"},
+    "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "store_in": set(), "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps", "group"},
     "host": set(), "rfactor": {"segments", "dtype"}, "online": set(),
 }
 MAKE_LOOPS = {"split", "tile", "fuse", "skew"}

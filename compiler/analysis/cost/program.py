@@ -51,9 +51,11 @@ def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional
 
 def _peak_global_memory(schedule: Schedule) -> tuple[int, str, dict]:
     """Peak bytes of global tensors alive, kernel by kernel: a kernel's outputs are allocated before it runs,
-    and the inputs / intermediates it read for the last time are freed after it (the chapter's 5.3.1 rule)."""
+    and the inputs / intermediates it read for the last time are freed after it (the chapter's 5.3.1 rule).  An
+    output stored in an input (`store_in`) takes no memory of its own, and the input lives to the end."""
     model, tree = schedule.model, schedule.tree
     globals_ = global_tensors(model, tree)
+    holders = {t.stored_in for t in model.tensors.values() if t.stored_in}
     sizes = {}
     for t in model.tensors.values():
         n = DTYPE_BYTES[t.dtype]
@@ -74,11 +76,12 @@ def _peak_global_memory(schedule: Schedule) -> tuple[int, str, dict]:
     live = {t.name for t in model.tensors.values() if t.kind == "input"}
     peak, peak_at = sum(sizes[t] for t in live), "before the first kernel"
     for k, stmts in enumerate(kernels):
-        live |= {model.stmt(s).write.tensor for s in stmts if model.stmt(s).write.tensor in globals_}
+        live |= {model.stmt(s).write.tensor for s in stmts
+                 if model.stmt(s).write.tensor in globals_ and not model.tensors[model.stmt(s).write.tensor].stored_in}
         total = sum(sizes[t] for t in live)
         if total > peak:
             peak, peak_at = total, f"kernel {model.name}_{k} ({', '.join(sorted(live))})"
         for t in list(live):
-            if model.tensors[t].kind != "output" and last_read.get(t, -1) <= k:
+            if model.tensors[t].kind != "output" and t not in holders and last_read.get(t, -1) <= k:
                 live.discard(t)
     return peak, peak_at, sizes

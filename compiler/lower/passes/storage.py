@@ -1,8 +1,13 @@
-"""Folded storage (`fold_storage`) on the backends whose printers index tensors without it: refused, naming why.
+"""Storage decisions on the backends whose printers do not generate them yet: refused, naming why.
 
-The Triton printer applies the fold where it computes every address (backends/triton/emit.py `_pointer`).  The
-TileLang printers also copy whole tiles as slices of a tensor (`T.copy(X[t, i0:i0 + 64], ...)`), and a folded
-index inside a slice needs its own care, so these backends refuse a folded tensor for now.
+Folded storage (`fold_storage`): the Triton printer applies the fold where it computes every address
+(backends/triton/emit.py `_pointer`).  The TileLang printers also copy whole tiles as slices of a tensor
+(`T.copy(X[t, i0:i0 + 64], ...)`), and a folded index inside a slice needs its own care, so these backends
+refuse a folded tensor for now.
+
+An output stored in an input (`store_in`): Triton takes the input's array through both parameters, TileLang
+NVIDIA declares the output as a view of it (backends/tilelang/emit.py `kernel_arrays`); the Ascend printers
+refuse it for now.
 """
 
 from __future__ import annotations
@@ -18,4 +23,15 @@ def refuse_folded_storage(program: T.TileProgram) -> T.TileProgram:
                 raise BackendError(f"{k.comment}: the schedule folds the storage of {t.name} (fold_storage), which "
                                    f"only the Triton backend generates so far; generate it with --backend triton, "
                                    f"or leave out fold_storage")
+    return program
+
+
+def refuse_in_place_storage(program: T.TileProgram) -> T.TileProgram:
+    """An output stored in an input (`store_in`): the Ascend printers declare every GM tensor as a parameter of its
+    own, and TileLang compiles parameters as distinct (restrict) pointers, which one array passed twice is not."""
+    for t in program.outputs:
+        if t.stored_in:
+            raise BackendError(f"the schedule stores {t.name} in the input {t.stored_in} (store_in), which the Ascend "
+                               f"backends do not generate yet (each GM tensor is a kernel parameter of its own); "
+                               f"generate it for NVIDIA (Triton or TileLang), or leave out store_in")
     return program

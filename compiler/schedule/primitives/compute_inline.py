@@ -31,6 +31,7 @@ from tdsl.compiler.legality.grids import on_grid
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import Access, KernelModel
 from tdsl.compiler.schedule.primitives.common import State, check_stmt
+from tdsl.compiler.legality.storage import check_storage_order
 from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import FLAG, STMT, arg, option, primitive
 from tdsl.compiler.model.recurrences import self_reads
@@ -62,6 +63,7 @@ def compute_inline(state: State, stmt: str, round=True) -> None:
     tensors = {k: v for k, v in model.tensors.items() if k != stmt}
     state.model = KernelModel(model.name, new_stmts, tensors, model.sizes, model.params, model.ctx)
     _remove_leaf(state, stmt)
+    check_storage_order(state.model, "compute_inline")  # folded or shared storage, in the new program
     state.deps = compute_dependences(state.model)
     rederive(state, "compute_inline")  # a running maximum's readers and sums, in the new program
     if not keep and readers and not on_grid(model, target.value, target.dtype, target.iters):

@@ -8,9 +8,10 @@ Tensors are single-assignment, so a time loop's values are T times what the C co
 element [.., d, ..] at [.., d mod planes, ..]: element d + planes overwrites element d.  That is a storage
 decision the program does not make, and it has two conditions, checked here with isl:
 
-* In program order, no value may be overwritten before its last read (rule storage-overwrite): `fold_storage
-  (Bn, t, 1)` is legal when each step reads only its own Bn, and refused when step t reads Bn[t - 1] after
-  writing Bn[t]; the counterexample names the read, the value it needs and the write that replaced it.
+* In program order, no value may be overwritten before its last read (rule storage-overwrite,
+  compiler/legality/storage.py): `fold_storage(Bn, t, 1)` is legal when each step reads only its own Bn, and
+  refused when step t reads Bn[t - 1] after writing Bn[t]; the counterexample names the read, the value it
+  needs and the write that replaced it.
 * The schedule must keep the order of every access to a shared location: the dependences are recomputed on
   locations, so folding adds anti dependences (a read before the write that replaces its value) and output
   dependences (the writes of one location in order), and the current schedule and every later step are
@@ -27,13 +28,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import islpy as isl
-
-from tdsl.compiler.errors import ScheduleError, StorageOverwrite
+from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
-from tdsl.compiler.model.dependences import compute_dependences, program_order_maps
-from tdsl.compiler.model.program import KernelModel, first_point
-from tdsl.compiler.model.storage import located
+from tdsl.compiler.legality.storage import check_storage_order
+from tdsl.compiler.model.dependences import compute_dependences
+from tdsl.compiler.model.program import KernelModel
 from tdsl.compiler.schedule.primitives.common import State, positive_int
 from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import DIM, INT, TENSOR, arg, primitive
@@ -68,7 +67,7 @@ def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
     new = KernelModel(model.name, model.stmts, {**model.tensors, tensor: folded}, model.sizes, model.params,
                       model.ctx)
     state.model = new  # a rejected step carries what it would have run (LegalityError.rejected)
-    _check_program_order(new, tensor)
+    check_storage_order(new, "fold_storage")
     state.deps = compute_dependences(new)
     rederive(state, "fold_storage")
     check_dependences(state.model, state.deps, state.tree, "fold_storage")
@@ -76,55 +75,3 @@ def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _check_program_order(model: KernelModel, tensor: str) -> None:
-    """No read of `tensor` may find its element's location written again, after the value it reads, before it
-    reads it (in program order): that read would get the other element's value."""
-    t = model.tensors[tensor]
-    order = program_order_maps(model)
-    writer = model.stmt(tensor)
-    write = writer.write.relation
-    later = order[tensor].lex_lt_map(order[tensor])  # w -> w2: w2 runs after w
-    for reader in model.stmts:
-        for read in reader.reads:
-            if read.tensor != tensor:
-                continue
-            source = read.relation.apply_range(write.reverse())  # r -> the instance that wrote its value
-            same_place = located(t, read.relation).apply_range(located(t, write).reverse())
-            others = same_place.subtract(source)  # r -> w2: writes another element to the read's location
-            before_read = others.intersect(order[reader.name].lex_gt_map(order[tensor]))
-            triples = source.range_product(before_read)  # r -> [w -> w2]
-            clobbered = triples.intersect_range(later.wrap())
-            if not clobbered.is_empty():
-                _raise(model, reader.name, read, clobbered, tensor)
-
-
-def _raise(model: KernelModel, reader: str, read, clobbered: isl.Map, tensor: str) -> None:
-    params, coords = first_point(clobbered.wrap())
-    r_stmt, w_stmt = model.stmt(reader), model.stmt(tensor)
-    n_r, n_w = len(r_stmt.iters), len(w_stmt.iters)
-    r = coords[:n_r]
-    w, w2 = coords[n_r:n_r + n_w], coords[n_r + n_w:]
-
-    def inst(stmt, point):
-        return f"{stmt.name}({', '.join(f'{i}={v}' for i, v in zip(stmt.iters, point))})"
-
-    element = [int(v) for v in _element(read.relation, r_stmt, r)]
-    other = [int(v) for v in _element(w_stmt.write.relation, w_stmt, w2)]
-    detail = f"{reader} reads {tensor}[{', '.join(map(str, element))}] after {tensor}[{', '.join(map(str, other))}], " \
-             f"stored in the same place, has replaced it"
-    example = (f"{inst(w_stmt, w)} writes {tensor}[{', '.join(map(str, element))}]; {inst(w_stmt, w2)} writes "
-               f"{tensor}[{', '.join(map(str, other))}] in its place; then {inst(r_stmt, r)} reads "
-               f"{tensor}[{', '.join(map(str, element))}]")
-    raise StorageOverwrite("fold_storage", sorted({reader, tensor}), detail, example)
-
-
-def _element(relation: isl.Map, stmt, point) -> list[int]:
-    """The element an access of `stmt` touches at instance `point`."""
-    space = relation.get_space().domain()
-    fixed = isl.Set.universe(space)
-    for k, v in enumerate(point):
-        fixed = fixed.fix_val(isl.dim_type.set, k, isl.Val.int_from_si(relation.get_ctx(), int(v)))
-    _, coords = first_point(relation.intersect_domain(fixed).range())
-    return coords

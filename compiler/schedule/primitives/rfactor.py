@@ -47,10 +47,11 @@ from tdsl.frontend import ast
 from tdsl.compiler.model.dependences import compute_dependences, policy
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences, check_grouping
-from tdsl.compiler.model.program import Access, KernelModel, Stmt, Tensor
+from tdsl.compiler.model.program import Access, KernelModel, Stmt, Tensor, start_reads
 from tdsl.compiler.schedule.tree import Leaf, Loop, iterator_aff, statements_under, walk_loops
 from tdsl.compiler.schedule.primitives.common import LoopLike, State, find_loop, positive_int
 from tdsl.compiler.schedule.primitives.compute_inline import rename_iterators
+from tdsl.compiler.legality.storage import check_storage_order
 from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import COUNT, DTYPE, LOOP, arg, option, primitive
 from tdsl.compiler.schedule.primitives.split import split
@@ -115,7 +116,8 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     rf_domain = to_orig.intersect_range(stmt.domain).domain()
     to_orig = to_orig.intersect_domain(rf_domain)
     sub = ast.BinOp("+", ast.BinOp("*", ast.IntLit(factor), ast.Name(seg_it)), ast.Name(inner_it))
-    start_reads = _start_nodes(stmt)  # the partial sums start from zero: these reads go to the combining sum
+    # the partial sums start from zero: the start value's reads go to the combining sum
+    from_start = {id(r.node) for r in start_reads(stmt)}
 
     part_shape = list(model.tensors[name].shape) + [_count_of(rf_domain, len(lhs))]
     rf_write = _map(ctx, prefix, rf, rf_iters, rf, lhs + [seg_it]).intersect_domain(rf_domain)
@@ -130,7 +132,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         accum_dtype=stmt.accum_dtype,
         combine=_policy_after(stmt),
         reads=[Access(a.tensor, to_orig.apply_range(a.relation), a.node) for a in stmt.reads
-               if id(a.node) not in start_reads],
+               if id(a.node) not in from_start],
         write=Access(rf, rf_write),
         span=stmt.span,
     )
@@ -145,7 +147,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         value=read_node,
         combine=_policy_after(stmt),
         reads=([Access(rf, _map(ctx, prefix, name, c_iters, rf, c_iters).intersect_domain(c_domain), read_node)]
-               + _start_reads(stmt, c_domain, c_iters, ctx, prefix)),
+               + _combiner_start_reads(stmt, c_domain, c_iters, ctx, prefix)),
         write=Access(name, _map(ctx, prefix, name, c_iters, name, lhs).intersect_domain(c_domain)),
     )
     stmts = []
@@ -168,6 +170,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     for it in reversed(c_iters):
         nest = Loop(it, {name: [iterator_aff(c_domain, it)]}, [nest])
     tree.body.insert(tree.body.index(top) + 1, nest)
+    check_storage_order(state.model, "rfactor")  # folded or shared storage, in the new program
     state.deps = compute_dependences(state.model)
     rederive(state, "rfactor")  # a running maximum's readers and sums, in the new program
 
@@ -258,20 +261,15 @@ def _count_of(domain: isl.Set, position: int):
     return f"({top}) + 1"
 
 
-def _start_reads(stmt: Stmt, c_domain: isl.Set, c_iters: list, ctx, prefix: str) -> list:
+def _combiner_start_reads(stmt: Stmt, c_domain: isl.Set, c_iters: list, ctx, prefix: str) -> list:
     """The reads of the value a sum starts from, as reads of the statement that adds the partial sums (which starts
     from it; the partial sums start from zero): each instance reads what the element's instances read."""
     if stmt.init is None:
         return []
     same_element = _map(ctx, prefix, stmt.name, c_iters, stmt.name, stmt.iters).align_params(
         c_domain.get_space()).intersect_domain(c_domain).intersect_range(stmt.domain)
-    start = _start_nodes(stmt)
-    return [Access(r.tensor, same_element.apply_range(r.relation), r.node) for r in stmt.reads if id(r.node) in start]
+    return [Access(r.tensor, same_element.apply_range(r.relation), r.node) for r in start_reads(stmt)]
 
-
-def _start_nodes(stmt: Stmt) -> set:
-    """id() of the reads in the value a sum starts from."""
-    return set() if stmt.init is None else {id(a) for a in ast.walk(stmt.init) if isinstance(a, ast.Access)}
 
 
 def _map(ctx, prefix, src, src_iters, dst, dst_index) -> isl.Map:

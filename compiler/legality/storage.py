@@ -1,0 +1,102 @@
+"""Storage decisions checked in program order (rule storage-overwrite).
+
+A storage decision makes values share a place: `fold_storage` keeps a few planes of a temporary (element d + p
+replaces element d), `store_in` keeps an output in an input's array (the output's element replaces the input's).
+The program itself must allow that: in program order, no read may come after a write that replaces the value
+it reads.  Checked here with isl for every read of a tensor whose storage is shared, after every step that
+makes such a decision or rewrites the program (rfactor, compute_inline); the schedule's own order is then
+checked through the anti and output dependences on locations (compiler/model/dependences.py).
+
+One write is not a replacement: a sum that starts from a value (`sum(k) ... from C_in[i, j]`) and is stored in
+that value's place reads it once, before its first term, into the accumulator that its updates write back.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from tdsl.compiler.errors import StorageOverwrite
+from tdsl.compiler.model.dependences import program_order_maps
+from tdsl.compiler.model.program import KernelModel, Stmt, first_point, start_reads
+from tdsl.compiler.model.storage import located
+
+
+def check_storage_order(model: KernelModel, primitive: str) -> None:
+    """Refuse (StorageOverwrite) a read that, in program order, finds its value replaced."""
+    stored_in = {t.stored_in: t.name for t in model.tensors.values() if t.stored_in}
+    if not stored_in and not any(t.fold for t in model.tensors.values()):
+        return
+    order = program_order_maps(model)
+    for reader in model.stmts:
+        for read in reader.reads:
+            t = model.tensors.get(read.tensor)
+            if t is not None and t.fold:
+                _check_folded_read(model, order, reader, read, primitive)
+            if read.tensor in stored_in:
+                _check_input_read(model, order, reader, read, model.stmt(stored_in[read.tensor]), primitive)
+
+
+def _check_folded_read(model: KernelModel, order: dict, reader: Stmt, read, primitive: str) -> None:
+    """No read of a folded tensor may find its element's location written again, after the value it reads,
+    before it reads it: that read would get the other element's value."""
+    tensor = read.tensor
+    t = model.tensors[tensor]
+    write = model.stmt(tensor).write.relation
+    later = order[tensor].lex_lt_map(order[tensor])  # w -> w2: w2 runs after w
+    source = read.relation.apply_range(write.reverse())  # r -> the instance that wrote its value
+    same_place = located(t, read.relation).apply_range(located(t, write).reverse())
+    others = same_place.subtract(source)  # r -> w2: writes another element to the read's location
+    before_read = others.intersect(order[reader.name].lex_gt_map(order[tensor]))
+    triples = source.range_product(before_read)  # r -> [w -> w2]
+    clobbered = triples.intersect_range(later.wrap())
+    if clobbered.is_empty():
+        return
+    _, coords = first_point(clobbered.wrap())
+    writer = model.stmt(tensor)
+    r, rest = coords[:len(reader.iters)], coords[len(reader.iters):]
+    w, w2 = rest[:len(writer.iters)], rest[len(writer.iters):]
+    element, other = _element(read.relation, r), _element(writer.write.relation, w2)
+    detail = f"{reader.name} reads {_at(tensor, element)} after {_at(tensor, other)}, stored in the same place, has " \
+             f"replaced it"
+    example = (f"{_instance(writer, w)} writes {_at(tensor, element)}; {_instance(writer, w2)} writes "
+               f"{_at(tensor, other)} in its place; then {_instance(reader, r)} reads {_at(tensor, element)}")
+    raise StorageOverwrite(primitive, sorted({reader.name, tensor}), detail, example)
+
+
+def _check_input_read(model: KernelModel, order: dict, reader: Stmt, read, writer: Stmt, primitive: str) -> None:
+    """No read of an input may come after a write of the output stored in it to the read's element (the read
+    wants the input's value), other than a sum's start value in its own element's place."""
+    x = model.tensors[writer.name]
+    same_place = read.relation.apply_range(located(x, writer.write.relation).reverse())  # r -> w: w writes there
+    clobbered = same_place.intersect(order[reader.name].lex_gt_map(order[writer.name]))  # ... before r reads
+    if reader is writer and any(read is s for s in start_reads(reader)):
+        own = writer.write.relation
+        clobbered = clobbered.subtract(own.apply_range(own.reverse()))  # its accumulator's own place
+    if clobbered.is_empty():
+        return
+    _, coords = first_point(clobbered.wrap())
+    r, w = coords[:len(reader.iters)], coords[len(reader.iters):]
+    element, written = _element(read.relation, r), _element(writer.write.relation, w)
+    detail = (f"{reader.name} reads {_at(read.tensor, element)} after {writer.name}, stored in {read.tensor}, has "
+              f"replaced it")
+    example = (f"{_instance(writer, w)} writes {_at(writer.name, written)} in the place of "
+               f"{_at(read.tensor, element)}; then {_instance(reader, r)} reads {_at(read.tensor, element)}")
+    raise StorageOverwrite(primitive, sorted({reader.name, writer.name}), detail, example)
+
+
+def _instance(stmt: Stmt, point) -> str:
+    return f"{stmt.name}({', '.join(f'{i}={v}' for i, v in zip(stmt.iters, point))})"
+
+
+def _at(tensor: str, element) -> str:
+    return f"{tensor}[{', '.join(map(str, element))}]"
+
+
+def _element(relation: isl.Map, point) -> list[int]:
+    """The element an access touches at instance `point` of its statement."""
+    space = relation.get_space().domain()
+    fixed = isl.Set.universe(space)
+    for k, v in enumerate(point):
+        fixed = fixed.fix_val(isl.dim_type.set, k, isl.Val.int_from_si(relation.get_ctx(), int(v)))
+    _, coords = first_point(relation.intersect_domain(fixed).range())
+    return [int(c) for c in coords]

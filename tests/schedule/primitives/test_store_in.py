@@ -1,0 +1,269 @@
+"""store_in: keep a kernel output in an input's array, updated in place (compiler/schedule/primitives/store_in.py).
+
+Rules: storage-overwrite (in program order a read of the input comes after the output replaced its value) at the
+step itself, and after every step that rewrites the program; dependence and parallel-dependence, through the
+anti dependences the decision creates (each read of the input before the write that replaces it), at the step
+and at every later step.  Accepted schedules run in the interpreter with the shared array (so an overwrite too
+early would show), in the Triton interpreter (the caller's array updated in place) and through TileLang's
+lowering; rejected ones are run to show the result changes.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.driver.generate import generate, load_module, run_generated
+from tdsl.compiler.errors import BackendError, ScheduleError, TdslError
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.compiler.verify import compare_outputs
+from tdsl.testing import assert_illegal, assert_legal
+
+from primitive_helpers import assert_round_trip, sched
+
+# BLAS's C = alpha * A B + beta * C, as C writes it: C updated in place.
+GEMM = """
+const M = 70, N = 50, K = 40
+const alpha = 1.5, beta = 1.2
+kernel gemm(C_in: f32[M, N], A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) {
+  C[i, j] = sum(k) alpha * A[i, k] * B[k, j] from beta * C_in[i, j]
+}
+schedule tiles {
+  store_in(C, C_in)
+  io, jo, ii, jj = tile(C.i, C.j, 32, 16)
+  ko, kk = split(C.k, 16)
+  reorder(C, io, jo, ko, ii, jj, kk)
+  bind(C.io, grid.x)
+  bind(C.jo, grid.y)
+}
+schedule reordered {
+  store_in(C, C_in)
+  reorder(C, j, i, k)
+}
+"""
+
+# Each element reads its right-hand neighbour's old value: in place it is legal left to right only.
+RIGHT = """
+const M = 6, N = 9
+kernel right(X: f32[M, N]) -> (Y: f32[M, N]) {
+  Y[i, j] = X[i, j] * 0.5 + where(j < N - 1, X[i, j + 1], 0.0)
+}
+"""
+
+# ... and the left-hand neighbour's, which the element before has replaced.
+LEFT = """
+const M = 6, N = 9
+kernel left(X: f32[M, N]) -> (Y: f32[M, N]) {
+  Y[i, j] = X[i, j] * 0.5 + where(j > 0, X[i, j - 1], 0.0)
+}
+"""
+
+# Two statements: Z reads X before Y replaces it (in program order), or after.
+BEFORE = """
+const N = 37
+kernel two(X: f32[N]) -> (Y: f32[N], Z: f32[N]) {
+  Z[i] = X[i] + 1.0
+  Y[i] = X[i] * 2.0
+}
+"""
+AFTER = BEFORE.replace("  Z[i] = X[i] + 1.0\n  Y[i] = X[i] * 2.0", "  Y[i] = X[i] * 2.0\n  Z[i] = X[i] + 1.0")
+
+
+def test_store_in_trace_round_trip():
+    s = sched(GEMM)
+    s.store_in("C", "C_in")
+    assert_round_trip(GEMM, s)
+
+
+def test_the_tree_shows_where_the_output_is_stored():
+    from tdsl.compiler.schedule.tree_view import tree_text
+
+    s = loads(GEMM).schedule("tiles")
+    text = tree_text(s.model, s.tree)
+    assert "Storage C[i, j] -> C_in[i, j]  (store_in: C_in is updated in place)" in text
+
+
+@pytest.mark.parametrize("schedule", ["tiles", "reordered"])
+def test_an_output_stored_in_its_start_value_runs_like_program_order(schedule):
+    """The sum reads its start value once, before its first term: storing it in that value's place is legal, and
+    the interpreter (which shares the array) gives the same bits."""
+    prog = loads(GEMM)
+    inputs = random_inputs(prog.schedule().model, seed=1)
+    want = interpret(prog.schedule().model, prog.schedule().time_map(), inputs)["C"]
+    s = prog.schedule(schedule)
+    assert s.model.tensors["C"].stored_in == "C_in"
+    got = interpret(s.model, s.time_map(), inputs)["C"]
+    assert np.array_equal(want.view(np.uint32), got.view(np.uint32))
+
+
+def test_legal_in_place_schedules_run_in_the_interpreter():
+    assert_legal(RIGHT, "store_in(Y, X)", run=True)
+    assert_legal(RIGHT, "store_in(Y, X)\nbind(Y.i, grid.x)", run=True)
+    assert_legal(BEFORE, "store_in(Y, X)\nfuse(Z.i, Y.i)", run=True)  # Z(i) still reads X[i] before Y(i)
+
+
+def test_a_read_after_the_value_is_replaced_is_storage_overwrite():
+    err = assert_illegal(LEFT, "store_in(Y, X)", rule="storage-overwrite", primitive="store_in",
+                         statements=["Y"], changes_result=True)
+    assert str(err).splitlines()[0].endswith("Y reads X[0, 0] after Y, stored in X, has replaced it")
+    assert err.counterexample == "Y(i=0, j=0) writes Y[0, 0] in the place of X[0, 0]; then Y(i=0, j=1) reads X[0, 0]"
+    err = assert_illegal(AFTER, "store_in(Y, X)", rule="storage-overwrite", statements=["Y", "Z"],
+                         changes_result=True)
+    assert err.counterexample == "Y(i=0) writes Y[0] in the place of X[0]; then Z(i=0) reads X[0]"
+
+
+def test_a_sum_whose_terms_read_the_input_it_replaces_is_refused():
+    """Only the start value is read before the first term; a term reads X[i, k] after Y[i] replaced X[i, 0]."""
+    prog = """
+const N = 8
+kernel rowsum(X: f32[N, N]) -> (Y: f32[N, N]) {
+  Y[i, j] = sum(k) X[i, k] * X[k, j]
+}
+"""
+    assert_illegal(prog, "store_in(Y, X)", rule="storage-overwrite", changes_result=True)
+
+
+def test_the_schedule_must_keep_each_read_before_the_write_that_replaces_it():
+    # anti dependences: Y(i, j + 1) replaces X[i, j + 1], which Y(i, j) reads
+    err = assert_illegal(RIGHT, "store_in(Y, X)\nreverse(Y.j)", rule="dependence", primitive="reverse",
+                         changes_result=True)
+    assert "Y overwrites X read by Y" in str(err)
+    assert_illegal(RIGHT, "store_in(Y, X)\nbind(Y.j, grid.x)", rule="parallel-dependence", primitive="bind")
+    # ... also when the decision comes after the step that breaks it
+    assert_illegal(RIGHT, "reverse(Y.j)\nstore_in(Y, X)", rule="dependence", primitive="store_in",
+                   changes_result=True)
+
+
+@pytest.mark.parametrize("steps, message", [
+    ("store_in(X, Y)", "X is an input of the kernel; store_in keeps an output of the kernel in an input"),
+    ("store_in(Y, Y)", "Y is an output of the kernel; store_in keeps an output"),
+    ("store_in(Y, W)", "unknown tensor 'W'"),
+    ("store_in(Y, X)\nstore_in(Z, X)", "X already holds Y; an input holds one output"),
+    ("store_in(Y, X)\nstore_in(Y, X)", "Y is already stored in X"),
+])
+def test_misuses_are_schedule_errors(steps, message):
+    s = sched(BEFORE)
+    *before, last = steps.splitlines()
+    for line in before:
+        s.store_in(*_args(line))
+    with pytest.raises(ScheduleError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        s.store_in(*_args(last))
+
+
+def _args(line: str) -> list[str]:
+    return [a.strip() for a in line[len("store_in("):-1].split(",")]
+
+
+@pytest.mark.parametrize("source, message", [
+    ("kernel k(X: bf16[8]) -> (Y: f32[8]) {\n  Y[i] = X[i] * 2.0\n}", "Y is f32 and X is bf16"),
+    ("kernel k(X: f32[8, 2]) -> (Y: f32[2, 8]) {\n  Y[i, j] = X[j, i]\n}", "Y has shape [2, 8] and X [8, 2]"),
+    ("kernel k(X: f32[8]) -> (Y: f32[8]) {\n  T[i] = X[i] * 2.0\n  Y[i] = T[i]\n}", "T is a temporary"),
+])
+def test_dtype_shape_and_kind_must_match(source, message):
+    s = sched(source)
+    output = "T" if "T is" in message else "Y"
+    with pytest.raises(ScheduleError, match=message.replace("[", r"\[")):
+        s.store_in(output, "X")
+
+
+def test_rfactor_keeps_the_start_value_on_the_combining_sum_in_place(tmp_path):
+    """Split-K on the grid (reassoc): the partial sums start from zero, the combining sum from C_in, in place."""
+    prog = loads("""const M = 16, N = 12, K = 64
+const beta = 1.2
+kernel g(C_in: f32[M, N], A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) {
+  C[i, j] = sum(k) A[i, k] * B[k, j] from beta * C_in[i, j] combine reassoc
+}
+schedule split_k {
+  store_in(C, C_in)
+  ko, kk = split(C.k, 16)
+  rfactor(C.ko)
+  reorder(C_rf, ko, i, j, kk)
+  bind(C_rf.ko, grid.x)
+}
+""")
+    s = prog.schedule("split_k")
+    assert s.model.tensors["C"].stored_in == "C_in" and "C_in" in {r.tensor for r in s.model.stmt("C").reads}
+    inputs = random_inputs(s.model, seed=3)
+    want = interpret(prog.schedule().model, prog.schedule().time_map(), inputs)
+    got = run_generated(load_module(generate(prog, "split_k"), tmp_path / "split_k.py"), s.model, inputs, guard=4)
+    assert all(c.ok for c in compare_outputs(s.model, want, got).values())
+
+
+def test_triton_updates_the_callers_array_in_place(tmp_path):
+    """Ragged 70 x 50 x 40 in 32 x 16 tiles: the launcher passes C_in as C, returns it, and it holds the result."""
+    prog = loads(GEMM)
+    s = prog.schedule("tiles")
+    text = generate(prog, "tiles")
+    assert "C = C_in" in text and "returns C (the input C_in, updated in place)" in text
+    inputs = random_inputs(s.model, seed=5)
+    want = interpret(s.model, s.time_map(), inputs)
+    got = run_generated(load_module(text, tmp_path / "tiles.py"), s.model, inputs)
+    assert all(c.ok for c in compare_outputs(s.model, want, got).values())
+
+    module = load_module(text, tmp_path / "direct.py")
+    c_in = torch.from_numpy(inputs["C_in"].copy())
+    a, b = torch.from_numpy(inputs["A"]), torch.from_numpy(inputs["B"])
+    out = module.gemm(c_in, a, b)
+    assert out is c_in and np.allclose(c_in.numpy(), want["C"], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="output C is stored in input C_in"):
+        module.gemm(c_in, a, b, C=torch.empty_like(c_in))
+    with pytest.raises(ValueError, match="input C_in holds output C .* must be contiguous"):
+        module.gemm(torch.empty(50, 70).t(), a, b)
+
+
+def test_the_kernel_op_mutates_its_input_under_torch_compile():
+    prog = loads(GEMM)
+    kernel = prog.schedule("tiles").compile(target="nvidia")
+    inputs = random_inputs(prog.schedule().model, seed=7)
+    want = torch.from_numpy(interpret(prog.schedule().model, prog.schedule().time_map(), inputs)["C"])
+    a, b = torch.from_numpy(inputs["A"]), torch.from_numpy(inputs["B"])
+    c = torch.from_numpy(inputs["C_in"].copy())
+    assert kernel(c, a, b) is c and torch.allclose(c, want, rtol=1e-5, atol=1e-5)
+    c = torch.from_numpy(inputs["C_in"].copy())
+    doubled = torch.compile(lambda c, a, b: kernel(c, a, b) * 2.0)(c, a, b)
+    assert torch.allclose(doubled, 2 * want, rtol=1e-5, atol=1e-5) and torch.allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tilelang_declares_the_output_as_a_view_of_the_input(tmp_path):
+    """TVM compiles pointer parameters as restrict: the kernel takes C_in once and C is a view of it."""
+    from tdsl.backends.tilelang.lowering import lower_module
+
+    text = generate(loads(GEMM.replace("f32[M, K]", "bf16[M, K]").replace("f32[K, N]", "bf16[K, N]")), "tiles",
+                    backend="tilelang")
+    assert 'C = T.decl_buffer((70, 50), "float32", data=C_in.data)' in text
+    assert '_kernel("gemm_0")(A, B, C_in)' in text
+    source = lower_module(load_module(text, tmp_path / "tl.py"), "sm_90a")["gemm_0"]
+    signature = next(line for line in source.splitlines() if "__global__" in line)
+    assert signature.count("float* __restrict__") == 1  # one f32 array
+
+
+def test_the_ascend_backends_refuse_it_and_say_what_to_do():
+    for target in ("ascend-950", "ascend-910b"):
+        with pytest.raises(BackendError, match=r"stores C in the input C_in \(store_in\), which the Ascend backends "
+                                               r"do not generate yet"):
+            generate(loads(GEMM), "tiles", target=target)
+
+
+def test_cost_counts_no_memory_for_the_stored_output():
+    from tdsl.compiler.analysis.cost import analyze
+
+    prog = loads(GEMM)
+    plain, in_place = analyze(prog.schedule()), analyze(prog.schedule("tiles"))
+    assert plain.peak_global_memory - in_place.peak_global_memory == 70 * 50 * 4
+    assert plain.compulsory_bytes == in_place.compulsory_bytes  # C is still written once
+
+
+def test_rewrites_after_the_decision_are_checked_in_program_order():
+    """compute_inline moves T's reads of X into Y, after the decision: checked again in the new program."""
+    inline = """
+const N = 12
+kernel k(X: f32[N]) -> (Y: f32[N]) {
+  T[i] = X[i] * 3.0
+  Y[i] = T[i] + where(i > 0, T[i - 1], 0.0)
+}
+"""
+    # T is computed for every i before Y: in place Y may replace X (T holds the values it reads)
+    assert_legal(inline, "store_in(Y, X)", run=True)
+    # inlined, Y(i) reads X[i - 1] itself, which Y(i - 1) has replaced
+    assert_illegal(inline, "store_in(Y, X)\ncompute_inline(T)", rule="storage-overwrite", primitive="compute_inline",
+                   changes_result=True)
