@@ -266,8 +266,8 @@ class _KernelChecker(_IndexChecks):
         names = self._check_lhs_iterators(red.iters, scope.iters, reduction=True)
         if red.accum is not None and red.accum not in ast.DTYPES:
             _fail(f"accum expects a float dtype ({', '.join(ast.DTYPES)}), found '{red.accum}'", red.span)
-        if red.combine == "fast_accum" and red.op != "sum":
-            _fail(f"`combine fast_accum` lets a matrix unit add FP8 products in reduced precision; a {red.op} "
+        if red.combine is not None and red.combine.startswith("fast_accum") and red.op != "sum":
+            _fail(f"`combine {red.combine}` lets a matrix unit add FP8 products in reduced precision; a {red.op} "
                   f"adds nothing: declare it on a sum", red.span)
         inner = scope.inner(names)
         for cond in red.conditions:

@@ -168,7 +168,7 @@ def _present(items) -> list:
     return [x for x in items if x is not None]
 
 
-# Reduction combine policies: these words, or segments(N) with N >= 1.
+# Reduction combine policies: these words, or segments(N) or fast_accum(N) with N >= 1.
 COMBINE_POLICIES = ("reassoc", "deterministic", "strict", "online", "fast_accum")
 
 def format_expr(expr: ast.Expr) -> str:
@@ -378,10 +378,12 @@ class _ToAst(Transformer_NonRecursive):
     def combine(self, meta, items):
         name, count = items
         policy = str(name) if count is None else f"{name}({_int(count)})"
-        valid = policy in COMBINE_POLICIES or (name == "segments" and count is not None and _int(count) >= 1)
+        valid = policy in COMBINE_POLICIES or (name in ("segments", "fast_accum") and count is not None
+                                               and _int(count) >= 1)
         if not valid:
             raise SourceError(
-                f"unknown combine policy '{policy}'; expected {', '.join(COMBINE_POLICIES)} or segments(N) with N >= 1",
+                f"unknown combine policy '{policy}'; expected {', '.join(COMBINE_POLICIES)}, segments(N) or "
+                f"fast_accum(N) with N >= 1",
                 ast.Span(name.line, name.column, meta.end_line, meta.end_column),
             )
         return policy

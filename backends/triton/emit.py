@@ -253,11 +253,12 @@ class _KernelPrinter(PrinterBase):
                 a, b = self._dot_operands(op.partial, op.tile, frame)
                 # a product the tensor cores do not take exactly (compiler/analysis/placement.py) is multiplied in f32
                 precise = ', input_precision="ieee"' if unit_of(op) == VECTOR else ""
-                if op.partial.lhs_dtype == op.partial.rhs_dtype == "f8e4m3" and not op.partial.fast_accum:
+                if op.partial.lhs_dtype == op.partial.rhs_dtype == "f8e4m3" and op.partial.imprecise is not None:
                     # On sm_90 Triton otherwise keeps FP8 products in the tensor core's reduced-precision
-                    # accumulator for the whole loop; the program says the accumulator is FP32 (only
-                    # `combine fast_accum` allows the reduced precision: Triton's default is then kept).
-                    precise = ", max_num_imprecise_acc=0"
+                    # accumulator for the whole loop; the program says how many it may keep there before they
+                    # reach the FP32 sum: none by default, N under `combine fast_accum(N)` (`combine fast_accum`
+                    # keeps Triton's default).
+                    precise = f", max_num_imprecise_acc={op.partial.imprecise}"
                 if op.accum == "f32":
                     self.emit(f"{acc} = tl.dot({a}, {b}, {acc}{precise})")
                 else:

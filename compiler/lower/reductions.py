@@ -25,7 +25,7 @@ from tdsl.compiler.model.program import Stmt
 from tdsl.compiler.lower.geometry import _check_size
 from tdsl.compiler.lower.registers import _lanes, _Produced
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.model.dependences import fast_accumulation
+from tdsl.compiler.model.dependences import imprecise_products
 from tdsl.compiler.model.online import MAX, REF
 from tdsl.compiler.lower.tileir import (AccFinish, AccInit, Bin, Const, Dot, Expr, Neg, Reduce, Reference, Reg,
                                         RegOperand, Rescaling, Running, Select, Tile)
@@ -158,7 +158,7 @@ class ReductionLowering:
             return None
         a = self._operand(stmt, tile, context, [i, k], lhs, i)
         b = self._operand(stmt, tile, context, [k, j], rhs, j)
-        return None if a is None or b is None else Dot(a, b, *dtypes, fast_accum=fast_accumulation(stmt))
+        return None if a is None or b is None else Dot(a, b, *dtypes, imprecise=imprecise_products(stmt))
 
     def _operand(self, stmt: Stmt, tile: Tile, context, iters, node: ast.Access, outer: str):
         """A product operand: loaded from memory, or the register tile of a statement of this kernel (zero on the

@@ -165,9 +165,10 @@ class Dot:
     # sum, which the vector unit holds: a sum it rescales (online) where the matrix unit's accumulator is out of
     # its reach (Ascend's L0C); placement.py: sums_on_vector
     sum_on_vector: bool = False
-    # the program declares `combine fast_accum`: FP8 products may stay in the matrix unit's reduced-precision
-    # accumulator for several instructions (dependences.fast_accumulation)
-    fast_accum: bool = False
+    # FP8 products the matrix unit may keep in its reduced-precision accumulator before adding them to the f32
+    # sum: 0 none (the default), N (`combine fast_accum(N)`), None any number (`combine fast_accum`)
+    # (dependences.imprecise_products)
+    imprecise: Optional[int] = 0
 
 
 Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, Reference, RegOperand, Preloaded, Call, Round, Reduce,

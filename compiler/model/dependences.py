@@ -180,18 +180,31 @@ def _array(model: KernelModel, tensor: str) -> str:
 
 def policy(stmt: Stmt) -> tuple[str, Optional[int]]:
     """A reduction's combine policy: ("strict" | "reassoc" | "deterministic", None) or ("segments", N).
-    `fast_accum` orders like `reassoc` (`fast_accumulation` says what it allows besides)."""
+    `fast_accum` and `fast_accum(N)` order like `reassoc` (`imprecise_products` says what they allow besides)."""
     text = stmt.combine or "strict"
     if text.startswith("segments(") and text.endswith(")"):
         return "segments", int(text[len("segments("):-1])
-    return ("reassoc" if text == "fast_accum" else text), None
+    return ("reassoc" if text.startswith("fast_accum") else text), None
+
+
+def imprecise_products(stmt: Stmt) -> Optional[int]:
+    """How many FP8 products (terms along the reduction) the matrix unit may keep in its reduced-precision
+    accumulator before adding them to the f32 sum: 0 without a declaration (each instruction's products go to
+    the f32 sum), N under `combine fast_accum(N)` (the interval cuBLASLt and DeepGEMM promote at), None under
+    `combine fast_accum` (any number: cuBLAS's use_fast_accum, Triton's default on sm_90).  Either declaration
+    also allows any order and grouping, as `reassoc` does."""
+    text = stmt.combine or ""
+    if text == "fast_accum":
+        return None
+    if text.startswith("fast_accum(") and text.endswith(")"):
+        return int(text[len("fast_accum("):-1])
+    return 0
 
 
 def fast_accumulation(stmt: Stmt) -> bool:
-    """`combine fast_accum`: any order and grouping, and the matrix unit may keep FP8 products in its reduced-
-    precision accumulator for several instructions before adding them to the f32 sum (cuBLAS's use_fast_accum,
-    Triton's default on sm_90); without it an FP8 product is added to the f32 sum after every instruction."""
-    return stmt.combine == "fast_accum"
+    """The sum declares `combine fast_accum` or `fast_accum(N)`: its products may lose precision in the matrix
+    unit's accumulator (the comparison with the interpreter allows for it)."""
+    return imprecise_products(stmt) != 0
 
 
 def order_independent(stmt: Stmt) -> bool:

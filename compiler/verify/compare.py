@@ -66,7 +66,7 @@ def tolerance_dtype(model, tensor: str) -> str:
             continue
         seen.add(stmt.name)
         dtypes += [stmt.dtype] + ([stmt.accum_dtype or "f32"] if stmt.is_reduction else [])
-        if stmt.combine == "fast_accum":  # FP8 products held in the tensor core's narrower accumulator
+        if (stmt.combine or "").startswith("fast_accum"):  # FP8 products held in the tensor core's narrower accumulator
             dtypes.append(FAST_ACCUMULATOR)
         todo += [r.tensor for r in stmt.reads]
     return min(dtypes, key=lambda d: TOLERANCE_BITS[d])

@@ -243,7 +243,7 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:33: error: unknown combine policy 'fast'; expected reassoc, deterministic, strict, online, fast_accum or segments(N) with N >= 1
+        prog.tdsl:3:33: error: unknown combine policy 'fast'; expected reassoc, deterministic, strict, online, fast_accum, segments(N) or fast_accum(N) with N >= 1
             Y[i] = sum(k) A[i, k] combine fast
                                           ^^^^
         """,
@@ -256,7 +256,7 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:33: error: unknown combine policy 'segments(0)'; expected reassoc, deterministic, strict, online, fast_accum or segments(N) with N >= 1
+        prog.tdsl:3:33: error: unknown combine policy 'segments(0)'; expected reassoc, deterministic, strict, online, fast_accum, segments(N) or fast_accum(N) with N >= 1
             Y[i] = sum(k) A[i, k] combine segments(0)
                                           ^^^^^^^^^^^
         """,

@@ -8,7 +8,7 @@ import pytest
 
 from tdsl.compiler.driver.api import loads
 from tdsl.compiler.driver.generate import generate, load_module, run_generated
-from tdsl.compiler.model.dependences import fast_accumulation, policy
+from tdsl.compiler.model.dependences import fast_accumulation, imprecise_products, policy
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
 from tdsl.compiler.verify import compare_outputs, tolerance_dtype
 from tdsl.frontend.diagnostics import TdslError
@@ -38,6 +38,9 @@ def test_fast_accum_orders_like_reassoc_and_is_its_own_property():
     assert policy(stmt) == ("reassoc", None) and fast_accumulation(stmt)
     plain = _fp8_gemm(" combine reassoc").schedule().model.stmt("P")
     assert not fast_accumulation(plain)
+    interval = _fp8_gemm(" combine fast_accum(128)").schedule().model.stmt("P")
+    assert policy(interval) == ("reassoc", None) and fast_accumulation(interval)
+    assert [imprecise_products(s) for s in (plain, stmt, interval)] == [0, None, 128]
 
 
 def test_only_a_declared_sum_keeps_fp8_products_in_the_narrow_accumulator():
@@ -45,6 +48,7 @@ def test_only_a_declared_sum_keeps_fp8_products_in_the_narrow_accumulator():
     fast = generate(_fp8_gemm(" combine fast_accum"), "tiled")
     assert "max_num_imprecise_acc=0" in exact
     assert "tl.dot(" in fast and "max_num_imprecise_acc" not in fast
+    assert "max_num_imprecise_acc=64)" in generate(_fp8_gemm(" combine fast_accum(64)"), "tiled")
 
 
 def test_legality_reads_the_declaration():
@@ -56,6 +60,12 @@ def test_legality_reads_the_declaration():
 def test_the_comparison_allows_the_narrow_accumulator():
     assert tolerance_dtype(_fp8_gemm("").schedule().model, "P") == "f32"
     assert tolerance_dtype(_fp8_gemm(" combine fast_accum").schedule().model, "P") == "f16"
+    assert tolerance_dtype(_fp8_gemm(" combine fast_accum(64)").schedule().model, "P") == "f16"
+
+
+def test_an_interval_below_one_is_an_error_at_its_place():
+    with pytest.raises(TdslError, match=r"unknown combine policy 'fast_accum\(0\)'"):
+        _fp8_gemm(" combine fast_accum(0)")
 
 
 def test_fast_accum_on_a_max_is_an_error_at_its_place():
@@ -65,8 +75,9 @@ def test_fast_accum_on_a_max_is_an_error_at_its_place():
               filename="q.tdsl").schedule()
 
 
-def test_a_fast_accum_product_matches_the_interpreter_under_the_triton_interpreter(tmp_path):
-    prog = _fp8_gemm(" combine fast_accum")
+@pytest.mark.parametrize("policy", ["fast_accum", "fast_accum(32)"])
+def test_a_fast_accum_product_matches_the_interpreter_under_the_triton_interpreter(policy, tmp_path):
+    prog = _fp8_gemm(f" combine {policy}")
     sched = prog.schedule("tiled")
     inputs = random_inputs(sched.model, seed=9)
     got = run_generated(load_module(generate(prog, "tiled"), tmp_path / "q.py"), sched.model, inputs, guard=5)
