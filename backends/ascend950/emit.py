@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tdsl.backends.common.module import dynamic_sizes, module_text
 from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrinter, combine_code, index_code,
-                                       operand_region, shape_code)
+                                       kernel_arrays, operand_region, shape_code)
 from tdsl.compiler.analysis.placement import VECTOR, matrix_statements, unit_of
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.errors import InternalError
@@ -62,7 +62,7 @@ class Ascend950Printer(KernelPrinter):
 
     def _params(self) -> list[str]:
         return [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
-                for t in self.kernel.tensors]
+                for t in kernel_arrays(self.kernel)]
 
     def alloc(self, name, shape, dtype, scope, note="", copies=1):
         shape = list(shape) or [1]

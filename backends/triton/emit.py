@@ -257,8 +257,9 @@ class _KernelPrinter(PrinterBase):
                     # On sm_90 Triton otherwise keeps FP8 products in the tensor core's reduced-precision
                     # accumulator for the whole loop; the program says how many it may keep there before they
                     # reach the FP32 sum: none by default, N under `combine fast_accum(N)` (`combine fast_accum`
-                    # keeps Triton's default).
-                    precise = f", max_num_imprecise_acc={op.partial.imprecise}"
+                    # keeps Triton's default).  Triton takes at most the tile's k: promoting after every tile is
+                    # within "at most N".
+                    precise = f", max_num_imprecise_acc={min(op.partial.imprecise, op.tile.axes[2].size)}"
                 if op.accum == "f32":
                     self.emit(f"{acc} = tl.dot({a}, {b}, {acc}{precise})")
                 else:

@@ -27,7 +27,7 @@ LAYOUTS = {"k_major": ("Wt: f8e4m3[N, K]", "Wt[j, k]"), "row_major": ("W: f8e4m3
 ACCUMULATIONS = {
     "exact": ("", False, ("k_major", "row_major")),
     "fast_accum(128)": (" combine fast_accum(128)", False, ("k_major",)),
-    "fast_accum(256)": (" combine fast_accum(256)", False, ("k_major",)),
+    "fast_accum(64)": (" combine fast_accum(64)", False, ("k_major",)),
     "fast_accum": (" combine fast_accum", True, ("k_major", "row_major")),
 }
 
@@ -88,7 +88,13 @@ def main() -> None:
                 text = generate(prog, name)
                 module = load_module(text, tmp / f"{layout}_{accumulation}_{name}.py")
                 out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-                module.q(a, b, P=out)
+                try:
+                    module.q(a, b, P=out)
+                except Exception as err:  # one candidate's failure must not hide the others
+                    print(f"{layout:9s} {accumulation:16s} {name:22s} FAILED: {type(err).__name__}: {err}"[:400])
+                    results["tdsl"].setdefault("failed", []).append(
+                        {"layout": layout, "accumulation": accumulation, "schedule": name, "error": str(err)[:1000]})
+                    continue
                 err = (out.double() - exact).abs()
                 tol = 2 ** -7 * exact.abs() + (2 ** -16 if accumulation == "exact" else 2 ** -10) * exact.abs().max()
                 # within the tolerance, or no worse than cuBLASLt's error (its own accumulation for exact and

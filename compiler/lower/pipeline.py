@@ -52,7 +52,6 @@ TARGET_PASSES = {
     ),
     "ascend-950": (
         refuse_folded_storage,
-        refuse_in_place_storage,
         refuse_host_loops,  # the launcher launches each kernel once
         refuse_recurrences,  # a recurrence's elements would pass between the MTE3 and MTE2 pipes unordered
     ),

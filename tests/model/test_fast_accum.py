@@ -48,7 +48,9 @@ def test_only_a_declared_sum_keeps_fp8_products_in_the_narrow_accumulator():
     fast = generate(_fp8_gemm(" combine fast_accum"), "tiled")
     assert "max_num_imprecise_acc=0" in exact
     assert "tl.dot(" in fast and "max_num_imprecise_acc" not in fast
-    assert "max_num_imprecise_acc=64)" in generate(_fp8_gemm(" combine fast_accum(64)"), "tiled")
+    assert "max_num_imprecise_acc=16)" in generate(_fp8_gemm(" combine fast_accum(16)"), "tiled")
+    # Triton takes at most the tile's k (32 here): promoting after every tile keeps "at most N"
+    assert "max_num_imprecise_acc=32)" in generate(_fp8_gemm(" combine fast_accum(256)"), "tiled")
 
 
 def test_legality_reads_the_declaration():

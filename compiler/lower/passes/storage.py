@@ -6,8 +6,8 @@ Folded storage (`fold_storage`): the Triton printer applies the fold where it co
 refuse a folded tensor for now.
 
 An output stored in an input (`store_in`): Triton takes the input's array through both parameters, TileLang
-NVIDIA declares the output as a view of it (backends/tilelang/emit.py `kernel_arrays`); the Ascend printers
-refuse it for now.
+(NVIDIA and the Ascend 950) declares the output as a view of it (backends/tilelang/emit.py `kernel_arrays`); the
+910B printer refuses it for now.
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ def refuse_folded_storage(program: T.TileProgram) -> T.TileProgram:
 
 
 def refuse_in_place_storage(program: T.TileProgram) -> T.TileProgram:
-    """An output stored in an input (`store_in`): the Ascend printers declare every GM tensor as a parameter of its
-    own, and TileLang compiles parameters as distinct (restrict) pointers, which one array passed twice is not."""
+    """An output stored in an input (`store_in`) on the 910B: its printer declares every GM tensor as a kernel
+    parameter of its own, and the tilelang-ascend fork it targets is not at hand to check a view of one."""
     for t in program.outputs:
         if t.stored_in:
-            raise BackendError(f"the schedule stores {t.name} in the input {t.stored_in} (store_in), which the Ascend "
-                               f"backends do not generate yet (each GM tensor is a kernel parameter of its own); "
-                               f"generate it for NVIDIA (Triton or TileLang), or leave out store_in")
+            raise BackendError(f"the schedule stores {t.name} in the input {t.stored_in} (store_in), which the "
+                               f"ascend-910b backend does not generate yet (each GM tensor is a kernel parameter of "
+                               f"its own); generate it for ascend-950 or NVIDIA (Triton, TileLang), or leave out "
+                               f"store_in")
     return program

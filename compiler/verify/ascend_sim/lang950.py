@@ -21,6 +21,12 @@ class Lang950(_Common):
     def Tensor(self, shape, dtype="float32", data=None, scope=None):  # noqa: N802
         return self._tensor(shape, dtype)
 
+    def decl_buffer(self, shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global", align=0,
+                    offset_factor=0, buffer_type="", axis_separators=None):
+        if strides is not None or elem_offset is not None or scope != "global":
+            raise Unsupported("T.decl_buffer with strides, an offset or a scope")
+        return self._m.view(shape, dtype, data)
+
     def dynamic(self, name, dtype="int32"):
         if name not in self._m.sizes:
             raise Unsupported(f"run-time size {name}: pass sizes={{'{name}': ...}} to simulate()")

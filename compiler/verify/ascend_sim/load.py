@@ -138,7 +138,19 @@ def simulate(text: str, inputs: dict, target: Optional[str] = None, sizes: Optio
     program_name = {ident: name for name, ident in renamed.items()}
     tensors = {program_name.get(n, n): b.data.view(dt.NUMPY_DTYPES["f8e4m3"]).astype(np.float32) if n in fp8
                else b.data for n, b in gm.items()}
+    for out, array in _in_place(ns).items():  # an output stored in an input (`store_in`) is the input's array
+        if array not in tensors:
+            raise SimulationError(f"IN_PLACE stores {out} in {array}, which is not a GM tensor of the module")
+        tensors[out] = tensors[array]
     return Simulation(m.target, tensors, runs, dict(m.caps))
+
+
+def _in_place(ns: dict) -> dict:
+    """The module's IN_PLACE table (output -> the input that holds it, program names), {} when it has none."""
+    pairs = ns.get("IN_PLACE", {})
+    if not isinstance(pairs, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pairs.items()):
+        raise SimulationError(f"IN_PLACE = {pairs!r}: a dict of outputs to the inputs that hold them")
+    return pairs
 
 
 def _renamed(ns: dict) -> dict:

@@ -55,6 +55,18 @@ class _Machine(_Regions, _CrossCore):
 
     # ------------------------------------------------------------ allocation and capacities
 
+    def view(self, shape, dtype, data) -> Buffer:
+        """`T.decl_buffer(shape, dtype, data=X.data)` before T.Kernel: a GM tensor on a parameter's memory (an output
+        stored in an input, `store_in`), which the kernel may write."""
+        if self.entered:
+            raise SimulationError("T.decl_buffer inside T.Kernel: declare a GM view before it")
+        owner = next((b for b in self.gm.values() if b.data is data), None)
+        shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        if owner is None or owner.shape != shape or owner.dtype != _dtype(dtype):
+            raise SimulationError(f"T.decl_buffer({shape}, {dtype}, data=...): data must be the .data of a GM "
+                                  f"parameter of that shape and dtype")
+        return Buffer(self, f"{owner.name} (view)", "GM", owner.dtype, owner.data, "output")
+
     def alloc(self, scope: str, shape, dtype) -> Buffer:
         if not self.entered:
             raise SimulationError("buffer allocated outside T.Kernel")
@@ -318,6 +330,7 @@ class _Machine(_Regions, _CrossCore):
 
     def run_kernel(self, kernel, gm: dict) -> KernelRun:
         args = [gm[name] for name, _ in kernel.params]
+        self.gm = gm
         footprint = {}
         blocks, b = None, 0
         self.grid = None  # set by T.Kernel in the first block; later blocks must ask for the same grid
