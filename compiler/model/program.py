@@ -74,6 +74,7 @@ class Tensor:
     box: isl.Set = None  # { A[a0, a1] : 0 <= a0 < M and 0 <= a1 < K }
     fold: tuple = ()  # ((dim, planes), ...): element index d is stored at d mod planes (`fold_storage`)
     stored_in: Optional[str] = None  # the kernel input whose array holds this output's elements (`store_in`)
+    copies: int = 0  # leading dimensions that index one copy per tile of a consumer loop (`recompute_at`)
 
 
 @dataclass

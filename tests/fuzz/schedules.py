@@ -194,6 +194,10 @@ def gen_compute_at(p: _Pick) -> Optional[Step]:
     return _placement(p, "compute_at", producer_moves=True)
 
 
+def gen_recompute_at(p: _Pick) -> Optional[Step]:
+    return _placement(p, "recompute_at", producer_moves=True)
+
+
 def gen_reverse_compute_at(p: _Pick) -> Optional[Step]:
     return _placement(p, "reverse_compute_at", producer_moves=False)
 
@@ -348,6 +352,7 @@ GENERATORS = {
     "shift": (gen_shift, 2),
     "distribute": (gen_distribute, 2),
     "compute_at": (gen_compute_at, 4),
+    "recompute_at": (gen_recompute_at, 3),
     "reverse_compute_at": (gen_reverse_compute_at, 4),
     "compute_inline": (gen_compute_inline, 2),
     "cache_read": (gen_cache_read, 2),

@@ -53,6 +53,7 @@ USAGE = {
     "shift": "shift(STMT.LOOP, OFFSET)",
     "reverse": "reverse(STMT.LOOP)",
     "compute_at": "compute_at(STMT, TARGET.LOOP)",
+    "recompute_at": "recompute_at(STMT, TARGET.LOOP)",
     "reverse_compute_at": "reverse_compute_at(STMT, TARGET.LOOP)",
     "compute_inline": "compute_inline(STMT[, round=false])",
     "cache_read": "cache_read(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
@@ -78,6 +79,7 @@ SIGNATURES = {
     "shift": "(self, loop, offset)",
     "reverse": "(self, loop)",
     "compute_at": "(self, stmt, loop=None, at=None)",
+    "recompute_at": "(self, stmt, loop=None, at=None)",
     "reverse_compute_at": "(self, stmt, loop=None, at=None)",
     "compute_inline": "(self, stmt, round=True)",
     "cache_read": "(self, tensor, scope, at=None, dtype=None)",
@@ -95,7 +97,7 @@ SIGNATURES = {
 # The keywords a .tdsl step may write, and the primitives that make loops (`a, b = split(...)`).
 KEYWORDS = {
     "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "distribute": set(), "skew": {"by", "factor"},
-    "shift": {"offset"}, "reverse": set(), "compute_at": {"at"},
+    "shift": {"offset"}, "reverse": set(), "compute_at": {"at"}, "recompute_at": {"at"},
     "reverse_compute_at": {"at"}, "compute_inline": {"round"}, "cache_read": {"at", "scope", "dtype"},
     "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "store_in": set(), "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps", "group"},
     "host": set(), "rfactor": {"segments", "dtype"}, "online": set(),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import islpy as isl
+
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, plan_kernels
 from tdsl.compiler.analysis.cost.estimate import kernel_estimate
 from tdsl.compiler.analysis.cost.results import KernelCost, ProgramCost
@@ -29,7 +31,20 @@ def analyze(schedule: Schedule, target="h100", regs: Optional[int] = None,
     touched = {a.tensor for s in model.stmts for a in s.reads} | {s.write.tensor for s in model.stmts}
     compulsory = sum(sizes[t.name] for t in model.tensors.values()
                      if t.kind == "output" or (t.kind == "input" and t.name in touched))
-    return ProgramCost(model.name, schedule.name, tgt, kernels, peak, peak_at, compulsory, sizes)
+    return ProgramCost(model.name, schedule.name, tgt, kernels, peak, peak_at, compulsory, sizes,
+                       _recomputed(model))
+
+
+def _recomputed(model) -> dict:
+    """Each statement recomputed per tile (`recompute_at`): the instances its copies compute, and the distinct
+    elements among them (their difference is the redundant work)."""
+    out = {}
+    for t in model.tensors.values():
+        if t.copies:
+            domain = model.stmt(t.name).domain
+            elements = model.stmt(t.name).write.relation.range().project_out(isl.dim_type.set, 0, t.copies)
+            out[t.name] = (int(domain.count_val().to_python()), int(elements.count_val().to_python()))
+    return out
 
 
 def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional[int]) -> KernelCost:

@@ -101,6 +101,9 @@ def report_text(cost: ProgramCost) -> str:
     lines.append(f"  FLOPs {cost.flops:,}; intensity {cost.intensity:.3g} FLOP/byte; roofline bound "
                  f"{fmt_time(cost.t_bound)}" + (f"; matrix utilisation at most {cost.mfu_bound:.0%}" if cost.flops_matrix else ""))
     lines.append(f"  peak global memory {fmt_mib(cost.peak_global_memory)} at {cost.peak_at}")
+    for name, (instances, elements) in cost.recomputed.items():
+        lines.append(f"  recomputed per tile (recompute_at): {name} {instances:,} instances for {elements:,} elements "
+                     f"({instances / elements:.2f}x)")
     lines.append(f"  estimate {fmt_time(cost.t_estimate)} (kernels one after another; what a schedule search ranks by)")
     if cost.violations:
         lines.append(f"  capacity: {len(cost.violations)} violation(s); the schedule is rejected for {tgt.name}")

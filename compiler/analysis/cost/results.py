@@ -181,6 +181,8 @@ class ProgramCost:
     peak_at: str
     compulsory_bytes: int
     tensor_sizes: dict = field(default_factory=dict)
+    # a statement recomputed per tile (recompute_at) -> (instances computed, distinct elements)
+    recomputed: dict = field(default_factory=dict)
 
     @property
     def global_bytes(self) -> int:
