@@ -204,10 +204,12 @@ class ValueLowering:
     def _in_bounds(self, stmt: Stmt, node: ast.Access, g: "_Geometry") -> Optional[isl.Set]:
         """The lanes of `g` at which the access `node` reads inside its tensor (a set over the loop variables and
         `g.iters`), or None when the access is not one affine function of the iterators."""
-        # the read's indices over every instance, from the node itself (a step that rewrites the value makes new
-        # nodes): a read in a `where` branch is taken at fewer instances (Access.relation), but the generated code
-        # evaluates both branches, so its mask must keep every lane inside the tensor
-        function = _total_map(read_relation(self.model, stmt, node))
+        # the read's indices as the code computes them at every lane, from the node itself (a step that rewrites
+        # the value makes new nodes), not only at the instances: there isl may write them with another iterator
+        # equal to theirs (r[i2, i] with i = i2 reads ss[i2]), which says nothing of the lanes of i; and a read in
+        # a `where` branch is taken at fewer instances (Access.relation), but the generated code evaluates both
+        # branches, so its mask must keep every lane inside the tensor
+        function = _total_map(read_relation(self.model, stmt, node, everywhere=True))
         if function is None:
             return None
         box = self.model.tensors[node.tensor].box

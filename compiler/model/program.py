@@ -398,13 +398,16 @@ def _affine_only(cond: ast.Compare, domain: isl.Set, sizes: dict) -> bool:
     return True
 
 
-def read_relation(model: "KernelModel", stmt: Stmt, node: ast.Access) -> isl.Map:
+def read_relation(model: "KernelModel", stmt: Stmt, node: ast.Access, everywhere: bool = False) -> isl.Map:
     """Statement instance -> the element `node` (a read in the statement's value) reads, from its indices (a step
-    that rewrites a value, compute_inline, makes new read nodes: they are not found in `stmt.reads` by identity)."""
+    that rewrites a value, compute_inline, makes new read nodes: they are not found in `stmt.reads` by identity).
+    `everywhere`: over every point of the statement's space, not only its instances -- the formula the generated
+    code evaluates at every lane (on the instances isl may write it with other iterators that equal them there)."""
     space = stmt.domain.get_space()
     params = [space.get_dim_name(isl.dim_type.param, k) for k in range(space.dim(isl.dim_type.param))]
     tup = f"{stmt.name}[{', '.join(stmt.iters)}]"
-    return _access_map(node, model.sizes, _param_prefix(params), tup, stmt.domain)
+    where = isl.Set.universe(space) if everywhere else stmt.domain
+    return _access_map(node, model.sizes, _param_prefix(params), tup, where)
 
 
 def _check_domains_not_empty(model: KernelModel) -> None:
