@@ -75,6 +75,7 @@ class Tensor:
     fold: tuple = ()  # ((dim, planes), ...): element index d is stored at d mod planes (`fold_storage`)
     stored_in: Optional[str] = None  # the kernel input whose array holds this output's elements (`store_in`)
     copies: int = 0  # leading dimensions that index one copy per tile of a consumer loop (`recompute_at`)
+    copied: int = 0  # how many distinct elements of the original tensor those copies hold (for the cost report)
 
 
 @dataclass

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Optional
 
-import islpy as isl
-
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, plan_kernels
 from tdsl.compiler.analysis.cost.estimate import kernel_estimate
 from tdsl.compiler.analysis.cost.results import KernelCost, ProgramCost
@@ -41,9 +39,7 @@ def _recomputed(model) -> dict:
     out = {}
     for t in model.tensors.values():
         if t.copies:
-            domain = model.stmt(t.name).domain
-            elements = model.stmt(t.name).write.relation.range().project_out(isl.dim_type.set, 0, t.copies)
-            out[t.name] = (int(domain.count_val().to_python()), int(elements.count_val().to_python()))
+            out[t.name] = (int(model.stmt(t.name).domain.count_val().to_python()), t.copied)
     return out
 
 

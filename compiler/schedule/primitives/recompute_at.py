@@ -33,6 +33,7 @@ computed once), tile loops that are not affine in a reader's iterators, or sizes
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Optional
 
 import islpy as isl
 
@@ -40,11 +41,11 @@ from tdsl.frontend import ast
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.lower import tileir
 from tdsl.compiler.model.dependences import compute_dependences
-from tdsl.compiler.model.isl_code import as_params, pw_aff_to_expr
+from tdsl.compiler.model.isl_code import as_params, integer_bounds, pw_aff_to_expr
 from tdsl.compiler.model.program import Access, KernelModel, Stmt, Tensor
 from tdsl.compiler.schedule.primitives.common import LoopLike, State, check_stmt, find_loop, fresh_loop_name
 from tdsl.compiler.schedule.primitives.compute_at import _move
-from tdsl.compiler.schedule.primitives.compute_inline import _remove_leaf
+from tdsl.compiler.schedule.primitives.compute_inline import _remove_leaf, rename_iterators
 from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import LOOP, STMT, arg, primitive
 from tdsl.compiler.schedule.tree import Loop, _statement_nest, pw_affs_to_map, statements_under
@@ -62,9 +63,11 @@ def recompute_at(state: State, stmt: str, loop: LoopLike) -> None:
     path = tree.enclosing_loops(target) + [target]
     readers = _readers(model, tree, producer, target)
     tiles = _tile_names(producer, path, model)
-    new_producer, tensor = _per_tile_producer(model, producer, readers, path, tiles)
-    stmts = [new_producer if s.name == stmt else (_read_own_tile(s, producer, path) if s in readers else s)
-             for s in model.stmts]
+    footprint = _footprint(producer, readers, path, tiles)
+    origins = [_origin(footprint, d) for d in range(len(producer.iters))]
+    new_producer, tensor, shift = _per_tile_producer(model, producer, footprint, tiles, origins)
+    stmts = [new_producer if s.name == stmt else
+             (_read_own_tile(s, producer, path, origins, shift) if s in readers else s) for s in model.stmts]
     state.model = KernelModel(model.name, stmts, {**model.tensors, stmt: tensor}, model.sizes, model.params,
                               model.ctx)
     _remove_leaf(state, stmt)
@@ -131,23 +134,52 @@ def _tiles_of(stmt: Stmt, path: list[Loop]) -> isl.Map:
     return pw_affs_to_map([d for loop in path for d in loop.exprs[stmt.name]], stmt.domain)
 
 
-def _per_tile_producer(model: KernelModel, producer: Stmt, readers: list[Stmt], path: list[Loop],
-                       tiles: list[str]) -> tuple[Stmt, Tensor]:
-    """The producer with the tile dimensions in front: its instances are the elements each tile reads."""
-    name, ctx = producer.name, model.ctx
-    footprint = None  # tile -> producer instance that writes an element the tile reads
+def _footprint(producer: Stmt, readers: list[Stmt], path: list[Loop], tiles: list[str]) -> isl.Map:
+    """Tile (the target loops' values, named `tiles`) -> the producer instances whose elements the tile reads."""
+    footprint = None
     for r in readers:
-        reads = [a.relation for a in r.reads if a.tensor == name]
+        reads = [a.relation for a in r.reads if a.tensor == producer.name]
         rel = reads[0]
         for a in reads[1:]:
             rel = rel.union(a)
         per_tile = _tiles_of(r, path).reverse().apply_range(rel).apply_range(producer.write.relation.reverse())
         footprint = per_tile if footprint is None else footprint.union(per_tile)
+    for k, tile in enumerate(tiles):
+        footprint = footprint.set_dim_name(isl.dim_type.in_, k, tile)
+    return footprint.coalesce()
+
+
+def _origin(footprint: isl.Map, d: int) -> Optional[isl.PwAff]:
+    """Where a tile's copy starts along the producer's dimension d: one affine function of the tile at or below
+    the first element every tile reads (32*io - 1 for a 3-point stencil on 32-wide tiles; the clamp at the
+    tensor's edge, max(0, ...), is left out so the copy's index stays one formula), the narrowest such; None
+    when the copies start at 0."""
+    lo, hi = footprint.dim_min(d), footprint.dim_max(d)
+    tiles = footprint.domain()
+    best, width = None, integer_bounds(hi)[1]  # starting at 0
+    pieces = []
+    lo.foreach_piece(lambda _set, aff: pieces.append(aff))
+    for aff in pieces:
+        start = isl.PwAff.from_aff(aff).intersect_domain(tiles)
+        if not start.gt_set(lo).is_empty():
+            continue  # above the first element of some tile
+        w = integer_bounds(hi.sub(start))[1]
+        if w.lt(width):
+            best, width = start, w
+    return best
+
+
+def _per_tile_producer(model: KernelModel, producer: Stmt, footprint: isl.Map, tiles: list[str],
+                       origins: list) -> tuple[Stmt, Tensor, isl.Map]:
+    """The producer with the tile dimensions in front, and its own dimensions counted from each tile's origin:
+    P[t, x - origin(t)].  Also the map from (tile, element) to the copy's element."""
+    name, ctx = producer.name, model.ctx
     iters = tiles + producer.iters
-    domain = footprint.wrap().flatten().set_tuple_name(name)
+    pairs = footprint.wrap().flatten().set_tuple_name(name)  # [tile, instance] for every element a tile reads
     for k, it in enumerate(iters):
-        domain = domain.set_dim_name(isl.dim_type.set, k, it)
-    domain = domain.coalesce()
+        pairs = pairs.set_dim_name(isl.dim_type.set, k, it)
+    shift = _shift(ctx, name, tiles, producer.iters, pairs, origins)
+    domain = shift.range().coalesce()
     extents = []
     for k, tile in enumerate(tiles):
         lo, hi = domain.dim_min_val(k), domain.dim_max_val(k)
@@ -155,29 +187,51 @@ def _per_tile_producer(model: KernelModel, producer: Stmt, readers: list[Stmt], 
             raise ScheduleError(NAME, f"loop {tile} of the target takes negative values ({lo}); recompute at a loop "
                                       f"that counts from 0")
         extents.append(int(hi.to_python()) + 1)
-    drop = _drop_tiles(ctx, name, tiles, producer.iters, domain)
-    reads = [Access(a.tensor, drop.apply_range(a.relation), a.node) for a in producer.reads]
-    write = isl.Map.read_from_str(ctx, f"{{ {name}[{', '.join(iters)}] -> {name}[{', '.join(tiles + producer.lhs_iters)}] }}")
-    new = replace(producer, lhs_iters=tiles + producer.lhs_iters, domain=domain, reads=reads,
+    widths = [int(domain.dim_max_val(len(tiles) + d).to_python()) + 1 for d in range(len(producer.iters))]
+    back = shift.reverse().apply_range(_drop_tiles(ctx, name, tiles, producer.iters, pairs))  # copy -> original
+    reads = [Access(a.tensor, back.apply_range(a.relation), a.node) for a in producer.reads]
+    write = isl.Map.read_from_str(ctx, f"{{ {name}[{', '.join(iters)}] -> {name}[{', '.join(iters)}] }}")
+    starts = {it: ast.BinOp("+", ast.Name(it), _affine_ast(o)) for it, o in zip(producer.iters, origins)
+              if o is not None}
+    value = rename_iterators(producer.value, starts)
+    new = replace(producer, lhs_iters=list(iters), domain=domain, value=value, reads=reads,
                   write=Access(name, write.intersect_domain(domain)))
-    old = model.tensors[name]
-    shape = extents + list(old.shape)
+    shape = extents + widths
     box = isl.Set.read_from_str(ctx, "{ %s[%s] : %s }" % (
         name, ", ".join(f"a{k}" for k in range(len(shape))),
         " and ".join(f"0 <= a{k} < {n}" for k, n in enumerate(shape))))
-    return new, replace(old, shape=shape, box=box, copies=len(tiles))
+    copied = int(footprint.range().count_val().to_python())
+    return new, replace(model.tensors[name], shape=shape, box=box, copies=len(tiles), copied=copied), shift
 
 
-def _drop_tiles(ctx, name: str, tiles: list[str], iters: list[str], domain: isl.Set) -> isl.Map:
-    """{ P[tiles, iters] -> P[iters] }: a copy's instance -> the original instance it repeats."""
+def _drop_tiles(ctx, name: str, tiles: list[str], iters: list[str], pairs: isl.Set) -> isl.Map:
+    """{ P[tiles, iters] -> P[iters] } on `pairs`: a tile's element -> the original instance."""
     text = f"{{ {name}[{', '.join(tiles + iters)}] -> {name}[{', '.join(iters)}] }}"
-    return isl.Map.read_from_str(ctx, text).intersect_domain(domain)
+    return isl.Map.read_from_str(ctx, text).intersect_domain(pairs)
 
 
-def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop]) -> Stmt:
-    """The reader with every read of the producer turned into a read of its own tile's copy."""
+def _shift(ctx, name: str, tiles: list[str], iters: list[str], pairs: isl.Set, origins: list) -> isl.Map:
+    """{ P[t, x] -> P[t, x - origin(t)] } on `pairs`: a tile's element -> its place in the tile's copy."""
+    space = pairs.get_space()
+    ls = isl.LocalSpace.from_space(space)
+    to_tiles = isl.MultiAff.read_from_str(ctx, f"{{ {name}[{', '.join(tiles + iters)}] -> [{', '.join(tiles)}] }}")
+    parts = [isl.PwAff.var_on_domain(ls, isl.dim_type.set, k) for k in range(len(tiles))]
+    for d, origin in enumerate(origins):
+        x = isl.PwAff.var_on_domain(ls, isl.dim_type.set, len(tiles) + d)
+        parts.append(x if origin is None else x.sub(origin.pullback_multi_aff(to_tiles)))
+    shift = pw_affs_to_map(parts, pairs).set_tuple_name(isl.dim_type.out, name)
+    for k, it in enumerate(tiles + iters):
+        shift = shift.set_dim_name(isl.dim_type.out, k, it)
+    return shift
+
+
+def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop], origins: list, shift: isl.Map) -> Stmt:
+    """The reader with every read of the producer turned into a read of its own tile's copy:
+    P[e] -> P[t(c), e - origin(t(c))]."""
     tiles = _tiles_of(reader, path)
-    index = [_index_expr(reader, tiles, k, path) for k in range(tiles.dim(isl.dim_type.out))]
+    on_tiles = isl.PwMultiAff.from_map(tiles)
+    index = [_reader_ast(reader, on_tiles.get_pw_aff(k), path) for k in range(tiles.dim(isl.dim_type.out))]
+    starts = [None if o is None else _reader_ast(reader, o.pullback_pw_multi_aff(on_tiles), path) for o in origins]
     fresh = {}
 
     def own_tile(e):
@@ -185,7 +239,8 @@ def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop]) -> Stmt:
             return None
         if e.tensor != producer.name:
             return e  # kept as it is: the reads refer to their nodes
-        fresh[id(e)] = ast.Access(e.tensor, index + list(e.indices), e.span)
+        local = [x if s is None else ast.BinOp("-", x, s) for x, s in zip(e.indices, starts)]
+        fresh[id(e)] = ast.Access(e.tensor, index + local, e.span)
         return fresh[id(e)]
 
     value = ast.rewrite(reader.value, own_tile)
@@ -195,23 +250,31 @@ def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop]) -> Stmt:
         if a.tensor != producer.name:
             reads.append(a)
             continue
-        rel = tiles.range_product(a.relation).flatten_range().set_tuple_name(isl.dim_type.out, producer.name)
-        reads.append(Access(a.tensor, rel, fresh.get(id(a.node), a.node)))
+        pair = tiles.range_product(a.relation).flatten_range().set_tuple_name(isl.dim_type.out, producer.name)
+        reads.append(Access(a.tensor, pair.apply_range(shift), fresh.get(id(a.node), a.node)))
     return replace(reader, value=value, init=init, reads=reads)
 
 
-def _index_expr(reader: Stmt, tiles: isl.Map, k: int, path: list[Loop]) -> ast.Expr:
-    """Dimension k of the target loops as an index expression of the reader's iterators (`i // 32`)."""
-    pa = isl.PwMultiAff.from_map(tiles).get_pw_aff(k).intersect_domain(reader.domain)
-    n = pa.dim(isl.dim_type.in_)
-    on_params = pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
-    context = isl.Set.universe(on_params.get_domain_space()).intersect_params(as_params(reader.domain))
+def _reader_ast(reader: Stmt, pa: isl.PwAff, path: list[Loop]) -> ast.Expr:
+    """A function of the reader's iterators (a target loop, a copy's origin) as an index expression
+    (`i // 32`)."""
     try:
-        return _to_ast(pw_aff_to_expr(on_params.align_params(context.get_space()), context))
+        return _affine_ast(pa.intersect_domain(reader.domain), as_params(reader.domain))
     except ValueError:
         loops = ", ".join(loop.name for loop in path)
         raise ScheduleError(NAME, f"the target loops {loops} are not an affine index of {reader.name}'s iterators "
                                   f"({pa}); recompute at loops made by split or tile") from None
+
+
+def _affine_ast(pa: isl.PwAff, context: Optional[isl.Set] = None) -> ast.Expr:
+    """A quasi-affine function of named dimensions as an index expression over those names (ValueError when it
+    is not one formula of + - * // %)."""
+    n = pa.dim(isl.dim_type.in_)
+    on_params = pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
+    where = isl.Set.universe(on_params.get_domain_space())
+    if context is not None:
+        where = where.intersect_params(context)
+    return _to_ast(pw_aff_to_expr(on_params.align_params(where.get_space()), where))
 
 
 def _to_ast(e: tileir.Expr) -> ast.Expr:

@@ -19,6 +19,7 @@ from tdsl.frontend.diagnostics import TdslError
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
 from tdsl.compiler.schedule.tree_view import tree_text
 from tdsl.compiler.verify import compare_outputs
+from tdsl.frontend.printer import expr_text
 from tdsl.testing import assert_illegal
 
 from primitive_helpers import assert_round_trip, sched
@@ -74,9 +75,13 @@ def test_recompute_at_trace_round_trip():
 def test_each_tile_computes_the_elements_it_reads():
     s = loads(BLUR).schedule("overlapped")
     b = s.model.stmt("B")
-    assert b.iters == ["io", "i"] and s.model.tensors["B"].shape == [4, 100] and s.model.tensors["B"].copies == 1
+    # each copy starts one element before its tile (its origin 32 io - 1) and holds 34
+    assert b.iters == ["io", "i"] and s.model.tensors["B"].shape == [4, 34] and s.model.tensors["B"].copies == 1
     tile_1 = {tuple(int(v) for v in p) for p in _points(b.domain) if p[0] == 1}
-    assert {i for _, i in tile_1} == set(range(31, 65))  # 32..63 and one element either side
+    assert {31 + i for _, i in tile_1} == set(range(31, 65))  # 32..63 and one element either side
+    assert expr_text(b.value) == "A[i + (32 * io - 1)] * A[i + (32 * io - 1)] + 1.0"
+    reads = {str(r.relation) for r in s.model.stmt("C").reads}  # C(i) reads B[i - 1 .. i + 1] in its tile's copy
+    assert "{ C[i] -> B[io, i' = 1 + i - 32io] : 0 <= i <= 99 and -31 + i <= 32io <= i }" in reads
     assert "B[io, i] :" in tree_text(s.model, s.tree).splitlines()[0]
 
 
