@@ -3,8 +3,8 @@
 Before (B computed once, each element stored)::     After ``recompute_at(B, C.io)`` (B per tile of C)::
 
     for i: B[i] = f(A[i])                              for io:
-    for io: for ii:                                      for i in 32*io-1 .. 32*io+32: B[io, i] = f(A[i])
-      C[32*io+ii] = B[..-1] + B[..] + B[..+1]            for ii: C[32*io+ii] = B[io, ..-1] + B[io, ..] + B[io, ..+1]
+    for io: for ii:                                      for i in 0 .. 33: B[io, i] = f(A[i + 32*io - 1])
+      C[32*io+ii] = B[..-1] + B[..] + B[..+1]            for ii: C[32*io+ii] = B[io, ii] + B[io, ii+1] + B[io, ii+2]
 
 `compute_at` places each producer instance once, in the first consumer iteration that reads it, so a tile that
 reads its neighbour's elements (a stencil's halo) must wait for that neighbour: the tile loop cannot be bound to
@@ -12,10 +12,11 @@ the grid.  Halide's overlapped tiling recomputes instead: every tile computes it
 reads, so tiles depend on nothing but their inputs.  The program is rewritten so that this is what it says:
 
 * B gets the target loops as leading dimensions, `B[io, i]` (the copy of tile io), and one instance per element
-  each tile reads: its domain is { B[io, i] : C's tile io reads B[i] } (the footprint, computed with isl from
-  C's reads and the schedule's tile loops);
-* each reader reads its own tile's copy: `B[i - 1]` becomes `B[i // 32, i - 1]` (the tile loops as functions of
-  its iterators);
+  each tile reads (the footprint, computed with isl from C's reads and the schedule's tile loops), counted from
+  the tile's origin: the narrowest affine lower bound of the footprint (`32*io - 1`), so a copy holds what its
+  tile reads, not the whole tensor, and B's value reads its inputs at `i + origin`;
+* each reader reads its own tile's copy: `B[i - 1]` becomes `B[i // 32, i - 1 - origin]` (the tile loops and
+  the origin as functions of its iterators);
 * B is then placed in the target loop as `compute_at` places it, each copy at its own tile.
 
 The values are the same (the same expression of the same inputs, at the same elements); the work is not: the
