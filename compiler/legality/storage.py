@@ -26,7 +26,10 @@ def check_storage_order(model: KernelModel, primitive: str) -> None:
     stored_in = {t.stored_in: t.name for t in model.tensors.values() if t.stored_in}
     if not stored_in and not any(t.fold for t in model.tensors.values()):
         return
-    order = program_order_maps(model)
+    involved = {s.name for s in model.stmts if any(r.tensor in stored_in or model.tensors[r.tensor].fold
+                                                   for r in s.reads if r.tensor in model.tensors)}
+    involved |= {s.name for s in model.stmts if s.name in stored_in.values() or model.tensors[s.name].fold}
+    order = program_order_maps(model, involved)
     for reader in model.stmts:
         for read in reader.reads:
             t = model.tensors.get(read.tensor)

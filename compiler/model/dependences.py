@@ -66,10 +66,10 @@ class Dependence:
         return verb[self.kind]
 
 
-def program_order_maps(model: KernelModel) -> dict[str, isl.Map]:
+def program_order_maps(model: KernelModel, only: Optional[set] = None) -> dict[str, isl.Map]:
     """The original order: the statement's position p, then its iterators (left-hand, then reduction).  Inside
     `for` blocks: the block's position, its iterator, the position inside the block, ... then the statement's
-    other iterators ("2d+1": [p0, t, p1, i, ...])."""
+    other iterators ("2d+1": [p0, t, p1, i, ...]).  `only`: the statements to build it for (default: all)."""
     coords_of = {}
     block_first: dict = {}  # a block's position in the kernel body -> the index of its first statement
     for p, stmt in enumerate(model.stmts):
@@ -78,6 +78,8 @@ def program_order_maps(model: KernelModel) -> dict[str, isl.Map]:
     depth = max(len(c) for c in coords_of.values())
     maps = {}
     for stmt in model.stmts:
+        if only is not None and stmt.name not in only:
+            continue
         coords = coords_of[stmt.name] + ["0"] * (depth - len(coords_of[stmt.name]))
         space = stmt.domain.get_space()
         text = f"{{ {stmt.name}[{', '.join(stmt.iters)}] -> [{', '.join(coords)}] }}"
@@ -122,6 +124,28 @@ def compute_dependences(model: KernelModel) -> list[Dependence]:
     # Flow first: the most telling counterexample comes from a value read too early.
     rank = {"flow": 0, "reduction": 1, "output": 2, "anti": 3}
     deps.sort(key=lambda d: rank[d.kind])
+    return deps
+
+
+def overwrite_dependences(model: KernelModel, output: str) -> list[Dependence]:
+    """The dependences storing `output` in an input (`store_in`) adds: an anti dependence from each read of the
+    input to the writes of the output that replace its values (the program's other dependences stay as they
+    were: the output's own elements keep one place each).  The same pairs `compute_dependences` finds."""
+    array = model.tensors[output].stored_in
+    writer = model.stmt(output)
+    readers = [s for s in model.stmts if any(r.tensor == array for r in s.reads)]
+    order = program_order_maps(model, {writer.name, *(s.name for s in readers)})
+    deps = []
+    for src in readers:
+        before = order[src.name].lex_lt_map(order[writer.name])
+        for r in src.reads:
+            if r.tensor != array:
+                continue
+            rel = _touching(model, "anti", r, writer.write).intersect(before)
+            if src is writer and any(r is s for s in start_reads(src)):
+                rel = rel.subtract(_same_element(src))
+            if not rel.is_empty():
+                deps.append(Dependence("anti", src.name, writer.name, r.tensor, rel.coalesce(), r))
     return deps
 
 

@@ -35,7 +35,7 @@ from dataclasses import replace
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.legality.storage import check_storage_order
-from tdsl.compiler.model.dependences import compute_dependences
+from tdsl.compiler.model.dependences import overwrite_dependences
 from tdsl.compiler.model.program import KernelModel, Tensor
 from tdsl.compiler.schedule.primitives.common import State
 from tdsl.compiler.schedule.primitives.online import rederive
@@ -52,9 +52,10 @@ def store_in(state: State, output: str, array: str) -> None:
                       model.sizes, model.params, model.ctx)
     state.model = new  # a rejected step carries what it would have run (LegalityError.rejected)
     check_storage_order(new, "store_in")
-    state.deps = compute_dependences(new)
+    added = overwrite_dependences(new, x.name)  # the only ones the decision adds: checked against the schedule
+    state.deps = state.deps + added
     rederive(state, "store_in")
-    check_dependences(state.model, state.deps, state.tree, "store_in")
+    check_dependences(state.model, added, state.tree, "store_in")
 
 
 def _tensor(model: KernelModel, name: str, kind: str) -> Tensor:

@@ -304,3 +304,19 @@ kernel k(X: f32[N]) -> (Y: f32[N]) {
     # inlined, Y(i) reads X[i - 1] itself, which Y(i - 1) has replaced
     assert_illegal(inline, "store_in(Y, X)\ncompute_inline(T)", rule="storage-overwrite", primitive="compute_inline",
                    changes_result=True)
+
+
+@pytest.mark.parametrize("source, output", [(GEMM, "C"), (RIGHT, "Y"), (BEFORE, "Y")])
+def test_the_step_adds_exactly_the_dependences_a_full_recomputation_finds(source, output):
+    """store_in computes only the anti dependences it adds (compile time); a full recomputation agrees."""
+    from tdsl.compiler.model.dependences import compute_dependences, overwrite_dependences
+
+    s = sched(source)
+    array = {"C": "C_in", "Y": "X"}[output]
+    s.store_in(output, array)
+    full = {(d.kind, d.src, d.dst, d.tensor, str(d.relation)) for d in compute_dependences(s.model)}
+    stepped = {(d.kind, d.src, d.dst, d.tensor, str(d.relation)) for d in s.deps}
+    assert full == stepped
+    # the stencil and the two statements read the input before it is replaced; the gemm reads its start value
+    # once, in the element's own place, before its first term: no dependence
+    assert bool(overwrite_dependences(s.model, output)) == (output == "Y")
