@@ -62,7 +62,7 @@ def recompute_at(state: State, stmt: str, loop: LoopLike) -> None:
     producer = model.stmt(stmt)
     _check_producer(state, producer, target)
     path = tree.enclosing_loops(target) + [target]
-    readers = _readers(model, tree, producer, target)
+    readers = _readers(model, producer, target)
     tiles = _tile_names(producer, path, model)
     footprint = _footprint(producer, readers, path, tiles)
     origins = [_origin(footprint, d) for d in range(len(producer.iters))]
@@ -92,7 +92,7 @@ def _check_producer(state: State, producer: Stmt, target: Loop) -> None:
         raise ScheduleError(NAME, f"{name} is a statement of a `for` block (over {', '.join(producer.loops)}); "
                                   f"recompute_at takes a statement of the kernel's body")
     if t.fold or t.stored_in:
-        raise ScheduleError(NAME, f"{name} has a storage decision (fold_storage); recompute it before deciding its "
+        raise ScheduleError(NAME, f"{name} has a storage decision (fold_storage); recompute it before folding its "
                                   f"storage")
     if model.params:
         raise ScheduleError(NAME, f"the sizes {', '.join(model.params)} are run-time parameters; the copies per tile "
@@ -105,7 +105,7 @@ def _check_producer(state: State, producer: Stmt, target: Loop) -> None:
         raise ScheduleError(NAME, f"{name} takes part in a running maximum (online)")
 
 
-def _readers(model: KernelModel, tree, producer: Stmt, target: Loop) -> list[Stmt]:
+def _readers(model: KernelModel, producer: Stmt, target: Loop) -> list[Stmt]:
     under = set(statements_under(target))
     readers = [s for s in model.stmts if s is not producer and any(r.tensor == producer.name for r in s.reads)]
     outside = [s.name for s in readers if s.name not in under]
@@ -164,6 +164,10 @@ def _origin(footprint: isl.Map, d: int) -> Optional[isl.PwAff]:
         start = isl.PwAff.from_aff(aff).intersect_domain(tiles)
         if not start.gt_set(lo).is_empty():
             continue  # above the first element of some tile
+        try:
+            _affine_ast(start)
+        except ValueError:
+            continue  # not one index formula: the copy's index could not be written with it
         w = integer_bounds(hi.sub(start))[1]
         if w.lt(width):
             best, width = start, w
