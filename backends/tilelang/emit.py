@@ -539,10 +539,22 @@ class KernelPrinter(TileLangDialect):
     def _tensor_shape(self, name: str) -> list:
         return next((t.shape for t in self.kernel.tensors if t.name == name), [])
 
+    def element(self, tensor: str, parts: list) -> str:
+        """A global tensor's element at index texts `parts`; a dimension folded by fold_storage at its plane
+        (`T[(t) % 2, i]`: compiler/model/storage.py)."""
+        planes = dict(next((t.fold for t in self.kernel.tensors if t.name == tensor), ()))
+        idx = [f"({p}) % {planes[k]}" if k in planes else p for k, p in enumerate(parts)]
+        return f"{self.tensor(tensor)}[{', '.join(idx)}]"
+
+    def _folded(self, tensor: str) -> bool:
+        """Does the schedule fold the tensor's storage?  Its tiles are then read and written element by element
+        (a T.copy region would cross the planes' wrap-around)."""
+        return any(t.fold for t in self.kernel.tensors if t.name == tensor)
+
     def copy_in(self, op, load: T.Load, buf: str, shape, dtype: str) -> None:
         """Copy the box of `load` in `op`'s tile (a product's, or a Preload's) into `buf`."""
         _, names = self.lanes(op.tile)
-        if load.mask is None:
+        if load.mask is None and not self._folded(load.tensor):
             self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})")
             return
         lanes = iter([self.lane(n) for n in range(len(shape))])
@@ -558,8 +570,11 @@ class KernelPrinter(TileLangDialect):
         lanes = [self.lane(n) for n in range(len(shape))]
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
-        self.emit(f"    {buf}[{', '.join(lanes)}] = T.if_then_else({index_code(load.mask, sub)}, "
-                  f"{self.tensor(load.tensor)}[{', '.join(idx)}], T.cast(0, \"{TL_DTYPES[dtype]}\"))")
+        if load.mask is None:
+            self.emit(f"    {buf}[{', '.join(lanes)}] = {self.element(load.tensor, idx)}")
+        else:
+            self.emit(f"    {buf}[{', '.join(lanes)}] = T.if_then_else({index_code(load.mask, sub)}, "
+                      f"{self.element(load.tensor, idx)}, T.cast(0, \"{TL_DTYPES[dtype]}\"))")
         self.exit_vector()
 
     def _start(self, x: T.Expr, tile: T.Tile) -> str:
@@ -692,20 +707,20 @@ class KernelPrinter(TileLangDialect):
     def store(self, stmt: str, tile: T.Tile, lhs: tuple, dtype: str, buf: str) -> None:
         arg = next(t for t in self.kernel.tensors if t.name == stmt)
         axes = [a.iter for a in tile.axes]
-        if tile.mask is None and axes and list(lhs) == axes:
+        if tile.mask is None and axes and list(lhs) == axes and not self._folded(stmt):
             starts = [index_code(simplify(a.offset), self.vars) for a in tile.axes]
             self.emit(f"T.copy({buf}, {self.tensor(stmt)}[{', '.join(starts)}])")
             return
         self.enter_vector()
         lane_vars, names = self.parallel(tile)
         self.depth += 1
-        idx = ", ".join(names[it] for it in lhs)
+        target = self.element(stmt, [names[it] for it in lhs])
         src = f"{buf}[{', '.join(lane_vars) if axes else '0'}]"
         if tile.mask is not None:
             self.emit(f"if {index_code(tile.mask, names)}:")
-            self.emit(f'    {self.tensor(stmt)}[{idx}] = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
+            self.emit(f'    {target} = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
         else:
-            self.emit(f'{self.tensor(stmt)}[{idx}] = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
+            self.emit(f'{target} = T.Cast("{TL_DTYPES[arg.dtype]}", {src})')
         self.depth -= 1
         self.exit_vector()
 
@@ -738,8 +753,8 @@ class KernelPrinter(TileLangDialect):
         if isinstance(e, T.Select):
             return f"T.if_then_else({self.cond(e.cond, tile, lane_vars, names)}, {v(e.then)}, {v(e.other)})"
         if isinstance(e, T.Load):
-            idx = ", ".join(index_code(simplify(x), names) for x in e.indices)
-            load = f'T.Cast("float32", {self.tensor(e.tensor)}[{idx}])'
+            element = self.element(e.tensor, [index_code(simplify(x), names) for x in e.indices])
+            load = f'T.Cast("float32", {element})'
             if e.mask is not None:
                 return f"T.if_then_else({index_code(e.mask, names)}, {load}, {float(e.other)!r})"
             return load

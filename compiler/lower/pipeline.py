@@ -47,9 +47,7 @@ OPERAND_PASSES = {
 
 # The tile rewrites one backend's hardware needs, in order (each a pure TileProgram -> TileProgram)
 TARGET_PASSES = {
-    "tilelang": (
-        refuse_folded_storage,  # its printer copies tiles as slices of the tensors: not folded yet
-    ),
+    "tilelang": (),
     "ascend-950": (
         refuse_folded_storage,
         refuse_host_loops,  # the launcher launches each kernel once

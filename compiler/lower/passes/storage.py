@@ -1,9 +1,10 @@
 """Storage decisions on the backends whose printers do not generate them yet: refused, naming why.
 
 Folded storage (`fold_storage`): the Triton printer applies the fold where it computes every address
-(backends/triton/emit.py `_pointer`).  The TileLang printers also copy whole tiles as slices of a tensor
-(`T.copy(X[t, i0:i0 + 64], ...)`), and a folded index inside a slice needs its own care, so these backends
-refuse a folded tensor for now.
+(backends/triton/emit.py `_pointer`), the TileLang NVIDIA printer where it indexes an element, reading and
+writing a folded tensor's tiles element by element (`KernelPrinter.element`: a T.copy region could cross the
+planes' wrap-around).  The Ascend printers also move tiles between GM and UB/L1 as regions in their own ways,
+so they refuse a folded tensor for now.
 
 An output stored in an input (`store_in`): Triton takes the input's array through both parameters, TileLang
 (NVIDIA and the Ascend 950) declares the output as a view of it (backends/tilelang/emit.py `kernel_arrays`); the
@@ -21,8 +22,8 @@ def refuse_folded_storage(program: T.TileProgram) -> T.TileProgram:
         for t in k.tensors:
             if t.fold:
                 raise BackendError(f"{k.comment}: the schedule folds the storage of {t.name} (fold_storage), which "
-                                   f"only the Triton backend generates so far; generate it with --backend triton, "
-                                   f"or leave out fold_storage")
+                                   f"the Ascend backends do not generate yet; generate it for NVIDIA (Triton or "
+                                   f"TileLang), or leave out fold_storage")
     return program
 
 

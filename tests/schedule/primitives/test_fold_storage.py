@@ -141,8 +141,30 @@ def test_generated_kernels_use_the_folded_arrays(sizes, tmp_path):
     assert np.array_equal(got["Y"], want["Y"])
 
 
-def test_tilelang_refuses_folded_storage():
+@pytest.mark.parametrize("source, steps, planes", [
+    (SWEEPS, "fold_storage(T, t, 1)\nfold_storage(U, t, 1)\n" + ON_HOST, {"T": 1, "U": 1}),
+    (TWO_STEPS, "fold_storage(T, t, 2)\nfold_storage(U, t, 1)", {"T": 2, "U": 1}),
+])
+def test_tilelang_indexes_the_folded_arrays_element_by_element(source, steps, planes, tmp_path):
+    """TileLang NVIDIA: a folded tensor is a parameter of `planes` rows, every element at its plane, never a T.copy
+    region (one could cross the wrap-around); lowered by TileLang."""
+    from tdsl.backends.tilelang.lowering import lower_module
+
+    prog = loads(source + f"schedule folded {{\n{steps}\n}}\n")
+    from tdsl.compiler.driver.generate import python_name
+
+    text = generate(prog, "folded", backend="tilelang")
+    module = load_module(text, tmp_path / "tl.py")
+    for name, p in planes.items():
+        ident = python_name(module, name)  # T is TileLang's module: the tensor is T_1 there
+        assert f'{ident}: T.Tensor(({p}, ' in text and f"{ident}[(" in text and f") % {p}, " in text
+        assert not any(f"{ident}[" in line for line in text.splitlines() if "T.copy(" in line)  # never a region
+    lower_module(module, "sm_90a")
+
+
+def test_the_ascend_backends_refuse_folded_storage():
     prog = loads(SWEEPS + "schedule folded {\nfold_storage(T, t, 1)\n" + ON_HOST + "\n}\n")
-    with pytest.raises(BackendError, match=r"folds the storage of T \(fold_storage\), which only the Triton backend "
-                                           r"generates so far"):
-        generate(prog, "folded", backend="tilelang")
+    for target in ("ascend-950", "ascend-910b"):
+        with pytest.raises(BackendError, match=r"folds the storage of T \(fold_storage\), which the Ascend backends "
+                                               r"do not generate yet"):
+            generate(prog, "folded", target=target)
