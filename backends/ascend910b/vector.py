@@ -50,7 +50,7 @@ class VectorSide:
                 self.emit(f"T.tile.fill({acc}, {float_code(reduce_ops.identity(op.op))})")
             else:
                 self.emit(f"# {op.stmt} starts from its own value, once per element")
-                start = self._round(op.accum, self._value(op.start, op.tile), shape)
+                start = self._value(op.start, op.tile)  # rounded to the accumulator already (tile program)
                 if start.kind == "scalar":
                     self.emit(f"T.tile.fill({acc}, {start.code})")
                 else:

@@ -434,7 +434,7 @@ class KernelPrinter(TileLangDialect):
             self.fill(buf, self.accs[op.stmt][1], float_code(reduce_ops.identity(op.op)))
             return
         self.emit(f"# {op.stmt} starts from its own value, once per element")
-        self.tile_value(buf, op.tile, op.start, op.accum)
+        self.tile_value(buf, op.tile, op.start, "f32")  # rounded to the accumulator already (tile program)
 
     def tile_value(self, buf: str, tile: T.Tile, value: T.Expr, dtype: str) -> None:
         """`buf` (a vector buffer of the tile's shape) set lane by lane to `value`, rounded to `dtype`."""

@@ -234,7 +234,7 @@ class _KernelPrinter(PrinterBase):
             if op.start is None:
                 self.emit(f"{self.acc_name(op.stmt)} = tl.full({shape}, {fill}, tl.float32)")
             else:
-                start = self._round(op.accum, self._value(op.start, self._frame(op.stmt, op.tile)))
+                start = self._value(op.start, self._frame(op.stmt, op.tile))  # rounded to the accumulator already
                 self.emit(f"# {op.stmt} starts from its own value, once per element")
                 self.emit(f"{self.acc_name(op.stmt)} = tl.broadcast_to(tl.cast({start}, tl.float32), {shape})")
             self.acc_tiles[op.stmt] = op.tile

@@ -3,7 +3,7 @@ memory.
 
 * `_value` turns the statement's expression into tileir (`Const`, `Var`, `Bin`, `Round`, `Select`, calls;
   compositions expanded from compiler/model/functions.py); arithmetic on constants is folded now with the
-  program's f32 semantics (`_folded`).
+  program's f32 semantics (`fold_constants`).
 * A read of a tensor is a register tile of a statement of the same kernel (compiler/lower/registers.py), or
   a `Load` from global memory (`_access`); a value computed in this kernel and read with another tile (or at an
   earlier iteration of a loop that carries it) is loaded back from global memory after a barrier
@@ -55,16 +55,16 @@ class ValueLowering:
         if isinstance(e, ast.Name):
             return self._name(e.name, stmt, value=True)
         if isinstance(e, ast.Neg):
-            return _folded(Neg(v(e.operand)))
+            return fold_constants(Neg(v(e.operand)))
         if isinstance(e, ast.BinOp):
             if e.op in ("//", "%"):
                 raise BackendError(f"'{e.op}' is only allowed in indices")
-            return _folded(Bin(e.op, v(e.lhs), v(e.rhs)))
+            return fold_constants(Bin(e.op, v(e.lhs), v(e.rhs)))
         if isinstance(e, ast.Compare):
             return Bin(e.op, v(e.lhs), v(e.rhs))
         if isinstance(e, ast.Call):
             if e.func in CASTS:
-                return _folded(Round(e.func, v(e.args[0]))) if e.func != "f32" else v(e.args[0])
+                return fold_constants(Round(e.func, v(e.args[0]))) if e.func != "f32" else v(e.args[0])
             if e.func == "where":
                 return Select(v(e.args[0]), v(e.args[1]), v(e.args[2]))
             if e.func in COMPOSITIONS:  # backends implement primitives only (compiler/model/functions.py)
@@ -218,7 +218,7 @@ class ValueLowering:
         return _embed(inside, g.iters, g.loop_names + g.iters).align_params(g.box.get_space())
 
 
-def _folded(e: Expr) -> Expr:
+def fold_constants(e: Expr) -> Expr:
     """Arithmetic and roundings of constants, computed now with the program's f32 semantics (each operation
     rounded to f32; a cast rounds to its dtype), so no backend evaluates them in another precision (Python
     floats are f64) or has to apply a rounding helper to a plain number."""

@@ -27,8 +27,9 @@ from tdsl.compiler.lower.registers import _lanes, _Produced
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.dependences import imprecise_products
 from tdsl.compiler.model.online import MAX, REF
+from tdsl.compiler.lower.loads import fold_constants
 from tdsl.compiler.lower.tileir import (AccFinish, AccInit, Bin, Const, Dot, Expr, Neg, Reduce, Reference, Reg,
-                                        RegOperand, Rescaling, Running, Select, Tile)
+                                        RegOperand, Rescaling, Round, Running, Select, Tile)
 from tdsl.compiler.schedule.tree import Loop, pw_affs_to_map
 from tdsl.compiler.model import reduce_ops
 
@@ -41,8 +42,16 @@ class ReductionLowering:
         tile = self._tile(stmt, context, stmt.lhs_iters)
         self.accumulating[stmt.name] = (tile, list(context))
         follows = self._follows(stmt) if stmt.rescale is not None else None
-        start = None if stmt.init is None else self._value(stmt.init, stmt, tile, context)
+        start = self._start(stmt, tile, context)
         return AccInit(stmt.name, tile, stmt.reduce_op, stmt.accum_dtype, follows, start=start)
+
+    def _start(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Optional[Expr]:
+        """The value a sum starts from, rounded to its accumulator here (a constant is rounded now, in f32
+        semantics: no printer applies a rounding helper to a plain number)."""
+        if stmt.init is None:
+            return None
+        value = self._value(stmt.init, stmt, tile, context)
+        return value if stmt.accum_dtype in (None, "f32") else fold_constants(Round(stmt.accum_dtype, value))
 
     # ------------------------------------------------------------ sums that follow a running maximum (online)
 

@@ -262,8 +262,8 @@ class AccInit(_Value):
     # the accumulator lives in the matrix unit's own storage (Ascend's L0C), which only its products add to:
     # every update is a matrix product that sums there (placement.py: assign_units)
     on_matrix: bool = False
-    # the value a sum starts from (`sum(k) ... from x`) over the accumulator's tile, rounded to `accum`; None: the
-    # identity of `op`
+    # the value a sum starts from (`sum(k) ... from x`) over the accumulator's tile, already rounded to `accum` (a
+    # Round, folded for a constant: compiler/lower/reductions.py `_start`); None: the identity of `op`
     start: Optional[Expr] = None
 
 
