@@ -25,7 +25,8 @@ elements).  Every dependence is computed again on the rewritten program and chec
 copies of different tiles share nothing, so binding the tile loop is legal where the consumer's own tiles are
 independent.
 
-Refused (`ScheduleError`): a reduction (its whole sum would be repeated per tile: rfactor or compute_at it),
+Refused (`ScheduleError`): a reduction (its whole sum would be repeated per tile: rfactor or compute_at it), a
+recurrence (a statement reading its own earlier elements: each copy would need all of them),
 a kernel output (stored once, as the caller sees it), a statement of a `for` block, one with a storage
 decision, a cache buffer or a running maximum, a reader outside the target loop (it would need the elements
 computed once), tile loops that are not affine in a reader's iterators, or sizes left as run-time parameters.
@@ -91,6 +92,9 @@ def _check_producer(state: State, producer: Stmt, target: Loop) -> None:
     if producer.loops:
         raise ScheduleError(NAME, f"{name} is a statement of a `for` block (over {', '.join(producer.loops)}); "
                                   f"recompute_at takes a statement of the kernel's body")
+    if any(r.tensor == name for r in producer.reads):
+        raise ScheduleError(NAME, f"{name} reads its own earlier elements (a recurrence): a copy per tile would need "
+                                  f"every element before the tile too; compute_at it")
     if t.fold or t.stored_in:
         raise ScheduleError(NAME, f"{name} has a storage decision (fold_storage); recompute it before folding its "
                                   f"storage")

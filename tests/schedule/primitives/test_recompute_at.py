@@ -151,6 +151,11 @@ kernel k(A: f32[N]) -> (C: f32[N], D: f32[N]) {
   D[i] = B[i] * 3.0
 }""", "io, ii = split(C.i, 4)\nrecompute_at(B, C.io)", "D also reads B outside loop io"),
     (BLUR, "io, ii = split(C.i, 32)\ncompute_at(B, C.io)\nrecompute_at(B, C.io)", "B is already inside loop io"),
+    ("""const N = 8
+kernel k(A: f32[N]) -> (C: f32[N]) {
+  R[i] = where(i < 1, A[i], R[i - 1] * 0.5 + A[i])
+  C[i] = R[i] * 2.0
+}""", "io, ii = split(C.i, 4)\nrecompute_at(R, C.io)", "R reads its own earlier elements (a recurrence)"),
     ("""const S = 3, N = 8
 kernel k(A: f32[N]) -> (C: f32[N]) {
   for t < S {
