@@ -542,19 +542,19 @@ class KernelPrinter(TileLangDialect):
     def element(self, tensor: str, parts: list) -> str:
         """A global tensor's element at index texts `parts`; a dimension folded by fold_storage at its plane
         (`T[(t) % 2, i]`: compiler/model/storage.py)."""
-        planes = dict(next((t.fold for t in self.kernel.tensors if t.name == tensor), ()))
+        planes = self._planes(tensor)
         idx = [f"({p}) % {planes[k]}" if k in planes else p for k, p in enumerate(parts)]
         return f"{self.tensor(tensor)}[{', '.join(idx)}]"
 
-    def _is_folded(self, tensor: str) -> bool:
-        """Does the schedule fold the tensor's storage?  Its tiles are then read and written element by element
-        (a T.copy region would cross the planes' wrap-around)."""
-        return any(t.fold for t in self.kernel.tensors if t.name == tensor)
+    def _planes(self, tensor: str) -> dict:
+        """Dimension -> planes of a tensor the schedule folds (fold_storage), {} when it does not: a folded tensor's
+        tiles are read and written element by element (a T.copy region could cross the planes' wrap-around)."""
+        return dict(next((t.fold for t in self.kernel.tensors if t.name == tensor), ()))
 
     def copy_in(self, op, load: T.Load, buf: str, shape, dtype: str) -> None:
         """Copy the box of `load` in `op`'s tile (a product's, or a Preload's) into `buf`."""
         _, names = self.lanes(op.tile)
-        if load.mask is None and not self._is_folded(load.tensor):
+        if load.mask is None and not self._planes(load.tensor):
             self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})")
             return
         lanes = iter([self.lane(n) for n in range(len(shape))])
@@ -707,7 +707,7 @@ class KernelPrinter(TileLangDialect):
     def store(self, stmt: str, tile: T.Tile, lhs: tuple, dtype: str, buf: str) -> None:
         arg = next(t for t in self.kernel.tensors if t.name == stmt)
         axes = [a.iter for a in tile.axes]
-        if tile.mask is None and axes and list(lhs) == axes and not self._is_folded(stmt):
+        if tile.mask is None and axes and list(lhs) == axes and not self._planes(stmt):
             starts = [index_code(simplify(a.offset), self.vars) for a in tile.axes]
             self.emit(f"T.copy({buf}, {self.tensor(stmt)}[{', '.join(starts)}])")
             return

@@ -16,8 +16,8 @@ from __future__ import annotations
 import islpy as isl
 
 from tdsl.compiler.errors import StorageOverwrite
-from tdsl.compiler.model.dependences import program_order_maps
-from tdsl.compiler.model.program import KernelModel, Stmt, first_point, start_reads
+from tdsl.compiler.model.dependences import own_start_pairs, program_order_maps
+from tdsl.compiler.model.program import KernelModel, Stmt, first_point
 from tdsl.compiler.model.storage import located
 
 
@@ -72,9 +72,9 @@ def _check_input_read(model: KernelModel, order: dict, reader: Stmt, read, write
     x = model.tensors[writer.name]
     same_place = read.relation.apply_range(located(x, writer.write.relation).reverse())  # r -> w: w writes there
     clobbered = same_place.intersect(order[reader.name].lex_gt_map(order[writer.name]))  # ... before r reads
-    if reader is writer and any(read is s for s in start_reads(reader)):
-        own = writer.write.relation
-        clobbered = clobbered.subtract(own.apply_range(own.reverse()))  # its accumulator's own place
+    own = own_start_pairs(writer, read) if reader is writer else None
+    if own is not None:
+        clobbered = clobbered.subtract(own)  # a start value read in its own place
     if clobbered.is_empty():
         return
     _, coords = first_point(clobbered.wrap())

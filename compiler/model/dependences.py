@@ -100,27 +100,7 @@ def order_coordinates(stmt: Stmt, top: int) -> list[str]:
 
 def compute_dependences(model: KernelModel) -> list[Dependence]:
     order = program_order_maps(model)
-    deps: list[Dependence] = []
-    for src, dst in _sharing_pairs(model):
-        before = order[src.name].lex_lt_map(order[dst.name])
-        for kind, a, b in _access_pairs(model, src, dst):
-            rel = _touching(model, kind, a, b).intersect(before)
-            if kind == "anti" and src is dst and any(a is r for r in start_reads(src)):
-                rel = rel.subtract(_same_element(src))
-            if rel.is_empty():
-                continue
-            if kind == "output" and src is dst and src.is_reduction:
-                name, _ = policy(src)
-                if name in ("reassoc", "deterministic"):
-                    continue  # the program allows any order and grouping of this reduction's terms
-                if order_independent(src):
-                    continue  # every order and grouping gives the same bits: nothing to keep in order
-                if name == "segments":
-                    rel = rel.intersect(same_segment(src))
-                    if rel.is_empty():
-                        continue
-                kind = "reduction"
-            deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce(), a))
+    deps = [d for src, dst in _sharing_pairs(model) for d in _pair_dependences(model, order, src, dst)]
     # Flow first: the most telling counterexample comes from a value read too early.
     rank = {"flow": 0, "reduction": 1, "output": 2, "anti": 3}
     deps.sort(key=lambda d: rank[d.kind])
@@ -135,18 +115,46 @@ def overwrite_dependences(model: KernelModel, output: str) -> list[Dependence]:
     writer = model.stmt(output)
     readers = [s for s in model.stmts if any(r.tensor == array for r in s.reads)]
     order = program_order_maps(model, {writer.name, *(s.name for s in readers)})
+    return [d for src in readers for d in _pair_dependences(model, order, src, writer, reads_of=array)]
+
+
+def _pair_dependences(model: KernelModel, order: dict, src: Stmt, dst: Stmt,
+                      reads_of: Optional[str] = None) -> list[Dependence]:
+    """The dependences from instances of `src` to later instances of `dst`, of every access pair of the two
+    (`reads_of`: only the anti dependences of src's reads of that tensor)."""
+    before = order[src.name].lex_lt_map(order[dst.name])
     deps = []
-    for src in readers:
-        before = order[src.name].lex_lt_map(order[writer.name])
-        for r in src.reads:
-            if r.tensor != array:
-                continue
-            rel = _touching(model, "anti", r, writer.write).intersect(before)
-            if src is writer and any(r is s for s in start_reads(src)):
-                rel = rel.subtract(_same_element(src))
-            if not rel.is_empty():
-                deps.append(Dependence("anti", src.name, writer.name, r.tensor, rel.coalesce(), r))
+    for kind, a, b in _access_pairs(model, src, dst):
+        if reads_of is not None and (kind != "anti" or a.tensor != reads_of):
+            continue
+        rel = _touching(model, kind, a, b).intersect(before)
+        own = own_start_pairs(src, a) if kind == "anti" and src is dst else None
+        if own is not None:
+            rel = rel.subtract(own)
+        if rel.is_empty():
+            continue
+        if kind == "output" and src is dst and src.is_reduction:
+            name, _ = policy(src)
+            if name in ("reassoc", "deterministic"):
+                continue  # the program allows any order and grouping of this reduction's terms
+            if order_independent(src):
+                continue  # every order and grouping gives the same bits: nothing to keep in order
+            if name == "segments":
+                rel = rel.intersect(same_segment(src))
+                if rel.is_empty():
+                    continue
+            kind = "reduction"
+        deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce(), a))
     return deps
+
+
+def own_start_pairs(stmt: Stmt, read: Access) -> Optional[isl.Map]:
+    """The pairs of `stmt`'s instances that write one element, when `read` is a read of the value the sum starts
+    from (None otherwise): the start is read once, before the element's first term, into the accumulator its
+    updates write back -- stored in that value's place (`store_in`), no update replaces it before it is read."""
+    if not any(read is r for r in start_reads(stmt)):
+        return None
+    return stmt.write.relation.apply_range(stmt.write.relation.reverse())
 
 
 def _touching(model: KernelModel, kind: str, a, b) -> isl.Map:
@@ -159,11 +167,6 @@ def _touching(model: KernelModel, kind: str, a, b) -> isl.Map:
         return a.relation.apply_range(b.relation.reverse())
     return located(model.tensors[a.tensor], a.relation).apply_range(
         located(model.tensors[b.tensor], b.relation).reverse())
-
-
-def _same_element(stmt: Stmt) -> isl.Map:
-    """Pairs of the statement's instances that write one element (a reduction's updates of it)."""
-    return stmt.write.relation.apply_range(stmt.write.relation.reverse())
 
 
 def _sharing_pairs(model: KernelModel):

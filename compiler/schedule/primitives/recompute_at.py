@@ -65,11 +65,13 @@ def recompute_at(state: State, stmt: str, loop: LoopLike) -> None:
     path = tree.enclosing_loops(target) + [target]
     readers = _readers(model, producer, target)
     tiles = _tile_names(producer, path, model)
-    footprint = _footprint(producer, readers, path, tiles)
+    tile_of = {r.name: _tiles_of(r, path) for r in readers}  # each reader's instances -> its tile
+    footprint = _footprint(producer, readers, tile_of, tiles)
     origins = [_origin(footprint, d) for d in range(len(producer.iters))]
     new_producer, tensor, shift = _per_tile_producer(model, producer, footprint, tiles, origins)
     stmts = [new_producer if s.name == stmt else
-             (_read_own_tile(s, producer, path, origins, shift) if s in readers else s) for s in model.stmts]
+             (_read_own_tile(s, producer, path, tile_of[s.name], origins, shift) if s in readers else s)
+             for s in model.stmts]
     state.model = KernelModel(model.name, stmts, {**model.tensors, stmt: tensor}, model.sizes, model.params,
                               model.ctx)
     _remove_leaf(state, stmt)
@@ -139,7 +141,7 @@ def _tiles_of(stmt: Stmt, path: list[Loop]) -> isl.Map:
     return pw_affs_to_map([d for loop in path for d in loop.exprs[stmt.name]], stmt.domain)
 
 
-def _footprint(producer: Stmt, readers: list[Stmt], path: list[Loop], tiles: list[str]) -> isl.Map:
+def _footprint(producer: Stmt, readers: list[Stmt], tile_of: dict, tiles: list[str]) -> isl.Map:
     """Tile (the target loops' values, named `tiles`) -> the producer instances whose elements the tile reads."""
     footprint = None
     for r in readers:
@@ -147,7 +149,7 @@ def _footprint(producer: Stmt, readers: list[Stmt], path: list[Loop], tiles: lis
         rel = reads[0]
         for a in reads[1:]:
             rel = rel.union(a)
-        per_tile = _tiles_of(r, path).reverse().apply_range(rel).apply_range(producer.write.relation.reverse())
+        per_tile = tile_of[r.name].reverse().apply_range(rel).apply_range(producer.write.relation.reverse())
         footprint = per_tile if footprint is None else footprint.union(per_tile)
     for k, tile in enumerate(tiles):
         footprint = footprint.set_dim_name(isl.dim_type.in_, k, tile)
@@ -234,10 +236,10 @@ def _shift(ctx, name: str, tiles: list[str], iters: list[str], pairs: isl.Set, o
     return shift
 
 
-def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop], origins: list, shift: isl.Map) -> Stmt:
+def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop], tiles: isl.Map, origins: list,
+                   shift: isl.Map) -> Stmt:
     """The reader with every read of the producer turned into a read of its own tile's copy:
     P[e] -> P[t(c), e - origin(t(c))]."""
-    tiles = _tiles_of(reader, path)
     on_tiles = isl.PwMultiAff.from_map(tiles)
     index = [_reader_ast(reader, on_tiles.get_pw_aff(k), path) for k in range(tiles.dim(isl.dim_type.out))]
     starts = [None if o is None else _reader_ast(reader, o.pullback_pw_multi_aff(on_tiles), path) for o in origins]
