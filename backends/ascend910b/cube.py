@@ -150,4 +150,4 @@ class CubeSide:
         self.expr_temps.discard(value.code)
         self.shapes[op.stmt] = shape
         if op.store:
-            self._store(op.stmt, op.tile, op.lhs, value)
+            self._store(op.stmt, op.tile, op.lhs, value, op.unclipped)

@@ -10,26 +10,27 @@ from tdsl.backends.ascend910b import e4m3
 from tdsl.backends.ascend910b.common import _Opnd, _atom_text, ROW
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.lower.lane_masks import atoms, conjunction, implied_by_bounds, mentions
+from tdsl.compiler.lower.lane_masks import atoms, conjunction, mentions
 from tdsl.compiler.lower.tileir import simplify
 
 
 class Stores:
     """Methods of `Ascend910BPrinter` (emit.py); `self` is the printer."""
 
-    def _store(self, stmt, tile, lhs, value: _Opnd) -> None:
+    def _store(self, stmt, tile, lhs, value: _Opnd, unclipped: tuple) -> None:
+        """Store `value` over `tile` to stmt[lhs]; `unclipped`: the comparisons of the tile's mask that exclude
+        lanes inside the tensor (the tile program's `unclipped`, for this tile)."""
         arg = next(t for t in self.kernel.tensors if t.name == stmt)
         shape = [a.size for a in tile.axes]
         src = value if value.kind == "tile" else self._materialise(value, shape)
         names = self._region_names(tile)
         region = f"{self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}]"
         column = self.facts.store_layout(stmt, tile, lhs) == "column"
-        indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
         axes = [a.iter for a in tile.axes]
-        extra = [a for a in atoms(tile.mask) if not implied_by_bounds(a, indices, self.facts.dims(stmt))
-                 and any(mentions(a, it) for it in axes)]  # the others are the whole statement's condition
+        # the comparisons on no lane are the whole statement's condition, tested around it
+        extra = [a for a in atoms(conjunction(list(unclipped))) if any(mentions(a, it) for it in axes)]
         if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra):
-            return self._store_rows(stmt, tile, lhs, src)
+            return self._store_rows(stmt, tile, lhs, src, unclipped)
         if extra and not column:  # read-modify-write: the GM tile is kept where the mask is false
             self._check_read_modify_write(stmt, tile, extra)
             if arg.dtype == "f8e4m3":
@@ -59,7 +60,7 @@ class Stores:
             self.emit(f"T.copy({src.code}, {region})  # UB -> GM{clipped}")
         self.done(src)
 
-    def _store_rows(self, stmt, tile, lhs, src: _Opnd) -> None:
+    def _store_rows(self, stmt, tile, lhs, src: _Opnd, unclipped: tuple) -> None:
         """A 2-D tile some of whose rows lie outside the domain (a tile size that is not a power of two: the
         tile's last rows are the next tile's first ones, which another vector core or block may be writing):
         stored row by row, each row inside the domain as a 1-D tile; the others are not written at all."""
@@ -75,7 +76,8 @@ class Stores:
         self.depth += 1
         self.emit(f"if {self._condition(row_parts, self._scalar_names(sub))}:")
         self.depth += 1
-        self._store(stmt, sub, lhs, _Opnd("tile", f"{src.code}[{r}, :]"))
+        row_unclipped = tuple(a for a in unclipped if a not in row_parts)
+        self._store(stmt, sub, lhs, _Opnd("tile", f"{src.code}[{r}, :]"), row_unclipped)
         self.depth = depth
         self.vars[ROW] = saved
         self.done(src)

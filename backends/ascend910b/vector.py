@@ -40,7 +40,7 @@ class VectorSide:
             self.expr_temps.discard(value.code)
             self.shapes[op.stmt] = shape
             if op.store:
-                self._store(op.stmt, op.tile, op.lhs, value)
+                self._store(op.stmt, op.tile, op.lhs, value, op.unclipped)
         elif isinstance(op, T.AccInit):
             self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}")
             shape = [a.size for a in op.tile.axes]
@@ -70,7 +70,7 @@ class VectorSide:
             self.expr_temps.discard(value.code)
             self.shapes[op.stmt] = shape
             if op.store:
-                self._store(op.stmt, op.tile, op.lhs, value)
+                self._store(op.stmt, op.tile, op.lhs, value, op.unclipped)
         else:
             raise BackendError(f"{type(op).__name__} has no ascend-910b form here")
 
@@ -130,7 +130,7 @@ class VectorSide:
         if full is not None:
             self.emit(f"T.copy({value.code}, {full}[{r}, :])  # UB -> UB")
         if op.store and not fp8:
-            self._store(op.stmt, sub, op.lhs, value)
+            self._store(op.stmt, sub, op.lhs, value, tuple(a for a in op.unclipped if a in lane_atoms))
         if full is not None:
             self.done(value)  # kept in `full`: the row's buffer is free, once the store above has read it
         self.row = None
@@ -138,7 +138,7 @@ class VectorSide:
         if fp8:
             rounded = self._round(op.dtype, _Opnd("tile", full), [row.size, col.size], into=full)
             if op.store:
-                self._store(op.stmt, op.tile, op.lhs, rounded)
+                self._store(op.stmt, op.tile, op.lhs, rounded, op.unclipped)
         if full is not None:
             self.values[op.stmt] = _Opnd("tile", full)
             self.shapes[op.stmt] = [row.size, col.size]

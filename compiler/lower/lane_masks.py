@@ -38,6 +38,15 @@ def atoms(mask: T.Expr | None) -> list:
     raise BackendError(f"the mask {expr_text(mask)} is not a conjunction of comparisons; no ascend-910b form")
 
 
+def conjuncts(mask: T.Expr | None) -> list:
+    """The parts of a conjunction, whatever each part is (a comparison, a disjunction, ...): never refuses."""
+    if mask is None:
+        return []
+    if isinstance(mask, T.Bin) and mask.op == "and":
+        return conjuncts(mask.lhs) + conjuncts(mask.rhs)
+    return [mask]
+
+
 def conjunction(parts: list) -> T.Expr | None:
     out = None
     for p in parts:

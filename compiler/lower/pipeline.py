@@ -18,6 +18,7 @@ from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
 from tdsl.compiler.lower.passes.recurrence import refuse_host_loops, refuse_recurrences
 from tdsl.compiler.lower.passes.storage import refuse_folded_storage, refuse_in_place_storage
+from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_sums_on_vector, split_vector_rows,
                                                   widen_narrow_tiles)
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
@@ -91,6 +92,7 @@ def _passes(program: TileProgram, schedule, backend: str, device: Optional[str])
     for rewrite in OPERAND_PASSES.get(backend, ()):
         program = rewrite(program)
     program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
+    program = mark_unclipped(program)  # which comparisons of each store's mask clipping does not enforce
     for rewrite in TARGET_PASSES.get(backend, ()):
         program = rewrite(program)
     return check_int32(program)  # every index, mask and address fits the kernels' 32-bit integers

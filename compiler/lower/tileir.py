@@ -20,7 +20,7 @@ variables and sizes (from isl), and f32 value arithmetic over tiles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Optional, Union
 
@@ -240,6 +240,9 @@ class Compute(_Value):
     store: bool  # write the tile to the global tensor
     keep: bool  # later statements of this kernel read it from registers
     lhs: tuple = ()  # the written tensor's index iterators, in dimension order
+    # a store's mask comparisons that exclude lanes inside the tensor, which a copy clipped at the tensor's edges
+    # would write (compiler/lower/passes/store_masks.py); () none, None not decided yet
+    unclipped: Optional[tuple] = None
 
 
 @dataclass(frozen=True)
@@ -304,6 +307,7 @@ class AccFinish(_Value):
     # the constant factor of every term of a matrix product, multiplied into the finished sum before it is rounded
     # (placement.product_form: exact for a power of two; other factors only under `combine reassoc`)
     scale: float = 1.0
+    unclipped: Optional[tuple] = None  # as in Compute
 
 
 @dataclass(frozen=True)
@@ -483,6 +487,11 @@ def walk_ops(body):
         yield op
         if isinstance(op, SerialLoop):
             yield from walk_ops(op.body)
+
+
+def map_ops(ops, fn) -> list:
+    """`fn` applied to every statement op, through serial loops (a new body; `ops` is unchanged)."""
+    return [replace(op, body=map_ops(op.body, fn)) if isinstance(op, SerialLoop) else fn(op) for op in ops]
 
 
 def kernel_buffers(kernel: TileKernel) -> list[BufferDecl]:

@@ -105,6 +105,7 @@ def _ops(ops, depth: int) -> list[str]:
             flags = _flags(store=op.store, keep=op.keep)
             lines.append(f"{pad}{op.stmt}[{', '.join(op.lhs)}] = {op.dtype}({expr_text(op.value)}){flags}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
+            lines.extend(_unclipped(op, pad))
         elif isinstance(op, AccInit):
             follows = f" follows {expr_text(op.follows)}" if op.follows is not None else ""
             where = " on matrix" if op.on_matrix else ""
@@ -128,11 +129,19 @@ def _ops(ops, depth: int) -> list[str]:
             scaled = f" * {op.scale!r}" if op.scale != 1.0 else ""
             lines.append(f"{pad}finish {op.stmt}[{', '.join(op.lhs)}]{scaled} -> {op.dtype}{flags}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
+            lines.extend(_unclipped(op, pad))
         elif isinstance(op, Barrier):
             lines.append(f"{pad}barrier  # {', '.join(op.tensors)} pass through memory")
         else:  # pragma: no cover - the Op union is closed
             raise TypeError(f"not a tile op: {op!r}")
     return lines
+
+
+def _unclipped(op, pad: str) -> list[str]:
+    """The store's mask comparisons that a copy clipped at the tensor's edges does not enforce, if any."""
+    if not op.unclipped:
+        return []
+    return [f"{pad}{_INDENT}store mask inside {op.stmt}: {' and '.join(expr_text(a) for a in op.unclipped)}"]
 
 
 def _flags(**flags) -> str:

@@ -12,8 +12,9 @@ Both are pure (`TileProgram -> TileProgram`) and run in compiler/lower/pipeline.
 `TileKernel.cross_core` which statements pass tiles between the cube and the vector cores, through which
 workspaces and with which of the 910B's 11 cross-core flags, refusing a kernel that needs more.
 
-Facts (`Kernel910B`): which ops run on the vector cores, how a tile lies in a tensor for one T.copy, whether a
-mask is only the tensor's bounds (a clipped copy does it).
+Facts (`Kernel910B`): which ops run on the vector cores, how a tile lies in a tensor for one T.copy.  Which
+comparisons of a store's mask a clipped copy does not enforce is the tile program's (`unclipped`,
+compiler/lower/passes/store_masks.py); `widen_narrow_tiles` marks the stores it widens again.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from typing import Optional
 
 from tdsl.compiler.model.dtypes import BYTES as DTYPE_BYTES
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.lower.lane_masks import atoms, conjunction, implied_by_bounds, mentions
+from tdsl.compiler.lower.lane_masks import atoms, conjunction, mentions
 from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
 from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.passes.store_masks import tensor_dims, unclipped_atoms
 from tdsl.compiler.lower.tileir import expr_vars, simplify
 from tdsl.compiler.model import reduce_ops
 
@@ -71,7 +73,7 @@ def split_vector_rows(program: T.TileProgram) -> T.TileProgram:
         facts = Kernel910B(program, k)
         half = facts.rows_per_core()
         if half:
-            k = dataclasses.replace(k, body=map_ops(k.body, lambda op: facts.halve(op, half)), vector_rows=half)
+            k = dataclasses.replace(k, body=T.map_ops(k.body, lambda op: facts.halve(op, half)), vector_rows=half)
         out.append(k)
     return dataclasses.replace(program, kernels=out)
 
@@ -139,13 +141,7 @@ class Kernel910B:
         self.e4m3_tiles = any(t.dtype == "f8e4m3" for t in kernel.tensors)
 
     def dims(self, tensor: str) -> list:
-        arg = next(t for t in self.kernel.tensors if t.name == tensor)
-        return [d if isinstance(d, int) else self.program.sizes.get(d) for d in arg.shape]
-
-    def clipped_by_dma(self, mask, indices, tensor) -> bool:
-        """Every lane outside `mask` lies outside the tensor, where a clipped T.copy pads or does not write."""
-        dims = self.dims(tensor)
-        return all(implied_by_bounds(a, indices, dims) for a in atoms(mask))
+        return tensor_dims(self.program, next(t for t in self.kernel.tensors if t.name == tensor))
 
     # ------------------------------------------------------------ which core runs an op
 
@@ -164,7 +160,7 @@ class Kernel910B:
         if not (op.store and not op.keep and op.dtype == "f32" and op.scale == 1.0
                 and list(op.lhs) == [a.iter for a in op.tile.axes]):
             return True
-        return not self.clipped_by_dma(op.tile.mask, [T.Var(it) for it in op.lhs], op.stmt)
+        return bool(op.unclipped)  # lanes inside the tensor that the store must leave as they are
 
     def vector_ops(self, ops):
         for op in ops:
@@ -212,14 +208,9 @@ class Kernel910B:
         if not getattr(op, "store", False):
             return False
         moving = {v.name for v in expr_vars(op.tile.axes[0].offset)}
-        return any(moving & {v.name for v in expr_vars(side)} for a in self.store_lane_atoms(op.stmt, op.tile, op.lhs)
+        col = op.tile.axes[-1].iter  # the comparisons that exclude lanes of a row inside the tensor
+        return any(moving & {v.name for v in expr_vars(side)} for a in atoms(conjunction(list(op.unclipped))) if mentions(a, col)
                    for side in (a.lhs, a.rhs))
-
-    def store_lane_atoms(self, stmt, tile, lhs) -> list:
-        """The comparisons of a store's mask that exclude lanes of a row inside the tensor (read-modify-write)."""
-        indices = [tile.scalars[it] if it in tile.scalars else T.Var(it) for it in lhs]
-        col = tile.axes[-1].iter
-        return [a for a in atoms(tile.mask) if mentions(a, col) and not implied_by_bounds(a, indices, self.dims(stmt))]
 
     def halve(self, op, half: int):
         """The vector statement's tile: this vector core's half of the rows (vid 0 the first, vid 1 the second)."""
@@ -234,8 +225,8 @@ class Kernel910B:
 
     def widened(self) -> T.TileKernel:
         widths: dict = {}
-        map_ops(self.kernel.body, lambda op: self._want_width(op, widths))
-        return dataclasses.replace(self.kernel, body=map_ops(self.kernel.body, lambda op: self.widen(op, widths)))
+        T.map_ops(self.kernel.body, lambda op: self._want_width(op, widths))
+        return dataclasses.replace(self.kernel, body=T.map_ops(self.kernel.body, lambda op: self.widen(op, widths)))
 
     def _want_width(self, op, widths: dict):
         """Record the width each axis of a vector tile needs (below); an axis takes the largest any statement of
@@ -273,6 +264,8 @@ class Kernel910B:
         axes = [T.Axis(a.iter, a.offset, size[a.iter], a.offset_isl) for a in op.tile.axes]
         tile = T.Tile(axes=axes, scalars=op.tile.scalars, mask=conjunction(atoms(op.tile.mask) + extra))
         changes = {"tile": tile}
+        if getattr(op, "store", False):  # the new comparisons keep lanes inside the tensor too
+            changes["unclipped"] = unclipped_atoms(tile, op.lhs, self.dims(op.stmt))
         if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Reduce):
             body = op.partial.operand
             if isinstance(body, T.Select):
@@ -333,7 +326,3 @@ def _axis_key(axis: T.Axis) -> tuple:
     return axis.iter, repr(simplify(axis.offset))
 
 
-def map_ops(ops, fn) -> list:
-    """`fn` applied to every statement op, through serial loops."""
-    return [dataclasses.replace(op, body=map_ops(op.body, fn)) if isinstance(op, T.SerialLoop) else fn(op)
-            for op in ops]
