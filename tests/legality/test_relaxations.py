@@ -24,7 +24,7 @@ from tdsl.compiler.driver.api import loads
 from tdsl.compiler.legality.grids import closure, constant_grids, tensor_grids, value_grids
 from tdsl.compiler.reference.interpreter import instances_in_order, interpret, program_order, run
 from tdsl.compiler.reference.runtime import _fmax, _fmin
-from tdsl.compiler.legality.checks import buffer_semantics
+from tdsl.compiler.legality.rounding import buffer_semantics
 from tdsl.testing import assert_illegal, assert_legal, run_differences
 
 from catalog import EXAMPLES

@@ -30,7 +30,8 @@ rule rounding-added.
 from __future__ import annotations
 
 from tdsl.compiler.errors import ScheduleError
-from tdsl.compiler.legality.checks import check_buffer_rounding, check_cache_read, check_cache_write
+from tdsl.compiler.legality.checks import check_cache_read, check_cache_write
+from tdsl.compiler.legality.rounding import check_buffer_rounding
 from tdsl.compiler.schedule.tree import Buffer, statements_under
 from tdsl.compiler.schedule.primitives.common import SCOPES, LoopLike, State, find_loop
 from tdsl.compiler.schedule.primitives.registry import DTYPE, LOOP, SCOPE, TENSOR, arg, option, primitive

@@ -81,9 +81,9 @@ def _flag(primitive: str, name: str, value) -> bool:
 
 def _rounding_removed(model, target, readers) -> None:
     from tdsl.compiler.errors import RoundingRemoved
-    from tdsl.compiler.legality.checks import _first_read, witness_text
+    from tdsl.compiler.legality.rounding import first_read, witness_text
 
-    reader, inst, element = _first_read(model, [r.name for r in readers], target.name)
+    reader, inst, element = first_read(model, [r.name for r in readers], target.name)
     raise RoundingRemoved(
         "compute_inline",
         sorted({target.name, reader}),

@@ -299,7 +299,7 @@ def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
     from tdsl.compiler.model.dependences import order_independent, policy
     from tdsl.compiler.errors import RoundingAdded
     from tdsl.compiler.legality.grids import on_grid
-    from tdsl.compiler.legality.checks import _first_instance, witness_text
+    from tdsl.compiler.legality.rounding import first_instance, witness_text
 
     accum = stmt.accum_dtype or "f32"
     if policy(stmt)[0] != "strict" or order_independent(stmt) or on_grid(model, stmt.value, accum, stmt.iters):
@@ -313,14 +313,14 @@ def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
         f"the partial sums of {stmt.name} after the first hold one term each and pass through its {accum} "
         f"accumulator on their own: each such term would be rounded to {accum} before it is added, which the "
         f"program does not do",
-        f"{_first_instance(stmt)} adds a term: {witness_text('f32', accum, 'term')}",
+        f"{first_instance(stmt)} adds a term: {witness_text('f32', accum, 'term')}",
     )
 
 
 def _partial_rounding(model: KernelModel, stmt: Stmt, dtype: str) -> None:
     from tdsl.compiler.errors import RoundingAdded
     from tdsl.compiler.legality.grids import accumulator_grids
-    from tdsl.compiler.legality.checks import _first_instance, holds, witness_text
+    from tdsl.compiler.legality.rounding import first_instance, holds, witness_text
 
     accum = stmt.accum_dtype or "f32"
     if holds(dtype, accum):  # a wider buffer: exact, nothing is rounded differently
@@ -333,5 +333,5 @@ def _partial_rounding(model: KernelModel, stmt: Stmt, dtype: str) -> None:
         [stmt.name],
         f"the {parts} of {stmt.name} would be stored as {dtype}, rounding the {accum} accumulator "
         f"before the {parts} are combined",
-        f"{_first_instance(stmt)} adds to a {part}: {witness_text(accum, dtype, part)}",
+        f"{first_instance(stmt)} adds to a {part}: {witness_text(accum, dtype, part)}",
     )
