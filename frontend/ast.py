@@ -149,6 +149,9 @@ class TensorParam:
     name: str
     type: TensorType
     span: Span = NOSPAN
+    # `C: f32[M, N] in C_in`: an output kept in an input's array, which the kernel updates in place
+    stored_in: Optional[str] = None
+    stored_in_span: Span = NOSPAN
 
 
 @dataclass

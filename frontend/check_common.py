@@ -34,6 +34,8 @@ class TensorInfo:
     shape: list[ast.Expr]
     kind: str  # "input" | "output" | "temp"
     span: ast.Span
+    stored_in: Optional[str] = None  # an output kept in this input's array (`C: f32[M, N] in C_in`)
+    stored_in_span: ast.Span = ast.NOSPAN
 
 
 @dataclass

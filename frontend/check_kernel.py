@@ -88,6 +88,9 @@ class _KernelChecker(_IndexChecks):
             self._declare(param, "input")
         for result in self.kernel.results:
             self._declare(result, "output")
+        for decl in self.kernel.params + self.kernel.results:
+            if decl.stored_in is not None:
+                self._check_stored_in(decl)
         self.readable = {p.name for p in self.kernel.params}
         for stmt in ast.statements(self.kernel.body):
             self.targets.setdefault(stmt.target, stmt)
@@ -111,6 +114,39 @@ class _KernelChecker(_IndexChecks):
             self._affine(dim, [], "dimension")
         self._check_shape(name, ttype.shape, param.span)
         self.tensors[name] = TensorInfo(name, ttype.dtype, list(ttype.shape), kind, param.span)
+
+    def _check_stored_in(self, decl: ast.TensorParam) -> None:
+        """`C: f32[M, N] in C_in`: a result kept in a parameter of its dtype and shape, which the kernel updates
+        in place (as the schedule step `store_in(C, C_in)` decides it; the order is checked with the model)."""
+        name, array, span = decl.name, decl.stored_in, decl.stored_in_span
+        if self.tensors[name].kind == "input":
+            _fail(f"'in {array}' keeps a result in a parameter's array; '{name}' is a parameter (read-only): "
+                  f"declare the updated tensor among the results, '-> ({name}_out: ... in {name})'", span)
+        target = self.tensors.get(array)
+        if target is None:
+            inputs = [t for t, info in self.tensors.items() if info.kind == "input"]
+            _fail(f"unknown tensor '{array}'{_did_you_mean(array, inputs)}: 'in' names a parameter of the kernel",
+                  span)
+        if target.kind != "input":
+            _fail(f"'{array}' is a result; 'in' names a parameter of the kernel, whose array the result updates in "
+                  f"place", span)
+        holder = next((t.name for t in self.tensors.values() if t.stored_in == array), None)
+        if holder is not None:
+            _fail(f"'{array}' already holds '{holder}'; a parameter holds one result", span)
+        out = self.tensors[name]
+        if out.dtype != target.dtype:
+            _fail(f"'{name}' is {out.dtype} and '{array}' is {target.dtype}: a result is kept in a parameter of its "
+                  f"own dtype", span)
+        if [self._dim_key(d) for d in out.shape] != [self._dim_key(d) for d in target.shape]:
+            shown = ", ".join(format_expr(d) for d in target.shape)
+            _fail(f"'{name}' has shape [{', '.join(format_expr(d) for d in out.shape)}] and '{array}' [{shown}]: a "
+                  f"result is kept in a parameter of its own shape", span)
+        out.stored_in, out.stored_in_span = array, span
+
+    def _dim_key(self, dim: ast.Expr):
+        """A dimension's value where it is known, else its text (a `param`)."""
+        value = self._const_value(dim)
+        return value if value is not None else format_expr(dim)
 
     def _check_tensor_name(self, name: str, span: ast.Span) -> None:
         if name in self.sizes:

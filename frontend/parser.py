@@ -259,11 +259,20 @@ class _ToAst(Transformer_NonRecursive):
         return list(items)
 
     def tensor_decl(self, meta, items):
-        name, dtype, shape = items
+        name, dtype, shape, stored = items
         _check_name(str(name), _tok_span(name), "tensor")
-        type_span = ast.Span(dtype.line, dtype.column, meta.end_line, meta.end_column)  # `bf16[M, K]`
+        # `bf16[M, K]` (with `in X` after it: up to the last dimension and its `]`)
+        end = (shape[-1].span.end_line, shape[-1].span.end_column + 1) if stored is not None \
+            else (meta.end_line, meta.end_column)
+        type_span = ast.Span(dtype.line, dtype.column, *end)
         ttype = ast.TensorType(_check_dtype(dtype), shape, type_span)
-        return ast.TensorParam(str(name), ttype, _span(meta))
+        if stored is None:
+            return ast.TensorParam(str(name), ttype, _span(meta))
+        return ast.TensorParam(str(name), ttype, _span(meta), str(stored), _tok_span(stored))
+
+    def stored_in(self, meta, items):
+        (name,) = items
+        return name
 
     def kernel_body(self, meta, stmts):
         return list(stmts)

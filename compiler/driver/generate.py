@@ -104,9 +104,12 @@ def _comments_quoted(program):
 
 def _signature(info) -> str:
     k = info.kernel
-    params = ", ".join(f"{p.name}: {p.type.dtype}[{', '.join(expr_text(d) for d in p.type.shape)}]" for p in k.params)
-    results = ", ".join(f"{p.name}: {p.type.dtype}[{', '.join(expr_text(d) for d in p.type.shape)}]" for p in k.results)
-    return f"kernel {k.name}({params}) -> ({results})"
+
+    def decl(p) -> str:
+        stored = f" in {p.stored_in}" if p.stored_in else ""
+        return f"{p.name}: {p.type.dtype}[{', '.join(expr_text(d) for d in p.type.shape)}]{stored}"
+
+    return f"kernel {k.name}({', '.join(map(decl, k.params))}) -> ({', '.join(map(decl, k.results))})"
 
 
 def _statement_text(si) -> str:

@@ -241,7 +241,7 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
         if positive:
             bounds.append(positive)
         box = isl.Set.read_from_str(ctx, f"{prefix}{{ {name}[{', '.join(dims)}] : {' and '.join(bounds) or 'true'} }}")
-        tensors[name] = Tensor(name, info.dtype, shape, info.kind, box)
+        tensors[name] = Tensor(name, info.dtype, shape, info.kind, box, stored_in=info.stored_in)
         _check_elements(tensors[name])
 
     stmts = [_lower_statement(si, values, prefix, positive, ctx) for si in kinfo.stmts]
@@ -252,7 +252,24 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
     from tdsl.compiler.model.recurrences import check_recurrences
 
     check_recurrences(model)
+    _check_signature_storage(model, kinfo)
     return model
+
+
+def _check_signature_storage(model: KernelModel, kinfo) -> None:
+    """A result the signature keeps in a parameter (`C: f32[M, N] in C_in`) must let the program read every
+    element of the parameter before the result replaces it (rule storage-overwrite, checked as `store_in`
+    checks it), or the program as written is refused at its `in`."""
+    from tdsl.compiler.errors import StorageOverwrite
+    from tdsl.compiler.legality.storage import check_storage_order
+
+    try:
+        check_storage_order(model, "the kernel's signature")
+    except StorageOverwrite as err:
+        stored = [t for t in kinfo.tensors.values() if t.stored_in]
+        info = next((t for t in stored if t.name in err.statements), stored[0])  # the writer the error names
+        raise SourceError(f"'{info.name}' cannot be kept in '{info.stored_in}' [rule storage-overwrite]: "
+                          f"{err.detail}; {err.counterexample}", info.stored_in_span) from None
 
 
 def _shape_value(expr: ast.Expr, values: dict):

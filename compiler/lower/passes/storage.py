@@ -32,8 +32,8 @@ def refuse_in_place_storage(program: T.TileProgram) -> T.TileProgram:
     parameter of its own, and the tilelang-ascend fork it targets is not at hand to check a view of one."""
     for t in program.outputs:
         if t.stored_in:
-            raise BackendError(f"the schedule stores {t.name} in the input {t.stored_in} (store_in), which the "
-                               f"ascend-910b backend does not generate yet (each GM tensor is a kernel parameter of "
-                               f"its own); generate it for ascend-950 or NVIDIA (Triton, TileLang), or leave out "
-                               f"store_in")
+            raise BackendError(f"the program stores {t.name} in the input {t.stored_in} (store_in, or `in "
+                               f"{t.stored_in}` in the signature), which the ascend-910b backend does not generate "
+                               f"yet (each GM tensor is a kernel parameter of its own); generate it for ascend-950 "
+                               f"or NVIDIA (Triton, TileLang), or keep the result in an array of its own")
     return program
