@@ -80,7 +80,7 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:2:20: error: expected ')' or ',' after parameter, found '->'
+        prog.tdsl:2:20: error: expected ')', ',' or 'in' after parameter, found '->'
           kernel f(A: f32[N] -> Y: f32[N] {
                              ^^
         """,

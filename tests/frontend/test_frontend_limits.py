@@ -136,7 +136,7 @@ def test_the_isl_keyword_list_is_what_isl_refuses():
 @pytest.mark.parametrize("word", sorted(PYTHON_KEYWORDS))
 def test_every_python_keyword_is_refused_as_a_tensor_name(word):
     # the words tdsl uses too are a syntax error that says so
-    refusal = (f"'{word}' is a word of the language: it cannot be a name" if word in ("and", "for", "from") else
+    refusal = (f"'{word}' is a word of the language: it cannot be a name" if word in ("and", "for", "from", "in") else
                f"'{word}' is a Python keyword and cannot name a tensor")
     with pytest.raises(SourceError, match=re.escape(refusal)):
         load_source(f"const N = 8\nkernel f({word}: f32[N]) -> Y: f32[N] {{\n  Y[i] = 1\n}}\n")
@@ -153,7 +153,7 @@ def test_every_python_keyword_is_refused_as_a_tensor_name(word):
         ("const N = 8\nkernel f(A: f32[N]) -> yield: f32[N] { yield[i] = A[i] }\n", "tensor"),
         ("const N = 8\nkernel f(A: f32[N]) -> Y: f32[N] {\n  with[i] = A[i]\n  Y[i] = with[i]\n}\n", "tensor"),
         ("const N = 8\nkernel f(A: f32[N]) -> Y: f32[N] { Y[if] = A[if] }\n", "iterator"),
-        ("const N = 8\nkernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(in) A[i, in] }\n", "iterator"),
+        ("const N = 8\nkernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(is) A[i, is] }\n", "iterator"),
         ("const N = 8\nkernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }\nschedule s { pass, i2 = split(Y.i, 4) }\n",
          "loop"),
     ],
