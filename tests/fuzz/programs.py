@@ -7,7 +7,8 @@ accumulator dtype and a combine policy),
 matrix products MK x KN -> MN, recurrences (a statement reading its own earlier elements), time loops (a `for`
 block of two statements, each step reading the last step's values and its neighbours), and maps on the edges.  Every read is in bounds and every iterator is indexed
 plainly somewhere, so every generated program passes the frontend's checks; the last one or two statements
-become the kernel's results.
+become the kernel's results, sometimes kept in an input's array (`-> (Y: f32[M, N] in XMN)`, where the program
+order allows it).
 """
 
 from __future__ import annotations
@@ -272,10 +273,25 @@ def random_program(rng: random.Random) -> str:
         b.elementwise()
         full = [s for s in b.stmts if not s.triangle and not s.block]
     outputs = [full[-1]] + ([full[-2]] if len(full) > 1 and rng.random() < 0.3 else [])
-    return _text(b, outputs)
+    stored = _in_place(b, outputs) if rng.random() < 0.15 else {}
+    text = _text(b, outputs, stored)
+    if stored and parse_check(text) is not None:  # the program reads an input after its result replaced it
+        text = _text(b, outputs, {})
+    return text
 
 
-def _text(b: _Builder, outputs: list) -> str:
+def _in_place(b: _Builder, outputs: list) -> dict:
+    """Results declared in the array of an input of their dtype and space (`-> (Y: f32[M, N] in XMN)`)."""
+    stored, free = {}, [t for t in b.tensors if t.is_input]
+    for s in outputs:
+        same = [t for t in free if t.dtype == s.dtype and t.space == s.space and not t.triangle]
+        if same and not s.triangle:
+            stored[s.target] = b.rng.choice(same).name
+            free = [t for t in free if t.name != stored[s.target]]
+    return stored
+
+
+def _text(b: _Builder, outputs: list, stored: dict) -> str:
     used = {t.space for t in b.tensors} | {s.space for s in b.stmts}
     sizes = sorted({e for sp in used for e in (_edges(sp))} | ({"T"} if b.steps else set()))
     params = [s for s in sizes if b.rng.random() < 0.15]
@@ -286,7 +302,8 @@ def _text(b: _Builder, outputs: list) -> str:
     outs = {s.target for s in outputs}
     decl = lambda name, dtype, space: f"{name}: {dtype}[{', '.join(_edges(space))}]"  # noqa: E731
     params_text = ", ".join(decl(t.name, t.dtype, t.space) for t in ins)
-    results_text = ", ".join(decl(s.target, s.dtype, s.space) for s in outputs)
+    results_text = ", ".join(decl(s.target, s.dtype, s.space) + (f" in {stored[s.target]}" if s.target in stored else "")
+                             for s in outputs)
     lines.append(f"kernel fz({params_text}) -> ({results_text}) {{")
     in_block = False
     for s in b.stmts:
