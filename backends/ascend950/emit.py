@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 
+from tdsl.backends.common.launcher import host_loops
 from tdsl.backends.common.module import dynamic_sizes, module_text
 from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrinter, combine_code, index_code,
                                        kernel_arrays, operand_region, shape_code)
@@ -61,8 +62,9 @@ class Ascend950Printer(KernelPrinter):
         return out
 
     def _params(self) -> list[str]:
-        return [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
-                for t in kernel_arrays(self.kernel)]
+        params = [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
+                  for t in kernel_arrays(self.kernel)]
+        return params + [f"{self.names.var(h.var)}: T.int32" for h in self.kernel.host]  # the host loops' values
 
     def alloc(self, name, shape, dtype, scope, note="", copies=1):
         shape = list(shape) or [1]
@@ -334,7 +336,20 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 
 def emit_module(program: T.TileProgram, **common) -> str:
-    """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
+    """The module text: the kernels of `program` and their launch order (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [Ascend950Printer(program, k, names).render() for k in program.kernels]
-    return module_text(TEMPLATES, program, names, kernels, **common, dynamic=dynamic_sizes(program, names))
+    return module_text(TEMPLATES, program, names, kernels, **common, dynamic=dynamic_sizes(program, names),
+                       launches=launch_order(program, names))
+
+
+def launch_order(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    """The body of the module's `launches()` where the schedule runs loops on the host (`host`): one `yield` of
+    (KERNELS key, the host loops' values) per launch, inside the loops; [] when each kernel runs once."""
+    if not any(k.host for k in program.kernels):
+        return []
+    lines = []  # every size is bound on Ascend (pipeline.require_bound_sizes): the bounds are numbers
+    for pad, kernel, host_vars in host_loops(program, names, lines):
+        values = f"({host_vars[0]},)" if len(host_vars) == 1 else f"({', '.join(host_vars)})"
+        lines.append(f'{pad}yield "{kernel.name}", {values}')
+    return lines

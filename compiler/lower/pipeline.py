@@ -51,13 +51,12 @@ TARGET_PASSES = {
     "tilelang": (),
     "ascend-950": (
         refuse_folded_storage,
-        refuse_host_loops,  # the launcher launches each kernel once
         refuse_recurrences,  # a recurrence's elements would pass between the MTE3 and MTE2 pipes unordered
     ),
     "ascend-910b": (
         refuse_folded_storage,
         refuse_in_place_storage,
-        refuse_host_loops,
+        refuse_host_loops,  # the module launches each kernel once (the 950's has a launch order: launches())
         refuse_recurrences,
         refuse_sums_on_vector,  # every cube product's sum stays in L0C
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3

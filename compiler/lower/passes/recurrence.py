@@ -14,12 +14,13 @@ from tdsl.compiler.lower import tileir as T
 
 
 def refuse_host_loops(program: T.TileProgram) -> T.TileProgram:
-    """The Ascend launchers launch each kernel once: a loop the schedule runs on the host (`host`) is refused."""
+    """The 910B module launches each kernel once: a loop the schedule runs on the host (`host`) is refused (the
+    950 module has a launch order, `launches()`, backends/ascend950/emit.py `launch_order`)."""
     for k in program.kernels:
         if k.host:
             raise BackendError(f"{k.comment}: the schedule runs loop {k.host[0].var} on the host (host), which the "
-                               f"Ascend launchers do not generate yet; generate it for nvidia (Triton or TileLang), "
-                               f"or keep the loop in the kernel")
+                               f"Ascend launchers do not generate yet for ascend-910b; generate it for ascend-950 or "
+                               f"nvidia (Triton or TileLang), or keep the loop in the kernel")
     return program
 
 

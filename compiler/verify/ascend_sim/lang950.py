@@ -9,11 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from tdsl.compiler.verify.ascend_sim.buffers import Unsupported
-from tdsl.compiler.verify.ascend_sim.lang_common import _Common, _f64_math, _Frame
+from tdsl.compiler.verify.ascend_sim.lang_common import ScalarSpec, _Common, _f64_math, _Frame
 
 
 class Lang950(_Common):
     """`tilelang.ascend.language` as the ascend-950 modules use it (parameter names of tilelang 0.1.15)."""
+
+    int32 = ScalarSpec("int32")  # a scalar parameter: a host loop's value
 
     def prim_func(self, func=None, *, eager_jit=False):
         return self._prim_func(func)

@@ -36,18 +36,30 @@ class _Frame:
         return False
 
 
+class ScalarSpec:
+    """A scalar parameter's annotation (`t: T.int32`): the value of a loop the launcher runs (`host`)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+
+
 class _PrimFunc:
     def __init__(self, func):
         self.func = func
         self.name = func.__name__
-        self.params = []
+        self.params = []  # (name, TensorSpec): the GM tensors, first
+        self.scalars = []  # names of the int32 parameters after them
         for p in inspect.signature(func).parameters.values():
             spec = p.annotation
             if isinstance(spec, str):
                 spec = eval(spec, func.__globals__)  # noqa: S307 (a postponed annotation of the module itself)
-            if not isinstance(spec, TensorSpec):
-                raise SimulationError(f"{self.name}: parameter {p.name} is not annotated with T.Tensor")
-            self.params.append((p.name, spec))
+            if isinstance(spec, ScalarSpec):
+                self.scalars.append(p.name)
+            elif not isinstance(spec, TensorSpec) or self.scalars:
+                raise SimulationError(f"{self.name}: parameter {p.name} is not annotated with T.Tensor (tensors first, "
+                                      f"then T.int32 scalars)")
+            else:
+                self.params.append((p.name, spec))
         self.declared = {}
 
 

@@ -2,7 +2,8 @@
 
 The module text is rewritten (rewrite.py) and executed with a fake `tilelang` whose `T` is the target's
 namespace (lang950.py, lang910b.py) over one machine (machine.py); then every kernel of its `KERNELS` runs, block
-by block, on GM tensors made from `inputs` (NaN-filled where not given; E4M3_BYTES tensors encoded and decoded).
+by block, on GM tensors made from `inputs` (NaN-filled where not given; E4M3_BYTES tensors encoded and decoded):
+once each in KERNELS order, or as the module's `launches()` says where the schedule runs loops on the host.
 """
 
 from __future__ import annotations
@@ -99,6 +100,19 @@ def load_module(text: str, target: Optional[str] = None, sizes: Optional[dict] =
     return m, ns
 
 
+def _launches(ns: dict):
+    """The kernels in launch order with their scalar arguments: the module's `launches()` where it has host loops
+    (`host`: a kernel launched once per value), else every kernel of KERNELS once."""
+    kernels = ns["KERNELS"]
+    if "launches" not in ns:
+        yield from ((k, ()) for k in kernels.values())
+        return
+    for key, scalars in ns["launches"]():
+        if key not in kernels:
+            raise SimulationError(f"launches() names {key!r}, which is not in KERNELS")
+        yield kernels[key], tuple(scalars)
+
+
 def simulate(text: str, inputs: dict, target: Optional[str] = None, sizes: Optional[dict] = None,
              caps: Optional[dict] = None) -> Simulation:
     """Run every kernel of an emitted Ascend module, in KERNELS order, on `inputs` (name -> array).
@@ -133,8 +147,8 @@ def simulate(text: str, inputs: dict, target: Optional[str] = None, sizes: Optio
         gm[name] = Buffer(m, name, "GM", spec.dtype, arr, role)
     runs = []
     with np.errstate(all="ignore"):
-        for k in ns["KERNELS"].values():
-            runs.append(m.run_kernel(k, gm))
+        for k, scalars in _launches(ns):
+            runs.append(m.run_kernel(k, gm, scalars))
     program_name = {ident: name for name, ident in renamed.items()}
     tensors = {program_name.get(n, n): b.data.view(dt.NUMPY_DTYPES["f8e4m3"]).astype(np.float32) if n in fp8
                else b.data for n, b in gm.items()}

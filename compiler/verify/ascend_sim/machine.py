@@ -328,8 +328,12 @@ class _Machine(_Regions, _CrossCore):
 
     # ------------------------------------------------------------ a kernel
 
-    def run_kernel(self, kernel, gm: dict) -> KernelRun:
-        args = [gm[name] for name, _ in kernel.params]
+    def run_kernel(self, kernel, gm: dict, scalars: tuple = ()) -> KernelRun:
+        """Every block of `kernel` on the GM tensors `gm`, with the values of its scalar (host loop) parameters."""
+        if len(scalars) != len(kernel.scalars):
+            raise SimulationError(f"{kernel.name} takes {len(kernel.scalars)} scalar parameter(s), launched with "
+                                  f"{len(scalars)}")
+        args = [gm[name] for name, _ in kernel.params] + [int(v) for v in scalars]
         self.gm = gm
         footprint = {}
         blocks, b = None, 0
