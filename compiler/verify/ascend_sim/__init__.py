@@ -28,6 +28,9 @@ The namespaces
 
 Execution model
 ---------------
+* The kernels run in the module's launch order: `launches()` where it has one (the 950 module of a schedule that
+  runs loops on the host: each kernel with the loops' values, its `T.int32` parameters after its tensors), else
+  every kernel of `KERNELS` once, in order.
 * A kernel runs block by block: the prim_func is called once per block, `T.Kernel` returns that block's id
   (on the 910B each `T.Scope("V")` runs twice, as vector core 0 and then 1 (`vid`): the kernels give all
   vector work to core 0 behind `if vid == 0`, and only cross-core flag calls, which both cores must make,
