@@ -8,7 +8,7 @@ the shared memory the kernel will ask for on an H100/H200.
 
 A kernel is found by its function's identifier in the module (`function`, from backends/common/names.py; the tile
 program's kernel name when not given) and its parameters by position: tensors, run-time sizes and host loop
-variables (`TileKernel.scalars`), INTERPRET.
+variables (`TileKernel.scalars`), TMA descriptors (typed by their annotations), INTERPRET.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ def compile_kernel(module, kernel: TileKernel, arch: int = 90, function: str = "
 
     fn = getattr(module, function or kernel.name)
     params = list(fn.arg_names)  # the module's identifiers: tensors, run-time sizes, host loop variables, INTERPRET
-    if len(params) != len(kernel.tensors) + len(kernel.scalars) + 1:
+    # then TMA descriptors (compiler/lower/passes/tma.py), each annotated with its type (`tensordesc<bf16[128, 64]>`)
+    described = [p.annotation for p in fn.params if p.annotation.startswith("tensordesc")]
+    if len(params) != len(kernel.tensors) + len(kernel.scalars) + len(described) + 1:
         raise ValueError(f"{fn.__name__} takes {params}, not the tensors and sizes of {kernel.name}")
-    kinds = [POINTER_TYPES[t.dtype] for t in kernel.tensors] + ["i32"] * len(kernel.scalars) + ["constexpr"]
+    kinds = [POINTER_TYPES[t.dtype] for t in kernel.tensors] + ["i32"] * len(kernel.scalars) + described + ["constexpr"]
     signature = dict(zip(params, kinds))
     constexprs = {params[-1]: False}
     # The JIT marks pointers (and sizes) divisible by 16 on a real launch with aligned tensors.

@@ -16,7 +16,7 @@ from pathlib import Path
 from tdsl.backends.common.dtypes import TRITON
 from tdsl.backends.common.launcher import epilogue, host_loops, prologue
 from tdsl.backends.common.module import launcher_fields, module_text
-from tdsl.backends.common.names import ModuleNames
+from tdsl.backends.common.names import ModuleNames, free_name
 from tdsl.backends.common.printer import PrinterBase, call_code
 from tdsl.compiler.analysis.placement import VECTOR, unit_of
 from tdsl.compiler.errors import InternalError
@@ -27,6 +27,7 @@ from tdsl.compiler.model import reduce_ops
 TEMPLATES = Path(__file__).parent / "templates"
 
 TL_DTYPES = TRITON  # backends/common/dtypes.py
+DESCRIPTOR_DTYPES = {"bf16": "bf16", "f16": "fp16", "f32": "fp32"}  # Triton's names in a descriptor's type
 GRID_AXES = {"x": 0, "y": 1, "z": 2}
 F8_MAX = 448.0
 
@@ -36,6 +37,7 @@ def emit_module(program: T.TileProgram, **common) -> str:
     names = ModuleNames(program)
     kernels = [_KernelPrinter(program, k, names).render() for k in program.kernels]
     return module_text(TEMPLATES, program, names, kernels, **common,
+                       tensor_descriptors=any(descriptors(k) for k in program.kernels),
                        **launcher_fields(program, names, _launcher(program, names)))
 
 
@@ -153,6 +155,9 @@ class _KernelPrinter(PrinterBase):
     def render(self) -> dict:
         k = self.kernel
         params = [self.names.tensor(t.name) for t in k.tensors] + [self.names.var(s) for s in k.scalars]
+        # typed, for ahead-of-time compilation (backends/triton/aot.py): Triton's name of the type it is given
+        params += [f'{self.descriptor_name(tensor, box)}: "tensordesc<{DESCRIPTOR_DTYPES[self._dtype(tensor)]}'
+                   f'[{", ".join(map(str, box))}]>"' for tensor, box in descriptors(k)]
         self._grid()
         for op in k.body:
             self._op(op)
@@ -284,9 +289,13 @@ class _KernelPrinter(PrinterBase):
                           f"# every term's constant factor, applied to the sum")
             self.emit(f"{self.value_name(op.stmt)} = {self._round(op.dtype, self.acc_name(op.stmt))}")
             if op.store:
-                self._store(op, self._frame(op.stmt, op.tile))
+                self._store(op, None if op.store_box else self._frame(op.stmt, op.tile))
         else:
             raise TypeError(f"unknown tile op {op!r}")
+
+    def descriptor_name(self, tensor: str, box: tuple) -> str:
+        """The parameter holding the TMA descriptor of `tensor` with this box (the launcher makes it)."""
+        return self.locals.local(("descriptor", tensor, box), f"{self.names.tensor(tensor)}_desc")
 
     def preload_name(self, name: str) -> str:
         return self.locals.local(("preload", name), f"t_{name}")
@@ -323,6 +332,13 @@ class _KernelPrinter(PrinterBase):
 
     def _store(self, op, frame: _Frame) -> None:
         tile, dtype = op.tile, op.dtype
+        if op.store_box:  # through a TMA descriptor (compiler/lower/passes/tma.py): the box at the tile's offsets
+            axes = {a.iter: a for a in tile.axes}
+            offsets = ", ".join(index_code(simplify(axes[it].offset), self.top) for it in op.lhs)
+            value = self.value_name(op.stmt) + (".T" if [a.iter for a in tile.axes] != list(op.lhs) else "")
+            self.emit(f"{self.descriptor_name(op.stmt, op.store_box)}.store([{offsets}], "
+                      f"{value}.to({TL_DTYPES[dtype]}))")
+            return
         pointer = self._pointer(op.stmt, [T.Var(it) for it in op.lhs], frame)
         value = self.value_name(op.stmt)  # already rounded to the storage dtype: the conversion is exact
         lhs = [T.Var(it) for it in op.lhs]
@@ -378,9 +394,29 @@ class _KernelPrinter(PrinterBase):
                     raise InternalError("a preloaded operand of a mixed-dtype product")  # hoist.py leaves them
                 names.append(self.preload_name(load.name))
                 continue
+            if load.box:  # through a TMA descriptor (compiler/lower/passes/tma.py)
+                names.append(self._descriptor_operand(load, tile, frame_axes, dtype, mixed))
+                continue
             # The pointer tile is built in the operand's (row, column) frame, whatever the storage order.
             names.append(self._load_operand(self.fresh(f"t_{load.tensor}_"), load, load.mask, sub, dtype, mixed))
         return names[0], names[1]
+
+    def _descriptor_operand(self, load: T.Load, tile: T.Tile, frame_axes: list, dtype: str, mixed: bool) -> str:
+        """`name = desc.load([...])`: the operand's box at the tile's offsets, in the tensor's index order (the
+        copy clips at the tensor's edges and reads 0 outside, which is the load's mask); transposed when the
+        tensor stores the operand's columns first."""
+        name = self.fresh(f"t_{load.tensor}_")
+        axes = {a.iter: a for a in tile.axes}
+        iters = [ix.name for ix in load.indices]
+        offsets = ", ".join(index_code(simplify(axes[it].offset), self.top) for it in iters)
+        turn = ".T" if iters != list(frame_axes) else ""
+        self.emit(f"{name} = {self.descriptor_name(load.tensor, load.box)}.load([{offsets}]){turn}")
+        if dtype != "f32" and mixed:
+            self.emit(f"{name} = {self._widen(name, dtype)}  # operands of different dtypes meet in f32")
+        elif dtype != "f32":
+            self.emit("if INTERPRET:")
+            self.emit(f"    {name} = {self._widen(name, dtype)}")
+        return name
 
     def _load_operand(self, name: str, load: T.Load, lanes, frame: _Frame, dtype: str, mixed: bool = False) -> str:
         """`name = tl.load(...)` of a product operand, masked to `lanes` (0 elsewhere), in its storage dtype for the
@@ -526,8 +562,45 @@ def _strides(shape) -> list[str]:
 # ---------------------------------------------------------------- launcher
 
 
+def descriptors(kernel: T.TileKernel) -> list[tuple]:
+    """The TMA descriptors a kernel takes after its scalars, (tensor, box) in program order: one per tensor and
+    box of its loads and stores that go through one (Load.box, store_box)."""
+    found = []
+    for op in T.walk_ops(kernel.body):
+        if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+            found += [(e.tensor, e.box) for e in (op.partial.lhs, op.partial.rhs) if isinstance(e, T.Load) and e.box]
+        if isinstance(op, (T.Compute, T.AccFinish)) and op.store and op.store_box:
+            found.append((op.stmt, op.store_box))
+    return list(dict.fromkeys(found))
+
+
+def _descriptor_code(program: T.TileProgram, kernel: T.TileKernel, tensor: str, box: tuple,
+                     names: ModuleNames) -> str:
+    """A TMA descriptor of a kernel tensor, made by the launcher: the whole (contiguous) array, its row-major
+    strides (its sizes are constants: compiler/lower/passes/tma.py), the box.  An input at an address TMA
+    cannot take (not 16-byte aligned) is copied first."""
+    arg = next(t for t in kernel.tensors if t.name == tensor)
+    x = names.tensor(tensor)
+    dims = [d if isinstance(d, int) else program.sizes[d] for d in arg.shape]
+    base = x if arg.role == "output" else f"{x} if {x}.data_ptr() % 16 == 0 else {x}.clone()"
+    return (f"triton.tools.tensor_descriptor.TensorDescriptor({base}, [{', '.join(map(str, dims))}], "
+            f"[{', '.join(_strides(dims))}], [{', '.join(map(str, box))}])")
+
+
 def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
     lines = prologue(program, names)
+    # A TMA store needs a 16-byte aligned address (an output the launcher allocates always has one): a caller's
+    # output that has none is written through an aligned copy of it (what no kernel writes stays as it was),
+    # copied back after the launches.
+    given = {}
+    for t in dict.fromkeys(t for k in program.kernels for t, _ in descriptors(k)
+                           if next(a for a in k.tensors if a.name == t).role == "output"):
+        x = names.tensor(t)
+        given[x] = free_name(f"{x}_given", names.taken)
+        names.taken.add(given[x])
+        lines.append(f"{given[x]} = None")
+        lines.append(f"if {x}.data_ptr() % 16 != 0:  # stored through a TMA descriptor: an aligned copy")
+        lines.append(f"    {given[x]}, {x} = {x}, {x}.clone()")
     sizes = _Frame([], {}, {}, names.variables)  # the launcher's run-time sizes (loop variables never occur)
     for pad, kernel, host_vars in host_loops(program, names, lines):
         grid = [1, 1, 1]
@@ -540,8 +613,16 @@ def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
             grid[0], grid[1] = f"{grid[0]} * {grid[1]}", 1
         grid_code = "(" + ", ".join(str(g) for g in grid[: max(used, 1)]) + ",)"
         args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.sizes] + host_vars
-        lines.append(f"{pad}{names.kernel(kernel.name)}[{grid_code}]({', '.join(args)}{', ' if args else ''}"
-                     f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages})")
+        options = f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages})"
+        made = [_descriptor_code(program, kernel, t, box, names) for t, box in descriptors(kernel)]
+        if made:  # one argument a line: the descriptors are long
+            lines.append(f"{pad}{names.kernel(kernel.name)}[{grid_code}](")
+            lines += [f"{pad}    {arg}," for arg in [", ".join(args)] + made] + [f"{pad}    {options}"]
+            continue
+        lines.append(f"{pad}{names.kernel(kernel.name)}[{grid_code}]({', '.join(args)}{', ' if args else ''}{options}")
+    for x, copy in given.items():
+        lines.append(f"if {copy} is not None:")
+        lines.append(f"    {x} = {copy}.copy_({x})")
     return lines + epilogue(program, names)
 
 

@@ -87,13 +87,14 @@ def checked_memory():
     executor = interpreter.GridExecutor
     saved = (builder.create_masked_load, builder.create_masked_store, executor.__call__)
 
-    def load(self, ptrs, mask, other, *args):
+    # (TMA descriptor loads and stores reach these too, with the lanes inside the tensor: keywords then)
+    def load(self, ptrs, mask, other, *args, **kwargs):
         _check("load", ptrs.data, mask.data, _get_itemsize(interpreter, ptrs))
-        return saved[0](self, ptrs, mask, other, *args)
+        return saved[0](self, ptrs, mask, other, *args, **kwargs)
 
-    def store(self, ptrs, value, mask, *args):
+    def store(self, ptrs, value, mask, *args, **kwargs):
         _check("store", ptrs.data, mask.data, np.asarray(value.data).itemsize)
-        return saved[1](self, ptrs, value, mask, *args)
+        return saved[1](self, ptrs, value, mask, *args, **kwargs)
 
     def launch(self, *args, **kwargs):
         names = inspect.getfullargspec(self.fn).args

@@ -76,6 +76,9 @@ class Load:
     # The mask excludes only lanes outside the tensor (trivially so without a mask): a copy clipped at the
     # tensor's edges, zero-filling the rest, reads exactly these lanes.  Decided with isl by the lowering.
     mask_is_bounds: bool = False
+    # Triton: read through a TMA tensor descriptor whose box is this many elements per tensor dimension, at the
+    # tile's offsets, instead of pointers (compiler/lower/passes/tma.py); (): pointers.  Other backends ignore it.
+    box: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -243,6 +246,9 @@ class Compute(_Value):
     # a store's mask comparisons that exclude lanes inside the tensor, which a copy clipped at the tensor's edges
     # would write (compiler/lower/passes/store_masks.py); () none, None not decided yet
     unclipped: Optional[tuple] = None
+    # Triton: store through a TMA tensor descriptor of this box (elements per tensor dimension, in the order of
+    # `lhs`) instead of pointers (compiler/lower/passes/tma.py); (): pointers.  Other backends ignore it.
+    store_box: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -308,6 +314,7 @@ class AccFinish(_Value):
     # (placement.product_form: exact for a power of two; other factors only under `combine reassoc`)
     scale: float = 1.0
     unclipped: Optional[tuple] = None  # as in Compute
+    store_box: tuple = ()  # as in Compute
 
 
 @dataclass(frozen=True)

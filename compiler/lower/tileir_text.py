@@ -138,10 +138,14 @@ def _ops(ops, depth: int) -> list[str]:
 
 
 def _unclipped(op, pad: str) -> list[str]:
-    """The store's mask comparisons that a copy clipped at the tensor's edges does not enforce, if any."""
-    if not op.unclipped:
-        return []
-    return [f"{pad}{_INDENT}store mask inside {op.stmt}: {' and '.join(expr_text(a) for a in op.unclipped)}"]
+    """The store's mask comparisons that a copy clipped at the tensor's edges does not enforce, if any; the
+    descriptor it stores through, if any."""
+    lines = []
+    if op.unclipped:
+        lines.append(f"{pad}{_INDENT}store mask inside {op.stmt}: {' and '.join(expr_text(a) for a in op.unclipped)}")
+    if op.store_box:
+        lines.append(f"{pad}{_INDENT}store via descriptor [{', '.join(map(str, op.store_box))}]")
+    return lines
 
 
 def _flags(**flags) -> str:
@@ -174,7 +178,8 @@ def expr_text(e) -> str:
     if isinstance(e, Load):
         bounds = " (the tensor's bounds)" if e.mask_is_bounds else ""
         mask = "" if e.mask is None else f" if {expr_text(e.mask)}{bounds} else {e.other!r}"
-        return f"{e.tensor}[{', '.join(expr_text(x) for x in e.indices)}{mask}]"
+        box = f" via descriptor [{', '.join(map(str, e.box))}]" if e.box else ""
+        return f"{e.tensor}[{', '.join(expr_text(x) for x in e.indices)}{mask}]{box}"
     if isinstance(e, Reg):
         return f"reg {e.stmt}{list(e.axes)}"
     if isinstance(e, Preloaded):

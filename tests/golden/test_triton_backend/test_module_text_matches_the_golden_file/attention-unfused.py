@@ -26,7 +26,7 @@
 import os
 
 import torch
-import triton
+import triton.tools.tensor_descriptor  # triton, and the TMA descriptors the launcher makes
 import triton.language as tl
 from triton.language.extra import libdevice
 
@@ -130,7 +130,7 @@ def _maximum_nan(a, b):
 
 
 @triton.jit
-def attention_0(S, Q, K, INTERPRET: tl.constexpr):
+def attention_0(S, Q, K, Q_desc: "tensordesc<bf16[64, 128]>", K_desc: "tensordesc<bf16[64, 128]>", INTERPRET: tl.constexpr):
     # statements S
     io = tl.program_id(0)  # grid.x
     jo = tl.program_id(1)  # grid.y
@@ -141,10 +141,10 @@ def attention_0(S, Q, K, INTERPRET: tl.constexpr):
     Sp_i = (64 * io) + tl.arange(0, 64)
     Sp_j = (64 * jo) + tl.arange(0, 64)
     Sp_d = 0 + tl.arange(0, 128)
-    t_Q_1 = tl.load(Q + Sp_i[:, None] * 128 + Sp_d[None, :])
+    t_Q_1 = Q_desc.load([(64 * io), 0])
     if INTERPRET:
         t_Q_1 = t_Q_1.to(tl.float32)
-    t_K_2 = tl.load(K + Sp_j[None, :] * 128 + Sp_d[:, None])
+    t_K_2 = K_desc.load([(64 * jo), 0]).T
     if INTERPRET:
         t_K_2 = t_K_2.to(tl.float32)
     acc_S = tl.dot(t_Q_1, t_K_2, acc_S)
@@ -202,7 +202,7 @@ def attention_3(l, P, INTERPRET: tl.constexpr):
 
 
 @triton.jit
-def attention_4(U, P, V, INTERPRET: tl.constexpr):
+def attention_4(U, P, V, V_desc: "tensordesc<bf16[64, 128]>", INTERPRET: tl.constexpr):
     # statements U
     uo = tl.program_id(0)  # grid.x
     # U[i, c]: f32 = sum(j) P[i, j] * V[j, c] accum f32
@@ -215,7 +215,7 @@ def attention_4(U, P, V, INTERPRET: tl.constexpr):
         Up_c = 0 + tl.arange(0, 128)
         Up_j = (64 * ko) + tl.arange(0, 64)
         t_P_1 = tl.load(P + Up_i[:, None] * 8192 + Up_j[None, :], mask=(Up_i[:, None] >= Up_j[None, :]), other=0.0)
-        t_V_2 = tl.load(V + Up_j[:, None] * 128 + Up_c[None, :])
+        t_V_2 = V_desc.load([(64 * ko), 0])
         t_V_2 = t_V_2.to(tl.float32)  # operands of different dtypes meet in f32
         acc_U = tl.dot(t_P_1, t_V_2, acc_U, input_precision="ieee")
     # U: the reduction is complete; round to f32 as the store would (stored)
@@ -269,11 +269,18 @@ def attention(Q, K, V, O=None):
     P = torch.empty((8192, 8192), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     l = torch.empty((8192,), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     U = torch.empty((8192, 128), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
-    attention_0[((128), (128),)](S, Q, K, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+    attention_0[((128), (128),)](
+        S, Q, K,
+        triton.tools.tensor_descriptor.TensorDescriptor(Q if Q.data_ptr() % 16 == 0 else Q.clone(), [8192, 128], [128, 1], [64, 128]),
+        triton.tools.tensor_descriptor.TensorDescriptor(K if K.data_ptr() % 16 == 0 else K.clone(), [8192, 128], [128, 1], [64, 128]),
+        INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
     attention_1[((8192),)](m, S, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
     attention_2[((128), (128),)](P, S, m, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
     attention_3[((8192),)](l, P, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    attention_4[((128),)](U, P, V, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+    attention_4[((128),)](
+        U, P, V,
+        triton.tools.tensor_descriptor.TensorDescriptor(V if V.data_ptr() % 16 == 0 else V.clone(), [8192, 128], [128, 1], [64, 128]),
+        INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
     attention_5[((8192),)](O, U, l, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
     return O
 

@@ -17,7 +17,7 @@
 import os
 
 import torch
-import triton
+import triton.tools.tensor_descriptor  # triton, and the TMA descriptors the launcher makes
 import triton.language as tl
 from triton.language.extra import libdevice
 
@@ -121,7 +121,7 @@ def _maximum_nan(a, b):
 
 
 @triton.jit
-def gemm_0(C, A, B, INTERPRET: tl.constexpr):
+def gemm_0(C, A, B, A_desc: "tensordesc<bf16[128, 64]>", B_desc: "tensordesc<bf16[64, 128]>", C_desc: "tensordesc<fp32[128, 128]>", INTERPRET: tl.constexpr):
     # statements C
     io = tl.program_id(0)  # grid.x
     jo = tl.program_id(1)  # grid.y
@@ -134,18 +134,16 @@ def gemm_0(C, A, B, INTERPRET: tl.constexpr):
         Cp_i = (128 * io) + tl.arange(0, 128)
         Cp_j = (128 * jo) + tl.arange(0, 128)
         Cp_k = (64 * ko) + tl.arange(0, 64)
-        t_A_1 = tl.load(A + Cp_i[:, None] * 4096 + Cp_k[None, :])
+        t_A_1 = A_desc.load([(128 * io), (64 * ko)])
         if INTERPRET:
             t_A_1 = t_A_1.to(tl.float32)
-        t_B_2 = tl.load(B + Cp_k[:, None] * 4096 + Cp_j[None, :])
+        t_B_2 = B_desc.load([(64 * ko), (128 * jo)])
         if INTERPRET:
             t_B_2 = t_B_2.to(tl.float32)
         acc_C = tl.dot(t_A_1, t_B_2, acc_C)
     # C: the reduction is complete; round to f32 as the store would (stored)
     v_C = acc_C
-    C_i = (128 * io) + tl.arange(0, 128)
-    C_j = (128 * jo) + tl.arange(0, 128)
-    tl.store(C + C_i[:, None] * 4096 + C_j[None, :], v_C.to(tl.float32))
+    C_desc.store([(128 * io), (128 * jo)], v_C.to(tl.float32))
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
@@ -175,6 +173,16 @@ def gemm(A, B, C=None):
         raise ValueError("gemm: output C must be contiguous")
     else:
         _check(C, "C", "f32", (4096, 4096))
-    gemm_0[((32), (32),)](C, A, B, INTERPRET=_INTERPRET, num_warps=4, num_stages=3)
+    C_given = None
+    if C.data_ptr() % 16 != 0:  # stored through a TMA descriptor: an aligned copy
+        C_given, C = C, C.clone()
+    gemm_0[((32), (32),)](
+        C, A, B,
+        triton.tools.tensor_descriptor.TensorDescriptor(A if A.data_ptr() % 16 == 0 else A.clone(), [4096, 4096], [4096, 1], [128, 64]),
+        triton.tools.tensor_descriptor.TensorDescriptor(B if B.data_ptr() % 16 == 0 else B.clone(), [4096, 4096], [4096, 1], [64, 128]),
+        triton.tools.tensor_descriptor.TensorDescriptor(C, [4096, 4096], [4096, 1], [128, 128]),
+        INTERPRET=_INTERPRET, num_warps=4, num_stages=3)
+    if C_given is not None:
+        C = C_given.copy_(C)
     return C
 

@@ -20,7 +20,7 @@
 import os
 
 import torch
-import triton
+import triton.tools.tensor_descriptor  # triton, and the TMA descriptors the launcher makes
 import triton.language as tl
 from triton.language.extra import libdevice
 
@@ -124,7 +124,7 @@ def _maximum_nan(a, b):
 
 
 @triton.jit
-def gemm_silu_0(A, W, Y, INTERPRET: tl.constexpr):
+def gemm_silu_0(A, W, Y, A_desc: "tensordesc<bf16[128, 64]>", W_desc: "tensordesc<bf16[64, 256]>", Y_desc: "tensordesc<bf16[128, 256]>", INTERPRET: tl.constexpr):
     # statements C, Y
     io = tl.program_id(0)  # grid.x
     jo = tl.program_id(1)  # grid.y
@@ -137,10 +137,10 @@ def gemm_silu_0(A, W, Y, INTERPRET: tl.constexpr):
         Cp_i = (128 * io) + tl.arange(0, 128)
         Cp_j = (256 * jo) + tl.arange(0, 256)
         Cp_k = (64 * ko) + tl.arange(0, 64)
-        t_A_1 = tl.load(A + Cp_i[:, None] * 4096 + Cp_k[None, :])
+        t_A_1 = A_desc.load([(128 * io), (64 * ko)])
         if INTERPRET:
             t_A_1 = t_A_1.to(tl.float32)
-        t_W_2 = tl.load(W + Cp_k[:, None] * 12288 + Cp_j[None, :])
+        t_W_2 = W_desc.load([(64 * ko), (256 * jo)])
         if INTERPRET:
             t_W_2 = t_W_2.to(tl.float32)
         acc_C = tl.dot(t_A_1, t_W_2, acc_C)
@@ -150,7 +150,7 @@ def gemm_silu_0(A, W, Y, INTERPRET: tl.constexpr):
     Y_i = (128 * io) + tl.arange(0, 128)
     Y_j = (256 * jo) + tl.arange(0, 256)
     v_Y = _round_bf16((v_C * tl.div_rn(1.0, (1.0 + tl.exp((-v_C))))), INTERPRET)
-    tl.store(Y + Y_i[:, None] * 12288 + Y_j[None, :], v_Y.to(tl.bfloat16))
+    Y_desc.store([(128 * io), (256 * jo)], v_Y.to(tl.bfloat16))
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
@@ -180,6 +180,16 @@ def gemm_silu(A, W, Y=None):
         raise ValueError("gemm_silu: output Y must be contiguous")
     else:
         _check(Y, "Y", "bf16", (1024, 12288))
-    gemm_silu_0[((8), (48),)](A, W, Y, INTERPRET=_INTERPRET, num_warps=8, num_stages=3)
+    Y_given = None
+    if Y.data_ptr() % 16 != 0:  # stored through a TMA descriptor: an aligned copy
+        Y_given, Y = Y, Y.clone()
+    gemm_silu_0[((8), (48),)](
+        A, W, Y,
+        triton.tools.tensor_descriptor.TensorDescriptor(A if A.data_ptr() % 16 == 0 else A.clone(), [1024, 4096], [4096, 1], [128, 64]),
+        triton.tools.tensor_descriptor.TensorDescriptor(W if W.data_ptr() % 16 == 0 else W.clone(), [4096, 12288], [12288, 1], [64, 256]),
+        triton.tools.tensor_descriptor.TensorDescriptor(Y, [1024, 12288], [12288, 1], [128, 256]),
+        INTERPRET=_INTERPRET, num_warps=8, num_stages=3)
+    if Y_given is not None:
+        Y = Y_given.copy_(Y)
     return Y
 

@@ -19,7 +19,7 @@
 import os
 
 import torch
-import triton
+import triton.tools.tensor_descriptor  # triton, and the TMA descriptors the launcher makes
 import triton.language as tl
 from triton.language.extra import libdevice
 
@@ -151,7 +151,7 @@ def quant_gemm_1(Aq, A, amax, INTERPRET: tl.constexpr):
 
 
 @triton.jit
-def quant_gemm_2(Aq, W, Out, amax, INTERPRET: tl.constexpr):
+def quant_gemm_2(Aq, W, Out, amax, Out_desc: "tensordesc<fp16[128, 128]>", INTERPRET: tl.constexpr):
     # statements P, Out
     io = tl.program_id(0)  # grid.x
     jo = tl.program_id(1)  # grid.y
@@ -177,7 +177,7 @@ def quant_gemm_2(Aq, W, Out, amax, INTERPRET: tl.constexpr):
     Out_i = (128 * io) + tl.arange(0, 128)
     Out_j = (128 * jo) + tl.arange(0, 128)
     v_Out = (tl.div_rn((v_P * tl.load(amax + Out_i[:, None]).to(tl.float32)), 448.0)).to(tl.float16).to(tl.float32)
-    tl.store(Out + Out_i[:, None] * 1536 + Out_j[None, :], v_Out.to(tl.float16))
+    Out_desc.store([(128 * io), (128 * jo)], v_Out.to(tl.float16))
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
@@ -209,8 +209,16 @@ def quant_gemm(A, W, Out=None):
         _check(Out, "Out", "f16", (4096, 1536))
     amax = torch.empty((4096,), dtype=_TORCH_DTYPES["f32"], device=A.device)  # intermediate between launches
     Aq = torch.empty((4096, 4096), dtype=_TORCH_DTYPES["f8e4m3"], device=A.device)  # intermediate between launches
+    Out_given = None
+    if Out.data_ptr() % 16 != 0:  # stored through a TMA descriptor: an aligned copy
+        Out_given, Out = Out, Out.clone()
     quant_gemm_0[((4096),)](amax, A, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
     quant_gemm_1[((4096),)](Aq, A, amax, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    quant_gemm_2[((32), (12),)](Aq, W, Out, amax, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+    quant_gemm_2[((32), (12),)](
+        Aq, W, Out, amax,
+        triton.tools.tensor_descriptor.TensorDescriptor(Out, [4096, 1536], [1536, 1], [128, 128]),
+        INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+    if Out_given is not None:
+        Out = Out_given.copy_(Out)
     return Out
 

@@ -1,0 +1,144 @@
+"""Triton: which product operand loads and which tile stores go through TMA tensor descriptors.
+
+On Hopper a tile can be copied between global and shared memory by the tensor memory accelerator (TMA) instead
+of by every thread's pointer loads: Triton's `desc.load([offsets])` / `desc.store([offsets], value)` on a
+`TensorDescriptor` the launcher makes (a tensor's base, shape, strides and the box one copy moves).  The copy
+clips at the tensor's edges and fills what lies outside with zeros, so it can stand for a load or store exactly
+when its mask is the tensor's bounds and nothing else.  On the H200 the generated GEMM of
+benchmarks/programs/gemm_bf16.tdsl gains 1.4-2.9 % (benchmarks/RESULTS.md, "TMA tensor descriptors for the
+GEMM"); descriptors made in the kernel instead (`tl.make_tensor_descriptor`) lost 2-8 % there.
+
+    program = mark_descriptors(program)   # Load.box, Compute.store_box / AccFinish.store_box
+
+A load gets a box when it is a product operand (a `Load` of a `Dot`; hoisted operands stay pointer loads),
+reads a 2-D tile of a 2-D input whose indices are the tile's two iterators (in either order: a transposed
+operand is read as stored and transposed in registers), its mask is only the tensor's bounds
+(`Load.mask_is_bounds`) with zero outside, and the tensor is one TMA can describe (`_describable`).  A store
+gets one when it writes a 2-D tile of an output at the tile's two iterators, its mask excludes no element
+inside the tensor (`unclipped == ()`, compiler/lower/passes/store_masks.py), the kernel does not also read
+that output (a TMA store is not ordered with the same program's pointer loads), and the output is describable.
+
+What is describable (the TMA's rules, checked here on constant sizes; a run-time size keeps pointers): a
+storage dtype of 2 or 4 bytes (bf16, f16, f32; E4M3 keeps its software paths under the interpreter), the
+tensor's own layout (not folded, not stored in another array), the innermost dimension contiguous and every
+other stride a multiple of 16 bytes, every box dimension at most 256 elements and the box's innermost
+dimension at least 16 bytes.  The launcher makes each descriptor per call, from the tensor it passes anyway
+(an input whose address is not 16-byte aligned is copied first; an unaligned output is refused there).
+
+Every other backend, and the interpreter, ignore the fields: they only mean something to the Triton printer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.passes.store_masks import tensor_dims
+from tdsl.compiler.model.dtypes import BYTES
+
+BOX_MAX = 256  # elements per box dimension (cuTensorMapEncodeTiled's boxDim)
+BARRIER_BYTES = 8  # one mbarrier per pipeline stage: the stage's TMA copies signal it (Triton's pipeliner)
+ALIGN = 16  # bytes: global strides, the box's innermost extent
+DTYPES = ("bf16", "f16", "f32")
+
+
+def mark_descriptors(program: T.TileProgram) -> T.TileProgram:
+    """Every product operand load and tile store a TMA descriptor can make, with its box."""
+    kernels = []
+    for kernel in program.kernels:
+        args = {t.name: t for t in kernel.tensors}
+        held = {t.stored_in for t in program.outputs if t.stored_in}  # inputs an output is written into
+        dims = {t.name: tensor_dims(program, t) for t in kernel.tensors}
+        read = {e.tensor for op in T.walk_ops(kernel.body) for e in _loads(op)}
+
+        def describable(name: str) -> bool:
+            t = args[name]
+            return (t.dtype in DTYPES and not t.fold and t.stored_in is None and name not in held
+                    and len(dims[name]) >= 2 and all(isinstance(d, int) and d > 0 for d in dims[name])
+                    and all(_stride(dims[name], d) * BYTES[t.dtype] % ALIGN == 0
+                            for d in range(len(dims[name]) - 1)))
+
+        def mark(op):
+            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+                i, j, k = (a.iter for a in op.tile.axes)
+                sizes = {a.iter: a.size for a in op.tile.axes}
+                dot = op.partial
+                lhs = _operand(dot.lhs, (i, k), sizes, args, describable)
+                rhs = _operand(dot.rhs, (k, j), sizes, args, describable)
+                return dataclasses.replace(op, partial=dataclasses.replace(dot, lhs=lhs, rhs=rhs))
+            if isinstance(op, (T.Compute, T.AccFinish)) and op.store:
+                box = _store_box(op, args, describable, read)
+                return dataclasses.replace(op, store_box=box) if box else op
+            return op
+
+        kernels.append(dataclasses.replace(kernel, body=T.map_ops(kernel.body, mark)))
+    return dataclasses.replace(program, kernels=kernels)
+
+
+def barrier_bytes(kernel: T.TileKernel) -> int:
+    """The shared memory a kernel's TMA operand copies add to its planned buffers: one mbarrier per stage.  The
+    buffer plan (compiler/analysis/buffer_plan.py) does not count them: a schedule within 8 bytes a stage of the
+    shared memory would pass its check and fail Triton's (measured: tests/backends/triton/test_triton_backend.py)."""
+    loads = any(isinstance(e, T.Load) and e.box for op in T.walk_ops(kernel.body)
+                if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot) for e in (op.partial.lhs, op.partial.rhs))
+    return BARRIER_BYTES * kernel.num_stages if loads else 0
+
+
+def _operand(load, axes: tuple, sizes: dict, args: dict, describable) -> T.Expr:
+    """The operand, a Load with its box where a descriptor can read it."""
+    if not (isinstance(load, T.Load) and load.tensor in args and args[load.tensor].role == "input"):
+        return load
+    if load.mask is not None and not (load.mask_is_bounds and load.other == 0.0):
+        return load
+    iters = [ix.name if isinstance(ix, T.Var) else None for ix in load.indices]
+    if len(iters) != 2 or sorted(iters, key=str) != sorted(axes) or not describable(load.tensor):
+        return load
+    box = tuple(sizes[it] for it in iters)
+    return dataclasses.replace(load, box=box) if _box_fits(box, args[load.tensor].dtype) else load
+
+
+def _store_box(op, args: dict, describable, read: set) -> tuple:
+    """The box of a tile store a descriptor can make, or ()."""
+    t = args.get(op.stmt)
+    if t is None or t.role != "output" or op.stmt in read or op.unclipped != () or op.dtype != t.dtype:
+        return ()
+    sizes = {a.iter: a.size for a in op.tile.axes}
+    if len(op.lhs) != 2 or len(sizes) != 2 or sorted(op.lhs) != sorted(sizes) or not describable(op.stmt):
+        return ()
+    box = tuple(sizes[it] for it in op.lhs)
+    return box if _box_fits(box, t.dtype) else ()
+
+
+def _box_fits(box: tuple, dtype: str) -> bool:
+    return all(b <= BOX_MAX for b in box) and box[-1] * BYTES[dtype] >= ALIGN
+
+
+def _stride(dims: list, d: int) -> int:
+    """Elements between neighbours along dimension d of a row-major array of extents `dims`."""
+    stride = 1
+    for extent in dims[d + 1:]:
+        stride *= extent
+    return stride
+
+
+def _loads(op) -> list:
+    """The Loads an op reads through (a product's operands, values, preloads)."""
+    out = []
+
+    def visit(e):
+        if isinstance(e, T.Load):
+            out.append(e)
+        elif isinstance(e, T.Dot):
+            visit(e.lhs)
+            visit(e.rhs)
+        elif isinstance(e, T.Select):
+            visit(e.cond)
+            visit(e.then)
+            visit(e.other)
+        else:
+            for x in T.value_operands(e):
+                visit(x)
+
+    for e in T.op_expressions(op):
+        visit(e)
+    return out
