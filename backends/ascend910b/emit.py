@@ -249,6 +249,8 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         if self.kernel.grid_group > 1:
             self.emit(f"# launch group={self.kernel.grid_group}: no block order to set on the 910B (the runtime "
                       f"hands blocks to the AI cores)")
+        if self.kernel.persistent:
+            self.emit("# launch persistent=true: one block per tile (the runtime hands blocks to the AI cores)")
         for n, var in enumerate(vars_):
             inner = " * ".join(exts[n + 1:])
             q = (f"{cid} // {inner}" if inner.isdigit() or inner.isidentifier() else f"{cid} // ({inner})") if inner else cid

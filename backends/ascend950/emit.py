@@ -157,6 +157,8 @@ class Ascend950Printer(KernelPrinter):
         if self.kernel.grid_group > 1:
             self.emit(f"# launch group={self.kernel.grid_group}: no block order to set on the 950 (the runtime "
                       f"hands blocks to the AI cores)")
+        if self.kernel.persistent:
+            self.emit("# launch persistent=true: one block per tile (the runtime hands blocks to the AI cores)")
 
     def acc_alloc(self, op, shape) -> str:
         if op.on_matrix:

@@ -38,6 +38,7 @@ def emit_module(program: T.TileProgram, **common) -> str:
     kernels = [_KernelPrinter(program, k, names).render() for k in program.kernels]
     return module_text(TEMPLATES, program, names, kernels, **common,
                        tensor_descriptors=any(descriptors(k) for k in program.kernels),
+                       persistent=any(k.persistent for k in program.kernels),
                        **launcher_fields(program, names, _launcher(program, names)))
 
 
@@ -202,23 +203,54 @@ class _KernelPrinter(PrinterBase):
     def _grid_pids(self) -> dict:
         """Each grid axis's program index: tl.program_id, or for a kernel launched in groups (`launch(group=G)`:
         TileKernel.grid_group) the x and y indices of the grouped order, decoded from one linear index (the
-        launcher starts x * y programs on axis 0)."""
+        launcher starts x * y programs on axis 0).  A persistent kernel (`TileKernel.persistent`) walks the
+        linear indices of all its programs, a stride of the launched programs' count apart, and decodes each
+        the same way (x fastest, then y, then z)."""
         pids = {axis.axis: f"tl.program_id({GRID_AXES[axis.axis]})" for axis in self.kernel.grid}
         group = self.kernel.grid_group
-        if group == 1:
-            return pids
         extent = {axis.axis: " * ".join(f"({index_code(simplify(e), self.top)})" for e in axis.extents)
                   for axis in self.kernel.grid}
+        if self.kernel.persistent:
+            return self._persistent_walk(extent, group)
+        if group == 1:
+            return pids
+        return {**pids, **self._grouped("tl.program_id(0)", extent, group)}
+
+    def _persistent_walk(self, extent: dict, group: int) -> dict:
+        """`for tile in tl.range(pid, programs, launched, flatten=True):` around the kernel's body (the depth stays
+        one deeper), and each axis's index of that program."""
+        tile = self.locals.local(("persistent", "tile"), "tile")
+        total = " * ".join(extent[a] for a in ("x", "y", "z") if a in extent)
+        self.emit("# one program per multiprocessor walks the programs of the grid (launch persistent=true)")
+        self.emit(f"for {tile} in tl.range(tl.program_id(0), {total}, tl.num_programs(0), flatten=True):")
+        self.depth += 1
+        pids, rest = {}, tile
+        if group > 1:  # the grouped order within each z
+            if "z" not in extent:
+                return self._grouped(tile, extent, group)
+            xy = self.locals.local(("persistent", "xy"), "tile_xy")
+            self.emit(f"{xy} = {tile} % ({extent['x']} * {extent['y']})")
+            return {**self._grouped(xy, extent, group), "z": f"({tile} // ({extent['x']} * {extent['y']}))"}
+        for axis in ("x", "y", "z"):
+            if axis not in extent:
+                continue
+            last = axis == max(extent, key="xyz".index)
+            pids[axis] = rest if last else f"({rest} % {extent[axis]})"
+            rest = f"({rest} // {extent[axis]})"
+        return pids
+
+    def _grouped(self, pid_code: str, extent: dict, group: int) -> dict:
+        """The x and y indices of linear index `pid_code` in the grouped order (`launch(group=G)`)."""
         pid, width, first, rows, x, y = (self.locals.local(("grouped order", n), n)
                                          for n in ("pid", "group_width", "group_first", "group_rows", "pid_x", "pid_y"))
         self.emit(f"# programs start in groups of {group} along grid.x, grid.y sweeping each group (launch group=)")
-        self.emit(f"{pid} = tl.program_id(0)")
+        self.emit(f"{pid} = {pid_code}")
         self.emit(f"{width} = {group} * {extent['y']}")
         self.emit(f"{first} = ({pid} // {width}) * {group}")
         self.emit(f"{rows} = tl.minimum({extent['x']} - {first}, {group})")
         self.emit(f"{x} = {first} + ({pid} % {width}) % {rows}")
         self.emit(f"{y} = ({pid} % {width}) // {rows}")
-        return {**pids, "x": x, "y": y}
+        return {"x": x, "y": y}
 
     # ------------------------------------------------------------ ops
 
@@ -612,6 +644,9 @@ def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
         if kernel.grid_group > 1:  # x * y programs on axis 0, in the grouped order the kernel decodes
             grid[0], grid[1] = f"{grid[0]} * {grid[1]}", 1
         grid_code = "(" + ", ".join(str(g) for g in grid[: max(used, 1)]) + ",)"
+        if kernel.persistent:  # one program per multiprocessor (at most one per tile), each walking the tiles
+            total = " * ".join(f"({g})" for g in grid if g != 1) or "1"
+            grid_code = f"(min({total}, _programs({names.tensor(kernel.tensors[0].name)})),)"
         args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.sizes] + host_vars
         options = f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages})"
         made = [_descriptor_code(program, kernel, t, box, names) for t, box in descriptors(kernel)]

@@ -166,6 +166,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
             body=ops,
             num_warps=self._warps(),
             grid_group=self._grid_group(grid),
+            persistent=bool(isinstance(self.root, Loop) and self.root.persistent and grid),
             num_stages=max(stages) if stages else 2,
             comment=f"statements {', '.join(stmts)}",
             buffers=[_buffer_decl(b) for b in self.planned if not self._is_serial_at(b.at)],

@@ -423,6 +423,9 @@ class TileKernel(_Value):
     # programs start in groups of this many grid.x values, grid.y sweeping within a group (`launch(group=)`); 1: in
     # the order of their linear index (x fastest)
     grid_group: int = 1
+    # one program per multiprocessor walks the grid's programs in order, a stride of the programs' count apart
+    # (`launch(persistent=true)`); the launcher picks the count (Triton; the other backends launch one per program)
+    persistent: bool = False
     comment: str = ""  # the statements and schedule steps this kernel comes from
     buffers: list[BufferDecl] = field(default_factory=list)  # planned buffers not owned by a SerialLoop
     # Ascend 910B: each of an AI core's two vector cores takes this many rows of every vector tile (the

@@ -56,6 +56,7 @@ def program_text(program: TileProgram) -> str:
 def kernel_lines(k: TileKernel) -> list[str]:
     split = f" vector_rows={k.vector_rows}" if k.vector_rows else ""
     group = f" group={k.grid_group}" if k.grid_group > 1 else ""
+    group += " persistent" if k.persistent else ""
     lines = [f"kernel {k.name}  warps={k.num_warps} stages={k.num_stages}{group}{split}  # {k.comment}"]
     for h in k.host:
         lines.append(f"{_INDENT}host loop {h.var} in [{expr_text(h.lower)}, {expr_text(h.upper)})")

@@ -74,6 +74,8 @@ def _arg_text(value) -> str:
         return f"{value.stmt}.{value.loop}" if value.stmt else value.loop
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_arg_text(v) for v in value) + "]"
+    if isinstance(value, bool):  # as a schedule block writes it
+        return "true" if value else "false"
     return str(value)
 
 

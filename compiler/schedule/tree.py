@@ -37,6 +37,7 @@ class Loop:
     warps: Optional[int] = None  # launch configuration of the kernel this loop nest is (set on its top loop)
     host: bool = False  # run by the launcher on the host: each iteration launches the kernels of its body (`host`)
     group: Optional[int] = None  # launch order of the kernel's programs: grid.x in groups of this many (`launch`)
+    persistent: bool = False  # one program per multiprocessor walks the kernel's tiles (`launch persistent=true`)
 
     @property
     def n_dims(self) -> int:
@@ -78,7 +79,7 @@ class Tree:
             if isinstance(node, Leaf):
                 return Leaf(node.stmt)
             new = Loop(node.name, {s: list(d) for s, d in node.exprs.items()}, [dup(c) for c in node.body],
-                       node.kind, node.pipeline, node.bind, node.warps, node.host, node.group)
+                       node.kind, node.pipeline, node.bind, node.warps, node.host, node.group, node.persistent)
             memo[id(node)] = new
             return new
 

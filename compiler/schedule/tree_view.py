@@ -124,6 +124,8 @@ def loop_marks(loop: Loop) -> list[str]:
         marks.append(f"pipeline {loop.name} stages={loop.pipeline}")
     if loop.group:
         marks.append(f"launch group={loop.group} (programs start in groups of {loop.group} along grid.x)")
+    if loop.persistent:
+        marks.append("launch persistent (one program per multiprocessor walks the tiles)")
     return marks
 
 

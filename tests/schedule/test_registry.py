@@ -62,7 +62,7 @@ USAGE = {
     "store_in": "store_in(TENSOR, TENSOR)",
     "pipeline": "pipeline(STMT.LOOP, stages=N)",
     "bind": "bind(STMT.LOOP, grid.x)",
-    "launch": "launch(STMT, warps=N[, group=N])",
+    "launch": "launch(STMT, warps=N[, group=N][, persistent=true])",
     "host": "host(STMT.LOOP)",
     "rfactor": "rfactor(STMT.LOOP[, segments=N][, dtype=DTYPE])",
     "online": "online(STMT)",
@@ -88,7 +88,7 @@ SIGNATURES = {
     "store_in": "(self, output, array)",
     "pipeline": "(self, loop, stages=2)",
     "bind": "(self, loop, axis)",
-    "launch": "(self, stmt, warps=4, group=1)",
+    "launch": "(self, stmt, warps=4, group=1, persistent=False)",
     "host": "(self, loop)",
     "rfactor": "(self, loop, segments=None, dtype=None)",
     "online": "(self, stmt)",
@@ -99,7 +99,7 @@ KEYWORDS = {
     "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "distribute": set(), "skew": {"by", "factor"},
     "shift": {"offset"}, "reverse": set(), "compute_at": {"at"}, "recompute_at": {"at"},
     "reverse_compute_at": {"at"}, "compute_inline": {"round"}, "cache_read": {"at", "scope", "dtype"},
-    "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "store_in": set(), "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps", "group"},
+    "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "store_in": set(), "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps", "group", "persistent"},
     "host": set(), "rfactor": {"segments", "dtype"}, "online": set(),
 }
 MAKE_LOOPS = {"split", "tile", "fuse", "skew"}

@@ -200,6 +200,15 @@ def _buffer_users(state: State, buf, under: set, leaves: set) -> list[str]:
     return users
 
 
+def flag(primitive: str, name: str, value) -> bool:
+    """A true / false option: a bool from Python, `true` / `false` from a schedule block."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ScheduleError(primitive, f"{name} must be true or false, got {value!r}")
+
+
 def positive_int(primitive: str, what: str, value) -> int:
     """A count or factor: an int from 1 to 2^31 - 1, the integers a schedule block can write (frontend/limits.py)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -30,7 +30,7 @@ from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.grids import on_grid
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import Access, KernelModel
-from tdsl.compiler.schedule.primitives.common import State, check_stmt
+from tdsl.compiler.schedule.primitives.common import State, check_stmt, flag
 from tdsl.compiler.legality.storage import check_storage_order
 from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import FLAG, STMT, arg, option, primitive
@@ -40,7 +40,7 @@ from tdsl.compiler.model.recurrences import self_reads
 @primitive(arg("stmt", STMT), option("round", FLAG, True, text="false", omit_default=True), rank=80)
 def compute_inline(state: State, stmt: str, round=True) -> None:
     stmt = check_stmt(state, "compute_inline", stmt)
-    keep = _flag("compute_inline", "round", round)
+    keep = flag("compute_inline", "round", round)
     model = state.model
     target = model.stmt(stmt)
     if target.is_reduction:
@@ -69,14 +69,6 @@ def compute_inline(state: State, stmt: str, round=True) -> None:
     if not keep and readers and not on_grid(model, target.value, target.dtype, target.iters):
         _rounding_removed(model, target, readers)  # with no reader, or a cast that changes nothing, nothing is lost
     check_dependences(state.model, state.deps, state.tree, "compute_inline")
-
-
-def _flag(primitive: str, name: str, value) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise ScheduleError(primitive, f"{name} must be true or false, got {value!r}")
 
 
 def _rounding_removed(model, target, readers) -> None:

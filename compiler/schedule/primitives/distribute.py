@@ -41,7 +41,8 @@ def distribute(state: State, loop: LoopLike) -> None:
     if any(buf.at is node for buf in state.tree.buffers):
         raise ScheduleError("distribute", f"loop {node.name} holds cache buffers; distribute before caching")
     parts = [_part(node, child) for child in node.body]
-    parts[0].warps, parts[0].group = node.warps, node.group  # the launch configuration stays with the first kernel's loop
+    # the launch configuration stays with the first kernel's loop
+    parts[0].warps, parts[0].group, parts[0].persistent = node.warps, node.group, node.persistent
     parent = state.tree.parent_body(node)
     at = parent.index(node)
     parent[at:at + 1] = parts

@@ -15,17 +15,27 @@ legal whenever binding was; it needs a kernel with loops bound to grid.x and
 grid.y.  Before / after, programs in start order for a 4 x 3 grid, group=2::
 
     (0,0) (1,0) (2,0) (3,0) (0,1) ...        (0,0) (1,0) (0,1) (1,1) (0,2) (1,2) (2,0) (3,0) ...
+
+``launch(C, warps=8, group=8, persistent=true)`` launches one program per
+multiprocessor (at most one per tile), each walking the tiles of the grid in
+that order, a stride of the programs' count apart: the kernel's programs are
+the same tiles, run in sequence by fewer programs, so this too is legal
+whenever binding was (it needs a loop bound to the grid).  Triton generates
+it (`tl.range(..., flatten=True)` over the tiles, on the H200 the faster
+GEMM: benchmarks/RESULTS.md); the other backends launch one program per tile
+and say so in a comment.
 """
 
 from __future__ import annotations
 
 from tdsl.compiler.errors import ScheduleError
-from tdsl.compiler.schedule.primitives.common import State, check_stmt, positive_int
-from tdsl.compiler.schedule.primitives.registry import INT, STMT, arg, option, primitive
+from tdsl.compiler.schedule.primitives.common import State, check_stmt, flag, positive_int
+from tdsl.compiler.schedule.primitives.registry import FLAG, INT, STMT, arg, option, primitive
 
 
-@primitive(arg("stmt", STMT), option("warps", INT, 4), option("group", INT, 1, omit_default=True), rank=130)
-def launch(state: State, stmt: str, warps: int = 4, group: int = 1) -> None:
+@primitive(arg("stmt", STMT), option("warps", INT, 4), option("group", INT, 1, omit_default=True),
+           option("persistent", FLAG, False, text="true", omit_default=True), rank=130)
+def launch(state: State, stmt: str, warps: int = 4, group: int = 1, persistent: bool = False) -> None:
     stmt = check_stmt(state, "launch", stmt)
     warps = positive_int("launch", "warps", warps)
     if warps & (warps - 1) or warps > 32:
@@ -43,3 +53,8 @@ def launch(state: State, stmt: str, warps: int = 4, group: int = 1) -> None:
                                           f"{stmt} binds {', '.join(sorted(f'grid.{a}' for a in axes)) or 'no loop'}; "
                                           f"bind loops to grid.x and grid.y first")
     path[0].group = group if group > 1 else None
+    persistent = flag("launch", "persistent", persistent)
+    if persistent and not any(loop.bind for loop in path):
+        raise ScheduleError("launch", f"persistent=true walks the programs of the kernel's grid, but the kernel of "
+                                      f"{stmt} binds no loop to the grid; bind one first")
+    path[0].persistent = persistent

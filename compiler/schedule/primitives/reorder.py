@@ -86,6 +86,7 @@ def _relink(state: State, old: list, new: list) -> None:
     if old[0] is not new[0]:  # the kernel's launch configuration belongs to the outermost loop
         new[0].warps, old[0].warps = old[0].warps, None
         new[0].group, old[0].group = old[0].group, None
+        new[0].persistent, old[0].persistent = old[0].persistent, False
     parent = state.tree.parent_body(old[0])
     parent[parent.index(old[0])] = new[0]
     for outer, inner in zip(new, new[1:]):
