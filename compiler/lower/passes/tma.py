@@ -31,10 +31,12 @@ Every other backend, and the interpreter, ignore the fields: they only mean some
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.passes.store_masks import tensor_dims
 from tdsl.compiler.model.dtypes import BYTES
+from tdsl.compiler.targets import get_target
 
 BOX_MAX = 256  # elements per box dimension (cuTensorMapEncodeTiled's boxDim)
 BARRIER_BYTES = 8  # one mbarrier per pipeline stage: the stage's TMA copies signal it (Triton's pipeliner)
@@ -43,7 +45,8 @@ DTYPES = ("bf16", "f16", "f32")
 
 
 def mark_descriptors(program: T.TileProgram) -> T.TileProgram:
-    """Every product operand load and tile store a TMA descriptor can make, with its box."""
+    """Every product operand load and tile store a TMA descriptor can make, with its box; then, per kernel, the
+    descriptors dropped again where the shared memory they add would not fit (`_within_shared`)."""
     kernels = []
     for kernel in program.kernels:
         args = {t.name: t for t in kernel.tensors}
@@ -71,8 +74,42 @@ def mark_descriptors(program: T.TileProgram) -> T.TileProgram:
                 return dataclasses.replace(op, store_box=box) if box else op
             return op
 
-        kernels.append(dataclasses.replace(kernel, body=T.map_ops(kernel.body, mark)))
+        kernels.append(_within_shared(dataclasses.replace(kernel, body=T.map_ops(kernel.body, mark))))
     return dataclasses.replace(program, kernels=kernels)
+
+
+SHARED_PER_BLOCK = get_target("h100").scope("shared").per_block  # the Triton backend's device (pipeline.DEVICE)
+
+
+def _within_shared(kernel: T.TileKernel) -> T.TileKernel:
+    """The kernel with the descriptors its shared memory holds.  Beside the planned buffers (the capacity the
+    schedule was checked against), descriptor loads add one mbarrier per stage (`barrier_bytes`), and in a
+    persistent kernel each descriptor store adds its tile: Triton stages it in shared memory, and the next
+    tile's operands are already in flight there (without the walk it reuses the operands' buffers, measured
+    by the AOT test).  Stores go back to pointers first, then loads, until it fits."""
+    planned = sum(math.prod(b.shape) * BYTES[b.dtype] * b.stages for b in T.kernel_buffers(kernel) if b.scope == "shared")
+
+    def extra(k: T.TileKernel) -> int:
+        stores = sum(math.prod(op.store_box) * BYTES[op.dtype] for op in T.walk_ops(k.body)
+                     if isinstance(op, (T.Compute, T.AccFinish)) and op.store_box) if k.persistent else 0
+        return barrier_bytes(k) + stores
+
+    if planned + extra(kernel) > SHARED_PER_BLOCK:
+        kernel = dataclasses.replace(kernel, body=T.map_ops(kernel.body, _pointer_store))
+    if planned + extra(kernel) > SHARED_PER_BLOCK:
+        kernel = dataclasses.replace(kernel, body=T.map_ops(kernel.body, _pointer_loads))
+    return kernel
+
+
+def _pointer_store(op):
+    return dataclasses.replace(op, store_box=()) if isinstance(op, (T.Compute, T.AccFinish)) else op
+
+
+def _pointer_loads(op):
+    if not (isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot)):
+        return op
+    lhs, rhs = (dataclasses.replace(e, box=()) if isinstance(e, T.Load) else e for e in (op.partial.lhs, op.partial.rhs))
+    return dataclasses.replace(op, partial=dataclasses.replace(op.partial, lhs=lhs, rhs=rhs))
 
 
 def barrier_bytes(kernel: T.TileKernel) -> int:
