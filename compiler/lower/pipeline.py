@@ -19,6 +19,7 @@ from tdsl.compiler.lower.passes.int32 import check_int32
 from tdsl.compiler.lower.passes.recurrence import refuse_host_loops, refuse_recurrences
 from tdsl.compiler.lower.passes.storage import refuse_folded_storage, refuse_in_place_storage
 from tdsl.compiler.lower.passes.store_masks import mark_unclipped
+from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow
 from tdsl.compiler.lower.passes.tma import mark_descriptors
 from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_sums_on_vector, split_vector_rows,
                                                   widen_narrow_tiles)
@@ -49,7 +50,10 @@ OPERAND_PASSES = {
 
 # The tile rewrites one backend's hardware needs, in order (each a pure TileProgram -> TileProgram)
 TARGET_PASSES = {
-    "triton": (mark_descriptors,),  # operand loads and tile stores a TMA descriptor can make (Load.box, store_box)
+    "triton": (
+        mark_descriptors,  # operand loads and tile stores a TMA descriptor can make (Load.box, store_box)
+        refuse_persistent_overflow,  # a persistent kernel's stored tiles beside its operands in shared memory
+    ),
     "tilelang": (),
     "ascend-950": (
         refuse_folded_storage,

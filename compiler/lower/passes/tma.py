@@ -46,7 +46,7 @@ DTYPES = ("bf16", "f16", "f32")
 
 def mark_descriptors(program: T.TileProgram) -> T.TileProgram:
     """Every product operand load and tile store a TMA descriptor can make, with its box; then, per kernel, the
-    descriptors dropped again where the shared memory they add would not fit (`_within_shared`)."""
+    descriptor loads dropped again where their barriers would not fit in shared memory (`_within_shared`)."""
     kernels = []
     for kernel in program.kernels:
         args = {t.name: t for t in kernel.tensors}
@@ -81,28 +81,28 @@ def mark_descriptors(program: T.TileProgram) -> T.TileProgram:
 SHARED_PER_BLOCK = get_target("h100").scope("shared").per_block  # the Triton backend's device (pipeline.DEVICE)
 
 
+def planned_shared(kernel: T.TileKernel) -> int:
+    """The shared memory of the kernel's planned buffers, stages included (what its schedule was checked for)."""
+    return sum(math.prod(b.shape) * BYTES[b.dtype] * b.stages for b in T.kernel_buffers(kernel) if b.scope == "shared")
+
+
+def persistent_bytes(kernel: T.TileKernel) -> int:
+    """What a persistent kernel adds to shared memory: each stored tile, which Triton passes through shared memory
+    (a descriptor store's staging, or a pointer store's layout conversion) while the next tile's operands are
+    already in flight there; without the walk it reuses the operands' buffers (measured on the H200: a 256 x 128
+    bf16 tile of 2 stages asked the plan's 196,608 B + 65,536 B + 16 B of barriers, with either store)."""
+    if not kernel.persistent:
+        return 0
+    return sum(math.prod(a.size for a in op.tile.axes) * BYTES[op.dtype] for op in T.walk_ops(kernel.body)
+               if isinstance(op, (T.Compute, T.AccFinish)) and op.store)
+
+
 def _within_shared(kernel: T.TileKernel) -> T.TileKernel:
-    """The kernel with the descriptors its shared memory holds.  Beside the planned buffers (the capacity the
-    schedule was checked against), descriptor loads add one mbarrier per stage (`barrier_bytes`), and in a
-    persistent kernel each descriptor store adds its tile: Triton stages it in shared memory, and the next
-    tile's operands are already in flight there (without the walk it reuses the operands' buffers, measured
-    by the AOT test).  Stores go back to pointers first, then loads, until it fits."""
-    planned = sum(math.prod(b.shape) * BYTES[b.dtype] * b.stages for b in T.kernel_buffers(kernel) if b.scope == "shared")
-
-    def extra(k: T.TileKernel) -> int:
-        stores = sum(math.prod(op.store_box) * BYTES[op.dtype] for op in T.walk_ops(k.body)
-                     if isinstance(op, (T.Compute, T.AccFinish)) and op.store_box) if k.persistent else 0
-        return barrier_bytes(k) + stores
-
-    if planned + extra(kernel) > SHARED_PER_BLOCK:
-        kernel = dataclasses.replace(kernel, body=T.map_ops(kernel.body, _pointer_store))
-    if planned + extra(kernel) > SHARED_PER_BLOCK:
-        kernel = dataclasses.replace(kernel, body=T.map_ops(kernel.body, _pointer_loads))
+    """The kernel with pointer loads instead of descriptors where the barriers of descriptor loads
+    (`barrier_bytes`) would not fit beside its planned buffers (and a persistent kernel's stored tiles)."""
+    if planned_shared(kernel) + persistent_bytes(kernel) + barrier_bytes(kernel) > SHARED_PER_BLOCK:
+        return dataclasses.replace(kernel, body=T.map_ops(kernel.body, _pointer_loads))
     return kernel
-
-
-def _pointer_store(op):
-    return dataclasses.replace(op, store_box=()) if isinstance(op, (T.Compute, T.AccFinish)) else op
 
 
 def _pointer_loads(op):

@@ -1,0 +1,32 @@
+"""Triton: a persistent kernel (`launch(persistent=true)`) must fit in shared memory with its stored tiles.
+
+The schedule's buffers were checked against the device's shared memory when the program was lowered
+(compiler/analysis/buffer_plan.py).  A persistent kernel needs more: while one program stores a tile, the operands
+of its next tile are already being copied in (the walk is flattened so that they are), so the tile Triton passes
+through shared memory on its way out cannot reuse the operands' buffers as it does in a kernel that stores once
+(`tma.persistent_bytes`, measured on the H200).  A kernel for which that does not fit is refused, naming what to
+change, instead of failing in Triton's compiler.
+
+    program = refuse_persistent_overflow(program)
+"""
+
+from __future__ import annotations
+
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.passes.tma import SHARED_PER_BLOCK, barrier_bytes, persistent_bytes, planned_shared
+
+
+def refuse_persistent_overflow(program: T.TileProgram) -> T.TileProgram:
+    for k in program.kernels:
+        if not k.persistent:
+            continue
+        planned, tiles, barriers = planned_shared(k), persistent_bytes(k), barrier_bytes(k)
+        if planned + tiles + barriers > SHARED_PER_BLOCK:
+            raise BackendError(
+                f"{k.comment}: launched persistently (launch persistent=true), each program keeps the tile it "
+                f"stores in shared memory ({tiles:,} B) beside the next tile's operand buffers ({planned:,} B"
+                f"{f' and {barriers} B of barriers' if barriers else ''}): {planned + tiles + barriers:,} B, more "
+                f"than the {SHARED_PER_BLOCK:,} B a block may have; use fewer pipeline stages or smaller tiles, or "
+                f"launch it without persistent=true")
+    return program
