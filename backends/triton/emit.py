@@ -443,12 +443,7 @@ class _KernelPrinter(PrinterBase):
         offsets = ", ".join(index_code(simplify(axes[it].offset), self.top) for it in iters)
         turn = ".T" if iters != list(frame_axes) else ""
         self.emit(f"{name} = {self.descriptor_name(load.tensor, load.box)}.load([{offsets}]){turn}")
-        if dtype != "f32" and mixed:
-            self.emit(f"{name} = {self._widen(name, dtype)}  # operands of different dtypes meet in f32")
-        elif dtype != "f32":
-            self.emit("if INTERPRET:")
-            self.emit(f"    {name} = {self._widen(name, dtype)}")
-        return name
+        return self._operand_dtype(name, dtype, mixed)
 
     def _load_operand(self, name: str, load: T.Load, lanes, frame: _Frame, dtype: str, mixed: bool = False) -> str:
         """`name = tl.load(...)` of a product operand, masked to `lanes` (0 elsewhere), in its storage dtype for the
@@ -456,6 +451,11 @@ class _KernelPrinter(PrinterBase):
         pointer = self._pointer(load.tensor, load.indices, frame)
         mask = f", mask={mask_code(lanes, frame, load.indices)}, other=0.0" if lanes is not None else ""
         self.emit(f"{name} = tl.load({pointer}{mask})")
+        return self._operand_dtype(name, dtype, mixed)
+
+    def _operand_dtype(self, name: str, dtype: str, mixed: bool) -> str:
+        """A loaded operand stays in its storage dtype for the tensor cores; widened to f32 under the interpreter,
+        and always when the product's operands differ."""
         if dtype != "f32" and mixed:
             self.emit(f"{name} = {self._widen(name, dtype)}  # operands of different dtypes meet in f32")
         elif dtype != "f32":
