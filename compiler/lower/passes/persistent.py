@@ -12,21 +12,36 @@ change, instead of failing in Triton's compiler.
 
 from __future__ import annotations
 
-from tdsl.compiler.errors import BackendError
+from dataclasses import dataclass
+
+from tdsl.compiler.analysis.buffer_records import CapacityError, Violation
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.passes.tma import SHARED_PER_BLOCK, barrier_bytes, persistent_bytes, planned_shared
 
 
+@dataclass
+class PersistentOverflow(Violation):
+    """Shared memory a persistent kernel needs beyond its planned buffers (a capacity violation like theirs)."""
+
+    reason: str = ""
+
+    def text(self) -> str:
+        return f"kernel {self.kernel}: {self.reason}"
+
+
 def refuse_persistent_overflow(program: T.TileProgram) -> T.TileProgram:
+    """CapacityError (rule capacity, scope shared) for a persistent kernel whose stored tiles do not fit."""
     for k in program.kernels:
         if not k.persistent:
             continue
         planned, tiles, barriers = planned_shared(k), persistent_bytes(k), barrier_bytes(k)
-        if planned + tiles + barriers > SHARED_PER_BLOCK:
-            raise BackendError(
-                f"{k.comment}: launched persistently (launch persistent=true), each program keeps the tile it "
-                f"stores in shared memory ({tiles:,} B) beside the next tile's operand buffers ({planned:,} B"
-                f"{f' and {barriers} B of barriers' if barriers else ''}): {planned + tiles + barriers:,} B, more "
-                f"than the {SHARED_PER_BLOCK:,} B a block may have; use fewer pipeline stages or smaller tiles, or "
-                f"launch it without persistent=true")
+        need = planned + tiles + barriers
+        if need > SHARED_PER_BLOCK:
+            reason = (f"launched persistently (launch persistent=true), each program keeps the tile it stores in "
+                      f"shared memory ({tiles:,} B) beside the next tile's operand buffers ({planned:,} B"
+                      f"{f' and {barriers} B of barriers' if barriers else ''}): {need:,} B, more than the "
+                      f"{SHARED_PER_BLOCK:,} B a block may have; use fewer pipeline stages or smaller tiles, or "
+                      f"launch it without persistent=true")
+            violation = PersistentOverflow(k.name, "shared", need, SHARED_PER_BLOCK, [], reason=reason)
+            raise CapacityError("h100", [violation])
     return program
