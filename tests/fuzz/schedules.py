@@ -306,7 +306,10 @@ def gen_launch(p: _Pick) -> Optional[Step]:
     stmt = p.stmt_with_loops()
     if stmt is None:
         return None
-    return Step("launch", (stmt,), (("warps", p.rng.choice((1, 2, 4, 8))),))
+    options = (("warps", p.rng.choice((1, 2, 4, 8))),)
+    if p.rng.random() < 0.3:  # one program per multiprocessor walking the tiles (refused without a bound loop)
+        options += (("persistent", True),)
+    return Step("launch", (stmt,), options)
 
 
 def gen_host(p: _Pick) -> Optional[Step]:
