@@ -14,13 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tdsl.backends.common.dtypes import TRITON
-from tdsl.backends.common.launcher import epilogue, host_loops, prologue
 from tdsl.backends.common.module import launcher_fields, module_text
-from tdsl.backends.common.names import ModuleNames, free_name
+from tdsl.backends.common.names import ModuleNames
 from tdsl.backends.common.printer import PrinterBase, call_code
+from tdsl.backends.triton.index import Frame, index_code, mask_code, strides
+from tdsl.backends.triton.launcher import GRID_AXES, launcher
 from tdsl.compiler.analysis.placement import VECTOR, unit_of
 from tdsl.compiler.errors import InternalError
 from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.passes.tma import descriptors
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.model import reduce_ops
 
@@ -28,7 +30,6 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 TL_DTYPES = TRITON  # backends/common/dtypes.py
 DESCRIPTOR_DTYPES = {"bf16": "bf16", "f16": "fp16", "f32": "fp32"}  # Triton's names in a descriptor's type
-GRID_AXES = {"x": 0, "y": 1, "z": 2}
 F8_MAX = 448.0
 
 
@@ -39,100 +40,7 @@ def emit_module(program: T.TileProgram, **common) -> str:
     return module_text(TEMPLATES, program, names, kernels, **common,
                        tensor_descriptors=any(descriptors(k) for k in program.kernels),
                        persistent=any(k.persistent for k in program.kernels),
-                       **launcher_fields(program, names, _launcher(program, names)))
-
-
-# ---------------------------------------------------------------- expressions
-
-
-@dataclass
-class _Frame:
-    """How the tile program's variables print inside one tile: an iterator as a broadcast 1-D vector per axis
-    or a scalar; a loop variable or run-time size as its identifier (`variables`, from the module's names)."""
-
-    axes: list  # iterator names, one per tile axis
-    vectors: dict  # iterator -> 1-D variable name
-    scalars: dict  # iterator -> scalar variable name
-    variables: dict  # loop variable / run-time size -> identifier
-
-    def var(self, name: str) -> str:
-        if name in self.vectors:
-            rank = len(self.axes)
-            if rank == 1:
-                return self.vectors[name]
-            pos = self.axes.index(name)
-            index = ", ".join(":" if k == pos else "None" for k in range(rank))
-            return f"{self.vectors[name]}[{index}]"
-        if name in self.scalars:
-            return self.scalars[name]
-        if name in self.variables:
-            return self.variables[name]
-        raise InternalError(f"variable {name} has no name here")
-
-
-def index_code(e: T.Expr, frame: _Frame, python: bool = False, block: bool = False) -> str:
-    """Integer/boolean index arithmetic (offsets, masks, bounds).  `block`: the code is the mask of a block
-    pointer, so every comparison in it must give a block (see below)."""
-    if isinstance(e, T.Const):
-        return repr(e.value)
-    if isinstance(e, T.Var):
-        return frame.var(e.name)
-    if isinstance(e, T.Neg):
-        return f"(-{index_code(e.operand, frame, python, block)})"
-    if isinstance(e, T.Select):
-        c, a, b = (index_code(x, frame, python, block) for x in (e.cond, e.then, e.other))
-        return f"({a} if {c} else {b})" if python else f"tl.where({c}, {a}, {b})"
-    if isinstance(e, T.Bin):
-        a, b = index_code(e.lhs, frame, python, block), index_code(e.rhs, frame, python, block)
-        if e.op in ("min", "max"):
-            return f"{e.op}({a}, {b})" if python else f"tl.{e.op}imum({a}, {b})"
-        if e.op == "and":
-            return f"({a} and {b})" if python else f"({a}) & ({b})"
-        if e.op == "or":
-            return f"({a} or {b})" if python else f"({a}) | ({b})"
-        if e.op in _COMPARISONS and block and not _varies(e, frame):
-            # A comparison of scalars in the mask of a block pointer: the Triton interpreter gives it an int32
-            # value that it then refuses as a mask, so it is made on a one-lane block (free on the GPU).
-            a = f"({a} + tl.zeros([1], tl.int32))"
-        if e.op in ("//", "%") and not python:
-            return _floor_code(e.op, a, b)
-        return f"({a} {e.op} {b})"
-    raise TypeError(f"not an index expression: {e!r}")
-
-
-def _floor_code(op: str, a: str, b: str) -> str:
-    """The language's `//` and `%` (floor division, a remainder with the divisor's sign: the divisor is a
-    positive literal) in Triton, whose `//` and `%` truncate toward zero like C's: `(-1) // 4` is 0 there and
-    -1 in tdsl.  The truncated remainder lies in (-b, b), so adding b and taking it again gives the floor
-    remainder, and the dividend minus that remainder divides exactly."""
-    mod = f"((({a}) % ({b}) + ({b})) % ({b}))"
-    return mod if op == "%" else f"((({a}) - {mod}) // ({b}))"
-
-
-def mask_code(mask: T.Expr, frame: _Frame, indices) -> str:
-    """The mask of a load or store whose pointer is built from `indices` (a block pointer when they vary)."""
-    block = frame is not None and any(_varies(ix, frame) for ix in indices)
-    return index_code(mask, frame, block=block)
-
-
-_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
-
-
-def _varies(e: T.Expr, frame: "_Frame") -> bool:
-    """Does an index expression use an iterator that is a vector (a tile axis) in this frame?"""
-    if isinstance(e, T.Var):
-        return e.name in frame.vectors
-    return any(_varies(x, frame) for x in _children(e))
-
-
-def _children(e: T.Expr) -> tuple:
-    if isinstance(e, T.Bin):
-        return e.lhs, e.rhs
-    if isinstance(e, T.Neg):
-        return (e.operand,)
-    if isinstance(e, T.Select):
-        return e.cond, e.then, e.other
-    return ()
+                       **launcher_fields(program, names, launcher(program, names)))
 
 
 # ---------------------------------------------------------------- kernels
@@ -151,7 +59,7 @@ class _KernelPrinter(PrinterBase):
 
     def __post_init__(self):
         self.locals = self.names.function()
-        self.top = _Frame([], {}, {}, self.names.variables)  # outside any tile: loop variables and sizes
+        self.top = Frame([], {}, {}, self.names.variables)  # outside any tile: loop variables and sizes
 
     def render(self) -> dict:
         k = self.kernel
@@ -338,7 +246,7 @@ class _KernelPrinter(PrinterBase):
     def _rescale(self, op: T.AccUpdate) -> None:
         """Bring the accumulator from the maximum it was built with to the current one (tileir.Rescaling): one
         factor per row, 1 where the two are equal (also both -inf, where the exponent would be NaN)."""
-        rows = _Frame([a.iter for a in self.acc_tiles[op.stmt].axes], {}, {}, self.names.variables)
+        rows = Frame([a.iter for a in self.acc_tiles[op.stmt].axes], {}, {}, self.names.variables)
         acc, current = self.acc_name(op.stmt), op.rescale.current
         same = f"{self._value(T.Reference(op.stmt, current.axes), rows)} == {self._value(current, rows)}"
         factor = self.fresh(f"alpha_{op.stmt}_")
@@ -349,7 +257,7 @@ class _KernelPrinter(PrinterBase):
                else self.value_name(current.stmt))
         self.emit(f"{self.ref_name(op.stmt)} = {now}")
 
-    def _frame(self, stmt: str, tile: T.Tile, suffix: str = "") -> _Frame:
+    def _frame(self, stmt: str, tile: T.Tile, suffix: str = "") -> Frame:
         """Define the tile's iterator variables; return how to print them."""
         vectors, scalars = {}, {}
         for it, value in tile.scalars.items():
@@ -360,9 +268,9 @@ class _KernelPrinter(PrinterBase):
             name = self.locals.local(("iterator", stmt, suffix, axis.iter), f"{stmt}{suffix}_{axis.iter}")
             self.emit(f"{name} = {index_code(simplify(axis.offset), self.top)} + tl.arange(0, {axis.size})")
             vectors[axis.iter] = name
-        return _Frame([a.iter for a in tile.axes], vectors, scalars, self.names.variables)
+        return Frame([a.iter for a in tile.axes], vectors, scalars, self.names.variables)
 
-    def _store(self, op, frame: _Frame) -> None:
+    def _store(self, op, frame: Frame) -> None:
         tile, dtype = op.tile, op.dtype
         if op.store_box:  # through a TMA descriptor (compiler/lower/passes/tma.py): the box at the tile's offsets
             axes = {a.iter: a for a in tile.axes}
@@ -381,12 +289,12 @@ class _KernelPrinter(PrinterBase):
         mask = f", mask={mask_code(tile.mask, frame, lhs)}" if tile.mask is not None else ""
         self.emit(f"tl.store({pointer}, {value}.to({TL_DTYPES[dtype]}){mask})")
 
-    def _pointer(self, tensor: str, indices, frame: _Frame) -> str:
+    def _pointer(self, tensor: str, indices, frame: Frame) -> str:
         arg = next(t for t in self.kernel.tensors if t.name == tensor)
-        strides = _strides([d if isinstance(d, int) else self.names.dim(d) for d in arg.shape])
+        steps = strides([d if isinstance(d, int) else self.names.dim(d) for d in arg.shape])
         planes = dict(arg.fold)  # a folded dimension (fold_storage) stores index d at d mod planes
         terms = []
-        for k, (index, stride) in enumerate(zip(indices, strides)):
+        for k, (index, stride) in enumerate(zip(indices, steps)):
             code = index_code(simplify(index), frame)
             if k in planes:
                 code = f"(({code}) % {planes[k]})" if planes[k] > 1 else "0"
@@ -411,13 +319,13 @@ class _KernelPrinter(PrinterBase):
             return f"_round_bf16({code}, INTERPRET)"
         return f"({code}).to({TL_DTYPES[dtype]}).to(tl.float32)"
 
-    def _dot_operands(self, dot: T.Dot, tile: T.Tile, frame: _Frame) -> tuple[str, str]:
+    def _dot_operands(self, dot: T.Dot, tile: T.Tile, frame: Frame) -> tuple[str, str]:
         axes = [a.iter for a in tile.axes]
         i, j, k = axes
         mixed = dot.lhs_dtype != dot.rhs_dtype
         names = []
         for load, frame_axes, dtype in ((dot.lhs, [i, k], dot.lhs_dtype), (dot.rhs, [k, j], dot.rhs_dtype)):
-            sub = _Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars, frame.variables)
+            sub = Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars, frame.variables)
             if isinstance(load, T.RegOperand):
                 names.append(self._register_operand(load, sub, dtype))
                 continue
@@ -445,7 +353,7 @@ class _KernelPrinter(PrinterBase):
         self.emit(f"{name} = {self.descriptor_name(load.tensor, load.box)}.load([{offsets}]){turn}")
         return self._operand_dtype(name, dtype, mixed)
 
-    def _load_operand(self, name: str, load: T.Load, lanes, frame: _Frame, dtype: str, mixed: bool = False) -> str:
+    def _load_operand(self, name: str, load: T.Load, lanes, frame: Frame, dtype: str, mixed: bool = False) -> str:
         """`name = tl.load(...)` of a product operand, masked to `lanes` (0 elsewhere), in its storage dtype for the
         tensor cores; widened to f32 under the interpreter, and always when the product's operands differ."""
         pointer = self._pointer(load.tensor, load.indices, frame)
@@ -463,7 +371,7 @@ class _KernelPrinter(PrinterBase):
             self.emit(f"    {name} = {self._widen(name, dtype)}")
         return name
 
-    def _register_operand(self, operand: T.RegOperand, frame: _Frame, dtype: str) -> str:
+    def _register_operand(self, operand: T.RegOperand, frame: Frame, dtype: str) -> str:
         """A product operand held in registers (already rounded to `dtype`), 0 outside the reduction; in its
         storage type for the tensor cores (exact), in f32 under the interpreter like the loaded operands."""
         name = self.fresh(f"t_{operand.reg.stmt}_")
@@ -478,7 +386,7 @@ class _KernelPrinter(PrinterBase):
 
     # ------------------------------------------------------------ values (f32)
 
-    def _value(self, e: T.Expr, frame: _Frame) -> str:
+    def _value(self, e: T.Expr, frame: Frame) -> str:
         v = lambda x: self._value(x, frame)  # noqa: E731
         if isinstance(e, T.Const):
             return _literal(e.value)
@@ -526,7 +434,7 @@ class _KernelPrinter(PrinterBase):
         raise TypeError(f"cannot print value {e!r}")
 
     @staticmethod
-    def _broadcast(code: str, axes: tuple, frame: _Frame) -> str:
+    def _broadcast(code: str, axes: tuple, frame: Frame) -> str:
         """A tile with axes at positions `axes` of the frame's tile, broadcast along the others."""
         rank = len(frame.axes)
         if not axes or list(axes) == list(range(rank)):
@@ -534,7 +442,7 @@ class _KernelPrinter(PrinterBase):
         index = ", ".join(":" if k in axes else "None" for k in range(rank))
         return f"({code})[{index}]"
 
-    def _cond(self, e: T.Expr, frame: _Frame) -> str:
+    def _cond(self, e: T.Expr, frame: Frame) -> str:
         """A mask (integer arithmetic on loop variables and iterators) prints as index code; a comparison of
         values (`where(x > y, ...)`) as values."""
         return index_code(e, frame) if _is_index(e) else self._value(e, frame)
@@ -580,85 +488,6 @@ FUNCTIONS = {  # the primitives of compiler/model/functions.py in Triton
 
 def _call(func: str, args: list) -> str:
     return call_code(FUNCTIONS, func, args)
-
-
-def _strides(shape) -> list[str]:
-    strides, acc = [], "1"
-    for dim in reversed(shape):
-        strides.append(acc)
-        acc = str(dim) if acc == "1" else (f"{acc} * {dim}" if not (isinstance(dim, int) and acc.isdigit()) else str(int(acc) * dim))
-    strides = list(reversed(strides))
-    return strides
-
-
-# ---------------------------------------------------------------- launcher
-
-
-def descriptors(kernel: T.TileKernel) -> list[tuple]:
-    """The TMA descriptors a kernel takes after its scalars, (tensor, box) in program order: one per tensor and
-    box of its loads and stores that go through one (Load.box, store_box)."""
-    found = []
-    for op in T.walk_ops(kernel.body):
-        if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
-            found += [(e.tensor, e.box) for e in (op.partial.lhs, op.partial.rhs) if isinstance(e, T.Load) and e.box]
-        if isinstance(op, (T.Compute, T.AccFinish)) and op.store and op.store_box:
-            found.append((op.stmt, op.store_box))
-    return list(dict.fromkeys(found))
-
-
-def _descriptor_code(program: T.TileProgram, kernel: T.TileKernel, tensor: str, box: tuple,
-                     names: ModuleNames) -> str:
-    """A TMA descriptor of a kernel tensor, made by the launcher: the whole (contiguous) array, its row-major
-    strides (its sizes are constants: compiler/lower/passes/tma.py), the box.  An input at an address TMA
-    cannot take (not 16-byte aligned) is copied first."""
-    arg = next(t for t in kernel.tensors if t.name == tensor)
-    x = names.tensor(tensor)
-    dims = [d if isinstance(d, int) else program.sizes[d] for d in arg.shape]
-    base = x if arg.role == "output" else f"{x} if {x}.data_ptr() % 16 == 0 else {x}.clone()"
-    return (f"triton.tools.tensor_descriptor.TensorDescriptor({base}, [{', '.join(map(str, dims))}], "
-            f"[{', '.join(_strides(dims))}], [{', '.join(map(str, box))}])")
-
-
-def _launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
-    lines = prologue(program, names)
-    # A TMA store needs a 16-byte aligned address (an output the launcher allocates always has one): a caller's
-    # output that has none is written through an aligned copy of it (what no kernel writes stays as it was),
-    # copied back after the launches.
-    given = {}
-    for t in dict.fromkeys(t for k in program.kernels for t, _ in descriptors(k)
-                           if next(a for a in k.tensors if a.name == t).role == "output"):
-        x = names.tensor(t)
-        given[x] = free_name(f"{x}_given", names.taken)
-        names.taken.add(given[x])
-        lines.append(f"{given[x]} = None")
-        lines.append(f"if {x}.data_ptr() % 16 != 0:  # stored through a TMA descriptor: an aligned copy")
-        lines.append(f"    {given[x]}, {x} = {x}, {x}.clone()")
-    sizes = _Frame([], {}, {}, names.variables)  # the launcher's run-time sizes (loop variables never occur)
-    for pad, kernel, host_vars in host_loops(program, names, lines):
-        grid = [1, 1, 1]
-        used = 0
-        for axis in kernel.grid:
-            extent = " * ".join(f"({index_code(simplify(e), sizes, python=True)})" for e in axis.extents)
-            grid[GRID_AXES[axis.axis]] = extent
-            used = max(used, GRID_AXES[axis.axis] + 1)
-        if kernel.grid_group > 1:  # x * y programs on axis 0, in the grouped order the kernel decodes
-            grid[0], grid[1] = f"{grid[0]} * {grid[1]}", 1
-        grid_code = "(" + ", ".join(str(g) for g in grid[: max(used, 1)]) + ",)"
-        if kernel.persistent:  # one program per multiprocessor (at most one per tile), each walking the tiles
-            total = " * ".join(f"({g})" for g in grid if g != 1) or "1"
-            grid_code = f"(min({total}, _programs({names.tensor(kernel.tensors[0].name)})),)"
-        args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.sizes] + host_vars
-        options = f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages})"
-        made = [_descriptor_code(program, kernel, t, box, names) for t, box in descriptors(kernel)]
-        if made:  # one argument a line: the descriptors are long
-            lines.append(f"{pad}{names.kernel(kernel.name)}[{grid_code}](")
-            lines += [f"{pad}    {arg}," for arg in [", ".join(args)] + made] + [f"{pad}    {options}"]
-            continue
-        lines.append(f"{pad}{names.kernel(kernel.name)}[{grid_code}]({', '.join(args)}{', ' if args else ''}{options}")
-    for x, copy in given.items():
-        lines.append(f"if {copy} is not None:")
-        lines.append(f"    {x} = {copy}.copy_({x})")
-    return lines + epilogue(program, names)
 
 
 def _literal(value) -> str:

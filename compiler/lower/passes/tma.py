@@ -179,3 +179,15 @@ def _loads(op) -> list:
     for e in T.op_expressions(op):
         visit(e)
     return out
+
+
+def descriptors(kernel: T.TileKernel) -> list[tuple]:
+    """The TMA descriptors a kernel takes after its scalars, (tensor, box) in program order: one per tensor and
+    box of its loads and stores that go through one (Load.box, store_box)."""
+    found = []
+    for op in T.walk_ops(kernel.body):
+        if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+            found += [(e.tensor, e.box) for e in (op.partial.lhs, op.partial.rhs) if isinstance(e, T.Load) and e.box]
+        if isinstance(op, (T.Compute, T.AccFinish)) and op.store and op.store_box:
+            found.append((op.stmt, op.store_box))
+    return list(dict.fromkeys(found))
