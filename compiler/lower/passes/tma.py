@@ -48,9 +48,9 @@ def mark_descriptors(program: T.TileProgram) -> T.TileProgram:
     """Every product operand load and tile store a TMA descriptor can make, with its box; then, per kernel, the
     descriptor loads dropped again where their barriers would not fit in shared memory (`_within_shared`)."""
     kernels = []
+    held = {t.stored_in for t in program.outputs if t.stored_in}  # inputs an output is written into
     for kernel in program.kernels:
         args = {t.name: t for t in kernel.tensors}
-        held = {t.stored_in for t in program.outputs if t.stored_in}  # inputs an output is written into
         dims = {t.name: tensor_dims(program, t) for t in kernel.tensors}
         read = {e.tensor for op in T.walk_ops(kernel.body) for e in _loads(op)}
 
@@ -58,11 +58,11 @@ def mark_descriptors(program: T.TileProgram) -> T.TileProgram:
             t = args[name]
             return (t.dtype in DTYPES and not t.fold and t.stored_in is None and name not in held
                     and len(dims[name]) >= 2 and all(isinstance(d, int) and d > 0 for d in dims[name])
-                    and all(_stride(dims[name], d) * BYTES[t.dtype] % ALIGN == 0
+                    and all(math.prod(dims[name][d + 1:]) * BYTES[t.dtype] % ALIGN == 0  # row-major strides
                             for d in range(len(dims[name]) - 1)))
 
         def mark(op):
-            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+            if _dot_operands(op):
                 i, j, k = (a.iter for a in op.tile.axes)
                 sizes = {a.iter: a.size for a in op.tile.axes}
                 dot = op.partial
@@ -106,18 +106,24 @@ def _within_shared(kernel: T.TileKernel) -> T.TileKernel:
 
 
 def _pointer_loads(op):
-    if not (isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot)):
+    if not _dot_operands(op):
         return op
-    lhs, rhs = (dataclasses.replace(e, box=()) if isinstance(e, T.Load) else e for e in (op.partial.lhs, op.partial.rhs))
+    lhs, rhs = (dataclasses.replace(e, box=()) if isinstance(e, T.Load) else e for e in _dot_operands(op))
     return dataclasses.replace(op, partial=dataclasses.replace(op.partial, lhs=lhs, rhs=rhs))
+
+
+def _dot_operands(op) -> tuple:
+    """A tile product's two operands (lhs, rhs), or () for any other op."""
+    if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+        return op.partial.lhs, op.partial.rhs
+    return ()
 
 
 def barrier_bytes(kernel: T.TileKernel) -> int:
     """The shared memory a kernel's TMA operand copies add to its planned buffers: one mbarrier per stage.  The
     buffer plan (compiler/analysis/buffer_plan.py) does not count them: a schedule within 8 bytes a stage of the
     shared memory would pass its check and fail Triton's (measured: tests/backends/triton/test_triton_backend.py)."""
-    loads = any(isinstance(e, T.Load) and e.box for op in T.walk_ops(kernel.body)
-                if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot) for e in (op.partial.lhs, op.partial.rhs))
+    loads = any(isinstance(e, T.Load) and e.box for op in T.walk_ops(kernel.body) for e in _dot_operands(op))
     return BARRIER_BYTES * kernel.num_stages if loads else 0
 
 
@@ -150,14 +156,6 @@ def _box_fits(box: tuple, dtype: str) -> bool:
     return all(b <= BOX_MAX for b in box) and box[-1] * BYTES[dtype] >= ALIGN
 
 
-def _stride(dims: list, d: int) -> int:
-    """Elements between neighbours along dimension d of a row-major array of extents `dims`."""
-    stride = 1
-    for extent in dims[d + 1:]:
-        stride *= extent
-    return stride
-
-
 def _loads(op) -> list:
     """The Loads an op reads through (a product's operands, values, preloads)."""
     out = []
@@ -165,16 +163,11 @@ def _loads(op) -> list:
     def visit(e):
         if isinstance(e, T.Load):
             out.append(e)
-        elif isinstance(e, T.Dot):
-            visit(e.lhs)
-            visit(e.rhs)
-        elif isinstance(e, T.Select):
-            visit(e.cond)
-            visit(e.then)
-            visit(e.other)
-        else:
-            for x in T.value_operands(e):
-                visit(x)
+            return
+        if isinstance(e, T.Select):
+            visit(e.cond)  # a comparison of values reads too (value_operands leaves the condition out)
+        for x in T.value_operands(e):
+            visit(x)
 
     for e in T.op_expressions(op):
         visit(e)
@@ -186,8 +179,7 @@ def descriptors(kernel: T.TileKernel) -> list[tuple]:
     box of its loads and stores that go through one (Load.box, store_box)."""
     found = []
     for op in T.walk_ops(kernel.body):
-        if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
-            found += [(e.tensor, e.box) for e in (op.partial.lhs, op.partial.rhs) if isinstance(e, T.Load) and e.box]
+        found += [(e.tensor, e.box) for e in _dot_operands(op) if isinstance(e, T.Load) and e.box]
         if isinstance(op, (T.Compute, T.AccFinish)) and op.store and op.store_box:
             found.append((op.stmt, op.store_box))
     return list(dict.fromkeys(found))
