@@ -9,9 +9,11 @@ analysed for the H200, and printed with the measured time, the roofline bound an
 workload and overall, the pairs of schedules whose measurements differ by at least 10% (closer pairs are no
 ordering), how many the estimate orders the same way (a tie counts as a miss) and how many the roofline bound
 does, and the range of estimate / measured.  `--attention` adds the runs of benchmarks/gpu/attention_mha.py,
-each flash variant rebuilt as that script builds it.
+each flash variant rebuilt as that script builds it.  `--tune-logs` adds every candidate the tuner measured
+(benchmarks/gpu/results/*tune*.jsonl, one workload per kernel and sizes, the latest time of each schedule),
+rebuilt from the steps the log holds on the program of benchmarks/gpu/tune.py's WORKLOADS.
 
-    .venv/bin/python benchmarks/cost_vs_measured.py [--target h200] [--json OUT] [--attention]
+    .venv/bin/python benchmarks/cost_vs_measured.py [--target h200] [--json OUT] [--attention] [--tune-logs]
 """
 
 from __future__ import annotations
@@ -126,6 +128,68 @@ def attention_rows(target: str) -> list:
     return out
 
 
+def tune_log_measurements(results: Path = RESULTS) -> dict:
+    """(kernel, sizes, steps) -> (microseconds, file) of the latest correct time of every candidate in the tuning
+    logs (a log's lines are in the order they were measured)."""
+    latest: dict = {}
+    for path in sorted(results.glob("*tune*.jsonl")):
+        for text in path.read_text().splitlines():
+            if not text.startswith("{"):
+                continue
+            line = json.loads(text)
+            if line.get("ok") and isinstance(line.get("us"), (int, float)) and line.get("steps"):
+                key = (line["kernel"], tuple(sorted(line["sizes"].items())), line["steps"])
+                when = line.get("logged", path.name)
+                if when >= latest.get(key, ("",))[0]:
+                    latest[key] = (when, line["us"], path.name)
+    return {key: (us, name) for key, (_, us, name) in latest.items()}
+
+
+def tune_log_rows(target: str) -> list:
+    """The tuners' measured candidates, each schedule rebuilt from its steps on the program of the workload
+    (tune.py's WORKLOADS: the file whose kernel has the log's name)."""
+    sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
+    from tune import WORKLOADS
+
+    from tdsl.compiler.driver.api import load, loads
+    from tdsl.compiler.tune.measure import block_source
+
+    files = {}
+    for path, _, _ in WORKLOADS.values():
+        for kernel in load(ROOT / path).kernels:
+            files.setdefault(kernel, path)
+    out = []
+    for (kernel, sizes, steps), (us, run) in sorted(tune_log_measurements().items()):
+        if kernel not in files:
+            continue
+        source = files[kernel]
+        prog = loads(block_source((ROOT / source).read_text(), "logged", steps, kernel), source, sizes=dict(sizes))
+        workload = f"{kernel}_" + "x".join(str(v) for _, v in sizes)
+        name = " ".join(_knobs(steps))
+        out.append(row(workload, source, name, us, run, prog.schedule("logged"), target))
+    return out
+
+
+def _knobs(steps: str) -> list:
+    """A short name of a logged schedule: its tile, split, stages, warps and launch options."""
+    import re
+
+    words = []
+    for line in steps.splitlines():
+        numbers = re.findall(r"\b(\d+)\b", line)
+        if line.startswith(("io, jo", "tile(")) or " = tile(" in line:
+            words.append("x".join(numbers))
+        elif " = split(" in line:
+            words.append("k" + numbers[-1])
+        elif line.startswith("pipeline("):
+            words.append("s" + numbers[-1])
+        elif line.startswith("bind(") and "grid.x" in line:
+            words.append(line.split("(")[1].split(",")[0].split(".")[-1])
+        elif line.startswith("launch("):
+            words.append(line[len("launch("):].rstrip(")").split(", ", 1)[-1].replace(" ", ""))
+    return words
+
+
 def row(workload, source, schedule, us, run, sched, target) -> dict:
     from tdsl.compiler.analysis.cost import analyze
 
@@ -184,12 +248,16 @@ def main() -> None:
     parser.add_argument("--target", default="h200")
     parser.add_argument("--json", help="also write the table as JSON here")
     parser.add_argument("--attention", action="store_true", help="also the multi-head attention runs")
+    parser.add_argument("--tune-logs", action="store_true", help="also the candidates the tuner measured")
     args = parser.parse_args()
     table = rows(args.target)
     print(report(table))
     if args.attention:
         print()
         print(report(attention_rows(args.target)))
+    if args.tune_logs:
+        print()
+        print(report(tune_log_rows(args.target)))
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=1))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from tdsl.compiler.tune import log as tuning_log
+from tdsl.compiler.tune import residual
 from tdsl.compiler.tune.measure import Job
 from tdsl.compiler.tune.search import SearchResult, neighbours, search
 
@@ -93,9 +94,11 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
 
 def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure, batch: int) -> None:
     """Spend the budget in rounds: first the model's best, spread over the space (no two alike in all but one
-    knob while others are left); then, each round, the neighbours of the fastest measured candidates (judged
-    by the screen first) and a quarter of the model's next best -- so a model that is wrong about a region is
-    corrected by the measurements instead of trusted for the whole budget."""
+    knob while others are left).  Then, each round, the estimate corrected by what this workload's measurements
+    taught it (compiler/tune/residual.py) ranks what is left: half the round goes to the neighbours of the
+    fastest measured candidates (judged by the screen first), the rest to the corrected ranking's best -- so a
+    model that is wrong about a region is corrected by the measurements instead of trusted for the whole
+    budget."""
     measured = {r["steps"]: r for r in records}
     fresh = [v for v in found.ranked if v.text not in measured]
     first = _spread(fresh, min(budget, batch))
@@ -103,6 +106,8 @@ def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure,
         for line in measure(first):
             measured[line["steps"]] = line
         budget -= len(first)
+        correction = residual.fit(list(measured.values()))
+        score = (lambda v: correction.predicted(v.t_estimate, v.choice)) if correction else (lambda v: v.t_estimate)
         fastest = sorted((r for r in measured.values() if r.get("ok") and r.get("us") is not None),
                          key=lambda r: r["us"])[:3] or sorted((r for r in measured.values() if r.get("ok")),
                                                               key=lambda r: r.get("t_estimate", 0.0))[:3]
@@ -110,8 +115,10 @@ def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure,
         # model's order of the neighbours would walk away from the measured optimum
         near = [v for r in fastest for v in neighbours(found, r["choice"]) if v.text not in measured]
         near = list(dict((v.text, v) for v in near).values())
-        rest = [v for v in found.ranked if v.text not in measured and v.text not in {x.text for x in near}]
-        first = (near[: batch - batch // 4] + _spread(rest, batch))[: min(budget, batch)]  # a quarter explores
+        rest = sorted((v for v in found.ranked if v.text not in measured), key=score)
+        taken = near[: batch // 2]
+        chosen = {v.text for v in taken}
+        first = (taken + _spread([v for v in rest if v.text not in chosen], batch))[: min(budget, batch)]
 
 
 def _spread(ranked: list, count: int) -> list:

@@ -1,6 +1,7 @@
 """The ranking estimate: a kernel's time from the counted bytes and FLOPs plus what the roofline leaves out.
 
-    t = launch + max(DRAM, L2, compute x waves, loads in flight)
+    t = launch + max(DRAM, L2, overlap(compute, loads in flight))
+    compute = (products + vector work) x waves + spilled registers' round trips + tile edges
 
 One function per term (docs/cost.md, "The estimate", gives each formula and its source):
 
@@ -10,10 +11,16 @@ One function per term (docs/cost.md, "The estimate", gives each formula and its 
 * `l2_time`         every counted tile load and store passes through L2 (Target.l2_bandwidth);
 * compute           work.py: each product at the rate of its instruction class (`matrix_time`), other work in
                     FP32-instruction slots at the issue rate the resident warps reach (`vector_time`), tiles
-                    padded to powers of two; times `spill_factor` (registers needed past the target's limit);
+                    padded to powers of two; times `spill_factor` (registers needed past the target's limit)
+                    in a kernel without a K loop;
+* `spill_time`      a K loop whose register tile does not fit moves that tile through local memory (L2) and back
+                    in every step;
+* `edge_time`       each program's first load step and its stores are not overlapped with its products, unless
+                    the launch is persistent (one program walks its SM's tiles and prefetches across them);
 * `wave_factor`     the busiest SM's (core's) work over the mean: a partial last wave, a longest program;
-* `inflight_time`   Little's law: each load step waits the memory latency, and only resident programs x pipeline
-                    stages of them are in flight at once.
+* `inflight_time`   Little's law: each load step waits the memory latency, and only resident programs x (pipeline
+                    stages - 1) of them are in flight at once;
+* `overlap`         compute and loads in flight overlap, but not perfectly: their 3-norm, not their maximum.
 
 The estimate reuses what `analyze` already counted (transfers, occupancy, the K step); the only isl work added
 is per global load: whether its tile changes with each grid loop, and the longest program's number of steps.
@@ -35,12 +42,12 @@ from tdsl.compiler.targets import Target
 
 def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Estimate:
     """Every term of one kernel's estimate."""
-    resident = resident_programs(cost, tgt)
-    warps = cost.occupancy.resident_warps if cost.occupancy is not None else 0
+    resident = resident_programs(kp, cost, tgt)
+    warps = resident * kp.warps if cost.occupancy is not None else 0
     nbytes = dram_bytes(model, kp, cost, tgt, resident)
     t_matrix, units = matrix_time(model, tgt, kp, cost, resident)
     waves = wave_factor(kp, cost, tgt)
-    spill = spill_factor(kp, cost, tgt)
+    spill = spill_factor(kp, cost, tgt) if cost.step is None else 1.0  # with a K loop: spill_time instead
     return Estimate(
         t_launch=launch_time(tgt),
         wave=min(cost.programs, resident * tgt.units),
@@ -51,6 +58,8 @@ def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Est
         t_vector=vector_time(model, tgt, kp, warps) * spill,
         waves=waves,
         t_inflight=inflight_time(kp, cost, tgt, resident, waves),
+        t_spill=spill_time(kp, cost, tgt, waves),
+        t_edges=edge_time(kp, cost, tgt, resident, waves),
         units=units,
         resident_warps=warps,
     )
@@ -75,9 +84,43 @@ def spill_factor(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
     return max(1.0, register_demand(kp, tgt) / tgt.max_registers_per_thread)
 
 
-def resident_programs(cost: KernelCost, tgt: Target) -> int:
-    """Programs resident together on one SM (the occupancy model), or one per core on Ascend."""
-    if cost.occupancy is None:
+def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> float:
+    """A K loop whose register tile (the accumulator) needs more registers than a thread may have: a matrix
+    instruction reads and writes its whole accumulator, so every step moves the register tile out to local
+    memory and back, through L2 at the SM's share of its bandwidth.  Measured on the H200 (tuning logs of
+    2026-12-02, benchmarks/RESULTS.md "The estimate against the tuner's measurements"): 256 x 256 tiles with 8
+    warps and 256 x 128 with 4 (288 registers wanted) take 3-11 us per K step, 5-30x the products' time, in
+    proportion to the steps and not to the spilled excess."""
+    if cost.step is None or not tgt.max_registers_per_thread or not tgt.l2_bandwidth:
+        return 0.0
+    if cost.occupancy is None or not cost.occupancy.regs_estimated:
+        return 0.0
+    if register_demand(kp, tgt) <= tgt.max_registers_per_thread:
+        return 0.0
+    tile = kp.working_set.get(tgt.default_scope, 0)
+    steps_per_unit = cost.loop_iterations[cost.step.loop] / tgt.units * waves
+    return steps_per_unit * 2 * tile / (tgt.l2_bandwidth / tgt.units)
+
+
+def edge_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, waves: float) -> float:
+    """The edges of a program's K loop that its products do not hide: the first load step waits the memory
+    latency and its bytes, and the program's stores leave after the last step, both at the SM's share of the
+    L2 bandwidth.  Programs resident together overlap each other's edges; a persistent launch has one program
+    per SM prefetch the next tile's operands under this tile's stores, so only its first and last edges
+    count."""
+    if cost.step is None or not tgt.memory_latency_s:
+        return 0.0
+    share = (tgt.l2_bandwidth or tgt.dram_bandwidth) / tgt.units
+    stored = sum(t.bytes for t in cost.transfers if t.dst == "global") / max(cost.programs, 1)
+    per_program = tgt.memory_latency_s + (cost.step.bytes + stored) / share
+    programs_per_unit = 1.0 if getattr(kp.root, "persistent", False) else cost.programs / tgt.units * waves
+    return programs_per_unit * per_program / resident
+
+
+def resident_programs(kp: KernelPlan, cost: KernelCost, tgt: Target) -> int:
+    """Programs resident together on one SM (the occupancy model), or one per core on Ascend.  A persistent
+    launch starts one program per SM, whatever more would fit (backends/triton/launcher.py)."""
+    if cost.occupancy is None or getattr(kp.root, "persistent", False):
         return 1
     return max(cost.occupancy.resident_blocks, 1)
 
@@ -126,12 +169,14 @@ def longest_program(kp: KernelPlan, cost: KernelCost) -> float:
 def inflight_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, waves: float) -> float:
     """Little's law: every load step (an iteration of the K loop, or a program's one load of its tiles) waits the
     memory latency (Target.memory_latency_s) plus its bytes at the SM's share of the L2 bandwidth, and an SM has
-    at most resident programs x pipeline stages of them in flight."""
+    at most resident programs x (pipeline stages - 1) of them in flight: a loop pipelined over s stages loads s - 1
+    steps ahead of the one it computes (Triton's and TileLang's pipeliners), an unpipelined one loads one step
+    at a time."""
     if not tgt.memory_latency_s:
         return 0.0
     loads = sum(t.bytes for t in cost.transfers if t.src == "global")
     steps = cost.loop_iterations[cost.step.loop] if cost.step is not None else cost.programs
-    stages = cost.step.stages if cost.step is not None else 1
+    ahead = max(cost.step.stages - 1, 1) if cost.step is not None else 1
     share = (tgt.l2_bandwidth or tgt.dram_bandwidth) / tgt.units
     per_step = tgt.memory_latency_s + loads / max(steps, 1) / share
-    return steps / tgt.units * waves * per_step / (resident * stages)
+    return steps / tgt.units * waves * per_step / (resident * ahead)
