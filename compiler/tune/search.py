@@ -90,8 +90,17 @@ def _judge_all(result: SearchResult, choices: list[dict], progress) -> None:
 
 
 def _best_keys(result: SearchResult, beam: int) -> list[str]:
+    """The best `beam` accepted candidates of distinct estimates: candidates the model ties (the same tiles
+    walked in another grid order) would fill the beam with one point of the space and climb from it alone."""
     accepted = sorted(((k, v) for k, v in result.judged.items() if v.accepted), key=lambda kv: _rank(kv[1]))
-    return [k for k, _ in accepted[:beam]]
+    keys, seen = [], set()
+    for k, v in accepted:
+        if len(keys) == beam:
+            break
+        if v.t_estimate not in seen:
+            seen.add(v.t_estimate)
+            keys.append(k)
+    return keys
 
 
 def _rank(v: Verdict) -> tuple:

@@ -61,11 +61,12 @@ def enumerate_all(sketch: Sketch) -> Iterator[dict]:
 
 
 def neighbours(sketch: Sketch, choice: dict) -> list[dict]:
-    """Choices that move one knob one step along its values.  A switch that flips turns on knobs that were off
+    """Choices that move one knob one step along its values, or exchange the values of two knobs that take the
+    same values (`_swaps`).  A switch that flips turns on knobs that were off
     (an epilogue run as a kernel of its own gets a tile): the move comes with those knobs at their first values,
     and with each of them in turn at every other value (the rest at their first), so that the branch is judged
     by a reasonable setting of its own knobs, not only by the first one."""
-    out = []
+    out = _swaps(sketch, choice)
     for p in sketch.params:
         if p.name not in choice:
             continue
@@ -78,6 +79,19 @@ def neighbours(sketch: Sketch, choice: dict) -> list[dict]:
                 out.append(canonical(sketch.params, moved))
                 out += [canonical(sketch.params, _first_values(sketch, dict(moved, **{q.name: v})))
                         for q in new for v in q.values[1:]]
+    return out
+
+
+def _swaps(sketch: Sketch, choice: dict) -> list[dict]:
+    """The choice with the values of two knobs of the same values exchanged (a 256 x 128 tile turned 128 x 256):
+    a move of the same size that one-knob steps only reach through a detour (128 x 128 first, often worse)."""
+    out = []
+    knobs = [p for p in sketch.params if p.name in choice]
+    for i, p in enumerate(knobs):
+        for q in knobs[i + 1:]:
+            if p.values == q.values and choice[p.name] != choice[q.name]:
+                swapped = dict(choice, **{p.name: choice[q.name], q.name: choice[p.name]})
+                out.append(canonical(sketch.params, _first_values(sketch, swapped)))
     return out
 
 
