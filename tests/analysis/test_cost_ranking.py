@@ -170,3 +170,33 @@ def test_pipeline_stages_enter_the_time():
     assert one.limit == "latency"
     three = analyze(load(PROGRAMS / "gemm_bf16.tdsl").schedule("t128x128x64_s3_w4"), "h100").kernels[0].estimate
     assert three.t_inflight == pytest.approx(one.t_inflight / 2, rel=0.01)
+
+
+def _gemm_estimate(bm, bn, bk, stages, warps, persistent=False, sizes=None):
+    from tdsl.compiler.tune.measure import block_source
+
+    steps = (f"io, jo, ii, ji = tile(C.i, C.j, {bm}, {bn})\nko, ki = split(C.k, {bk})\n"
+             "reorder(C, io, jo, ko, ii, ji, ki)\ncache_read(A, shared, at=C.ko)\ncache_read(W, shared, at=C.ko)\n"
+             f"cache_write(C, register, at=C.jo)\npipeline(C.ko, stages={stages})\nbind(C.io, grid.x)\n"
+             f"bind(C.jo, grid.y)\nlaunch(C, warps={warps}" + (", persistent=true)" if persistent else ")"))
+    text = block_source((PROGRAMS / "gemm_bf16.tdsl").read_text(), "probe", steps, "gemm_bf16")
+    prog = loads(text, "gemm_bf16.tdsl", sizes=sizes or {"M": 4096, "N": 4096, "K": 4096})
+    return analyze(prog.schedule("probe"), "h200").kernels[0].estimate
+
+
+def test_an_accumulator_too_large_for_the_registers_moves_whole_in_every_k_step():
+    """256 x 256 tiles on 8 warps want 256 accumulator registers a thread: measured 15x slower than 128 x 256 on
+    the H200 (tuning logs of 2026-12-02), twice as slow again with half the K step."""
+    fits, spills = _gemm_estimate(128, 256, 32, 4, 8), _gemm_estimate(256, 256, 32, 4, 8)
+    assert fits.t_spill == 0 and spills.t_spill > 5 * fits.t_estimate
+    assert _gemm_estimate(256, 256, 16, 4, 8).t_spill == pytest.approx(2 * spills.t_spill, rel=0.01)
+
+
+def test_k_step_stages_and_persistence_separate_tilings_the_estimate_used_to_tie():
+    """The tuner's logs of 2026-12-02: with one 128 x 256 tiling, BK 16 < BK 32 < BK 64 in time, 3 stages of BK 32
+    slower than 5, and a persistent launch hides the tile edges."""
+    t = {bk: _gemm_estimate(128, 256, bk, 4, 8).t_estimate for bk in (16, 32, 64)}
+    assert t[64] < t[32] < t[16]
+    assert _gemm_estimate(128, 256, 32, 5, 8).t_estimate < _gemm_estimate(128, 256, 32, 3, 8).t_estimate
+    plain, walk = _gemm_estimate(128, 256, 64, 3, 8), _gemm_estimate(128, 256, 64, 3, 8, persistent=True)
+    assert walk.t_edges < plain.t_edges and walk.t_estimate < plain.t_estimate

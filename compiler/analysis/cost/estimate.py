@@ -35,7 +35,7 @@ import islpy as isl
 from tdsl.compiler.analysis.buffer_plan import KernelPlan
 from tdsl.compiler.analysis.cost.l2 import dram_bytes
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
-from tdsl.compiler.analysis.cost.timing import register_demand
+from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand
 from tdsl.compiler.analysis.cost.work import matrix_time, vector_time
 from tdsl.compiler.targets import Target
 
@@ -85,21 +85,28 @@ def spill_factor(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
 
 
 def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> float:
-    """A K loop whose register tile (the accumulator) needs more registers than a thread may have: a matrix
-    instruction reads and writes its whole accumulator, so every step moves the register tile out to local
-    memory and back, through L2 at the SM's share of its bandwidth.  Measured on the H200 (tuning logs of
-    2026-12-02, benchmarks/RESULTS.md "The estimate against the tuner's measurements"): 256 x 256 tiles with 8
-    warps and 256 x 128 with 4 (288 registers wanted) take 3-11 us per K step, 5-30x the products' time, in
-    proportion to the steps and not to the spilled excess."""
+    """A K loop whose registers do not fit moves what spills out to local memory and back in every step, through
+    L2 at the SM's share of its bandwidth.  What spills: the excess over the thread's registers, except that a
+    single register buffer too large for the registers by itself (an accumulator a matrix instruction reads and
+    writes whole) moves whole.  Measured on the H200 (tuning logs of 2026-12-02, benchmarks/RESULTS.md "The
+    estimate against the tuner's measurements"): 256 x 256 tiles with 8 warps and 256 x 128 with 4 (an
+    accumulator of 256 registers a thread) take 3-11 us per K step, 5-30x the products' time, in proportion to
+    the steps and not to the excess; flash attention's 128 x 64 blocks on 4 warps (several tiles, none too large
+    alone) run 1.3x their 8-warp time, as a spilled excess predicts."""
     if cost.step is None or not tgt.max_registers_per_thread or not tgt.l2_bandwidth:
         return 0.0
     if cost.occupancy is None or not cost.occupancy.regs_estimated:
         return 0.0
-    if register_demand(kp, tgt) <= tgt.max_registers_per_thread:
+    limit = tgt.max_registers_per_thread
+    excess = register_demand(kp, tgt) - limit
+    if excess <= 0:
         return 0.0
-    tile = kp.working_set.get(tgt.default_scope, 0)
+    threads = kp.warps * (tgt.warp_size or 32)
+    largest = max((b.bytes_per_copy for b in kp.buffers if b.scope == tgt.default_scope), default=0)
+    whole = largest / 4 / threads > limit - REGISTER_OVERHEAD
+    moved = largest if whole else excess * 4 * threads
     steps_per_unit = cost.loop_iterations[cost.step.loop] / tgt.units * waves
-    return steps_per_unit * 2 * tile / (tgt.l2_bandwidth / tgt.units)
+    return steps_per_unit * 2 * moved / (tgt.l2_bandwidth / tgt.units)
 
 
 def edge_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, waves: float) -> float:

@@ -24,6 +24,9 @@ def roofline(tgt: Target, global_bytes: int, flops_matrix: int, flops_vector: in
     return t_memory, t_compute
 
 
+REGISTER_OVERHEAD = 32  # registers a thread needs besides its tiles: addresses, indices, loop state
+
+
 def estimate_registers(kp: KernelPlan, tgt: Target) -> int:
     """Registers per thread when none are given: the register-scope working set spread over the block's
     threads, plus 32 for addresses, indices and loop state, rounded up to 8 and capped at the target's limit."""
@@ -35,7 +38,7 @@ def register_demand(kp: KernelPlan, tgt: Target) -> int:
     """`estimate_registers` before the cap: past the target's limit the rest spills to local memory."""
     threads = kp.warps * (tgt.warp_size or 32)
     reg_bytes = kp.working_set.get(tgt.default_scope, 0)
-    regs = math.ceil(reg_bytes / 4 / threads) + 32
+    regs = math.ceil(reg_bytes / 4 / threads) + REGISTER_OVERHEAD
     return 8 * math.ceil(regs / 8)
 
 
