@@ -74,9 +74,17 @@ def search(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, tar
 
 def neighbours(result: SearchResult, choice: dict) -> list[Verdict]:
     """The accepted neighbours of a choice (one knob moved one step), judged now if they were not yet."""
-    around = space.neighbours(result.sketch, choice)
-    _judge_all(result, around, None)
-    return [result.judged[space.key(c)] for c in around if result.judged[space.key(c)].accepted]
+    return accepted(result, space.neighbours(result.sketch, choice))
+
+
+def orders(result: SearchResult, choice: dict) -> list[Verdict]:
+    """The accepted launch-order variants of a choice (space.orders), judged now if they were not yet."""
+    return accepted(result, space.orders(result.sketch, choice))
+
+
+def accepted(result: SearchResult, choices: list[dict]) -> list[Verdict]:
+    _judge_all(result, choices, None)
+    return [result.judged[space.key(c)] for c in choices if result.judged[space.key(c)].accepted]
 
 
 def _judge_all(result: SearchResult, choices: list[dict], progress) -> None:

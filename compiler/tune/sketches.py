@@ -57,6 +57,8 @@ class Param:
     name: str  # "<statement>.<knob>", e.g. "C.BM"
     values: tuple  # the domain in order: neighbours in the tuple are neighbours in the search
     when: Optional[tuple] = None  # (param, value): this knob exists only under that choice of another one
+    order_only: bool = False  # changes only the order programs run in, not what each computes (the tuner
+                              # measures every combination of these around its fastest candidate)
 
     def active(self, choice: dict) -> bool:
         return self.when is None or choice.get(self.when[0]) == self.when[1]
@@ -235,10 +237,11 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
         Param(f"{name}.BK", _tiles(tuple(v for v in PRODUCT_K if v >= least_k), flow.extents[name, k])),
         Param(f"{name}.stages", PRODUCT_STAGES),
         Param(f"{name}.warps", PRODUCT_WARPS),
-        Param(f"{name}.grid", ("ij", "ji")),  # which tile axis is grid.x: consecutive programs share that operand
-        Param(f"{name}.group", PRODUCT_GROUPS),
+        # which tile axis is grid.x: consecutive programs share that operand
+        Param(f"{name}.grid", ("ij", "ji"), order_only=True),
+        Param(f"{name}.group", PRODUCT_GROUPS, order_only=True),
         # one program per multiprocessor walking the tiles (Triton; on the H200 the GEMM's missing 2-8 %)
-        Param(f"{name}.persistent", (False, True)),
+        Param(f"{name}.persistent", (False, True), order_only=True),
     ]
     if epilogue:
         params.append(Param(f"{name}.epilogue", ("fused", "separate")))

@@ -82,6 +82,17 @@ def neighbours(sketch: Sketch, choice: dict) -> list[dict]:
     return out
 
 
+def orders(sketch: Sketch, choice: dict) -> list[dict]:
+    """Every choice that differs from `choice` only in knobs that change the order programs run in (grid axis,
+    launch groups, persistence): the launch-order variants of one kernel, whose effects combine in ways no
+    one-knob step shows (on the H200 the GEMM's grouped order helped only with a persistent launch)."""
+    knobs = [p for p in sketch.params if p.order_only and p.name in choice]
+    out = [dict(choice)]
+    for p in knobs:
+        out = [dict(c, **{p.name: v}) for c in out for v in p.values]
+    return [canonical(sketch.params, c) for c in out if c != choice]
+
+
 def _swaps(sketch: Sketch, choice: dict) -> list[dict]:
     """The choice with the values of two knobs of the same values exchanged (a 256 x 128 tile turned 128 x 256):
     a move of the same size that one-knob steps only reach through a detour (128 x 128 first, often worse)."""

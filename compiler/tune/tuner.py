@@ -17,7 +17,7 @@ from typing import Optional
 from tdsl.compiler.tune import log as tuning_log
 from tdsl.compiler.tune import residual
 from tdsl.compiler.tune.measure import Job
-from tdsl.compiler.tune.search import SearchResult, neighbours, search
+from tdsl.compiler.tune.search import SearchResult, neighbours, orders, search
 
 DEFAULT_TRIALS = 64
 
@@ -95,13 +95,15 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
 def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure, batch: int) -> None:
     """Spend the budget in rounds: first the model's best, spread over the space (no two alike in all but one
     knob while others are left).  Then, each round, the estimate corrected by what this workload's measurements
-    taught it (compiler/tune/residual.py) ranks what is left: half the round goes to the neighbours of the
+    taught it (compiler/tune/residual.py) ranks what is left: a new fastest candidate gets its launch-order
+    variants measured (every combination of the order-only knobs), half the round goes to the neighbours of the
     fastest measured candidates (judged by the screen first), the rest to the corrected ranking's best -- so a
     model that is wrong about a region is corrected by the measurements instead of trusted for the whole
     budget."""
     measured = {r["steps"]: r for r in records}
     fresh = [v for v in found.ranked if v.text not in measured]
     first = _spread(fresh, min(budget, batch))
+    polished: set = set()
     while budget > 0 and first:
         for line in measure(first):
             measured[line["steps"]] = line
@@ -116,7 +118,13 @@ def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure,
         near = [v for r in fastest for v in neighbours(found, r["choice"]) if v.text not in measured]
         near = list(dict((v.text, v) for v in near).values())
         rest = sorted((v for v in found.ranked if v.text not in measured), key=score)
-        taken = near[: batch // 2]
+        # the fastest one's launch orders, all combinations, once: their effects combine (grouped order with a
+        # persistent launch) in ways the one-knob neighbours and the fitted correction's sum do not show
+        polish = []
+        if fastest and fastest[0]["steps"] not in polished:
+            polished.add(fastest[0]["steps"])
+            polish = [v for v in orders(found, fastest[0]["choice"]) if v.text not in measured]
+        taken = list(dict((v.text, v) for v in polish + near[: batch // 2]).values())
         chosen = {v.text for v in taken}
         first = (taken + _spread([v for v in rest if v.text not in chosen], batch))[: min(budget, batch)]
 

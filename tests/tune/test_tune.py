@@ -217,3 +217,32 @@ def test_user_errors_of_tune_and_compile_tuned_are_one_line_each(tmp_path, monke
     monkeypatch.setattr(executors, "local_gpus", lambda: 1)
     with pytest.raises(TdslError, match="more than the 1 local GPUs"):
         LocalExecutor(2)
+
+
+class OrdersCombine:
+    """A GPU on which a grouped order helps only with a persistent launch (as the H200's GEMM measured): that
+    pair is 20% faster than the estimate, every other candidate exactly as estimated."""
+
+    gpus = 1
+
+    def describe(self):
+        return "a GPU whose launch orders combine"
+
+    def run(self, jobs):
+        for job in jobs:
+            both = job.choice.get("C.group") == 8 and job.choice.get("C.persistent")
+            yield {"choice": job.choice, "steps": job.steps, "t_estimate": job.t_estimate, "ok": True,
+                   "us": job.t_estimate * 1e6 * (0.8 if both else 1.0)}
+
+
+def test_the_fastest_candidates_launch_orders_are_measured_in_every_combination():
+    from tdsl.compiler.tune import space
+
+    prog = tdsl.load(ROOT / "benchmarks/programs/gemm_bf16.tdsl", sizes={"M": 4096, "N": 4096, "K": 4096})
+    result = tune(prog, target="h200", trials=16, samples=32, runner=OrdersCombine())
+    fastest = min(result.measured[:8], key=lambda r: r["us"])  # the first round: the model's best, spread
+    variants = {space.key(c) for c in space.orders(result.search.sketch, fastest["choice"])}
+    accepted = {k for k in variants if result.search.judged[k].accepted}
+    assert len(variants) == 7 and len(accepted) >= 4
+    assert accepted <= {space.key(r["choice"]) for r in result.measured}
+    assert "group=8, persistent=true" in result.winner_steps
