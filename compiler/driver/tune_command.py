@@ -63,6 +63,7 @@ def cmd_tune(args) -> int:
     if result.measured:
         print(f"measured {len(result.measured)} on {result.executor}:")
         _print_measured(result.measured)
+        _print_correction(result.logged)
     if not result.winner_steps:
         if not result.search.ranked:
             print("no candidate passed the checks: the rejections above say why")
@@ -88,6 +89,16 @@ def _print_ranking(result, top: int = 5) -> None:
     for v in result.search.ranked[:top]:
         knobs = " ".join(f"{k}={val}" for k, val in v.choice.items())
         print(f"  {v.t_estimate * 1e6:10.4g} us  {knobs}")
+
+
+def _print_correction(records: list) -> None:
+    """What the measurements taught the model (compiler/tune/residual.py): the knob values it moved most."""
+    from tdsl.compiler.tune import residual
+
+    fit = residual.fit(records)
+    if fit is not None:
+        moved = ", ".join(f"{knob} x{factor:.2f}" for knob, factor in fit.strongest(3))
+        print(f"measured / model, by knob value (the largest corrections): {moved}")
 
 
 def _print_measured(records: list, top: int = 10) -> None:

@@ -56,3 +56,13 @@ def test_later_rounds_follow_what_the_measurements_taught():
     assert wide(first) > 0  # the model alone ranks a 256-column tile first here
     assert wide(later) <= wide(first) / 2
     assert ", 256)" not in result.winner_steps.splitlines()[0]
+
+
+def test_tune_prints_what_the_measurements_corrected(capsys):
+    from tdsl.compiler.driver.tune_command import _print_correction
+
+    _print_correction([record(p, bk, 150.0 if p else 100.0) for p in (True, False) for bk in (32, 64)])
+    line = capsys.readouterr().out
+    assert line.startswith("measured / model, by knob value") and "C.persistent=True x1." in line
+    _print_correction([record(False, 32, 100.0)])  # too few to fit: nothing said
+    assert capsys.readouterr().out == ""
