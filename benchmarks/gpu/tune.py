@@ -87,6 +87,17 @@ def _quant_gemm_ref(M, K, N):
             "_scaled_mm alone": lambda: torch._scaled_mm(q, w_cols, scale_a=scale, scale_b=ones, out_dtype=F16)}
 
 
+def _fp8_gemm_ref(M, K, N):
+    """cuBLASLt's FP8 product under the accumulation benchmarks/programs/fp8_gemm.tdsl declares
+    (`use_fast_accum=False`: promoted at an interval of 128 terms, the same largest error)."""
+    f8 = torch.float8_e4m3fn
+    a = (torch.randn(M, K, device="cuda") / 4).to(f8)
+    w_cols = (torch.randn(N, K, device="cuda") / 4).to(f8).t()  # Wt[N, K] seen as a column-major [K, N]
+    one = torch.ones((), device="cuda")
+    return {"_scaled_mm": lambda: torch._scaled_mm(a, w_cols, scale_a=one, scale_b=one, out_dtype=BF16,
+                                                   use_fast_accum=False)}
+
+
 WORKLOADS = {
     "gemm": ("benchmarks/programs/gemm_bf16.tdsl", {}, lambda: _gemm_ref(1024, 4096, 12288)),
     "gemm4096": ("benchmarks/programs/gemm_bf16.tdsl", {"M": 4096, "K": 4096, "N": 4096},
@@ -99,6 +110,7 @@ WORKLOADS = {
     "rmsnorm": ("examples/rmsnorm.tdsl", {}, lambda: _rmsnorm_ref(1024, 4096)),
     "softmax": ("examples/softmax.tdsl", {}, lambda: _softmax_ref(1024, 4096)),
     "quant_gemm": ("examples/quant_gemm.tdsl", {}, lambda: _quant_gemm_ref(4096, 4096, 1536)),
+    "fp8_gemm": ("benchmarks/programs/fp8_gemm.tdsl", {}, lambda: _fp8_gemm_ref(4096, 4096, 1536)),
 }
 
 

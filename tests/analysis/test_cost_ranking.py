@@ -200,3 +200,24 @@ def test_k_step_stages_and_persistence_separate_tilings_the_estimate_used_to_tie
     assert _gemm_estimate(128, 256, 32, 5, 8).t_estimate < _gemm_estimate(128, 256, 32, 3, 8).t_estimate
     plain, walk = _gemm_estimate(128, 256, 64, 3, 8), _gemm_estimate(128, 256, 64, 3, 8, persistent=True)
     assert walk.t_edges < plain.t_edges and walk.t_estimate < plain.t_estimate
+
+
+def _fp8_estimate(bm, bn, warps, combine):
+    from tdsl.compiler.tune.measure import block_source
+
+    text = (PROGRAMS / "fp8_gemm.tdsl").read_text().replace("combine fast_accum(128)", combine)
+    steps = (f"io, jo, ii, ji = tile(P.i, P.j, {bm}, {bn})\nko, ki = split(P.k, 128)\n"
+             "reorder(P, io, jo, ko, ii, ji, ki)\ncache_read(Aq, shared, at=P.ko)\ncache_read(Wt, shared, at=P.ko)\n"
+             f"cache_write(P, register, at=P.jo)\npipeline(P.ko, stages=3)\nbind(P.io, grid.x)\nbind(P.jo, grid.y)\n"
+             f"launch(P, warps={warps})")
+    prog = loads(block_source(text, "probe", steps, "fp8_gemm"), "fp8_gemm.tdsl")
+    return analyze(prog.schedule("probe"), "h200").t_estimate
+
+
+def test_promoting_fp8_partial_sums_costs_additions_and_a_second_accumulator():
+    """benchmarks/programs/fp8_gemm.tdsl tuned on the H200 (2026-12-02): with the sum promoted every 128 terms a
+    64 x 128 tile on 4 warps took 50.7 us and 128 x 128 on 4 warps 67.1 us (the second accumulator no longer fits
+    the registers); promoting after every instruction is slower than every 128 terms, which is slower than never."""
+    assert _fp8_estimate(64, 128, 4, "combine fast_accum(128)") < _fp8_estimate(128, 128, 4, "combine fast_accum(128)")
+    exact, interval, fast = (_fp8_estimate(64, 128, 4, c) for c in ("", "combine fast_accum(128)", "combine fast_accum"))
+    assert exact > interval > fast

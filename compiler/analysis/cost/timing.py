@@ -34,10 +34,12 @@ def estimate_registers(kp: KernelPlan, tgt: Target) -> int:
     return min(regs, tgt.max_registers_per_thread or regs)
 
 
-def register_demand(kp: KernelPlan, tgt: Target) -> int:
-    """`estimate_registers` before the cap: past the target's limit the rest spills to local memory."""
+def register_demand(kp: KernelPlan, tgt: Target, extra_bytes: int = 0) -> int:
+    """`estimate_registers` before the cap: past the target's limit the rest spills to local memory.
+    `extra_bytes`: registers the code generator adds beside the plan's buffers (the second accumulator of a
+    promoted FP8 product, work.py `promotion_register_bytes`)."""
     threads = kp.warps * (tgt.warp_size or 32)
-    reg_bytes = kp.working_set.get(tgt.default_scope, 0)
+    reg_bytes = kp.working_set.get(tgt.default_scope, 0) + extra_bytes
     regs = math.ceil(reg_bytes / 4 / threads) + REGISTER_OVERHEAD
     return 8 * math.ceil(regs / 8)
 

@@ -21,11 +21,13 @@ from tdsl.compiler.analysis.cost.results import KernelCost
 from tdsl.compiler.model.dtypes import power_of_two
 from tdsl.compiler.analysis.cost.traffic import statement_flops
 from tdsl.compiler.analysis.placement import MATRIX_UNITS, matrix_operands
+from tdsl.compiler.model.dependences import imprecise_products
 from tdsl.compiler.model.functions import COMPOSITIONS
 from tdsl.compiler.targets import Target
 
 TENSOR_CORE_DTYPES = MATRIX_UNITS["triton"].dtypes  # what tl.dot runs on tensor cores (placement.py decides)
 TRITON_DOT_MIN = 16  # tl.dot needs every dimension of a product tile to be at least 16
+FP8_INSTRUCTION_K = 32  # terms one FP8 wgmma adds per output: the shortest promotion interval
 
 
 @dataclass
@@ -132,7 +134,8 @@ def product_rate(p: Product, unit: str, tgt: Target, warps: int, warpgroups: int
 
 
 def matrix_time(model, tgt: Target, kp: KernelPlan, cost: KernelCost, resident: int) -> tuple:
-    """Seconds of the kernel's products at their classes' rates, padded tiles; and the classes."""
+    """Seconds of the kernel's products at their classes' rates, padded tiles, and of the FP32 additions that
+    promote FP8 partial sums (`promotion`); and the classes."""
     warps = cost.warps
     warpgroups = resident * max(1, warps // 4)
     total, units = 0.0, []
@@ -141,7 +144,35 @@ def matrix_time(model, tgt: Target, kp: KernelPlan, cost: KernelCost, resident: 
         units.append(unit)
         pad = padding((p.m, p.n, p.k), TRITON_DOT_MIN if tgt.vendor == "nvidia" else 1)
         total += p.flops * pad / product_rate(p, unit, tgt, warps, warpgroups)
+        interval = promotion_interval(model, p, unit)
+        if interval:
+            total += p.flops / 2 / interval / (tgt.vector_instr_rate or tgt.vector_flops)
     return total, units
+
+
+def promotion_interval(model, p: Product, unit: str) -> Optional[int]:
+    """How many terms an FP8 product on FP8 tensor cores adds in the reduced-precision accumulator before an
+    FP32 addition promotes them into the sum (compiler/model/dependences.py `imprecise_products`): every
+    instruction (32 terms) without a declaration, N under `combine fast_accum(N)` (at most the tile's k, as the
+    Triton printer passes it), never (None) under `combine fast_accum`.  Each promotion is one FP32 addition
+    per output, and Triton keeps the promoted sum in a second accumulator of the tile's size
+    (`promotion_register_bytes`)."""
+    if unit != "tensor f8e4m3":  # the path for a B that is not K-major converts to f16: exact f32 sums
+        return None
+    n = imprecise_products(model.stmt(p.stmt))
+    if n is None:
+        return None
+    return max(FP8_INSTRUCTION_K, min(n, p.k) if n else FP8_INSTRUCTION_K)
+
+
+def promotion_register_bytes(model, kp: KernelPlan, tgt: Target) -> int:
+    """Register bytes of the second accumulators of promoted FP8 products (f32, one per output of the tile)."""
+    total = 0
+    for p in products(model, kp):
+        unit = product_unit(p, tgt) if tgt.matrix_flops_sustained else ""
+        if promotion_interval(model, p, unit):
+            total += 4 * _pow2(p.m, TRITON_DOT_MIN) * _pow2(p.n, TRITON_DOT_MIN)
+    return total
 
 # ---------------------------------------------------------------- vector work
 
