@@ -164,7 +164,7 @@ def tune_log_rows(target: str) -> list:
             continue
         source = files[kernel]
         prog = loads(block_source((ROOT / source).read_text(), "logged", steps, kernel), source, sizes=dict(sizes))
-        workload = f"{kernel}_" + "x".join(str(v) for _, v in sizes)
+        workload = f"{kernel} " + ",".join(f"{k}={v}" for k, v in sizes)
         name = " ".join(_knobs(steps))
         out.append(row(workload, source, name, us, run, prog.schedule("logged"), target))
     return out

@@ -11,8 +11,8 @@ by ridge-regularised least squares over the candidates measured so far (one indi
 ranks the candidates not measured yet by `estimate x exp(fitted)`.  A knob value no measured candidate had
 counts as UNTRIED, a little better than the model says (optimism where nothing is known, so that the ranking
 tries new values rather than re-measuring near copies of known ones); the ridge term shrinks what few
-measurements support.  With
-fewer than MIN_RECORDS timed candidates nothing is fitted and the estimate ranks alone.
+measurements support.  With fewer than MIN_RECORDS timed candidates nothing is fitted and the estimate ranks
+alone.
 """
 
 from __future__ import annotations

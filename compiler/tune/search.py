@@ -83,6 +83,7 @@ def orders(result: SearchResult, choice: dict) -> list[Verdict]:
 
 
 def accepted(result: SearchResult, choices: list[dict]) -> list[Verdict]:
+    """The accepted ones of `choices`, each judged now if it was not yet."""
     _judge_all(result, choices, None)
     return [result.judged[space.key(c)] for c in choices if result.judged[space.key(c)].accepted]
 
@@ -100,9 +101,9 @@ def _judge_all(result: SearchResult, choices: list[dict], progress) -> None:
 def _best_keys(result: SearchResult, beam: int) -> list[str]:
     """The best `beam` accepted candidates of distinct estimates: candidates the model ties (the same tiles
     walked in another grid order) would fill the beam with one point of the space and climb from it alone."""
-    accepted = sorted(((k, v) for k, v in result.judged.items() if v.accepted), key=lambda kv: _rank(kv[1]))
+    ranked = sorted(((k, v) for k, v in result.judged.items() if v.accepted), key=lambda kv: _rank(kv[1]))
     keys, seen = [], set()
-    for k, v in accepted:
+    for k, v in ranked:
         if len(keys) == beam:
             break
         if v.t_estimate not in seen:

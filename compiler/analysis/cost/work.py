@@ -135,7 +135,7 @@ def product_rate(p: Product, unit: str, tgt: Target, warps: int, warpgroups: int
 
 def matrix_time(model, tgt: Target, kp: KernelPlan, cost: KernelCost, resident: int) -> tuple:
     """Seconds of the kernel's products at their classes' rates, padded tiles, and of the FP32 additions that
-    promote FP8 partial sums (`promotion`); and the classes."""
+    promote FP8 partial sums (`promotion_interval`); and the classes."""
     warps = cost.warps
     warpgroups = resident * max(1, warps // 4)
     total, units = 0.0, []
