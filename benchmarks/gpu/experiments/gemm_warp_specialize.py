@@ -52,20 +52,44 @@ def variants(path: Path, tmp: Path) -> dict:
     return out
 
 
-def timed(call, check) -> str:
-    """'' when the call is correct (then timed later), else its error."""
-    try:
-        call()
-        return check()
-    except Exception as err:  # noqa: BLE001
-        traceback.print_exc(limit=1)
-        return f"{type(err).__name__}: {err}"[:300]
+def compare(mods: dict, call, out_shape, want, reference: tuple, rounds: int) -> dict:
+    """Check every variant (`call(module, out)` into a NaN-poisoned `out`, against `want` within 2^-7 of its
+    largest magnitude), then time the correct ones and the reference (name, callable) in interleaved rounds."""
+    import torch
+    from triton.testing import do_bench
+
+    row = {"errors": {}, "us": {reference[0]: []}}
+    good = {}
+    for name, mod in mods.items():
+        if isinstance(mod, str):  # the edit did not import
+            row["errors"][name] = mod
+            continue
+        out = torch.full(out_shape, float("nan"), device="cuda", dtype=torch.bfloat16)
+        try:
+            call(mod, out)
+            err = ((out.float() - want).abs().max() / want.abs().max()).item()
+            problem = "" if err < 2 ** -7 else f"relative error {err}"
+        except Exception as exc:  # noqa: BLE001 - an experiment records what fails
+            traceback.print_exc(limit=1)
+            problem = f"{type(exc).__name__}: {exc}"[:300]
+        if problem:
+            row["errors"][name] = problem
+        else:
+            good[name] = mod
+            row["us"][name] = []
+    out = torch.empty(out_shape, device="cuda", dtype=torch.bfloat16)
+    for _ in range(rounds):
+        row["us"][reference[0]].append(do_bench(reference[1]) * 1e3)
+        for name, mod in good.items():
+            row["us"][name].append(do_bench(lambda mod=mod: call(mod, out)) * 1e3)
+    row["median_us"] = {s: statistics.median(v) for s, v in row["us"].items()}
+    row["vs_reference"] = {s: row["median_us"][reference[0]] / t for s, t in row["median_us"].items()}
+    return row
 
 
 def run(rounds: int, out: str) -> None:
     import torch
     import torch.nn.functional as F
-    from triton.testing import do_bench
 
     rows = []
     with tempfile.TemporaryDirectory() as tmpdir:
@@ -74,75 +98,31 @@ def run(rounds: int, out: str) -> None:
             torch.manual_seed(0)
             a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             w = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-            want = a.float() @ w.float()
-            mods = variants(GENERATED / f"gemm_t128x256x64_s3_w8_g8_p_{m}x{n}x{k}.py", tmp)
-            row = {"shape": [m, n, k], "errors": {}, "us": {"cublas": []}}
-            good = {}
-            for name, mod in mods.items():
-                if isinstance(mod, str):
-                    row["errors"][name] = mod
-                    continue
-                c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-
-                def check(c=c):
-                    err = ((c.float() - want).abs().max() / want.abs().max()).item()
-                    return "" if err < 2 ** -7 else f"relative error {err}"
-
-                problem = timed(lambda mod=mod, c=c: mod.gemm_bf16(a, w, C=c), check)
-                if problem:
-                    row["errors"][name] = problem
-                else:
-                    good[name] = mod
-                    row["us"][name] = []
             c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-            for _ in range(rounds):
-                row["us"]["cublas"].append(do_bench(lambda: torch.matmul(a, w, out=c)) * 1e3)
-                for name, mod in good.items():
-                    row["us"][name].append(do_bench(lambda mod=mod: mod.gemm_bf16(a, w, C=c)) * 1e3)
-            row["median_us"] = {s: statistics.median(v) for s, v in row["us"].items()}
-            row["vs_cublas"] = {s: row["median_us"]["cublas"] / t for s, t in row["median_us"].items()}
-            rows.append(row)
-            print(f"{m}x{n}x{k}: " + ", ".join(f"{s} {row['median_us'][s]:.1f} us ({row['vs_cublas'][s]:.3f}x)"
-                                               for s in row["median_us"]) + f"; errors {row['errors']}", flush=True)
+            mods = variants(GENERATED / f"gemm_t128x256x64_s3_w8_g8_p_{m}x{n}x{k}.py", tmp)
+            row = compare(mods, lambda mod, o: mod.gemm_bf16(a, w, C=o), (m, n), a.float() @ w.float(),
+                          ("cublas", lambda: torch.matmul(a, w, out=c)), rounds)
+            rows.append(dict(row, shape=[m, n, k]))
+            print(f"{m}x{n}x{k}: " + _line(row), flush=True)
 
         m, k, n = 1024, 4096, 12288
         torch.manual_seed(0)
         a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
         w = (torch.randn(k, n, device="cuda") / 64).to(torch.bfloat16)
         prod = (a.float() @ w.float()).to(torch.bfloat16).float()
-        want = prod * torch.sigmoid(prod)
         compiled = torch.compile(lambda x, y: F.silu(x @ y))
         compiled(a, w)
         mods = variants(GENERATED / "gemm_silu_fast_g8_p.py", tmp)
-        silu = {"errors": {}, "us": {"compile": []}}
-        good = {}
-        for name, mod in mods.items():
-            if isinstance(mod, str):
-                silu["errors"][name] = mod
-                continue
-            y = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-
-            def check(y=y):
-                err = ((y.float() - want).abs().max() / want.abs().max()).item()
-                return "" if err < 2 ** -7 else f"relative error {err}"
-
-            problem = timed(lambda mod=mod, y=y: mod.gemm_silu(a, w, Y=y), check)
-            if problem:
-                silu["errors"][name] = problem
-            else:
-                good[name] = mod
-                silu["us"][name] = []
-        y = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        for _ in range(rounds):
-            silu["us"]["compile"].append(do_bench(lambda: compiled(a, w)) * 1e3)
-            for name, mod in good.items():
-                silu["us"][name].append(do_bench(lambda mod=mod: mod.gemm_silu(a, w, Y=y)) * 1e3)
-        silu["median_us"] = {s: statistics.median(v) for s, v in silu["us"].items()}
-        silu["vs_compile"] = {s: silu["median_us"]["compile"] / t for s, t in silu["median_us"].items()}
-        print("gemm_silu: " + ", ".join(f"{s} {silu['median_us'][s]:.1f} us ({silu['vs_compile'][s]:.3f}x)"
-                                        for s in silu["median_us"]) + f"; errors {silu['errors']}", flush=True)
+        silu = compare(mods, lambda mod, o: mod.gemm_silu(a, w, Y=o), (m, n), prod * torch.sigmoid(prod),
+                       ("compile", lambda: compiled(a, w)), rounds)
+        print("gemm_silu: " + _line(silu), flush=True)
     meta = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "rounds": rounds}
     Path(out).write_text(json.dumps({"meta": meta, "gemm": rows, "gemm_silu": silu}, indent=1))
+
+
+def _line(row: dict) -> str:
+    return (", ".join(f"{s} {row['median_us'][s]:.1f} us ({row['vs_reference'][s]:.3f}x)" for s in row["median_us"])
+            + f"; errors {row['errors']}")
 
 
 def main() -> int:
