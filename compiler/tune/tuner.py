@@ -20,6 +20,7 @@ from tdsl.compiler.tune.measure import Job
 from tdsl.compiler.tune.search import SearchResult, neighbours, orders, search
 
 DEFAULT_TRIALS = 64
+POLISHED_TILINGS = 2  # the fastest tilings whose launch orders are all measured
 
 
 @dataclass
@@ -95,15 +96,16 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
 def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure, batch: int) -> None:
     """Spend the budget in rounds: first the model's best, spread over the space (no two alike in all but one
     knob while others are left).  Then, each round, the estimate corrected by what this workload's measurements
-    taught it (compiler/tune/residual.py) ranks what is left: a new fastest candidate gets its launch-order
-    variants measured (every combination of the order-only knobs), half the round goes to the neighbours of the
-    fastest measured candidates (judged by the screen first), the rest to the corrected ranking's best -- so a
-    model that is wrong about a region is corrected by the measurements instead of trusted for the whole
-    budget."""
+    taught it (compiler/tune/residual.py) ranks what is left: the two fastest tilings get their launch-order
+    variants measured (every combination of the order-only knobs, once per tiling, at most half a round at a
+    time), up to half the round goes to the neighbours of the fastest measured candidates (judged by the screen
+    first), the rest to the corrected ranking's best -- so a model that is wrong about a region is corrected by
+    the measurements instead of trusted for the whole budget."""
     measured = {r["steps"]: r for r in records}
     fresh = [v for v in found.ranked if v.text not in measured]
     first = _spread(fresh, min(budget, batch))
-    polished: set = set()
+    polished: set = set()  # tilings whose launch orders were queued
+    pending: list = []  # their variants not measured yet
     while budget > 0 and first:
         for line in measure(first):
             measured[line["steps"]] = line
@@ -118,15 +120,38 @@ def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure,
         near = [v for r in fastest for v in neighbours(found, r["choice"]) if v.text not in measured]
         near = list(dict((v.text, v) for v in near).values())
         rest = sorted((v for v in found.ranked if v.text not in measured), key=score)
-        # the fastest one's launch orders, all combinations, once: their effects combine (grouped order with a
-        # persistent launch) in ways the one-knob neighbours and the fitted correction's sum do not show
-        polish = []
-        if fastest and fastest[0]["steps"] not in polished:
-            polished.add(fastest[0]["steps"])
-            polish = [v for v in orders(found, fastest[0]["choice"]) if v.text not in measured]
+        # the launch orders of the fastest tilings, all combinations, once each: their effects combine (grouped
+        # order with a persistent launch) in ways the one-knob neighbours and the fitted correction's sum do not
+        # show, and the best tiling at one launch order need not be the best at another
+        for r in _fastest_tilings(found, measured, POLISHED_TILINGS):
+            tiling = _tiling(found, r["choice"])
+            if tiling not in polished:
+                polished.add(tiling)
+                pending += orders(found, r["choice"])
+        pending = [v for v in pending if v.text not in measured]
+        polish, pending = pending[: batch // 2], pending[batch // 2:]  # at most half a round: the rest waits
         taken = list(dict((v.text, v) for v in polish + near[: batch // 2]).values())
         chosen = {v.text for v in taken}
         first = (taken + _spread([v for v in rest if v.text not in chosen], batch))[: min(budget, batch)]
+
+
+def _tiling(found: SearchResult, choice: dict) -> str:
+    """A choice without its launch-order knobs (what each program computes)."""
+    order = {p.name for p in found.sketch.params if p.order_only}
+    return ",".join(f"{k}={v}" for k, v in choice.items() if k not in order)
+
+
+def _fastest_tilings(found: SearchResult, measured: dict, count: int) -> list:
+    """The fastest timed record of each of the `count` fastest distinct tilings."""
+    out, seen = [], set()
+    for r in sorted((r for r in measured.values() if r.get("ok") and r.get("us") is not None), key=lambda r: r["us"]):
+        tiling = _tiling(found, r["choice"])
+        if tiling not in seen:
+            seen.add(tiling)
+            out.append(r)
+        if len(out) == count:
+            break
+    return out
 
 
 def _spread(ranked: list, count: int) -> list:
