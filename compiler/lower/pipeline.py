@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
+from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
 from tdsl.compiler.lower.passes.recurrence import refuse_host_loops, refuse_recurrences
@@ -98,8 +99,11 @@ def _passes(program: TileProgram, schedule, backend: str, device: Optional[str])
         program = rewrite(program)
     program = stage_operands(program, backend)  # where each product's operands are copied first (placement.py)
     program = mark_unclipped(program)  # which comparisons of each store's mask clipping does not enforce
-    for rewrite in TARGET_PASSES.get(backend, ()):
-        program = rewrite(program)
+    try:
+        for rewrite in TARGET_PASSES.get(backend, ()):
+            program = rewrite(program)
+    except CapacityError as err:  # a pass checks the backend's device limits: name the device compiled for
+        raise CapacityError(device or DEVICE[backend], err.violations, schedule.name) from None
     return check_int32(program)  # every index, mask and address fits the kernels' 32-bit integers
 
 

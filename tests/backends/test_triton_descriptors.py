@@ -173,6 +173,8 @@ def test_a_persistent_kernel_keeps_its_stored_tile_in_shared_memory(tiles, fits)
         with pytest.raises(CapacityError, match=r"launched persistently \(launch persistent=true\), each program "
                                                r"keeps the tile it stores in shared memory \(65,536 B\)"):
             lower_for(sched, "triton")
+        with pytest.raises(CapacityError, match=r"schedule p does not fit h200 \[rule capacity\]"):
+            lower_for(sched, "triton", "h200")  # the device compiled for, named
         lower_for(sched, "tilelang")  # one block per tile there: nothing more to keep
         return
     ops = list(T.walk_ops(lower_for(sched, "triton").kernels[0].body))
