@@ -36,7 +36,7 @@ from tdsl.compiler.analysis.buffer_plan import KernelPlan
 from tdsl.compiler.analysis.cost.l2 import dram_bytes
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
 from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand
-from tdsl.compiler.analysis.cost.work import matrix_time, promotion_register_bytes, vector_time
+from tdsl.compiler.analysis.cost.work import matrix_time, products, promotion_register_bytes, vector_time
 from tdsl.compiler.targets import Target
 
 
@@ -45,9 +45,10 @@ def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Est
     resident = resident_programs(kp, cost, tgt)
     warps = resident * kp.warps if cost.occupancy is not None else 0
     nbytes = dram_bytes(model, kp, cost, tgt, resident)
-    t_matrix, units = matrix_time(model, tgt, kp, cost, resident)
+    prods = products(model, kp)
+    t_matrix, units = matrix_time(model, tgt, prods, cost, resident)
     waves = wave_factor(kp, cost, tgt)
-    extra = promotion_register_bytes(model, kp, tgt)
+    extra = promotion_register_bytes(model, prods, tgt)
     spill = spill_factor(kp, cost, tgt) if cost.step is None else 1.0  # with a K loop: spill_time instead
     return Estimate(
         t_launch=launch_time(tgt),

@@ -133,13 +133,13 @@ def product_rate(p: Product, unit: str, tgt: Target, warps: int, warpgroups: int
     return rate
 
 
-def matrix_time(model, tgt: Target, kp: KernelPlan, cost: KernelCost, resident: int) -> tuple:
-    """Seconds of the kernel's products at their classes' rates, padded tiles, and of the FP32 additions that
-    promote FP8 partial sums (`promotion_interval`); and the classes."""
+def matrix_time(model, tgt: Target, prods: list, cost: KernelCost, resident: int) -> tuple:
+    """Seconds of the kernel's products (`products`) at their classes' rates, padded tiles, and of the FP32
+    additions that promote FP8 partial sums (`promotion_interval`); and the classes."""
     warps = cost.warps
     warpgroups = resident * max(1, warps // 4)
     total, units = 0.0, []
-    for p in products(model, kp):
+    for p in prods:
         unit = product_unit(p, tgt) if tgt.matrix_flops_sustained else f"matrix {p.dtypes[0]}"
         units.append(unit)
         pad = padding((p.m, p.n, p.k), TRITON_DOT_MIN if tgt.vendor == "nvidia" else 1)
@@ -165,10 +165,10 @@ def promotion_interval(model, p: Product, unit: str) -> Optional[int]:
     return max(FP8_INSTRUCTION_K, min(n, p.k) if n else FP8_INSTRUCTION_K)
 
 
-def promotion_register_bytes(model, kp: KernelPlan, tgt: Target) -> int:
+def promotion_register_bytes(model, prods: list, tgt: Target) -> int:
     """Register bytes of the second accumulators of promoted FP8 products (f32, one per output of the tile)."""
     total = 0
-    for p in products(model, kp):
+    for p in prods:
         unit = product_unit(p, tgt) if tgt.matrix_flops_sustained else ""
         if promotion_interval(model, p, unit):
             total += 4 * _pow2(p.m, TRITON_DOT_MIN) * _pow2(p.n, TRITON_DOT_MIN)

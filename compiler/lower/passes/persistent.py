@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from tdsl.compiler.analysis.buffer_records import CapacityError, Violation
 from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.lower.passes.tma import SHARED_PER_BLOCK, barrier_bytes, persistent_bytes, planned_shared
+from tdsl.compiler.lower.passes.tma import (SHARED_DEVICE, SHARED_PER_BLOCK, barrier_bytes, persistent_bytes,
+                                            planned_shared, shared_need)
 
 
 @dataclass
@@ -34,14 +35,14 @@ def refuse_persistent_overflow(program: T.TileProgram) -> T.TileProgram:
     for k in program.kernels:
         if not k.persistent:
             continue
-        planned, tiles, barriers = planned_shared(k), persistent_bytes(k), barrier_bytes(k)
-        need = planned + tiles + barriers
+        need = shared_need(k)
         if need > SHARED_PER_BLOCK:
+            planned, tiles, barriers = planned_shared(k), persistent_bytes(k), barrier_bytes(k)
             reason = (f"launched persistently (launch persistent=true), each program keeps the tile it stores in "
                       f"shared memory ({tiles:,} B) beside the next tile's operand buffers ({planned:,} B"
                       f"{f' and {barriers} B of barriers' if barriers else ''}): {need:,} B, more than the "
                       f"{SHARED_PER_BLOCK:,} B a block may have; use fewer pipeline stages or smaller tiles, or "
                       f"launch it without persistent=true")
             violation = PersistentOverflow(k.name, "shared", need, SHARED_PER_BLOCK, [], reason=reason)
-            raise CapacityError("h100", [violation])
+            raise CapacityError(SHARED_DEVICE, [violation])  # the pipeline names the device compiled for
     return program

@@ -78,7 +78,8 @@ def mark_descriptors(program: T.TileProgram) -> T.TileProgram:
     return dataclasses.replace(program, kernels=kernels)
 
 
-SHARED_PER_BLOCK = get_target("h100").scope("shared").per_block  # the Triton backend's device (pipeline.DEVICE)
+SHARED_DEVICE = "h100"  # the Triton backend's device (pipeline.DEVICE); the H200 has its per-SM limits
+SHARED_PER_BLOCK = get_target(SHARED_DEVICE).scope("shared").per_block
 
 
 def planned_shared(kernel: T.TileKernel) -> int:
@@ -97,10 +98,16 @@ def persistent_bytes(kernel: T.TileKernel) -> int:
                if isinstance(op, (T.Compute, T.AccFinish)) and op.store)
 
 
+def shared_need(kernel: T.TileKernel) -> int:
+    """Shared memory the kernel asks Triton for: its planned buffers, a persistent kernel's stored tiles and the
+    barriers of its descriptor loads."""
+    return planned_shared(kernel) + persistent_bytes(kernel) + barrier_bytes(kernel)
+
+
 def _within_shared(kernel: T.TileKernel) -> T.TileKernel:
     """The kernel with pointer loads instead of descriptors where the barriers of descriptor loads
     (`barrier_bytes`) would not fit beside its planned buffers (and a persistent kernel's stored tiles)."""
-    if planned_shared(kernel) + persistent_bytes(kernel) + barrier_bytes(kernel) > SHARED_PER_BLOCK:
+    if shared_need(kernel) > SHARED_PER_BLOCK:
         return dataclasses.replace(kernel, body=T.map_ops(kernel.body, _pointer_loads))
     return kernel
 

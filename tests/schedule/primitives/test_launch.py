@@ -66,24 +66,32 @@ schedule grouped {
 """
 
 
+def _matches_the_interpreter(sched, text: str, path, seed: int) -> bool:
+    """The generated module `text`, run on random inputs with NaN guard regions around its outputs, agrees with
+    the interpreter's program order on every output."""
+    from tdsl.compiler.driver.generate import load_module, run_generated
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.verify import compare_outputs
+
+    inputs = random_inputs(sched.model, seed=seed)
+    got = run_generated(load_module(text, path), sched.model, inputs, guard=3)
+    reference = interpret(sched.model, sched.time_map(), inputs)
+    return all(c.ok for c in compare_outputs(sched.model, reference, got).values())
+
+
 @pytest.mark.parametrize("group", [3, 8])
 def test_a_grouped_launch_runs_every_program_once(group, tmp_path):
     """4 x 5 programs in groups of 3 and 8 values of grid.x (the last group ragged, or the only one): the
     output is NaN-poisoned, so a program the decoded order skipped would show; each program writes its own tile,
     so 20 launched programs that cover the output run once each."""
     from tdsl.compiler.driver.api import loads
-    from tdsl.compiler.driver.generate import generate, load_module, run_generated
-    from tdsl.compiler.reference.interpreter import interpret, random_inputs
-    from tdsl.compiler.verify import compare_outputs
+    from tdsl.compiler.driver.generate import generate
 
     prog = loads(_GROUPED.replace("GROUP", str(group)))
     sched = prog.schedule("grouped")
     text = generate(prog, "grouped")
     assert "g_0[((4) * (5), 1,)]" in text and f"group_width = {group} * (5)" in text
-    inputs = random_inputs(sched.model, seed=group)
-    got = run_generated(load_module(text, tmp_path / f"g{group}.py"), sched.model, inputs, guard=3)
-    reference = interpret(sched.model, sched.time_map(), inputs)
-    assert all(c.ok for c in compare_outputs(sched.model, reference, got).values())
+    assert _matches_the_interpreter(sched, text, tmp_path / f"g{group}.py", seed=group)
 
 
 def test_a_grouped_launch_is_shown_kept_and_priced():
@@ -144,9 +152,7 @@ def test_a_persistent_launch_runs_every_program_once(source, options, tmp_path):
     order: the NaN-poisoned output shows a tile no program reached, and a tile written twice would still match,
     so the walk's stride is checked in the text."""
     from tdsl.compiler.driver.api import loads
-    from tdsl.compiler.driver.generate import generate, load_module, run_generated
-    from tdsl.compiler.reference.interpreter import interpret, random_inputs
-    from tdsl.compiler.verify import compare_outputs
+    from tdsl.compiler.driver.generate import generate
 
     prog = loads(source.replace("OPTIONS", options))
     name = next(iter(prog.kernels[next(iter(prog.kernels))].schedules)).name
@@ -154,10 +160,7 @@ def test_a_persistent_launch_runs_every_program_once(source, options, tmp_path):
     text = generate(prog, name)
     assert "for tile in tl.range(tl.program_id(0), " in text and ", tl.num_programs(0), flatten=True):" in text
     assert ", _programs(C)),)" in text
-    inputs = random_inputs(sched.model, seed=4)
-    got = run_generated(load_module(text, tmp_path / "p.py"), sched.model, inputs, guard=3)
-    reference = interpret(sched.model, sched.time_map(), inputs)
-    assert all(c.ok for c in compare_outputs(sched.model, reference, got).values())
+    assert _matches_the_interpreter(sched, text, tmp_path / "p.py", seed=4)
 
 
 def test_a_persistent_launch_is_shown_kept_and_needs_a_grid():
