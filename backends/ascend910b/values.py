@@ -102,6 +102,8 @@ class Values:
             args = [v(a) for a in e.args]
             if e.func in ("max", "min"):
                 return self._binop(e.func, args[0], args[1], shape)
+            if e.func == "fast_inverse":  # the IEEE division, which the declared approximation allows
+                return self._binop("/", _Opnd("scalar", "1.0"), args[0], shape)
             # The primitives of compiler/model/functions.py (rsqrt, sigmoid, silu arrive expanded into them, so the
             # 910B computes the interpreter's steps, not its own T.tile.silu).
             fn = {"exp": "exp", "log": "ln", "sqrt": "sqrt", "abs": "abs"}.get(e.func)

@@ -58,13 +58,16 @@ FUNCTIONS = {  # the primitives of compiler/model/functions.py in TileLang
     "sqrt": "T.sqrt({0})",
     "tanh": "T.tanh({0})",
     "abs": "T.abs({0})",
+    # Ascend: the IEEE division (fast_inverse allows an approximate reciprocal; this one is exact)
+    "fast_inverse": "(1.0 / {0})",
     "max": "T.max({0}, {1})",
     "min": "T.min({0}, {1})",
 }
 
 # On NVIDIA, exp is CUDA's __expf (ex2.approx of x·log2 e, a few ulp), as Triton's tl.exp is: T.exp would be
-# the libm expf (without --use_fast_math, which tdsl does not pass: it would also make `/` approximate).
-NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})"}
+# the libm expf (without --use_fast_math, which tdsl does not pass: it would also make `/` approximate); and
+# fast_inverse is rcp.approx.ftz.f32 (1 ulp, subnormals flushed), as the program declares it may be.
+NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})", "fast_inverse": "T.fast_rcp({0})"}
 
 
 def emit_module(program: T.TileProgram, **common) -> str:

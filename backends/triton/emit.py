@@ -480,6 +480,9 @@ FUNCTIONS = {  # the primitives of compiler/model/functions.py in Triton
     "sqrt": "tl.sqrt_rn({0})",
     "tanh": "_tanh({0}, INTERPRET)",
     "abs": "tl.abs({0})",
+    # Triton's plain `/` on f32 is div.full.f32 (an approximate reciprocal and a multiply, within 2 ulp): what a
+    # program declares with fast_inverse, and what its own `/` must not be (_divide)
+    "fast_inverse": "(1.0 / {0})",
     # IEEE maximum / minimum: a NaN operand gives NaN (docs/interpreter.md)
     "max": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
     "min": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",

@@ -1,12 +1,18 @@
 """The functions of the language, each defined once.
 
 *Primitives* are the functions every executor implements itself, with the f32 semantics of
-docs/interpreter.md: `exp`, `log`, `sqrt`, `tanh`, `abs` (one argument) and `max`, `min` (two).
+docs/interpreter.md: `exp`, `log`, `sqrt`, `tanh`, `abs`, `fast_inverse` (one argument) and `max`, `min`
+(two).  `fast_inverse(x)` is 1 / x where a program declares that an approximate reciprocal will do: the
+interpreter computes it as the IEEE division, a GPU with its approximate reciprocal (within 2 ulp for
+2^-126 <= |x| <= 2^126; a subnormal result may flush to 0), so a kernel that uses it is compared with the
+interpreter within a tolerance, as one that uses `exp` is.
 Every other function is a *composition* of primitives and f32 arithmetic, written here once:
 
-    rsqrt(x)   = 1 / sqrt(x)
-    sigmoid(x) = 1 / (1 + exp(-x))
-    silu(x)    = x * (1 / (1 + exp(-x)))
+    rsqrt(x)        = 1 / sqrt(x)
+    sigmoid(x)      = 1 / (1 + exp(-x))
+    silu(x)         = x * (1 / (1 + exp(-x)))
+    fast_sigmoid(x) = fast_inverse(1 + exp(-x))
+    fast_silu(x)    = x * fast_inverse(1 + exp(-x))
 
 Each step of a composition is an f32 operation rounded on its own (no fused multiply-add, no reordering).
 A composition is written against a small algebra (`one`, `neg`, `add`, `mul`, `div`, `call`), so the same
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-PRIMITIVES = {"exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "abs": 1, "max": 2, "min": 2}
+PRIMITIVES = {"exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "abs": 1, "fast_inverse": 1, "max": 2, "min": 2}
 
 
 def _rsqrt(x, a):
@@ -34,7 +40,16 @@ def _silu(x, a):
     return a.mul(x, _sigmoid(x, a))
 
 
-COMPOSITIONS: dict[str, Callable] = {"rsqrt": _rsqrt, "sigmoid": _sigmoid, "silu": _silu}
+def _fast_sigmoid(x, a):
+    return a.call("fast_inverse", a.add(a.one(), a.call("exp", a.neg(x))))
+
+
+def _fast_silu(x, a):
+    return a.mul(x, _fast_sigmoid(x, a))
+
+
+COMPOSITIONS: dict[str, Callable] = {"rsqrt": _rsqrt, "sigmoid": _sigmoid, "silu": _silu,
+                                     "fast_sigmoid": _fast_sigmoid, "fast_silu": _fast_silu}
 
 
 class TileAlgebra:

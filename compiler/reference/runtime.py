@@ -3,7 +3,8 @@ bookkeeping of a traced run.
 
 The semantics are those of docs/interpreter.md#semantics: `max` / `min` are IEEE 754-2019 maximum /
 minimum with one canonical NaN, `exp` / `log` / `tanh` the float64 libm result rounded to f32 (the same bits
-on every machine), `sqrt` IEEE, the compositions (`rsqrt`, `sigmoid`, `silu`) built from their one
+on every machine), `sqrt` and `fast_inverse` IEEE (a GPU's approximate reciprocal is compared with this), the
+compositions (`rsqrt`, `sigmoid`, `silu`, `fast_sigmoid`, `fast_silu`) built from their one
 definition in compiler/model/functions.py, casts the roundings of compiler/model/dtypes.py; an index out
 of range raises `IndexError` (`_oob`).  `_runtime_namespace` is the namespace the statements' generated
 Python runs in (compiler/reference/statements.py); with a `Trace`, reads of temporaries and outputs go
@@ -135,6 +136,10 @@ def _abs(x):
     return abs(x)
 
 
+def _fast_inverse(x):
+    return _ONE / x  # the IEEE f32 division: the value a GPU's approximate reciprocal is compared with
+
+
 def _oob(info, indices, p):
     tensor, shape, node = info
     idx = indices()
@@ -159,6 +164,7 @@ def _runtime_namespace(trace: Optional[Trace]) -> dict:
         "_sqrt": _sqrt,
         "_tanh": _tanh,
         "_abs": _abs,
+        "_fast_inverse": _fast_inverse,
         "_ONE": _ONE,
         "_oob": _oob,
     }

@@ -79,6 +79,7 @@ TARGET = Target(
         "log": 7.0,  # assumed as exp (lg2.approx on the MUFU pipe + a multiply); not measured
         "sqrt": 14.5,  # tl.sqrt_rn, assumed as div (an approximate root, Newton steps and a fix-up); not measured
         "tanh": 21.5,  # libdevice tanh, assumed as exp + div; not measured
+        "fast_inverse": 7.0,  # div.full.f32 / rcp.approx on the MUFU pipe (+ a multiply), assumed as exp; not measured
         "round_bf16": 2.0,  # f32 -> bf16 -> f32: F2FP and a shift in the generated kernels' SASS
         "round_f16": 2.0,  # as bf16
         "round_f8e4m3": 6.0,  # NaN test, clamp to +-448 (2), convert and widen: the SASS of swiglu_quant

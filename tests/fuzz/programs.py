@@ -24,7 +24,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SPACES = {"MN": (("i", "M"), ("j", "N")), "MK": (("i", "M"), ("k", "K")), "KN": (("k", "K"), ("j", "N"))}
 EDGES = {"M": "i", "N": "j", "K": "k"}
 DTYPES = ("bf16", "bf16", "f16", "f32", "f32", "f8e4m3")
-UNARY = ("exp", "silu", "sigmoid", "tanh", "abs", "neg", "bf16", "f16", "f8e4m3", "sqrtabs", "rsqrt1", "square")
+UNARY = ("exp", "silu", "sigmoid", "tanh", "abs", "neg", "bf16", "f16", "f8e4m3", "sqrtabs", "rsqrt1", "square",
+         "fast_silu", "fast_sigmoid", "inverse1")
 
 
 @lru_cache(maxsize=None)
@@ -339,6 +340,8 @@ def _unary(fn: str, x: str) -> str:
         return f"rsqrt(abs({x}) + 1.0)"
     if fn == "square":
         return f"({x} * {x})"
+    if fn == "inverse1":  # fast_inverse away from 0 and the subnormals, where it may flush (docs/language.md)
+        return f"fast_inverse(abs({x}) + 1.0)"
     return f"{fn}({x})"
 
 
