@@ -105,6 +105,7 @@ WORKLOADS = {
     "gemm8192": ("benchmarks/programs/gemm_bf16.tdsl", {"M": 8192, "K": 1024, "N": 8192},
                  lambda: _gemm_ref(8192, 1024, 8192)),
     "gemm_silu": ("examples/gemm_silu.tdsl", {}, lambda: _gemm_silu_ref(1024, 4096, 12288)),
+    "gemm_fast_silu": ("benchmarks/programs/gemm_fast_silu.tdsl", {}, lambda: _gemm_silu_ref(1024, 4096, 12288)),
     "swiglu": ("benchmarks/programs/swiglu.tdsl", {}, lambda: _swiglu_ref(1024, 12288)),
     "swiglu_quant": ("examples/swiglu_quant.tdsl", {}, lambda: _swiglu_ref(1024, 12288, quant=True)),
     "rmsnorm": ("examples/rmsnorm.tdsl", {}, lambda: _rmsnorm_ref(1024, 4096)),

@@ -5,6 +5,8 @@ use the GPU's approximate reciprocal (Triton's plain `/`, TileLang's rcp.approx)
 8% on the H200 (benchmarks/RESULTS.md).  The interpreter computes the IEEE value; the Ascend backends, which have
 no approximate form in tdsl, compute it too (bit for bit in their NumPy machines)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -136,3 +138,17 @@ def test_a_misused_function_is_a_source_error():
 kernel k(X: f32[N]) -> (Y: f32[N]) {
   Y[i] = fast_inverse(X[i], X[i])
 }""").schedule()
+
+
+@pytest.mark.parametrize("schedule", ["fast", "fast_g8_p"])
+def test_the_benchmarked_program_runs_at_ragged_sizes(tmp_path, schedule):
+    """benchmarks/programs/gemm_fast_silu.tdsl (tuned and timed on the H200) at sizes its tiles do not divide."""
+    import tdsl
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "programs" / "gemm_fast_silu.tdsl"
+    prog = tdsl.load(path, sizes={"M": 136, "K": 72, "N": 264})
+    sched = prog.schedule(schedule)
+    inputs = random_inputs(sched.model, seed=11)
+    got = run_generated(load_module(generate(prog, schedule), tmp_path / "k.py"), sched.model, inputs, guard=5)
+    results = compare_outputs(sched.model, interpret(sched.model, prog.schedule().time_map(), inputs), got)
+    assert results and all(r.ok for r in results.values()), {t: r.summary() for t, r in results.items()}
