@@ -68,11 +68,12 @@ def _softmax_ref(M, N):
 
 def _quant_gemm_ref(M, K, N):
     """torch's eager path for quant_gemm (row amax, scale, cast, cuBLASLt's `_scaled_mm` with row-wise scales),
-    and `_scaled_mm` alone on operands quantized beforehand (the FP8 product's anchor)."""
+    and `_scaled_mm` alone on operands quantized beforehand (the FP8 product's anchor).  `_scaled_mm` takes its
+    second operand column-major (K-major): made so beforehand, outside the timing (quant_gemm_fast_accum stores its
+    Wt[N, K] so); `use_fast_accum=False` accumulates as quant_gemm_fast_accum's `fast_accum(128)` declares."""
     f8 = torch.float8_e4m3fn
     a = torch.randn(M, K, device="cuda", dtype=F16)
-    w = (torch.randn(K, N, device="cuda") / 8).to(f8)
-    w_cols = w.t().contiguous().t()  # _scaled_mm takes its second operand column-major
+    w_cols = (torch.randn(N, K, device="cuda") / 8).to(f8).t()  # a [K, N] view, column-major
     ones = torch.ones(1, N, device="cuda")
 
     def eager():
@@ -111,6 +112,8 @@ WORKLOADS = {
     "rmsnorm": ("examples/rmsnorm.tdsl", {}, lambda: _rmsnorm_ref(1024, 4096)),
     "softmax": ("examples/softmax.tdsl", {}, lambda: _softmax_ref(1024, 4096)),
     "quant_gemm": ("examples/quant_gemm.tdsl", {}, lambda: _quant_gemm_ref(4096, 4096, 1536)),
+    "quant_gemm_fast_accum": ("benchmarks/programs/quant_gemm_fast_accum.tdsl", {},
+                              lambda: _quant_gemm_ref(4096, 4096, 1536)),
     "fp8_gemm": ("benchmarks/programs/fp8_gemm.tdsl", {}, lambda: _fp8_gemm_ref(4096, 4096, 1536)),
 }
 
