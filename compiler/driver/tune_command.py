@@ -2,6 +2,7 @@
 
     tdsl tune PROG --target h200 [--kernel K] [--size M=..] [--trials N] [--samples N] [--workers N]
               [--executor local|ray] [--ray-address ADDR] [--log tune.jsonl] [--name NAME] [--append] [--seed S]
+              [--no-blocks]
     tdsl compile PROG --tuned tune.jsonl --target h200 -o OUT.py
 """
 
@@ -37,6 +38,8 @@ def add_parser(sub, common) -> None:
     p.add_argument("--name", metavar="NAME", help="the winner's schedule name (default: tuned_<target>)")
     p.add_argument("--append", action="store_true", help="append the winner's schedule block to PROG")
     p.add_argument("--seed", type=int, default=0, help="random seed of the sampling and of the inputs")
+    p.add_argument("--no-blocks", action="store_true", help="do not measure PROG's own schedule blocks (by default "
+                   "those that pass the checks are measured first, so the winner is never one measured slower)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_tune)
 
@@ -54,11 +57,14 @@ def cmd_tune(args) -> int:
     try:
         result = tune(prog, kernel=args.kernel, target=args.target, backend=args.backend, trials=args.trials,
                       samples=args.samples, seed=args.seed, runner=runner, log_path=args.log and Path(args.log),
-                      name=args.name, progress=not args.quiet and sys.stderr.isatty())
+                      name=args.name, progress=not args.quiet and sys.stderr.isatty(), blocks=not args.no_blocks)
     finally:
         if hasattr(runner, "close"):
             runner.close()
     print(result.search.summary())
+    mine = [r["block"] for r in result.measured if r.get("block")]
+    if mine:
+        print(f"measured first, the program's own schedule blocks: {', '.join(mine)}")
     _print_ranking(result)
     if result.measured:
         print(f"measured {len(result.measured)} on {result.executor}:")
@@ -71,7 +77,8 @@ def cmd_tune(args) -> int:
             print("no measured candidate matched the interpreter: see the details above")
         return 1
     if result.timed:
-        print(f"winner: {result.winner_us:.1f} us measured")
+        mine = f" (the program's own schedule '{result.winner_block}')" if result.winner_block else ""
+        print(f"winner: {result.winner_us:.1f} us measured{mine}")
     else:
         print("winner: the model's choice (no GPU here: nothing was timed; run on a GPU to measure)")
     print(result.block, end="")

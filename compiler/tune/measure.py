@@ -43,6 +43,7 @@ class Job:
     # what a worker does: "all" (check, then time), "check" (check, and on a GPU the first run at the tuned
     # sizes, which compiles the kernel into Triton's on-disk cache) or "time" (a checked job: time it)
     stage: str = "all"
+    block: Optional[str] = None  # the program's schedule block these steps are, when they are one
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,6 +66,8 @@ def run_job(job: Job) -> dict:
     """The log record of one candidate: its check, its time (None when not timed), and why if it failed."""
     record = {"choice": job.choice, "steps": job.steps, "t_estimate": job.t_estimate, "ok": job.stage == "time",
               "us": None}
+    if job.block:
+        record["block"] = job.block
     try:
         if job.stage != "time":
             record.update(_check(job))

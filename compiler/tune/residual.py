@@ -31,7 +31,8 @@ class Residual:
     """The fitted correction of one workload's estimates: `factor(choice)` multiplies a candidate's estimate."""
 
     def __init__(self, records: list[dict]):
-        timed = [r for r in records if r.get("ok") and r.get("us") and r.get("t_estimate")]
+        # the program's own schedule blocks have no knob values (compiler/tune/tuner.py): nothing to fit them by
+        timed = [r for r in records if r.get("ok") and r.get("us") and r.get("t_estimate") and r.get("choice")]
         self.features = sorted({_feature(k, v) for r in timed for k, v in r["choice"].items()})
         self.bias, self.weights = 0.0, {}
         if len(timed) < MIN_RECORDS:

@@ -43,6 +43,7 @@ class Verdict:
     message: str = ""
     t_estimate: float = 0.0
     t_bound: float = 0.0
+    block: Optional[str] = None  # the program's own schedule block this candidate is (no knob values)
 
     @property
     def accepted(self) -> bool:

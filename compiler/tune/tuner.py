@@ -3,9 +3,12 @@
     result = tune(tdsl.load("examples/gemm_silu.tdsl"), target="h200", trials=64, log_path="tune.jsonl")
     print(result.block)            # `schedule tuned_h200 { ... }`, ready to paste or append
 
-The candidates measured are the model's best ones not already in the log for this workload.  With a GPU
-the winner is the fastest candidate that matched the interpreter; without one, nothing is timed and the
-winner is the model's choice, and the result says so (`measured` is False).
+The candidates measured are the model's best ones not already in the log for this workload, and first the
+program's own schedule blocks for the kernel that pass the same screen (unless `blocks=False`): a schedule the
+user already has is a candidate like any other (MetaSchedule's warm start from a database), so the result is
+never one the measurements found slower than it.  With a GPU the winner is the fastest candidate that matched
+the interpreter; without one, nothing is timed and the winner is the model's choice, and the result says so
+(`measured` is False).
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from tdsl.frontend.diagnostics import TdslError
+
 from tdsl.compiler.tune import log as tuning_log
 from tdsl.compiler.tune import residual
 from tdsl.compiler.tune.measure import Job
+from tdsl.compiler.tune.screen import Verdict
 from tdsl.compiler.tune.search import SearchResult, neighbours, orders, search
 
 DEFAULT_TRIALS = 64
@@ -32,6 +38,8 @@ class TuneResult:
     logged: list = field(default_factory=list)  # records of this workload in the log, this run's included
     winner_steps: str = ""
     winner_us: Optional[float] = None  # None: not timed (no GPU), the model's choice
+    winner_block: Optional[str] = None  # the program's own schedule block the winner is, if it is one
+    blocks: list = field(default_factory=list)  # the program's schedule blocks screened in as candidates
     executor: str = ""
 
     @property
@@ -46,9 +54,11 @@ class TuneResult:
 
 def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, target: str = "h200",
          backend: Optional[str] = None, trials: Optional[int] = None, samples: int = 256, seed: int = 0,
-         runner=None, log_path: Optional[Path] = None, name: Optional[str] = None, progress: bool = False) -> TuneResult:
-    """Search, then measure up to `trials` candidates on `runner` (an executor: compiler/tune/executors.py).
-    `trials` defaults to 64 with a GPU and 0 without one (the model alone ranks; nothing is checked)."""
+         runner=None, log_path: Optional[Path] = None, name: Optional[str] = None, progress: bool = False,
+         blocks: bool = True) -> TuneResult:
+    """Search, then measure up to `trials` candidates on `runner` (an executor: compiler/tune/executors.py),
+    the program's own schedule blocks first (`blocks`).  `trials` defaults to 64 with a GPU and 0 without one
+    (the model alone ranks; nothing is checked)."""
     from tdsl import __version__
     from tdsl.compiler.driver.generate import resolve_target
 
@@ -63,6 +73,7 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
     result = TuneResult(found, workload, name or f"tuned_{device.replace('-', '_')}")
     if not found.ranked:
         return result
+    result.blocks = program_blocks(prog, kernel, sizes, found) if blocks else []
     records = tuning_log.of_workload(tuning_log.read(log_path), workload) if log_path else []
     gpus = getattr(runner, "gpus", 0) if runner else 0
     budget = max(0, ((DEFAULT_TRIALS if gpus else 0) if trials is None else trials) - len(records))
@@ -72,7 +83,7 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
 
         def measure(verdicts) -> list:
             jobs = [Job(prog.ast.source, prog.filename, kernel, dict(prog.sizes, **(sizes or {})), v.text, device,
-                        backend, v.choice, v.t_estimate, seed, time_it=bool(gpus)) for v in verdicts]
+                        backend, v.choice, v.t_estimate, seed, time_it=bool(gpus), block=v.block) for v in verdicts]
             lines = []
             for record in runner.run(jobs):
                 lines.append(tuning_log.append(log_path, workload, record, __version__) if log_path else record)
@@ -81,29 +92,53 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
             result.measured += lines
             return lines
 
-        _measure_in_rounds(found, records, budget, measure, batch=max(8, 4 * max(gpus, 1)))
+        _measure_in_rounds(found, records, budget, measure, batch=max(8, 4 * max(gpus, 1)), seeds=result.blocks)
         if bar:
             bar.close()
     result.logged = records + result.measured
     best = tuning_log.best(result.logged)
     if best is not None:
-        result.winner_steps, result.winner_us = best["steps"], best.get("us")
+        result.winner_steps, result.winner_us, result.winner_block = best["steps"], best.get("us"), best.get("block")
     elif not result.logged:
         result.winner_steps = found.ranked[0].text  # nothing measured: the model's choice
     return result
 
 
-def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure, batch: int) -> None:
-    """Spend the budget in rounds: first the model's best, spread over the space (no two alike in all but one
-    knob while others are left).  Then, each round, the estimate corrected by what this workload's measurements
-    taught it (compiler/tune/residual.py) ranks what is left: the two fastest tilings get their launch-order
+def program_blocks(prog, kernel: Optional[str], sizes: Optional[dict], found: SearchResult) -> list[Verdict]:
+    """The program's own schedule blocks for the tuned kernel, replayed at the tuned sizes, that pass the
+    screen (a block that is illegal on purpose, a counterexample, or one these sizes refuse is left out)."""
+    name = prog.kernel_name(kernel)
+    out = []
+    for block in prog.ast.schedules:
+        if block.kernel not in (None, name):
+            continue
+        try:
+            steps = list(prog.schedule(block.name, name, sizes).trace.steps)
+        except TdslError:
+            continue
+        verdict = found.screen.judge({}, steps)
+        if verdict.accepted:
+            same = next((v for v in found.ranked if v.text == verdict.text), None)
+            verdict.choice = dict(same.choice) if same else {}  # a point of the space keeps its knob values
+            verdict.block = block.name
+            out.append(verdict)
+    return out
+
+
+def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure, batch: int,
+                       seeds: tuple = ()) -> None:
+    """Spend the budget in rounds: first the `seeds` (the program's own schedule blocks) and the model's best,
+    spread over the space (no two alike in all but one knob while others are left).  Then, each round, the
+    estimate corrected by what this workload's measurements taught it (compiler/tune/residual.py) ranks what is
+    left: the two fastest tilings get their launch-order
     variants measured (every combination of the order-only knobs, once per tiling, at most half a round at a
     time), up to half the round goes to the neighbours of the fastest measured candidates (judged by the screen
     first), the rest to the corrected ranking's best -- so a model that is wrong about a region is corrected by
     the measurements instead of trusted for the whole budget."""
     measured = {r["steps"]: r for r in records}
-    fresh = [v for v in found.ranked if v.text not in measured]
-    first = _spread(fresh, min(budget, batch))
+    seeds = list(dict((v.text, v) for v in seeds if v.text not in measured).values())
+    fresh = [v for v in found.ranked if v.text not in measured and v.text not in {s.text for s in seeds}]
+    first = (seeds + _spread(fresh, batch))[: min(budget, max(batch, len(seeds)))]
     polished: set = set()  # tilings whose launch orders were queued
     pending: list = []  # their variants not measured yet
     while budget > 0 and first:
@@ -112,9 +147,10 @@ def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure,
         budget -= len(first)
         correction = residual.fit(list(measured.values()))
         score = (lambda v: correction.predicted(v.t_estimate, v.choice)) if correction else (lambda v: v.t_estimate)
-        fastest = sorted((r for r in measured.values() if r.get("ok") and r.get("us") is not None),
-                         key=lambda r: r["us"])[:3] or sorted((r for r in measured.values() if r.get("ok")),
-                                                              key=lambda r: r.get("t_estimate", 0.0))[:3]
+        # a seed has no knob values, so no neighbours or launch orders: the knob-space records steer the search
+        knobbed = [r for r in measured.values() if r.get("ok") and r.get("choice")]
+        fastest = sorted((r for r in knobbed if r.get("us") is not None), key=lambda r: r["us"])[:3] or sorted(
+            knobbed, key=lambda r: r.get("t_estimate", 0.0))[:3]
         # the fastest one's neighbours first, in knob order: where the measurements contradict the model, the
         # model's order of the neighbours would walk away from the measured optimum
         near = [v for r in fastest for v in neighbours(found, r["choice"]) if v.text not in measured]
@@ -144,7 +180,8 @@ def _tiling(found: SearchResult, choice: dict) -> str:
 def _fastest_tilings(found: SearchResult, measured: dict, count: int) -> list:
     """The fastest timed record of each of the `count` fastest distinct tilings."""
     out, seen = [], set()
-    for r in sorted((r for r in measured.values() if r.get("ok") and r.get("us") is not None), key=lambda r: r["us"]):
+    timed = (r for r in measured.values() if r.get("ok") and r.get("us") is not None and r.get("choice"))
+    for r in sorted(timed, key=lambda r: r["us"]):
         tiling = _tiling(found, r["choice"])
         if tiling not in seen:
             seen.add(tiling)

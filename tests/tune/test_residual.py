@@ -50,7 +50,7 @@ class Misprices:
 
 def test_later_rounds_follow_what_the_measurements_taught():
     prog = tdsl.load(ROOT / "benchmarks/programs/gemm_bf16.tdsl", sizes={"M": 4096, "N": 4096, "K": 4096})
-    result = tune(prog, target="h200", trials=32, samples=96, runner=Misprices())
+    result = tune(prog, target="h200", trials=32, samples=96, runner=Misprices(), blocks=False)
     first, later = result.measured[:8], result.measured[8:]
     wide = lambda rs: sum(r["choice"].get("C.BN") == 256 for r in rs) / len(rs)
     assert wide(first) > 0  # the model alone ranks a 256-column tile first here

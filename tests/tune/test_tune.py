@@ -43,7 +43,7 @@ def softmax():
 
 def test_tune_checks_logs_and_resumes(tmp_path):
     path = tmp_path / "tune.jsonl"
-    first = tune(softmax(), target="h200", trials=2, runner=Inline(), log_path=path)
+    first = tune(softmax(), target="h200", trials=2, runner=Inline(), log_path=path, blocks=False)
     assert len(first.measured) == 2 and all(r["ok"] for r in first.measured), first.measured
     assert all("vs interpreter" in r["detail"] for r in first.measured)
     assert not first.timed  # no GPU: checked, not timed; the model's choice wins
@@ -51,14 +51,14 @@ def test_tune_checks_logs_and_resumes(tmp_path):
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert [x["kernel"] for x in lines] == ["softmax", "softmax"] and lines[0]["sizes"] == SOFTMAX
     runner = Inline()
-    again = tune(softmax(), target="h200", trials=3, runner=runner, log_path=path)
+    again = tune(softmax(), target="h200", trials=3, runner=runner, log_path=path, blocks=False)
     assert len(runner.jobs) == 1  # the two logged candidates are not measured again
     assert runner.jobs[0].steps not in {x["steps"] for x in lines}
     assert len(again.logged) == 3
     # another workload (other sizes) in the same log starts from nothing
     other = Inline()
     tune(tdsl.load(EXAMPLES / "softmax.tdsl", sizes={"M": 20, "N": 71}), target="h200", trials=1, runner=other,
-         log_path=path)
+         log_path=path, blocks=False)
     assert len(other.jobs) == 1
 
 
@@ -195,7 +195,7 @@ class Synthetic:
 
 def test_measurements_correct_the_models_ranking_round_by_round():
     prog = tdsl.load(ROOT / "benchmarks/programs/gemm_bf16.tdsl", sizes={"M": 512, "N": 512, "K": 256})
-    result = tune(prog, target="h200", trials=32, samples=64, runner=Synthetic())
+    result = tune(prog, target="h200", trials=32, samples=64, runner=Synthetic(), blocks=False)
     first_round = min(r["us"] for r in result.measured[:8])
     assert len(result.measured) == 32
     assert result.winner_us <= first_round - 2  # at least two knob steps better than the model's first choices
@@ -239,10 +239,57 @@ def test_the_fastest_candidates_launch_orders_are_measured_in_every_combination(
     from tdsl.compiler.tune import space
 
     prog = tdsl.load(ROOT / "benchmarks/programs/gemm_bf16.tdsl", sizes={"M": 4096, "N": 4096, "K": 4096})
-    result = tune(prog, target="h200", trials=24, samples=32, runner=OrdersCombine())
+    result = tune(prog, target="h200", trials=24, samples=32, runner=OrdersCombine(), blocks=False)
     fastest = min(result.measured[:8], key=lambda r: r["us"])  # the first round: the model's best, spread
     variants = {space.key(c) for c in space.orders(result.search.sketch, fastest["choice"])}
     accepted = {k for k in variants if result.search.judged[k].accepted}
     assert len(variants) == 7 and len(accepted) >= 4
     assert accepted <= {space.key(r["choice"]) for r in result.measured}
     assert "group=8, persistent=true" in result.winner_steps
+
+
+class FasterByHand:
+    """A GPU on which the program's schedule block `fast` runs 10x faster than its estimate, everything else in its estimate."""
+
+    gpus = 1
+
+    def __init__(self):
+        self.jobs = []
+
+    def describe(self):
+        return "a GPU that prefers the user's schedule"
+
+    def run(self, jobs):
+        for job in jobs:
+            self.jobs.append(job)
+            faster = 0.1 if job.block == "fast" else 1.0
+            yield {"choice": job.choice, "steps": job.steps, "t_estimate": job.t_estimate, "ok": True,
+                   "us": job.t_estimate * 1e6 * faster, **({"block": job.block} if job.block else {})}
+
+
+def test_the_programs_own_blocks_are_measured_first_and_can_win(tmp_path, capsys):
+    prog = tdsl.load(EXAMPLES / "gemm_silu.tdsl", sizes={"M": 256, "N": 512, "K": 128})
+    runner, log = FasterByHand(), tmp_path / "tune.jsonl"
+    result = tune(prog, target="h200", trials=12, samples=32, runner=runner, log_path=log)
+    # `silu_in_ko` applies SiLU to partial sums (illegal on purpose): never a candidate
+    assert [v.block for v in result.blocks] == ["fused", "fast"]
+    assert [j.block for j in runner.jobs[:2]] == ["fused", "fast"] and not any(j.block for j in runner.jobs[2:])
+    assert result.winner_block == "fast" and result.winner_steps == result.blocks[1].text
+    assert [r.get("block") for r in tuning_log.read(log)][:2] == ["fused", "fast"]
+    # resumed: the logged blocks are not measured again; without blocks none are
+    again = FasterByHand()
+    tune(prog, target="h200", trials=14, samples=32, runner=again, log_path=log)
+    assert len(again.jobs) == 2 and not any(j.block for j in again.jobs)
+    none = FasterByHand()
+    assert tune(prog, target="h200", trials=4, samples=32, runner=none, blocks=False).winner_block is None
+    assert not any(j.block for j in none.jobs)
+
+
+def test_a_block_outside_the_space_does_not_steer_the_search():
+    """A block has no knob values: the fitted correction and the neighbour search ignore its record."""
+    from tdsl.compiler.tune import residual
+
+    records = [{"ok": True, "us": 10.0 * (i + 1), "t_estimate": 1e-5, "choice": {"C.BM": 64 * (i % 2 + 1)}}
+               for i in range(4)]
+    with_block = records + [{"ok": True, "us": 1.0, "t_estimate": 1e-5, "choice": {}, "block": "fast"}]
+    assert residual.fit(with_block).bias == residual.fit(records).bias
