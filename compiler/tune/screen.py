@@ -44,6 +44,7 @@ class Verdict:
     t_estimate: float = 0.0
     t_bound: float = 0.0
     block: Optional[str] = None  # the program's own schedule block this candidate is (no knob values)
+    counted: bool = True  # in the screen's statistics of the space
 
     @property
     def accepted(self) -> bool:
@@ -71,9 +72,12 @@ class Screen:
     def device(self) -> Target:
         return get_target(self.target)
 
-    def judge(self, choice: dict, steps: list[Step]) -> Verdict:
-        self.judged += 1
+    def judge(self, choice: dict, steps: list[Step], counted: bool = True) -> Verdict:
+        """The verdict on one candidate; `counted`: in the space's statistics (not for the program's own
+        schedule blocks, which are not points of the space)."""
+        self.judged += counted
         verdict = Verdict(choice, steps)
+        verdict.counted = counted
         try:
             sched = self.build(steps)
             plans = plan_kernels(sched, self.device)  # once, for the cost and the padded-tile judgement
@@ -117,6 +121,7 @@ class Screen:
 
     def _reject(self, verdict: Verdict, rule: str, message: str) -> Verdict:
         verdict.rule, verdict.message = rule, message
-        self.rejected[rule] += 1
-        self.examples.setdefault(rule, message)
+        if verdict.counted:
+            self.rejected[rule] += 1
+            self.examples.setdefault(rule, message)
         return verdict

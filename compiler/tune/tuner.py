@@ -73,11 +73,11 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
     result = TuneResult(found, workload, name or f"tuned_{device.replace('-', '_')}")
     if not found.ranked:
         return result
-    result.blocks = program_blocks(prog, kernel, sizes, found) if blocks else []
     records = tuning_log.of_workload(tuning_log.read(log_path), workload) if log_path else []
     gpus = getattr(runner, "gpus", 0) if runner else 0
     budget = max(0, ((DEFAULT_TRIALS if gpus else 0) if trials is None else trials) - len(records))
     if budget and runner is not None:
+        result.blocks = program_blocks(prog, kernel, sizes, found) if blocks else []
         result.executor = runner.describe()
         bar = _bar(progress, "measuring", budget)
 
@@ -116,7 +116,7 @@ def program_blocks(prog, kernel: Optional[str], sizes: Optional[dict], found: Se
             steps = list(prog.schedule(block.name, name, sizes).trace.steps)
         except TdslError:
             continue
-        verdict = found.screen.judge({}, steps)
+        verdict = found.screen.judge({}, steps, counted=False)
         if verdict.accepted:
             same = next((v for v in found.ranked if v.text == verdict.text), None)
             verdict.choice = dict(same.choice) if same else {}  # a point of the space keeps its knob values
