@@ -286,21 +286,19 @@ def _interpreter_reference(prog, args, model):
 
 
 def cmd_run_target(args) -> int:
-    import tempfile
-
-    from tdsl.compiler.driver.generate import generate, kernel_device, load_module, run_generated
+    from tdsl.compiler.driver.generate import generate, resolve_target
     from tdsl.compiler.verify import compare_outputs
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
     model = prog.schedule(None, kernel=args.kernel).model
+    kind, backend, device_name = resolve_target(args.target, args.backend)
     inputs, reference, count = _interpreter_reference(prog, args, model)
     text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
-    device = kernel_device()
-    with tempfile.TemporaryDirectory() as tmp:
-        module = load_module(text, Path(tmp) / f"{model.name}_kernel.py")
-        outputs = run_generated(module, model, inputs, device=device, guard=64)
-    where = "GPU" if device == "cuda" else "Triton interpreter"
+    if kind == "nvidia":
+        outputs, where = _run_on_nvidia(text, model, inputs, backend)
+    else:
+        outputs, where = _run_in_ascend_model(text, model, inputs, device_name), f"NumPy model of the {device_name}"
     print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
     status = 0
     results = compare_outputs(model, reference, outputs)
@@ -309,6 +307,45 @@ def cmd_run_target(args) -> int:
         print(f"  {t.name} {list(outputs[t.name].shape)} {t.dtype}: {'ok' if result.ok else 'MISMATCH'} ({result.summary()})")
         status = status or (0 if result.ok else 1)
     return status
+
+
+def _run_on_nvidia(text: str, model, inputs: dict, backend: str) -> tuple[dict, str]:
+    """The module's outputs (NaN guard regions checked) on the GPU, or for Triton without one in its
+    interpreter; and where they ran."""
+    import tempfile
+
+    from tdsl.compiler.driver.generate import kernel_device, load_module, run_generated
+
+    if backend == "tilelang":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise TdslError("TileLang kernels run only on an NVIDIA GPU, and there is none here: run --backend triton "
+                            "(Triton's interpreter runs on the CPU), or write the module with tdsl compile --backend "
+                            "tilelang and run it on a GPU")
+    device = kernel_device()
+    with tempfile.TemporaryDirectory() as tmp:
+        module = load_module(text, Path(tmp) / f"{model.name}_kernel.py")
+        outputs = run_generated(module, model, inputs, device=device, guard=64)
+    return outputs, ("GPU" if device == "cuda" else "Triton interpreter") + (" (TileLang)" if backend == "tilelang" else "")
+
+
+def _run_in_ascend_model(text: str, model, inputs: dict, device_name: str) -> dict:
+    """The outputs of an Ascend module executed by compiler/verify/ascend_sim (the memories, copies and units of
+    the target, their capacities checked), as float32 arrays."""
+    import numpy as np
+
+    from tdsl.compiler.verify.ascend_sim import simulate
+    from tdsl.compiler.verify.ascend_sim.buffers import SimulationError, Unsupported
+
+    try:
+        sim = simulate(text, inputs, device_name)
+    except Unsupported as err:  # a construct the model cannot execute faithfully: no verdict, not a wrong one
+        raise TdslError(f"the NumPy model of the {device_name} cannot run this module: {err}; check it with "
+                        f"tdsl compile --target {device_name} and a device") from err
+    except SimulationError as err:  # the generated module did something its target cannot: a tdsl bug
+        raise InternalError(f"the NumPy model of the {device_name} rejected the generated module: {err}") from err
+    return {t.name: np.asarray(sim.tensors[t.name]).astype(np.float32) for t in model.outputs()}
 
 
 def cmd_run(args) -> int:
@@ -505,10 +542,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a program on random inputs and compare the schedule with program order")
     common(p)
     p.add_argument("--interp", action="store_true", help="compare the schedule with program order in the reference interpreter")
-    p.add_argument("--target", choices=("nvidia", "h100", "h200", "rtx-pro-6000"),
-                   help="compile and run the kernel (GPU if present, else the Triton interpreter) against the reference "
-                        "interpreter; nvidia is the default NVIDIA device, h100")
-    p.add_argument("--backend", choices=("triton",), default=None, help="code generator for --target")
+    p.add_argument("--target", choices=TARGET_NAMES, metavar="T",
+                   help="compile the kernel for T and run it against the reference interpreter: on NVIDIA targets "
+                        f"({', '.join(n for n in TARGET_NAMES if not n.startswith('ascend'))}) on the GPU if there is "
+                        "one, else in Triton's interpreter; on ascend-950 and ascend-910b in the NumPy model of the "
+                        "device (compiler/verify/ascend_sim)")
+    p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend"), default=None,
+                   help="code generator for --target (default: the target's first; TileLang on NVIDIA needs a GPU)")
     p.add_argument("--seed", type=int, default=0, help="random seed for the inputs")
     p.add_argument("--all", action="store_true", help="with --interp: every schedule block of PROG (an illegal one "
                    "is reported, not run)")

@@ -256,3 +256,28 @@ def test_run_all_compares_every_schedule_block_with_program_order():
     assert "schedule normalize_early: illegal, not run" in proc.stdout
     legal = tdsl("run", "examples/gemm_silu.tdsl", "--interp", "--all", "--size", "M=8,N=8,K=8")
     assert "schedule fused vs program order: bit-identical" in legal.stdout
+
+
+@pytest.mark.parametrize("target, where", [("nvidia", "Triton interpreter"), ("ascend-950", "NumPy model of the ascend-950"),
+                                           ("ascend-910b", "NumPy model of the ascend-910b")])
+def test_run_compiles_for_the_target_and_compares_with_the_interpreter(target, where):
+    proc = tdsl("run", "examples/gemm_silu.tdsl", "--schedule", "fused", "--size", "M=70,N=136,K=40", "--target", target,
+                "--seed", "4")
+    if target == "nvidia" and "GPU vs" in proc.stdout:
+        where = "GPU"
+    assert proc.returncode == 0, proc.stderr
+    assert f"schedule fused: {where} vs reference interpreter, seed 4" in proc.stdout
+    assert "Y [70, 136] bf16: ok" in proc.stdout
+
+
+def test_run_says_what_a_target_cannot_run_here():
+    proc = tdsl("run", "examples/softmax.tdsl", "--size", "M=20,N=70", "--target", "h200", "--backend", "tilelang-ascend")
+    assert proc.returncode == 2 and "target h200 has no backend 'tilelang-ascend' (backends: triton, tilelang)" in proc.stderr
+    import torch
+
+    if not torch.cuda.is_available():
+        proc = tdsl("run", "examples/softmax.tdsl", "--size", "M=20,N=70", "--target", "h200", "--backend", "tilelang")
+        assert proc.returncode == 2 and "TileLang kernels run only on an NVIDIA GPU" in proc.stderr
+    proc = tdsl("run", "examples/gemm_silu.tdsl", "--schedule", "silu_in_ko", "--size", "M=8,N=8,K=64", "--target",
+                "ascend-950")
+    assert proc.returncode == 1 and "[rule reduction-incomplete]" in proc.stderr  # illegal: refused before anything runs
