@@ -1,6 +1,6 @@
 """The documentation cannot drift: its examples are run and their output compared.
 
-Checked in docs/primitives.md, docs/legality.md, docs/interpreter.md, docs/schedule-trees.md, docs/pytorch.md,
+Checked in docs/primitives.md, docs/legality.md, docs/interpreter.md, docs/schedule-trees.md, docs/pytorch.md, docs/target-ascend.md,
 docs/flash-attention.md, docs/recurrences.md, docs/time-loops.md and docs/tuning.md: their programs, `$ tdsl ...` console blocks and pycon sessions, as docs_runner.py
 describes (the same runner checks the rule pages, docs/test_rule_pages.py, and docs/cost.md and docs/targets.md,
 analysis/test_cost.py).
@@ -20,7 +20,7 @@ from docs_runner import (blocks, check_command, commands, is_tdsl_console, match
 
 DOCS = [ROOT / "docs" / name
         for name in ("primitives.md", "legality.md", "interpreter.md", "schedule-trees.md", "pytorch.md",
-                     "flash-attention.md", "recurrences.md", "time-loops.md", "tuning.md")]
+                     "flash-attention.md", "recurrences.md", "time-loops.md", "tuning.md", "target-ascend.md")]
 
 
 # ---------------------------------------------------------------- the tests
