@@ -62,9 +62,9 @@ def cmd_tune(args) -> int:
         if hasattr(runner, "close"):
             runner.close()
     print(result.search.summary())
-    mine = [r["block"] for r in result.measured if r.get("block")]
-    if mine:
-        print(f"measured first, the program's own schedule blocks: {', '.join(mine)}")
+    blocks = [r["block"] for r in result.measured if r.get("block")]
+    if blocks:
+        print(f"measured first, the program's own schedule blocks: {', '.join(blocks)}")
     _print_ranking(result)
     if result.measured:
         print(f"measured {len(result.measured)} on {result.executor}:")
@@ -77,8 +77,8 @@ def cmd_tune(args) -> int:
             print("no measured candidate matched the interpreter: see the details above")
         return 1
     if result.timed:
-        mine = f" (the program's own schedule '{result.winner_block}')" if result.winner_block else ""
-        print(f"winner: {result.winner_us:.1f} us measured{mine}")
+        which = f" (the program's own schedule '{result.winner_block}')" if result.winner_block else ""
+        print(f"winner: {result.winner_us:.1f} us measured{which}")
     else:
         print("winner: the model's choice (no GPU here: nothing was timed; run on a GPU to measure)")
     print(result.block, end="")

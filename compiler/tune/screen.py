@@ -76,8 +76,7 @@ class Screen:
         """The verdict on one candidate; `counted`: in the space's statistics (not for the program's own
         schedule blocks, which are not points of the space)."""
         self.judged += counted
-        verdict = Verdict(choice, steps)
-        verdict.counted = counted
+        verdict = Verdict(choice, steps, counted=counted)
         try:
             sched = self.build(steps)
             plans = plan_kernels(sched, self.device)  # once, for the cost and the padded-tile judgement

@@ -130,11 +130,11 @@ def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure,
     """Spend the budget in rounds: first the `seeds` (the program's own schedule blocks) and the model's best,
     spread over the space (no two alike in all but one knob while others are left).  Then, each round, the
     estimate corrected by what this workload's measurements taught it (compiler/tune/residual.py) ranks what is
-    left: the two fastest tilings get their launch-order
-    variants measured (every combination of the order-only knobs, once per tiling, at most half a round at a
-    time), up to half the round goes to the neighbours of the fastest measured candidates (judged by the screen
-    first), the rest to the corrected ranking's best -- so a model that is wrong about a region is corrected by
-    the measurements instead of trusted for the whole budget."""
+    left: the two fastest tilings get their launch-order variants measured (every combination of the
+    order-only knobs, once per tiling, at most half a round at a time), up to half the round goes to the
+    neighbours of the fastest measured candidates (judged by the screen first), the rest to the corrected
+    ranking's best -- so a model that is wrong about a region is corrected by the measurements instead of
+    trusted for the whole budget."""
     measured = {r["steps"]: r for r in records}
     seeds = list(dict((v.text, v) for v in seeds if v.text not in measured).values())
     fresh = [v for v in found.ranked if v.text not in measured and v.text not in {s.text for s in seeds}]
