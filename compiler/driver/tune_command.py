@@ -78,7 +78,7 @@ def cmd_tune(args) -> int:
         return 1
     if result.timed:
         which = f" (the program's own schedule '{result.winner_block}')" if result.winner_block else ""
-        print(f"winner: {result.winner_us:.1f} us measured{which}")
+        print(f"winner: {result.winner_us:.1f} us measured{which}{_versus_blocks(result)}")
     else:
         print("winner: the model's choice (no GPU here: nothing was timed; run on a GPU to measure)")
     print(result.block, end="")
@@ -89,6 +89,15 @@ def cmd_tune(args) -> int:
             f.write(f"\n{result.block}")
         print(f"appended schedule {result.name} to {args.program}")
     return 0
+
+
+def _versus_blocks(result) -> str:
+    """How the winner compares with the fastest of the program's own blocks the log holds (when it is not one)."""
+    timed = [r for r in result.logged if r.get("block") and r.get("ok") and r.get("us")]
+    if result.winner_block or not timed or not result.winner_us:
+        return ""
+    best = min(timed, key=lambda r: r["us"])
+    return f", {best['us'] / result.winner_us:.2f}x the program's fastest schedule '{best['block']}' ({best['us']:.1f} us)"
 
 
 def _print_ranking(result, top: int = 5) -> None:

@@ -293,3 +293,16 @@ def test_a_block_outside_the_space_does_not_steer_the_search():
                for i in range(4)]
     with_block = records + [{"ok": True, "us": 1.0, "t_estimate": 1e-5, "choice": {}, "block": "fast"}]
     assert residual.fit(with_block).bias == residual.fit(records).bias
+
+
+def test_tune_says_how_the_winner_compares_with_the_programs_blocks():
+    from types import SimpleNamespace
+
+    from tdsl.compiler.driver.tune_command import _versus_blocks
+
+    logged = [{"ok": True, "us": 10.0, "block": "fast"}, {"ok": True, "us": 12.0, "block": "slow"},
+              {"ok": True, "us": 8.0}]
+    line = _versus_blocks(SimpleNamespace(logged=logged, winner_block=None, winner_us=8.0))
+    assert line == ", 1.25x the program's fastest schedule 'fast' (10.0 us)"
+    assert _versus_blocks(SimpleNamespace(logged=logged, winner_block="fast", winner_us=10.0)) == ""
+    assert _versus_blocks(SimpleNamespace(logged=logged[2:], winner_block=None, winner_us=8.0)) == ""
