@@ -147,7 +147,7 @@ kernel k(X: f32[N]) -> (Y: f32[N]) {
 }""").schedule()
 
 
-@pytest.mark.parametrize("schedule", ["fast", "fast_g8_p"])
+@pytest.mark.parametrize("schedule", ["fast_g8_p"])  # `fast` is examples/gemm_silu.tdsl's, tested with it
 def test_the_benchmarked_program_runs_at_ragged_sizes(tmp_path, schedule):
     """benchmarks/programs/gemm_fast_silu.tdsl (tuned and timed on the H200) at sizes its tiles do not divide."""
     import tdsl
