@@ -137,7 +137,8 @@ def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure,
     trusted for the whole budget."""
     measured = {r["steps"]: r for r in records}
     seeds = list(dict((v.text, v) for v in seeds if v.text not in measured).values())
-    fresh = [v for v in found.ranked if v.text not in measured and v.text not in {s.text for s in seeds}]
+    seeded = {v.text for v in seeds}
+    fresh = [v for v in found.ranked if v.text not in measured and v.text not in seeded]
     first = (seeds + _spread(fresh, batch))[: min(budget, max(batch, len(seeds)))]
     polished: set = set()  # tilings whose launch orders were queued
     pending: list = []  # their variants not measured yet
