@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tdsl.backends.ascend910b import e4m3
 from tdsl.backends.ascend910b.common import index_code, _Opnd
-from tdsl.backends.tilelang.emit import axis_start
+from tdsl.backends.tilelang.emit import operand_region
 from tdsl.compiler.analysis.placement import operand_layout
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
@@ -54,8 +54,8 @@ class CubeSide:
                 ws = self._decoded_workspace(op, n)
                 self.emit(f"T.copy({ws}[{self.cid}, 0, 0], {l1}[{slot}, :, :])  # GM workspace (decoded FP8) -> L1")
             else:
-                starts = [axis_start(x, op.tile, self.vars) for x in load.indices]
-                self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {l1}[{slot}, :, :])  # GM -> L1")
+                region = operand_region(self.tensor(load.tensor), load, op.tile, self.vars)
+                self.emit(f"T.copy({region}, {l1}[{slot}, :, :])  # GM -> L1")
             l0_shape = list(reversed(shape)) if transposed else shape
             buf = self.alloc(self.local((scope, load.tensor), f"{load.tensor}_{scope}"), l0_shape, dtype, scope)
             flip = ", transpose=True" if transposed else ""

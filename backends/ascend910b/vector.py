@@ -8,7 +8,7 @@ import math
 
 from tdsl.backends.ascend910b import e4m3
 from tdsl.backends.ascend910b.common import index_code, _Opnd, subexpressions, ROW
-from tdsl.backends.tilelang.emit import float_code
+from tdsl.backends.tilelang.emit import float_code, region_indices
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import (
@@ -284,8 +284,9 @@ class VectorSide:
         if acc_shape != [row.size, col.size]:
             raise BackendError(f"{op.stmt}: accumulator tile {acc_shape} differs from the product's rows and columns")
 
-        def order(load):
-            return [x.name if isinstance(x, T.Var) else None for x in load.indices]
+        def order(load):  # the operand's indices along the tile; batch indices (Q[b, h, i, d]) hold one value
+            return [x.name if isinstance(x, T.Var) else None for x in load.indices
+                    if not (isinstance(x, T.Var) and x.name in op.tile.scalars)]
 
         if {row.iter, red.iter} != set(order(lhs)):
             lhs, rhs = rhs, lhs
@@ -355,6 +356,8 @@ class VectorSide:
         held = [max(rows, 128 // cols), cols] if arg.dtype == "f8e4m3" and rows * cols < 128 else shape
         raw = self.alloc(self.fresh(f"{load.tensor}_ub"), held, arg.dtype, "UB", f"tile of {load.tensor}")
         region = ", ".join(index_code(simplify(i), names) for i in load.indices)
+        if len(load.indices) > 2:  # batch indices at their one value, the tile's two axes as slices
+            region = ", ".join(region_indices(load, tile, self.vars))
         into = raw if held == shape else f"{raw}[0:{rows}, :]"
         self.emit(f"T.copy({self.tensor(load.tensor)}[{region}], {into})  # GM -> UB")
         return self._widen(raw, arg.dtype, held)

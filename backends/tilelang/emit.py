@@ -124,8 +124,13 @@ def operand_region(tensor: str, load: T.Load, tile: T.Tile, names: dict) -> str:
     """A product operand's region in its tensor, for T.copy into a buffer of the tile's box: `A[i0, k0]` for a
     2-D operand (the buffer gives the extents); a batched one, `Q[b, h, i, d]`, with its two tile axes as
     slices and its batch indices at their one value: `Q[b, h, i0:i0 + 64, d0:d0 + 128]`."""
+    return f"{tensor}[{', '.join(region_indices(load, tile, names))}]"
+
+
+def region_indices(load: T.Load, tile: T.Tile, names: dict) -> list[str]:
+    """The subscripts of `operand_region`."""
     if len(load.indices) == 2:
-        return f"{tensor}[{', '.join(axis_start(x, tile, names) for x in load.indices)}]"
+        return [axis_start(x, tile, names) for x in load.indices]
     size = {a.iter: a.size for a in tile.axes}
     parts = []
     for x in load.indices:
@@ -136,7 +141,7 @@ def operand_region(tensor: str, load: T.Load, tile: T.Tile, names: dict) -> str:
             parts.append(index_code(simplify(tile.scalars[x.name]), names))
         else:
             raise InternalError(f"operand index {x} is neither a tile axis nor fixed in the tile")
-    return f"{tensor}[{', '.join(parts)}]"
+    return parts
 
 
 def shape_code(shape) -> str:

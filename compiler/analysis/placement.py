@@ -306,10 +306,6 @@ REGISTER_STAGING = {
     "tilelang": {MATRIX: "fragment"},
 }
 
-# Backends whose printers copy only 2-D operand tensors (no batch indices such as attention's Q[b, h, i, d]).
-PLAIN_OPERANDS_ONLY = {"ascend-910b": "tilelang-ascend 0.1.4's T.copy regions are not verified for it"}
-
-
 def operand_layout(op: AccUpdate) -> tuple:
     """The (i, j, k) iterators of a tile product and, per operand, (its load, stored transposed?, box shape in
     the tensor's index order, dtype).  A batched operand (`Q[b, h, i, d]`) has other indices besides the two
@@ -374,8 +370,6 @@ def _stage_kernel(kernel: TileKernel, backend: str) -> TileKernel:
         for op in body:
             if isinstance(op, SerialLoop):
                 op = replace(op, body=ops(op.body, loops + [op]))
-            elif isinstance(op, AccUpdate) and isinstance(op.partial, Dot) and backend in PLAIN_OPERANDS_ONLY:
-                _check_plain(op, backend)
             if isinstance(op, AccUpdate) and isinstance(op.partial, Dot) and unit_of(op) in scopes:
                 op = replace(op, staged=_staged(op, backend, scopes[unit_of(op)], loops, kernel, preloads))
                 for load, st in zip((op.partial.lhs, op.partial.rhs), op.staged):
@@ -390,14 +384,6 @@ def _stage_kernel(kernel: TileKernel, backend: str) -> TileKernel:
                 else op for op in body]
 
     return replace(kernel, body=with_scopes(ops(kernel.body, [])))
-
-
-def _check_plain(op: AccUpdate, backend: str) -> None:
-    for load in (op.partial.lhs, op.partial.rhs):
-        if len(operand_order(load, op)) != 2:
-            raise BackendError(f"{op.stmt}: operand {operand_name(load)} of a matrix product has batch indices; {backend} "
-                               f"generates products of 2-D operands only ({PLAIN_OPERANDS_ONLY[backend]}); "
-                               f"generate it for nvidia or ascend-950")
 
 
 def _staged(op: AccUpdate, backend: str, scope: str, loops: list, kernel: TileKernel, preloads: dict) -> tuple:

@@ -67,18 +67,19 @@ CASES = (
     + [("ascend-910b", ex, s, "ragged") for ex, s in [
         ("gemm", "tiled"), ("gemm", "gpu"), ("gemm_silu", "fused"), ("gemm_silu", "fast"), ("swiglu_quant", "fused"),
         ("swiglu_quant", "inlined"), ("rmsnorm", "row_per_program"), ("softmax", "row_fused"),
-        ("quant_gemm", "separate"), ("attention", "unfused")]]
+        ("quant_gemm", "separate"), ("attention", "unfused"), ("mha", "unfused"), ("mha_causal", "unfused")]]
     + [("ascend-910b", ex, s, "aligned") for ex, s in [
         ("gemm", "tiled"), ("gemm", "gpu"), ("gemm_silu", "fused"), ("gemm_silu", "fast"),
         ("swiglu_quant", "fused"), ("swiglu_quant", "inlined"), ("rmsnorm", "row_per_program"),
-        ("softmax", "row_fused"), ("quant_gemm", "separate"), ("attention", "unfused")]]
+        ("softmax", "row_fused"), ("quant_gemm", "separate"), ("attention", "unfused"), ("mha", "unfused"),
+        ("mha_causal", "unfused")]]
 )
 IDS = [f"{t}-{e}-{s}-{k}" for t, e, s, k in CASES]
 
 # (target, example, schedule, sizes) the backends refuse, and why (a substring of the error)
 NOT_EMITTED = [
     ("ascend-950", "gemm", "gpu", "ragged", "UB"),
-    ("ascend-910b", "mha", "unfused", "aligned", "generates products of 2-D operands only"),
+    ("ascend-910b", "mha", "flash_ascend", "aligned", "which only the NVIDIA backends (Triton, TileLang) and ascend-950"),
 ]
 
 
