@@ -20,9 +20,11 @@ ROW = "__row"  # the row of a tile computed row by row
 
 
 def index_code(e: T.Expr, names: dict) -> str:
-    """TileLang's index code, `a or b` spelt T.if_then_else(a, True, b): tilelang-ascend 0.1.4 has T.And but no
-    T.Or (backends/ascend910b/api.py)."""
-    return _tilelang_index_code(e, names, disjunction="T.if_then_else({}, True, {})")
+    """TileLang's index code in the calls tilelang-ascend 0.1.4 has (backends/ascend910b/api.py): T.And but no
+    T.Or and no T.if_then_else, so `a or b` is a comparison of the conditions as integers and `x if c else y`
+    is y + (x - y) * c."""
+    return _tilelang_index_code(e, names, disjunction='(T.Cast("int32", {}) + T.Cast("int32", {}) > 0)',
+                                select='({2} + ({1} - {2}) * T.Cast("int32", {0}))')
 
 
 @dataclass

@@ -5,10 +5,12 @@ decoded by the vector cores through GM workspaces, and a finished accumulator to
 
 from __future__ import annotations
 
+import math
+
 from tdsl.backends.ascend910b import e4m3
 from tdsl.backends.ascend910b.common import index_code, _Opnd
 from tdsl.backends.tilelang.emit import operand_region
-from tdsl.compiler.analysis.placement import operand_layout
+from tdsl.compiler.analysis.placement import operand_layout, operand_name
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.passes.ascend910b import VID
@@ -33,34 +35,45 @@ class CubeSide:
 
     def _mma(self, op: T.AccUpdate) -> None:
         _, operands = operand_layout(op)
-        acc, _ = self.accs[op.stmt]
         loop = self.loops[-1] if self.loops else None
         stages = op.staged[0].stages  # the L1 copies of compiler/analysis/placement.py
         fp8 = op.stmt in self.fp8_dots
         if fp8:
             decoded = self.cross_core[op.stmt, "fp8-operands"].flags[0]
             self.emit(f"T.wait_cross_flag({decoded})  # the vector core decoded this step")
+        for n, (load, _, _, _) in enumerate(operands):
+            if isinstance(load, T.RegOperand):
+                (written,) = self.cross_core[op.stmt, f"vector-operand-{n}"].flags
+                self.emit(f"T.wait_cross_flag({written})  # the vector cores wrote {load.reg.stmt}")
         l0 = []
         for n, ((load, transposed, shape, dtype), scope) in enumerate(zip(operands, ("L0A", "L0B"))):
+            name = operand_name(load)
             if transposed and scope == "L0A":
-                raise BackendError(f"{op.stmt}: operand {load.tensor} is stored [K, M]; T.mma takes L0A [M, K] and "
+                raise BackendError(f"{op.stmt}: operand {name} is stored [K, M]; T.mma takes L0A [M, K] and "
                                    f"this backend emits the transposing L1 -> L0 copy only for L0B")
             cache = op.staged[n].cache
-            note = f"cache_read {load.tensor} -> {cache.scope} at {cache.loop}" if cache else "staged for the cube"
+            note = f"cache_read {name} -> {cache.scope} at {cache.loop}" if cache else "staged for the cube"
             dtype = "f16" if fp8 else dtype
-            l1 = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_L1"), [stages] + shape, dtype, "L1", note)
+            l1 = self.alloc(self.local(("L1", name), f"{name}_L1"), [stages] + shape, dtype, "L1", note)
             slot = f"{self.vars[loop.var]} % {stages}" if stages > 1 else "0"
             if fp8:
                 ws = self._decoded_workspace(op, n)
                 self.emit(f"T.copy({ws}[{self.cid}, 0, 0], {l1}[{slot}, :, :])  # GM workspace (decoded FP8) -> L1")
+            elif isinstance(load, T.RegOperand):
+                ws = self._operand_workspace(op, n)
+                self.emit(f"T.copy({ws}[{self.cid}, 0, 0], {l1}[{slot}, :, :])  # GM workspace ({load.reg.stmt} from "
+                          f"the vector cores) -> L1")
             else:
                 region = operand_region(self.tensor(load.tensor), load, op.tile, self.vars)
                 self.emit(f"T.copy({region}, {l1}[{slot}, :, :])  # GM -> L1")
             l0_shape = list(reversed(shape)) if transposed else shape
-            buf = self.alloc(self.local((scope, load.tensor), f"{load.tensor}_{scope}"), l0_shape, dtype, scope)
+            buf = self.alloc(self.local((scope, name), f"{name}_{scope}"), l0_shape, dtype, scope)
             flip = ", transpose=True" if transposed else ""
             self.emit(f"T.copy({l1}[{slot}, :, :], {buf}{flip})  # L1 -> {scope}")
             l0.append(buf)
+        if op.partial.sum_on_vector:
+            return self._cube_step(op, l0)
+        acc, _ = self.accs[op.stmt]
         first = [f"{self.vars[l.var]} == {index_code(simplify(l.lower), self.vars)}"
                  for l in self.loops[self.acc_depth[op.stmt]:]]
         init = "True" if not first else first[0]
@@ -71,6 +84,82 @@ class CubeSide:
             self.emit(f"if {self.vars[loop.var]} < {index_code(simplify(loop.upper), self.vars)} - 1:")
             consumed = self.cross_core[op.stmt, "fp8-operands"].flags[1]
             self.emit(f'    T.set_cross_flag("MTE2", {consumed})  # workspace read: decode the next step')
+
+    def _cube_step(self, op: T.AccUpdate, l0: list) -> None:
+        """A step of a sum the vector cores keep (`sum_on_vector`): its product alone, to this block's workspace."""
+        (i, j, _), _ = operand_layout(op)
+        size = {a.iter: a.size for a in op.tile.axes}
+        part = self.alloc(self.local(("step L0C", op.stmt), f"{op.stmt}_step_L0C"), [size[i], size[j]], "f32", "L0C",
+                          "one step's product, for the vector cores")
+        self.emit(f"T.mma({l0[0]}, {l0[1]}, {part}, init=True)  # this step's product alone")
+        transfer = self.cross_core[op.stmt, "cube-step"]
+        ws = self._workspace(self.local(("step workspace", op.stmt), f"{op.stmt}_step_ws"), transfer.workspaces[0])
+        self.emit(f"T.copy({part}, {ws}[{self.cid}, 0, 0])  # L0C -> this block's GM workspace slot")
+        self.emit(f'T.set_cross_flag("FIX", {transfer.flags[0]})  # tell the vector cores')
+
+    def _operand_workspace(self, op: T.AccUpdate, n: int) -> str:
+        load = (op.partial.lhs, op.partial.rhs)[n]
+        space = self.cross_core[op.stmt, f"vector-operand-{n}"].workspaces[0]
+        return self._workspace(self.local(("operand workspace", op.stmt, n), f"{load.reg.stmt}_ws"), space)
+
+    def _operands_to_cube(self, op: T.AccUpdate) -> None:
+        """The V side before a product step on the cube that reads a tile the vector cores hold (P in attention's
+        P·V after online()): the tile, 0 outside the operand's mask, in the operand dtype, to this block's
+        workspace (each vector core its rows when they split the tiles)."""
+        _, operands = operand_layout(op)
+        for n, (load, _, shape, dtype) in enumerate(operands):
+            if not isinstance(load, T.RegOperand):
+                continue
+            value = self.values.get(load.reg.stmt)
+            if value is None or value.kind != "tile":
+                raise BackendError(f"{op.stmt}: the operand {load.reg.stmt} is not a tile the vector cores hold")
+            axes = [op.tile.axes[p] for p in load.reg.axes]
+            rows = shape[0]
+            if self.half:  # this vector core's half of the rows
+                first = axes[0]
+                axes[0] = T.Axis(first.iter, simplify(T.Bin("+", first.offset, T.Bin("*", T.Var(VID),
+                                                                                     T.Const(self.half)))), self.half)
+                rows = self.half
+            held = [rows] + list(shape[1:])
+            if list(self.shapes.get(load.reg.stmt, held)) != held:
+                raise BackendError(f"{op.stmt}: the operand {load.reg.stmt} is held as a "
+                                   f"{self.shapes[load.reg.stmt]} tile, and the cube takes {held}")
+            self.emit(f"# {load.reg.stmt} for the cube's {op.stmt} step: in {dtype}, 0 outside the step's lanes")
+            src = value.code
+            if load.mask is not None:
+                masked = self.temp("t", held, note=f"{load.reg.stmt}, 0 outside the product's lanes")
+                self.emit(f"T.copy({src}, {masked})  # UB -> UB")
+                self._mask_lanes(masked, T.Tile(axes=axes, scalars=op.tile.scalars, mask=load.mask), load.mask,
+                                 scalar="0.0")
+                src = masked
+            low = self.temp(f"t_{dtype}", held, dtype)
+            self.emit(f'T.tile.cast({low}, {src}, "CAST_RINT", {math.prod(held)})  # exact: already rounded')
+            ws = self._operand_workspace(op, n)
+            row = f"{self.vid} * {self.half}" if self.half else "0"
+            self.emit(f"T.copy({low}, {ws}[{self.cid}, {row}, 0])  # UB -> this block's GM workspace slot")
+            self.done(low)
+            if src != value.code:
+                self.done(_Opnd("tile", src))
+            (written,) = self.cross_core[op.stmt, f"vector-operand-{n}"].flags
+            self.flags_after.append(f'T.set_cross_flag("MTE3", {written})  # tell the cube (it waits for both '
+                                    f'vector cores)')
+
+    def _add_cube_step(self, op: T.AccUpdate) -> None:
+        """The V side after a product step on the cube, for a sum the vector cores keep: wait for the step's
+        product, rescale the sum first if it follows a running maximum, and add the product to it."""
+        transfer = self.cross_core[op.stmt, "cube-step"]
+        self.flags_before.append(f"T.wait_cross_flag({transfer.flags[0]})  # the step's product is in the "
+                                 f"workspace")
+        if op.rescale is not None:
+            self._rescale(op)
+        acc, shape = self.accs[op.stmt]
+        ws = self._workspace(self.local(("step workspace", op.stmt), f"{op.stmt}_step_ws"), transfer.workspaces[0])
+        part = self.alloc(self.local(("step in UB", op.stmt), f"{op.stmt}_step_ub"), shape, "f32", "UB",
+                          "one step's product")
+        rows = [self.cid, f"{self.vid} * {self.half}" if self.half else "0"] + ["0"] * (len(shape) - 1)
+        self.emit(f"# {op.stmt}: this step's product from the cube, added to the sum")
+        self.emit(f"T.copy({ws}[{', '.join(rows)}], {part})  # GM workspace -> UB")
+        self.emit(f"T.tile.add({acc}, {acc}, {part})")
 
     def _decode_split(self, op: T.AccUpdate) -> bool:
         """Whether both vector cores decode half of each FP8 operand tile's rows."""

@@ -86,6 +86,8 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
     footprint: dict = field(default_factory=dict)
     values: dict = field(default_factory=dict)  # stmt -> _Opnd (rounded f32 value)
     accs: dict = field(default_factory=dict)  # stmt -> (buffer, shape)
+    acc_tiles: dict = field(default_factory=dict)  # stmt -> its accumulator's tile (vector cores)
+    refs: dict = field(default_factory=dict)  # stmt -> the UB row of maxima a rescaled sum was last brought to
     loops: list = field(default_factory=list)
     acc_depth: dict = field(default_factory=dict)
     workspaces: list = field(default_factory=list)  # extra GM params: (name, shape, dtype)
@@ -98,6 +100,7 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
     free: list = field(default_factory=list)  # UB temporaries of finished statements: (name, shape, dtype)
     tracking: list | None = None  # UB buffers allocated by the vector statement being emitted
     info: dict = field(default_factory=dict)  # UB buffer -> (shape, dtype)
+    allocated: dict = field(default_factory=dict)  # buffer -> (shape, dtype, scope)
     expr_temps: set = field(default_factory=set)  # buffers holding one subexpression, read once by its parent
 
     def __post_init__(self):
@@ -153,6 +156,10 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
     def alloc(self, name, shape, dtype, scope, note="", pooled=True) -> str:
         """A buffer in `scope`; a UB buffer may be a freed temporary of the same shape and dtype (`pooled`)."""
         shape = list(shape) or [1]
+        if name in self.allocated:  # the same buffer again (the parts of a split loop): one allocation
+            if self.allocated[name] == (shape, dtype, scope):
+                return name
+            name = self.fresh(name)  # the same role with another shape (a part with fewer stages)
         if scope == "UB" and pooled:
             for n, (free, fshape, fdtype) in enumerate(self.free):
                 if fshape == shape and fdtype == dtype:  # a temporary nothing reads any more: reuse it
@@ -163,6 +170,7 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
             if self.tracking is not None:
                 self.tracking.append((name, shape, dtype))
             self.info[name] = (shape, dtype)
+        self.allocated[name] = (shape, dtype, scope)
         call = {"L1": "T.alloc_L1", "L0A": "T.alloc_L0A", "L0B": "T.alloc_L0B", "L0C": "T.alloc_L0C", "UB": "T.alloc_ub"}[scope]
         self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")  # {scope}' + (f": {note}" if note else ""))
         self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype]
@@ -275,7 +283,18 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
                 self._vector_group([("decode", op)])
                 self._flush("C", [op])
                 continue
-            k = "C" if (self._is_cube(op) or (isinstance(op, T.AccFinish) and op.stmt in self.cube)) else "V"
+            if isinstance(op, T.AccUpdate) and self._vector_sides(op):
+                # the vector cores hand the cube an operand they hold, the cube forms the step's product, and
+                # the vector cores add it to the sum they keep
+                self._flush(kind, group)
+                kind, group = None, []
+                if any(t.startswith("vector-operand") for t in self._vector_sides(op)):
+                    self._vector_group([("to-cube", op)])
+                self._flush("C", [op])
+                if "cube-step" in self._vector_sides(op):
+                    self._vector_group([("cube-step", op)])
+                continue
+            k = "C" if (self._is_cube(op) or (isinstance(op, T.AccFinish) and op.on_matrix)) else "V"
             if k != kind:
                 self._flush(kind, group)
                 kind, group = k, []
@@ -286,11 +305,20 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         self._flush(kind, group)
 
     def _is_cube(self, op) -> bool:
-        if isinstance(op, (T.AccInit, T.AccUpdate)):
-            return op.stmt in self.cube and not (isinstance(op, T.AccUpdate) and op.stmt in self.fp8_dots)
+        """Whether an op (or every op of a loop) is one the cube scope prints alone: a sum's start and its
+        product steps (a finished sum goes to GM or to the vector cores from `_body`)."""
         if isinstance(op, T.SerialLoop):
             return all(self._is_cube(o) for o in op.body)
-        return False
+        if isinstance(op, T.AccUpdate) and (op.stmt in self.fp8_dots or self._vector_sides(op)):
+            return False
+        return isinstance(op, (T.AccInit, T.AccUpdate)) and self.facts.on_cube(op)
+
+    def _vector_sides(self, op: T.AccUpdate) -> list:
+        """The kinds of the transfers with the vector cores of a product step on the cube (assign_cross_core)."""
+        if not self.facts.on_cube(op):
+            return []
+        return [kind for (stmt, kind) in self.cross_core if stmt == op.stmt
+                and (kind == "cube-step" or kind.startswith("vector-operand"))]
 
     def _flush(self, kind, group) -> None:
         if not group:
@@ -329,7 +357,7 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
             self.load_uses = _load_uses(op[1] if isinstance(op, tuple) else op)
             self.tracking = [] if not self.loops else None
             depth, guard = self.depth, len(self.lines)
-            if not (isinstance(op, tuple) and op[0] == "decode"):
+            if not (isinstance(op, tuple) and op[0] in ("decode", "to-cube", "cube-step")):  # every step, whole
                 work = op[1] if isinstance(op, tuple) else op
                 # a tile (or this vector core's half) whose first row is past an upper bound lies wholly outside
                 # the domain -- a fused loop runs past the statement's range -- and a copy whose GM region lies
@@ -343,10 +371,9 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
                     self.emit(f"if {_and_code([c for c in (whole, first) if c])}:  # {why[bool(whole), bool(first)]}")
                     self.depth += 1
             guarded = self.depth > depth
-            if isinstance(op, tuple) and op[0] == "from-cube":
-                self._from_cube(op[1])
-            elif isinstance(op, tuple):
-                self._decode_operands(op[1])
+            if isinstance(op, tuple):
+                {"from-cube": self._from_cube, "decode": self._decode_operands, "to-cube": self._operands_to_cube,
+                 "cube-step": self._add_cube_step}[op[0]](op[1])
             else:
                 self._vector_op(op)
             self.depth = depth
@@ -388,8 +415,10 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         return index_code(e, self.vars)  # this module's: no T.Or in tilelang-ascend
 
     def _workspace(self, name: str, space: T.Workspace) -> str:
-        """A kernel parameter for a GM workspace of the tile program (one tile slot per block)."""
-        self.workspaces.append((name, list(space.shape), space.dtype))
+        """A kernel parameter for a GM workspace of the tile program (one tile slot per block), once for the
+        parts of a split loop."""
+        if not any(n == name for n, _, _ in self.workspaces):
+            self.workspaces.append((name, list(space.shape), space.dtype))
         return name
 
 

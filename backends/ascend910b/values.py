@@ -78,6 +78,12 @@ class Values:
             return _Opnd("scalar", float_code(e.value))
         if isinstance(e, T.Reg):
             return self._reg(e, axes, shape)
+        if isinstance(e, T.Running):  # a running maximum: its accumulator now, rounded as a store would
+            acc, held = self.accs[e.stmt]
+            return self._round(e.dtype, self._held(e.stmt, _Opnd("tile", acc), held, e.axes, axes, shape), shape)
+        if isinstance(e, T.Reference):  # the maximum a rescaled sum was last brought to
+            ref = self.refs[e.stmt]
+            return self._held(e.stmt, _Opnd("tile", ref), self.accs[e.stmt][1][:1], e.axes, axes, shape)
         if isinstance(e, T.Load):
             key = repr(e)
             if key in getattr(self, "loads", {}):
@@ -142,24 +148,29 @@ class Values:
         return out
 
     def _reg(self, e: T.Reg, axes, shape) -> _Opnd:
-        """A value computed earlier in this kernel; row by row, a row of it or its element for the row."""
+        """A value computed earlier in this kernel."""
         value = self.values[e.stmt]
         if value.kind == "scalar":
             return value
+        return self._held(e.stmt, value, self.shapes.get(e.stmt, []), e.axes, axes, shape)
+
+    def _held(self, stmt: str, value: _Opnd, held, read_axes, axes, shape) -> _Opnd:
+        """A UB tile of shape `held` read along the tile axes `read_axes` of a tile with `axes` and `shape`;
+        row by row, a row of it or its element for the row."""
         if self.row is not None:
-            rank = len(self.shapes.get(e.stmt, []))
-            if tuple(e.axes) == (0, 1) and rank == 2:
+            rank = len(held)
+            if tuple(read_axes) == (0, 1) and rank == 2:
                 return _Opnd("tile", f"{value.code}[{self.row}, :]")
-            if tuple(e.axes) == (1,) and rank == 1:
+            if tuple(read_axes) == (1,) and rank == 1:
                 return value
-            if tuple(e.axes) == (0,) and rank == 1:
+            if tuple(read_axes) == (0,) and rank == 1:
                 return _Opnd("scalar", f"{value.code}[{self.row}]")
-            raise BackendError(f"reading {e.stmt} (axes {e.axes}) row by row has no ascend-910b form")
-        if list(e.axes) != list(range(len(axes))):
-            held = self.shapes.get(e.stmt, [])
-            if len(axes) == 2 and [shape[p] for p in e.axes] == list(held) and list(e.axes) in ([1, 0], [1], [0]):
-                return self._arrange(value.code, list(e.axes), shape)
-            raise BackendError(f"reading {e.stmt} broadcast along some tile axes has no whole-tile T.tile form "
+            raise BackendError(f"reading {stmt} (axes {read_axes}) row by row has no ascend-910b form")
+        if list(read_axes) != list(range(len(axes))):
+            if (len(axes) == 2 and [shape[p] for p in read_axes] == list(held)
+                    and list(read_axes) in ([1, 0], [1], [0])):
+                return self._arrange(value.code, list(read_axes), shape)
+            raise BackendError(f"reading {stmt} broadcast along some tile axes has no whole-tile T.tile form "
                                f"for ascend-910b")
         return value
 

@@ -46,6 +46,9 @@ class VectorSide:
             shape = [a.size for a in op.tile.axes]
             acc = self.alloc(self.local(("acc", op.stmt), f"acc_{op.stmt}"), shape, "f32", "UB", f"{op.op} accumulator")
             self.accs[op.stmt] = (acc, shape)
+            self.acc_tiles[op.stmt] = op.tile
+            if op.follows is not None:  # a rescaled sum (online): the maximum it was last brought to
+                self._reference(op)
             if op.start is None:
                 self.emit(f"T.tile.fill({acc}, {float_code(reduce_ops.identity(op.op))})")
             else:
@@ -57,6 +60,8 @@ class VectorSide:
                     self.emit(f"T.copy({start.code}, {acc})  # UB -> UB")
                     self.done(start)
         elif isinstance(op, T.AccUpdate):
+            if op.rescale is not None:
+                self._rescale(op)
             product = self._product(op)
             if product is not None:
                 self._vector_matmul(op, *product)
@@ -73,6 +78,47 @@ class VectorSide:
                 self._store(op.stmt, op.tile, op.lhs, value, op.unclipped)
         else:
             raise BackendError(f"{type(op).__name__} has no ascend-910b form here")
+
+    # ------------------------------------------------------------ sums that follow a running maximum (online)
+
+    def _reference(self, op: T.AccInit) -> None:
+        """The maximum a rescaled sum was last brought to (tileir.Reference): one value per row, -inf at first."""
+        shape = self.accs[op.stmt][1]
+        if tuple(op.follows.axes) != (0,) or not shape:
+            raise BackendError(f"{op.stmt} follows the running maximum {op.follows.stmt} along other axes than its "
+                               f"rows, which has no ascend-910b form")
+        self.emit(f"# {op.stmt} follows the running maximum {op.follows.stmt}: the maximum it was built with")
+        ref = self.alloc(self.local(("reference", op.stmt), f"ref_{op.stmt}"), shape[:1], "f32", "UB",
+                         f"{op.stmt}: the maximum it was last rescaled to", pooled=False)
+        self.refs[op.stmt] = ref
+        self.emit(f"T.tile.fill({ref}, {float_code(float('-inf'))})")
+
+    def _rescale(self, op: T.AccUpdate) -> None:
+        """Bring the sum from the maximum it was built with to the current one (tileir.Rescaling): per row the
+        factor exp(exponent), 1 where the two maxima are equal (also both -inf, where the exponent is NaN), the
+        rows multiplied by it, and the current maximum kept as the new reference."""
+        acc, shape = self.accs[op.stmt]
+        tile = self.acc_tiles[op.stmt]
+        rows = T.Tile(axes=tile.axes[:1], scalars=tile.scalars, mask=None)  # one lane per row
+        ref = self.refs[op.stmt]
+        self.emit(f"# {op.stmt} follows the running maximum {op.rescale.current.stmt}: rescale it to the current one")
+        factor = self._value(T.Call("exp", (op.rescale.exponent,)), rows)
+        now = self._value(op.rescale.current, rows)
+        if factor.kind != "tile" or now.kind != "tile":
+            raise InternalError(f"{op.stmt}: the rescaling of a sum over {shape} is not per row")
+        r = self.fresh("r")
+        self.emit(f"for {r} in T.serial({shape[0]}):  # 1 where the maximum did not move")
+        self.emit(f"    if {ref}[{r}] == {now.code}[{r}]:")
+        self.emit(f"        {factor.code}[{r}] = 1.0")
+        if len(shape) == 1:
+            self.emit(f"T.tile.mul({acc}, {acc}, {factor.code})")
+        else:
+            self.emit(f"for {r} in T.serial({shape[0]}):")
+            self.emit(f"    T.tile.mul({acc}[{r}, :], {acc}[{r}, :], {factor.code}[{r}])")
+        if op.accum != "f32":
+            self._round(op.accum, _Opnd("tile", acc), shape, into=acc)
+        self.emit(f"T.copy({now.code}, {ref})  # UB -> UB: the maximum it follows now")
+        self.done(factor, now)
 
     def _scalar_names(self, tile: T.Tile) -> dict:
         """index_code's names in a tile: its fixed iterators' values, loop variables and sizes."""
@@ -98,6 +144,8 @@ class VectorSide:
                 return used & {row, col} == {row}
             if isinstance(e, T.Reg):
                 return tuple(e.axes) == (0,) and self.values[e.stmt].kind == "tile"
+            if isinstance(e, (T.Running, T.Reference)):  # one value per row (an accumulator's, or its reference)
+                return tuple(e.axes) == (0,)
             return any(broadcast(c) for c in subexpressions(e))
 
         return broadcast(value)
@@ -265,14 +313,15 @@ class VectorSide:
         """(mask, lhs load, rhs load) of sum(k) X * Y over a [rows, columns, k] tile on the vector core, or None."""
         if op.op != "sum" or len(op.tile.axes) != 3:
             return None
-        if isinstance(op.partial, T.Dot):
-            return op.tile.mask, op.partial.lhs, op.partial.rhs
+        if isinstance(op.partial, T.Dot):  # an operand the vector cores hold is read where it is held
+            lhs, rhs = (x.reg if isinstance(x, T.RegOperand) else x for x in (op.partial.lhs, op.partial.rhs))
+            return op.tile.mask, lhs, rhs
         if not (isinstance(op.partial, T.Reduce) and tuple(op.partial.axes) == (2,)):
             return None
         body, mask = op.partial.operand, None
         if isinstance(body, T.Select) and body.other == T.Const(0.0):
             body, mask = body.then, body.cond
-        if isinstance(body, T.Bin) and body.op == "*" and isinstance(body.lhs, T.Load) and isinstance(body.rhs, T.Load):
+        if isinstance(body, T.Bin) and body.op == "*" and all(isinstance(x, (T.Load, T.Reg)) for x in (body.lhs, body.rhs)):
             return mask, body.lhs, body.rhs
         return None
 
@@ -285,6 +334,8 @@ class VectorSide:
             raise BackendError(f"{op.stmt}: accumulator tile {acc_shape} differs from the product's rows and columns")
 
         def order(load):  # the operand's indices along the tile; batch indices (Q[b, h, i, d]) hold one value
+            if isinstance(load, T.Reg):  # a tile the vector cores hold: along the product's tile axes
+                return [op.tile.axes[p].iter for p in load.axes]
             return [x.name if isinstance(x, T.Var) else None for x in load.indices
                     if not (isinstance(x, T.Var) and x.name in op.tile.scalars)]
 
@@ -299,7 +350,8 @@ class VectorSide:
         b_rows = order(rhs) == [red.iter, col.iter]
         b = self._operand_f32(rhs, op.tile, [red.size, col.size] if b_rows else [col.size, red.size])
         if not b_rows:  # the product needs rows of B along the columns: transpose the tile (scalar loop)
-            bt = self.alloc(self.fresh(f"{rhs.tensor}_t"), [red.size, col.size], "f32", "UB", f"{rhs.tensor} transposed")
+            name = rhs.stmt if isinstance(rhs, T.Reg) else rhs.tensor
+            bt = self.alloc(self.fresh(f"{name}_t"), [red.size, col.size], "f32", "UB", f"{name} transposed")
             u, w = self.fresh("c"), self.fresh("k")
             self.emit(f"for {u} in T.serial({col.size}):")
             self.emit(f"    for {w} in T.serial({red.size}):")
@@ -312,7 +364,8 @@ class VectorSide:
         by_row = [p for p in parts if not mentions(p, red.iter) and not mentions(p, col.iter)]
         by_step = [p for p in parts if mentions(p, red.iter) and not mentions(p, col.iter)]
         by_lane = [p for p in parts if mentions(p, col.iter) and (
-            mentions(p, red.iter) or not implied_by_bounds(p, list(rhs.indices), self.facts.dims(rhs.tensor)))]
+            mentions(p, red.iter) or isinstance(rhs, T.Reg)
+            or not implied_by_bounds(p, list(rhs.indices), self.facts.dims(rhs.tensor)))]
         r, kk = self.fresh("r"), self.fresh("k")
         names = self._scalar_names(op.tile)
         names[row.iter] = self._row_code(row, r)
@@ -346,10 +399,16 @@ class VectorSide:
             self.emit(f'T.tile.cast({acc}[{r}, :], {low}, "CAST_NONE", {col.size})')
         self.depth = depth
 
-    def _operand_f32(self, load: T.Load, tile: T.Tile, shape) -> str:
-        """An operand tile GM -> UB (clipped, zero-padded), widened to f32.  The product reads it element by
-        element and row by row, so E4M3 bytes may come in a buffer of more rows than the tile: their decoding
-        compares whole 256-byte repeats of f16 (128 values)."""
+    def _operand_f32(self, load, tile: T.Tile, shape) -> str:
+        """An operand tile GM -> UB (clipped, zero-padded), widened to f32, or the f32 tile the vector cores hold
+        (a `Reg`).  The product reads it element by element and row by row, so E4M3 bytes may come in a buffer
+        of more rows than the tile: their decoding compares whole 256-byte repeats of f16 (128 values)."""
+        if isinstance(load, T.Reg):
+            value = self.values.get(load.stmt)
+            if value is None or value.kind != "tile" or list(self.shapes.get(load.stmt, [])) != list(shape):
+                raise BackendError(f"{load.stmt} is not held as the {shape} tile the product on the vector cores "
+                                   f"reads")
+            return value.code
         arg = next(t for t in self.kernel.tensors if t.name == load.tensor)
         names = self._region_names(tile)
         rows, cols = shape

@@ -81,11 +81,13 @@ def emit_module(program: T.TileProgram, **common) -> str:
 # ---------------------------------------------------------------- index expressions
 
 
-def index_code(e: T.Expr, names: dict, disjunction: str = "T.Or({}, {})") -> str:
+def index_code(e: T.Expr, names: dict, disjunction: str = "T.Or({}, {})",
+               select: str = "T.if_then_else({}, {}, {})") -> str:
     """Integer / boolean index arithmetic; `names` maps every variable to its code: iterators to lanes or
     offsets, loop variables and run-time sizes to their identifiers (a printer's `vars`).  `disjunction`
-    spells `a or b` (a dialect without T.Or passes another form)."""
-    r = lambda x: index_code(x, names, disjunction)  # noqa: E731
+    spells `a or b` and `select` an integer `x if c else y` (a dialect without T.Or or T.if_then_else passes
+    other forms)."""
+    r = lambda x: index_code(x, names, disjunction, select)  # noqa: E731
     if isinstance(e, T.Const):
         return repr(e.value)
     if isinstance(e, T.Var):
@@ -93,7 +95,7 @@ def index_code(e: T.Expr, names: dict, disjunction: str = "T.Or({}, {})") -> str
     if isinstance(e, T.Neg):
         return f"(-{r(e.operand)})"
     if isinstance(e, T.Select):
-        return f"T.if_then_else({r(e.cond)}, {r(e.then)}, {r(e.other)})"
+        return select.format(r(e.cond), r(e.then), r(e.other))
     if isinstance(e, T.Bin):
         a, b = r(e.lhs), r(e.rhs)
         if e.op in ("min", "max"):

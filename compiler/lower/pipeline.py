@@ -22,8 +22,7 @@ from tdsl.compiler.lower.passes.storage import refuse_folded_storage, refuse_in_
 from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow
 from tdsl.compiler.lower.passes.tma import mark_descriptors
-from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_sums_on_vector, split_vector_rows,
-                                                  widen_narrow_tiles)
+from tdsl.compiler.lower.passes.ascend910b import assign_cross_core, split_vector_rows, widen_narrow_tiles
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
 from tdsl.compiler.lower.build import lower
 from tdsl.compiler.lower.tileir import TileProgram
@@ -65,7 +64,6 @@ TARGET_PASSES = {
         refuse_in_place_storage,
         refuse_host_loops,  # the module launches each kernel once (the 950's has a launch order: launches())
         refuse_recurrences,
-        refuse_sums_on_vector,  # every cube product's sum stays in L0C
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
         split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows
         assign_cross_core,  # GM workspaces and cross-core flags for tiles passed between cube and vector cores
@@ -79,14 +77,12 @@ DEVICE = {"triton": "h100", "tilelang": "h100", "ascend-950": "ascend-950", "asc
 def lower_for(schedule, backend: str, device: Optional[str] = None) -> TileProgram:
     """The tile program `backend` prints for `schedule` on `device` (default: the backend's `DEVICE`); raises
     CapacityError / BackendError as the steps do."""
-    refuse_online(schedule, backend)  # before lowering: its own refusals would not name the reason
     program = lower(schedule)  # tiles, loops, masks and reductions of the scheduled tree (compiler/lower/build.py)
     return _passes(program, schedule, backend, device)
 
 
 def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] = None) -> TileProgram:
     """The backend-specific passes over a lowered program (each returns a new program; none edits its input)."""
-    refuse_online(schedule, backend)
     return _passes(program, schedule, backend, device)
 
 
@@ -105,24 +101,6 @@ def _passes(program: TileProgram, schedule, backend: str, device: Optional[str])
     except CapacityError as err:  # a pass checks the backend's device limits: name the device compiled for
         raise CapacityError(device or DEVICE[backend], err.violations, schedule.name) from None
     return check_int32(program)  # every index, mask and address fits the kernels' 32-bit integers
-
-
-# The backends that print the one-pass softmax (`online`: running maxima, rescaled sums, a product of a register tile)
-ONLINE_BACKENDS = ("triton", "tilelang", "ascend-950")  # not the 910B: its printer keeps cube sums in L0C
-
-
-def refuse_online(schedule, backend: str) -> None:
-    """A schedule with online() is refused, naming the reason, by a backend that does not print it."""
-    from tdsl.compiler.errors import BackendError
-
-    if schedule.tree.online and backend not in ONLINE_BACKENDS:
-        stat = schedule.tree.online[0]
-        sums = ", ".join(s.name for s in schedule.model.stmts if s.rescale is not None and s.rescale.stat == stat)
-        raise BackendError(f"{sums} follow{'s' * (',' not in sums)} a running maximum (online({stat}), online "
-                           f"softmax), which only the NVIDIA backends (Triton, TileLang) and ascend-950 generate so "
-                           f"far; compile for nvidia or ascend-950, or leave out online() to run the statistics in "
-                           f"separate passes",
-                           backend)
 
 
 def with_stages(program: TileProgram, schedule, device: str) -> TileProgram:

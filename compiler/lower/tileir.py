@@ -392,7 +392,10 @@ class CrossCore(_Value):
 
     kind "cube-result": the cube's finished accumulator goes to the vector cores (rounding, masks, registers);
     flags (ready,).  kind "fp8-operands": the vector cores decode the E4M3 operand tiles of each step of a
-    product for the cube; flags (decoded, consumed), one workspace per operand."""
+    product for the cube; flags (decoded, consumed), one workspace per operand.  kind "vector-operand-<n>": operand
+    n of each step of a product on the cube is a tile the vector cores hold (`RegOperand`), written in the operand
+    dtype; flags (written,).  kind "cube-step": each step's product, formed alone, for a sum the vector cores keep
+    (`Dot.sum_on_vector`); flags (ready,)."""
 
     stmt: str
     kind: str

@@ -26,7 +26,7 @@ from typing import Optional
 from tdsl.compiler.model.dtypes import BYTES as DTYPE_BYTES
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.lane_masks import atoms, conjunction, mentions
-from tdsl.compiler.analysis.placement import matrix_statements, operand_layout
+from tdsl.compiler.analysis.placement import MATRIX, matrix_statements, operand_layout, unit_of
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.passes.store_masks import tensor_dims, unclipped_atoms
 from tdsl.compiler.lower.tileir import expr_vars, simplify
@@ -39,25 +39,6 @@ BYTES = {**DTYPE_BYTES, "u8": 1}  # u8: the 910B printer's raw byte buffers
 
 
 # ---------------------------------------------------------------- the passes
-
-
-def refuse_sums_on_vector(program: T.TileProgram) -> T.TileProgram:
-    """The 910B printer keeps every cube product's sum in L0C: a sum the vector cores would also keep
-    (`Dot.sum_on_vector`: a product whose reduction loop also has steps on the vector cores) is refused."""
-    for k in program.kernels:
-        started = {op.stmt for op in T.walk_ops(k.body) if isinstance(op, T.AccInit) and op.start is not None}
-        for op in T.walk_ops(k.body):
-            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot) and op.partial.sum_on_vector:
-                if op.stmt in started:
-                    raise BackendError(f"{op.stmt} starts from a value (`from`): the cube's accumulator (L0C) starts "
-                                       f"from zero and only the cube adds to it, so the vector cores would have to "
-                                       f"keep this sum, which ascend-910b does not generate; generate for "
-                                       f"ascend-950, or sum from zero and add the start value in a later statement "
-                                       f"(which rounds differently: one addition at the end)")
-                raise BackendError(f"{op.stmt}: some steps of this sum run on the cube and others on the vector "
-                                   f"cores (masked operand tiles), which ascend-910b does not generate; use a tile "
-                                   f"that divides the reduction's extent, or generate for ascend-950")
-    return program
 
 
 def widen_narrow_tiles(program: T.TileProgram) -> T.TileProgram:
@@ -92,26 +73,59 @@ def assign_cross_core(program: T.TileProgram) -> T.TileProgram:
 def _with_cross_core(program: T.TileProgram, kernel: T.TileKernel) -> T.TileKernel:
     facts = Kernel910B(program, kernel)
     flags, out, acc_shapes = iter(range(CROSS_CORE_FLAGS)), [], {}
+    taken: dict = {}  # (statement, kind) -> its flags: the parts of a split loop pass the same tiles with them
 
-    def take(stmt: str, n: int) -> list:
+    def take(stmt: str, n: int, kind: str = "") -> list:
+        if (stmt, kind) in taken:
+            return taken[stmt, kind]
         got = [next(flags, None) for _ in range(n)]
         if None in got:
             raise BackendError(f"{stmt}: this kernel needs more than the 910B's {CROSS_CORE_FLAGS} cross-core flags "
                                f"(0..{CROSS_CORE_FLAGS - 1}); split it into more kernels")
+        taken[stmt, kind] = got
         return got
 
+    def add(transfer: T.CrossCore) -> None:
+        if transfer not in out:
+            out.append(transfer)
+
     for op in T.walk_ops(kernel.body):
-        if isinstance(op, T.AccInit) and op.stmt in facts.cube:
+        if isinstance(op, T.AccInit) and op.on_matrix:
             acc_shapes[op.stmt] = [a.size for a in op.tile.axes]
         elif isinstance(op, T.AccUpdate) and op.stmt in facts.fp8_dots:
             _, operands = operand_layout(op)
             blocks = _blocks(kernel, op.stmt)
             spaces = [T.Workspace([blocks] + list(shape), "f16") for _, _, shape, _ in operands]
-            out.append(T.CrossCore(op.stmt, "fp8-operands", take(op.stmt, 2), spaces))
-        elif isinstance(op, T.AccFinish) and op.stmt in facts.cube and facts.needs_vector(op):
+            add(T.CrossCore(op.stmt, "fp8-operands", take(op.stmt, 2, "fp8-operands"), spaces))
+        elif isinstance(op, T.AccUpdate) and facts.on_cube(op):
+            for transfer in _vector_sides_of_a_cube_step(kernel, op, take):
+                add(transfer)
+        elif isinstance(op, T.AccFinish) and op.on_matrix and facts.needs_vector(op):
             space = T.Workspace([_blocks(kernel, op.stmt)] + acc_shapes[op.stmt], "f32")
-            out.append(T.CrossCore(op.stmt, "cube-result", take(op.stmt, 1), [space]))
+            add(T.CrossCore(op.stmt, "cube-result", take(op.stmt, 1, "cube-result"), [space]))
     return dataclasses.replace(kernel, cross_core=out)
+
+
+def _vector_sides_of_a_cube_step(kernel: T.TileKernel, op: T.AccUpdate, take) -> list:
+    """The transfers of one product step on the cube that the vector cores take part in: an operand they hold
+    (P in attention's P·V after online(): "vector-operand", in the operand dtype), and the step's product for
+    a sum they keep (`Dot.sum_on_vector`: "cube-step", f32).  One flag each; the workspaces need no second
+    flag for their reuse, as the steps alternate (docs/target-ascend.md, "The 910B's one-pass softmax")."""
+    out = []
+    (i, j, _), operands = operand_layout(op)
+    for n, (load, _, shape, dtype) in enumerate(operands):
+        if isinstance(load, T.RegOperand):
+            if dtype == "f8e4m3":
+                raise BackendError(f"{op.stmt}: an E4M3 operand held by the vector cores ({load.reg.stmt}) has no "
+                                   f"ascend-910b form (the 910B has no FP8 type); store {load.reg.stmt} in bf16")
+            space = T.Workspace([_blocks(kernel, op.stmt)] + list(shape), dtype)
+            kind = f"vector-operand-{n}"
+            out.append(T.CrossCore(op.stmt, kind, take(op.stmt, 1, kind), [space]))
+    if op.partial.sum_on_vector:
+        size = {a.iter: a.size for a in op.tile.axes}
+        space = T.Workspace([_blocks(kernel, op.stmt), size[i], size[j]], "f32")
+        out.append(T.CrossCore(op.stmt, "cube-step", take(op.stmt, 1, "cube-step"), [space]))
+    return out
 
 
 def _blocks(kernel: T.TileKernel, stmt: str) -> int:
@@ -145,13 +159,20 @@ class Kernel910B:
 
     # ------------------------------------------------------------ which core runs an op
 
+    def on_cube(self, op) -> bool:
+        """Whether the cube runs an op: its products on the cube (placement.py's unit), and the start and end of
+        the sums it keeps in L0C (`on_matrix`); a sum the vector cores keep (`sum_on_vector`) is theirs."""
+        if isinstance(op, T.AccUpdate):
+            return isinstance(op.partial, T.Dot) and unit_of(op) == MATRIX
+        return isinstance(op, (T.AccInit, T.AccFinish)) and op.on_matrix
+
     def is_vector_op(self, op) -> bool:
         if isinstance(op, T.Compute):
             return True
         if isinstance(op, (T.AccInit, T.AccUpdate)):
-            return op.stmt not in self.cube
+            return not self.on_cube(op)
         if isinstance(op, T.AccFinish):
-            return op.stmt not in self.cube or self.needs_vector(op)
+            return not self.on_cube(op) or self.needs_vector(op)
         return False
 
     def needs_vector(self, op: T.AccFinish) -> bool:
