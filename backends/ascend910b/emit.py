@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+from tdsl.backends.common.launcher import launch_order
 from tdsl.backends.common.module import module_text
 from tdsl.backends.ascend910b.common import TL_DTYPES, _and_code, _load_uses, _loop_lowers, _Opnd, index_code, registers_read
 from tdsl.backends.ascend910b.cube import CubeSide
@@ -146,6 +147,7 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         params = [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
                   for t in k.tensors]
         params += [f'{n}: T.Tensor({self.names.shape(s)}, "{TL_DTYPES[d]}")' for n, s, d in self.workspaces]
+        params += [f"{self.names.var(h.var)}: T.int32" for h in k.host]  # the host loops' values (launches())
         return {"name": self.names.kernel(k.name), "key": k.name, "params": params, "head": self.head,
                 "allocs": self.allocs, "lines": self.lines, "comment": k.comment, "footprint": dict(self.footprint),
                 "cube": sorted(self.cube), "workspaces": [n for n, _, _ in self.workspaces],
@@ -430,6 +432,6 @@ def emit_module(program: T.TileProgram, **common) -> str:
     """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [Ascend910BPrinter(program, k, names).render() for k in program.kernels]
-    return module_text(TEMPLATES, program, names, kernels, **common,
+    return module_text(TEMPLATES, program, names, kernels, **common, launches=launch_order(program, names),
                        workspaces=sorted({w for k in kernels for w in k.get("workspaces", [])}),
                        e4m3=sorted({n for k in kernels for n in k.get("e4m3", [])}))

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 
-from tdsl.backends.common.launcher import host_loops
+from tdsl.backends.common.launcher import launch_order
 from tdsl.backends.common.module import dynamic_sizes, module_text
 from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrinter, combine_code, index_code,
                                        kernel_arrays, operand_region, shape_code)
@@ -343,15 +343,3 @@ def emit_module(program: T.TileProgram, **common) -> str:
     kernels = [Ascend950Printer(program, k, names).render() for k in program.kernels]
     return module_text(TEMPLATES, program, names, kernels, **common, dynamic=dynamic_sizes(program, names),
                        launches=launch_order(program, names))
-
-
-def launch_order(program: T.TileProgram, names: ModuleNames) -> list[str]:
-    """The body of the module's `launches()` where the schedule runs loops on the host (`host`): one `yield` of
-    (KERNELS key, the host loops' values) per launch, inside the loops; [] when each kernel runs once."""
-    if not any(k.host for k in program.kernels):
-        return []
-    lines = []  # every size is bound on Ascend (pipeline.require_bound_sizes): the bounds are numbers
-    for pad, kernel, host_vars in host_loops(program, names, lines):
-        values = f"({host_vars[0]},)" if len(host_vars) == 1 else f"({', '.join(host_vars)})"
-        lines.append(f'{pad}yield "{kernel.name}", {values}')
-    return lines

@@ -124,3 +124,15 @@ def python_code(e: T.Expr, names: ModuleNames, outer: dict) -> str:
 def epilogue(program: T.TileProgram, names: ModuleNames) -> list[str]:
     outs = [names.tensor(t.name) for t in program.outputs]
     return [f"return {', '.join(outs)}" if len(outs) > 1 else f"return {outs[0]}"]
+
+
+def launch_order(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    """The body of an Ascend module's `launches()` where the schedule runs loops on the host (`host`): one `yield`
+    of (KERNELS key, the host loops' values) per launch, inside the loops; [] when each kernel runs once."""
+    if not any(k.host for k in program.kernels):
+        return []
+    lines = []  # every size is bound on Ascend (pipeline.require_bound_sizes): the bounds are numbers
+    for pad, kernel, host_vars in host_loops(program, names, lines):
+        values = f"({host_vars[0]},)" if len(host_vars) == 1 else f"({', '.join(host_vars)})"
+        lines.append(f'{pad}yield "{kernel.name}", {values}')
+    return lines

@@ -1,4 +1,4 @@
-"""Values passed through memory inside a kernel, and host loops, on the Ascend backends: refused, naming the reason.
+"""Values passed through memory inside a kernel on the Ascend backends: refused, naming the reason.
 
 A recurrence (a statement that reads its own earlier elements, compiler/model/recurrences.py) and the statements of
 a `for` block pass values through global memory inside one kernel: from one iteration of a serial loop to the next
@@ -11,17 +11,6 @@ from __future__ import annotations
 
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
-
-
-def refuse_host_loops(program: T.TileProgram) -> T.TileProgram:
-    """The 910B module launches each kernel once: a loop the schedule runs on the host (`host`) is refused (the
-    950 module has a launch order, `launches()`, backends/ascend950/emit.py `launch_order`)."""
-    for k in program.kernels:
-        if k.host:
-            raise BackendError(f"{k.comment}: the schedule runs loop {k.host[0].var} on the host (host), which the "
-                               f"Ascend launchers do not generate yet for ascend-910b; generate it for ascend-950 or "
-                               f"nvidia (Triton or TileLang), or keep the loop in the kernel")
-    return program
 
 
 def refuse_recurrences(program: T.TileProgram) -> T.TileProgram:

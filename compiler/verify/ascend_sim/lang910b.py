@@ -10,13 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from tdsl.compiler.verify.ascend_sim.buffers import SimulationError, Unsupported, _strip
-from tdsl.compiler.verify.ascend_sim.lang_common import _Common, _Frame
+from tdsl.compiler.verify.ascend_sim.lang_common import ScalarSpec, _Common, _Frame
 from tdsl.compiler.verify.ascend_sim.machine import _Machine
 from tdsl.compiler.verify.ascend_sim.tile910b import _Tile910B
 
 
 class Lang910B(_Common):
     """`tilelang.language` of tilelang-ascend 0.1.4: exactly backends/ascend910b/api.py's names and signatures."""
+
+    # a scalar parameter: a host loop's value (tilelang.language re-exports TVMScript's dtypes, as mainline does)
+    int32 = ScalarSpec("int32")
 
     def __init__(self, m: _Machine):
         super().__init__(m)
