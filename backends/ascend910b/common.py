@@ -23,8 +23,22 @@ def index_code(e: T.Expr, names: dict) -> str:
     """TileLang's index code in the calls tilelang-ascend 0.1.4 has (backends/ascend910b/api.py): T.And but no
     T.Or and no T.if_then_else, so `a or b` is a comparison of the conditions as integers and `x if c else y`
     is y + (x - y) * c."""
-    return _tilelang_index_code(e, names, disjunction='(T.Cast("int32", {}) + T.Cast("int32", {}) > 0)',
+    return _tilelang_index_code(_integral(e), names, disjunction='(T.Cast("int32", {}) + T.Cast("int32", {}) > 0)',
                                 select='({2} + ({1} - {2}) * T.Cast("int32", {0}))')
+
+
+def _integral(e: T.Expr) -> T.Expr:
+    """Integral float constants as integers (`where(t == 0, ...)` compares an iterator with 0.0): index code is
+    int32, and TIR does not compare an int32 with a float."""
+    if isinstance(e, T.Const) and isinstance(e.value, float) and e.value.is_integer():
+        return T.Const(int(e.value))
+    if isinstance(e, T.Bin):
+        return T.Bin(e.op, _integral(e.lhs), _integral(e.rhs))
+    if isinstance(e, T.Neg):
+        return T.Neg(_integral(e.operand))
+    if isinstance(e, T.Select):
+        return T.Select(_integral(e.cond), _integral(e.then), _integral(e.other))
+    return e
 
 
 @dataclass

@@ -278,6 +278,11 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
                 kind, group = None, []
                 self.serial(op, lambda body: self._body(body))
                 continue
+            if isinstance(op, T.Barrier):  # stores above, loads of them below: on the vector cores (see BARRIER)
+                self._flush(kind, group)
+                kind, group = None, []
+                self.barrier(op)
+                continue
             if isinstance(op, T.AccUpdate) and op.stmt in self.fp8_dots:
                 # the vector core decodes this step's FP8 operand tiles, then the cube multiplies them
                 self._flush(kind, group)
@@ -412,6 +417,10 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         self.tracking = None
 
     EMPTY_BODY = ""  # the cube and vector sides of a loop print their own bodies (and their empty cases)
+    # GM stores (MTE3) complete before later loads (MTE2) on each vector core: values through memory are the
+    # vector cores' alone (compiler/lower/passes/ascend910b.py `refuse_cube_recurrences`), each reading its own
+    BARRIER = 'with T.Scope("V"): T.barrier_all()'
+
 
     def index(self, e: T.Expr) -> str:
         return index_code(e, self.vars)  # this module's: no T.Or in tilelang-ascend

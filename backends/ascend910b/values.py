@@ -11,7 +11,7 @@ from tdsl.backends.ascend910b.common import index_code, _Opnd, _exact_reciprocal
 from tdsl.backends.tilelang.emit import float_code
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.lower.lane_masks import expr_text as _expr_text
+from tdsl.compiler.lower.lane_masks import atoms, mentions, expr_text as _expr_text
 from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, layout as tile_layout
 from tdsl.compiler.lower.tileir import expr_vars
 from tdsl.compiler.lower.tileir import simplify
@@ -96,6 +96,8 @@ class Values:
                 self.expr_temps.discard(result.code)  # read again: nobody may overwrite it
             return result
         if isinstance(e, T.Select):
+            if not isinstance(e.other, T.Const):
+                return self._select_computed(e, tile)
             return self._select(e.cond, v(e.then), e.other, tile)
         if isinstance(e, T.Neg):
             x = v(e.operand)
@@ -128,6 +130,39 @@ class Values:
         if isinstance(e, T.Var):
             return self._iterator_value(e.name, tile)
         raise BackendError(f"{_expr_text(e)}: comparisons and where on values have no T.tile form for ascend-910b")
+
+    def _select_computed(self, e: T.Select, tile: T.Tile) -> _Opnd:
+        """`where(c, a, b)` with a computed b and a condition on loop variables only (the first step of a time
+        loop or a recurrence): each branch is computed only where it is taken, under `if c: ... else: ...`, so
+        that neither reads outside its guard (`An[t - 1, i]` at t = 0)."""
+        parts = atoms(e.cond)
+        if any(mentions(a, ax.iter) for a in parts for ax in tile.axes):
+            raise BackendError(f"a masked value with a computed fallback ({_expr_text(e.other)}) under a condition "
+                               f"on the tile's lanes has no ascend-910b form")
+        shape = [a.size for a in tile.axes]
+        out = (self.temp("t", shape, note="one branch of a where") if shape else
+               self.alloc(self.fresh("branch_scalar"), [8], "f32", "UB", "one branch of a where", pooled=False))
+        self.emit(f"if {self._condition(parts, self._scalar_names(tile))}:")
+        self._branch(e.then, tile, out, shape)
+        self.emit("else:")
+        self._branch(e.other, tile, out, shape)
+        return _Opnd("tile", out) if shape else _Opnd("scalar", f"{out}[0]")
+
+    def _branch(self, value: T.Expr, tile: T.Tile, out: str, shape) -> None:
+        """One branch of `_select_computed`, one level deeper: its value into `out`.  Loads stay inside it (a
+        load computed in one branch is not there in the other)."""
+        loads = dict(getattr(self, "loads", {}))
+        self.depth += 1
+        v = self._value(value, tile)
+        if not shape:
+            self.emit(f"{out}[0] = {v.code if v.kind == 'scalar' else f'{v.code}[0]'}")
+        elif v.kind == "scalar":
+            self.emit(f"T.tile.fill({out}, {v.code})")
+        else:
+            self.emit(f"T.copy({v.code}, {out})  # UB -> UB")
+        self.done(v)
+        self.depth -= 1
+        self.loads = loads
 
     def _iterator_value(self, name: str, tile: T.Tile) -> _Opnd:
         """An iterator used as a value: a fixed one is a scalar; along a tile axis, the lane positions plus the

@@ -58,6 +58,8 @@ def linear(e: T.Expr) -> tuple | None:
     """(coefficients {name: int}, constant) of an affine integer expression, None if it is not affine."""
     if isinstance(e, T.Const) and isinstance(e.value, int):
         return {}, e.value
+    if isinstance(e, T.Const) and isinstance(e.value, float) and e.value.is_integer():  # `where(t == 0, ...)`
+        return {}, int(e.value)
     if isinstance(e, T.Var):
         return {e.name: 1}, 0
     if isinstance(e, T.Neg):

@@ -17,7 +17,7 @@ from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
 from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
-from tdsl.compiler.lower.passes.recurrence import refuse_recurrences
+from tdsl.compiler.lower.passes.recurrence import refuse_cube_recurrences, refuse_recurrences
 from tdsl.compiler.lower.passes.storage import refuse_folded_storage, refuse_in_place_storage
 from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow
@@ -62,7 +62,7 @@ TARGET_PASSES = {
     "ascend-910b": (
         refuse_folded_storage,
         refuse_in_place_storage,
-        refuse_recurrences,
+        refuse_cube_recurrences,  # values through memory are ordered on the vector cores (T.barrier_all)
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
         split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows
         assign_cross_core,  # GM workspaces and cross-core flags for tiles passed between cube and vector cores

@@ -28,6 +28,7 @@ from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.lane_masks import atoms, conjunction, mentions
 from tdsl.compiler.analysis.placement import MATRIX, matrix_statements, operand_layout, unit_of
 from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.passes.recurrence import passes_through_memory
 from tdsl.compiler.lower.passes.store_masks import tensor_dims, unclipped_atoms
 from tdsl.compiler.lower.tileir import expr_vars, simplify
 from tdsl.compiler.model import reduce_ops
@@ -199,8 +200,8 @@ class Kernel910B:
         halves the UB a tile needs and the vector work per core.  That needs every vector statement's tile to
         have the same rows (the first axis, at least 2-D, an even count) and no reduction across rows."""
         ops = list(self.vector_ops(self.kernel.body))
-        if not ops:
-            return None
+        if not ops or passes_through_memory(self.kernel):
+            return None  # a core's barrier orders its own stores and loads, not the other core's
         rows = set()
         for op in ops:
             if len(op.tile.axes) < 2:
@@ -253,7 +254,7 @@ class Kernel910B:
         """Record the width each axis of a vector tile needs (below); an axis takes the largest any statement of
         the kernel needs, so that the tiles of an accumulator, its partial results and the statements reading
         it keep one shape (a row maximum over [16, 32] lanes goes into 16 lanes of its accumulator, not 128)."""
-        if op.stmt in self.cube or not op.tile.axes:
+        if not hasattr(op, "stmt") or op.stmt in self.cube or not op.tile.axes:  # not a statement (a Barrier)
             return op
         size = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
         if self.e4m3_tiles and math.prod(size.values()) < E4M3_TILE:
@@ -273,7 +274,7 @@ class Kernel910B:
         of f16).  The extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask,
         so they are never reduced over and a store keeps their GM values.  A store would race with the block
         that owns those lanes, so a widened axis must reach past the end of the stored tensor."""
-        if op.stmt in self.cube or not op.tile.axes:
+        if not hasattr(op, "stmt") or op.stmt in self.cube or not op.tile.axes:  # not a statement (a Barrier)
             return op
         size = {a.iter: widths[_axis_key(a)] for a in op.tile.axes}
         narrow = [a for a in op.tile.axes if size[a.iter] != a.size]

@@ -3,7 +3,10 @@
 A mixin of the machine (machine.py), for the 910B only: every GM element a core writes in a block is recorded
 with its writer and its pipe; `T.set_cross_flag(pipe, f)` publishes that core's writes on the pipe, and
 `T.wait_cross_flag(f)` makes them visible to the waiting core.  Reading what another core wrote without such a
-flag, waiting for a flag nobody set, and leaving a flag unconsumed at the end of a block are errors.  Flags
+flag, waiting for a flag nobody set, and leaving a flag unconsumed at the end of a block are errors.  Within one
+core a GM store (MTE3, or FIX from L0C) and a later load of it (MTE2) are different pipes too: reading back an
+element the core itself changed needs a `T.barrier_all()` between them (a store of the value already there, as
+a masked store writes back the lanes it keeps, changes nothing a load could see).  Flags
 follow CrossCoreSetFlag's mode 2 (see the package docstring).  It uses the machine's `target`, `core` ("C" |
 "V" inside a `T.Scope`) and `vid` (the vector core running now).
 """
@@ -28,6 +31,12 @@ def _flat_of(buf, where) -> np.ndarray:
     return np.asarray(where).reshape(-1)
 
 
+def _differs(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """Element by element, whether two arrays of one dtype differ in their bits (NaN equal to the same NaN)."""
+    kind = f"u{new.dtype.itemsize}"
+    return np.ascontiguousarray(new).view(kind) != np.ascontiguousarray(old).view(kind)
+
+
 def _elements(per_tensor: dict, buf) -> np.ndarray:
     """The bool mask over `buf`'s elements kept in `per_tensor` (created empty)."""
     mask = per_tensor.get(buf.name)
@@ -47,6 +56,7 @@ class _CrossCore:
         self.pending = defaultdict(dict)  # (core, pipe) -> {GM tensor: elements written, not yet published}
         self.written_by = {}  # GM tensor -> per element: the core that wrote it in this block (0: none)
         self.visible = defaultdict(dict)  # core ("C", "V0", "V1") -> {GM tensor: elements it waited for}
+        self.unordered = defaultdict(dict)  # core -> {GM tensor: elements it changed since its last barrier}
 
     def _check_flags_consumed(self) -> None:
         """The end of a block: every flag set must have been waited for."""
@@ -56,8 +66,15 @@ class _CrossCore:
             raise SimulationError(f"cross-core flags set but never waited for at the end of the block: {left}; in "
                                   f"mode 2 a flag the cube sets reaches both vector cores, and each must wait for it")
 
-    def _gm_write(self, buf: Buffer, pipe, where) -> None:
-        """Record the GM elements (`where`: flat indices or a tuple of slices) this core wrote on `pipe`."""
+    def _before_store(self, buf: Buffer, where):
+        """The values a store is about to overwrite (910B GM only, else None): `_gm_write` compares them."""
+        if buf.scope != "GM" or self.target != "ascend-910b":
+            return None
+        return buf.data.reshape(-1)[_flat_of(buf, where)].copy()
+
+    def _gm_write(self, buf: Buffer, pipe, where, old=None) -> None:
+        """Record the GM elements (`where`: flat indices or a tuple of slices) this core wrote on `pipe`; `old`: their
+        values before (`_before_store`), to tell which elements the store changed."""
         if buf.scope != "GM" or self.target != "ascend-910b":
             return
         flat = _flat_of(buf, where)
@@ -72,6 +89,9 @@ class _CrossCore:
                                   f"they run at the same time, so their GM writes must not overlap")
         w[flat] = me
         _elements(self.pending[(self.who, pipe)], buf)[flat] = True
+        if old is not None:  # a load before the next barrier may still see the old value where the store changed it
+            new = buf.data.reshape(-1)[flat]
+            _elements(self.unordered[self.who], buf)[flat] |= _differs(new, old)
 
     def _gm_read(self, buf: Buffer, where) -> None:
         """Reading GM elements the other core wrote in this block needs a flag set after those writes."""
@@ -81,6 +101,12 @@ class _CrossCore:
         if w is None:
             return
         flat = _flat_of(buf, where)
+        mine = self.unordered[self.who].get(buf.name)
+        if mine is not None and mine[flat].any():
+            at = int(np.reshape(flat, -1)[int(np.argmax(mine[flat]))])
+            raise SimulationError(f"{CORE_NAME[CORE_CODE[self.who]]} reads {buf.name} element {_pt(at, buf.shape)}, "
+                                  f"which it changed in this block, without T.barrier_all() between the store and "
+                                  f"the load (different pipes: MTE3 or FIX, then MTE2)")
         other = (w[flat] != 0) & (w[flat] != CORE_CODE[self.who])
         seen = self.visible[self.who].get(buf.name)
         if seen is not None:
@@ -101,6 +127,13 @@ class _CrossCore:
     def who(self) -> str:
         """The core running now: "C", or "V0" / "V1" for the vector cores."""
         return self.core if self.core != "V" else f"V{self.vid}"
+
+    def barrier_all(self) -> None:
+        """T.barrier_all(): every pipe of this core completes what it was given, so its stores are visible to its
+        own later loads (not to the other cores: those need cross-core flags)."""
+        if self.core is None:
+            raise SimulationError("T.barrier_all outside T.Scope")
+        self.unordered.pop(self.who, None)
 
     def vector_cores(self):
         """Each of the two vector cores runs a T.Scope("V") in turn (vid 0, then vid 1)."""

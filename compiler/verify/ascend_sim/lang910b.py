@@ -88,6 +88,9 @@ class Lang910B(_Common):
     def wait_cross_flag(self, flag, pipe=""):
         self._m.wait_flag(flag)
 
+    def barrier_all(self):
+        self._m.barrier_all()
+
     def _reduce(self, what, fn, buffer, out, dim, clear):
         m = self._m
         m.vector_op(what)
