@@ -65,7 +65,7 @@ from tdsl.backends.ascend910b.values import Values
 from tdsl.backends.ascend910b.vector import VectorSide
 from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
 from tdsl.backends.common.names import ModuleNames
-from tdsl.backends.tilelang.emit import TileLangDialect, shape_code
+from tdsl.backends.tilelang.emit import TileLangDialect, kernel_arrays, shape_code
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import always_holds, atoms, mentions, substitute, upper_bound_on
 from tdsl.compiler.lower.passes.ascend910b import BYTES, VID, Kernel910B
@@ -145,10 +145,13 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         self._body(k.body)
         check_capacity(k.name, TARGETS["ascend-910b"], self.footprint)
         params = [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
-                  for t in k.tensors]
+                  for t in kernel_arrays(k)]  # an output stored in an input (store_in) is a view of it (below)
+        views = [f'{self.tensor(t.name)} = T.decl_buffer({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}", '
+                 f'data={self.tensor(t.stored_in)}.data)  # {t.name} is stored in {t.stored_in} (store_in)'
+                 for t in k.tensors if t.stored_in]
         params += [f'{n}: T.Tensor({self.names.shape(s)}, "{TL_DTYPES[d]}")' for n, s, d in self.workspaces]
         params += [f"{self.names.var(h.var)}: T.int32" for h in k.host]  # the host loops' values (launches())
-        return {"name": self.names.kernel(k.name), "key": k.name, "params": params, "head": self.head,
+        return {"name": self.names.kernel(k.name), "key": k.name, "params": params, "head": views + self.head,
                 "allocs": self.allocs, "lines": self.lines, "comment": k.comment, "footprint": dict(self.footprint),
                 "cube": sorted(self.cube), "workspaces": [n for n, _, _ in self.workspaces],
                 "e4m3": [self.tensor(t.name) for t in k.tensors if t.dtype == "f8e4m3"]}

@@ -18,7 +18,7 @@ from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
 from tdsl.compiler.lower.passes.recurrence import refuse_cube_recurrences, refuse_recurrences
-from tdsl.compiler.lower.passes.storage import refuse_folded_storage, refuse_in_place_storage
+from tdsl.compiler.lower.passes.storage import refuse_folded_storage
 from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow
 from tdsl.compiler.lower.passes.tma import mark_descriptors
@@ -61,7 +61,6 @@ TARGET_PASSES = {
     ),
     "ascend-910b": (
         refuse_folded_storage,
-        refuse_in_place_storage,
         refuse_cube_recurrences,  # values through memory are ordered on the vector cores (T.barrier_all)
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
         split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows

@@ -6,9 +6,9 @@ writing a folded tensor's tiles element by element (`KernelPrinter.element`: a T
 planes' wrap-around).  The Ascend printers also move tiles between GM and UB/L1 as regions in their own ways,
 so they refuse a folded tensor for now.
 
-An output stored in an input (`store_in`): Triton takes the input's array through both parameters, TileLang
-(NVIDIA and the Ascend 950) declares the output as a view of it (backends/tilelang/emit.py `kernel_arrays`); the
-910B printer refuses it for now.
+(An output stored in an input, `store_in`, is generated everywhere: Triton takes the input's array through both
+parameters, the TileLang printers and the 910B's declare the output as a view of it, backends/tilelang/emit.py
+`kernel_arrays`.)
 """
 
 from __future__ import annotations
@@ -24,16 +24,4 @@ def refuse_folded_storage(program: T.TileProgram) -> T.TileProgram:
                 raise BackendError(f"{k.comment}: the schedule folds the storage of {t.name} (fold_storage), which "
                                    f"the Ascend backends do not generate yet; generate it for NVIDIA (Triton or "
                                    f"TileLang), or leave out fold_storage")
-    return program
-
-
-def refuse_in_place_storage(program: T.TileProgram) -> T.TileProgram:
-    """An output stored in an input (`store_in`) on the 910B: its printer declares every GM tensor as a kernel
-    parameter of its own, and the tilelang-ascend fork it targets is not at hand to check a view of one."""
-    for t in program.outputs:
-        if t.stored_in:
-            raise BackendError(f"the program stores {t.name} in the input {t.stored_in} (store_in, or `in "
-                               f"{t.stored_in}` in the signature), which the ascend-910b backend does not generate "
-                               f"yet (each GM tensor is a kernel parameter of its own); generate it for ascend-950 "
-                               f"or NVIDIA (Triton, TileLang), or keep the result in an array of its own")
     return program

@@ -32,6 +32,12 @@ class Lang910B(_Common):
                align=0, offset_factor=0, buffer_type="", axis_separators=None):
         return self._tensor(shape, dtype)
 
+    def decl_buffer(self, shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global", align=-1,
+                    offset_factor=0, buffer_type="default", axis_separators=None):
+        if strides is not None or elem_offset is not None or scope != "global":
+            raise Unsupported("T.decl_buffer with strides, an offset or a scope")
+        return self._m.view(shape, dtype, data)
+
     def Kernel(self, *blocks, threads=None, is_cpu=False, prelude=None, is_npu=False, pipeline=False):  # noqa: N802
         if not is_npu:
             raise SimulationError("T.Kernel without is_npu=True")
