@@ -182,13 +182,20 @@ def substitute(e: T.Expr, name: str, value: T.Expr) -> T.Expr:
         return T.Bin(e.op, substitute(e.lhs, name, value), substitute(e.rhs, name, value))
     if isinstance(e, T.Neg):
         return T.Neg(substitute(e.operand, name, value))
+    if isinstance(e, T.Select):
+        return T.Select(substitute(e.cond, name, value), substitute(e.then, name, value),
+                        substitute(e.other, name, value))
     return e
 
 
 def always_holds(atom: T.Bin, lowers: dict) -> bool:
     """Whether the comparison holds for all values of its variables, each at least its lower bound in `lowers`
-    (a loop's first value): `l_i >= 0` for a loop from 0."""
-    coefs, const = _difference(atom)  # lhs - rhs = sum(coefs * vars) + const
+    (a loop's first value): `l_i >= 0` for a loop from 0.  False for a comparison that is not affine (a bound
+    with a `where`, the maximum of two loop-dependent bounds): nothing is proven, the test stays."""
+    try:
+        coefs, const = _difference(atom)  # lhs - rhs = sum(coefs * vars) + const
+    except BackendError:
+        return False
     sign = {">=": 1, ">": 1, "<=": -1, "<": -1}.get(atom.op)
     if sign is None or any(n not in lowers or sign * c < 0 for n, c in coefs.items()):
         return False
@@ -197,8 +204,26 @@ def always_holds(atom: T.Bin, lowers: dict) -> bool:
 
 
 def mentions(atom: T.Bin, name: str) -> bool:
-    """Whether the comparison depends on the variable `name`."""
-    return _difference(atom)[0].get(name, 0) != 0
+    """Whether the comparison depends on the variable `name`; for one that is not affine, whether it names it."""
+    try:
+        return _difference(atom)[0].get(name, 0) != 0
+    except BackendError:
+        if not (_index_only(atom.lhs) and _index_only(atom.rhs)):
+            raise  # a comparison of values: the refusal says so
+        return any(v.name == name for side in (atom.lhs, atom.rhs) for v in T.expr_vars(side))
+
+
+def _index_only(e) -> bool:
+    """Whether an expression is index arithmetic (variables, integers, `where` of them), not values."""
+    if isinstance(e, (T.Var, T.Const)):
+        return True
+    if isinstance(e, T.Bin):
+        return _index_only(e.lhs) and _index_only(e.rhs)
+    if isinstance(e, T.Neg):
+        return _index_only(e.operand)
+    if isinstance(e, T.Select):
+        return _index_only(e.cond) and _index_only(e.then) and _index_only(e.other)
+    return False
 
 
 def expr_text(e) -> str:
