@@ -424,7 +424,6 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
     # vector cores' alone (compiler/lower/passes/ascend910b.py `refuse_cube_recurrences`), each reading its own
     BARRIER = 'with T.Scope("V"): T.barrier_all()'
 
-
     def index(self, e: T.Expr) -> str:
         return index_code(e, self.vars)  # this module's: no T.Or in tilelang-ascend
 
