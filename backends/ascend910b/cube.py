@@ -13,7 +13,7 @@ from tdsl.backends.tilelang.emit import operand_region
 from tdsl.compiler.analysis.placement import operand_layout, operand_name
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.lower.passes.ascend910b import VID
+from tdsl.compiler.lower.passes.ascend910b import half_rows
 from tdsl.compiler.lower.tileir import simplify
 
 
@@ -116,9 +116,7 @@ class CubeSide:
             axes = [op.tile.axes[p] for p in load.reg.axes]
             rows = shape[0]
             if self.half:  # this vector core's half of the rows
-                first = axes[0]
-                axes[0] = T.Axis(first.iter, simplify(T.Bin("+", first.offset, T.Bin("*", T.Var(VID),
-                                                                                     T.Const(self.half)))), self.half)
+                axes[0] = half_rows(axes[0], self.half)
                 rows = self.half
             held = [rows] + list(shape[1:])
             if list(self.shapes.get(load.reg.stmt, held)) != held:
@@ -186,9 +184,7 @@ class CubeSide:
             tile_axes = [axes[x.name] for x in load.indices]
             if split:  # each vector core decodes half of the operand tile's rows
                 half = shape[0] // 2
-                first = tile_axes[0]
-                tile_axes[0] = T.Axis(first.iter, simplify(T.Bin("+", first.offset, T.Bin("*", T.Var(VID),
-                                                                                          T.Const(half)))), half)
+                tile_axes[0] = half_rows(tile_axes[0], half)
                 shape = [half] + shape[1:]
             raw = self.alloc(self.fresh(f"{load.tensor}_bytes"), shape, "f8e4m3", "UB", f"E4M3 bytes of {load.tensor}")
             starts = [index_code(simplify(a.offset), self.vars) for a in tile_axes]

@@ -293,15 +293,16 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
                 self._vector_group([("decode", op)])
                 self._flush("C", [op])
                 continue
-            if isinstance(op, T.AccUpdate) and self._vector_sides(op):
+            sides = self._vector_sides(op) if isinstance(op, T.AccUpdate) else []
+            if sides:
                 # the vector cores hand the cube an operand they hold, the cube forms the step's product, and
                 # the vector cores add it to the sum they keep
                 self._flush(kind, group)
                 kind, group = None, []
-                if any(t.startswith("vector-operand") for t in self._vector_sides(op)):
+                if any(t.startswith("vector-operand") for t in sides):
                     self._vector_group([("to-cube", op)])
                 self._flush("C", [op])
-                if "cube-step" in self._vector_sides(op):
+                if "cube-step" in sides:
                     self._vector_group([("cube-step", op)])
                 continue
             k = "C" if (self._is_cube(op) or (isinstance(op, T.AccFinish) and op.on_matrix)) else "V"

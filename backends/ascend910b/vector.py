@@ -414,9 +414,10 @@ class VectorSide:
         rows, cols = shape
         held = [max(rows, 128 // cols), cols] if arg.dtype == "f8e4m3" and rows * cols < 128 else shape
         raw = self.alloc(self.fresh(f"{load.tensor}_ub"), held, arg.dtype, "UB", f"tile of {load.tensor}")
-        region = ", ".join(index_code(simplify(i), names) for i in load.indices)
         if len(load.indices) > 2:  # batch indices at their one value, the tile's two axes as slices
             region = ", ".join(region_indices(load, tile, self.vars))
+        else:
+            region = ", ".join(index_code(simplify(i), names) for i in load.indices)
         into = raw if held == shape else f"{raw}[0:{rows}, :]"
         self.emit(f"T.copy({self.tensor(load.tensor)}[{region}], {into})  # GM -> UB")
         return self._widen(raw, arg.dtype, held)

@@ -76,7 +76,7 @@ def _with_cross_core(program: T.TileProgram, kernel: T.TileKernel) -> T.TileKern
     flags, out, acc_shapes = iter(range(CROSS_CORE_FLAGS)), [], {}
     taken: dict = {}  # (statement, kind) -> its flags: the parts of a split loop pass the same tiles with them
 
-    def take(stmt: str, n: int, kind: str = "") -> list:
+    def take(stmt: str, kind: str, n: int) -> list:
         if (stmt, kind) in taken:
             return taken[stmt, kind]
         got = [next(flags, None) for _ in range(n)]
@@ -97,13 +97,13 @@ def _with_cross_core(program: T.TileProgram, kernel: T.TileKernel) -> T.TileKern
             _, operands = operand_layout(op)
             blocks = _blocks(kernel, op.stmt)
             spaces = [T.Workspace([blocks] + list(shape), "f16") for _, _, shape, _ in operands]
-            add(T.CrossCore(op.stmt, "fp8-operands", take(op.stmt, 2, "fp8-operands"), spaces))
+            add(T.CrossCore(op.stmt, "fp8-operands", take(op.stmt, "fp8-operands", 2), spaces))
         elif isinstance(op, T.AccUpdate) and facts.on_cube(op):
             for transfer in _vector_sides_of_a_cube_step(kernel, op, take):
                 add(transfer)
         elif isinstance(op, T.AccFinish) and op.on_matrix and facts.needs_vector(op):
             space = T.Workspace([_blocks(kernel, op.stmt)] + acc_shapes[op.stmt], "f32")
-            add(T.CrossCore(op.stmt, "cube-result", take(op.stmt, 1, "cube-result"), [space]))
+            add(T.CrossCore(op.stmt, "cube-result", take(op.stmt, "cube-result", 1), [space]))
     return dataclasses.replace(kernel, cross_core=out)
 
 
@@ -121,11 +121,11 @@ def _vector_sides_of_a_cube_step(kernel: T.TileKernel, op: T.AccUpdate, take) ->
                                    f"ascend-910b form (the 910B has no FP8 type); store {load.reg.stmt} in bf16")
             space = T.Workspace([_blocks(kernel, op.stmt)] + list(shape), dtype)
             kind = f"vector-operand-{n}"
-            out.append(T.CrossCore(op.stmt, kind, take(op.stmt, 1, kind), [space]))
+            out.append(T.CrossCore(op.stmt, kind, take(op.stmt, kind, 1), [space]))
     if op.partial.sum_on_vector:
         size = {a.iter: a.size for a in op.tile.axes}
         space = T.Workspace([_blocks(kernel, op.stmt), size[i], size[j]], "f32")
-        out.append(T.CrossCore(op.stmt, "cube-step", take(op.stmt, 1, "cube-step"), [space]))
+        out.append(T.CrossCore(op.stmt, "cube-step", take(op.stmt, "cube-step", 1), [space]))
     return out
 
 
@@ -239,8 +239,7 @@ class Kernel910B:
         if not self.is_vector_op(op):
             return op
         first, *rest = op.tile.axes
-        offset = simplify(T.Bin("+", first.offset, T.Bin("*", T.Var(VID), T.Const(half))))
-        tile = T.Tile(axes=[T.Axis(first.iter, offset, half)] + rest, scalars=op.tile.scalars, mask=op.tile.mask)
+        tile = T.Tile(axes=[half_rows(first, half)] + rest, scalars=op.tile.scalars, mask=op.tile.mask)
         return dataclasses.replace(op, tile=tile)
 
     # ------------------------------------------------------------ narrow tiles
@@ -254,7 +253,7 @@ class Kernel910B:
         """Record the width each axis of a vector tile needs (below); an axis takes the largest any statement of
         the kernel needs, so that the tiles of an accumulator, its partial results and the statements reading
         it keep one shape (a row maximum over [16, 32] lanes goes into 16 lanes of its accumulator, not 128)."""
-        if not hasattr(op, "stmt") or op.stmt in self.cube or not op.tile.axes:  # not a statement (a Barrier)
+        if self._keeps_its_width(op):
             return op
         size = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
         if self.e4m3_tiles and math.prod(size.values()) < E4M3_TILE:
@@ -263,6 +262,10 @@ class Kernel910B:
         for a in op.tile.axes:
             widths[_axis_key(a)] = max(widths.get(_axis_key(a), a.size), size[a.iter])
         return op
+
+    def _keeps_its_width(self, op) -> bool:
+        """A barrier (no tile), a statement of the cube, or a tile without axes is never widened."""
+        return isinstance(op, T.Barrier) or op.stmt in self.cube or not op.tile.axes
 
     def widen(self, op, widths: dict):
         """Vector tiles whose rows are narrower than 32 bytes of the kernel's narrowest tensor dtype, widened to
@@ -274,7 +277,7 @@ class Kernel910B:
         of f16).  The extra lanes are read from GM (clipped at the tensor) and are outside the statement's mask,
         so they are never reduced over and a store keeps their GM values.  A store would race with the block
         that owns those lanes, so a widened axis must reach past the end of the stored tensor."""
-        if not hasattr(op, "stmt") or op.stmt in self.cube or not op.tile.axes:  # not a statement (a Barrier)
+        if self._keeps_its_width(op):
             return op
         size = {a.iter: widths[_axis_key(a)] for a in op.tile.axes}
         narrow = [a for a in op.tile.axes if size[a.iter] != a.size]
@@ -340,6 +343,12 @@ def layout(tensor: str, indices, axes, what: str) -> str:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def half_rows(axis: T.Axis, half: int) -> T.Axis:
+    """A tile's first axis as vector core `VID` takes it: its half of the rows (vid 0 the first, vid 1 the
+    second)."""
+    return T.Axis(axis.iter, simplify(T.Bin("+", axis.offset, T.Bin("*", T.Var(VID), T.Const(half)))), half)
 
 
 def _axis_key(axis: T.Axis) -> tuple:

@@ -11,6 +11,7 @@ The 950 printer does not order them (`refuse_recurrences`).
 
 from __future__ import annotations
 
+from tdsl.compiler.analysis.placement import matrix_statements
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
 
@@ -40,8 +41,6 @@ def passes_through_memory(kernel: T.TileKernel) -> bool:
 def refuse_cube_recurrences(program: T.TileProgram) -> T.TileProgram:
     """The 910B: values through memory inside a kernel with products on the cube are refused (the barrier orders
     one core's pipes, not the cube's stores with the vector cores' loads)."""
-    from tdsl.compiler.analysis.placement import matrix_statements
-
     for k in program.kernels:
         cube = matrix_statements(k)
         if cube and passes_through_memory(k):
@@ -50,4 +49,3 @@ def refuse_cube_recurrences(program: T.TileProgram) -> T.TileProgram:
                                f"and ascend-910b orders those stores and loads on the vector cores only; generate "
                                f"it for nvidia (Triton or TileLang), or move the products to a kernel of their own")
     return program
-

@@ -25,7 +25,10 @@ CORE_NAME = {1: "cube", 2: "vector core 0", 3: "vector core 1"}
 
 
 def _flat_of(buf, where) -> np.ndarray:
-    """Flat element indices of `where`: a tuple of slices or (an array of) flat indices."""
+    """Flat element indices of `where`: a tuple of slices or of one element's indices, or (an array of) flat
+    indices."""
+    if isinstance(where, tuple) and all(isinstance(k, (int, np.integer)) for k in where):
+        return np.array([np.ravel_multi_index(where, buf.shape)])
     if isinstance(where, tuple):
         return np.arange(buf.data.size).reshape(buf.shape)[where].reshape(-1)
     return np.asarray(where).reshape(-1)
@@ -66,18 +69,27 @@ class _CrossCore:
             raise SimulationError(f"cross-core flags set but never waited for at the end of the block: {left}; in "
                                   f"mode 2 a flag the cube sets reaches both vector cores, and each must wait for it")
 
-    def _before_store(self, buf: Buffer, where):
-        """The values a store is about to overwrite (910B GM only, else None): `_gm_write` compares them."""
+    def _gm_store(self, buf: Buffer, pipe, where, value) -> None:
+        """Store `value` at `where` (a tuple of slices or indices) of a buffer; on the 910B, for a GM one, record
+        the elements this core wrote on `pipe` and which of them the store changed."""
         if buf.scope != "GM" or self.target != "ascend-910b":
-            return None
-        return buf.data.reshape(-1)[_flat_of(buf, where)].copy()
-
-    def _gm_write(self, buf: Buffer, pipe, where, old=None) -> None:
-        """Record the GM elements (`where`: flat indices or a tuple of slices) this core wrote on `pipe`; `old`: their
-        values before (`_before_store`), to tell which elements the store changed."""
-        if buf.scope != "GM" or self.target != "ascend-910b":
+            buf.data[where] = value
             return
         flat = _flat_of(buf, where)
+        old = buf.data.reshape(-1)[flat].copy()
+        buf.data[where] = value
+        self._gm_write(buf, pipe, flat, old)
+
+    def _gm_store_flat(self, buf: Buffer, pipe, flat: np.ndarray, value) -> None:
+        """`_gm_store` at flat element indices."""
+        old = buf.data.reshape(-1)[flat].copy() if buf.scope == "GM" and self.target == "ascend-910b" else None
+        buf.data.reshape(-1)[flat] = value
+        if old is not None:
+            self._gm_write(buf, pipe, flat, old)
+
+    def _gm_write(self, buf: Buffer, pipe, flat: np.ndarray, old: np.ndarray) -> None:
+        """Record the GM elements (flat indices) this core wrote on `pipe`; `old`: their values before, to tell
+        which elements the store changed."""
         w = self.written_by.get(buf.name)
         if w is None:
             w = self.written_by[buf.name] = np.zeros(buf.data.size, dtype=np.int8)
@@ -89,9 +101,8 @@ class _CrossCore:
                                   f"they run at the same time, so their GM writes must not overlap")
         w[flat] = me
         _elements(self.pending[(self.who, pipe)], buf)[flat] = True
-        if old is not None:  # a load before the next barrier may still see the old value where the store changed it
-            new = buf.data.reshape(-1)[flat]
-            _elements(self.unordered[self.who], buf)[flat] |= _differs(new, old)
+        # a load before the next barrier may still see the old value where the store changed it
+        _elements(self.unordered[self.who], buf)[flat] |= _differs(buf.data.reshape(-1)[flat], old)
 
     def _gm_read(self, buf: Buffer, where) -> None:
         """Reading GM elements the other core wrote in this block needs a flag set after those writes."""

@@ -279,10 +279,7 @@ class _Machine(_Regions, _CrossCore):
                 and np.ndim(val) == 0):
             if len(key) != len(buf.shape) or any(not 0 <= k < d for k, d in zip(key, buf.shape)):
                 raise SimulationError(f"out-of-bounds access {buf.name}{list(key)} (shape {tuple(buf.shape)})")
-            at = np.ravel_multi_index(key, buf.shape)
-            old = self._before_store(buf, at)
-            buf.data[key] = val
-            self._gm_write(buf, "S", at, old)  # scalar / SIMT stores to GM
+            self._gm_store(buf, "S", tuple(key), val)  # scalar / SIMT stores to GM
             return
         shape, idx, active = self._indices(buf, key, extra=(val,))
         v = np.broadcast_to(val, shape)
@@ -325,9 +322,7 @@ class _Machine(_Regions, _CrossCore):
                     raise SimulationError(f"lane {_pt(int(lid[k]), lanes.shape)} of T.Parallel{lanes.shape} stores "
                                           f"{buf.name} element {_pt(int(flat[k]), buf.shape)}, which {who} of the "
                                           f"same loop read: the lanes are not independent")
-        old = self._before_store(buf, flat)
-        buf.data.reshape(-1)[flat] = v
-        self._gm_write(buf, "S", flat, old)  # scalar / SIMT stores to GM
+        self._gm_store_flat(buf, "S", flat, v)  # scalar / SIMT stores to GM
 
     # ------------------------------------------------------------ a kernel
 

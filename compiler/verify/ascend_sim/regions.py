@@ -145,9 +145,7 @@ class _Regions:
             dv = db.data[_slices(d_lo, d_ext)]
             val = np.ascontiguousarray(sv.reshape(s).T) if transpose else sv
             self._gm_read(sb, _slices(s_lo, s_ext))
-            old = self._before_store(db, _slices(d_lo, d_ext))
-            dv[...] = val.reshape(dv.shape)
-            self._gm_write(db, pipe, _slices(d_lo, d_ext), old)
+            self._gm_store(db, pipe, _slices(d_lo, d_ext), val.reshape(dv.shape))
         else:
             if transpose:
                 raise Unsupported(f"{what}: a transposing copy of a clipped GM region")
@@ -173,10 +171,7 @@ class _Regions:
             tile[corner] = sb.data[g]
             dv[...] = tile.reshape(dv.shape)
         else:  # UB / L0C -> GM: only the valid rows and columns are written (common.h:156-177, 229-236)
-            g = _slices(d_lo, valid)
-            old = self._before_store(db, g)
-            db.data[g] = sb.data[_slices(s_lo, s_ext)].reshape(d_ext)[corner]
-            self._gm_write(db, pipe, g, old)
+            self._gm_store(db, pipe, _slices(d_lo, valid), sb.data[_slices(s_lo, s_ext)].reshape(d_ext)[corner])
 
     @staticmethod
     def _pad(buf: Buffer, pad_value):
