@@ -63,7 +63,7 @@ class RegisterReuse:
         if e.tensor not in self.tree.online or e.tensor not in self.accumulating:
             return None
         if not any(s.rescale is not None and s.rescale.stat == e.tensor
-                   and (s.rescale.source == stmt.name or (s.rescale.source is None and s.name == stmt.name))
+                   and (s.rescale.exponential == stmt.name or (s.rescale.source is None and s.name == stmt.name))
                    for s in self.model.stmts):
             return None
         return self._running(e.tensor, e.indices, stmt, tile, context)

@@ -20,9 +20,14 @@ why the program must declare `combine online` on the maximum.
 * the *exponentials*: plain statements whose value is linear in one factor exp((X[..] - m[..])·c) (also
   written exp(X - m), exp(c·(X - m)), exp((X - m) / c); c a positive constant), every reader of which is an
   accumulator;
+* the *derived exponentials*: plain statements linear in one read of an exponential (or of another derived
+  one), every reader of which is again an accumulator or a derived exponential.  `P: bf16 = E` is one: it
+  rounds E's values, made with the running maximum, which the sums of P then rescale like sums of E
+  (FlashAttention sums the unrounded E into l and multiplies V by the rounded P);
 * the *accumulators*: `sum` reductions whose term is linear in one such factor, either directly
-  (`s = sum(j) exp(X - m)`) or through one read of an exponential (`l = sum(j) P`).  Each gets a `Rescale`:
-  the element of m its terms are computed with, and the exponent of the factor that moves it.
+  (`s = sum(j) exp(X - m)`) or through one read of an exponential or derived exponential (`l = sum(j) P`).
+  Each gets a `Rescale`: the element of m its terms are computed with, and the exponent of the factor that
+  moves it.
 
 Readers of m that are neither (a normalisation `Y = exp(X - m) / s`, a `lse = m + log(l)`) keep reading the
 complete maximum.  `running_dependences` then replaces "every update of m before each exponential" by "the
@@ -57,7 +62,19 @@ class Rescale:
     stat: str  # the maximum's tensor
     index: tuple  # the element of `stat` its terms use, as expressions of the accumulator's iterators
     exponent: ast.Expr  # (REF - MAX) * c, in the form the program's exponential is written
-    source: Optional[str] = None  # the exponential it sums (None: the factor is in its own term)
+    # the statements between the sum and the maximum: the one it reads (`source`) back to the exponential that
+    # reads the maximum (`exponential`); () when the factor is in the sum's own term
+    chain: tuple = ()
+
+    @property
+    def source(self) -> Optional[str]:
+        """The exponential or derived exponential the sum reads (None: the factor is in its own term)."""
+        return self.chain[0] if self.chain else None
+
+    @property
+    def exponential(self) -> Optional[str]:
+        """The statement whose value exp((X - m)·c) the sum's terms carry (None: the sum's own term)."""
+        return self.chain[-1] if self.chain else None
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,7 @@ class OnlineForm:
     values: str  # X, the tensor the maximum is taken over
     exponentials: tuple  # plain statements reading the running maximum
     accumulators: dict  # sum reduction -> its Rescale
+    derived: tuple = ()  # plain statements linear in an exponential's value (roundings of it, multiples of it)
 
 
 class NotOnline(Exception):
@@ -86,7 +104,7 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
                         f"subtract it from the same values", [stat])
     values = m.value.tensor
     readers = [s for s in model.stmts if s.name != stat and any(r.tensor == stat for r in s.reads)]
-    exponentials, accumulators, refused = [], {}, []
+    exponentials, derived, accumulators, refused = [], [], {}, []
     for r in readers:
         factor = _exp_factor(model, r, stat, values)
         if factor is None:
@@ -104,11 +122,12 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
         if not _linear(r.value, lambda e: e is factor, _mentions(stat)):
             refused.append(f"{r.name} is not linear in exp(({values} - {stat})·c)")
             continue
-        sums, why = _summing_readers(model, r, stat, values, factor)
+        sums, chained, why = _summing_readers(model, (r.name,), stat, values, factor)
         if why:
             refused.append(why)
             continue
         exponentials.append(r.name)
+        derived += [d for d in chained if d not in derived]
         accumulators.update(sums)
     if not accumulators:
         detail = "; ".join(refused) if refused else f"nothing reads {stat}"
@@ -119,7 +138,7 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
         if acc.combine and acc.combine.startswith("segments("):
             raise NotOnline(f"{name} declares `combine {acc.combine}`: its segments would need a maximum each",
                             [name])
-    form = OnlineForm(stat, values, tuple(exponentials), accumulators)
+    form = OnlineForm(stat, values, tuple(exponentials), accumulators, tuple(derived))
     _check_single_maximum(model, form)
     return form
 
@@ -200,22 +219,33 @@ def _linear(e: ast.Expr, is_factor, mentions) -> bool:
     return False
 
 
-def _summing_readers(model: KernelModel, exp_stmt: Stmt, stat: str, values: str, factor: ast.Call):
-    """({accumulator: Rescale}, "") when every reader of the exponential sums it linearly; ({}, why) if not."""
-    readers = [s for s in model.stmts if any(r.tensor == exp_stmt.name for r in s.reads)]
+def _summing_readers(model: KernelModel, chain: tuple, stat: str, values: str, factor: ast.Call):
+    """({accumulator: Rescale}, derived exponentials, "") when every reader of chain[0] sums it linearly or is a
+    derived exponential whose readers do; ({}, (), why) if not.  `chain` runs from the statement whose readers
+    are examined back to the exponential that reads the maximum."""
+    stmt = model.stmt(chain[0])
+    readers = _readers(model, stmt.name)
     if not readers:
-        return {}, f"nothing sums {exp_stmt.name}"
-    found = {}
-    mentions = _mentions(exp_stmt.name, stat)
+        return {}, (), f"nothing sums {stmt.name}"
+    found, derived = {}, []
+    mentions = _mentions(stmt.name, stat)
     for r in readers:
-        reads = [e for e in ast.walk(r.value) if isinstance(e, ast.Access) and e.tensor == exp_stmt.name]
+        reads = [e for e in ast.walk(r.value) if isinstance(e, ast.Access) and e.tensor == stmt.name]
         if r.init is not None:
-            return {}, f"{r.name} sums {exp_stmt.name} from a value (`from`), which rescaling would scale too"
-        if r.reduce_op != "sum" or len(reads) != 1 or not _linear(r.value, lambda e: e is reads[0], mentions):
-            return {}, (f"{exp_stmt.name} is read by {r.name}, which is not a sum linear in {exp_stmt.name}: it would "
-                        f"use exponentials of a partial maximum that nothing rescales")
-        found[r.name] = _summed_rescale(model, exp_stmt, reads[0], factor, stat, values)
-    return found, ""
+            return {}, (), f"{r.name} sums {stmt.name} from a value (`from`), which rescaling would scale too"
+        linear = len(reads) == 1 and _linear(r.value, lambda e: e is reads[0], mentions)
+        if not r.is_reduction and linear and r.name not in chain and _readers(model, r.name):
+            sums, more, why = _summing_readers(model, (r.name,) + chain, stat, values, factor)
+            if why:
+                return {}, (), why
+            found.update(sums)
+            derived += [r.name] + [d for d in more if d not in derived]
+            continue
+        if r.reduce_op != "sum" or not linear:
+            return {}, (), (f"{stmt.name} is read by {r.name}, which is not a sum linear in {stmt.name}: it would "
+                            f"use exponentials of a partial maximum that nothing rescales")
+        found[r.name] = _summed_rescale(model, chain, reads[0], factor, stat, values)
+    return found, tuple(derived), ""
 
 
 def _exponent(factor: ast.Call) -> ast.Expr:
@@ -239,18 +269,31 @@ def _direct_rescale(model: KernelModel, factor: ast.Call, stat: str, values: str
     return Rescale(m_read.tensor, tuple(m_read.indices), _exponent(factor))
 
 
-def _summed_rescale(model: KernelModel, exp_stmt: Stmt, read: ast.Access, factor: ast.Call, stat: str,
+def _summed_rescale(model: KernelModel, chain: tuple, read: ast.Access, factor: ast.Call, stat: str,
                     values: str) -> Rescale:
-    """The exponential's read of m, in the accumulator's iterators (the exponential's iterators are the indices
-    it writes, so the accumulator's read of it says which instance made each term)."""
-    subst = dict(zip(exp_stmt.lhs_iters, read.indices))
-
-    def put(e):
-        return subst.get(e.name) if isinstance(e, ast.Name) else None
-
+    """The exponential's read of m, in the accumulator's iterators: each statement's iterators are the indices
+    it writes, so the accumulator's read of chain[0], chain[0]'s read of chain[1] ... say which instance of the
+    exponential made each term."""
     m_read = _reads(model, factor, stat, values)[1]
-    return Rescale(m_read.tensor, tuple(ast.rewrite(i, put) for i in m_read.indices), _exponent(factor),
-                   exp_stmt.name)
+    indices = tuple(m_read.indices)  # in the exponential's iterators
+    for inner, outer in zip(reversed(chain), reversed((None,) + chain[:-1])):
+        outer_read = read if outer is None else _read_of(model.stmt(outer), inner)
+        subst = dict(zip(model.stmt(inner).lhs_iters, outer_read.indices))
+
+        def put(e, subst=subst):
+            return subst.get(e.name) if isinstance(e, ast.Name) else None
+
+        indices = tuple(ast.rewrite(i, put) for i in indices)
+    return Rescale(m_read.tensor, indices, _exponent(factor), chain)
+
+
+def _readers(model: KernelModel, tensor: str) -> list:
+    return [s for s in model.stmts if any(r.tensor == tensor for r in s.reads)]
+
+
+def _read_of(stmt: Stmt, tensor: str) -> ast.Access:
+    """A derived exponential's one read of the statement it derives from."""
+    return next(e for e in ast.walk(stmt.value) if isinstance(e, ast.Access) and e.tensor == tensor)
 
 
 def _check_single_maximum(model: KernelModel, form: OnlineForm) -> None:
@@ -273,11 +316,22 @@ def accumulator_maximum(model: KernelModel, acc: Stmt, rescale: Rescale) -> isl.
     if rescale.source is None:
         factor = _exp_factor(model, acc, stat, values)
         return read_relation(model, acc, _reads(model, factor, stat, values)[1])
-    exp_stmt = model.stmt(rescale.source)
+    exp_stmt = model.stmt(rescale.exponential)
     factor = _exp_factor(model, exp_stmt, stat, values)
-    read = next(r.relation for r in acc.reads if r.tensor == exp_stmt.name)
     m_read = read_relation(model, exp_stmt, _reads(model, factor, stat, values)[1])
-    return read.apply_range(exp_stmt.write.relation.reverse()).apply_range(m_read)
+    return term_origin(model, acc, rescale).apply_range(m_read)
+
+
+def term_origin(model: KernelModel, acc: Stmt, rescale: Rescale) -> isl.Map:
+    """Accumulator instance -> the instance of the exponential whose value its term carries (through the
+    derived exponentials of `rescale.chain`)."""
+    rel, reader = None, acc
+    for name in rescale.chain:
+        stmt = model.stmt(name)
+        step = next(r.relation for r in reader.reads if r.tensor == name).apply_range(stmt.write.relation.reverse())
+        rel = step if rel is None else rel.apply_range(step)
+        reader = stmt
+    return rel
 
 
 def own_term(model: KernelModel, form: OnlineForm, reader: Stmt) -> isl.Map:

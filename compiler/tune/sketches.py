@@ -284,9 +284,10 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
 
 
 def _flash_group(flow: Flow, m: Stmt, grouped: set) -> Optional[Group]:
-    """Attention in its one-pass form: the maximum m declared `combine online`, its exponentials P, the row
-    sum l and the product U = P·V all computed per key block of the sum's loop (`online(m)`, FlashAttention),
-    the scores S = Q·Kᵀ per key block before them and the normalisation O = U / l after the last one.
+    """Attention in its one-pass form: the maximum m declared `combine online`, its exponentials P (and the
+    derived exponentials after them, such as a bf16 rounding of P that only the product reads), the row sum l
+    and the product U = P·V all computed per key block of the sum's loop (`online(m)`, FlashAttention), the
+    scores S = Q·Kᵀ per key block before them and the normalisation O = U / l after the last one.
 
     None unless the program has exactly that shape (then its statements fall to the other rules)."""
     try:
@@ -305,7 +306,8 @@ def _flash_group(flow: Flow, m: Stmt, grouped: set) -> Optional[Group]:
     if len(finals) != 1 or not _reads_at_identity(flow.stmt(finals[0]), u.name, flow.stmt(finals[0]).lhs_iters):
         return None
     o = flow.stmt(finals[0])
-    members = [values.name, m.name, p.name, l.name, u.name, o.name]
+    derived = [flow.stmt(d) for d in form.derived]
+    members = [values.name, m.name, p.name, *(d.name for d in derived), l.name, u.name, o.name]
     if len(l.lhs_iters) < 1 or len(l.red_iters) != 1 or any(set(flow.readers.get(x, [])) - set(members)
                                                               for x in members[:-1]):
         return None
@@ -336,6 +338,7 @@ def _flash_group(flow: Flow, m: Stmt, grouped: set) -> Optional[Group]:
         steps += [
             Step("bind", (f"{name}.{qo}", "grid.x"), {}),
             Step("compute_at", (p.name, f"{name}.{ko}"), {}),
+            *(Step("reverse_compute_at", (d.name, f"{name}.{ko}"), {}) for d in derived),
             Step("reverse_compute_at", (u.name, f"{name}.{ko}"), {}),
             Step("compute_at", (m.name, f"{name}.{ko}"), {}),
             Step("compute_at", (values.name, f"{name}.{ko}"), {}),

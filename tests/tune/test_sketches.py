@@ -7,6 +7,7 @@ from catalog import EXAMPLES, ROOT
 from tdsl.compiler.driver.api import loads
 from tdsl.compiler.tune import space
 from tdsl.compiler.tune.sketches import NoSketch, sketch
+from tdsl.testing import assert_legal
 
 
 def groups(path, **sizes):
@@ -123,6 +124,19 @@ def test_attention_with_an_online_maximum_gets_the_flash_rule():
     plain = (EXAMPLES / "mha.tdsl").read_text().replace(" combine online", "")
     with pytest.raises(NoSketch, match="batched matrix product"):
         sketch(loads(plain, sizes={"L": 1000}).model())
+
+
+def test_attention_with_flashattentions_rounding_gets_the_flash_rule_with_the_rounding_in_the_key_loop():
+    """mha_fa.tdsl: l sums the f32 exponentials E, P = bf16(E) only feeds the product; P moves into the key loop
+    after E (a derived exponential), and the candidates are legal."""
+    model = tdsl.load(EXAMPLES / "mha_fa.tdsl", sizes={"L": 300}).model()
+    sk = sketch(model)
+    assert [(g.rule, g.members) for g in sk.groups] == [("flash", ["S", "m", "E", "P", "l", "U", "O"])]
+    config = {"l.BQ": 64, "l.BK": 64, "l.warps": 4, "l.stages": 2}
+    steps = [str(s) for s in sk.steps(config)]
+    assert steps.index("compute_at(E, l.jo)") < steps.index("reverse_compute_at(P, l.jo)") \
+        < steps.index("reverse_compute_at(U, l.jo)")
+    assert_legal(tdsl.load(EXAMPLES / "mha_fa.tdsl", sizes={"L": 300}), "\n".join(steps))
 
 
 def test_8_bit_products_get_no_k_step_too_short_for_the_matrix_unit():

@@ -46,10 +46,12 @@ ALIGNED = {  # multiples of every tile of every schedule (the smallest that give
     "attention": {"L": 64, "D": 16},
     "mha": {"B": 1, "H": 2, "L": 128, "D": 16},  # batches of heads: two heads here, two batches in mha_causal
     "mha_causal": {"B": 2, "H": 1, "L": 128, "D": 16},
+    "mha_fa": {"B": 1, "H": 2, "L": 128, "D": 16},
 }
 # ragged, with products wide enough for the cube (the flash kernels' QKᵀ and P·V on the 950's cube in full key
 # blocks, on the vector cores in the masked rest)
-RAGGED_CUBE = {"mha": {"B": 1, "H": 2, "L": 150, "D": 16}, "mha_causal": {"B": 2, "H": 1, "L": 140, "D": 16}}
+RAGGED_CUBE = {"mha": {"B": 1, "H": 2, "L": 150, "D": 16}, "mha_causal": {"B": 2, "H": 1, "L": 140, "D": 16},
+               "mha_fa": {"B": 2, "H": 1, "L": 150, "D": 16}}
 SIZES = {"ragged": RAGGED, "aligned": ALIGNED, "ragged_cube": RAGGED_CUBE}
 
 CASES = (
@@ -62,8 +64,8 @@ CASES = (
         ("gemm", "tiled"), ("gemm", "gpu"), ("gemm_silu", "fused"), ("gemm_silu", "fast"), ("swiglu_quant", "fused"),
         ("swiglu_quant", "inlined"), ("rmsnorm", "row_per_program"), ("softmax", "row_fused"),
         ("quant_gemm", "separate"), ("attention", "unfused"), ("mha", "unfused"), ("mha_causal", "unfused")]]
-    + [(target, ex, "flash_ascend", sizes) for target in ("ascend-950", "ascend-910b") for ex in ("mha", "mha_causal")
-       for sizes in ("ragged", "aligned", "ragged_cube")]
+    + [(target, ex, "flash_ascend", sizes) for target in ("ascend-950", "ascend-910b")
+       for ex in ("mha", "mha_causal", "mha_fa") for sizes in ("ragged", "aligned", "ragged_cube")]
     + [("ascend-910b", "mha", "flash", "aligned")]  # 128-row blocks fit the 910B's UB at D = 16
     + [("ascend-910b", ex, s, "ragged") for ex, s in [
         ("gemm", "tiled"), ("gemm", "gpu"), ("gemm_silu", "fused"), ("gemm_silu", "fast"), ("swiglu_quant", "fused"),

@@ -111,18 +111,31 @@ def _evaluate(model, e: ast.Expr, names: dict) -> np.float32:
     return np.float32(constant(model, e))
 
 
+def _terms_are_roundings(model, name: str, rescale) -> bool:
+    """Each statement from the sum back to the exponential reads the next one bare or cast (no other factor)."""
+    def bare(e, tensor):
+        while isinstance(e, ast.Call) and e.func in ("bf16", "f16", "f32", "f8e4m3") and len(e.args) == 1:
+            e = e.args[0]
+        return isinstance(e, ast.Access) and e.tensor == tensor
+
+    readers = [name, *rescale.chain]
+    return all(bare(model.stmt(r).value, t) for r, t in zip(readers, rescale.chain))
+
+
 def _policy_example(model, form: OnlineForm) -> str:
     """A row whose sum differs: three values, the first two in one block and the third in the next."""
-    name = next(iter(form.accumulators))
+    # a sum whose terms are the exponential's values, rounded by each store on the way (no other factor)
+    name = next((a for a, r in form.accumulators.items() if _terms_are_roundings(model, a, r)),
+                next(iter(form.accumulators)))
     rescale = form.accumulators[name]
 
     from tdsl.compiler.model import dtypes
 
-    stored = model.stmt(rescale.source).dtype if rescale.source else "f32"  # the exponential's store rounds it
-
     def term(x, m):
         value = _exp(_evaluate(model, rescale.exponent, {REF: np.float32(x), MAX: np.float32(m)}))
-        return np.float32(dtypes.round_to(stored, value))
+        for stored in [model.stmt(s).dtype for s in reversed(rescale.chain)] or ["f32"]:
+            value = dtypes.round_to(stored, value)  # the exponential's store, then each derived one's
+        return np.float32(value)
 
     for a, b, d in _candidates():
         exact = np.float32(np.float32(term(a, d) + term(b, d)) + term(d, d))

@@ -14,7 +14,7 @@ import pytest
 from tdsl.compiler.driver.api import loads
 from tdsl.compiler.errors import OnlineRescale, ScheduleError
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
-from tdsl.testing import assert_legal
+from tdsl.testing import assert_illegal, assert_legal
 
 from primitive_helpers import assert_round_trip, tree_change
 
@@ -173,3 +173,62 @@ def test_a_running_maximum_outside_the_loop_of_its_sums_is_refused_with_the_fix(
     with pytest.raises(BackendError, match=r"l follows the running maximum m, but m's accumulator does not cover "
                                            r"l's rows element for element in this kernel; place m in the loop"):
         lower_for(s, backend)
+
+
+# ---------------------------------------------------------------- derived exponentials (FlashAttention's rounding)
+
+# l sums the f32 exponentials E; P rounds them to bf16 for the product only (examples/mha_fa.tdsl)
+ATTENTION_FA = ATTENTION.replace(
+    "  P[i, j : j <= i] = exp((S[i, j] - m[i]) * scale)\n  l[i] = sum(j : j <= i) P[i, j] accum f32\n",
+    "  E[i, j : j <= i] = exp((S[i, j] - m[i]) * scale)\n  l[i] = sum(j : j <= i) E[i, j] accum f32\n"
+    "  P[i, j : j <= i]: bf16 = E[i, j]\n")
+FLASH_FA = FLASH.replace("  compute_at(P, l.ko)\n", "  compute_at(E, l.ko)\n  reverse_compute_at(P, l.ko)\n")
+
+
+def test_a_rounding_of_the_exponential_is_rescaled_like_the_exponential():
+    s = loads(ATTENTION_FA).schedule()
+    s.online("m")
+    chains = {st.name: st.rescale.chain for st in s.model.stmts if st.rescale is not None}
+    assert chains == {"l": ("E",), "U": ("P", "E")}
+    assert {st.rescale.exponential for st in s.model.stmts if st.rescale is not None} == {"E"}
+    # P reads no maximum: only E's dependence on m becomes a running one
+    assert any(d.kind == "running" and d.dst == "E" for d in s.deps)
+    assert not any(d.src == "m" and d.dst == "P" for d in s.deps)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_flash_with_a_derived_exponential_is_legal_and_within_the_bound(seed):
+    assert_legal(ATTENTION_FA, "online(m)" + FLASH_FA, run=True, seed=seed)
+
+
+def test_a_sum_of_the_rounding_left_after_the_key_loop_goes_stale():
+    """E and P of a key block are made with the maximum as it is then; U adding P after m moved on is refused."""
+    steps = "online(m)" + FLASH_FA.replace("  reverse_compute_at(U, l.ko)\n", "")
+    err = assert_illegal(ATTENTION_FA, steps, "online-order", statements=["E", "m", "U"])
+    assert "U would add a term of E after the running maximum m has moved on" in str(err)
+
+
+@pytest.mark.parametrize("derived,why", [
+    ("E[i, j] * E[i, j]", "not a sum linear in E"),  # not linear: a square of the exponential
+    ("E[i, j] + 1.0", "not a sum linear in E"),  # not linear: the constant would be rescaled too
+])
+def test_a_derived_value_that_is_not_linear_in_the_exponential_is_refused(derived, why):
+    text = ATTENTION_FA.replace("  P[i, j : j <= i]: bf16 = E[i, j]\n", f"  P[i, j : j <= i]: bf16 = {derived}\n")
+    with pytest.raises(OnlineRescale, match=why):
+        loads(text).schedule().online("m")
+
+
+def test_a_derived_value_read_by_a_normalisation_is_refused():
+    """Y = P / l is no sum (and nothing sums it): it would keep P made with a partial maximum for good."""
+    text = ATTENTION_FA.replace("-> (O: bf16[L, D])", "-> (O: bf16[L, D], Y: f32[L, L])").replace(
+        "  O[i, c] = U[i, c] / l[i]\n", "  O[i, c] = U[i, c] / l[i]\n  Y[i, j : j <= i] = P[i, j] / l[i]\n")
+    with pytest.raises(OnlineRescale, match="P is read by Y, which is not a sum linear in P"):
+        loads(text).schedule().online("m")
+
+
+def test_the_policy_counterexample_rounds_through_the_derived_exponential():
+    """Without `combine online` the step is refused with a row whose sum differs, computed as the program rounds:
+    the counterexample's sum is one whose terms are the exponential's values rounded by each store on the way."""
+    text = ATTENTION_FA.replace(" combine online", "")
+    err = assert_illegal(text, "online(m)", "online-policy")
+    assert "the sum l is" in str(err.counterexample)
