@@ -266,7 +266,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
                 loops.append(SerialLoop(self._var(loop, 0), start, stop, stages,
                                         self._lower_body(loop.body if body is None else body, context + [loop]),
                                         note, [_buffer_decl(b) for b in self.planned if b.at is loop],
-                                        barrier=bool(self._carried(loop)), part=part or ""))
+                                        barrier=bool(self._carried(loop))))
         after = [self._acc_finish(s, context) for s in starts]
         return before + loops + after
 

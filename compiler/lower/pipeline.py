@@ -18,7 +18,6 @@ from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
 from tdsl.compiler.lower.passes.recurrence import refuse_cube_recurrences, refuse_recurrences
-from tdsl.compiler.lower.passes.rejoin import rejoin_split_loops
 from tdsl.compiler.lower.passes.storage import refuse_folded_storage
 from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow
@@ -42,7 +41,6 @@ OPERAND_PASSES = {
         hoist_invariant_operands,  # a product operand the same in every iteration of a loop is loaded before it
     ),
     "tilelang": (
-        rejoin_split_loops,  # a key loop split at its masked blocks is one loop again, masked from the split on
         hoist_invariant_operands,
     ),
     "ascend-950": (

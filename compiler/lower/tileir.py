@@ -330,9 +330,6 @@ class SerialLoop(_Value):
     # block: the threads of a program store them, later iterations load them): every thread of the program waits
     # at the end of each iteration
     barrier: bool = False
-    # a copy of a loop split where its tiles stop being full (build.py, `_full_prefix`): "full" runs the
-    # iterations whose tiles are all full (no masks), "rest" the others; "" when the loop is not split
-    part: str = ""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,10 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         alpha_U_3 = T.alloc_fragment((64,), "float32")  # U: rescaling factor per row
         P_s_4 = T.alloc_shared((64, 64), "bfloat16")  # P in bf16, as the product reads it
         V_s_5 = T.alloc_shared((64, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
+        Q_pre_1 = T.alloc_shared((64, 128), "bfloat16")  # Q, loaded before the loop that reads it
+        K_s_6 = T.alloc_shared((64, 128), "bfloat16")  # K staged for the matrix unit (no cache_read in the schedule)
+        P_s_7 = T.alloc_shared((64, 64), "bfloat16")  # P in bf16, as the product reads it
+        V_s_8 = T.alloc_shared((64, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
         v_O = T.alloc_fragment((64, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
         bh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -69,10 +73,10 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         # U follows the running maximum m: the maximum it was built with
         T.fill(ref_U, -T.infinity("float32"))
         # Q: the same tile in every iteration of the loop below, copied once
-        if (0 < (qo + 1)):
+        if (0 < qo):
             T.copy(Q[bh_0, bh_1, (64 * qo):(64 * qo) + 64, 0:128], Q_pre)
-        # loop ko: pipeline stages=3: one loop for the full and the masked blocks (masked from the split on)
-        for ko in T.Pipelined(0, (qo + 1), num_stages=3):
+        # loop ko: pipeline stages=3: the iterations with full tiles (no masks)
+        for ko in T.Pipelined(0, qo, num_stages=3):
             # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
             # S: sum accumulator (f32), tile [64, 64]
             T.fill(acc_S, 0.0)
@@ -85,7 +89,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             # S: the reduction is complete; round to f32 as the store would (kept on chip)
             # m: partial result of one tile [tile i:64 x j:64] by tile max
             for l0, l1 in T.Parallel(64, 64):
-                p_m[l0, l1] = T.if_then_else(T.Or((ko < qo), (((64 * qo) + l0) >= ((64 * ko) + l1))), acc_S[l0, l1], (-T.infinity("float32")))
+                p_m[l0, l1] = acc_S[l0, l1]
             T.reduce_max(p_m, acc_m, dim=1, clear=False)
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
             for l0, l1 in T.Parallel(64, 64):
@@ -99,7 +103,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:64 x j:64] by tile sum
             for l0, l1 in T.Parallel(64, 64):
-                p_l[l0, l1] = T.if_then_else(T.Or((ko < qo), (((64 * qo) + l0) >= ((64 * ko) + l1))), v_P[l0, l1], 0.0)
+                p_l[l0, l1] = v_P[l0, l1]
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(64):
@@ -110,12 +114,60 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
             for l0, l1 in T.Parallel(64, 64):
-                P_s_4[l0, l1] = T.Cast("bfloat16", T.if_then_else(T.Or((ko < qo), (((64 * qo) + l0) >= ((64 * ko) + l1))), v_P[l0, l1], 0.0))
+                P_s_4[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
             T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_s_5)
             # f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)
             for l0, l1 in T.Parallel(64, 128):
                 for kk in T.serial(64):
                     acc_U[l0, l1] = acc_U[l0, l1] + T.Cast("float32", P_s_4[l0, kk]) * T.Cast("float32", V_s_5[kk, l1])
+        # Q: the same tile in every iteration of the loop below, copied once
+        if (qo < (qo + 1)):
+            T.copy(Q[bh_0, bh_1, (64 * qo):(64 * qo) + 64, 0:128], Q_pre_1)
+        # loop ko: the other iterations (masked; not pipelined)
+        for ko in T.serial(qo, (qo + 1)):
+            # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
+            # S: sum accumulator (f32), tile [64, 64]
+            T.fill(acc_S, 0.0)
+            # S: partial result of one tile [tile i:64 x j:64 x d:128] by matrix product
+            T.copy(K[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], K_s_6)
+            # f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)
+            for l0, l1 in T.Parallel(64, 64):
+                for kk in T.serial(128):
+                    acc_S[l0, l1] = acc_S[l0, l1] + T.Cast("float32", Q_pre_1[l0, kk]) * T.Cast("float32", K_s_6[l1, kk])
+            # S: the reduction is complete; round to f32 as the store would (kept on chip)
+            # m: partial result of one tile [tile i:64 x j:64] by tile max
+            for l0, l1 in T.Parallel(64, 64):
+                p_m[l0, l1] = T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
+            T.reduce_max(p_m, acc_m, dim=1, clear=False)
+            # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
+            for l0, l1 in T.Parallel(64, 64):
+                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
+            # l follows the running maximum m: rescale what it holds to the current one
+            for l0 in T.Parallel(64):
+                alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+            for l0 in T.Parallel(64):
+                acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
+            for l0 in T.Parallel(64):
+                ref_l[l0] = acc_m[l0]
+            # l: partial result of one tile [tile i:64 x j:64] by tile sum
+            for l0, l1 in T.Parallel(64, 64):
+                p_l[l0, l1] = T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), v_P[l0, l1], 0.0)
+            T.reduce_sum(p_l, acc_l, dim=1, clear=False)
+            # U follows the running maximum m: rescale what it holds to the current one
+            for l0 in T.Parallel(64):
+                alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+            for l0, l1 in T.Parallel(64, 128):
+                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_3[l0]
+            for l0 in T.Parallel(64):
+                ref_U[l0] = acc_m[l0]
+            # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
+            for l0, l1 in T.Parallel(64, 64):
+                P_s_7[l0, l1] = T.Cast("bfloat16", T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), v_P[l0, l1], 0.0))
+            T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_s_8)
+            # f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)
+            for l0, l1 in T.Parallel(64, 128):
+                for kk in T.serial(64):
+                    acc_U[l0, l1] = acc_U[l0, l1] + T.Cast("float32", P_s_7[l0, kk]) * T.Cast("float32", V_s_8[kk, l1])
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # l: the reduction is complete; round to f32 as the store would (kept on chip)
         # U: the reduction is complete; round to f32 as the store would (kept on chip)
