@@ -67,7 +67,7 @@ def fa_rounding(source: str) -> str:
                  flags=re.M)
     out = out.replace("  compute_at(P, l.ko)\n", "  compute_at(E, l.ko)\n  reverse_compute_at(P, l.ko)\n")
     out = re.sub(rf"^kernel {kernel}\(", f"kernel {ROUNDING_EXAMPLES[kernel]}(", out, flags=re.M)
-    assert f"P{lhs}: bf16 = E{read}" in out and f"sum(j" in out, "the example's form changed"
+    assert f"P{lhs}: bf16 = E{read}" in out and "sum(j" in out, "the example's form changed"
     return out
 
 
@@ -235,7 +235,9 @@ def rounding_rows(results: dict, only_tilelang: bool = False) -> None:
             torch.manual_seed(1)
             q, k, v = (torch.randn(b, h, length, 128, device="cuda").to(torch.bfloat16) for _ in range(3))
             flops = 4 * b * h * length * length * 128 * (0.5 if causal else 1.0)
-            t_sdpa = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)) if timed else None
+            t_sdpa = None
+            if timed:
+                t_sdpa = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE))
             for example in (base, ROUNDING_EXAMPLES[base]):
                 kernels = [("tilelang", s) for s in ROUNDING_TILELANG]
                 kernels += [("triton", s) for s in ROUNDING_TRITON] if timed and not only_tilelang else []
@@ -244,8 +246,8 @@ def rounding_rows(results: dict, only_tilelang: bool = False) -> None:
                     out = poisoned((b, h, length, 128), torch.bfloat16)
                     try:
                         if backend == "tilelang":
-                            path = HERE / "generated" / "tilelang" / f"{tilelang_name(example, b, h, length, schedule)}.py"
-                            launch = getattr(module(path), example)
+                            name = tilelang_name(example, b, h, length, schedule)
+                            launch = getattr(module(HERE / "generated" / "tilelang" / f"{name}.py"), example)
                         else:
                             launch = getattr(triton_module(module_name(example, b, h, schedule)), example)
                         launch(q, k, v, O=out)

@@ -4,8 +4,9 @@ that changes the order of instances (`check_dependences`): no term goes stale, a
 An accumulator rescales itself with the running maximum's *current* value (compiler/model/online.py).  So a
 term must be added before the maximum moves on: if m takes another element into the row between the
 exponential P(x) that read it and the accumulator's update that adds P(x) (or a value derived from it, such
-as its rounding), the update would rescale as if P(x) had used the new maximum, and the result would be off by exp((m_old - m_new)·c).  The kernels keep no
-maximum per term, so the order, not the arithmetic, must exclude it.  Likewise the last update of a sum must
+as its rounding), the update would rescale as if P(x) had used the new maximum, and the result would be off
+by exp((m_old - m_new)·c).  The kernels keep no maximum per term, so the order, not the arithmetic, must
+exclude it.  Likewise the last update of a sum must
 come after the maximum's, or its readers would see it rescaled to an older maximum.  (The other orders the
 rewrite needs, own term first and complete maximum before a reader of the sums, are dependences: kinds
 `running` and `final` of compiler/model/dependences.py.)
@@ -30,7 +31,7 @@ def check_online(model: KernelModel, tree: Tree, primitive: str) -> None:
         _check_last_update(model, acc, times, primitive)
     for acc in [s for s in rescaled if s.rescale.source is not None]:
         exp_stmt, m = model.stmt(acc.rescale.exponential), model.stmt(acc.rescale.stat)
-        adds = term_origin(model, acc, acc.rescale).reverse()  # P instance -> the update adding (what derives from) it
+        adds = term_origin(model, acc, acc.rescale).reverse()  # P instance -> the update adding it (or its rounding)
         same_row = _exponential_row(model, exp_stmt, m)  # P instance -> the updates of its element of m
         moved_on = same_row.intersect(times[exp_stmt.name].lex_lt_map(times[m.name]))
         stale = moved_on.apply_range(times[m.name].lex_lt_map(times[acc.name])).intersect(adds)

@@ -51,7 +51,7 @@ from tdsl.compiler.model.program import KernelModel, Stmt, read_relation
 REF = "__online_ref"
 MAX = "__online_max"
 
-_CASTS = ("bf16", "f16", "f32", "f8e4m3")
+CASTS = ("bf16", "f16", "f32", "f8e4m3")  # the casts of the language: a rounding, linear in what it rounds
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,7 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
             raise NotOnline(f"{name} declares `combine {acc.combine}`: its segments would need a maximum each",
                             [name])
     form = OnlineForm(stat, values, tuple(exponentials), accumulators, tuple(derived))
+    _check_one_factor(model, form)
     _check_single_maximum(model, form)
     return form
 
@@ -214,7 +215,7 @@ def _linear(e: ast.Expr, is_factor, mentions) -> bool:
         return _linear(e.lhs, is_factor, mentions) and not mentions(e.rhs)
     if isinstance(e, ast.Neg):
         return _linear(e.operand, is_factor, mentions)
-    if isinstance(e, ast.Call) and e.func in _CASTS and len(e.args) == 1:
+    if isinstance(e, ast.Call) and e.func in CASTS and len(e.args) == 1:
         return _linear(e.args[0], is_factor, mentions)
     return False
 
@@ -294,6 +295,21 @@ def _readers(model: KernelModel, tensor: str) -> list:
 def _read_of(stmt: Stmt, tensor: str) -> ast.Access:
     """A derived exponential's one read of the statement it derives from."""
     return next(e for e in ast.walk(stmt.value) if isinstance(e, ast.Access) and e.tensor == tensor)
+
+
+def _check_one_factor(model: KernelModel, form: OnlineForm) -> None:
+    """Each rescaled value carries the factor exp((X - m)·c) once: a product of two values that carry it (P1 * P2,
+    or exp(X - m) * P) would need the factor's square to follow the maximum, not the factor."""
+    carriers = set(form.exponentials) | set(form.derived)
+    direct = {a for a, r in form.accumulators.items() if r.source is None}
+    for name in [*form.exponentials, *form.derived, *form.accumulators]:
+        stmt = model.stmt(name)
+        carried = [e.tensor for e in ast.walk(stmt.value) if isinstance(e, ast.Access) and e.tensor in carriers]
+        own = 1 if name in form.exponentials or name in direct else 0
+        if len(carried) + own > 1:
+            raise NotOnline(f"{name} multiplies {len(carried) + own} values that carry exp(({form.values} - "
+                            f"{form.stat})·c) ({', '.join(carried + ['its own exponential'] * own)}): its rescaling "
+                            f"would need the factor's square, not the factor", [name, form.stat])
 
 
 def _check_single_maximum(model: KernelModel, form: OnlineForm) -> None:

@@ -33,7 +33,8 @@ from tdsl.compiler.errors import OnlinePolicy, OnlineRescale, ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import KernelModel
 from tdsl.compiler.reference.runtime import _exp  # the interpreter's exp: the counterexamples are its numbers
-from tdsl.compiler.model.online import MAX, REF, NotOnline, OnlineForm, online_form, running_dependences, with_rescales
+from tdsl.compiler.model.online import (CASTS, MAX, REF, NotOnline, OnlineForm, online_form, running_dependences,
+                                       with_rescales)
 from tdsl.compiler.schedule.primitives.common import State, check_stmt
 from tdsl.compiler.schedule.primitives.registry import STMT, arg, primitive
 from tdsl.compiler.model.recurrences import self_reads
@@ -113,8 +114,9 @@ def _evaluate(model, e: ast.Expr, names: dict) -> np.float32:
 
 def _terms_are_roundings(model, name: str, rescale) -> bool:
     """Each statement from the sum back to the exponential reads the next one bare or cast (no other factor)."""
+
     def bare(e, tensor):
-        while isinstance(e, ast.Call) and e.func in ("bf16", "f16", "f32", "f8e4m3") and len(e.args) == 1:
+        while isinstance(e, ast.Call) and e.func in CASTS and len(e.args) == 1:
             e = e.args[0]
         return isinstance(e, ast.Access) and e.tensor == tensor
 

@@ -232,3 +232,14 @@ def test_the_policy_counterexample_rounds_through_the_derived_exponential():
     text = ATTENTION_FA.replace(" combine online", "")
     err = assert_illegal(text, "online(m)", "online-policy")
     assert "the sum l is" in str(err.counterexample)
+
+
+def test_a_product_of_two_values_carrying_the_exponential_is_refused():
+    """U = sum(j) P * P2 * V with P and P2 both roundings of E: the factor exp(S - m) appears squared, which one
+    rescaling by exp(m_old - m_new) would not follow."""
+    text = ATTENTION_FA.replace("  P[i, j : j <= i]: bf16 = E[i, j]\n",
+                                "  P[i, j : j <= i]: bf16 = E[i, j]\n  R[i, j : j <= i]: f16 = E[i, j]\n").replace(
+        "sum(j : j <= i) P[i, j] * V[j, c]", "sum(j : j <= i) P[i, j] * R[i, j] * V[j, c]")
+    assert "R[i, j] * V[j, c]" in text
+    with pytest.raises(OnlineRescale, match="U multiplies 2 values that carry exp"):
+        loads(text).schedule().online("m")
