@@ -103,7 +103,7 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
         raise NotOnline(f"the term of {stat} must be one tensor read (max(j) X[i, j]) for its readers to "
                         f"subtract it from the same values", [stat])
     values = m.value.tensor
-    readers = [s for s in model.stmts if s.name != stat and any(r.tensor == stat for r in s.reads)]
+    readers = [s for s in _readers(model, stat) if s.name != stat]
     exponentials, derived, accumulators, refused = [], [], {}, []
     for r in readers:
         factor = _exp_factor(model, r, stat, values)
@@ -276,10 +276,10 @@ def _summed_rescale(model: KernelModel, chain: tuple, read: ast.Access, factor: 
     it writes, so the accumulator's read of chain[0], chain[0]'s read of chain[1] ... say which instance of the
     exponential made each term."""
     m_read = _reads(model, factor, stat, values)[1]
-    indices = tuple(m_read.indices)  # in the exponential's iterators
-    for inner, outer in zip(reversed(chain), reversed((None,) + chain[:-1])):
-        outer_read = read if outer is None else _read_of(model.stmt(outer), inner)
-        subst = dict(zip(model.stmt(inner).lhs_iters, outer_read.indices))
+    indices = tuple(m_read.indices)  # in the exponential's iterators, then in each reader's down the chain
+    for k in range(len(chain) - 1, -1, -1):
+        reader_read = read if k == 0 else _read_of(model.stmt(chain[k - 1]), chain[k])
+        subst = dict(zip(model.stmt(chain[k]).lhs_iters, reader_read.indices))
 
         def put(e, subst=subst):
             return subst.get(e.name) if isinstance(e, ast.Name) else None
