@@ -116,7 +116,8 @@ class Values:
             # 910B computes the interpreter's steps, not its own T.tile.silu).
             fn = {"exp": "exp", "log": "ln", "sqrt": "sqrt", "abs": "abs"}.get(e.func)
             if fn is None:
-                raise BackendError(f"{e.func} has no T.tile form in tilelang-ascend 0.1.4")
+                raise BackendError(f"{e.func}() has no T.tile form in tilelang-ascend 0.1.4; write the program "
+                                   f"without it for this target (exp((X - m) * c) for exp2(fma(X, c2, -(m * c2))))")
             x = args[0]
             if x.kind == "scalar":
                 scal = {"exp": "T.exp({})", "ln": "T.log({})", "sqrt": "T.sqrt({})", "abs": "T.abs({})"}

@@ -95,14 +95,14 @@ class VectorSide:
 
     def _rescale(self, op: T.AccUpdate) -> None:
         """Bring the sum from the maximum it was built with to the current one (tileir.Rescaling): per row the
-        factor exp(exponent), 1 where the two maxima are equal (also both -inf, where the exponent is NaN), the
+        factor (the program's exponential), 1 where the two maxima are equal (also both -inf, where the exponent is NaN), the
         rows multiplied by it, and the current maximum kept as the new reference."""
         acc, shape = self.accs[op.stmt]
         tile = self.acc_tiles[op.stmt]
         rows = T.Tile(axes=tile.axes[:1], scalars=tile.scalars, mask=None)  # one lane per row
         ref = self.refs[op.stmt]
         self.emit(f"# {op.stmt} follows the running maximum {op.rescale.current.stmt}: rescale it to the current one")
-        factor = self._value(T.Call("exp", (op.rescale.exponent,)), rows)
+        factor = self._value(op.rescale.factor, rows)
         now = self._value(op.rescale.current, rows)
         if factor.kind != "tile" or now.kind != "tile":
             raise InternalError(f"{op.stmt}: the rescaling of a sum over {shape} is not per row")

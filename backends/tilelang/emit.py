@@ -67,7 +67,11 @@ FUNCTIONS = {  # the primitives of compiler/model/functions.py in TileLang
 # On NVIDIA, exp is CUDA's __expf (ex2.approx of x·log2 e, a few ulp), as Triton's tl.exp is: T.exp would be
 # the libm expf (without --use_fast_math, which tdsl does not pass: it would also make `/` approximate); and
 # fast_inverse is rcp.approx.ftz.f32 (1 ulp, subnormals flushed), as the program declares it may be.
-NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})", "fast_inverse": "T.fast_rcp({0})"}
+# exp2 is CUDA's exp2f, one ex2.approx.f32 (2 ulp); fma is __fmaf_rn, fma.rn.f32.
+NVIDIA_ONLY = {"exp2": "the Ascend vector unit's API has Exp and Ln but no exp2",
+               "fma": "the Ascend vector unit's API has no fused multiply-add rounded once"}
+NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})", "fast_inverse": "T.fast_rcp({0})", "exp2": "T.exp2({0})",
+                    "fma": "T.ieee_fmaf({0}, {1}, {2})"}
 
 
 def emit_module(program: T.TileProgram, **common) -> str:
@@ -500,7 +504,7 @@ class KernelPrinter(TileLangDialect):
         names = self.with_vars({})
         now = self.value(current, tile, lanes, names)
         same = f"({self.value(T.Reference(op.stmt, current.axes), tile, lanes, names)} == {now})"
-        scale = call_code(self.functions, "exp", [self.value(op.rescale.exponent, tile, lanes, names)])
+        scale = self.value(op.rescale.factor, tile, lanes, names)
         self.enter_vector()
         self.emit(each_row)
         self.emit(f"    {factor}[{row}] = T.if_then_else({same}, 1.0, {scale})")
@@ -784,6 +788,9 @@ class KernelPrinter(TileLangDialect):
         if isinstance(e, T.Reference):  # the maximum a rescaled accumulator was last brought to
             return f"{self.ref_name(e.stmt)}[{', '.join(lane_vars[p] for p in e.axes) or '0'}]"
         if isinstance(e, T.Call):
+            if e.func not in self.functions:
+                raise BackendError(f"{e.func}() has no spelling in this printer ({NVIDIA_ONLY.get(e.func, '')}); "
+                                   f"write the program without it for this target")
             return call_code(self.functions, e.func, [v(a) for a in e.args])
         if isinstance(e, T.Round):
             return self.round(e.dtype, v(e.operand))

@@ -251,7 +251,7 @@ class _KernelPrinter(PrinterBase):
         same = f"{self._value(T.Reference(op.stmt, current.axes), rows)} == {self._value(current, rows)}"
         factor = self.fresh(f"alpha_{op.stmt}_")
         self.emit(f"# {op.stmt} follows the running maximum {current.stmt}: rescale what it holds to the current one")
-        self.emit(f"{factor} = tl.where({same}, 1.0, tl.exp({self._value(op.rescale.exponent, rows)}))")
+        self.emit(f"{factor} = tl.where({same}, 1.0, {self._value(op.rescale.factor, rows)})")
         self.emit(f"{acc} = {self._round(op.accum, f'{acc} * {factor}')}")
         now = (self._round(current.dtype, self.acc_name(current.stmt)) if isinstance(current, T.Running)
                else self.value_name(current.stmt))
@@ -476,6 +476,8 @@ def _divide(lhs: str, divisor: T.Expr, rhs: str) -> str:
 
 FUNCTIONS = {  # the primitives of compiler/model/functions.py in Triton
     "exp": "tl.exp({0})",
+    "exp2": "tl.exp2({0})",  # ex2.approx.f32
+    "fma": "tl.fma({0}, {1}, {2})",  # fma.rn.f32, rounded once (the interpreter's _fma)
     "log": "tl.log({0})",
     "sqrt": "tl.sqrt_rn({0})",
     "tanh": "_tanh({0}, INTERPRET)",

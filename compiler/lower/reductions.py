@@ -26,9 +26,10 @@ from tdsl.compiler.lower.geometry import _check_size
 from tdsl.compiler.lower.registers import _lanes, _Produced
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.dependences import imprecise_products
+from tdsl.compiler.model.functions import PRIMITIVES
 from tdsl.compiler.model.online import MAX, REF
 from tdsl.compiler.lower.loads import fold_constants
-from tdsl.compiler.lower.tileir import (AccFinish, AccInit, Bin, Const, Dot, Expr, Neg, Reduce, Reference, Reg,
+from tdsl.compiler.lower.tileir import (AccFinish, AccInit, Bin, Call, Const, Dot, Expr, Neg, Reduce, Reference, Reg,
                                         RegOperand, Rescaling, Round, Running, Select, Tile)
 from tdsl.compiler.schedule.tree import Loop, pw_affs_to_map
 from tdsl.compiler.model import reduce_ops
@@ -98,9 +99,11 @@ class ReductionLowering:
                 return Bin(e.op, convert(e.lhs), convert(e.rhs))
             if isinstance(e, ast.Neg):
                 return Neg(convert(e.operand))
+            if isinstance(e, ast.Call) and e.func in PRIMITIVES:  # the exponential itself, an fma in its argument
+                return Call(e.func, tuple(convert(a) for a in e.args))
             return self._value(e, stmt, self.accumulating[stmt.name][0], context)  # a constant factor
 
-        return Rescaling(current, convert(stmt.rescale.exponent))
+        return Rescaling(current, convert(stmt.rescale.factor))
 
     def _acc_finish(self, stmt_name: str, context: list[Loop]) -> AccFinish:
         stmt = self.model.stmt(stmt_name)

@@ -254,11 +254,12 @@ class Compute(_Value):
 @dataclass(frozen=True)
 class Rescaling(_Value):
     """A sum that follows a running maximum (`online`): before each update the accumulator is multiplied by
-    exp(exponent) -- the program's (Reference - Running)·c -- unless the maximum it was built with equals the
-    current one (also when both are -inf), and then follows the current maximum (docs/interpreter.md)."""
+    `factor` -- the program's exponential of (Reference - Running)·c as it is written, exp or exp2 -- unless the
+    maximum it was built with equals the current one (also when both are -inf), and then follows the current
+    maximum (docs/interpreter.md)."""
 
     current: Union[Running, "Reg"]  # the maximum now, broadcast to the accumulator's tile (Reg: already complete)
-    exponent: Expr
+    factor: Expr
 
 
 @dataclass(frozen=True)

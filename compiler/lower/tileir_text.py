@@ -116,7 +116,7 @@ def _ops(ops, depth: int) -> list[str]:
         elif isinstance(op, AccUpdate):
             lines.append(f"{pad}update {op.stmt} {op.op}= {expr_text(op.partial)}  (accum {op.accum})")
             if op.rescale is not None:
-                lines.append(f"{pad}{_INDENT}rescale by exp({expr_text(op.rescale.exponent)}) to "
+                lines.append(f"{pad}{_INDENT}rescale by {expr_text(op.rescale.factor)} to "
                              f"{expr_text(op.rescale.current)}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
             for st in op.staged:

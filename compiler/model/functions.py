@@ -1,11 +1,14 @@
 """The functions of the language, each defined once.
 
 *Primitives* are the functions every executor implements itself, with the f32 semantics of
-docs/interpreter.md: `exp`, `log`, `sqrt`, `tanh`, `abs`, `fast_inverse` (one argument) and `max`, `min`
-(two).  `fast_inverse(x)` is 1 / x where a program declares that an approximate reciprocal will do: the
-interpreter computes it as the IEEE division, a GPU with its approximate reciprocal (within 2 ulp for
-2^-126 <= |x| <= 2^126; a subnormal result may flush to 0), so a kernel that uses it is compared with the
-interpreter within a tolerance, as one that uses `exp` is.
+docs/interpreter.md: `exp`, `exp2`, `log`, `sqrt`, `tanh`, `abs`, `fast_inverse` (one argument), `max`, `min`
+(two) and `fma` (three: a·b + c rounded once, the fused multiply-add).  `exp2(x)` is 2^x: with `fma` a program
+can declare FlashAttention's exponential, exp2(fma(S, c, -(m * c))), one FFMA and one MUFU instruction per
+element on a GPU, where exp((S - m) * scale) is three steps and an exponential (docs/flash-attention.md).
+`fast_inverse(x)` is 1 / x where a program declares that an approximate reciprocal will do: the interpreter
+computes it as the IEEE division, a GPU with its approximate reciprocal (within 2 ulp for 2^-126 <= |x| <=
+2^126; a subnormal result may flush to 0), so a kernel that uses it is compared with the interpreter within a
+tolerance, as one that uses `exp` is.
 Every other function is a *composition* of primitives and f32 arithmetic, written here once:
 
     rsqrt(x)        = 1 / sqrt(x)
@@ -25,7 +28,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-PRIMITIVES = {"exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "abs": 1, "fast_inverse": 1, "max": 2, "min": 2}
+PRIMITIVES = {"exp": 1, "exp2": 1, "log": 1, "sqrt": 1, "tanh": 1, "abs": 1, "fast_inverse": 1, "max": 2, "min": 2,
+              "fma": 3}
 
 
 def _rsqrt(x, a):

@@ -18,16 +18,16 @@ why the program must declare `combine online` on the maximum.
 
 * the statistic `m = max(...) X[...]`: its term is one read of a tensor X;
 * the *exponentials*: plain statements whose value is linear in one factor exp((X[..] - m[..])·c) (also
-  written exp(X - m), exp(c·(X - m)), exp((X - m) / c); c a positive constant), every reader of which is an
-  accumulator;
+  written exp(X - m), exp(c·(X - m)), exp((X - m) / c), exp(X·c - m·c), exp(fma(X, c, -(m·c))), and each with
+  exp2; c a positive constant), every reader of which is an accumulator;
 * the *derived exponentials*: plain statements linear in one read of an exponential (or of another derived
   one), every reader of which is again an accumulator or a derived exponential.  `P: bf16 = E` is one: it
   rounds E's values, made with the running maximum, which the sums of P then rescale like sums of E
   (FlashAttention sums the unrounded E into l and multiplies V by the rounded P);
 * the *accumulators*: `sum` reductions whose term is linear in one such factor, either directly
   (`s = sum(j) exp(X - m)`) or through one read of an exponential or derived exponential (`l = sum(j) P`).
-  Each gets a `Rescale`: the element of m its terms are computed with, and the exponent of the factor that
-  moves it.
+  Each gets a `Rescale`: the element of m its terms are computed with, and the factor that moves it (the
+  exponential as written, X read as the maximum the sum was built with and m as the current one).
 
 Readers of m that are neither (a normalisation `Y = exp(X - m) / s`, a `lse = m + log(l)`) keep reading the
 complete maximum.  `running_dependences` then replaces "every update of m before each exponential" by "the
@@ -47,7 +47,7 @@ from tdsl.frontend import ast
 from tdsl.compiler.model.dependences import Dependence
 from tdsl.compiler.model.program import KernelModel, Stmt, read_relation
 
-# The two names of a `Rescale.exponent`: the maximum the accumulator was built with, and the current one.
+# The two names of a `Rescale.factor`: the maximum the accumulator was built with, and the current one.
 REF = "__online_ref"
 MAX = "__online_max"
 
@@ -57,11 +57,11 @@ CASTS = ("bf16", "f16", "f32", "f8e4m3")  # the casts of the language: a roundin
 @dataclass(frozen=True)
 class Rescale:
     """How an accumulator follows a running maximum: before adding a term computed with the maximum's current
-    value M, an accumulator built with the value R is multiplied by exp(exponent[REF := R, MAX := M])."""
+    value M, an accumulator built with the value R is multiplied by factor[REF := R, MAX := M]."""
 
     stat: str  # the maximum's tensor
     index: tuple  # the element of `stat` its terms use, as expressions of the accumulator's iterators
-    exponent: ast.Expr  # (REF - MAX) * c, in the form the program's exponential is written
+    factor: ast.Call  # exp((REF - MAX) * c), in the form the program's exponential is written (exp2, fma ...)
     # the statements between the sum and the maximum: the one it reads (`source`) back to the exponential that
     # reads the maximum (`exponential`); () when the factor is in the sum's own term
     chain: tuple = ()
@@ -147,10 +147,13 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
 # ---------------------------------------------------------------- matching the exponentials
 
 
+EXPONENTIALS = ("exp", "exp2")  # exp2(x) = 2^x: exp2((X - m)·c) is exp((X - m)·c·ln 2), a factor of the same kind
+
+
 def _exp_factor(model: KernelModel, stmt: Stmt, stat: str, values: str) -> Optional[ast.Call]:
-    """The one call exp((X - m)·c) of `stmt`'s value, when every read of m is inside it; None otherwise."""
-    calls = [e for e in ast.walk(stmt.value) if isinstance(e, ast.Call) and e.func == "exp" and len(e.args) == 1
-             and _split_exponent(model, e.args[0], stat, values) is not None]
+    """The one call exp((X - m)·c) (or exp2) of `stmt`'s value, when every read of m is inside it; None otherwise."""
+    calls = [e for e in ast.walk(stmt.value) if isinstance(e, ast.Call) and e.func in EXPONENTIALS
+             and len(e.args) == 1 and _split_exponent(model, e.args[0], stat, values) is not None]
     reads_m = [e for e in ast.walk(stmt.value) if isinstance(e, ast.Access) and e.tensor == stat]
     if len(calls) != 1:
         return None
@@ -159,7 +162,13 @@ def _exp_factor(model: KernelModel, stmt: Stmt, stat: str, values: str) -> Optio
 
 
 def _split_exponent(model: KernelModel, arg: ast.Expr, stat: str, values: str):
-    """(X read, m read) when `arg` is X - m, (X - m) * c, c * (X - m) or (X - m) / c with a constant c > 0."""
+    """(X read, m read) when `arg` is (X - m)·c with a constant c > 0, written as the difference scaled
+    (X - m, (X - m) * c, c * (X - m), (X - m) / c) or as the difference of the scaled values (X * c - m * c, or
+    fma(X, c, -(m * c)): FlashAttention's one FFMA, with m * c computed once per row)."""
+    return _scaled_difference(model, arg, stat, values) or _difference_of_scaled(model, arg, stat, values)
+
+
+def _scaled_difference(model: KernelModel, arg: ast.Expr, stat: str, values: str):
     diff, scale = arg, None
     if isinstance(arg, ast.BinOp) and arg.op in ("*", "/"):
         if _is_difference(arg.lhs, stat, values):
@@ -168,11 +177,40 @@ def _split_exponent(model: KernelModel, arg: ast.Expr, stat: str, values: str):
             diff, scale = arg.rhs, arg.lhs
     if not _is_difference(diff, stat, values):
         return None
-    if scale is not None:
-        c = constant(model, scale)
-        if c is None or not c > 0 or math.isinf(c):
-            return None
+    if scale is not None and _positive_constant(model, scale) is None:
+        return None
     return diff.lhs, diff.rhs
+
+
+def _difference_of_scaled(model: KernelModel, arg: ast.Expr, stat: str, values: str):
+    """X * c - m * c, or fma(X, c, -(m * c)), with the same constant c > 0 on both sides (either operand order)."""
+    if isinstance(arg, ast.BinOp) and arg.op == "-":
+        x, m = _scaled_read(model, arg.lhs, values), _scaled_read(model, arg.rhs, stat)
+    elif isinstance(arg, ast.Call) and arg.func == "fma" and len(arg.args) == 3:
+        x = _scaled_read(model, ast.BinOp("*", arg.args[0], arg.args[1]), values)
+        m = _scaled_read(model, arg.args[2].operand, stat) if isinstance(arg.args[2], ast.Neg) else None
+    else:
+        return None
+    if x is None or m is None or x[1] != m[1]:
+        return None
+    return x[0], m[0]
+
+
+def _scaled_read(model: KernelModel, e: ast.Expr, tensor: str):
+    """(the read, c) when `e` is tensor[..] * c or c * tensor[..] with a constant c > 0."""
+    if not (isinstance(e, ast.BinOp) and e.op == "*"):
+        return None
+    for read, scale in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+        if isinstance(read, ast.Access) and read.tensor == tensor:
+            c = _positive_constant(model, scale)
+            if c is not None:
+                return read, c
+    return None
+
+
+def _positive_constant(model: KernelModel, e: ast.Expr) -> Optional[float]:
+    c = constant(model, e)
+    return c if c is not None and c > 0 and not math.isinf(c) else None
 
 
 def _is_difference(e: ast.Expr, stat: str, values: str) -> bool:
@@ -249,15 +287,11 @@ def _summing_readers(model: KernelModel, chain: tuple, stat: str, values: str, f
     return found, tuple(derived), ""
 
 
-def _exponent(factor: ast.Call) -> ast.Expr:
-    """The factor's argument with X read as REF and m as MAX: exp of it moves a sum from REF to MAX."""
-
-    def swap(e):
-        if isinstance(e, ast.BinOp) and e.op == "-" and isinstance(e.lhs, ast.Access) and isinstance(e.rhs, ast.Access):
-            return ast.BinOp("-", ast.Name(REF, e.span), ast.Name(MAX, e.span), e.span)
-        return None
-
-    return ast.rewrite(factor.args[0], swap)
+def _rescale_factor(model: KernelModel, factor: ast.Call, stat: str, values: str) -> ast.Call:
+    """The factor with its read of X as REF and its read of m as MAX: it moves a sum from REF to MAX."""
+    x_read, m_read = _reads(model, factor, stat, values)
+    names = {id(x_read): REF, id(m_read): MAX}
+    return ast.rewrite(factor, lambda e: ast.Name(names[id(e)], e.span) if id(e) in names else None)
 
 
 def _reads(model: KernelModel, factor: ast.Call, stat: str, values: str) -> tuple[ast.Access, ast.Access]:
@@ -267,7 +301,7 @@ def _reads(model: KernelModel, factor: ast.Call, stat: str, values: str) -> tupl
 
 def _direct_rescale(model: KernelModel, factor: ast.Call, stat: str, values: str) -> Rescale:
     m_read = _reads(model, factor, stat, values)[1]
-    return Rescale(m_read.tensor, tuple(m_read.indices), _exponent(factor))
+    return Rescale(m_read.tensor, tuple(m_read.indices), _rescale_factor(model, factor, stat, values))
 
 
 def _summed_rescale(model: KernelModel, chain: tuple, read: ast.Access, factor: ast.Call, stat: str,
@@ -285,7 +319,7 @@ def _summed_rescale(model: KernelModel, chain: tuple, read: ast.Access, factor: 
             return subst.get(e.name) if isinstance(e, ast.Name) else None
 
         indices = tuple(ast.rewrite(i, put) for i in indices)
-    return Rescale(m_read.tensor, indices, _exponent(factor), chain)
+    return Rescale(m_read.tensor, indices, _rescale_factor(model, factor, stat, values), chain)
 
 
 def _readers(model: KernelModel, tensor: str) -> list:

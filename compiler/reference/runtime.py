@@ -2,8 +2,8 @@
 bookkeeping of a traced run.
 
 The semantics are those of docs/interpreter.md#semantics: `max` / `min` are IEEE 754-2019 maximum /
-minimum with one canonical NaN, `exp` / `log` / `tanh` the float64 libm result rounded to f32 (the same bits
-on every machine), `sqrt` and `fast_inverse` IEEE (a GPU's approximate reciprocal is compared with this), the
+minimum with one canonical NaN, `exp` / `exp2` / `log` / `tanh` the float64 libm result rounded to f32 (the same
+bits on every machine), `fma` the correctly rounded a·b + c, `sqrt` and `fast_inverse` IEEE (a GPU's approximate reciprocal is compared with this), the
 compositions (`rsqrt`, `sigmoid`, `silu`, `fast_sigmoid`, `fast_silu`) built from their one
 definition in compiler/model/functions.py, casts the roundings of compiler/model/dtypes.py; an index out
 of range raises `IndexError` (`_oob`).  `_runtime_namespace` is the namespace the statements' generated
@@ -114,6 +114,43 @@ def _exp(x):
     return _f32(_mexp(x))  # nan -> nan, -inf -> 0
 
 
+def _exp2(x):
+    if x >= 128.0:  # 2**128 > f32 max
+        return _INF32
+    return _f32(2.0 ** float(x)) if x == x else _NAN32  # in f64, as _exp; -inf -> 0
+
+
+def _fma(a, b, c):
+    """a·b + c rounded once to f32.  The f32 product is exact in f64 (24 + 24 bits); the sum is rounded to odd
+    in f64 (round to nearest, then, if that was inexact and the last bit is even, the neighbour towards the
+    exact value), and a value rounded to odd with at least 2 bits more than f32 rounds to nearest f32 correctly:
+    no double rounding."""
+    p = float(a) * float(b)
+    s = p + float(c)
+    if not math.isfinite(s):
+        return _f32(s)
+    err = _two_sum_error(p, float(c), s)
+    if err != 0.0 and _even_f64(s):
+        s = math.nextafter(s, math.inf if err > 0.0 else -math.inf)
+    if abs(s) >= _F32_OVERFLOW:
+        return _f32(math.copysign(math.inf, s))
+    return _f32(s)
+
+
+_F32_OVERFLOW = 2.0 ** 128 - 2.0 ** 103  # halfway from the largest f32 to 2^128: from here on f32 rounds to inf
+
+
+def _two_sum_error(a: float, b: float, s: float) -> float:
+    """The exact a + b - s of s = fl(a + b) (Knuth's TwoSum)."""
+    bv = s - a
+    av = s - bv
+    return (a - av) + (b - bv)
+
+
+def _even_f64(x: float) -> bool:
+    return int(np.float64(x).view(np.int64)) & 1 == 0
+
+
 def _log(x):
     if x > 0.0:
         return _f32(_mlog(x))  # inf -> inf
@@ -160,6 +197,8 @@ def _runtime_namespace(trace: Optional[Trace]) -> dict:
         "_fmax": _fmax,
         "_fmin": _fmin,
         "_exp": _exp,
+        "_exp2": _exp2,
+        "_fma": _fma,
         "_log": _log,
         "_sqrt": _sqrt,
         "_tanh": _tanh,

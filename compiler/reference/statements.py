@@ -34,6 +34,7 @@ _COMBINE = {"+": "{0} + {1}", "max": "_fmax({0}, {1})", "min": "_fmin({0}, {1})"
 
 _UNARY_FUNCS = tuple(f for f, n in PRIMITIVES.items() if n == 1)
 _BINARY_FUNCS = tuple(f for f, n in PRIMITIVES.items() if n == 2)
+_TERNARY_FUNCS = tuple(f for f, n in PRIMITIVES.items() if n == 3)
 
 
 def tensor_shape(t: Tensor) -> tuple[int, ...]:
@@ -161,6 +162,9 @@ class _Compiler:
         if f in _UNARY_FUNCS or f in COMPOSITIONS:
             arity(1)
             return f"_{f}({self.value(args[0])})"
+        if f in _TERNARY_FUNCS:
+            arity(3)
+            return f"_{f}({', '.join(self.value(a) for a in args)})"
         raise self.err(f"unknown function {f!r}", e)
 
     def access(self, e: ast.Access) -> str:
@@ -275,19 +279,19 @@ class _Compiler:
 
     def rescale_lines(self, key: str, cnt: str, racc_call) -> list[str]:
         """A sum that follows a running maximum (`online`, compiler/model/online.py): before the update, an
-        accumulator built with the maximum's value `ref` is multiplied by exp((ref - current)·c) (rounded to the
-        accumulator), and then follows the current value.  Equal values (also two -inf) leave it as it is."""
+        accumulator built with the maximum's value `ref` is multiplied by the program's exponential of ref and
+        the current value, exp((ref - current)·c) as it is written (rounded to the accumulator), and then follows the current value.  Equal values (also two -inf) leave it as it is."""
         rescale = self.stmt.rescale
         stat = self.state.values[rescale.stat]
         index = ", ".join(self.index(x) for x in rescale.index) + ("," if len(rescale.index) == 1 else "")
         refs = self.const(self.state.refs[self.stmt.name], "R")
         self.bound = {REF: f"{refs}[{key}]", MAX: "mc"}
-        factor = self.value(rescale.exponent)
+        factor = self.value(rescale.factor)
         self.bound = {}
         return [
             f"    mc = {self.const(stat, 'T')}[({index})]",
             f"    if {cnt}[{key}] and {refs}[{key}] != mc:",
-            f"        a = {racc_call(f'a * _exp({factor})')}",
+            f"        a = {racc_call(f'a * {factor}')}",
             f"    {refs}[{key}] = mc",
         ]
 

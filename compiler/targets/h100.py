@@ -76,6 +76,7 @@ TARGET = Target(
     vector_op_cost={
         "div": 14.5,  # IEEE division (tl.div_rn): 7.16 per SM per clock against 103.8 FMAs [mb]
         "exp": 7.0,  # tl.exp (ex2.approx on the 16-lane MUFU pipe + a multiply): 14.74 per SM per clock [mb]
+        "exp2": 6.0,  # tl.exp2: the ex2.approx of exp without its multiply; not measured
         "log": 7.0,  # assumed as exp (lg2.approx on the MUFU pipe + a multiply); not measured
         "sqrt": 14.5,  # tl.sqrt_rn, assumed as div (an approximate root, Newton steps and a fix-up); not measured
         "tanh": 21.5,  # libdevice tanh, assumed as exp + div; not measured

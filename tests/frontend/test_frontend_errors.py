@@ -996,6 +996,19 @@ CASES = {
                    ^^^^^^^^^^^^^^^^^^
         """,
     ),
+    "fma_with_two_arguments": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = fma(A[i], 2.0)
+        }
+        """,
+        """
+        prog.tdsl:3:10: error: 'fma' takes 3 arguments, got 2
+            Y[i] = fma(A[i], 2.0)
+                   ^^^^^^^^^^^^^^
+        """,
+    ),
     "max_with_one_argument": (
         """
         const N = 8

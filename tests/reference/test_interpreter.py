@@ -651,3 +651,41 @@ def test_fallbacks_give_the_same_order(monkeypatch):
     # the order is the lexicographic order of the time vectors
     times = [(i // 2, j % 2, j // 2, i, k if s == "C" else 7) for s, p in want for (i, j, k) in [tuple(p) + (0,) * (3 - len(p))]]
     assert times == sorted(times)
+
+
+# ---------------------------------------------------------------- fma and exp2 (compiler/model/functions.py)
+
+
+def _fma_exact(a, b, c) -> np.float32:
+    """a·b + c in rationals, rounded to nearest f32 (ties to even)."""
+    from fractions import Fraction
+
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    near = np.float32(float(exact))
+    around = [near, np.nextafter(near, np.float32(np.inf)), np.nextafter(near, np.float32(-np.inf))]
+    return min(around, key=lambda v: (abs(Fraction(float(v)) - exact), int(np.float32(v).view(np.int32)) & 1))
+
+
+_F32_SCALED = st.builds(lambda m, e: np.float32(m * 2.0 ** e), st.floats(-1, 1, width=32), st.integers(-40, 40))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_F32_SCALED, _F32_SCALED, st.integers(-3, 3), st.sampled_from([0.0, 2.0 ** -24, -2.0 ** -24, 2.0 ** -40]))
+def test_fma_rounds_once(a, b, shift, nudge):
+    """c close to -a·b is where rounding the product first (or the sum in f64 and then in f32) goes wrong."""
+    c = np.float32(-(float(a) * float(b)) * (1.0 + nudge) * 2.0 ** shift)
+    assert runtime._fma(a, b, c) == _fma_exact(a, b, c)
+
+
+def test_fma_and_exp2_at_the_edges():
+    assert runtime._fma(np.float32(3.0), np.float32(np.inf), np.float32(1.0)) == np.inf
+    assert math.isnan(runtime._fma(np.float32(0.0), np.float32(np.inf), np.float32(1.0)))
+    assert runtime._fma(np.float32(2.0 ** 64), np.float32(2.0 ** 64), np.float32(0.0)) == np.inf
+    # a·b + c = 1 + 2^-24 + 2^-70: rounded to f64 first it is 1 + 2^-24, a tie that f32 rounds to even (1); the
+    # exact value is above the tie and rounds up
+    a, b, c = np.float32(-(2.0 ** -24) * (1 + 2.0 ** -23)), np.float32(1 - 2.0 ** -23), np.float32(1 + 2.0 ** -23)
+    assert np.float32(float(a) * float(b) + float(c)) == 1.0
+    assert runtime._fma(a, b, c) == _fma_exact(a, b, c) == np.float32(1 + 2.0 ** -23)
+    assert runtime._exp2(np.float32(-np.inf)) == 0.0 and runtime._exp2(np.float32(128.0)) == np.inf
+    assert runtime._exp2(np.float32(-149.0)) == np.float32(2.0 ** -149) and runtime._exp2(np.float32(-151.0)) == 0.0
+    assert runtime._exp2(np.float32(0.5)) == np.float32(math.sqrt(2.0)) and math.isnan(runtime._exp2(np.float32("nan")))

@@ -32,7 +32,8 @@ from tdsl.frontend import ast
 from tdsl.compiler.errors import OnlinePolicy, OnlineRescale, ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import KernelModel
-from tdsl.compiler.reference.runtime import _exp  # the interpreter's exp: the counterexamples are its numbers
+# the interpreter's functions: the counterexamples are its numbers
+from tdsl.compiler.reference.runtime import _exp, _exp2, _fma
 from tdsl.compiler.model.online import (CASTS, MAX, REF, NotOnline, OnlineForm, online_form, running_dependences,
                                        with_rescales)
 from tdsl.compiler.schedule.primitives.common import State, check_stmt
@@ -98,12 +99,17 @@ def _declared(stmt) -> str:
 # ---------------------------------------------------------------- counterexamples, computed in f32
 
 
+_FUNCTIONS = {"exp": _exp, "exp2": _exp2, "fma": _fma}  # what a rescaling factor calls (model/online.py)
+
+
 def _evaluate(model, e: ast.Expr, names: dict) -> np.float32:
-    """An exponent (REF - MAX) * c evaluated as the interpreter does: every step rounded to f32."""
+    """A rescaling factor exp((REF - MAX) * c) evaluated as the interpreter does: every step rounded to f32."""
     from tdsl.compiler.model.online import constant
 
     if isinstance(e, ast.Name) and e.name in names:
         return names[e.name]
+    if isinstance(e, ast.Call) and e.func in _FUNCTIONS:
+        return np.float32(_FUNCTIONS[e.func](*(_evaluate(model, a, names) for a in e.args)))
     if isinstance(e, ast.BinOp):
         a, b = _evaluate(model, e.lhs, names), _evaluate(model, e.rhs, names)
         return np.float32({"+": a + b, "-": a - b, "*": a * b, "/": a / b}[e.op])
@@ -134,7 +140,7 @@ def _policy_example(model, form: OnlineForm) -> str:
     from tdsl.compiler.model import dtypes
 
     def term(x, m):
-        value = _exp(_evaluate(model, rescale.exponent, {REF: np.float32(x), MAX: np.float32(m)}))
+        value = _evaluate(model, rescale.factor, {REF: np.float32(x), MAX: np.float32(m)})
         for stored in [model.stmt(s).dtype for s in reversed(rescale.chain)] or ["f32"]:
             value = dtypes.round_to(stored, value)  # the exponential's store, then each derived one's
         return np.float32(value)
@@ -142,22 +148,22 @@ def _policy_example(model, form: OnlineForm) -> str:
     for a, b, d in _candidates():
         exact = np.float32(np.float32(term(a, d) + term(b, d)) + term(d, d))
         first = np.float32(term(a, b) + term(b, b))
-        factor = _exp(_evaluate(model, rescale.exponent, {REF: np.float32(b), MAX: np.float32(d)}))
+        factor = _evaluate(model, rescale.factor, {REF: np.float32(b), MAX: np.float32(d)})
         running = np.float32(np.float32(first * factor) + term(d, d))
         if exact != running:
             return (f"a row of {form.values} holding {a}, {b} (one block) and {d} (the next): the sum {name} is "
                     f"{float(exact)!r} with the complete maximum {d} and {float(running)!r} with the running one "
-                    f"({b}, then rescaled by {_factor_text(rescale.exponent, b, d)})")
+                    f"({b}, then rescaled by {_factor_text(rescale.factor, b, d)})")
     return f"{name} changes its roundings"
 
 
-def _factor_text(exponent: ast.Expr, ref: float, now: float) -> str:
+def _factor_text(factor: ast.Expr, ref: float, now: float) -> str:
     from tdsl.frontend.printer import expr_text
 
     values = {REF: ref, MAX: now}
-    shown = ast.rewrite(exponent, lambda e: ast.FloatLit(values[e.name]) if isinstance(e, ast.Name) and e.name in values
+    shown = ast.rewrite(factor, lambda e: ast.FloatLit(values[e.name]) if isinstance(e, ast.Name) and e.name in values
                         else None)
-    return f"exp({expr_text(shown)})"
+    return expr_text(shown)
 
 
 def _candidates():

@@ -243,3 +243,73 @@ def test_a_product_of_two_values_carrying_the_exponential_is_refused():
     assert "R[i, j] * V[j, c]" in text
     with pytest.raises(OnlineRescale, match="U multiplies 2 values that carry exp"):
         loads(text).schedule().online("m")
+
+
+# ---------------------------------------------------------------- FlashAttention's exponential: exp2 of one fma
+
+C2 = "0.7213475204444817"  # scale 0.5 times log2(e)
+EXP = "exp((S[i, j] - m[i]) * scale)"
+
+
+@pytest.mark.parametrize("written", [
+    f"exp2(fma(S[i, j], {C2}, -(m[i] * {C2})))",
+    f"exp2(fma({C2}, S[i, j], -({C2} * m[i])))",
+    f"exp2(S[i, j] * {C2} - m[i] * {C2})",
+    f"exp2((S[i, j] - m[i]) * {C2})",
+    "exp(S[i, j] * scale - scale * m[i])",
+    "exp(fma(S[i, j], scale, -(m[i] * scale)))",
+])
+def test_the_exponential_may_be_written_as_flashattention_computes_it(written):
+    """2^((S - m)·c), however the difference and the scaling are arranged, is a factor the sums can follow: the
+    factor that rescales them is the exponential as written, S read as the old maximum and m as the new one."""
+    text = ATTENTION_FA.replace(EXP, written)
+    assert written in text
+    s = loads(text).schedule()
+    s.online("m")
+    factors = {st.name: st.rescale.factor for st in s.model.stmts if st.rescale is not None}
+    assert set(factors) == {"l", "U"} and {f.func for f in factors.values()} == {written.split("(")[0]}
+    assert_legal(text, "online(m)" + FLASH_FA, run=True, seed=3)
+
+
+@pytest.mark.parametrize("written", [
+    f"exp2(fma(S[i, j], {C2}, -(m[i] * 0.5)))",  # two different constants: not a difference of S and m
+    f"exp2(fma(S[i, j], {C2}, m[i] * {C2}))",  # S·c + m·c
+    f"exp2(S[i, j] * {C2} - m[i] * -{C2})",  # a negative scale on m
+    f"exp2(fma(S[i, j], -{C2}, -(m[i] * -{C2})))",  # c < 0: the maximum would be the smallest exponent
+    f"exp2(S[i, j] * S[i, j] - m[i] * {C2})",  # not a constant scale
+])
+def test_an_exponent_that_is_not_a_scaled_difference_is_refused(written):
+    text = ATTENTION_FA.replace(EXP, written)
+    assert written in text
+    with pytest.raises(OnlineRescale, match=r"does not read m only inside one factor"):
+        loads(text).schedule().online("m")
+
+
+def test_the_interpreter_rescales_with_exp2_of_the_fma_as_written():
+    """One row, blocks of 2: s = sum 2^(fma(x, c, -(m·c))), rescaled by 2^(fma(m_old, c, -(m_new·c))), each f32."""
+    from tdsl.compiler.reference.runtime import _exp2, _fma
+
+    c = np.float32(1.4426950408889634)
+    text = SUMEXP.replace("exp(X[i, j] - m[i])", f"exp2(fma(X[i, j], {float(c)!r}, -(m[i] * {float(c)!r})))")
+    s = loads(text).schedule()
+    s.online("m")
+    s.split("s.j", 2, names=("jo", "jj"))
+    s.compute_at("m", "s.jo")
+    x = np.array([[0.5, 1.0, 3.0, 2.0, 7.0], [1.0, 1.0, 1.0, 1.0, 1.0]], dtype=np.float32)
+    got = interpret(s.model, s.time_map(), {"X": x})["s"]
+    acc, ref = np.float32(0), None
+    for block in ((0, 1), (2, 3), (4,)):
+        cur = np.float32(max(x[0, : block[-1] + 1]))
+        if ref is not None and ref != cur:
+            acc = np.float32(acc * _exp2(_fma(ref, c, -np.float32(cur * c))))
+        ref = cur
+        for j in block:
+            acc = np.float32(acc + _exp2(_fma(x[0, j], c, -np.float32(cur * c))))
+    assert got[0] == acc
+    assert got[1] == np.float32(5.0)
+
+
+def test_the_policy_counterexample_computes_exp2_of_the_fma():
+    text = ATTENTION_FA.replace(" combine online", "").replace(EXP, f"exp2(fma(S[i, j], {C2}, -(m[i] * {C2})))")
+    err = assert_illegal(text, "online(m)", "online-policy")
+    assert "the sum l is" in str(err.counterexample) and "rescaled by exp2(fma(" in str(err.counterexample)
