@@ -25,7 +25,7 @@ SPACES = {"MN": (("i", "M"), ("j", "N")), "MK": (("i", "M"), ("k", "K")), "KN": 
 EDGES = {"M": "i", "N": "j", "K": "k"}
 DTYPES = ("bf16", "bf16", "f16", "f32", "f32", "f8e4m3")
 UNARY = ("exp", "silu", "sigmoid", "tanh", "abs", "neg", "bf16", "f16", "f8e4m3", "sqrtabs", "rsqrt1", "square",
-         "fast_silu", "fast_sigmoid", "inverse1")
+         "fast_silu", "fast_sigmoid", "inverse1", "exp2", "fma1")
 
 
 @lru_cache(maxsize=None)
@@ -342,6 +342,8 @@ def _unary(fn: str, x: str) -> str:
         return f"({x} * {x})"
     if fn == "inverse1":  # fast_inverse away from 0 and the subnormals, where it may flush (docs/language.md)
         return f"fast_inverse(abs({x}) + 1.0)"
+    if fn == "fma1":  # x·x + 0.5 rounded once: a backend that rounded the product first would differ
+        return f"fma({x}, {x}, 0.5)"
     return f"{fn}({x})"
 
 
