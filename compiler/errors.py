@@ -93,6 +93,15 @@ class ReductionOrder(DependenceViolation):
     )
 
 
+class PipelineOverlap(DependenceViolation):
+    """`pipeline(L, warp_specialize=true)`: the first product of iteration k+1 would overlap the last statement
+    group of iteration k, which a dependence orders before it (compiler/legality/overlap.py)."""
+
+    rule = "pipeline-overlap"
+    explanation = ("a warp-specialised loop issues its first matrix product of iteration k+1 before the last "
+                   "statement group of iteration k and waits for it after, so no dependence may connect the two")
+
+
 class ParallelDependence(LegalityError):
     rule = "parallel-dependence"
     explanation = "iterations of a loop bound to grid axes run concurrently, so no dependence may cross them"

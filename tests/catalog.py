@@ -25,10 +25,12 @@ EXPECTED = {
     "softmax": {"row_fused": None, "normalize_early": "reduction-incomplete", "exp_before_max": "reduction-incomplete"},
     "quant_gemm": {"separate": None, "quantize_before_rowmax": "reduction-incomplete"},
     "attention": {"unfused": None, "normalize_early": "reduction-incomplete"},
-    "mha": {"flash": None, "flash_ascend": None, "unfused": None, "normalize_early": "reduction-incomplete"},
-    "mha_causal": {"flash": None, "flash_ascend": None, "unfused": None, "normalize_early": "reduction-incomplete"},
-    "mha_fa": {"flash": None, "flash_ascend": None, "stale_sum": "online-order"},
-    "mha_fa_exp2": {"flash": None, "normalize_early": "reduction-incomplete"},
+    "mha": {"flash": None, "flash_ws": None, "flash_ascend": None, "unfused": None,
+            "normalize_early": "reduction-incomplete"},
+    "mha_causal": {"flash": None, "flash_ws": None, "flash_ascend": None, "unfused": None,
+                   "normalize_early": "reduction-incomplete"},
+    "mha_fa": {"flash": None, "flash_ws": None, "flash_ascend": None, "stale_sum": "online-order"},
+    "mha_fa_exp2": {"flash": None, "flash_ws": None, "normalize_early": "reduction-incomplete"},
 }
 
 # (example, schedule, rule or None) for every schedule of every example
@@ -49,7 +51,10 @@ PROGRAM_ORDER = [(ex, None) for ex in EXPECTED]
 REFUSED = {
     **{(ex, "flash", "ascend-910b"): "UB needs" for ex in ("mha", "mha_causal", "mha_fa", "mha_fa_exp2")},
     **{(ex, "flash", "ascend-950"): "the buffers in UB need" for ex in ("mha", "mha_causal", "mha_fa")},
-    ("mha_fa_exp2", "flash", "ascend-950"): "exp2() has no spelling",
+    # flash_ws: the flash kernel with a warp-specialised key loop (TileLang's); elsewhere the flash kernel, refused alike
+    **{(ex, "flash_ws", "ascend-910b"): "UB needs" for ex in ("mha", "mha_causal", "mha_fa", "mha_fa_exp2")},
+    **{(ex, "flash_ws", "ascend-950"): "the buffers in UB need" for ex in ("mha", "mha_causal", "mha_fa")},
+    **{("mha_fa_exp2", s, "ascend-950"): "exp2() has no spelling" for s in ("flash", "flash_ws")},
 }
 
 # ---------------------------------------------------------------- sizes to run the examples at
@@ -103,5 +108,5 @@ KERNEL_SIZES = {
 RULES = {
     "dependence", "reduction-incomplete", "reduction-order", "reduction-grouping", "segment-count",
     "atomic-combine", "parallel-dependence", "parallel-reduction", "cache-conflict", "rounding-removed",
-    "rounding-added", "online-policy", "online-rescale", "online-order", "storage-overwrite",
+    "rounding-added", "online-policy", "online-rescale", "online-order", "storage-overwrite", "pipeline-overlap",
 }

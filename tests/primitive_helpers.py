@@ -85,7 +85,7 @@ def tree_change(s, step: Callable) -> str:
 
 
 def _shape(s) -> tuple:
-    loops = [(l.name, l.kind, l.bind, l.pipeline, l.warps, l.host, l.group, l.persistent)
+    loops = [(l.name, l.kind, l.bind, l.pipeline, l.warp_specialize, l.warps, l.host, l.group, l.persistent)
              for l in walk_loops(s.tree.body)]
     buffers = [(b.tensor, b.scope, b.kind, b.at.name, b.dtype) for b in s.tree.buffers]
     return tree_text(s.model, s.tree), loops, buffers

@@ -45,6 +45,8 @@ from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.model.dtypes import BYTES
 from tdsl.compiler.model import reduce_ops
+from tdsl.compiler.lower.passes.warp_specialize import specialized_parts
+from tdsl.backends.tilelang.warp_specialized import WarpSpecializedBody, pass_configs, producer_threads
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -79,6 +81,7 @@ def emit_module(program: T.TileProgram, **common) -> str:
     names = ModuleNames(program)
     kernels = [KernelPrinter(program, k, names).render() for k in program.kernels]
     return module_text(TEMPLATES, program, names, kernels, **common, dynamic=dynamic_sizes(program, names),
+                       pass_configs=pass_configs(program) or "",
                        **launcher_fields(program, names, launcher(program, names)))
 
 
@@ -219,8 +222,11 @@ class KernelPrinter(TileLangDialect):
         k = self.kernel
         self._kernel_head()
         self.launch_order()
-        for op in k.body:
-            self._op(op)
+        if specialized_parts(k):  # pipeline(..., warp_specialize=true): backends/tilelang/warp_specialized.py
+            WarpSpecializedBody(self, k).print()
+        else:
+            for op in k.body:
+                self._op(op)
         head = self._views() + self.head_lines
         return {"name": self.names.kernel(k.name), "key": k.name, "params": self._params(), "head": head,
                 "allocs": self.allocs, "lines": self.lines, "comment": k.comment, "footprint": dict(self.footprint)}
@@ -315,7 +321,7 @@ class KernelPrinter(TileLangDialect):
         if [k.grid[n].axis for n in order] != list("xyz"[: len(order)]):
             raise BackendError(f"{k.name}: grid axes {', '.join(a.axis for a in k.grid)} leave a gap; "
                                f"TileLang's T.Kernel takes x, y, z in order")
-        threads = 32 * k.num_warps
+        threads = 32 * k.num_warps + producer_threads(k)  # a warp-specialised loop's producer warp group
         if not k.grid:
             self.head_lines = [f"with T.Kernel(1, threads={threads}) as ({self.grid_var('x')},):"]
         else:

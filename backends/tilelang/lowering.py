@@ -27,7 +27,8 @@ def lower_module(module, arch: str = "sm_90a", names=None) -> dict:
     for name, fn in module.KERNELS.items():
         if names is not None and name not in names:
             continue
-        with tvm.transform.PassContext(opt_level=3), target:
+        # a kernel's own pass configuration (PASS_CONFIGS: a warp-specialised loop), as the module compiles it
+        with tvm.transform.PassContext(opt_level=3, config=getattr(module, "PASS_CONFIGS", {}).get(name, {})), target:
             sources[name] = tilelang.lower(fn, target=target).kernel_source
     return sources
 
@@ -36,4 +37,5 @@ def compile_cubin(module, name: str, arch: str = "sm_90a"):
     """nvcc the kernel to a cubin (no driver needed); returns the JIT kernel (its source via get_kernel_source())."""
     import tilelang
 
-    return tilelang.compile(module.KERNELS[name], target={"kind": "cuda", "arch": arch}, execution_backend="tvm_ffi")
+    return tilelang.compile(module.KERNELS[name], target={"kind": "cuda", "arch": arch}, execution_backend="tvm_ffi",
+                            pass_configs=getattr(module, "PASS_CONFIGS", {}).get(name, {}))

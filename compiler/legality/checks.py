@@ -12,6 +12,8 @@ Rules (see docs/legality.md):
 * rounding-removed / rounding-added: a buffer in another dtype rounds
   exactly where the program does (every store rounds to its dtype):
   compiler/legality/rounding.py.
+* pipeline-overlap: a warp-specialised loop's first product of the next
+  iteration runs before its last group (compiler/legality/overlap.py).
 * reduction-grouping / segment-count: checked by rfactor
   (compiler/schedule/primitives/rfactor.py) with `check_grouping` below.
 """
@@ -32,6 +34,7 @@ from tdsl.compiler.errors import (
     ReductionIncomplete,
     ReductionOrder,
 )
+from tdsl.compiler.legality.overlap import check_overlap
 from tdsl.compiler.legality.rounding import check_buffer_rounding, element_of
 from tdsl.compiler.model.program import KernelModel, first_point
 from tdsl.compiler.schedule.tree import Buffer, Loop, Tree, statements_under
@@ -361,6 +364,8 @@ def check_invariants(model: KernelModel, deps: list[Dependence], tree: Tree, pri
     for loop in loops:
         if loop.bind:
             check_parallel(model, deps, tree, loop, primitive)
+        if loop.warp_specialize:
+            check_overlap(model, deps, tree, loop, primitive)  # compiler/legality/overlap.py: rule pipeline-overlap
     for buf in tree.buffers:
         if not any(buf.at is l for l in loops):
             from tdsl.compiler.errors import ScheduleError

@@ -61,9 +61,11 @@ from tdsl.compiler.lower.tileir import (
     TensorArg,
     TileKernel,
     TileProgram,
+    WarpSpecialized,
     walk_ops,
 )
 from tdsl.compiler.model.recurrences import self_reads
+from tdsl.compiler.legality.overlap import overlap_groups
 from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, global_tensors, kernel_of as kernel_index, launches,
                                         loop_walks_reduction, statements_under, walk_loops)
 
@@ -266,7 +268,8 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
                 loops.append(SerialLoop(self._var(loop, 0), start, stop, stages,
                                         self._lower_body(loop.body if body is None else body, context + [loop]),
                                         note, [_buffer_decl(b) for b in self.planned if b.at is loop],
-                                        barrier=bool(self._carried(loop))))
+                                        barrier=bool(self._carried(loop)),
+                                        warp_specialized=_warp_specialized(loop, part)))
         after = [self._acc_finish(s, context) for s in starts]
         return before + loops + after
 
@@ -312,6 +315,15 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _warp_specialized(loop: Loop, part: Optional[str]) -> Optional[WarpSpecialized]:
+    """The schedule's `pipeline(..., warp_specialize=true)`: both parts of a split loop carry it, so that the
+    arrangement walks them as one loop (the producer loads every block, the consumers take the rest's masks)."""
+    if not loop.warp_specialize:
+        return None
+    first, last = overlap_groups(loop)
+    return WarpSpecialized(loop.pipeline, tuple(first), tuple(last), part or "")
 
 
 def _loops(node: Node) -> list[Loop]:

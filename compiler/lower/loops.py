@@ -285,7 +285,9 @@ class KernelLoops:
     def _loop_note(self, loop: Loop, pipelined: bool = True) -> str:
         parts = [f"cache_{b.kind} {b.tensor} -> {b.scope}" for b in self.tree.buffers if b.at is loop]
         if loop.pipeline and pipelined:
-            parts.append(f"pipeline stages={loop.pipeline}")
+            parts.append(f"pipeline stages={loop.pipeline}" + (
+                " warp_specialize=true (TileLang's arrangement; the other backends run the loop pipelined)"
+                if loop.warp_specialize else ""))
         return f"loop {loop.name}" + (f": {'; '.join(parts)}" if parts else "")
 
     def _accumulation_loop(self, stmt_name: str, context: list[Loop]) -> Optional[Loop]:

@@ -22,6 +22,7 @@ from tdsl.compiler.lower.passes.storage import refuse_folded_storage
 from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow
 from tdsl.compiler.lower.passes.tma import mark_descriptors
+from tdsl.compiler.lower.passes.warp_specialize import check_warp_specialized, plain_pipelines
 from tdsl.compiler.lower.passes.ascend910b import assign_cross_core, split_vector_rows, widen_narrow_tiles
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
 from tdsl.compiler.lower.build import lower
@@ -53,13 +54,18 @@ TARGET_PASSES = {
     "triton": (
         mark_descriptors,  # operand loads and tile stores a TMA descriptor can make (Load.box, store_box)
         refuse_persistent_overflow,  # a persistent kernel's stored tiles beside its operands in shared memory
+        plain_pipelines,  # a warp-specialised loop runs pipelined (the arrangement is TileLang's)
     ),
-    "tilelang": (),
+    "tilelang": (
+        check_warp_specialized,  # a warp-specialised loop has the form its arrangement needs, or is refused
+    ),
     "ascend-950": (
+        plain_pipelines,
         refuse_folded_storage,
         refuse_recurrences,  # a recurrence's elements would pass between the MTE3 and MTE2 pipes unordered
     ),
     "ascend-910b": (
+        plain_pipelines,
         refuse_folded_storage,
         refuse_cube_recurrences,  # values through memory are ordered on the vector cores (T.barrier_all)
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3

@@ -319,6 +319,20 @@ class AccFinish(_Value):
 
 
 @dataclass(frozen=True)
+class WarpSpecialized(_Value):
+    """`pipeline(L, stages=S, warp_specialize=true)`: a producer warp group copies the loop's product operands into
+    a ring of `stages` slots, and the consumers issue the product of `first` for iteration k+1 before the ops of
+    `last` for iteration k and wait for it after (compiler/legality/overlap.py: the statements of the loop body's
+    first and last node).  TileLang (NVIDIA) prints it (backends/tilelang/warp_specialized.py), after
+    compiler/lower/passes/warp_specialize.py checked its form; the other backends run a plain pipelined loop."""
+
+    stages: int  # slots of the ring
+    first: tuple  # the statements whose product is issued one iteration ahead
+    last: tuple  # the statements of the last group (the accumulating product and its rescaling)
+    part: str = ""  # "full" / "rest": a part of a loop split at its masked iterations; the arrangement walks both
+
+
+@dataclass(frozen=True)
 class SerialLoop(_Value):
     var: str
     lower: Expr
@@ -331,6 +345,7 @@ class SerialLoop(_Value):
     # block: the threads of a program store them, later iterations load them): every thread of the program waits
     # at the end of each iteration
     barrier: bool = False
+    warp_specialized: Optional[WarpSpecialized] = None  # the schedule asks for the warp-specialised arrangement
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,12 @@ def buffer_text(b) -> str:
     return f"buffer {b.kind} {b.tensor}: {b.scope} {b.dtype}[{', '.join(map(str, b.shape))}]{stages}{at}"
 
 
+def warp_specialized_text(ws) -> str:
+    part = f" ({ws.part} part)" if ws.part else ""
+    return (f"warp-specialised{part}: {ws.stages}-slot ring; {', '.join(ws.first)} of the next iteration issued "
+            f"before {', '.join(ws.last)}")
+
+
 def staged_text(st) -> str:
     stages = f" x{st.stages}" if st.stages > 1 else ""
     where = f" in each {st.loop}" if st.loop else " once"
@@ -99,6 +105,8 @@ def _ops(ops, depth: int) -> list[str]:
         if isinstance(op, SerialLoop):
             stages = f" stages={op.stages}" if op.stages else ""
             lines.append(f"{pad}for {op.var} in [{expr_text(op.lower)}, {expr_text(op.upper)}){stages}  # {op.note}")
+            if op.warp_specialized is not None:
+                lines.append(f"{pad}{_INDENT}{warp_specialized_text(op.warp_specialized)}")
             for buf in op.buffers:
                 lines.append(f"{pad}{_INDENT}{buffer_text(buf)}")
             lines.extend(_ops(op.body, depth + 1))

@@ -38,6 +38,9 @@ class Loop:
     host: bool = False  # run by the launcher on the host: each iteration launches the kernels of its body (`host`)
     group: Optional[int] = None  # launch order of the kernel's programs: grid.x in groups of this many (`launch`)
     persistent: bool = False  # one program per multiprocessor walks the kernel's tiles (`launch persistent=true`)
+    # a pipelined loop run by a producer warp group and consumers that issue the first product of the next
+    # iteration before the last group of this one (`pipeline(..., warp_specialize=true)`; TileLang only)
+    warp_specialize: bool = False
 
     @property
     def n_dims(self) -> int:
@@ -79,7 +82,8 @@ class Tree:
             if isinstance(node, Leaf):
                 return Leaf(node.stmt)
             new = Loop(node.name, {s: list(d) for s, d in node.exprs.items()}, [dup(c) for c in node.body],
-                       node.kind, node.pipeline, node.bind, node.warps, node.host, node.group, node.persistent)
+                       node.kind, node.pipeline, node.bind, node.warps, node.host, node.group, node.persistent,
+                       node.warp_specialize)
             memo[id(node)] = new
             return new
 

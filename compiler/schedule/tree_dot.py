@@ -142,6 +142,7 @@ class _TreeDrawing:
         notes = [f"grid.{loop.bind}"] if loop.bind else []
         notes += ["host"] if loop.host else []
         notes += [f"pipeline {loop.pipeline} stages"] if loop.pipeline else []
+        notes += ["warp-specialised"] if loop.warp_specialize else []
         return f"{loop.name}: {extent} values, {loop.kind}" + "".join(f", {n}" for n in notes)
 
     def _buffers(self, band: str, loop: Loop) -> None:

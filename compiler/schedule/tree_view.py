@@ -121,7 +121,7 @@ def loop_marks(loop: Loop) -> list[str]:
     if loop.host:
         marks.append(f"host {loop.name} (the launcher's loop: each iteration launches the kernels below)")
     if loop.pipeline:
-        marks.append(f"pipeline {loop.name} stages={loop.pipeline}")
+        marks.append(f"pipeline {loop.name} stages={loop.pipeline}" + (" warp_specialize" if loop.warp_specialize else ""))
     if loop.group:
         marks.append(f"launch group={loop.group} (programs start in groups of {loop.group} along grid.x)")
     if loop.persistent:

@@ -60,7 +60,7 @@ USAGE = {
     "cache_write": "cache_write(TENSOR, SCOPE, at=STMT.LOOP[, dtype=DTYPE])",
     "fold_storage": "fold_storage(TENSOR, ITER, PLANES)",
     "store_in": "store_in(TENSOR, TENSOR)",
-    "pipeline": "pipeline(STMT.LOOP, stages=N)",
+    "pipeline": "pipeline(STMT.LOOP, stages=N[, warp_specialize=true])",
     "bind": "bind(STMT.LOOP, grid.x)",
     "launch": "launch(STMT, warps=N[, group=N][, persistent=true])",
     "host": "host(STMT.LOOP)",
@@ -86,7 +86,7 @@ SIGNATURES = {
     "cache_write": "(self, tensor, scope, at=None, dtype=None)",
     "fold_storage": "(self, tensor, dim, planes)",
     "store_in": "(self, output, array)",
-    "pipeline": "(self, loop, stages=2)",
+    "pipeline": "(self, loop, stages=2, warp_specialize=False)",
     "bind": "(self, loop, axis)",
     "launch": "(self, stmt, warps=4, group=1, persistent=False)",
     "host": "(self, loop)",
@@ -99,7 +99,7 @@ KEYWORDS = {
     "split": {"factor"}, "tile": set(), "reorder": set(), "fuse": set(), "distribute": set(), "skew": {"by", "factor"},
     "shift": {"offset"}, "reverse": set(), "compute_at": {"at"}, "recompute_at": {"at"},
     "reverse_compute_at": {"at"}, "compute_inline": {"round"}, "cache_read": {"at", "scope", "dtype"},
-    "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "store_in": set(), "pipeline": {"stages"}, "bind": {"axis"}, "launch": {"warps", "group", "persistent"},
+    "cache_write": {"at", "scope", "dtype"}, "fold_storage": {"planes"}, "store_in": set(), "pipeline": {"stages", "warp_specialize"}, "bind": {"axis"}, "launch": {"warps", "group", "persistent"},
     "host": set(), "rfactor": {"segments", "dtype"}, "online": set(),
 }
 MAKE_LOOPS = {"split", "tile", "fuse", "skew"}

@@ -54,6 +54,7 @@ def _fuse_nested(state: State, outer: Loop, inner: Loop, name) -> str:
     outer.name = new_name
     outer.kind = "tile" if "tile" in (outer.kind, inner.kind) else outer.kind
     outer.pipeline = outer.pipeline or inner.pipeline
+    outer.warp_specialize = outer.warp_specialize or inner.warp_specialize  # re-checked (and refused: 2 dims)
     for buf in state.tree.buffers:
         if buf.at is inner:
             buf.at = outer

@@ -122,6 +122,78 @@ def test_flash_attention_with_too_few_rows_per_warp_multiplies_on_the_vector_uni
     assert _flash("mha", {"B": 1, "H": 1, "L": 200}, "flash_m64_w4", block=(64, 64), warps=4).count("T.gemm(") == 4
 
 
+def _flash_ws(example: str, sizes: dict, edit=None) -> str:
+    """The TileLang module of an example's flash_ws schedule (pipeline warp_specialize=true) at `sizes`; `edit`
+    rewrites the schedule's text first (a variant the backend refuses)."""
+    text = (EXAMPLES / f"{example}.tdsl").read_text()
+    if edit is not None:
+        body = re.search(r"schedule flash_ws \{\n(.*?)\n\}", text, re.S).group(1)
+        text += f"\nschedule variant {{\n{edit(body)}\n}}\n"
+    return generate(loads(text, filename=f"{example}.tdsl", sizes=sizes), "variant" if edit else "flash_ws",
+                    target="nvidia", backend="tilelang")
+
+
+@pytest.mark.parametrize("length", [4096, 1000], ids=["aligned", "ragged"])
+@pytest.mark.parametrize("example", ["mha", "mha_causal"])
+def test_warp_specialized_flash_attention_lowers_for_sm90a(example, length, tmp_path):
+    """FlashAttention-3's arrangement (backends/tilelang/warp_specialized.py): a producer warp group loading Q once
+    and K, V into a 2-slot ring through TMA, two consumer warp groups issuing QKᵀ of block ko before P·V of block
+    ko - 1 and waiting for QKᵀ only; compiled without TileLang's automatic __syncthreads between the roles.  A key
+    loop split at its masked blocks (causal: the diagonal; ragged: the partial last block) is one loop for the
+    producer, and the consumers take the masked forms under `if ko < split`."""
+    text = _flash_ws(example, {"B": 2, "H": 2, "L": length})
+    for line in ("with T.Kernel(", "threads=384) as (bx, by):", "with T.ws(2):", "T.dec_max_nreg(24)",
+                 "with T.ws(0, 1):", "T.inc_max_nreg(240)",
+                 'K_ring = T.alloc_shared((2, 128, 128), "bfloat16")', "T.alloc_barrier(arrive_count=[256, 256])",
+                 "T.tma_copy(Q[bh_0, bh_1, (128 * qo):(128 * qo) + 128, 0:128], Q_ws, barrier=Q_full)",
+                 "T.barrier_wait(K_empty[ko % 2], (ko // 2) % 2 ^ 1)",
+                 "T.wgmma_gemm(Q_ws, K_ring[ko % 2, :, :], acc_S, transpose_B=True, "
+                 "policy=T.GemmWarpPolicy.FullRow, clear_accum=True)",
+                 "T.wgmma_gemm(P_f_2, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)",
+                 "T.wait_wgmma(1)", "T.barrier_arrive(V_empty[(ko - 1) % 2])",
+                 "PASS_CONFIGS = {'" + f"{example}_0': {{'tl.disable_thread_storage_sync': True}}}}",
+                 "pass_configs=PASS_CONFIGS.get(name, {})"):
+        assert line in text, line
+    assert "T.Pipelined(" not in text and "T.copy(K[" not in text and "T.sync_threads()" not in text
+    split = length % 128 or example == "mha_causal"
+    assert ("if ko < " in text) == bool(split)  # the masked forms of the split loop's rest
+    module = load_module(text, tmp_path / f"{example}_{length}.py")
+    src = lower_module(module, "sm_90a")[f"{example}_0"]
+    assert "wait_wgmma<1>" in src and "tma_load" in src and src.count("__syncthreads") == 1  # after barrier init
+
+
+def test_warp_specialized_kernels_elsewhere_run_the_pipelined_loop():
+    """Triton prints the flash kernel with its key loop pipelined over the stages; the loop's comment says that
+    the arrangement is TileLang's."""
+    prog = load(EXAMPLES / "mha.tdsl", sizes={"L": 4096})
+    text = generate(prog, "flash_ws", target="nvidia", backend="triton")
+    assert "num_stages=2" in text and "warp_specialize=true (TileLang's arrangement" in text
+
+
+@pytest.mark.parametrize("edit,refusal", [
+    (lambda s: s.replace("warps=8", "warps=16"), "the kernel runs 16 warps; launch it with warps=4 or warps=8"),
+    (lambda s: s.replace("split(l.i, 128)", "split(l.i, 64)"), "the product of S is not on the tensor cores"),
+    (lambda s: s.replace("stages=2", "stages=4"), "need 294,912 B of shared memory"),
+], ids=["warps", "rows", "stages"])
+def test_warp_specialized_loops_of_another_form_are_refused(edit, refusal):
+    with pytest.raises(BackendError, match=re.escape(refusal)):
+        _flash_ws("mha", {"B": 2, "H": 2, "L": 4096}, edit)
+
+
+def test_warp_specialized_loop_with_tiles_too_small_for_the_tensor_cores_is_refused():
+    """At L = 30 every tile shrinks to 32 rows, and the products go to the exact FMA path: no arrangement."""
+    with pytest.raises(BackendError, match=r"loop ko is warp-specialised \(pipeline\(\.\.\., warp_specialize=true\)\) "
+                                           r"but the product of S is not on the tensor cores"):
+        _flash_ws("mha", {"B": 1, "H": 2, "L": 30})
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME"), reason="no nvcc here")
+def test_warp_specialized_causal_kernel_compiles_to_a_cubin_with_nvcc(tmp_path):
+    module = load_module(_flash_ws("mha_causal", {"B": 1, "H": 2, "L": 1000}), tmp_path / "ws.py")
+    kernel = compile_cubin(module, "mha_causal_0")
+    assert "mha_causal_0_kernel" in kernel.get_kernel_source()
+
+
 def test_launcher_checks_its_arguments_before_compiling(modules):
     import torch
 
