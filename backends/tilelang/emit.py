@@ -140,6 +140,11 @@ def region_indices(load: T.Load, tile: T.Tile, names: dict) -> list[str]:
     """The subscripts of `operand_region`."""
     if len(load.indices) == 2:
         return [axis_start(x, tile, names) for x in load.indices]
+    return box_indices(load, tile, names)
+
+
+def box_indices(load: T.Load, tile: T.Tile, names: dict) -> list[str]:
+    """An operand's box in its tensor: a slice along each tile axis, a batch index at its one value."""
     size = {a.iter: a.size for a in tile.axes}
     parts = []
     for x in load.indices:

@@ -388,16 +388,6 @@ class WarpSpecializedBody:
     def _region(self, load: T.Load, tile: T.Tile, names: dict) -> str:
         """The operand's box in its tensor as TMA copies it: a slice along each tile axis, a batch index at its one
         value (TMA fills zeros where the box leaves the tensor: the pass allows only bounds as masks)."""
-        from tdsl.backends.tilelang.emit import axis_start, index_code
+        from tdsl.backends.tilelang.emit import box_indices
 
-        size = {a.iter: a.size for a in tile.axes}
-        parts = []
-        for x in load.indices:
-            if isinstance(x, T.Var) and x.name in size:
-                start = axis_start(x, tile, names)
-                parts.append(f"{start}:{start} + {size[x.name]}" if start != "0" else f"0:{size[x.name]}")
-            elif isinstance(x, T.Var) and x.name in tile.scalars:
-                parts.append(index_code(simplify(tile.scalars[x.name]), names))
-            else:
-                raise InternalError(f"operand index {x} is neither a tile axis nor fixed in the tile")
-        return f"{self.p.tensor(load.tensor)}[{', '.join(parts)}]"
+        return f"{self.p.tensor(load.tensor)}[{', '.join(box_indices(load, tile, names))}]"
