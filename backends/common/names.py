@@ -50,7 +50,7 @@ MODULE_LEVEL = frozenset({
     "_f8e4m3_bits", "_from_f8e4m3_bits", "_store_f8e4m3", "_widen_f8e4m3",
     "libdevice",
     "_TORCH_DTYPES", "_check", "KERNELS", "_COMPILED", "_kernel", "compile_kernels", "E4M3_BYTES", "RENAMED",
-    "IN_PLACE", "launches", "_programs",
+    "IN_PLACE", "launches", "_programs", "PASS_CONFIGS", "CUDA_SOURCE",
 })
 # A Triton kernel's parameters share one namespace with its launch keywords (every option of CUDAOptions,
 # `grid`, `warmup`, the `INTERPRET` constexpr of these modules) and with the locals of the argument binder

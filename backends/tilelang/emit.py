@@ -69,19 +69,28 @@ FUNCTIONS = {  # the primitives of compiler/model/functions.py in TileLang
 # On NVIDIA, exp is CUDA's __expf (ex2.approx of x·log2 e, a few ulp), as Triton's tl.exp is: T.exp would be
 # the libm expf (without --use_fast_math, which tdsl does not pass: it would also make `/` approximate); and
 # fast_inverse is rcp.approx.ftz.f32 (1 ulp, subnormals flushed), as the program declares it may be.
-# exp2 is CUDA's exp2f, one ex2.approx.f32 (2 ulp); fma is __fmaf_rn, fma.rn.f32.
+# exp2 is ex2.approx.ftz.f32 (2 ulp, subnormal results flushed to 0), the instruction __expf ends in; CUDA's exp2f
+# wraps it in a test and two multiplications for subnormal results, which cost 3-9 % of the flash kernel on the
+# H200 (benchmarks/RESULTS.md).  TileLang has no spelling for it: a kernel that uses it imports the one-line CUDA
+# function of CUDA_HELPERS.  fma is __fmaf_rn, fma.rn.f32.
 NVIDIA_ONLY = {"exp2": "the Ascend vector unit's API has Exp and Ln but no exp2",
                "fma": "the Ascend vector unit's API has no fused multiply-add rounded once"}
-NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})", "fast_inverse": "T.fast_rcp({0})", "exp2": "T.exp2({0})",
-                    "fma": "T.ieee_fmaf({0}, {1}, {2})"}
+NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})", "fast_inverse": "T.fast_rcp({0})",
+                    "exp2": 'T.call_extern("float32", "tdsl_ex2", {0})', "fma": "T.ieee_fmaf({0}, {1}, {2})"}
+CUDA_HELPERS = {  # function -> the CUDA source its NVIDIA spelling calls
+    "exp2": 'extern "C" __device__ __forceinline__ float tdsl_ex2(float x) '
+            '{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }',
+}
 
 
 def emit_module(program: T.TileProgram, **common) -> str:
     """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [KernelPrinter(program, k, names).render() for k in program.kernels]
+    helpers = sorted({f for k in kernels for f in k["helpers"]})
     return module_text(TEMPLATES, program, names, kernels, **common, dynamic=dynamic_sizes(program, names),
                        pass_configs=pass_configs(program) or "",
+                       cuda_source=repr("\n".join(CUDA_HELPERS[f] for f in helpers) + "\n") if helpers else "",
                        **launcher_fields(program, names, launcher(program, names)))
 
 
@@ -211,6 +220,7 @@ class KernelPrinter(TileLangDialect):
     preloads: dict = field(default_factory=dict)  # Preload name -> its buffer
     uses: dict = field(default_factory=dict)  # buffers taken in the loop being printed: spec -> count
     siblings: dict = field(default_factory=dict)  # (loop variables, spec, n) -> buffer
+    helpers: set = field(default_factory=set)  # the functions of CUDA_HELPERS the kernel calls
 
     # dialect hooks (Ascend-950 overrides these)
     module_T = "tilelang.language"
@@ -233,8 +243,10 @@ class KernelPrinter(TileLangDialect):
             for op in k.body:
                 self._op(op)
         head = self._views() + self.head_lines
+        imports = [f"T.import_source(CUDA_SOURCE)  # {', '.join(sorted(self.helpers))}"] if self.helpers else []
         return {"name": self.names.kernel(k.name), "key": k.name, "params": self._params(), "head": head,
-                "allocs": self.allocs, "lines": self.lines, "comment": k.comment, "footprint": dict(self.footprint)}
+                "allocs": imports + self.allocs, "lines": self.lines, "comment": k.comment,
+                "footprint": dict(self.footprint), "helpers": sorted(self.helpers)}
 
     def _views(self) -> list[str]:
         """An output stored in an input (`store_in`) is a view of the input's array: TVM compiles every pointer
@@ -549,8 +561,9 @@ class KernelPrinter(TileLangDialect):
         value = self.values.get(load.reg.stmt)
         if value is None:
             raise InternalError(f"{load.reg.stmt} is read before it is computed")
-        buf = self.loop_buffer(f"{load.reg.stmt}_{st.scope[0]}", list(st.shape), st.dtype, st.scope,
-                         f"{load.reg.stmt} in {st.dtype}, as the product reads it")
+        held = f"{load.rounds} = {load.reg.stmt}" if load.rounds else load.reg.stmt
+        buf = self.loop_buffer(f"{load.rounds or load.reg.stmt}_{st.scope[0]}", list(st.shape), st.dtype, st.scope,
+                               f"{held} in {st.dtype}, as the product reads it")
         lanes = self.lane_list(len(st.shape))
         _, names = self.lanes(op.tile)
         for lane, p in zip(lanes, load.reg.axes):  # the operand's lanes run along the producer's tile axes
@@ -802,6 +815,8 @@ class KernelPrinter(TileLangDialect):
             if e.func not in self.functions:
                 raise BackendError(f"{e.func}() has no spelling in this printer ({NVIDIA_ONLY.get(e.func, '')}); "
                                    f"write the program without it for this target")
+            if e.func in CUDA_HELPERS:
+                self.helpers.add(e.func)
             return call_code(self.functions, e.func, [v(a) for a in e.args])
         if isinstance(e, T.Round):
             return self.round(e.dtype, v(e.operand))

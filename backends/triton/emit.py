@@ -372,8 +372,9 @@ class _KernelPrinter(PrinterBase):
         return name
 
     def _register_operand(self, operand: T.RegOperand, frame: Frame, dtype: str) -> str:
-        """A product operand held in registers (already rounded to `dtype`), 0 outside the reduction; in its
-        storage type for the tensor cores (exact), in f32 under the interpreter like the loaded operands."""
+        """A product operand held in registers (already rounded to `dtype`, or rounded to it here when it stands
+        for a rounding of the tile: `RegOperand.rounds`), 0 outside the reduction; in its storage type for the
+        tensor cores (exact), in f32 under the interpreter like the loaded operands."""
         name = self.fresh(f"t_{operand.reg.stmt}_")
         value = self.value_name(operand.reg.stmt)
         if operand.mask is not None:
@@ -382,6 +383,9 @@ class _KernelPrinter(PrinterBase):
         if dtype != "f32":
             self.emit("if not INTERPRET:")
             self.emit(f"    {name} = {name}.to({TL_DTYPES[dtype]})")
+            if operand.rounds:  # the tile P = dtype(E) would hold: under the interpreter rounded here, in f32
+                self.emit("else:")
+                self.emit(f"    {name} = {self._round(dtype, name)}")
         return name
 
     # ------------------------------------------------------------ values (f32)

@@ -17,6 +17,7 @@ from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
 from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
+from tdsl.compiler.lower.passes.rounded_operands import read_rounded_sources
 from tdsl.compiler.lower.passes.recurrence import refuse_cube_recurrences, refuse_recurrences
 from tdsl.compiler.lower.passes.storage import refuse_folded_storage
 from tdsl.compiler.lower.passes.store_masks import mark_unclipped
@@ -40,9 +41,11 @@ BACKENDS = {
 OPERAND_PASSES = {
     "triton": (
         hoist_invariant_operands,  # a product operand the same in every iteration of a loop is loaded before it
+        read_rounded_sources,  # an operand that only rounds a register tile to the operand dtype reads that tile
     ),
     "tilelang": (
         hoist_invariant_operands,
+        read_rounded_sources,
     ),
     "ascend-950": (
         hoist_invariant_operands,

@@ -120,6 +120,9 @@ class RegOperand:
     reg: Reg
     mask: Optional["Expr"]
     mask_is_bounds: bool = False  # never a copy of memory
+    # the statement the operand stands for when `reg` is the tile it rounds to the operand dtype (P = bf16(E): the
+    # product reads E, converted once; compiler/lower/passes/rounded_operands.py); "": `reg` itself
+    rounds: str = ""
 
 
 @dataclass(frozen=True)

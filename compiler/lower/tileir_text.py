@@ -199,7 +199,8 @@ def expr_text(e) -> str:
         return f"reference {e.stmt}{list(e.axes)}"
     if isinstance(e, RegOperand):
         mask = "" if e.mask is None else f" if {expr_text(e.mask)} else 0.0"
-        return f"{expr_text(e.reg)}{mask}"
+        rounds = f" (= {e.rounds})" if e.rounds else ""
+        return f"{expr_text(e.reg)}{rounds}{mask}"
     if isinstance(e, Call):
         return f"{e.func}({', '.join(expr_text(a) for a in e.args)})"
     if isinstance(e, Round):

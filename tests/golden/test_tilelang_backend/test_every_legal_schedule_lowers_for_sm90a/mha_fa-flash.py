@@ -50,9 +50,8 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
         v_E = T.alloc_fragment((128, 128), "float32")  # E, rounded to f32
         alpha_l_2 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
         p_l = T.alloc_fragment((128, 128), "float32")  # l: one tile's terms
-        v_P = T.alloc_fragment((128, 128), "float32")  # P, rounded to bf16
         alpha_U_3 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
-        P_f_4 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
+        P_f_4 = T.alloc_fragment((128, 128), "bfloat16")  # P = E in bf16, as the product reads it
         V_s_5 = T.alloc_shared((128, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
@@ -101,9 +100,6 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
             for l0, l1 in T.Parallel(128, 128):
                 p_l[l0, l1] = v_E[l0, l1]
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
-            # P[b, h, i, j]: bf16 = E[b, h, i, j] [tile i:128 x j:128]
-            for l0, l1 in T.Parallel(128, 128):
-                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", v_E[l0, l1]))
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
                 alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
@@ -113,7 +109,7 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:128 x c:128 x j:128] by matrix product
             for l0, l1 in T.Parallel(128, 128):
-                P_f_4[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                P_f_4[l0, l1] = T.Cast("bfloat16", v_E[l0, l1])
             T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_5)
             T.gemm(P_f_4, V_s_5, acc_U, policy=T.GemmWarpPolicy.FullRow)
         # m: the reduction is complete; round to f32 as the store would (kept on chip)

@@ -56,8 +56,7 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
         v_E = T.alloc_fragment((128, 128), "float32")  # E, rounded to f32
         alpha_l_1 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
         p_l = T.alloc_fragment((128, 128), "float32")  # l: one tile's terms
-        v_P = T.alloc_fragment((128, 128), "float32")  # P, rounded to bf16
-        P_f_2 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
+        P_f_2 = T.alloc_fragment((128, 128), "bfloat16")  # P = E in bf16, as the product reads it
         alpha_U_3 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
@@ -116,12 +115,9 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
             for l0, l1 in T.Parallel(128, 128):
                 p_l[l0, l1] = v_E[l0, l1]
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
-            # P[b, h, i, j]: bf16 = E[b, h, i, j] [tile i:128 x j:128]
-            for l0, l1 in T.Parallel(128, 128):
-                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", v_E[l0, l1]))
             # P of this block in bf16, for U's product in the next iteration
             for l0, l1 in T.Parallel(128, 128):
-                P_f_2[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                P_f_2[l0, l1] = T.Cast("bfloat16", v_E[l0, l1])
             for ko in T.serial(1, 32):
                 # S of block ko runs on the tensor cores while U of block ko - 1 is issued
                 # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32: block ko, issued (the accumulator cleared by the product)
@@ -158,14 +154,11 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
                 for l0, l1 in T.Parallel(128, 128):
                     p_l[l0, l1] = v_E[l0, l1]
                 T.reduce_sum(p_l, acc_l, dim=1, clear=False)
-                # P[b, h, i, j]: bf16 = E[b, h, i, j] [tile i:128 x j:128]
-                for l0, l1 in T.Parallel(128, 128):
-                    v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", v_E[l0, l1]))
                 T.wait_wgmma(0)
                 T.barrier_arrive(V_empty[(ko - 1) % 2])
                 # P of this block in bf16, for U's product in the next iteration
                 for l0, l1 in T.Parallel(128, 128):
-                    P_f_2[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                    P_f_2[l0, l1] = T.Cast("bfloat16", v_E[l0, l1])
             # U of the last block
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):

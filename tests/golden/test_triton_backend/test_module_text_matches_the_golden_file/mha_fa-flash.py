@@ -201,12 +201,6 @@ def mha_fa_0(Q, K, V, O, INTERPRET: tl.constexpr):
         lp_i = (128 * qo) + tl.arange(0, 128)
         lp_j = (128 * ko) + tl.arange(0, 128)
         acc_l = acc_l + tl.sum(v_E, axis=1)
-        # P[b, h, i, j]: bf16 = E[b, h, i, j] [tile i:128 x j:128]
-        P_b = bh_0
-        P_h = bh_1
-        P_i = (128 * qo) + tl.arange(0, 128)
-        P_j = (128 * ko) + tl.arange(0, 128)
-        v_P = _round_bf16(v_E, INTERPRET)
         # U follows the running maximum m: rescale what it holds to the current one
         alpha_U_3 = tl.where((ref_U)[:, None] == (acc_m)[:, None], 1.0, tl.exp((((ref_U)[:, None] - (acc_m)[:, None]) * 0.08838834764831845)))
         acc_U = acc_U * alpha_U_3
@@ -217,13 +211,15 @@ def mha_fa_0(Q, K, V, O, INTERPRET: tl.constexpr):
         Up_i = (128 * qo) + tl.arange(0, 128)
         Up_c = 0 + tl.arange(0, 128)
         Up_j = (128 * ko) + tl.arange(0, 128)
-        t_P_4 = v_P
+        t_E_4 = v_E
         if not INTERPRET:
-            t_P_4 = t_P_4.to(tl.bfloat16)
+            t_E_4 = t_E_4.to(tl.bfloat16)
+        else:
+            t_E_4 = _round_bf16(t_E_4, INTERPRET)
         t_V_5 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
             t_V_5 = t_V_5.to(tl.float32)
-        acc_U = tl.dot(t_P_4, t_V_5, acc_U)
+        acc_U = tl.dot(t_E_4, t_V_5, acc_U)
     # m: the reduction is complete; round to f32 as the store would (kept in registers)
     v_m = acc_m
     # l: the reduction is complete; round to f32 as the store would (kept in registers)

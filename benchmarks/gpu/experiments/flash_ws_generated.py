@@ -1,0 +1,115 @@
+"""Experiment: which differences between the generated flash_ws kernel and the hand-written one (flash_ws.py) cost
+the time?  Each variant is the generated TileLang module of examples/mha_fa_exp2.tdsl's flash_ws schedule (and
+its causal twin, built by attention_mha.py) with one more textual edit, applied in this order:
+
+    gen      -- as generated
+    ex2      -- exp2 as ex2.approx.ftz.f32 (the spelling of __expf's exponential) instead of CUDA's exp2f, whose
+                subnormal handling adds a compare and two multiplies per element
+    p        -- + P's bf16 fragment written from E directly (no f32 copy of the rounded value in between)
+    red      -- + the row max and row sum read S and E themselves (no copies into p_m, p_l)
+
+Each variant is checked against the float64 reference (poisoned output) before it is timed beside SDPA.
+
+    .venv/bin/python benchmarks/gpu/attention_mha.py build          # here, first
+    .venv/bin/python benchmarks/gpu/experiments/flash_ws_generated.py build
+    PYTHONPATH=... python3 benchmarks/gpu/experiments/flash_ws_generated.py run --out $OUT/ws_generated.json
+"""
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+GPU = HERE.parent
+OUT = GPU / "generated" / "experiments"
+SHAPES = [(1, 1, 8192), (8, 32, 4096), (2, 32, 16384)]
+EX2 = ('extern "C" __device__ __forceinline__ float tdsl_ex2(float x) '
+       '{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }\n')
+
+
+def ex2(text: str) -> str:
+    text = text.replace("T.exp2(", 'T.call_extern("float32", "tdsl_ex2", ')
+    return re.sub(r"^(\s*)(with T\.ws\(2\):)", lambda m: f"{m[1]}T.import_source({EX2!r})\n{m[1]}{m[2]}", text,
+                  count=1, flags=re.M)
+
+
+def p_direct(text: str) -> str:
+    text = re.sub(r"^\s*for l0, l1 in T\.Parallel\(128, 128\):\n\s*v_P\[l0, l1\] = .*\n", "", text, flags=re.M)
+    return text.replace("v_P[l0, l1]", "v_E[l0, l1]")
+
+
+def reduce_in_place(text: str) -> str:
+    for part, src, op in (("p_m", "acc_S", "reduce_max"), ("p_l", "v_E", "reduce_sum")):
+        text = re.sub(rf"^\s*for l0, l1 in T\.Parallel\(128, 128\):\n\s*{part}\[l0, l1\] = {src}\[l0, l1\]\n"
+                      rf"(\s*)T\.{op}\({part},", rf"\1T.{op}({src},", text, flags=re.M)
+    return text
+
+
+VARIANTS = {"gen": [], "ex2": [ex2], "p": [ex2, p_direct], "red": [ex2, p_direct, reduce_in_place]}
+
+
+def name(example, b, h, length, variant):
+    return f"{example}__b{b}h{h}l{length}__ws_{variant}"
+
+
+def build():
+    OUT.mkdir(parents=True, exist_ok=True)
+    for example in ("mha_fa_exp2", "mha_causal_fa_exp2"):
+        for b, h, length in [(2, 3, 1000)] + SHAPES:
+            src = (GPU / "generated" / "tilelang" / f"{example}__b{b}h{h}l{length}__flash_ws.py").read_text()
+            for variant, edits in VARIANTS.items():
+                text = src
+                for edit in edits:
+                    new = edit(text)
+                    assert new != text, (variant, edit.__name__, example)
+                    text = new
+                (OUT / f"{name(example, b, h, length, variant)}.py").write_text(text)
+    print("built", len(list(OUT.glob("*.py"))), "modules in", OUT)
+
+
+def run(out_path):
+    import torch
+    import torch.nn.functional as F
+
+    sys.path.insert(0, str(GPU))
+    from attention_mha import SCALE, check_heads  # noqa: E402
+    from run import bench, check, poisoned  # noqa: E402
+    from run_tilelang import module  # noqa: E402
+
+    rows = []
+    for b, h, length in [(2, 3, 1000)] + SHAPES:
+        timed = (b, h, length) in SHAPES
+        for example, causal in (("mha_fa_exp2", False), ("mha_causal_fa_exp2", True)):
+            torch.manual_seed(1)
+            q, k, v = (torch.randn(b, h, length, 128, device="cuda").to(torch.bfloat16) for _ in range(3))
+            flops = 4 * b * h * length * length * 128 * (0.5 if causal else 1.0)
+            sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)  # noqa: E731
+            t_sdpa = bench(sdpa) if timed else None
+            for variant in VARIANTS:
+                row = {"example": example, "variant": variant, "B": b, "H": h, "L": length}
+                out = poisoned((b, h, length, 128), torch.bfloat16)
+                try:
+                    launch = getattr(module(OUT / f"{name(example, b, h, length, variant)}.py"), example)
+                    launch(q, k, v, O=out)
+                    torch.cuda.synchronize()
+                except Exception as err:  # noqa: BLE001
+                    row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                    continue
+                row.update(check_heads(example.replace("_fa_exp2", ""), out, q, k, v, causal, check))
+                if timed:
+                    t = bench(lambda: launch(q, k, v, O=out))
+                    row.update(us=t, sdpa_us=t_sdpa, tflops=flops / t / 1e6, vs_sdpa=t_sdpa / t)
+                rows.append(row)
+                print(json.dumps({k_: row[k_] for k_ in row if k_ != "detail"}), flush=True)
+    Path(out_path).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("step", choices=["build", "run"])
+    ap.add_argument("--out", default="ws_generated.json")
+    args = ap.parse_args()
+    build() if args.step == "build" else run(args.out)
