@@ -11,7 +11,7 @@ its causal twin, built by attention_mha.py) with one more textual edit, applied 
 Each variant is checked against the float64 reference (poisoned output) before it is timed beside SDPA.
 
     .venv/bin/python benchmarks/gpu/attention_mha.py build          # here, first
-    .venv/bin/python benchmarks/gpu/experiments/flash_ws_generated.py build
+    .venv/bin/python benchmarks/gpu/experiments/flash_ws_generated.py build [--tree]
     PYTHONPATH=... python3 benchmarks/gpu/experiments/flash_ws_generated.py run --out $OUT/ws_generated.json
 """
 import argparse
@@ -47,13 +47,16 @@ def reduce_in_place(text: str) -> str:
 
 
 VARIANTS = {"gen": [], "ex2": [ex2], "p": [ex2, p_direct], "red": [ex2, p_direct, reduce_in_place]}
+# `build --tree`: the variant "tree" is the module this tree's printer generates (the others edit the modules
+# attention_mha.py built, "gen"), for comparing a printer change with the modules before it in one run
+TREE = "tree"
 
 
 def name(example, b, h, length, variant):
     return f"{example}__b{b}h{h}l{length}__ws_{variant}"
 
 
-def build():
+def build(tree: bool = False):
     OUT.mkdir(parents=True, exist_ok=True)
     for example in ("mha_fa_exp2", "mha_causal_fa_exp2"):
         for b, h, length in [(2, 3, 1000)] + SHAPES:
@@ -62,13 +65,35 @@ def build():
                 text = src
                 for edit in edits:
                     new = edit(text)
-                    assert new != text, (variant, edit.__name__, example)
+                    if new == text:  # the printer does this already (a module of a later tree)
+                        break
                     text = new
-                (OUT / f"{name(example, b, h, length, variant)}.py").write_text(text)
+                else:
+                    (OUT / f"{name(example, b, h, length, variant)}.py").write_text(text)
+            if tree:
+                (OUT / f"{name(example, b, h, length, TREE)}.py").write_text(tree_module(example, b, h, length))
     print("built", len(list(OUT.glob("*.py"))), "modules in", OUT)
 
 
-def run(out_path):
+def tree_module(example: str, b: int, h: int, length: int) -> str:
+    """The flash_ws module of `example` (as attention_mha.py writes its program) from this tree's printer."""
+    import tempfile
+
+    sys.path.insert(0, str(GPU))
+    from attention_mha import ROOT, fa_exponential, fa_rounding  # noqa: E402
+    from tdsl.compiler.driver.api import load
+    from tdsl.compiler.driver.generate import generate
+
+    base = "mha_causal" if "causal" in example else "mha"
+    text = fa_exponential(fa_rounding((ROOT / "examples" / f"{base}.tdsl").read_text()), base)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{example}.tdsl"
+        path.write_text(text)
+        prog = load(path, sizes={"B": b, "H": h, "L": length})
+        return generate(prog, "flash_ws", target="nvidia", backend="tilelang")
+
+
+def run(out_path, only=None):
     import torch
     import torch.nn.functional as F
 
@@ -86,7 +111,9 @@ def run(out_path):
             flops = 4 * b * h * length * length * 128 * (0.5 if causal else 1.0)
             sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)  # noqa: E731
             t_sdpa = bench(sdpa) if timed else None
-            for variant in VARIANTS:
+            for variant in [*VARIANTS, TREE]:
+                if only and variant not in only or not (OUT / f"{name(example, b, h, length, variant)}.py").exists():
+                    continue
                 row = {"example": example, "variant": variant, "B": b, "H": h, "L": length}
                 out = poisoned((b, h, length, 128), torch.bfloat16)
                 try:
@@ -111,5 +138,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=["build", "run"])
     ap.add_argument("--out", default="ws_generated.json")
+    ap.add_argument("--tree", action="store_true", help="build: also the modules of this tree's printer")
+    ap.add_argument("--variants", nargs="+", help="run: only these variants")
     args = ap.parse_args()
-    build() if args.step == "build" else run(args.out)
+    build(args.tree) if args.step == "build" else run(args.out, args.variants)
