@@ -50,6 +50,7 @@ VARIANTS = {"gen": [], "ex2": [ex2], "p": [ex2, p_direct], "red": [ex2, p_direct
 # `build --tree`: the variant "tree" is the module this tree's printer generates (the others edit the modules
 # attention_mha.py built, "gen"), for comparing a printer change with the modules before it in one run
 TREE = "tree"
+REVERSED = "tree_rev"  # causal: with reverse(l.qo), each head's longest query blocks launched first
 
 
 def name(example, b, h, length, variant):
@@ -72,11 +73,15 @@ def build(tree: bool = False):
                     (OUT / f"{name(example, b, h, length, variant)}.py").write_text(text)
             if tree:
                 (OUT / f"{name(example, b, h, length, TREE)}.py").write_text(tree_module(example, b, h, length))
+                if "causal" in example:  # the longest query blocks of each head first (reverse(l.qo))
+                    (OUT / f"{name(example, b, h, length, REVERSED)}.py").write_text(
+                        tree_module(example, b, h, length, reverse=True))
     print("built", len(list(OUT.glob("*.py"))), "modules in", OUT)
 
 
-def tree_module(example: str, b: int, h: int, length: int) -> str:
-    """The flash_ws module of `example` (as attention_mha.py writes its program) from this tree's printer."""
+def tree_module(example: str, b: int, h: int, length: int, reverse: bool = False) -> str:
+    """The flash_ws module of `example` (as attention_mha.py writes its program) from this tree's printer;
+    `reverse`: the schedule with reverse(l.qo) before the query blocks are bound to the grid."""
     import tempfile
 
     sys.path.insert(0, str(GPU))
@@ -86,6 +91,10 @@ def tree_module(example: str, b: int, h: int, length: int) -> str:
 
     base = "mha_causal" if "causal" in example else "mha"
     text = fa_exponential(fa_rounding((ROOT / "examples" / f"{base}.tdsl").read_text()), base)
+    if reverse:
+        ws = text.index("schedule flash_ws {")
+        bind = text.index("  bind(l.qo, grid.x)\n", ws)
+        text = text[:bind] + "  reverse(l.qo)\n" + text[bind:]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{example}.tdsl"
         path.write_text(text)
@@ -111,7 +120,7 @@ def run(out_path, only=None):
             flops = 4 * b * h * length * length * 128 * (0.5 if causal else 1.0)
             sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)  # noqa: E731
             t_sdpa = bench(sdpa) if timed else None
-            for variant in [*VARIANTS, TREE]:
+            for variant in [*VARIANTS, TREE, REVERSED]:
                 if only and variant not in only or not (OUT / f"{name(example, b, h, length, variant)}.py").exists():
                     continue
                 row = {"example": example, "variant": variant, "B": b, "H": h, "L": length}
