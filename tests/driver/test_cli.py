@@ -191,9 +191,9 @@ def test_fuse_report_of_a_50_statement_chain(tmp_path, capsys, monkeypatch):
 
     runs, interpret = [], interpreter.interpret
     monkeypatch.setattr(interpreter, "interpret", lambda *a, **k: runs.append(a[1]) or interpret(*a, **k))
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other processes do not count
     assert main(["fuse", str(prog)]) == 0
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     out = capsys.readouterr().out
     assert f"{n - 1} producer -> consumer edges" in out
     for k in range(1, n):

@@ -96,10 +96,10 @@ def test_huge_inputs_are_answered_quickly(name, text, tmp_path):
     # 1.2 MB used to take more than 20 s (the whole tree was parsed, then a RecursionError).
     path = tmp_path / f"{name}.tdsl"
     path.write_text(text)
-    start = time.perf_counter()
+    start = time.process_time()  # this process's CPU time: other processes on the machine do not count
     with pytest.raises(SourceError) as info:
         load_file(path)
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
     assert str(info.value).startswith(f"{path}:")
     assert str(info.value).split("\n")[0].split(":")[1].isdigit()
 

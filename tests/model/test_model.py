@@ -139,9 +139,9 @@ def test_dependences_of_a_long_chain_are_found_quickly():
 
     lines = ["const N = 64", "kernel f(A: f32[N]) -> (Y: f32[N]) {", "  T1[i] = A[i] * 2.0"]
     lines += [f"  T{k}[i] = T{k - 1}[i] + 1.0" for k in range(2, 300)] + ["  Y[i] = T299[i]", "}"]
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other processes do not count
     sched = loads("\n".join(lines) + "\n").schedule()
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     assert len([d for d in sched.deps if d.kind == "flow"]) == 299
 
 
