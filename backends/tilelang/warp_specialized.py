@@ -310,8 +310,8 @@ class WarpSpecializedBody:
     def _convert(self, op: T.AccUpdate) -> str:
         """The last product's register operand (P) into its fragment, once the previous product has read it."""
         st, load = op.staged[0], op.partial.lhs
-        self.p.emit(f"# {load.rounds or load.reg.stmt} of this block in {st.dtype}, for {op.stmt}'s product in the next "
-                    f"iteration")
+        self.p.emit(f"# {load.rounds or load.reg.stmt} of this block in {st.dtype}, for {op.stmt}'s product in the "
+                    f"next iteration")
         return self.p.register_operand(op, st, load)
 
     def _last(self, op: T.AccUpdate, operand: str, block: str) -> None:

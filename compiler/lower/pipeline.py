@@ -17,8 +17,8 @@ from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
 from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
-from tdsl.compiler.lower.passes.rounded_operands import read_rounded_sources
 from tdsl.compiler.lower.passes.recurrence import refuse_cube_recurrences, refuse_recurrences
+from tdsl.compiler.lower.passes.rounded_operands import read_rounded_sources
 from tdsl.compiler.lower.passes.storage import refuse_folded_storage
 from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow

@@ -3,7 +3,7 @@
 FlashAttention's `P[i, j]: bf16 = E[i, j]` (examples/mha_fa.tdsl) is read by U's bf16 product from registers.
 The printers hold P as f32 values rounded to bf16 and convert them to bf16 once more for the tensor cores: three
 conversions per element where converting E once gives the same operand, because rounding to a dtype is
-idempotent (bf16(f32(bf16(e))) = bf16(e)).  On the H200 the two extra conversions cost 4-8 % of the flash kernel
+idempotent (bf16(f32(bf16(e))) = bf16(e)).  On the H200 the two extra conversions cost 4-9 % of the flash kernel
 (benchmarks/RESULTS.md, "Closing the gap to the hand-written kernel").
 
 The product's `RegOperand` of P becomes one of E when, in the body that holds the product,
