@@ -728,6 +728,11 @@ class KernelPrinter(TileLangDialect):
         acc, shape = self.accs[op.stmt]
         buf = self.finish_buffer(op, acc, shape)
         self.values[op.stmt] = _Value(buf, [a.iter for a in op.tile.axes])
+        if op.fill is not None:
+            self.emit(f"# {op.stmt} outside its mask set once to {op.fill!r}: what is computed from it "
+                      f"needs no mask")
+            own = T.Reg(op.stmt, tuple(range(len(op.tile.axes))))
+            self.tile_value(buf, op.tile, T.Select(op.tile.mask, own, T.Const(op.fill)), "f32")
         if op.store:
             self.store(op.stmt, op.tile, op.lhs, op.dtype, buf)
 

@@ -261,9 +261,9 @@ class WarpSpecializedBody:
             while end < len(forms[0]) and forms[0][end] != forms[1][end]:
                 end += 1
             p.emit(f"if {block} < {split}:  # the blocks with full tiles")
-            self._paste([line for op in forms[0][n:end] for line in op], 1)
+            self._paste(_statements([line for op in forms[0][n:end] for line in op]), 1)
             p.emit("else:  # the rest: masked")
-            self._paste([line for op in forms[1][n:end] for line in op], 1)
+            self._paste(_statements([line for op in forms[1][n:end] for line in op]), 1)
             n = end
 
     def _paste(self, lines: list, deeper: int = 0) -> None:
@@ -392,3 +392,8 @@ class WarpSpecializedBody:
         from tdsl.backends.tilelang.emit import box_indices
 
         return f"{self.p.tensor(load.tensor)}[{', '.join(box_indices(load, tile, names))}]"
+
+
+def _statements(lines: list) -> list:
+    """A branch's lines, with `pass` when they are only comments (a tile masked once in the other part)."""
+    return lines if any(not line.lstrip().startswith("#") for line in lines) else lines + ["pass"]

@@ -228,10 +228,20 @@ class _KernelPrinter(PrinterBase):
                 self.emit(f"{self.acc_name(op.stmt)} = {self.acc_name(op.stmt)} * {_literal(op.scale)}  "
                           f"# every term's constant factor, applied to the sum")
             self.emit(f"{self.value_name(op.stmt)} = {self._round(op.dtype, self.acc_name(op.stmt))}")
+            if op.fill is not None:
+                self._fill_outside(op)
             if op.store:
                 self._store(op, None if op.store_box else self._frame(op.stmt, op.tile))
         else:
             raise TypeError(f"unknown tile op {op!r}")
+
+    def _fill_outside(self, op: T.AccFinish) -> None:
+        """The finished tile outside its mask set once to `op.fill` (compiler/lower/passes/masked_scores.py)."""
+        self.emit(f"# {op.stmt} outside its mask set once to {op.fill!r}: what is computed from it needs no mask")
+        frame = self._frame(op.stmt, op.tile)
+        own = T.Reg(op.stmt, tuple(range(len(op.tile.axes))))
+        value = self._value(T.Select(op.tile.mask, own, T.Const(op.fill)), frame)
+        self.emit(f"{self.value_name(op.stmt)} = {value}")
 
     def descriptor_name(self, tensor: str, box: tuple) -> str:
         """The parameter holding the TMA descriptor of `tensor` with this box (the launcher makes it)."""

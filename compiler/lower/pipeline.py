@@ -17,6 +17,7 @@ from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
 from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
+from tdsl.compiler.lower.passes.masked_scores import mask_scores_once
 from tdsl.compiler.lower.passes.recurrence import refuse_cube_recurrences, refuse_recurrences
 from tdsl.compiler.lower.passes.rounded_operands import read_rounded_sources
 from tdsl.compiler.lower.passes.storage import refuse_folded_storage
@@ -55,11 +56,13 @@ OPERAND_PASSES = {
 # The tile rewrites one backend's hardware needs, in order (each a pure TileProgram -> TileProgram)
 TARGET_PASSES = {
     "triton": (
+        mask_scores_once,  # a finished score tile set to -inf outside its mask once, so what follows needs none
         mark_descriptors,  # operand loads and tile stores a TMA descriptor can make (Load.box, store_box)
         refuse_persistent_overflow,  # a persistent kernel's stored tiles beside its operands in shared memory
         plain_pipelines,  # a warp-specialised loop runs pipelined (the arrangement is TileLang's)
     ),
     "tilelang": (
+        mask_scores_once,
         check_warp_specialized,  # a warp-specialised loop has the form its arrangement needs, or is refused
     ),
     "ascend-950": (

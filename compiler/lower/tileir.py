@@ -102,6 +102,10 @@ class Running:
     stmt: str
     axes: tuple = ()
     dtype: str = "f32"
+    # every row of the maximum that has a term at all has met one by each iteration this read is in, wherever
+    # the generated code runs them (isl: compiler/lower/registers.py `_met_every_row`): the value read is never
+    # -inf on those rows (compiler/lower/passes/masked_scores.py relies on it)
+    met: bool = False
 
 
 @dataclass(frozen=True)
@@ -319,6 +323,9 @@ class AccFinish(_Value):
     scale: float = 1.0
     unclipped: Optional[tuple] = None  # as in Compute
     store_box: tuple = ()  # as in Compute
+    # the lanes outside the tile's mask are set to this value once the sum is complete (so that what is computed
+    # from it needs no mask: compiler/lower/passes/masked_scores.py); None: left as they are
+    fill: Optional[float] = None
 
 
 @dataclass(frozen=True)

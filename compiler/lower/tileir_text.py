@@ -138,6 +138,8 @@ def _ops(ops, depth: int) -> list[str]:
             scaled = f" * {op.scale!r}" if op.scale != 1.0 else ""
             lines.append(f"{pad}finish {op.stmt}[{', '.join(op.lhs)}]{scaled} -> {op.dtype}{flags}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
+            if op.fill is not None:
+                lines.append(f"{pad}{_INDENT}outside the mask: {op.fill!r} (masked once)")
             lines.extend(_unclipped(op, pad))
         elif isinstance(op, Barrier):
             lines.append(f"{pad}barrier  # {', '.join(op.tensors)} pass through memory")

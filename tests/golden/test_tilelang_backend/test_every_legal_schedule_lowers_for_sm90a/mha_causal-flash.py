@@ -125,9 +125,12 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             T.copy(K[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], K_s_6)
             T.gemm(Q_pre_1, K_s_6, acc_S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
             # S: the reduction is complete; round to f32 as the store would (kept on chip)
+            # S outside its mask set once to -inf: what is computed from it needs no mask
+            for l0, l1 in T.Parallel(128, 128):
+                acc_S[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
             # m: partial result of one tile [tile i:128 x j:128] by tile max
             for l0, l1 in T.Parallel(128, 128):
-                p_m[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
+                p_m[l0, l1] = acc_S[l0, l1]
             T.reduce_max(p_m, acc_m, dim=1, clear=False)
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
             for l0, l1 in T.Parallel(128, 128):
@@ -141,7 +144,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:128 x j:128] by tile sum
             for l0, l1 in T.Parallel(128, 128):
-                p_l[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0)
+                p_l[l0, l1] = v_P[l0, l1]
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
@@ -152,7 +155,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:128 x c:128 x j:128] by matrix product
             for l0, l1 in T.Parallel(128, 128):
-                P_f_4[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
+                P_f_4[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
             T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_7)
             T.gemm(P_f_4, V_s_7, acc_U, policy=T.GemmWarpPolicy.FullRow)
         # m: the reduction is complete; round to f32 as the store would (kept on chip)

@@ -135,9 +135,12 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 for kk in T.serial(128):
                     acc_S[l0, l1] = acc_S[l0, l1] + T.Cast("float32", Q_pre_1[l0, kk]) * T.Cast("float32", K_s_6[l1, kk])
             # S: the reduction is complete; round to f32 as the store would (kept on chip)
+            # S outside its mask set once to -inf: what is computed from it needs no mask
+            for l0, l1 in T.Parallel(64, 64):
+                acc_S[l0, l1] = T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
             # m: partial result of one tile [tile i:64 x j:64] by tile max
             for l0, l1 in T.Parallel(64, 64):
-                p_m[l0, l1] = T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
+                p_m[l0, l1] = acc_S[l0, l1]
             T.reduce_max(p_m, acc_m, dim=1, clear=False)
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
             for l0, l1 in T.Parallel(64, 64):
@@ -151,7 +154,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:64 x j:64] by tile sum
             for l0, l1 in T.Parallel(64, 64):
-                p_l[l0, l1] = T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), v_P[l0, l1], 0.0)
+                p_l[l0, l1] = v_P[l0, l1]
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(64):
@@ -162,7 +165,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
             for l0, l1 in T.Parallel(64, 64):
-                P_s_7[l0, l1] = T.Cast("bfloat16", T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), v_P[l0, l1], 0.0))
+                P_s_7[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
             T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_s_8)
             # f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)
             for l0, l1 in T.Parallel(64, 128):

@@ -96,52 +96,35 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 T.wgmma_gemm(Q_ws, K_ring[0, :, :], acc_S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
                 T.wait_wgmma(0)
                 T.barrier_arrive(K_empty[0])
-                # S: the reduction is complete; round to f32 as the store would (kept on chip)
                 if 0 < qo:  # the blocks with full tiles
-                    # m: partial result of one tile [tile i:128 x j:128] by tile max
-                    for l0, l1 in T.Parallel(128, 128):
-                        p_m[l0, l1] = acc_S[l0, l1]
-                    T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                    # S: the reduction is complete; round to f32 as the store would (kept on chip)
+                    pass
                 else:  # the rest: masked
-                    # m: partial result of one tile [tile i:128 x j:128] by tile max
+                    # S: the reduction is complete; round to f32 as the store would (kept on chip)
+                    # S outside its mask set once to -inf: what is computed from it needs no mask
                     for l0, l1 in T.Parallel(128, 128):
-                        p_m[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * 0) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
-                    T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                        acc_S[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * 0) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
+                # m: partial result of one tile [tile i:128 x j:128] by tile max
+                for l0, l1 in T.Parallel(128, 128):
+                    p_m[l0, l1] = acc_S[l0, l1]
+                T.reduce_max(p_m, acc_m, dim=1, clear=False)
                 # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
                 for l0, l1 in T.Parallel(128, 128):
                     v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
-                if 0 < qo:  # the blocks with full tiles
-                    # l follows the running maximum m: rescale what it holds to the current one
-                    for l0 in T.Parallel(128):
-                        alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
-                    for l0 in T.Parallel(128):
-                        acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
-                    for l0 in T.Parallel(128):
-                        ref_l[l0] = acc_m[l0]
-                    # l: partial result of one tile [tile i:128 x j:128] by tile sum
-                    for l0, l1 in T.Parallel(128, 128):
-                        p_l[l0, l1] = v_P[l0, l1]
-                    T.reduce_sum(p_l, acc_l, dim=1, clear=False)
-                else:  # the rest: masked
-                    # l follows the running maximum m: rescale what it holds to the current one
-                    for l0 in T.Parallel(128):
-                        alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
-                    for l0 in T.Parallel(128):
-                        acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
-                    for l0 in T.Parallel(128):
-                        ref_l[l0] = acc_m[l0]
-                    # l: partial result of one tile [tile i:128 x j:128] by tile sum
-                    for l0, l1 in T.Parallel(128, 128):
-                        p_l[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * 0) + l1)), v_P[l0, l1], 0.0)
-                    T.reduce_sum(p_l, acc_l, dim=1, clear=False)
-                if 0 < qo:  # the blocks with full tiles
-                    # P of this block in bf16, for U's product in the next iteration
-                    for l0, l1 in T.Parallel(128, 128):
-                        P_f_2[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
-                else:  # the rest: masked
-                    # P of this block in bf16, for U's product in the next iteration
-                    for l0, l1 in T.Parallel(128, 128):
-                        P_f_2[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * 0) + l1)), v_P[l0, l1], 0.0))
+                # l follows the running maximum m: rescale what it holds to the current one
+                for l0 in T.Parallel(128):
+                    alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                for l0 in T.Parallel(128):
+                    acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
+                for l0 in T.Parallel(128):
+                    ref_l[l0] = acc_m[l0]
+                # l: partial result of one tile [tile i:128 x j:128] by tile sum
+                for l0, l1 in T.Parallel(128, 128):
+                    p_l[l0, l1] = v_P[l0, l1]
+                T.reduce_sum(p_l, acc_l, dim=1, clear=False)
+                # P of this block in bf16, for U's product in the next iteration
+                for l0, l1 in T.Parallel(128, 128):
+                    P_f_2[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
                 for ko in T.serial(1, (qo + 1)):
                     # S of block ko runs on the tensor cores while U of block ko - 1 is issued
                     # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32: block ko, issued (the accumulator cleared by the product)
@@ -159,54 +142,37 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     T.wgmma_gemm(P_f_2, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                     T.wait_wgmma(1)  # S of block ko; U's product still runs
                     T.barrier_arrive(K_empty[ko % 2])
-                    # S: the reduction is complete; round to f32 as the store would (kept on chip)
                     if ko < qo:  # the blocks with full tiles
-                        # m: partial result of one tile [tile i:128 x j:128] by tile max
-                        for l0, l1 in T.Parallel(128, 128):
-                            p_m[l0, l1] = acc_S[l0, l1]
-                        T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                        # S: the reduction is complete; round to f32 as the store would (kept on chip)
+                        pass
                     else:  # the rest: masked
-                        # m: partial result of one tile [tile i:128 x j:128] by tile max
+                        # S: the reduction is complete; round to f32 as the store would (kept on chip)
+                        # S outside its mask set once to -inf: what is computed from it needs no mask
                         for l0, l1 in T.Parallel(128, 128):
-                            p_m[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
-                        T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                            acc_S[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
+                    # m: partial result of one tile [tile i:128 x j:128] by tile max
+                    for l0, l1 in T.Parallel(128, 128):
+                        p_m[l0, l1] = acc_S[l0, l1]
+                    T.reduce_max(p_m, acc_m, dim=1, clear=False)
                     # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
                     for l0, l1 in T.Parallel(128, 128):
                         v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
-                    if ko < qo:  # the blocks with full tiles
-                        # l follows the running maximum m: rescale what it holds to the current one
-                        for l0 in T.Parallel(128):
-                            alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
-                        for l0 in T.Parallel(128):
-                            acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
-                        for l0 in T.Parallel(128):
-                            ref_l[l0] = acc_m[l0]
-                        # l: partial result of one tile [tile i:128 x j:128] by tile sum
-                        for l0, l1 in T.Parallel(128, 128):
-                            p_l[l0, l1] = v_P[l0, l1]
-                        T.reduce_sum(p_l, acc_l, dim=1, clear=False)
-                    else:  # the rest: masked
-                        # l follows the running maximum m: rescale what it holds to the current one
-                        for l0 in T.Parallel(128):
-                            alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
-                        for l0 in T.Parallel(128):
-                            acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
-                        for l0 in T.Parallel(128):
-                            ref_l[l0] = acc_m[l0]
-                        # l: partial result of one tile [tile i:128 x j:128] by tile sum
-                        for l0, l1 in T.Parallel(128, 128):
-                            p_l[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0)
-                        T.reduce_sum(p_l, acc_l, dim=1, clear=False)
+                    # l follows the running maximum m: rescale what it holds to the current one
+                    for l0 in T.Parallel(128):
+                        alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    for l0 in T.Parallel(128):
+                        acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
+                    for l0 in T.Parallel(128):
+                        ref_l[l0] = acc_m[l0]
+                    # l: partial result of one tile [tile i:128 x j:128] by tile sum
+                    for l0, l1 in T.Parallel(128, 128):
+                        p_l[l0, l1] = v_P[l0, l1]
+                    T.reduce_sum(p_l, acc_l, dim=1, clear=False)
                     T.wait_wgmma(0)
                     T.barrier_arrive(V_empty[(ko - 1) % 2])
-                    if ko < qo:  # the blocks with full tiles
-                        # P of this block in bf16, for U's product in the next iteration
-                        for l0, l1 in T.Parallel(128, 128):
-                            P_f_2[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
-                    else:  # the rest: masked
-                        # P of this block in bf16, for U's product in the next iteration
-                        for l0, l1 in T.Parallel(128, 128):
-                            P_f_2[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
+                    # P of this block in bf16, for U's product in the next iteration
+                    for l0, l1 in T.Parallel(128, 128):
+                        P_f_2[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
                 # U of the last block
                 # U follows the running maximum m: rescale what it holds to the current one
                 for l0 in T.Parallel(128):

@@ -241,12 +241,18 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         acc_S = tl.dot(t_pre1, t_K_6, acc_S)
         # S: the reduction is complete; round to f32 as the store would (kept in registers)
         v_S = acc_S
+        # S outside its mask set once to -inf: what is computed from it needs no mask
+        S_b = bh_0
+        S_h = bh_1
+        S_i = (64 * qo) + tl.arange(0, 64)
+        S_j = (64 * ko) + tl.arange(0, 64)
+        v_S = tl.where((S_i[:, None] >= S_j[None, :]), v_S, float("-inf"))
         # m: partial result of one tile [tile i:64 x j:64] by tile max
         mp_b = bh_0
         mp_h = bh_1
         mp_i = (64 * qo) + tl.arange(0, 64)
         mp_j = (64 * ko) + tl.arange(0, 64)
-        acc_m = tl.maximum(acc_m, _max_nan(tl.where((mp_i[:, None] >= mp_j[None, :]), v_S, float("-inf")), axis=1), propagate_nan=tl.PropagateNan.ALL)
+        acc_m = tl.maximum(acc_m, _max_nan(v_S, axis=1), propagate_nan=tl.PropagateNan.ALL)
         # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
         P_b = bh_0
         P_h = bh_1
@@ -262,7 +268,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         lp_h = bh_1
         lp_i = (64 * qo) + tl.arange(0, 64)
         lp_j = (64 * ko) + tl.arange(0, 64)
-        acc_l = acc_l + tl.sum(tl.where((lp_i[:, None] >= lp_j[None, :]), v_P, 0.0), axis=1)
+        acc_l = acc_l + tl.sum(v_P, axis=1)
         # U follows the running maximum m: rescale what it holds to the current one
         alpha_U_8 = tl.where((ref_U)[:, None] == (acc_m)[:, None], 1.0, tl.exp((((ref_U)[:, None] - (acc_m)[:, None]) * 0.08838834764831845)))
         acc_U = acc_U * alpha_U_8
@@ -273,7 +279,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         Up_i = (64 * qo) + tl.arange(0, 64)
         Up_c = 0 + tl.arange(0, 128)
         Up_j = (64 * ko) + tl.arange(0, 64)
-        t_P_9 = tl.where((Up_i[:, None] >= Up_j[None, :]), v_P, 0.0)
+        t_P_9 = v_P
         if not INTERPRET:
             t_P_9 = t_P_9.to(tl.bfloat16)
         t_V_10 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
