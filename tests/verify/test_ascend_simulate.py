@@ -49,9 +49,9 @@ ALIGNED = {  # multiples of every tile of every schedule (the smallest that give
     "mha_fa": {"B": 1, "H": 2, "L": 128, "D": 16},
 }
 # ragged, with products wide enough for the cube (the flash kernels' QKᵀ and P·V on the 950's cube in full key
-# blocks, on the vector cores in the masked rest)
-RAGGED_CUBE = {"mha": {"B": 1, "H": 2, "L": 150, "D": 16}, "mha_causal": {"B": 2, "H": 1, "L": 140, "D": 16},
-               "mha_fa": {"B": 2, "H": 1, "L": 150, "D": 16}}
+# blocks, on the vector cores in the masked rest); one head (ALIGNED and RAGGED have two heads or batches)
+RAGGED_CUBE = {"mha": {"B": 1, "H": 1, "L": 150, "D": 16}, "mha_causal": {"B": 1, "H": 1, "L": 140, "D": 16},
+               "mha_fa": {"B": 1, "H": 1, "L": 150, "D": 16}}
 SIZES = {"ragged": RAGGED, "aligned": ALIGNED, "ragged_cube": RAGGED_CUBE}
 
 CASES = (
