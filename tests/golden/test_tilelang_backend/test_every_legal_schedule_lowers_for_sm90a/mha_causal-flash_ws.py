@@ -98,16 +98,19 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 T.barrier_arrive(K_empty[0])
                 if 0 < qo:  # the blocks with full tiles
                     # S: the reduction is complete; round to f32 as the store would (kept on chip)
-                    pass
+                    # m: partial result of one tile [tile i:128 x j:128] by tile max
+                    for l0, l1 in T.Parallel(128, 128):
+                        p_m[l0, l1] = acc_S[l0, l1]
+                    T.reduce_max(p_m, acc_m, dim=1, clear=False)
                 else:  # the rest: masked
                     # S: the reduction is complete; round to f32 as the store would (kept on chip)
                     # S outside its mask set once to -inf: what is computed from it needs no mask
                     for l0, l1 in T.Parallel(128, 128):
                         acc_S[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * 0) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
-                # m: partial result of one tile [tile i:128 x j:128] by tile max
-                for l0, l1 in T.Parallel(128, 128):
-                    p_m[l0, l1] = acc_S[l0, l1]
-                T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                    # m: partial result of one tile [tile i:128 x j:128] by tile max
+                    for l0, l1 in T.Parallel(128, 128):
+                        p_m[l0, l1] = acc_S[l0, l1]
+                    T.reduce_max(p_m, acc_m, dim=1, clear=False)
                 # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
                 for l0, l1 in T.Parallel(128, 128):
                     v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
@@ -144,16 +147,19 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     T.barrier_arrive(K_empty[ko % 2])
                     if ko < qo:  # the blocks with full tiles
                         # S: the reduction is complete; round to f32 as the store would (kept on chip)
-                        pass
+                        # m: partial result of one tile [tile i:128 x j:128] by tile max
+                        for l0, l1 in T.Parallel(128, 128):
+                            p_m[l0, l1] = acc_S[l0, l1]
+                        T.reduce_max(p_m, acc_m, dim=1, clear=False)
                     else:  # the rest: masked
                         # S: the reduction is complete; round to f32 as the store would (kept on chip)
                         # S outside its mask set once to -inf: what is computed from it needs no mask
                         for l0, l1 in T.Parallel(128, 128):
                             acc_S[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
-                    # m: partial result of one tile [tile i:128 x j:128] by tile max
-                    for l0, l1 in T.Parallel(128, 128):
-                        p_m[l0, l1] = acc_S[l0, l1]
-                    T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                        # m: partial result of one tile [tile i:128 x j:128] by tile max
+                        for l0, l1 in T.Parallel(128, 128):
+                            p_m[l0, l1] = acc_S[l0, l1]
+                        T.reduce_max(p_m, acc_m, dim=1, clear=False)
                     # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
                     for l0, l1 in T.Parallel(128, 128):
                         v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
