@@ -128,10 +128,12 @@ S, M = Reg("S", (0, 1)), Running("m", (0,), met=True)
     (Call("tanh", (S,)), None),
 ])
 def test_the_value_outside_the_mask(value, outside):
-    found = _outside(value, {"S": _Outside(FILL)})
+    """(`updated`: m's update of this iteration comes first, as in the lowered loops)"""
+    found = _outside(value, {"S": _Outside(FILL)}, {"m"})
     assert (found.value if found is not None and found.value != FINITE else None) == outside
     if outside == 0.0:
         assert found.rows == frozenset({0})  # exact only on the rows with a key
+        assert _outside(value, {"S": _Outside(FILL)}, set()) is None  # m read before its update: not proved
 
 
 def test_a_read_without_the_mask_leaves_the_body_alone():

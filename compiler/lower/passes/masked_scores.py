@@ -85,7 +85,8 @@ def _masked_once(body: list, n: int, sums: dict) -> Optional[list]:
         if not _reg_reads(op) & set(known):
             continue
         if isinstance(op, Compute) and not op.store and op.tile.mask == mask and op.stmt not in known:
-            outside = _outside(op.value, known)
+            updated = {o.stmt for o in body[:k] if isinstance(o, AccUpdate)}  # maxima this iteration's terms are in
+            outside = _outside(op.value, known, updated)
             if outside is None or outside.value == FINITE:
                 return None
             known[op.stmt] = outside
@@ -156,8 +157,10 @@ def _exact(outside: _Outside, reg: Reg, value: float, op: AccUpdate, reduced: se
     return not rows & reduced  # lanes of padding rows stay in their own rows of the sum
 
 
-def _outside(e, known: dict) -> Optional[_Outside]:
-    """The value `e` takes at the lanes outside the mask (see the module docstring), or None if not known."""
+def _outside(e, known: dict, updated: set) -> Optional[_Outside]:
+    """The value `e` takes at the lanes outside the mask (see the module docstring), or None if not known.  A
+    running maximum counts as finite only after its update in this iteration (`updated`): `Running.met` is about
+    the maximum with this iteration's terms in."""
     if isinstance(e, Const):
         return _Outside(e.value)
     if isinstance(e, Reg):
@@ -166,8 +169,8 @@ def _outside(e, known: dict) -> Optional[_Outside]:
         inner = known[e.stmt]
         return _Outside(inner.value, frozenset(e.axes[p] for p in inner.rows))
     if isinstance(e, Running):
-        return _Outside(FINITE, frozenset(e.axes)) if e.met else None
-    parts = [_outside(x, known) for x in value_operands(e)]
+        return _Outside(FINITE, frozenset(e.axes)) if e.met and e.stmt in updated else None
+    parts = [_outside(x, known, updated) for x in value_operands(e)]
     if None in parts:
         return None
     rows = frozenset().union(*(p.rows for p in parts))
