@@ -154,7 +154,7 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         return {"name": self.names.kernel(k.name), "key": k.name, "params": params, "head": views + self.head,
                 "allocs": self.allocs, "lines": self.lines, "comment": k.comment, "footprint": dict(self.footprint),
                 "cube": sorted(self.cube), "workspaces": [n for n, _, _ in self.workspaces],
-                "e4m3": [self.tensor(t.name) for t in k.tensors if t.dtype == "f8e4m3"]}
+                "e4m3": [self.tensor(t.name) for t in kernel_arrays(k) if t.dtype == "f8e4m3"]}  # parameters only
 
     # ------------------------------------------------------------ helpers
 
