@@ -8,6 +8,10 @@ its causal twin, built by attention_mha.py) with one more textual edit, applied 
     p        -- + P's bf16 fragment written from E directly (no f32 copy of the rounded value in between)
     red      -- + the row max and row sum read S and E themselves (no copies into p_m, p_l)
 
+`build --tree` adds this tree's printer's module (tree), the causal one with reverse(l.qo) (tree_rev), and the
+module with S masked once by a textual edit (tree_mask1: meant for a printer before compiler/lower/passes/
+masked_scores.py, which does this itself).
+
 Each variant is checked against the float64 reference (poisoned output) before it is timed beside SDPA.
 
     .venv/bin/python benchmarks/gpu/attention_mha.py build          # here, first
@@ -39,6 +43,34 @@ def p_direct(text: str) -> str:
     return text.replace("v_P[l0, l1]", "v_E[l0, l1]")
 
 
+def mask_once(text: str) -> str:
+    """The masked blocks set S to -inf outside the domain once (in the row max's branch); l and P then read E
+    unmasked (E = 2^-inf = 0 there).  Exact only where every stored row has a finite maximum by each block it
+    visits: true for causal attention with the diagonal in blocks of the same size, as here."""
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        head = re.match(r"^(\s*)if .*:  # the blocks with full tiles$", lines[i])
+        if not head:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = head[1]
+        end_if = next(n for n in range(i + 1, len(lines)) if lines[n] == f"{indent}else:  # the rest: masked")
+        end = next(n for n in range(end_if + 1, len(lines))
+                   if lines[n].strip() and len(lines[n]) - len(lines[n].lstrip()) <= len(indent))
+        body, masked = lines[i + 1:end_if], lines[end_if + 1:end]
+        if any("p_m[" in line for line in body):  # the row max: the masked branch writes S itself
+            out += lines[i:end_if + 1]
+            for line in masked:
+                m = re.match(r"^(\s*)p_m\[l0, l1\] = (T\.if_then_else\(.*, acc_S\[l0, l1\], .*\))$", line)
+                out += [f"{m[1]}acc_S[l0, l1] = {m[2]}", f"{m[1]}p_m[l0, l1] = acc_S[l0, l1]"] if m else [line]
+        else:  # l and P: the unmasked form for every block
+            out += [line[4:] for line in body]
+        i = end
+    return "\n".join(out)
+
+
 def reduce_in_place(text: str) -> str:
     for part, src, op in (("p_m", "acc_S", "reduce_max"), ("p_l", "v_E", "reduce_sum")):
         text = re.sub(rf"^\s*for l0, l1 in T\.Parallel\(128, 128\):\n\s*{part}\[l0, l1\] = {src}\[l0, l1\]\n"
@@ -51,6 +83,8 @@ VARIANTS = {"gen": [], "ex2": [ex2], "p": [ex2, p_direct], "red": [ex2, p_direct
 # attention_mha.py built, "gen"), for comparing a printer change with the modules before it in one run
 TREE = "tree"
 REVERSED = "tree_rev"  # causal: with reverse(l.qo), each head's longest query blocks launched first
+MASK_ONCE = "tree_mask1"  # S masked once on the diagonal blocks by a textual edit (mask_once), for a printer before it
+TREE_VARIANTS = (TREE, REVERSED, MASK_ONCE)
 
 
 def name(example, b, h, length, variant):
@@ -72,7 +106,9 @@ def build(tree: bool = False):
                 else:
                     (OUT / f"{name(example, b, h, length, variant)}.py").write_text(text)
             if tree:
-                (OUT / f"{name(example, b, h, length, TREE)}.py").write_text(tree_module(example, b, h, length))
+                text = tree_module(example, b, h, length)
+                for variant, edited in ((TREE, text), (MASK_ONCE, mask_once(text))):
+                    (OUT / f"{name(example, b, h, length, variant)}.py").write_text(edited)
                 if "causal" in example:  # the longest query blocks of each head first (reverse(l.qo))
                     (OUT / f"{name(example, b, h, length, REVERSED)}.py").write_text(
                         tree_module(example, b, h, length, reverse=True))
@@ -120,8 +156,8 @@ def run(out_path, only=None):
             flops = 4 * b * h * length * length * 128 * (0.5 if causal else 1.0)
             sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)  # noqa: E731
             t_sdpa = bench(sdpa) if timed else None
-            for variant in [*VARIANTS, TREE, REVERSED]:
-                if only and variant not in only or not (OUT / f"{name(example, b, h, length, variant)}.py").exists():
+            for variant in only or [*VARIANTS, *TREE_VARIANTS]:  # any module of OUT by its variant name
+                if not (OUT / f"{name(example, b, h, length, variant)}.py").exists():
                     continue
                 row = {"example": example, "variant": variant, "B": b, "H": h, "L": length}
                 out = poisoned((b, h, length, 128), torch.bfloat16)
