@@ -42,8 +42,8 @@ def test_gemm_at_its_size_rejects_only_for_named_rules_and_accepts_only_what_fit
 
 def test_search_is_deterministic_for_a_seed():
     prog = tdsl.load(EXAMPLES / "gemm_silu.tdsl", sizes={"M": 70, "N": 65, "K": 33})
-    a = search(prog, target="h200", samples=12, rounds=1, seed=5)
-    b = search(prog, target="h200", samples=12, rounds=1, seed=5)
+    a = search(prog, target="h200", samples=6, rounds=1, seed=5)
+    b = search(prog, target="h200", samples=6, rounds=1, seed=5)
     assert [v.text for v in a.ranked] == [v.text for v in b.ranked]
 
 
@@ -67,7 +67,7 @@ def test_examples_accepted_candidates_are_sound(name, sizes):
 
 def test_random_kernels_accepted_candidates_are_sound():
     covered = 0
-    for seed in range(24):
+    for seed in range(16):  # 9 of them tunable (the others: recurrences, time loops, param-dependent reads)
         text = random_program(random.Random(1000 + seed))
         try:
             prog = loads(text, f"fz{seed}.tdsl")
@@ -82,7 +82,7 @@ def test_random_kernels_accepted_candidates_are_sound():
         covered += 1
         for v in result.ranked[:2]:
             assert_sound(prog, v)
-    assert covered >= 10
+    assert covered >= 8
 
 
 def test_params_must_be_bound_to_tune():
