@@ -91,31 +91,6 @@ def _loop_lowers(kernel: T.TileKernel) -> dict:
     return out
 
 
-def registers_read(op) -> set:
-    """Statements whose register values an op (or a loop's body) reads."""
-    if isinstance(op, T.SerialLoop):
-        return set().union(*[registers_read(o) for o in op.body]) if op.body else set()
-    out = set()
-
-    def walk(e):
-        if isinstance(e, T.Reg):
-            out.add(e.stmt)
-        elif isinstance(e, T.Dot):
-            walk(e.lhs)
-            walk(e.rhs)
-        elif isinstance(e, T.Reduce):
-            walk(e.operand)
-        elif isinstance(e, T.Select):
-            walk(e.then)
-            walk(e.other)
-        for c in subexpressions(e):
-            walk(c)
-
-    for expr in T.op_expressions(op):
-        walk(expr)
-    return out
-
-
 def _load_uses(op) -> dict:
     """repr(load) -> how often the op's expression reads it (a load read once may be overwritten by its reader)."""
     uses: dict = {}

@@ -58,7 +58,8 @@ from pathlib import Path
 
 from tdsl.backends.common.launcher import launch_order
 from tdsl.backends.common.module import module_text
-from tdsl.backends.ascend910b.common import TL_DTYPES, _and_code, _load_uses, _loop_lowers, _Opnd, index_code, registers_read
+from tdsl.backends.ascend910b.common import TL_DTYPES, _and_code, _load_uses, _loop_lowers, _Opnd, index_code
+from tdsl.compiler.lower.tileir import registers_read
 from tdsl.backends.ascend910b.cube import CubeSide
 from tdsl.backends.ascend910b.stores import Stores
 from tdsl.backends.ascend910b.values import Values

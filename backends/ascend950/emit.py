@@ -35,7 +35,8 @@ from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.errors import InternalError
 from tdsl.compiler.lower import tileir as T
 
-from tdsl.backends.ascend910b.common import registers_read, subexpressions
+from tdsl.backends.ascend910b.common import subexpressions
+from tdsl.compiler.lower.tileir import registers_read
 from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
 from tdsl.backends.common.names import ModuleNames
 

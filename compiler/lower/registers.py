@@ -76,7 +76,10 @@ class RegisterReuse:
         positions = _lanes(indices, stmt, tile, maximum, acc_tile)
         if positions is None:
             return None
-        return Running(stat, tuple(positions), maximum.dtype, met=self._met_every_row(maximum, context))
+        key = (stat, tuple(id(l) for l in context), self._restriction_key())  # read by E and by each rescaling
+        if key not in self.met_cache:
+            self.met_cache[key] = self._met_every_row(maximum, context)
+        return Running(stat, tuple(positions), maximum.dtype, met=self.met_cache[key])
 
     def _met_every_row(self, maximum: Stmt, context) -> bool:
         """Has every row of the running maximum that has a term at all (an instance with those left-hand

@@ -520,6 +520,26 @@ def op_expressions(op) -> list:
     return [e for e in (getattr(op, name, None) for name in ("value", "partial", "load", "start")) if e is not None]
 
 
+def registers_read(op) -> set:
+    """The statements whose register tiles an op reads (a loop: every op of its body): in its values, the
+    conditions of its selects (`where(x > y, ...)` compares values) and a sum's rescaling."""
+    if isinstance(op, SerialLoop):
+        return set().union(*(registers_read(o) for o in op.body))
+    exprs = list(op_expressions(op))
+    rescale = getattr(op, "rescale", None)
+    if rescale is not None:
+        exprs += [rescale.current, rescale.factor]
+    return set().union(*(registers_in(e) for e in exprs))
+
+
+def registers_in(e) -> set:
+    """The statements whose register tiles an expression reads (in a select's condition too)."""
+    if isinstance(e, Reg):
+        return {e.stmt}
+    found = registers_in(e.cond) if isinstance(e, Select) else set()
+    return found.union(*(registers_in(x) for x in value_operands(e)))
+
+
 def walk_ops(body):
     """Every op of a body, loops before what they hold, in program order."""
     for op in body:

@@ -36,7 +36,7 @@ from typing import Optional
 
 from tdsl.compiler.lower.tileir import (AccFinish, AccInit, AccUpdate, Bin, Call, Compute, Const, Dot, Neg, Reduce,
                                         Reg, RegOperand, Round, Running, Select, SerialLoop, TileKernel, TileProgram,
-                                        op_expressions, value_operands, walk_ops)
+                                        registers_in, registers_read, value_operands, walk_ops)
 
 FILL = float("-inf")  # the identity of max, and a zero of exp and exp2
 FINITE = "finite"  # some finite value (not a number we know)
@@ -78,20 +78,18 @@ def _masked_once(body: list, n: int, sums: dict) -> Optional[list]:
     out, dropped = list(body), False
     for k in range(n + 1, len(body)):
         op = body[k]
+        if not registers_read(op) & set(known):
+            continue
         if isinstance(op, SerialLoop):  # a loop inside reads this iteration's tiles unmasked or not: not followed
-            if any(_reg_reads(inner) & set(known) for inner in walk_ops(op.body)):
-                return None
-            continue
-        if not _reg_reads(op) & set(known):
-            continue
+            return None
         if isinstance(op, Compute) and not op.store and op.tile.mask == mask and op.stmt not in known:
             updated = {o.stmt for o in body[:k] if isinstance(o, AccUpdate)}  # maxima this iteration's terms are in
             outside = _outside(op.value, known, updated)
             if outside is None or outside.value == FINITE:
                 return None
             known[op.stmt] = outside
-        elif isinstance(op, AccUpdate) and (op.rescale is None or not _regs_of(
-                [op.rescale.current, op.rescale.factor]) & set(known)):
+        elif isinstance(op, AccUpdate) and (op.rescale is None or not (
+                registers_in(op.rescale.current) | registers_in(op.rescale.factor)) & set(known)):
             partial = _unmasked(op, mask, known, sums.get(op.stmt, set()))
             if partial is None:
                 return None
@@ -143,7 +141,7 @@ def _drop_select(e, mask, known: dict, op: AccUpdate, reduced: set):
 
 def _drop_operand(x, mask, known: dict, op: AccUpdate, reduced: set):
     if not isinstance(x, RegOperand) or x.reg.stmt not in known:
-        return None if _regs_of([x]) & set(known) else x
+        return None if registers_in(x) & set(known) else x
     if x.mask != mask:
         return None
     return replace(x, mask=None, mask_is_bounds=False) if _exact(known[x.reg.stmt], x.reg, 0.0, op, reduced) else x
@@ -210,39 +208,13 @@ def _positive(v) -> bool:
 
 
 def _rebuild(e, parts: list):
+    """An elementwise expression with new operands (a partial's operand holds no reduction or product)."""
     if isinstance(e, Bin):
         return replace(e, lhs=parts[0], rhs=parts[1])
-    if isinstance(e, (Neg, Round, Reduce)):
+    if isinstance(e, (Neg, Round)):
         return replace(e, operand=parts[0])
     if isinstance(e, Call):
         return replace(e, args=tuple(parts))
     if isinstance(e, Select):
         return replace(e, then=parts[0], other=parts[1])
-    if isinstance(e, Dot):
-        return replace(e, lhs=parts[0], rhs=parts[1])
-    if isinstance(e, RegOperand):
-        return replace(e, reg=parts[0])
     return e
-
-
-# ---------------------------------------------------------------- which registers an op reads (a register tile is
-# read only in the body that computes it, or in loops inside that body: compiler/lower/registers.py)
-
-
-def _reg_reads(op) -> set:
-    exprs = list(op_expressions(op))
-    rescale = getattr(op, "rescale", None)
-    if rescale is not None:
-        exprs += [rescale.current, rescale.factor]
-    return _regs_of(exprs)
-
-
-def _regs_of(exprs) -> set:
-    found = set()
-    for e in exprs:
-        if isinstance(e, Reg):
-            found.add(e.stmt)
-        elif isinstance(e, Select):
-            found |= _regs_of([e.cond])
-        found |= _regs_of(value_operands(e))
-    return found

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tdsl.compiler.lower.tileir import (AccUpdate, Compute, Dot, Reg, RegOperand, SerialLoop, TileKernel, TileProgram,
-                                        op_expressions, value_operands, walk_ops)
+                                        registers_read)
 
 
 # the operand dtypes every printer converts f32 to by rounding to nearest, with no other step (E4M3 saturates, and
@@ -40,7 +40,7 @@ def _kernel(kernel: TileKernel) -> TileKernel:
     body = _body(kernel.body, folded)
     if not folded:
         return kernel
-    unread = folded - _register_reads(body)
+    unread = folded - set().union(*(registers_read(op) for op in body))
     return replace(kernel, body=_drop(body, unread))
 
 
@@ -86,25 +86,6 @@ def _rounding_source(stmt: str, dtype: str, before: list):
     if before[source[0]].tile.axes != rounding.tile.axes:
         return None
     return value.stmt
-
-
-def _register_reads(body: list) -> set:
-    """The statements whose registers some op of `body` reads."""
-    found = set()
-    for op in walk_ops(body):
-        exprs = list(op_expressions(op))
-        rescale = getattr(op, "rescale", None)
-        if rescale is not None:
-            exprs += [rescale.current, rescale.factor]
-        for e in exprs:
-            found |= _regs(e)
-    return found
-
-
-def _regs(e) -> set:
-    if isinstance(e, Reg):
-        return {e.stmt}
-    return set().union(*(_regs(x) for x in value_operands(e)))
 
 
 def _drop(body: list, stmts: set) -> list:
