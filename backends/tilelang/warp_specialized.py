@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tdsl.compiler.errors import InternalError
+from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.passes.warp_specialize import WARP_GROUP, ring_loads, specialized_parts
 from tdsl.compiler.lower.tileir import simplify
@@ -48,6 +48,12 @@ WARP_GROUP_THREADS = 32 * WARP_GROUP
 def producer_threads(kernel: T.TileKernel) -> int:
     """The threads the producer warp group adds to a kernel with a warp-specialised loop (0 without one)."""
     return WARP_GROUP_THREADS if specialized_parts(kernel) else 0
+
+
+def persistent_walk(kernel: T.TileKernel) -> bool:
+    """Is the kernel launched persistently (one program per multiprocessor walking its tiles, PersistentWalk)?  Only
+    a kernel with a warp-specialised loop; the others are launched one program per tile."""
+    return kernel.persistent and bool(specialized_parts(kernel))
 
 
 def pass_configs(program: T.TileProgram) -> dict:
@@ -89,6 +95,7 @@ class WarpSpecializedBody:
         self.var = self.parts[0].var
         self.rings: dict = {}  # (id of the product op, operand) -> _Ring
         self.once: dict = {}  # Preload name -> (its buffer, its barrier)
+        self.walk = PersistentWalk(printer, kernel) if kernel.persistent else None
 
     # ------------------------------------------------------------ the kernel body
 
@@ -99,6 +106,8 @@ class WarpSpecializedBody:
         used = self._preloaded_names()
         loaded = [op for op in body[:at[-1]] if isinstance(op, T.Preload) and op.name in used]
         self._allocate(loaded)
+        if self.walk:
+            self.walk.allocate(self._loaded_once())
         p = self.p
         p.emit(f"# loop {self.var}: warp-specialised (pipeline warp_specialize=true): a producer warp group copies "
                f"the operands into a {self.ws.stages}-slot ring, the consumers issue {self.first} of block "
@@ -156,11 +165,16 @@ class WarpSpecializedBody:
         p.emit(f"with T.ws({groups}):  # the producer warp group: TMA copies only")
         p.depth += 1
         p.emit(f"T.dec_max_nreg({PRODUCER_REGISTERS})")
+        if self.walk:
+            self.walk.enter()
         guard = self._guard()
         if guard:
             p.emit(f"if {guard}:")
             p.depth += 1
         for buf, bar, pre in self._loaded_once():
+            if self.walk:
+                p.emit(f"T.barrier_wait({self.walk.empty[buf]}, {self.walk.tile_phase()} ^ 1)  # the consumers are "
+                       f"done with the last tile's")
             p.emit(f"T.tma_copy({self._region(pre.load, pre.tile, p.vars)}, {buf}, barrier={bar})")
             p.emit(f"T.barrier_arrive({bar})")
         if guard:
@@ -176,7 +190,10 @@ class WarpSpecializedBody:
             p.emit(f"T.tma_copy({self._region(load, op.tile, p.vars)}, {ring.buffer}[{slot}, :, :], "
                    f"barrier={ring.full}[{slot}])")
             p.emit(f"T.barrier_arrive({ring.full}[{slot}])")
-        p.depth -= 2
+        p.depth -= 1
+        if self.walk:
+            self.walk.leave(self._guard(), self._blocks())
+        p.depth -= 1
 
     # ------------------------------------------------------------ the consumers
 
@@ -186,6 +203,8 @@ class WarpSpecializedBody:
         p.emit(f"with T.ws({', '.join(str(g) for g in range(groups))}):  # the consumer warp groups: everything else")
         p.depth += 1
         p.emit(f"T.inc_max_nreg({CONSUMER_REGISTERS})")
+        if self.walk:
+            self.walk.enter()
         for op in before:
             p._op(op)
         guard = self._guard()
@@ -193,12 +212,14 @@ class WarpSpecializedBody:
             p.emit(f"if {guard}:")
             p.depth += 1
         for buf, bar, pre in self._loaded_once():
-            p.emit(f"T.barrier_wait({bar}, 0)")
+            p.emit(f"T.barrier_wait({bar}, {self.walk.tile_phase() if self.walk else 0})")
         self._loop()
         if guard:
             p.depth -= 1
         for op in after:
             p._op(op)
+        if self.walk:
+            self.walk.leave(guard, self._blocks())
         p.depth -= 1
 
     def _loop(self) -> None:
@@ -225,9 +246,27 @@ class WarpSpecializedBody:
         self._release_last(previous)
         self._group("convert", ko)
         p.depth -= 1
+        if self.walk:  # every first product has been waited for: the producer may load the next tile's operands
+            self._release_once(self.first)
         p.emit(f"# {self.last} of the last block")
         self._group("last", last)
         p.emit("T.wait_wgmma(0)")
+        if self.walk:  # the next tile's blocks go through the same ring: free the last block's slots too
+            self._release_last(last)
+            self._release_once(self.last)
+
+    def _release_once(self, stmt: str) -> None:
+        """Persistent: the operands loaded once per tile whose last reader is `stmt`'s product, released."""
+        readers = {}
+        for part in self.parts:
+            for op in part.body:
+                if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+                    for x in (op.partial.lhs, op.partial.rhs):
+                        if isinstance(x, T.Preloaded):
+                            readers[self.p.preloads[x.name]] = op.stmt  # the last product reading it wins
+        for buf, _, _ in self._loaded_once():
+            if readers.get(buf) == stmt:
+                self.p.emit(f"T.barrier_arrive({self.walk.empty[buf]})")
 
     def _release_first(self, block: str) -> None:
         for ring in self._rings_of(self.first):
@@ -378,12 +417,23 @@ class WarpSpecializedBody:
         return str(int(step) // self.ws.stages % 2) if step.isdigit() else f"({step} // {self.ws.stages}) % 2"
 
     def _step(self, block: str) -> str:
+        """`block`'s step through the ring: from the loop's first block, after a persistent program's earlier
+        tiles' blocks."""
         lo = self._lo()
         if lo == "0":
-            return block
-        if lo.isdigit() and block.isdigit():
-            return str(int(block) - int(lo))
-        return f"({block} - {lo})"
+            step = block
+        elif lo.isdigit() and block.isdigit():
+            step = str(int(block) - int(lo))
+        else:
+            step = f"({block} - {lo})"
+        if not self.walk:
+            return step
+        return self.walk.blocks_before() if step == "0" else f"({self.walk.blocks_before()} + {step})"
+
+    def _blocks(self) -> str:
+        """How many blocks the loop walks (the ring's steps of one tile)."""
+        lo, hi = self._lo(), self._hi()
+        return hi if lo == "0" else f"({hi} - {lo})"
 
     def _next(self, block: str) -> str:
         return str(int(block) + 1) if block.isdigit() else f"{block} + 1"
@@ -399,6 +449,90 @@ class WarpSpecializedBody:
         from tdsl.backends.tilelang.emit import box_indices
 
         return f"{self.p.tensor(load.tensor)}[{', '.join(box_indices(load, tile, names))}]"
+
+
+class PersistentWalk:
+    """`launch(persistent=true)` of a kernel with a warp-specialised loop: one program per multiprocessor (at most
+    one per tile), in which each role walks the grid's tiles, a stride of the launched programs apart, x fastest:
+
+        with T.Kernel(T.min(tiles, programs), threads=...) as (pid,):     # programs: the launcher's SM count
+            with T.ws(2):                             # and alike in the consumers
+                walked[0] = 0; walked[1] = 0          # this program's tiles and key blocks so far
+                for tile in T.serial(pid, tiles, T.min(tiles, programs)):
+                    bx = tile % gx ...                # the grid variables of this tile
+                    T.barrier_wait(Q_empty, walked[0] % 2 ^ 1)  # the consumers are done with the last tile's Q
+                    ... the loop, its ring slots and phases counted from walked[1]
+                    walked[0] += 1; walked[1] += blocks
+
+    The ring and its phases run on across tiles, so the producer loads the next tile's first blocks while the
+    consumers finish this one's last product and store its output.  An operand loaded once per tile (Q) gets an
+    `empty` barrier the consumers arrive at after its last product."""
+
+    def __init__(self, printer, kernel: T.TileKernel):
+        self.p, self.kernel = printer, kernel
+        if kernel.grid_group > 1:
+            raise BackendError(f"{kernel.name}: launch(group=...) with persistent=true is not generated for a "
+                               f"warp-specialised TileLang loop; drop group= (or persistent=true), or generate "
+                               f"with --backend triton")
+        self.pid = printer.local(("persistent", "pid"), "pid")
+        self.programs = printer.local(("persistent", "programs"), "programs")
+        self.walked = printer.local(("persistent", "walked"), "walked")
+        self.empty: dict = {}  # a buffer loaded once per tile -> its empty barrier
+
+    def tiles(self) -> str:
+        extents = [self.p.index(simplify(e)) for axis in self.kernel.grid for e in axis.extents]
+        return " * ".join(f"({x})" for x in extents) or "1"
+
+    def launched(self) -> str:
+        return f"T.min({self.tiles()}, {self.programs})"
+
+    def head(self, threads: int) -> str:
+        return f"with T.Kernel({self.launched()}, threads={threads}) as ({self.pid},):"
+
+    def allocate(self, loaded_once: list) -> None:
+        p = self.p
+        p.allocs.append(f'{self.walked} = T.alloc_local((2,), "int32")  # the tiles and the key blocks this '
+                        f'program has walked (launch persistent=true)')
+        for buf, _, pre in loaded_once:
+            name = p.local(("ws once empty", buf), f"{pre.load.tensor}_empty")
+            p.allocs.append(f"{name} = T.alloc_barrier(arrive_count={32 * self.kernel.num_warps})  # "
+                            f"{pre.load.tensor}: every consumer thread is done with it (the next tile may load it)")
+            self.empty[buf] = name
+
+    def enter(self) -> None:
+        """Open the walk over this program's tiles and bind the grid variables of each."""
+        p = self.p
+        p.emit(f"{self.walked}[0] = 0")
+        p.emit(f"{self.walked}[1] = 0")
+        tile = p.local(("persistent", "tile"), "tile")
+        p.emit(f"for {tile} in T.serial({self.pid}, {self.tiles()}, {self.launched()}):  # this program's tiles "
+               f"(launch persistent=true)")
+        p.depth += 1
+        rest = tile
+        axes = sorted(self.kernel.grid, key=lambda a: "xyz".index(a.axis))
+        for n, axis in enumerate(axes):
+            extent = " * ".join(f"({p.index(simplify(e))})" for e in axis.extents)
+            pid = rest if n == len(axes) - 1 else f"({rest} % ({extent}))"
+            p._bind_grid_vars(axis, pid)
+            rest = f"({rest} // ({extent}))"
+
+    def leave(self, guard: str, blocks: str) -> None:
+        """Count the tile and its blocks (where the loop ran: its guard), and close the walk."""
+        p = self.p
+        if guard:
+            p.emit(f"if {guard}:")
+            p.depth += 1
+        p.emit(f"{self.walked}[0] = {self.walked}[0] + 1")
+        p.emit(f"{self.walked}[1] = {self.walked}[1] + {blocks}")
+        if guard:
+            p.depth -= 1
+        p.depth -= 1
+
+    def tile_phase(self) -> str:
+        return f"{self.walked}[0] % 2"
+
+    def blocks_before(self) -> str:
+        return f"{self.walked}[1]"
 
 
 def _statements(lines: list) -> list:

@@ -8,9 +8,11 @@ its causal twin, built by attention_mha.py) with one more textual edit, applied 
     p        -- + P's bf16 fragment written from E directly (no f32 copy of the rounded value in between)
     red      -- + the row max and row sum read S and E themselves (no copies into p_m, p_l)
 
-`build --tree` adds this tree's printer's module (tree), the causal one with reverse(l.qo) (tree_rev), and the
+`build --tree` adds this tree's printer's module (tree), the causal one with reverse(l.qo) (tree_rev), the
 module with S masked once by a textual edit (tree_mask1: meant for a printer before compiler/lower/passes/
-masked_scores.py, which does this itself).
+masked_scores.py, which does this itself), and the schedule launched persistently (tree_persist:
+`launch(l, warps=8, persistent=true)`, one program per multiprocessor walking the tiles).  A persistent module
+is also checked at the ragged size with 3 programs, so that each walks many tiles.
 
 Each variant is checked against the float64 reference (poisoned output) before it is timed beside SDPA.
 
@@ -84,7 +86,8 @@ VARIANTS = {"gen": [], "ex2": [ex2], "p": [ex2, p_direct], "red": [ex2, p_direct
 TREE = "tree"
 REVERSED = "tree_rev"  # causal: with reverse(l.qo), each head's longest query blocks launched first
 MASK_ONCE = "tree_mask1"  # S masked once on the diagonal blocks by a textual edit (mask_once), for a printer before it
-TREE_VARIANTS = (TREE, REVERSED, MASK_ONCE)
+PERSISTENT = "tree_persist"  # launch(l, warps=8, persistent=true)
+TREE_VARIANTS = (TREE, REVERSED, MASK_ONCE, PERSISTENT)
 
 
 def name(example, b, h, length, variant):
@@ -109,15 +112,18 @@ def build(tree: bool = False):
                 text = tree_module(example, b, h, length)
                 for variant, edited in ((TREE, text), (MASK_ONCE, mask_once(text))):
                     (OUT / f"{name(example, b, h, length, variant)}.py").write_text(edited)
+                (OUT / f"{name(example, b, h, length, PERSISTENT)}.py").write_text(
+                    tree_module(example, b, h, length, persistent=True))
                 if "causal" in example:  # the longest query blocks of each head first (reverse(l.qo))
                     (OUT / f"{name(example, b, h, length, REVERSED)}.py").write_text(
                         tree_module(example, b, h, length, reverse=True))
     print("built", len(list(OUT.glob("*.py"))), "modules in", OUT)
 
 
-def tree_module(example: str, b: int, h: int, length: int, reverse: bool = False) -> str:
+def tree_module(example: str, b: int, h: int, length: int, reverse: bool = False, persistent: bool = False) -> str:
     """The flash_ws module of `example` (as attention_mha.py writes its program) from this tree's printer;
-    `reverse`: the schedule with reverse(l.qo) before the query blocks are bound to the grid."""
+    `reverse`: the schedule with reverse(l.qo) before the query blocks are bound to the grid; `persistent`: with
+    launch(l, warps=8, persistent=true)."""
     import tempfile
 
     sys.path.insert(0, str(GPU))
@@ -131,6 +137,10 @@ def tree_module(example: str, b: int, h: int, length: int, reverse: bool = False
         ws = text.index("schedule flash_ws {")
         bind = text.index("  bind(l.qo, grid.x)\n", ws)
         text = text[:bind] + "  reverse(l.qo)\n" + text[bind:]
+    if persistent:
+        ws = text.index("schedule flash_ws {")
+        launch = text.index("  launch(l, warps=8)\n", ws)
+        text = text[:launch] + "  launch(l, warps=8, persistent=true)\n" + text[launch + len("  launch(l, warps=8)\n"):]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{example}.tdsl"
         path.write_text(text)
@@ -138,7 +148,28 @@ def tree_module(example: str, b: int, h: int, length: int, reverse: bool = False
         return generate(prog, "flash_ws", target="nvidia", backend="tilelang")
 
 
-def run(out_path, only=None):
+def _compile(path: str) -> str:
+    """Compile a module's kernels (TileLang's cache keeps them for the run); in a worker process."""
+    sys.path.insert(0, str(GPU))
+    from run_tilelang import module  # noqa: E402
+
+    mod = module(Path(path))
+    for key in mod.KERNELS:
+        mod._kernel(key)
+    return path
+
+
+def precompile(paths: list) -> None:
+    """nvcc the modules' kernels in parallel processes first: compiling them one by one in the run takes most of a
+    device call."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(min(8, len(paths))) as pool:
+        for done in pool.imap_unordered(_compile, [str(p) for p in paths]):
+            print("compiled", Path(done).name, flush=True)
+
+
+def run(out_path, only=None, shapes=None):
     import torch
     import torch.nn.functional as F
 
@@ -147,8 +178,13 @@ def run(out_path, only=None):
     from run import bench, check, poisoned  # noqa: E402
     from run_tilelang import module  # noqa: E402
 
+    timed_shapes = [s for s in SHAPES if shapes is None or s[2] in shapes]
+    variants = only or [*VARIANTS, *TREE_VARIANTS]
+    precompile([OUT / f"{name(e, b, h, length, v)}.py" for b, h, length in [(2, 3, 1000)] + timed_shapes
+                for e in ("mha_fa_exp2", "mha_causal_fa_exp2") for v in variants
+                if (OUT / f"{name(e, b, h, length, v)}.py").exists()])
     rows = []
-    for b, h, length in [(2, 3, 1000)] + SHAPES:
+    for b, h, length in [(2, 3, 1000)] + timed_shapes:
         timed = (b, h, length) in SHAPES
         for example, causal in (("mha_fa_exp2", False), ("mha_causal_fa_exp2", True)):
             torch.manual_seed(1)
@@ -156,7 +192,7 @@ def run(out_path, only=None):
             flops = 4 * b * h * length * length * 128 * (0.5 if causal else 1.0)
             sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE)  # noqa: E731
             t_sdpa = bench(sdpa) if timed else None
-            for variant in only or [*VARIANTS, *TREE_VARIANTS]:  # any module of OUT by its variant name
+            for variant in variants:  # any module of OUT by its variant name
                 if not (OUT / f"{name(example, b, h, length, variant)}.py").exists():
                     continue
                 row = {"example": example, "variant": variant, "B": b, "H": h, "L": length}
@@ -171,12 +207,18 @@ def run(out_path, only=None):
                     print(json.dumps(row), flush=True)
                     continue
                 row.update(check_heads(example.replace("_fa_exp2", ""), out, q, k, v, causal, check))
+                if not timed and "persist" in variant:  # 3 programs, each walking many tiles of the ring
+                    few = poisoned((b, h, length, 128), torch.bfloat16)
+                    mod = module(OUT / f"{name(example, b, h, length, variant)}.py")
+                    mod._kernel(next(iter(mod.KERNELS)))(q, k, v, few, 3)
+                    torch.cuda.synchronize()
+                    row["walk3_equal"] = bool(torch.equal(few, out))
                 if timed:
                     t = bench(lambda: launch(q, k, v, O=out))
                     row.update(us=t, sdpa_us=t_sdpa, tflops=flops / t / 1e6, vs_sdpa=t_sdpa / t)
                 rows.append(row)
                 print(json.dumps({k_: row[k_] for k_ in row if k_ != "detail"}), flush=True)
-    Path(out_path).write_text(json.dumps(rows, indent=1))
+                Path(out_path).write_text(json.dumps(rows, indent=1))  # what is done so far, if the call runs out
 
 
 if __name__ == "__main__":
@@ -185,5 +227,6 @@ if __name__ == "__main__":
     ap.add_argument("--out", default="ws_generated.json")
     ap.add_argument("--tree", action="store_true", help="build: also the modules of this tree's printer")
     ap.add_argument("--variants", nargs="+", help="run: only these variants")
+    ap.add_argument("--lengths", nargs="+", type=int, help="run: only the timed shapes of these L (and the ragged one)")
     args = ap.parse_args()
-    build(args.tree) if args.step == "build" else run(args.out, args.variants)
+    build(args.tree) if args.step == "build" else run(args.out, args.variants, args.lengths)

@@ -162,6 +162,43 @@ def test_warp_specialized_flash_attention_lowers_for_sm90a(example, length, tmp_
     assert "wait_wgmma<1>" in src and "tma_load" in src and src.count("__syncthreads") == 1  # after barrier init
 
 
+def _persistent(body: str) -> str:
+    return body.replace("launch(l, warps=8)", "launch(l, warps=8, persistent=true)")
+
+
+def test_persistent_warp_specialized_kernel_walks_its_tiles(tmp_path):
+    """`launch(persistent=true)` with a warp-specialised loop (warp_specialized.PersistentWalk): one program per
+    multiprocessor, each role walking the same tiles; the ring's slots and phases run on across tiles (counted in
+    `walked`), Q gets an empty barrier, and every slot a tile fills is freed again, the last block's too (without
+    that the next tile's producer waits for ever: found on the H200)."""
+    text = _flash_ws("mha_causal", {"B": 2, "H": 3, "L": 1000}, _persistent)
+    for line in ("mha_causal_0(Q: T.Tensor((2, 3, 1000, 128), \"bfloat16\"), K: ", "programs: T.int32):",
+                 "with T.Kernel(T.min((2) * (3) * (8), programs), threads=384) as (pid,):",
+                 "for tile in T.serial(pid, (2) * (3) * (8), T.min((2) * (3) * (8), programs)):",
+                 "qo = (tile % ((8)))  # grid.x", "bh_1 = 0 + ((tile // ((8))) // (1)) % (3)  # grid.y",
+                 "T.barrier_wait(Q_empty, walked[0] % 2 ^ 1)", "T.barrier_wait(Q_full, walked[0] % 2)",
+                 "T.barrier_arrive(Q_empty)",
+                 "T.barrier_wait(K_empty[(walked[1] + ko) % 2], ((walked[1] + ko) // 2) % 2 ^ 1)",
+                 "T.barrier_wait(K_full[walked[1] % 2], (walked[1] // 2) % 2)",
+                 "T.barrier_arrive(V_empty[(walked[1] + (ko - 1)) % 2])",
+                 "T.barrier_arrive(V_empty[(walked[1] + ((qo + 1) - 1)) % 2])",  # the last block's slot
+                 "walked[1] = walked[1] + (qo + 1)",
+                 "_kernel(\"mha_causal_0\")(Q, K, V, O, _programs(Q))",
+                 "return torch.cuda.get_device_properties(tensor.device).multi_processor_count"):
+        assert line in text, line
+    assert text.count("for tile in T.serial(") == 2 and text.count("walked[0] = walked[0] + 1") == 2
+    module = load_module(text, tmp_path / "persistent.py")
+    src = lower_module(module, "sm_90a")["mha_causal_0"]
+    assert "int programs" in src and "Q_empty[0].arrive()" in src
+
+
+def test_persistent_warp_specialized_kernel_in_groups_is_refused():
+    with pytest.raises(BackendError, match=re.escape("launch(group=...) with persistent=true is not generated for a "
+                                                     "warp-specialised TileLang loop")):
+        _flash_ws("mha", {"B": 2, "H": 2, "L": 4096},
+                  lambda s: s.replace("launch(l, warps=8)", "launch(l, warps=8, group=4, persistent=true)"))
+
+
 def test_warp_specialized_kernels_elsewhere_run_the_pipelined_loop():
     """Triton prints the flash kernel with its key loop pipelined over the stages; the loop's comment says that
     the arrangement is TileLang's."""
