@@ -23,6 +23,9 @@ compiler/lower/passes/warp_specialize.py checked (first product, statements with
         rescale, product of hi - 1, T.wait_wgmma(0)
         ...                                         # the ops after the loop
 
+With `launch(persistent=true)` each role walks the grid's tiles around all of this (`PersistentWalk`), the ring
+running on from tile to tile.
+
 The two parts of a loop split at its masked iterations (compiler/lower/loops.py: full tiles, then the rest) are
 walked as one: a group whose two forms differ (the masks) is printed under `if ko < split`.  The roles meet only
 at the mbarriers, so the module compiles the kernel with `tl.disable_thread_storage_sync` (PASS_CONFIGS): the
