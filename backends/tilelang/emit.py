@@ -53,6 +53,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 TL_DTYPES = TILELANG  # backends/common/dtypes.py
 GRID_VARS = {"x": "bx", "y": "by", "z": "bz"}
+FP8_INSTRUCTION_K = 32  # terms of one FP8 tensor-core instruction (wgmma / mma, sm_89+): the finest promotion
 F8_MAX = 448.0
 
 FUNCTIONS = {  # the primitives of compiler/model/functions.py in TileLang
@@ -647,13 +648,19 @@ class KernelPrinter(TileLangDialect):
         flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
         if op.partial.warp_rows:  # each warp owns whole rows (compiler/analysis/placement.py: warps_by_rows)
             flags += ", policy=T.GemmWarpPolicy.FullRow"
-        if op.accum == "f32":
+        interval = T.promotion_interval(op.partial, size[k])
+        if op.accum == "f32" and interval is None:
             self.emit(f"T.gemm({a}, {b}, {acc}{flags})")
             return
         part = self.alloc(self.local(("part", op.stmt), f"part_{op.stmt}"), shape, "f32", "fragment",
-                          "one step's product, added in the accumulator's dtype")
-        self.emit(f"T.gemm({a}, {b}, {part}{flags}, clear_accum=True)")
-        self.add_into(acc, part, shape, op.accum)
+                          "one step's product, added in the accumulator's dtype" if interval is None else
+                          "FP8 products of at most the promotion interval, added to the f32 sum")
+        if interval is not None:
+            self.emit(f"# {op.stmt}: FP8 products added to the f32 sum every {interval or FP8_INSTRUCTION_K} terms "
+                      f"(T.gemm would keep them in the tensor core's reduced-precision accumulator for the whole loop)")
+        for a_part, b_part in _k_slices(op, a, ta, b, tb, size[i], size[j], size[k], interval):
+            self.emit(f"T.gemm({a_part}, {b_part}, {part}{flags}, clear_accum=True)")
+            self.add_into(acc, part, shape, op.accum)
 
     def add_into(self, acc: str, part: str, shape, accum: str) -> None:
         """acc += part, lane by lane, rounded to the accumulator's dtype (one step's product added to its sum)."""
@@ -849,6 +856,26 @@ class KernelPrinter(TileLangDialect):
             side = lambda x: index_code(x, names) if _is_index(x) else self.value(x, tile, lane_vars, names)  # noqa: E731
             return f"({side(e.lhs)} {e.op} {side(e.rhs)})"
         return index_code(e, names)
+
+
+def _k_slices(op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, rows: int, cols: int, k: int,
+              interval) -> list[tuple[str, str]]:
+    """The operand regions of a product split along k into steps of at most `interval` terms (T.promotion_interval;
+    0: one FP8 instruction's k), each a whole number of instructions; the whole operands when it need not be."""
+    if interval is None or k <= (interval or FP8_INSTRUCTION_K):
+        return [(a, b)]
+    step = math.gcd(k, interval or FP8_INSTRUCTION_K)
+    if step % FP8_INSTRUCTION_K or any(isinstance(x, T.RegOperand) for x in (op.partial.lhs, op.partial.rhs)):
+        raise BackendError(f"{op.stmt}: the FP8 product's k tile ({k}) cannot be cut into steps of at most "
+                           f"{interval or FP8_INSTRUCTION_K} terms for the tensor cores (steps of {FP8_INSTRUCTION_K} "
+                           f"from operands in shared memory): split its reduction by "
+                           f"{interval or FP8_INSTRUCTION_K}, or declare `combine fast_accum` / `fast_accum(N)`")
+
+    def region(buf: str, other: int, transposed: bool, lo: int) -> str:
+        ks, whole = f"{lo}:{lo + step}", f"0:{other}"
+        return f"{buf}[{ks}, {whole}]" if transposed else f"{buf}[{whole}, {ks}]"
+
+    return [(region(a, rows, ta, lo), region(b, cols, not tb, lo)) for lo in range(0, k, step)]
 
 
 def _is_index(e: T.Expr) -> bool:

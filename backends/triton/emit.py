@@ -198,13 +198,11 @@ class _KernelPrinter(PrinterBase):
                 a, b = self._dot_operands(op.partial, op.tile, frame)
                 # a product the tensor cores do not take exactly (compiler/analysis/placement.py) is multiplied in f32
                 precise = ', input_precision="ieee"' if unit_of(op) == VECTOR else ""
-                if op.partial.lhs_dtype == op.partial.rhs_dtype == "f8e4m3" and op.partial.imprecise is not None:
+                interval = T.promotion_interval(op.partial, op.tile.axes[2].size)
+                if interval is not None:
                     # On sm_90 Triton otherwise keeps FP8 products in the tensor core's reduced-precision
-                    # accumulator for the whole loop; the program says how many it may keep there before they
-                    # reach the FP32 sum: none by default, N under `combine fast_accum(N)` (`combine fast_accum`
-                    # keeps Triton's default).  Triton takes at most the tile's k: promoting after every tile is
-                    # within "at most N".
-                    precise = f", max_num_imprecise_acc={min(op.partial.imprecise, op.tile.axes[2].size)}"
+                    # accumulator for the whole loop (`combine fast_accum` keeps that default)
+                    precise = f", max_num_imprecise_acc={interval}"
                 if op.accum == "f32":
                     self.emit(f"{acc} = tl.dot({a}, {b}, {acc}{precise})")
                 else:

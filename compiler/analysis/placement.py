@@ -31,6 +31,7 @@ from tdsl.frontend import ast
 
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.model.dependences import policy
+from tdsl.compiler.lower.tile_rules import padded_shape
 from tdsl.compiler.model.dtypes import power_of_two
 from tdsl.compiler.lower.tileir import (AccFinish, AccInit, AccUpdate, Dot, Preload, Preloaded, RegOperand, SerialLoop,
                                        Staged, TileKernel, TileProgram, Var, walk_ops)
@@ -416,8 +417,9 @@ def _staged(op: AccUpdate, backend: str, scope: str, loops: list, kernel: TileKe
 
 
 def _same_box(planned: list, shape, tensor_shape: list) -> bool:
-    """The plan's box (clipped to the tensor) is the tile's box, in either index order."""
-    if planned == shape or sorted(planned) == sorted(shape):
-        return True
+    """The plan's box (clipped to the tensor, or padded to the tile's lanes: compiler/lower/tile_rules.py) is the
+    tile's box, in either index order."""
     clipped = [min(s, d) if isinstance(d, int) else s for s, d in zip(shape, tensor_shape)]
-    return planned == clipped or sorted(planned) == sorted(clipped)
+    shape = list(shape)
+    return any(box == want or sorted(box) == sorted(want)
+               for box in (planned, padded_shape(planned)) for want in (shape, clipped))

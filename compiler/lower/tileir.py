@@ -181,6 +181,16 @@ class Dot:
     imprecise: Optional[int] = 0
 
 
+def promotion_interval(dot: Dot, k: int) -> Optional[int]:
+    """How many terms of an FP8 product over tiles of k terms the kernel lets the matrix unit sum in its
+    reduced-precision accumulator before adding them to the f32 sum: at most k (promoting after every tile is within
+    "at most N"), 0 after every instruction (no declaration).  None: nothing to promote (not an FP8 product, or
+    `combine fast_accum`, which allows any number).  Every printer of a matrix product honours it or refuses."""
+    if not dot.lhs_dtype == dot.rhs_dtype == "f8e4m3" or dot.imprecise is None:
+        return None
+    return min(dot.imprecise, k)
+
+
 Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, Reference, RegOperand, Preloaded, Call, Round, Reduce,
              Dot]
 

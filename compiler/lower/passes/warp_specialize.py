@@ -151,6 +151,9 @@ def _check_product(kernel: T.TileKernel, loop: T.SerialLoop, op: T.AccUpdate, op
     if dot.unit != "matrix" or not dot.warp_rows or dot.sum_on_vector or op.accum != "f32":
         raise _refuse(loop, f"the product of {op.stmt} is not on the tensor cores with whole rows per warp and an "
                             f"f32 accumulator", "use blocks of at least 16 rows per warp and bf16 or f16 operands")
+    if T.promotion_interval(dot, op.tile.axes[2].size) is not None:
+        raise _refuse(loop, f"the FP8 product of {op.stmt} adds its products to the f32 sum at an interval, which "
+                            f"the warp-specialised loop does not print", "declare `combine fast_accum`")
     rows = op.tile.axes[0].size
     groups = kernel.num_warps // WARP_GROUP
     if rows % (ROWS_PER_WARP_GROUP * groups):

@@ -27,6 +27,10 @@ REFUSED_950 = {(ex, name): text for (ex, name, backend), text in REFUSED.items()
 CUBE = {"gemm": "C", "gemm_silu": "C", "quant_gemm": "P", "attention": "S"}
 
 
+# schedule -> the schedule whose AscendC lowering covers it (the lowering takes 20-40 s per attention module)
+LOWERED_AS = {("mha", "flash_ascend"): ("mha_causal", "flash_ascend")}
+
+
 @pytest.mark.parametrize("example,name", LEGAL, ids=LEGAL_IDS)
 def test_ascend950_lowers_to_ascendc(example, name, tmp_path, golden):
     pytest.importorskip("tilelang")
@@ -39,6 +43,8 @@ def test_ascend950_lowers_to_ascendc(example, name, tmp_path, golden):
         return
     text = generate(prog, name, target="ascend-950")
     golden(text, suffix=".py")
+    if (example, name) in LOWERED_AS:
+        return  # its kernel is another's without a mask: that one's lowering covers every call it makes
     module = load_module(text, tmp_path / f"{example}__{name}.py")
     sources = lower_module(module, "ascend")
     for kernel, src in sources.items():

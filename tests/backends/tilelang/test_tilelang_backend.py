@@ -5,9 +5,7 @@ run_tilelang.py on the H200."""
 
 import os
 import shutil
-import subprocess
 import re
-import sys
 
 import pytest
 
@@ -263,13 +261,77 @@ schedule only_y {
         generate(loads(text), "only_y", target="nvidia", backend="tilelang")
 
 
-def test_cli_compiles_every_example_for_the_tilelang_backend(tmp_path):
+def test_cli_compiles_every_example_for_the_tilelang_backend(tmp_path, capsys):
+    from tdsl.compiler.driver.cli import main
+
     for example in EXPECTED:
         if (example, next(iter(EXPECTED[example])), "tilelang") in REFUSED:
             continue  # its first schedule is refused by this backend (tests above check the message)
         out = tmp_path / f"{example}.py"
-        done = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", "compile", str(EXAMPLES / f"{example}.tdsl"),
-                               "--target", "nvidia", "--backend", "tilelang", "-o", str(out), *size_flags(example)],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        assert "target nvidia" in done.stdout and out.exists()
+        code = main(["compile", str(EXAMPLES / f"{example}.tdsl"), "--target", "nvidia", "--backend", "tilelang",
+                     "-o", str(out), *size_flags(example)])
+        printed = capsys.readouterr()
+        assert code == 0, printed.err
+        assert "target nvidia" in printed.out and out.exists()
+
+
+FP8_PRODUCT = """const M = 256, K = 256, N = 128
+kernel q(Aq: f8e4m3[M, K], Wt: f8e4m3[N, K]) -> (P: bf16[M, N]) {{
+  P[i, j] = sum(k) Aq[i, k] * Wt[j, k] accum f32{combine}
+}}
+schedule s {{
+  io, jo, ii, jj = tile(P.i, P.j, 128, 128)
+  ko, kk = split(P.k, {k})
+  reorder(P, io, jo, ko, ii, jj, kk)
+  cache_read(Aq, shared, at=P.ko)
+  cache_read(Wt, shared, at=P.ko)
+  pipeline(P.ko, stages=2)
+  launch(P, warps=8)
+}}
+"""
+
+
+@pytest.mark.parametrize("combine,k,gemms", [
+    ("", 64, ["T.gemm(Aq_s_1[0:128, 0:32], Wt_s_2[0:128, 0:32], part_P, transpose_B=True, clear_accum=True)",
+              "T.gemm(Aq_s_1[0:128, 32:64], Wt_s_2[0:128, 32:64], part_P, transpose_B=True, clear_accum=True)"]),
+    (" combine fast_accum(64)", 128, [
+        "T.gemm(Aq_s_1[0:128, 0:64], Wt_s_2[0:128, 0:64], part_P, transpose_B=True, clear_accum=True)",
+        "T.gemm(Aq_s_1[0:128, 64:128], Wt_s_2[0:128, 64:128], part_P, transpose_B=True, clear_accum=True)"]),
+    (" combine fast_accum(128)", 64, ["T.gemm(Aq_s_1, Wt_s_2, part_P, transpose_B=True, clear_accum=True)"]),
+    (" combine fast_accum", 128, ["T.gemm(Aq_s_1, Wt_s_2, acc_P, transpose_B=True)"]),
+])
+def test_fp8_products_reach_the_f32_sum_as_the_program_declares(combine, k, gemms, tmp_path):
+    """T.gemm into one fragment keeps FP8 products in the tensor core's reduced-precision accumulator for the
+    whole loop: only `combine fast_accum` allows that.  Otherwise each step of at most the declared number of terms
+    (one instruction's 32 without a declaration) goes to a cleared fragment and is added to the f32 sum."""
+    text = generate(loads(FP8_PRODUCT.format(combine=combine, k=k)), "s", target="h200", backend="tilelang")
+    printed = [line.strip() for line in text.splitlines() if "T.gemm(" in line]
+    assert printed == gemms
+    adds = text.count("acc_P[l0, l1] = acc_P[l0, l1] + part_P[l0, l1]")
+    assert adds == (0 if combine == " combine fast_accum" else len(gemms))
+    sources = lower_module(load_module(text, tmp_path / "fp8.py"), "sm_90a")
+    assert all("wgmma" in src for src in sources.values())
+
+
+def test_a_tile_of_lanes_past_its_extent_lowers(tmp_path):
+    """A 48 × 96 tile gets 64 × 128 lanes (compiler/lower/tile_rules.py): the shared boxes are the lanes, the
+    copies zero the lanes past the tile along k, and the store writes the tile's 96 columns only."""
+    prog = loads("""const M = 128, K = 144, N = 192
+kernel q(A: bf16[M, K], B: bf16[K, N]) -> (P: bf16[M, N]) {
+  P[i, j] = sum(k) A[i, k] * B[k, j] accum f32
+}
+schedule s {
+  io, jo, ii, jj = tile(P.i, P.j, 64, 96)
+  ko, kk = split(P.k, 48)
+  reorder(P, io, jo, ko, ii, jj, kk)
+  cache_read(A, shared, at=P.ko)
+  cache_read(B, shared, at=P.ko)
+  launch(P, warps=4)
+}
+""")
+    text = generate(prog, "s", target="h200", backend="tilelang")
+    assert 'B_s_2 = T.alloc_shared((64, 128), "bfloat16")  # cache_read B -> shared at ko (plan [48, 96] bf16)' in text
+    assert ('A_s_1[l0, l1] = T.if_then_else((((48 * ko) + 47) >= ((48 * ko) + l1)), '
+            'A[((64 * io) + l0), ((48 * ko) + l1)], T.cast(0, "bfloat16"))') in text
+    assert "if (((96 * jo) + 95) >= ((96 * jo) + l1)):" in text
+    lower_module(load_module(text, tmp_path / "padded.py"), "sm_90a")

@@ -63,6 +63,7 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "float8_e4m3fn"), W: T.Tensor((4096,
         acc_P = T.alloc_fragment((128, 128), "float32")
         Aq_s_1 = T.alloc_shared((128, 64), "float8_e4m3fn")  # Aq staged for the matrix unit (no cache_read in the schedule)
         W_s_2 = T.alloc_shared((64, 128), "float8_e4m3fn")  # W staged for the matrix unit (no cache_read in the schedule)
+        part_P = T.alloc_fragment((128, 128), "float32")  # FP8 products of at most the promotion interval, added to the f32 sum
         v_Out = T.alloc_fragment((128, 128), "float32")  # Out, rounded to f16
         io = bx  # grid.x
         jo = by  # grid.y
@@ -74,7 +75,13 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "float8_e4m3fn"), W: T.Tensor((4096,
             # P: partial result of one tile [tile i:128 x j:128 x k:64] by matrix product
             T.copy(Aq[(128 * io), (64 * ko)], Aq_s_1)
             T.copy(W[(64 * ko), (128 * jo)], W_s_2)
-            T.gemm(Aq_s_1, W_s_2, acc_P)
+            # P: FP8 products added to the f32 sum every 32 terms (T.gemm would keep them in the tensor core's reduced-precision accumulator for the whole loop)
+            T.gemm(Aq_s_1[0:128, 0:32], W_s_2[0:32, 0:128], part_P, clear_accum=True)
+            for l0, l1 in T.Parallel(128, 128):
+                acc_P[l0, l1] = acc_P[l0, l1] + part_P[l0, l1]
+            T.gemm(Aq_s_1[0:128, 32:64], W_s_2[32:64, 0:128], part_P, clear_accum=True)
+            for l0, l1 in T.Parallel(128, 128):
+                acc_P[l0, l1] = acc_P[l0, l1] + part_P[l0, l1]
         # P: the reduction is complete; round to f32 as the store would (kept on chip)
         # Out[i, j]: f16 = P[i, j] * amax[i] / 448.0 [tile i:128 x j:128]
         for l0, l1 in T.Parallel(128, 128):
