@@ -656,7 +656,8 @@ class KernelPrinter(TileLangDialect):
                           "one step's product, added in the accumulator's dtype" if interval is None else
                           "FP8 products of at most the promotion interval, added to the f32 sum")
         if interval is not None:
-            self.emit(f"# {op.stmt}: FP8 products added to the f32 sum every {interval or FP8_INSTRUCTION_K} terms "
+            terms = FP8_INSTRUCTION_K if interval == 0 else interval
+            self.emit(f"# {op.stmt}: FP8 products added to the f32 sum every {terms} terms "
                       f"(T.gemm would keep them in the tensor core's reduced-precision accumulator for the whole loop)")
         for a_part, b_part in _k_slices(op, a, ta, b, tb, size[i], size[j], size[k], interval):
             self.emit(f"T.gemm({a_part}, {b_part}, {part}{flags}, clear_accum=True)")
@@ -862,14 +863,15 @@ def _k_slices(op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, rows: int, co
               interval) -> list[tuple[str, str]]:
     """The operand regions of a product split along k into steps of at most `interval` terms (T.promotion_interval;
     0: one FP8 instruction's k), each a whole number of instructions; the whole operands when it need not be."""
-    if interval is None or k <= (interval or FP8_INSTRUCTION_K):
+    terms = FP8_INSTRUCTION_K if interval == 0 else interval
+    if terms is None or k <= terms:
         return [(a, b)]
-    step = math.gcd(k, interval or FP8_INSTRUCTION_K)
+    step = math.gcd(k, terms)
     if step % FP8_INSTRUCTION_K or any(isinstance(x, T.RegOperand) for x in (op.partial.lhs, op.partial.rhs)):
-        raise BackendError(f"{op.stmt}: the FP8 product's k tile ({k}) cannot be cut into steps of at most "
-                           f"{interval or FP8_INSTRUCTION_K} terms for the tensor cores (steps of {FP8_INSTRUCTION_K} "
-                           f"from operands in shared memory): split its reduction by "
-                           f"{interval or FP8_INSTRUCTION_K}, or declare `combine fast_accum` / `fast_accum(N)`")
+        raise BackendError(f"{op.stmt}: the FP8 product's k tile ({k}) cannot be cut into steps of at most {terms} "
+                           f"terms for the tensor cores (steps of {FP8_INSTRUCTION_K} from operands in shared "
+                           f"memory): split its reduction by {terms}, or declare `combine fast_accum` / "
+                           f"`fast_accum(N)`")
 
     def region(buf: str, other: int, transposed: bool, lo: int) -> str:
         ks, whole = f"{lo}:{lo + step}", f"0:{other}"
