@@ -151,17 +151,24 @@ def run(out_path: str) -> None:
             print(f"{key:34s} {m['schedule']:22s} FAILED: {type(err).__name__}: {err}"[:400], flush=True)
             results["failed"].append({**m, "error": str(err)[:1000]})
             continue
+        same = None
+        if m.get("same_as"):  # a hand-edited module must give the bits of the module it was edited from
+            twin = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+            _module(GENERATED / m["same_as"]).q(a, b, P=twin)
+            same = bool(torch.equal(out, twin))
         err = (out.double() - exact).abs()
         tol = 2 ** -7 * exact.abs() + (2 ** -16 if m["accumulation"] == "exact" else 2 ** -10) * exact.abs().max()
         # within the tolerance, or no worse than cuBLASLt's error (its own accumulation for exact and fast; the
         # fast one, the loosest, for an interval)
         yardstick = ref["max_err"] if m["accumulation"] in ("exact", "fast_accum") else loosest
-        ok = bool(torch.isfinite(out).all().item() and ((err <= tol).all().item() or err.max().item() <= yardstick))
+        ok = bool(torch.isfinite(out).all().item() and ((err <= tol).all().item() or err.max().item() <= yardstick)
+                  and same is not False)
         us = do_bench(lambda: launch(a, b, P=out), warmup=25, rep=200) * 1e3
-        row = {**m, "ok": ok, "us": us, "tflops": flops / us / 1e6, "max_err": float(err.max().item()),
+        row = {**m, "ok": ok, "bit_identical_to_its_source": same, "us": us, "tflops": flops / us / 1e6, "max_err": float(err.max().item()),
                "vs_scaled_mm": ref["us"] / us}
         print(f"{key:34s} {m['schedule']:22s} ok={ok} {us:8.1f} us {flops / us / 1e6:6.0f} TFLOP/s "
-              f"max err {row['max_err']:.4g} ({ref['us'] / us:.2f}x)", flush=True)
+              f"max err {row['max_err']:.4g} ({ref['us'] / us:.2f}x)" + ("" if same is None else f" same bits: {same}"),
+              flush=True)
         results["all"].append(row)
         if ok and (key not in best or us < best[key]["us"]):
             best[key] = row
