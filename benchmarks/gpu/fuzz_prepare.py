@@ -4,7 +4,9 @@ The differential fuzzer (tests/fuzz) checks generated Triton kernels under the T
 The interpreter is not the compiler: it rounds, fuses and masks its own way.  This script draws random
 programs and schedules exactly like the fuzzer, keeps every case that the Triton backend generates, and
 writes for each one the module, its inputs and the reference interpreter's outputs, so that the GPU machine
-(torch + triton only) can compile and run the kernels for real and compare.
+(torch + triton only) can compile and run the kernels for real and compare.  With `--backends triton,tilelang`
+each case also carries the TileLang module of the same schedule (`module_tilelang.py`, where TileLang takes
+it): on the CPU TileLang kernels are only lowered, so the GPU is where they first run.
 
     python benchmarks/gpu/fuzz_prepare.py --sequences 400 --seed 5 --out benchmarks/gpu/fuzz_cases
 """
@@ -30,7 +32,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sequences", type=int, default=400)
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "gpu" / "fuzz_cases"))
+    ap.add_argument("--backends", default="triton", help="triton, or triton,tilelang")
     args = ap.parse_args(argv)
+    extra = [b for b in args.backends.split(",") if b != "triton"]
 
     from fuzz import oracles
     from fuzz.engine import Fuzzer, Result
@@ -40,6 +44,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True)
     fuzzer = Fuzzer(backends=("triton",), shrink=False, workdir=Path(tempfile.mkdtemp()))
     kept = refused = failed = 0
+    refused_by = {b: 0 for b in extra}
     for n in range(args.sequences):
         seed = args.seed * 1_000_003 + n
         rng = random.Random(seed)
@@ -61,9 +66,17 @@ def main(argv=None) -> int:
         if text is None or finding is not None:
             refused += 1
             continue
-        _write(out / f"case_{n:05d}", case, text, original.model, refs)
+        folder = out / f"case_{n:05d}"
+        _write(folder, case, text, original.model, refs)
+        for backend in extra:
+            other, _ = oracles.generate_text(case, backend)
+            if other is None:
+                refused_by[backend] += 1
+            else:
+                (folder / f"module_{backend}.py").write_text(other)
         kept += 1
-    print(f"{kept} cases written to {out} ({refused} refused by the backend, {failed} skipped)")
+    also = "".join(f", {kept - n} with a {b} module ({n} refused by it)" for b, n in refused_by.items())
+    print(f"{kept} cases written to {out} ({refused} refused by the backend, {failed} skipped){also}")
     return 0
 
 

@@ -6,6 +6,10 @@ outputs are compared with the interpreter's (compiler/verify/compare.py toleranc
 Cases run in parallel processes (Triton compiles one kernel per process at a time).
 
     python3 benchmarks/gpu/fuzz_run.py benchmarks/gpu/fuzz_cases --jobs 16 --out $OUT/fuzz_gpu.json
+
+A case's TileLang module (`module_tilelang.py`, fuzz_prepare.py --backends triton,tilelang) runs the same way,
+compiled by TileLang (PYTHONPATH=/tmp/site, docs of the recipe in shared/notes/gpu-recipes.md); `--backends`
+picks which modules run.
 """
 
 from __future__ import annotations
@@ -26,17 +30,20 @@ sys.path.insert(0, str(ROOT))  # compiler/verify (compare.py) needs numpy only
 GUARD = 64
 
 
-def run_case(folder: str) -> dict:
+MODULES = {"triton": "module.py", "tilelang": "module_tilelang.py"}
+
+
+def run_case(job: tuple) -> dict:
     import torch
 
     from compiler.verify import compare
 
-    folder = Path(folder)
+    folder, backend = Path(job[0]), job[1]
     meta = json.loads((folder / "meta.json").read_text())
     dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
-    result = {"case": folder.name, "ok": True, "problems": []}
+    result = {"case": folder.name, "backend": backend, "ok": True, "problems": []}
     try:
-        spec = importlib.util.spec_from_file_location(f"fz_{folder.name}", folder / "module.py")
+        spec = importlib.util.spec_from_file_location(f"fz_{folder.name}_{backend}", folder / MODULES[backend])
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         renamed = getattr(module, "RENAMED", {})  # program names the module had to rename (docs/triton.md)
@@ -72,16 +79,20 @@ def main(argv=None) -> int:
     ap.add_argument("cases")
     ap.add_argument("--jobs", type=int, default=8)
     ap.add_argument("--out")
+    ap.add_argument("--backends", default="triton", help="triton, tilelang, or triton,tilelang")
     args = ap.parse_args(argv)
-    folders = sorted(str(p) for p in Path(args.cases).iterdir() if (p / "meta.json").exists())
+    folders = sorted(p for p in Path(args.cases).iterdir() if (p / "meta.json").exists())
+    jobs = [(str(p), b) for b in args.backends.split(",") for p in folders if (p / MODULES[b]).exists()]
     with mp.get_context("spawn").Pool(args.jobs) as pool:
-        results = pool.map(run_case, folders, chunksize=4)
+        results = pool.map(run_case, jobs, chunksize=2)
     bad = [r for r in results if not r["ok"]]
     for r in bad:
-        print(f"{r['case']}: " + "; ".join(r["problems"]))
-    print(f"{len(results)} cases on the GPU, {len(results) - len(bad)} match the interpreter, {len(bad)} do not")
+        print(f"{r['case']} ({r['backend']}): " + "; ".join(r["problems"]))
+    per = {b: sum(r["backend"] == b for r in results) for b in args.backends.split(",")}
+    print(f"{len(results)} modules on the GPU ({per}), {len(results) - len(bad)} match the interpreter, "
+          f"{len(bad)} do not")
     if args.out:
-        Path(args.out).write_text(json.dumps({"cases": len(results), "mismatches": bad}, indent=1))
+        Path(args.out).write_text(json.dumps({"cases": len(results), "per_backend": per, "mismatches": bad}, indent=1))
     return 1 if bad else 0
 
 

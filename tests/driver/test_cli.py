@@ -1,10 +1,13 @@
 """The command line: exit codes 0 / 1 / 2, readable output, never a traceback for a user mistake."""
 
 import ast
+import contextlib
+import io
 import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -12,10 +15,37 @@ from catalog import EXAMPLES, ROOT
 from tdsl.compiler.driver.cli import main
 
 
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+# In a process of their own: `run` (it switches Triton to its interpreter for the whole process) and the
+# commands that only print and exit (so that the real `python -m` entry point is exercised too).
+OWN_PROCESS = {"run", "--help", "--version"}
+
+
 def tdsl(*args, cwd=ROOT):
-    proc = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", *args], capture_output=True, text=True, cwd=cwd)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    """The CLI on `args` in folder `cwd`: exit code, stdout, stderr.  Other commands run in this process through
+    `main` (a process each would take most of this file's time); an exception escaping it fails the test."""
+    if args[0] in OWN_PROCESS:
+        proc = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", *args], capture_output=True,
+                              text=True, cwd=cwd)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse's usage errors
+                code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    finally:
+        os.chdir(here)
+    return Done(code, out.getvalue(), err.getvalue())
 
 
 def test_help():

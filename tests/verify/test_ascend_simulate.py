@@ -521,7 +521,7 @@ def test_a_tile_of_lanes_past_its_extent_computes_the_interpreters_bits(target):
     from tdsl.compiler.driver.api import loads
     from tdsl.compiler.verify.ascend_sim import check_schedule
 
-    prog = loads("""const M = 64, K = 96, N = 150
+    prog = loads("""const M = 40, K = 96, N = 150
 kernel q(A: bf16[M, K], B: bf16[K, N]) -> (P: bf16[M, N]) {
   P[i, j] = sum(k) A[i, k] * B[k, j] accum f32
 }
