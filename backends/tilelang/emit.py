@@ -83,6 +83,13 @@ CUDA_HELPERS = {  # function -> the CUDA source its NVIDIA spelling calls
     "exp2": 'extern "C" __device__ __forceinline__ float tdsl_ex2(float x) '
             '{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }',
 }
+# After a barrier, loads of what other threads stored: TVM declares every pointer parameter __restrict__, so nvcc
+# treats the memory behind it as changed by this thread only and may move a load of it above the barrier that
+# orders it after the other threads' stores (seen on the H200: a row maximum stored by one thread and read by the
+# others after __syncthreads(), read before it).  An asm that takes the pointer and clobbers memory, right after the
+# barrier, keeps every later load of that tensor below it.
+CUDA_HELPERS["reload"] = ('extern "C" __device__ __forceinline__ void tdsl_reload(const void* p) '
+                          '{ asm volatile("" : : "l"(p) : "memory"); }')
 
 
 def emit_module(program: T.TileProgram, **common) -> str:
@@ -589,6 +596,18 @@ class KernelPrinter(TileLangDialect):
         self.exit_vector()
         return buf
 
+    def stored_here(self) -> list[str]:
+        """The tensors this kernel stores to, by their names in the kernel (an output kept in an input: its view)."""
+        return sorted({op.stmt for op in T.walk_ops(self.kernel.body) if isinstance(op, (T.Compute, T.AccFinish))
+                       and op.store})
+
+    def barrier_code(self, what: str) -> str:
+        """The barrier, then CUDA_HELPERS' reload of every tensor this kernel stores to."""
+        reloads = "".join(f'; T.call_extern("handle", "tdsl_reload", {self.tensor(t)}.data)' for t in self.stored_here())
+        if reloads:
+            self.helpers.add("reload")
+        return super().barrier_code(what) + reloads
+
     def _tensor_shape(self, name: str) -> list:
         return next((t.shape for t in self.kernel.tensors if t.name == name), [])
 
@@ -623,11 +642,12 @@ class KernelPrinter(TileLangDialect):
         lanes = [self.lane(n) for n in range(len(shape))]
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
+        element = self.element(load.tensor, idx)
         if load.mask is None:
-            self.emit(f"    {buf}[{', '.join(lanes)}] = {self.element(load.tensor, idx)}")
+            self.emit(f"    {buf}[{', '.join(lanes)}] = {element}")
         else:
             self.emit(f"    {buf}[{', '.join(lanes)}] = T.if_then_else({index_code(load.mask, sub)}, "
-                      f"{self.element(load.tensor, idx)}, T.cast(0, \"{TL_DTYPES[dtype]}\"))")
+                      f"{element}, T.cast(0, \"{TL_DTYPES[dtype]}\"))")
         self.exit_vector()
 
     def _start(self, x: T.Expr, tile: T.Tile) -> str:

@@ -33,8 +33,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "gpu" / "fuzz_cases"))
     ap.add_argument("--backends", default="triton", help="triton, or triton,tilelang")
+    ap.add_argument("--regenerate", action="store_true",
+                    help="rewrite the modules of the cases already in --out with this checkout (after a fix)")
     args = ap.parse_args(argv)
     extra = [b for b in args.backends.split(",") if b != "triton"]
+    if args.regenerate:
+        return _regenerate(Path(args.out), ["triton", *extra])
 
     from fuzz import oracles
     from fuzz.engine import Fuzzer, Result
@@ -77,6 +81,29 @@ def main(argv=None) -> int:
         kept += 1
     also = "".join(f", {kept - n} with a {b} module ({n} refused by it)" for b, n in refused_by.items())
     print(f"{kept} cases written to {out} ({refused} refused by the backend, {failed} skipped){also}")
+    return 0
+
+
+def _regenerate(out: Path, backends: list[str]) -> int:
+    """Each case's modules again, from its recorded program and steps (inputs and references unchanged)."""
+    from fuzz import oracles
+    from fuzz.cases import Case
+
+    names = {"triton": "module.py"}
+    count = 0
+    for folder in sorted(p for p in out.iterdir() if (p / "meta.json").exists()):
+        case = Case.from_json(json.dumps(json.loads((folder / "meta.json").read_text())["case"]))
+        _, sched, _ = oracles.apply_steps(case)
+        case = case.but(trace_text=str(sched.trace))
+        for backend in backends:
+            text, _ = oracles.generate_text(case, backend)
+            path = folder / names.get(backend, f"module_{backend}.py")
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(text)
+        count += 1
+    print(f"{count} cases regenerated in {out} ({', '.join(backends)})")
     return 0
 
 

@@ -335,3 +335,22 @@ schedule s {
             'A[((64 * io) + l0), ((48 * ko) + l1)], T.cast(0, "bfloat16"))') in text
     assert "if (((96 * jo) + 95) >= ((96 * jo) + l1)):" in text
     lower_module(load_module(text, tmp_path / "padded.py"), "sm_90a")
+
+
+def test_loads_after_a_barrier_stay_after_it(tmp_path):
+    """A value one thread stores and the others read back after the barrier (attention's row maximum m, computed in
+    the key loop's first iteration): TVM declares every pointer parameter __restrict__, and nvcc moved the others'
+    load of m above the barrier on the H200 (tests/fuzz/findings/load-of-a-value-another-thread-stored-moved-above-
+    the-barrier.json).  Each barrier is followed by an asm that takes the pointer of every tensor the kernel stores."""
+    text = generate(loads((EXAMPLES / "attention.tdsl").read_text() + """
+schedule read_back {
+  compute_at(m, P.j)
+  reverse_compute_at(U, P.j)
+}
+""", sizes={"L": 5, "D": 17}), "read_back", target="h200", backend="tilelang")
+    barriers = [line.strip() for line in text.splitlines() if "T.sync_threads()" in line]
+    assert barriers and all('T.call_extern("handle", "tdsl_reload", m.data)' in line for line in barriers)
+    sources = lower_module(load_module(text, tmp_path / "read_back.py"), "sm_90a").values()
+    synced = [src for src in sources if "__syncthreads();" in src]
+    assert synced and all(part.lstrip().startswith("tdsl_reload(")
+                          for src in synced for part in src.split("__syncthreads();")[1:])
