@@ -110,3 +110,21 @@ RULES = {
     "atomic-combine", "parallel-dependence", "parallel-reduction", "cache-conflict", "rounding-removed",
     "rounding-added", "online-policy", "online-rescale", "online-order", "storage-overwrite", "pipeline-overlap",
 }
+
+
+def padded_tile_gemm(m: int, k: int, n: int) -> str:
+    """A bf16 product in 48 × 96 tiles with a k step of 48: tiles that get 64 × 128 lanes and a 64-lane k step
+    (compiler/lower/tile_rules.py), the lanes past the tile masked."""
+    return f"""const M = {m}, K = {k}, N = {n}
+kernel q(A: bf16[M, K], B: bf16[K, N]) -> (P: bf16[M, N]) {{
+  P[i, j] = sum(k) A[i, k] * B[k, j] accum f32
+}}
+schedule s {{
+  io, jo, ii, jj = tile(P.i, P.j, 64, 96)
+  ko, kk = split(P.k, 48)
+  reorder(P, io, jo, ko, ii, jj, kk)
+  cache_read(A, shared, at=P.ko)
+  cache_read(B, shared, at=P.ko)
+  launch(P, warps=4)
+}}
+"""

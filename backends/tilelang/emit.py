@@ -603,7 +603,8 @@ class KernelPrinter(TileLangDialect):
 
     def barrier_code(self, what: str) -> str:
         """The barrier, then CUDA_HELPERS' reload of every tensor this kernel stores to."""
-        reloads = "".join(f'; T.call_extern("handle", "tdsl_reload", {self.tensor(t)}.data)' for t in self.stored_here())
+        reloads = "".join(f'; T.call_extern("handle", "tdsl_reload", {self.tensor(t)}.data)'
+                          for t in self.stored_here())
         if reloads:
             self.helpers.add("reload")
         return super().barrier_code(what) + reloads

@@ -33,7 +33,7 @@ from tdsl.compiler.reference.interpreter import interpret, random_inputs
 from tdsl.compiler.analysis.buffer_plan import CapacityError
 from tdsl.compiler.verify import compare, online_bound
 
-from catalog import EXAMPLES, EXPECTED, INTERPRETER_SIZES
+from catalog import EXAMPLES, EXPECTED, INTERPRETER_SIZES, padded_tile_gemm
 
 RAGGED = INTERPRETER_SIZES  # not multiples of the tiles
 ALIGNED = {  # multiples of every tile of every schedule (the smallest that give two steps of most loops)
@@ -521,18 +521,6 @@ def test_a_tile_of_lanes_past_its_extent_computes_the_interpreters_bits(target):
     from tdsl.compiler.driver.api import loads
     from tdsl.compiler.verify.ascend_sim import check_schedule
 
-    prog = loads("""const M = 40, K = 96, N = 150
-kernel q(A: bf16[M, K], B: bf16[K, N]) -> (P: bf16[M, N]) {
-  P[i, j] = sum(k) A[i, k] * B[k, j] accum f32
-}
-schedule s {
-  io, jo, ii, jj = tile(P.i, P.j, 64, 96)
-  ko, kk = split(P.k, 48)
-  reorder(P, io, jo, ko, ii, jj, kk)
-  cache_read(A, shared, at=P.ko)
-  cache_read(B, shared, at=P.ko)
-  launch(P, warps=4)
-}
-""")
+    prog = loads(padded_tile_gemm(40, 96, 150))
     results = check_schedule(prog, "s", target, seed=1)
     assert results and all(r.ok and r.max_abs == 0 for r in results.values()), results

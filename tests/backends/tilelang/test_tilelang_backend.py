@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from catalog import CHAPTER_SIZES, EXAMPLES, EXPECTED, LEGAL, LEGAL_IDS, REFUSED, ROOT, size_flags
+from catalog import CHAPTER_SIZES, EXAMPLES, EXPECTED, LEGAL, LEGAL_IDS, REFUSED, ROOT, padded_tile_gemm, size_flags
 
 os.environ.setdefault("TILELANG_CACHE_DIR", str(ROOT / ".cache" / "tilelang"))
 tilelang = pytest.importorskip("tilelang")
@@ -316,19 +316,7 @@ def test_fp8_products_reach_the_f32_sum_as_the_program_declares(combine, k, gemm
 def test_a_tile_of_lanes_past_its_extent_lowers(tmp_path):
     """A 48 × 96 tile gets 64 × 128 lanes (compiler/lower/tile_rules.py): the shared boxes are the lanes, the
     copies zero the lanes past the tile along k, and the store writes the tile's 96 columns only."""
-    prog = loads("""const M = 128, K = 144, N = 192
-kernel q(A: bf16[M, K], B: bf16[K, N]) -> (P: bf16[M, N]) {
-  P[i, j] = sum(k) A[i, k] * B[k, j] accum f32
-}
-schedule s {
-  io, jo, ii, jj = tile(P.i, P.j, 64, 96)
-  ko, kk = split(P.k, 48)
-  reorder(P, io, jo, ko, ii, jj, kk)
-  cache_read(A, shared, at=P.ko)
-  cache_read(B, shared, at=P.ko)
-  launch(P, warps=4)
-}
-""")
+    prog = loads(padded_tile_gemm(128, 144, 192))
     text = generate(prog, "s", target="h200", backend="tilelang")
     assert 'B_s_2 = T.alloc_shared((64, 128), "bfloat16")  # cache_read B -> shared at ko (plan [48, 96] bf16)' in text
     assert ('A_s_1[l0, l1] = T.if_then_else((((48 * ko) + 47) >= ((48 * ko) + l1)), '
