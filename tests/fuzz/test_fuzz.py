@@ -14,9 +14,9 @@ from fuzz.programs import parse_check, random_program
 
 # (seed, sequences, backends): under a minute of CI on two cores (the long runs: benchmarks/fuzz.py).
 BUDGET = [
-    (1, 20, ("triton",)),
-    (2, 20, ("triton",)),
-    (3, 16, ("ascend-950", "ascend-910b")),
+    (1, 16, ("triton",)),
+    (2, 16, ("triton",)),
+    (3, 12, ("ascend-950", "ascend-910b")),
 ]
 
 

@@ -84,7 +84,10 @@ def test_case_through_the_command_line(path, capsys):
 
 # ---------------------------------------------------------------- tdsl fuse: the fusion report of every example
 
-EXAMPLES = sorted(EXAMPLES_DIR.glob("*.tdsl"))
+# example -> the example whose fusion report covers it: the same statements and edges (mha_causal adds the mask,
+# mha_fa_exp2 changes E's formula); a report of the attention family takes 15-25 s of CI
+COVERED_BY = {"mha": "mha_causal", "mha_fa": "mha_fa_exp2"}
+EXAMPLES = sorted(p for p in EXAMPLES_DIR.glob("*.tdsl") if p.stem not in COVERED_BY)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])

@@ -62,7 +62,13 @@ def _dot_operands_staged(kernel, buffers) -> bool:
     return bool(results) and all(results)
 
 
-@pytest.mark.parametrize("example,name", LEGAL, ids=LEGAL_IDS)
+# For Triton a warp-specialised schedule is its flash twin with the pipeline's stages of the warp-specialised loop
+# (the backend runs the loop pipelined; the goldens differ in those lines only): mha's compile covers the others'.
+AOT_COVERED = {(example, "flash_ws") for example in ("mha_causal", "mha_fa", "mha_fa_exp2")}
+AOT = [(e, n) for e, n in LEGAL if (e, n) not in AOT_COVERED]
+
+
+@pytest.mark.parametrize("example,name", AOT, ids=[f"{e}-{n}" for e, n in AOT])
 def test_aot_compiles_for_sm90_and_shared_memory_matches_the_plan(example, name, tmp_path):
     from tdsl.backends.triton.aot import compile_in_subprocess
 
