@@ -603,11 +603,12 @@ class KernelPrinter(TileLangDialect):
 
     def barrier_code(self, what: str) -> str:
         """The barrier, then CUDA_HELPERS' reload of every tensor this kernel stores to."""
+        barrier = super().barrier_code(what)
         reloads = "".join(f'; T.call_extern("handle", "tdsl_reload", {self.tensor(t)}.data)'
                           for t in self.stored_here())
         if reloads:
             self.helpers.add("reload")
-        return super().barrier_code(what) + reloads
+        return barrier + reloads
 
     def _tensor_shape(self, name: str) -> list:
         return next((t.shape for t in self.kernel.tensors if t.name == name), [])
@@ -643,12 +644,11 @@ class KernelPrinter(TileLangDialect):
         lanes = [self.lane(n) for n in range(len(shape))]
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, shape))}):")
-        element = self.element(load.tensor, idx)
         if load.mask is None:
-            self.emit(f"    {buf}[{', '.join(lanes)}] = {element}")
+            self.emit(f"    {buf}[{', '.join(lanes)}] = {self.element(load.tensor, idx)}")
         else:
             self.emit(f"    {buf}[{', '.join(lanes)}] = T.if_then_else({index_code(load.mask, sub)}, "
-                      f"{element}, T.cast(0, \"{TL_DTYPES[dtype]}\"))")
+                      f"{self.element(load.tensor, idx)}, T.cast(0, \"{TL_DTYPES[dtype]}\"))")
         self.exit_vector()
 
     def _start(self, x: T.Expr, tile: T.Tile) -> str:
@@ -676,11 +676,11 @@ class KernelPrinter(TileLangDialect):
         part = self.alloc(self.local(("part", op.stmt), f"part_{op.stmt}"), shape, "f32", "fragment",
                           "one step's product, added in the accumulator's dtype" if interval is None else
                           "FP8 products of at most the promotion interval, added to the f32 sum")
-        if interval is not None:
-            terms = FP8_INSTRUCTION_K if interval == 0 else interval
+        terms = None if interval is None else interval or FP8_INSTRUCTION_K  # 0: after every instruction
+        if terms is not None:
             self.emit(f"# {op.stmt}: FP8 products added to the f32 sum every {terms} terms "
                       f"(T.gemm would keep them in the tensor core's reduced-precision accumulator for the whole loop)")
-        for a_part, b_part in _k_slices(op, a, ta, b, tb, size[i], size[j], size[k], interval):
+        for a_part, b_part in _k_slices(op, a, ta, b, tb, size[i], size[j], size[k], terms):
             self.emit(f"T.gemm({a_part}, {b_part}, {part}{flags}, clear_accum=True)")
             self.add_into(acc, part, shape, op.accum)
 
@@ -881,10 +881,9 @@ class KernelPrinter(TileLangDialect):
 
 
 def _k_slices(op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, rows: int, cols: int, k: int,
-              interval) -> list[tuple[str, str]]:
-    """The operand regions of a product split along k into steps of at most `interval` terms (T.promotion_interval;
-    0: one FP8 instruction's k), each a whole number of instructions; the whole operands when it need not be."""
-    terms = FP8_INSTRUCTION_K if interval == 0 else interval
+              terms: Optional[int]) -> list[tuple[str, str]]:
+    """The operand regions of a product split along k into steps of at most `terms` terms, each a whole number of
+    FP8 instructions; the whole operands when it need not be (`terms` None or at least k)."""
     if terms is None or k <= terms:
         return [(a, b)]
     step = math.gcd(k, terms)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 
 M, K, N = 4096, 4096, 1536
@@ -88,12 +89,11 @@ def build(backends: list[str]) -> None:
 
 
 def _module(path: Path):
-    import importlib.util
+    """A generated module, loaded as run_tilelang.py loads them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from run_tilelang import module
 
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return module(path)
 
 
 def _compile(path: str) -> str:
