@@ -8,7 +8,8 @@ the program's names (`v_C`, `acc_C`, `Y_i`, `t_A_1`, `A_s_1`, `A_L1`) or invents
 it share an identifier and nothing the program names can shadow what the module uses:
 
 * `RESERVED` -- Python's keywords and builtins, the module-level names and API namespaces of every backend's
-  template, and the names Triton reserves in a kernel's parameter list -- is never handed out;
+  template, the names Triton reserves in a kernel's parameter list, and the C++ names TileLang's lowered kernels
+  spell verbatim (`reserved`: keywords, types, intrinsics' families) -- is never handed out;
 * the program's own names are claimed first, in a fixed order (kernel and tensors, then run-time sizes, then
   loop variables), and keep their spelling unless it is reserved or already taken; then they get the first
   free of `name_1`, `name_2`, ... -- after the names of their group that keep theirs, so a tensor `T_1`
@@ -64,8 +65,45 @@ TRITON_KERNEL = frozenset({
     "allowed_dot_input_precisions", "max_num_imprecise_acc_default", "extern_libs", "debug", "backend_name",
     "sanitize_overflow", "arch", "instrumentation_mode", "fpsan_homomorphic_casts", "min_shared_mem",
 })
+# TileLang's modules become C++ (CUDA, AscendC) in which the program's names are parameters and locals.  TVM's
+# name supply renames them around a short list of C keywords only; everything else the lowered source spells
+# verbatim would be shadowed or misparsed (a tensor `new`, `half_t` or `tdsl_reload` broke nvcc): C++'s keywords,
+# the built-in types, variables and functions of CUDA and AscendC, TileLang's types and the helpers of
+# backends/tilelang/emit.py CUDA_HELPERS.  (Lists from TileLang's codegen_cuda.cc and codegen_ascend.cc, and the
+# identifiers of every example's lowered source.)
+CPP_KEYWORDS = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
+    compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype
+    default delete do double dynamic_cast else enum explicit export extern false final float for friend goto if
+    inline int long mutable namespace new noexcept not not_eq nullptr operator or or_eq override private protected
+    public register reinterpret_cast requires restrict return short signed sizeof static static_assert static_cast
+    struct switch template this thread_local throw true try typedef typeid typename union unsigned using virtual
+    void volatile wchar_t while xor xor_eq
+""".split())
+C_BUILTINS = frozenset("""
+    threadIdx blockIdx blockDim gridDim warpSize dim3 block_idx NULL INFINITY NAN CUDART_INF_F CUDART_NAN_F
+    CUtensorMap printf assert abs std cute cutlass nvcuda tl half half2 nv_bfloat16 nv_bfloat162 uint ushort uchar
+    ulong longlong ulonglong size_t ssize_t ptrdiff_t intptr_t uintptr_t nullptr_t int8_t int16_t int32_t int64_t
+    uint8_t uint16_t uint32_t uint64_t half_t bfloat16_t tfloat32_t bfloat16x2_t event_t simd_inst
+    AtomicAdd AtomicAddRet AtomicAddx2 AtomicAddx2Ret AtomicAddx4 AtomicAddx4Ret AtomicMax AtomicMaxRet AtomicMin
+    AtomicMinRet AtomicLoad AtomicStore
+""".split())
+# Families: CUDA's vector types (`float4`, `uint2`), the 8- and 4-bit float types of TileLang (`fp8_e4_t`,
+# `fp8_e4_16_t`) and AscendC (`float8_e4m3x2_t`), and the functions TileLang names after a kernel function `f_0`
+# (`f_0_kernel`, AscendC's `f_0_kernel_simt_vf_1`).  Adding `_1` to one of these leaves the family.
+C_RESERVED_FORMS = re.compile(r"(u?(char|short|int|long|longlong)|float|double)[1-4]"
+                              r"|(fp|float)[48]_e\d+(m\d+)?(x\d+|_\d+)?_t"
+                              r"|\w+_\d+_kernel(_simt_vf_\d+)?")
+# Prefixes of families whose members the lowerings compose (`make_float2`, `asc_sync_intra_arrive`,
+# `PIPE_MTE2`, `curand_normal2`) or tdsl adds (`tdsl_ex2`): a name with one gets a `u` in front instead.
+C_RESERVED_PREFIXES = ("make_", "asc_", "ASC_", "PIPE_", "curand", "tdsl_")
 RESERVED = (frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
-            | MODULE_LEVEL | TRITON_KERNEL)
+            | MODULE_LEVEL | TRITON_KERNEL | CPP_KEYWORDS | C_BUILTINS)
+
+
+def reserved(name: str) -> bool:
+    """Whether no program name may be printed as `name` in a module (see RESERVED and the C++ forms)."""
+    return name in RESERVED or C_RESERVED_FORMS.fullmatch(name) is not None
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -79,10 +117,10 @@ def free_name(preferred: str, taken) -> str:
     derived from one that starts with `_` could, and then gets a `u` in front."""
     if not preferred.isidentifier():
         raise ValueError(f"internal: {preferred!r} is not a Python identifier")
-    base = "u" + preferred if preferred.startswith("__") else preferred
+    base = "u" + preferred if preferred.startswith(("__",) + C_RESERVED_PREFIXES) else preferred
     sep = "" if base.endswith("_") else "_"  # `_` gives `_1`, never `__1`
     name, n = base, 0
-    while name in RESERVED or name in taken:
+    while reserved(name) or name in taken:
         n += 1
         name = f"{base}{sep}{n}"
     return name
@@ -107,7 +145,7 @@ class ModuleNames:
     def _claim(self, table: dict, names: list) -> None:
         """Give `names` identifiers: first those whose own spelling is free, then the others."""
         names = list(dict.fromkeys(names))
-        kept = [n for n in names if n not in RESERVED and n not in self.taken]
+        kept = [n for n in names if not reserved(n) and not n.startswith(C_RESERVED_PREFIXES) and n not in self.taken]
         for name in kept + [n for n in names if n not in kept]:
             table[name] = free_name(name, self.taken)
             self.taken.add(table[name])

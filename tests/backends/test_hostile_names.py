@@ -30,6 +30,7 @@ import dataclasses
 import keyword
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,7 +71,11 @@ DERIVED_NAMES = ["f_0", "f_1", "f_2", "v_C", "acc_C", "C_i", "Cp_i", "Cp_k", "Y_
                  "A_l1", "A_L1", "A_l0a", "A_L0A", "C_L0C", "C_ws", "C_ub", "p_C", "part_C", "s_t_1", "t_1", "t_2",
                  "r_1", "e4m3_1", "_", "v_"]
 CASE_NAMES = ["t", "Tl", "TL", "Range", "Torch", "Kernels"]
-C_NAMES = ["void", "half", "char", "threadIdx", "blockIdx"]  # identifiers of the C the TileLang lowerings print
+# Identifiers of the C++ the TileLang lowerings print: keywords, types, built-ins, the helpers tdsl adds
+# (CUDA_HELPERS), AscendC's intrinsics, the functions named after a kernel function (`f_0_kernel`).
+C_NAMES = ["void", "half", "char", "threadIdx", "blockIdx", "new", "this", "template", "typename", "half_t",
+           "bfloat16_t", "fp8_e4_t", "float4", "uint2", "tdsl_reload", "tdsl_ex2", "make_float2", "asc_mmad",
+           "PIPE_V", "f_0_kernel", "event_t"]
 HOSTILE = list(dict.fromkeys(MODULE_NAMES + BUILTIN_NAMES + LAUNCH_NAMES + DERIVED_NAMES + CASE_NAMES + C_NAMES))
 
 # A selection from every category, for the programs that run (every name is generated in every role).
@@ -373,6 +378,31 @@ def test_reserved_names_cover_python_and_triton_launch_options():
 
     assert {f.name for f in dataclasses.fields(CUDAOptions)} | {"grid", "warmup"} <= TRITON_KERNEL
     assert set(dir(builtins)) | set(keyword.kwlist) | TRITON_KERNEL <= RESERVED
+
+
+def test_reserved_names_cover_the_helpers_tilelang_kernels_call():
+    """A program name spelled like a function of CUDA_HELPERS would be a kernel parameter that hides it."""
+    from tdsl.backends.common.names import free_name
+    from tdsl.backends.tilelang.emit import CUDA_HELPERS
+
+    helpers = {m for text in CUDA_HELPERS.values() for m in re.findall(r"\b(\w+)\(", text) if m.startswith("tdsl")}
+    assert helpers and all(free_name(h, set()) != h for h in helpers)
+
+
+@pytest.mark.skipif(lower_module is None or (shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME")),
+                    reason="needs tilelang and nvcc")
+def test_cpp_names_in_every_role_compile_with_nvcc(tmp_path):
+    """TVM renames the program's names around a few C keywords only: tensors named `new` or `half_t` broke nvcc
+    before names.py reserved C++'s keywords and the lowerings' types and functions.  Tensors, iterators and loops
+    named so, in one TileLang kernel of a pipelined product with masks, compiled for sm_90a."""
+    from tdsl.backends.tilelang.lowering import compile_cubin
+
+    p = Gemm(A="new", B="half_t", C="this", Y="template", outputs=(("float4", ("typename", "uint2")),),
+             i="namespace", j="event_t", k="bfloat16_t", io="operator", jo="fp8_e4_t", ii="uint1", jj="auto",
+             ko="f_0_kernel", kk="make_float2", schedules=("grid",))
+    module = load_module(emitted(p, "grid", "nvidia", "tilelang"), tmp_path / "cpp_names.py")
+    for name in module.KERNELS:
+        assert f"{name}_kernel" in compile_cubin(module, name).get_kernel_source()
 
 
 # ---------------------------------------------------------------- every name in every role: generation
