@@ -37,11 +37,14 @@ class Comparison:
     n: int
     first_bad: tuple = ()
     nan_mismatch: int = 0
+    inf_mismatch: int = 0  # an infinity where the other has a number or the opposite infinity
 
     def summary(self) -> str:
         text = f"max abs err {self.max_abs:.4g}, worst {self.worst:.2f} of tolerance, {self.n_bad}/{self.n} elements outside"
         if self.nan_mismatch:
             text += f", {self.nan_mismatch} NaN mismatches"
+        if self.inf_mismatch:
+            text += f", {self.inf_mismatch} infinity mismatches"
         if self.first_bad:
             text += f", first at {self.first_bad}"
         return text
@@ -95,16 +98,19 @@ def reordered_terms(model, tensor: str) -> int:
 def compare(ref, got, dtype: str, terms: int = 1) -> Comparison:
     """`got` within the tolerance of `ref` in units of `dtype`; `terms` > 1 for a result a relaxed reduction of
     that many terms may have summed in another order (each term's rounding moves it, by a unit of the largest
-    result at most: the allowance grows with the terms)."""
+    result at most: the allowance grows with the terms).  NaNs and infinities must be where the reference has
+    them (an infinity of the same sign); the tolerance is scaled by the finite values alone, so an overflow in
+    the reference cannot widen it to infinity."""
     r = np.asarray(ref).astype(np.float64)
     g = np.asarray(got).astype(np.float64)
-    nan_mismatch = int(np.sum(np.isnan(r) != np.isnan(g)))
-    finite = ~np.isnan(r) & ~np.isnan(g)
-    err = np.where(finite, np.abs(r - g), 0.0)
-    scale = np.max(np.abs(r[finite])) if finite.any() else 0.0
-    unit = ulp(r, dtype)
+    nan_mismatch = np.isnan(r) != np.isnan(g)
+    finite = np.isfinite(r) & np.isfinite(g)
+    inf_mismatch = ~np.isnan(r) & ~np.isnan(g) & ~finite & (r != g)
+    err = np.abs(np.where(finite, r, 0.0) - np.where(finite, g, 0.0))
+    scale = np.max(np.abs(r[np.isfinite(r)])) if np.isfinite(r).any() else 0.0
+    unit = ulp(np.where(finite, r, 0.0), dtype)
     allowed = ULPS * unit + (terms * ulp(np.array(scale), dtype) if scale else 0.0)
-    bad = (err > allowed) | (np.isnan(r) != np.isnan(g))
+    bad = (err > allowed) | nan_mismatch | inf_mismatch
     first = tuple(int(x) for x in np.argwhere(bad)[0]) if bad.any() else ()
     return Comparison(
         ok=not bad.any(),
@@ -113,7 +119,8 @@ def compare(ref, got, dtype: str, terms: int = 1) -> Comparison:
         n_bad=int(bad.sum()),
         n=int(r.size),
         first_bad=first,
-        nan_mismatch=nan_mismatch,
+        nan_mismatch=int(nan_mismatch.sum()),
+        inf_mismatch=int(inf_mismatch.sum()),
     )
 
 

@@ -28,3 +28,20 @@ def test_terms_widen_the_allowance_and_strict_comparisons_stay_tight():
     assert not compare(ref, got, "bf16").ok
     assert compare(ref, got, "bf16", terms=11).ok
     assert not compare(ref, ref + 1.0, "bf16", terms=11).ok  # a wrong result is still wrong
+
+
+def test_an_infinity_in_the_reference_does_not_widen_the_tolerance():
+    """The tolerance is scaled by the largest reference value: an overflow there once made it infinite, and
+    every other element passed whatever the kernel wrote (found by the GPU fuzz's warnings)."""
+    ref = np.array([np.inf, 1.0, 2.0], dtype=np.float32)
+    result = compare(ref, np.array([np.inf, 5.0, 2.0], dtype=np.float32), "f32")
+    assert not result.ok and result.n_bad == 1 and result.first_bad == (1,)
+    assert compare(ref, ref.copy(), "f32").ok
+
+
+def test_infinities_must_be_where_the_reference_has_them():
+    ref = np.array([np.inf, -np.inf, 1.0], dtype=np.float32)
+    assert not compare(ref, np.array([-np.inf, -np.inf, 1.0], dtype=np.float32), "bf16").ok  # the wrong sign
+    result = compare(ref, np.array([3e38, -np.inf, 1.0], dtype=np.float32), "bf16")  # a number for an infinity
+    assert not result.ok and result.inf_mismatch == 1 and "1 infinity mismatches" in result.summary()
+    assert not compare(np.array([1.0], dtype=np.float32), np.array([np.inf], dtype=np.float32), "f32").ok
