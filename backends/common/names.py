@@ -102,8 +102,9 @@ RESERVED = (frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozense
 
 
 def reserved(name: str) -> bool:
-    """Whether no program name may be printed as `name` in a module (see RESERVED and the C++ forms)."""
-    return name in RESERVED or C_RESERVED_FORMS.fullmatch(name) is not None
+    """Whether no program name may be printed as `name` in a module (RESERVED, the C++ forms and prefixes)."""
+    return (name in RESERVED or C_RESERVED_FORMS.fullmatch(name) is not None
+            or name.startswith(C_RESERVED_PREFIXES))
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -145,7 +146,7 @@ class ModuleNames:
     def _claim(self, table: dict, names: list) -> None:
         """Give `names` identifiers: first those whose own spelling is free, then the others."""
         names = list(dict.fromkeys(names))
-        kept = [n for n in names if not reserved(n) and not n.startswith(C_RESERVED_PREFIXES) and n not in self.taken]
+        kept = [n for n in names if not reserved(n) and n not in self.taken]
         for name in kept + [n for n in names if n not in kept]:
             table[name] = free_name(name, self.taken)
             self.taken.add(table[name])

@@ -26,7 +26,8 @@ from triton.testing import do_bench
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # the repository root: compiler/verify (compare.py) needs numpy only
 # compiler/tune/measure.py by its path: the package's __init__ imports the search, which needs islpy
-_spec = importlib.util.spec_from_file_location("tdsl_tune_measure", HERE.parents[1] / "compiler" / "tune" / "measure.py")
+_MEASURE = HERE.parents[1] / "compiler" / "tune" / "measure.py"
+_spec = importlib.util.spec_from_file_location("tdsl_tune_measure", _MEASURE)
 _measure = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = _measure  # its dataclasses look their module up
 _spec.loader.exec_module(_measure)
