@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
@@ -596,8 +597,10 @@ class KernelPrinter(TileLangDialect):
         self.exit_vector()
         return buf
 
+    @cached_property
     def stored_here(self) -> list[str]:
-        """The tensors this kernel stores to, by their names in the kernel (an output kept in an input: its view)."""
+        """The tensors this kernel stores to, by their names in the kernel (an output kept in an input: its view);
+        once per kernel, not at every barrier."""
         return sorted({op.stmt for op in T.walk_ops(self.kernel.body) if isinstance(op, (T.Compute, T.AccFinish))
                        and op.store})
 
@@ -605,7 +608,7 @@ class KernelPrinter(TileLangDialect):
         """The barrier, then CUDA_HELPERS' reload of every tensor this kernel stores to."""
         barrier = super().barrier_code(what)
         reloads = "".join(f'; T.call_extern("handle", "tdsl_reload", {self.tensor(t)}.data)'
-                          for t in self.stored_here())
+                          for t in self.stored_here)
         if reloads:
             self.helpers.add("reload")
         return barrier + reloads

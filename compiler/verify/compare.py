@@ -104,10 +104,11 @@ def compare(ref, got, dtype: str, terms: int = 1) -> Comparison:
     r = np.asarray(ref).astype(np.float64)
     g = np.asarray(got).astype(np.float64)
     nan_mismatch = np.isnan(r) != np.isnan(g)
-    finite = np.isfinite(r) & np.isfinite(g)
+    r_finite = np.isfinite(r)
+    finite = r_finite & np.isfinite(g)
     inf_mismatch = ~np.isnan(r) & ~np.isnan(g) & ~finite & (r != g)
     err = np.abs(np.where(finite, r, 0.0) - np.where(finite, g, 0.0))
-    scale = np.max(np.abs(r[np.isfinite(r)])) if np.isfinite(r).any() else 0.0
+    scale = np.max(np.abs(r[r_finite])) if r_finite.any() else 0.0
     unit = ulp(np.where(finite, r, 0.0), dtype)
     allowed = ULPS * unit + (terms * ulp(np.array(scale), dtype) if scale else 0.0)
     bad = (err > allowed) | nan_mismatch | inf_mismatch
