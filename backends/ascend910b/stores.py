@@ -37,6 +37,9 @@ class Stores:
                 raise BackendError(f"{stmt}: a store of FP8 bytes under a mask other than the tensor's bounds is not "
                                    f"generated for ascend-910b")
             old = self.alloc(self.fresh(f"{stmt}_old"), shape, arg.dtype, "UB", f"{stmt} as it is in GM")
+            if self._neighbour_stored_earlier(extra):
+                self.emit("T.barrier_all()  # those lanes may be an earlier iteration's tile, stored (MTE3) before "
+                          "this load (MTE2)")
             self.emit(f"T.copy({region}, {old})  # GM -> UB: lanes outside the domain keep these values")
             old = self._widen(old, arg.dtype, shape)
             out = self.temp(f"{stmt}_new", shape)
@@ -97,6 +100,13 @@ class Stores:
                     f"time; the 910B stores whole rows of lanes, so the store would write that block's lanes back "
                     f"as they were. Use a tile size that is a power of two along {col.iter} (or a serial loop for "
                     f"{'/'.join(shared)})")
+
+    def _neighbour_stored_earlier(self, extra) -> bool:
+        """Whether the lanes a masked store keeps may belong to the tile an earlier iteration of a serial loop
+        around it stored: its mask mentions that loop (the reversed walk of a tile reads the lanes of the tile
+        stored just before).  The load reading them back must then wait for that store (another pipe)."""
+        serial = {loop.var for loop in self.loops}
+        return any(mentions(atom, v) for atom in extra for v in serial)
 
     def _store_column(self, stmt, tile, lhs, src: str, dtype: str) -> None:
         """A 1-D tile down a GM column, element by element: each into the first lane of a row of whole 32-byte
