@@ -19,6 +19,7 @@ from __future__ import annotations
 import tempfile
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -117,27 +118,7 @@ def _time(job: Job, bench: bool = True) -> dict:
 
     if not torch.cuda.is_available():
         return {"device": "cpu (not timed)"}
-    from tdsl.backends.common.dtypes import TORCH_NAMES
-    from tdsl.compiler.driver.generate import generate, load_module, python_name
-
-    prog = _program(job, job.sizes)
-    model = prog.schedule(None, kernel=job.kernel).model
-    text = generate(prog, "__candidate", target=job.target, backend=job.backend, kernel=job.kernel)
-    torch.manual_seed(job.seed)
-    dtype = {t.name: getattr(torch, TORCH_NAMES[t.dtype]) for t in model.tensors.values()}
-    sets = _rotation(model) if bench else 1
-    inputs = [[torch.randn(*t.shape, device="cuda").to(dtype[t.name]) for t in model.inputs()] for _ in range(sets)]
-    buffers = [torch.full(t.shape, float("nan"), device="cuda").to(dtype[t.name]) for t in model.outputs()]
-    turn = [0]
-    with tempfile.TemporaryDirectory() as tmp:
-        module = load_module(text, Path(tmp) / f"{model.name}_candidate.py")
-        outs = {python_name(module, t.name): b for t, b in zip(model.outputs(), buffers)}
-        launch = getattr(module, python_name(module, model.name))
-
-        def call():  # each call reads the next input set, so that the inputs are not all resident in L2
-            turn[0] = (turn[0] + 1) % sets
-            launch(*inputs[turn[0]], **outs)
-
+    with rotating_launch(job, sets=None if bench else 1) as (call, buffers):
         start = time.perf_counter()
         call()
         torch.cuda.synchronize()
@@ -150,12 +131,47 @@ def _time(job: Job, bench: bool = True) -> dict:
     return record
 
 
-def _rotation(model, l2_bytes: int = 64 << 20) -> int:
+@contextmanager
+def rotating_launch(job: Job, sets: Optional[int] = None):
+    """The job's kernel at the tuned sizes on the GPU, as (call, output buffers): each call reads the next of
+    `sets` input sets (default `input_sets`, past the L2), so that the inputs are not all resident in L2.  The
+    outputs start as NaN."""
+    import torch
+
+    from tdsl.backends.common.dtypes import TORCH_NAMES
+    from tdsl.compiler.driver.generate import generate, load_module, python_name
+
+    prog = _program(job, job.sizes)
+    model = prog.schedule(None, kernel=job.kernel).model
+    text = generate(prog, "__candidate", target=job.target, backend=job.backend, kernel=job.kernel)
+    torch.manual_seed(job.seed)
+    dtype = {t.name: getattr(torch, TORCH_NAMES[t.dtype]) for t in model.tensors.values()}
+    sets = sets or input_sets(model)
+    inputs = [[torch.randn(*t.shape, device="cuda").to(dtype[t.name]) for t in model.inputs()] for _ in range(sets)]
+    buffers = [torch.full(t.shape, float("nan"), device="cuda").to(dtype[t.name]) for t in model.outputs()]
+    turn = [0]
+    with tempfile.TemporaryDirectory() as tmp:
+        module = load_module(text, Path(tmp) / f"{model.name}_candidate.py")
+        outs = {python_name(module, t.name): b for t, b in zip(model.outputs(), buffers)}
+        launch = getattr(module, python_name(module, model.name))
+
+        def call():
+            turn[0] = (turn[0] + 1) % sets
+            launch(*inputs[turn[0]], **outs)
+
+        yield call, buffers
+
+
+def input_sets(model) -> int:
     """Input sets to cycle through: enough that together they are twice an H100/H200 L2, at most 8."""
     from tdsl.compiler.model.dtypes import BYTES
 
-    one = sum(BYTES[t.dtype] * _numel(t.shape) for t in model.inputs())
-    return max(1, min(8, -(-2 * l2_bytes // max(one, 1))))
+    return rotation_sets(sum(BYTES[t.dtype] * _numel(t.shape) for t in model.inputs()))
+
+
+def rotation_sets(input_bytes: int, l2_bytes: int = 64 << 20) -> int:
+    """Input sets of `input_bytes` each that together are twice an L2 of `l2_bytes`, at most 8."""
+    return max(1, min(8, -(-2 * l2_bytes // max(input_bytes, 1))))
 
 
 def _numel(shape) -> int:
