@@ -157,8 +157,8 @@ def rotated_references(make_ref, sets: int) -> dict:
 
 def head_to_head(calls: dict, rounds: int) -> dict:
     """Microseconds per call of each entry, timed in `rounds` interleaved rounds (one `time_call` of every
-    entry per round, so that a change of clock or temperature during the run touches every entry alike): the
-    median of the rounds, and the rounds themselves."""
+    entry per round, so that a change of clock or temperature during the run touches every entry alike), the
+    order turned by one each round: the median of the rounds, and the rounds themselves (in round order)."""
     failed = {}
     for name, call in calls.items():
         try:
@@ -167,8 +167,9 @@ def head_to_head(calls: dict, rounds: int) -> dict:
         except Exception as err:  # noqa: BLE001 - a reference this torch lacks is reported, not fatal
             failed[name] = {"error": f"{type(err).__name__}: {str(err)[:200]}"}
     times = {name: [] for name in calls if name not in failed}
-    for _ in range(rounds):
-        for name in times:
+    names = list(times)
+    for r in range(rounds):  # each round starts one entry later: none is always timed first (the clock is
+        for name in names[r % len(names):] + names[:r % len(names)]:  # highest after the previous round's pause)
             times[name].append(time_call(calls[name])[0])
     return {**failed, **{name: {"median_us": statistics.median(t), "rounds_us": [round(x, 2) for x in t]}
                          for name, t in times.items()}}
