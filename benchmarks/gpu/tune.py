@@ -168,8 +168,8 @@ def head_to_head(calls: dict, rounds: int) -> dict:
             failed[name] = {"error": f"{type(err).__name__}: {str(err)[:200]}"}
     times = {name: [] for name in calls if name not in failed}
     names = list(times)
-    for r in range(rounds):  # each round starts one entry later: none is always timed first (the clock is
-        for name in names[r % len(names):] + names[:r % len(names)]:  # highest after the previous round's pause)
+    for r in range(rounds):  # each round starts one entry later, so that no entry is always timed first
+        for name in names[r % len(names):] + names[:r % len(names)]:
             times[name].append(time_call(calls[name])[0])
     return {**failed, **{name: {"median_us": statistics.median(t), "rounds_us": [round(x, 2) for x in t]}
                          for name, t in times.items()}}
