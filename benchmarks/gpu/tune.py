@@ -177,8 +177,9 @@ def head_to_head(calls: dict, rounds: int) -> dict:
 
 def final_comparison(prog, sizes: dict, steps: dict, make_ref, rounds: int, backend) -> dict:
     """The winner and the best hand-written schedule (`steps`: label -> schedule steps) against the references,
-    all with the same input rotation, interleaved (`head_to_head`); the references once more on one input set
-    (warm L2: how the tuning rows of 2026-12-01 .. 12-04 timed them)."""
+    all with the same input rotation, interleaved (`head_to_head`); each once more on one input set (warm L2:
+    a kernel whose inputs the previous one of a model has just written; how the references of the tuning rows
+    of 2026-12-01 .. 12-04 were timed)."""
     model = prog.schedule(None).model
     sets = input_sets(model)
     calls, stack = {}, contextlib.ExitStack()
@@ -186,6 +187,7 @@ def final_comparison(prog, sizes: dict, steps: dict, make_ref, rounds: int, back
         for label, text in steps.items():
             job = Job(prog.ast.source, prog.filename, None, sizes, text, "h200", backend)
             calls[label] = stack.enter_context(rotating_launch(job))[0]
+            calls[f"{label} (warm L2)"] = stack.enter_context(rotating_launch(job, sets=1))[0]
         calls.update(rotated_references(make_ref, sets))
         calls.update({f"{name} (warm L2)": call for name, call in make_ref().items()})
         result = head_to_head(calls, rounds)
@@ -208,15 +210,17 @@ def hand_written(prog, path: str, sizes: dict, target: str, backend=None) -> dic
 
 
 def _head_to_head_row(prog, sizes, winner_steps: str, hand: dict, make_ref, args) -> dict:
-    """`final_comparison` of the winner and the best hand-written schedule, with each (rotated) reference's
-    median over the tuned kernel's."""
+    """`final_comparison` of the winner and the best hand-written schedule, with each entry's median over the
+    tuned kernel's timed the same way (`vs_tuned`: above 1, the tuned kernel is faster)."""
     steps = {"tuned": winner_steps}
     if hand:
         steps[f"hand-written {hand['schedule']}"] = hand["steps"]
     final = final_comparison(prog, sizes, steps, make_ref, args.rounds, args.backend)
-    tuned = final["tuned"]["median_us"]
-    final["vs_tuned"] = {name: entry["median_us"] / tuned for name, entry in final.items()
-                         if isinstance(entry, dict) and "median_us" in entry and name != "tuned"}
+    def tuned(name):  # the tuned kernel timed as `name` was: rotated inputs, or warm L2
+        return final["tuned (warm L2)" if name.endswith("(warm L2)") else "tuned"]["median_us"]
+
+    final["vs_tuned"] = {name: entry["median_us"] / tuned(name) for name, entry in final.items()
+                         if isinstance(entry, dict) and "median_us" in entry and not name.startswith("tuned")}
     return final
 
 
