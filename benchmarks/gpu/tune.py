@@ -210,18 +210,26 @@ def hand_written(prog, path: str, sizes: dict, target: str, backend=None) -> dic
 
 
 def _head_to_head_row(prog, sizes, winner_steps: str, hand: dict, make_ref, args) -> dict:
-    """`final_comparison` of the winner and the best hand-written schedule, with each entry's median over the
-    tuned kernel's timed the same way (`vs_tuned`: above 1, the tuned kernel is faster)."""
+    """`final_comparison` of the winner and the best hand-written schedule, with each entry's time over the
+    tuned kernel's (`vs_tuned`, `paired_ratios`)."""
     steps = {"tuned": winner_steps}
     if hand:
         steps[f"hand-written {hand['schedule']}"] = hand["steps"]
     final = final_comparison(prog, sizes, steps, make_ref, args.rounds, args.backend)
-    def tuned(name):  # the tuned kernel timed as `name` was: rotated inputs, or warm L2
-        return final["tuned (warm L2)" if name.endswith("(warm L2)") else "tuned"]["median_us"]
-
-    final["vs_tuned"] = {name: entry["median_us"] / tuned(name) for name, entry in final.items()
-                         if isinstance(entry, dict) and "median_us" in entry and not name.startswith("tuned")}
+    final["vs_tuned"] = paired_ratios(final)
     return final
+
+
+def paired_ratios(final: dict) -> dict:
+    """Each entry's time over the tuned kernel's timed the same way (rotated inputs, or warm L2) in the same
+    round, the median over the rounds (above 1: the tuned kernel is faster).  Pairing within a round cancels the
+    drift of the GPU's clock over the run, which moves whole rounds (2026-12-04: 133 to 159 µs in five)."""
+    def tuned(name):
+        return final["tuned (warm L2)" if name.endswith("(warm L2)") else "tuned"]["rounds_us"]
+
+    return {name: statistics.median(x / t for x, t in zip(entry["rounds_us"], tuned(name)))
+            for name, entry in final.items()
+            if isinstance(entry, dict) and "rounds_us" in entry and not name.startswith("tuned")}
 
 
 def main() -> None:
