@@ -163,7 +163,8 @@ def tune_log_rows(target: str) -> list:
         if kernel not in files:
             continue
         source = files[kernel]
-        prog = loads(block_source((ROOT / source).read_text(), "logged", steps, kernel), source, sizes=dict(sizes))
+        given = {k: v for k, v in sizes if isinstance(v, int)}  # a log's sizes hold the float constants too
+        prog = loads(block_source((ROOT / source).read_text(), "logged", steps, kernel), source, sizes=given)
         workload = f"{kernel} " + ",".join(f"{k}={v}" for k, v in sizes)
         name = " ".join(_knobs(steps))
         out.append(row(workload, source, name, us, run, prog.schedule("logged"), target))
