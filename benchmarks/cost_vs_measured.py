@@ -64,6 +64,23 @@ def attention_measurements(results: Path = RESULTS) -> dict:
     return {key: (us, name) for key, (_, us, name) in latest.items()}
 
 
+def attention_source(example: str) -> str:
+    """The source of an attention example, or of the variant attention_mha.py derived from one (the causal twins
+    of mha_fa and mha_fa_exp2: FlashAttention's rounding and exponential applied to examples/mha_causal.tdsl)."""
+    from attention_mha import EXP2_EXAMPLES, ROUNDING_EXAMPLES, fa_exponential, fa_rounding
+
+    path = ROOT / "examples" / f"{example}.tdsl"
+    if path.exists():
+        return path.read_text()
+    for base, name in ROUNDING_EXAMPLES.items():
+        if example == name:
+            return fa_rounding(attention_source(base))
+    for base, name in EXP2_EXAMPLES.items():
+        if example == name:
+            return fa_exponential(fa_rounding(attention_source(base)), base)
+    raise FileNotFoundError(f"no attention example or variant named {example}")
+
+
 def workload_source(workload: str, schedule: str):
     """The .tdsl file (benchmarks/gpu/build.py WORKLOADS) whose stem starts the workload's name and that has
     the schedule; the longest such stem wins (gemm_bf16 over gemm)."""
@@ -120,7 +137,7 @@ def attention_rows(target: str) -> list:
             example, shape = workload.split("_b")
             b, rest = shape.split("h")
             h, length = rest.split("l")
-            text = (ROOT / "examples" / f"{example}.tdsl").read_text()
+            text = attention_source(example)
             path = Path(tmp) / f"{example}.tdsl"
             path.write_text(text + "".join(variant_source(text, v, n) for v, n in VARIANTS.items() if n))
             prog = load(path, sizes={"B": int(b), "H": int(h), "L": int(length)})

@@ -16,9 +16,10 @@ of on-chip storage, all sized from isl access relations restricted to one iterat
 
 A buffer at a pipelined loop is allocated once per stage.
 
-Load level of an uncached tensor.  The loops bound to grid axes, the tile loops made by split/tile and the
-pipelined loops are the *tile level*: everything below the innermost of them is one tile (what the tile
-lowering vectorises), loaded once per iteration of that loop.  A statement with no such loop is a scalar
+Load level of an uncached tensor.  The loops bound to grid axes and the loops every program runs serially
+(compiler/analysis/serial_loops.py: the tile loops made by split/tile, pipelined loops, a loop around several
+statements, ...) are the *tile level*: everything below the innermost of them is one tile (what the tile
+lowering vectorises, by the same rule), loaded once per iteration of that loop.  A statement with no such loop is a scalar
 loop nest (program order): it loads its operands once per iteration of its innermost loop.  A tile whose
 region does not change across inner serial (unbound) loops is hoisted out of them, as a compiler hoists a
 loop-invariant load (a row scale read inside the K loop is read once per output tile); bound loops are never
@@ -40,7 +41,7 @@ The plan is made in four modules, by what each decides:
 * compiler/analysis/buffer_plan.py (this one) -- the entry points: `plan`, `plan_kernels`, `check`,
   `require_bound_sizes`, and what the lowering reads of a plan (`kernel_stages`, `shared_bytes`);
 * compiler/analysis/buffer_planner.py -- one kernel's buffers and data movements, their shapes, scopes and
-  lifetimes (`_KernelPlanner`; `is_tile_level`);
+  lifetimes (`_KernelPlanner`; `is_tile_level`, by compiler/analysis/serial_loops.py's rule);
 * compiler/analysis/buffer_sharing.py -- memory sharing, working sets and capacity violations;
 * compiler/analysis/buffer_records.py -- the records of a plan (`PlannedBuffer`, `TileAccess`, `KernelPlan`,
   `Violation`, `CapacityError`) and `fmt_bytes`.
@@ -52,7 +53,7 @@ from __future__ import annotations
 
 from tdsl.frontend.diagnostics import TdslError
 
-from tdsl.compiler.analysis.buffer_planner import DEFAULT_WARPS, _KernelPlanner, is_tile_level
+from tdsl.compiler.analysis.buffer_planner import DEFAULT_WARPS, _KernelPlanner
 from tdsl.compiler.analysis.buffer_records import (
     DTYPE_BYTES,
     CapacityError,
@@ -72,7 +73,6 @@ __all__ = [
     "check",
     "shared_bytes",
     "kernel_stages",
-    "is_tile_level",
     "PlannedBuffer",
     "TileAccess",
     "Violation",

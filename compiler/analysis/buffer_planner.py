@@ -16,17 +16,15 @@ from tdsl.compiler.model.isl_code import integer_bounds
 from tdsl.compiler.analysis.buffer_records import KernelPlan, PlannedBuffer, TileAccess
 from tdsl.compiler.analysis.buffer_sharing import _WorkingSets
 from tdsl.compiler.analysis.placement import matrix_operands
+from tdsl.compiler.analysis.serial_loops import SerialLoops
 from tdsl.compiler.schedule.schedule import Schedule
-from tdsl.compiler.schedule.tree import Buffer, Loop, Node, global_tensors, loop_walks_reduction, pw_affs_to_map, statements_under
+from tdsl.compiler.schedule.tree import (Buffer, Loop, Node, global_tensors, loop_walks_reduction, pw_affs_to_map,
+                                        statements_under, walk_loops)
 
 DEFAULT_WARPS = 4  # the backends' launch default (Triton num_warps)
 
 
 # ---------------------------------------------------------------- the planner
-
-
-def is_tile_level(loop: Loop) -> bool:
-    return bool(loop.bind) or loop.kind == "tile" or loop.pipeline is not None
 
 
 class _KernelPlanner(_WorkingSets):
@@ -47,6 +45,7 @@ class _KernelPlanner(_WorkingSets):
         self.tree_buffers = [b for b in self.tree.buffers if set(b.stmts) & set(self.stmts)]
         self._planned: dict[int, PlannedBuffer] = {}  # id(tree Buffer) -> its plan
         self.slots: list[list[PlannedBuffer]] = []  # set by _working_sets
+        self.serial = SerialLoops(self.model, self.tree, schedule.deps)  # the rule the tile lowering follows
 
     # ------------------------------------------------------------ driver
 
@@ -66,8 +65,9 @@ class _KernelPlanner(_WorkingSets):
             grid.append(node)
             node = node.body[0] if len(node.body) == 1 else None
         warps = (self.root.warps if isinstance(self.root, Loop) else None) or DEFAULT_WARPS
+        serial = frozenset(l.name for l in walk_loops([self.root]) if self.serial(l))
         return KernelPlan(self.index, self.name, self.root, self.stmts, self.buffers, self.accesses, working, peaks,
-                          warps, grid, violations, self.slots)
+                          warps, grid, violations, self.slots, serial)
 
     # ------------------------------------------------------------ loops and regions
 
@@ -106,9 +106,14 @@ class _KernelPlanner(_WorkingSets):
             shape.append(span.to_python() + 1)
         return shape
 
+    def is_tile_level(self, loop: Loop) -> bool:
+        """A loop bound to the grid or run serially (compiler/analysis/serial_loops.py): what is inside the
+        innermost such loop of a statement is one tile."""
+        return bool(loop.bind) or self.serial(loop)
+
     def tile_level(self, stmt: str) -> Optional[Loop]:
         path = self.path(stmt)
-        tiles = [l for l in path if is_tile_level(l)]
+        tiles = [l for l in path if self.is_tile_level(l)]
         if tiles:
             return tiles[-1]
         return path[-1] if path else None  # a scalar loop nest: every iteration of its innermost loop
@@ -122,8 +127,8 @@ class _KernelPlanner(_WorkingSets):
         path = self.path(stmt_name)
         cut = next((n for n, l in enumerate(path) if loop_walks_reduction(self.model, stmt_name, l)), len(path))
         outside = path[:cut]
-        if any(is_tile_level(l) for l in path):
-            tiles = [l for l in outside if is_tile_level(l)]
+        if any(self.is_tile_level(l) for l in path):
+            tiles = [l for l in outside if self.is_tile_level(l)]
             return tiles[-1] if tiles else None
         return outside[-1] if outside else None
 

@@ -124,6 +124,7 @@ class KernelPlan:
     grid_loops: list[Loop]
     violations: list[Violation] = field(default_factory=list)
     slots: list = field(default_factory=list)  # the buffers grouped by the memory they share (one list per slot)
+    serial_loops: frozenset = frozenset()  # names of the kernel's loops that run serially (serial_loops.py)
 
 
 def fmt_bytes(n: int) -> str:

@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from tdsl.compiler.analysis.serial_loops import SerialLoops
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.storage import stored_shape
 from tdsl.compiler.model.program import KernelModel, Stmt
@@ -146,7 +147,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     restricted: dict = field(default_factory=dict)  # id(loop) -> (its range's part as an isl set, "full" | "rest")
     split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
     deps: list = field(default_factory=list)  # the schedule's dependences (legality computed them)
-    carried_cache: dict = field(default_factory=dict)  # id(loop) -> the dependences it carries
+    serial_loops: Optional[SerialLoops] = None  # which loops run serially (made on first use: loops.py)
     met_cache: dict = field(default_factory=dict)  # (maximum, loops, split part) -> registers.py _met_every_row
     memory_reads: set = field(default_factory=set)  # tensors of this kernel read back from memory (loads.py)
     host: list = field(default_factory=list)  # the host loops around this kernel, outermost first (Launch.host)

@@ -4,8 +4,9 @@ variable each loop has in the tile program, and its bounds.
 * The chain of loops bound to grid axes at the top of a kernel are its program ids (`_grid_chain`,
   `_grid_axis`); a bound loop anywhere else, a grid loop that walks a reduction, or a `combine segments`
   reduction is refused here.
-* A loop is serial (`_is_serial`) when it is a tile loop, pipelined, around several statements, walks a
-  `sum` with an accumulator narrower than f32, or carries a recurrence (`_carried`); serial loops found
+* A loop is serial (`_is_serial`, the rule of compiler/analysis/serial_loops.py, which the buffer plan shares)
+  when it is a tile loop, pipelined, around several statements, walks a `sum` with an accumulator narrower
+  than f32, or carries a recurrence (`_carried`); serial loops found
   inside point loops run around the tile (`_point_chain`).  A reduction's accumulator lives around the outermost serial loop that walks it
   (`_accumulation_loop`).
 * Loop bounds come from isl, as functions of the enclosing loop variables (`_loop_bounds`), and
@@ -16,7 +17,7 @@ Host loops (`host`) are outside the kernel's root: they come first in every cont
 the kernel's arguments.
 
 `KernelLoops` is mixed into `_KernelLowering` (compiler/lower/build.py) and reads its fields (`model`, `tree`,
-`deps`, `root`, `host`, `bounds_cache`, `loop_vars`, `carried_cache`).
+`deps`, `root`, `host`, `bounds_cache`, `loop_vars`, `serial_loops`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Optional
 import islpy as isl
 
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.legality.checks import carried_by
+from tdsl.compiler.analysis.serial_loops import SerialLoops
 from tdsl.compiler.lower.geometry import _pa_expr
 from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
 from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, pw_affs_to_map, statements_under, uses_iterators, walk_loops,
@@ -222,35 +223,19 @@ class KernelLoops:
 
     def _is_serial(self, loop: Loop) -> bool:
         """Does every program run this loop's iterations one after another (rather than as lanes of a tile)?
-
-        Tile loops (from split / tile) and pipelined loops are serial; so is a loop around several statements
-        (a tile holds one statement: the loop's iterations run each statement's tile in turn, in program
-        order), every loop that walks a `sum` whose accumulator is narrower than f32 (the program rounds
-        that accumulator after every term, so one step may add only one term: lanes of a tile would be added
-        at f32 precision, then rounded once), and every loop that carries a recurrence (`_carried`)."""
-        if loop.bind:
-            return False
-        if loop.kind == "tile" or loop.pipeline is not None:
-            return True
-        under = statements_under(loop)
-        return len(under) > 1 or any(self._rounds_every_term(s, loop) for s in under) or bool(self._carried(loop))
+        compiler/analysis/serial_loops.py holds the rule, which the buffer plan sizes its tiles by."""
+        return self._serial_loops()(loop)
 
     def _carried(self, loop: Loop) -> list:
-        """The dependences between instances under `loop` that it carries (pairs in different iterations of it),
-        each with its pairs: its iterations must run one after the other, not as the lanes of one tile, and the
-        values pass from one iteration to the next through memory (registers hold one iteration's tile).  Under a
-        loop of one statement only a recurrence (a statement that reads its own tensor,
-        compiler/model/recurrences.py) has them; under a loop of several, the statements of a `for` block."""
-        if id(loop) not in self.carried_cache:
-            under = set(statements_under(loop))
-            deps = [d for d in self.deps if d.kind in ("flow", "anti", "output") and d.src in under and d.dst in under]
-            self.carried_cache[id(loop)] = carried_by(self.model, deps, self.tree, loop) if deps else []
-        return self.carried_cache[id(loop)]
+        """The dependences between instances under `loop` that it carries, each with its pairs (serial_loops.py):
+        its iterations must run one after the other, and the values pass from one to the next through memory
+        (registers hold one iteration's tile)."""
+        return self._serial_loops().carried(loop)
 
-    def _rounds_every_term(self, stmt_name: str, loop: Loop) -> bool:
-        stmt = self.model.stmt(stmt_name)
-        return (stmt.reduce_op == "sum" and (stmt.accum_dtype or "f32") != "f32"
-                and any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]))
+    def _serial_loops(self) -> SerialLoops:
+        if self.serial_loops is None:
+            self.serial_loops = SerialLoops(self.model, self.tree, self.deps)
+        return self.serial_loops
 
     def _point_chain(self, node: Node) -> tuple[Leaf, list[Loop]]:
         """The statement under a chain of point loops (vectorised as one tile), and the serial loops found inside

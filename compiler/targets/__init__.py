@@ -73,6 +73,7 @@ class Target:
     # where a source says so.  None: the estimate falls back to the datasheet peaks and leaves the term out.
     l2_bandwidth: Optional[float] = None  # bytes/s the SMs read from L2 (tile loads that hit)
     launch_overhead_s: Optional[float] = None  # seconds a launch adds to a kernel's time, as benchmarks time it
+    program_launch_s: Optional[float] = None  # seconds an SM's scheduler takes to start each program (block)
     matrix_flops_sustained: dict = field(default_factory=dict)  # operand class -> FLOP/s a large tile sustains
     tensor_tile_efficiency: tuple = ()  # ((m*n/(m+n) of the product tile, fraction of the sustained rate), ...)
     one_warpgroup_efficiency: Optional[float] = None  # tensor rate with one resident warpgroup per SM / with two

@@ -59,7 +59,11 @@ TARGET = Target(
     bytes_per_load_per_thread=16,  # 128-bit loads [ch 5.1.5]
     # --- the ranking estimate's figures (docs/cost.md "The estimate"), all [mb] unless marked
     l2_bandwidth=9.85e12,  # tile loads hitting L2: 9.85 TB/s over an 8 MiB footprint, 9.26 over 32 MiB [mb run2]
-    launch_overhead_s=3.4e-6,  # do_bench of an empty Triton kernel: 3.37-3.40 us (4.0 us with 1,056 programs) [mb]
+    # launch: an empty Triton kernel in a CUDA graph of 20 calls, as tdsl tune times (3.3-3.9 us under do_bench,
+    # which the host paces); program: 49,152 empty programs of 1, 4 or 8 warps take 30.5-30.7 us in a graph,
+    # 8,448 take 5.9-6.1, and a copy in 256-element programs runs at that rate
+    launch_overhead_s=0.9e-6,  # 0.83-1.16 us at 1-132 programs of 1-8 warps [mb launch]
+    program_launch_s=80e-9,  # per program on each of 132 SMs [mb launch]
     matrix_flops_sustained={
         "bf16": 717e12,  # Triton tl.dot, 128x256x64 tile, 8 warps, L2-resident operands [mb run1]
         "f8e4m3": 1434e12,  # K-major FP8 operands (wgmma): 2 x bf16, the datasheet ratio; NOT measured
@@ -102,5 +106,7 @@ TARGET = Target(
         "wp": "NVIDIA H100 Tensor Core GPU Architecture whitepaper",
         "mb": "benchmarks/gpu/microbench*.py on the lent H200 (same GH100 SM), 2026-12-01; "
               "benchmarks/gpu/results/2026-12-01-microbench-*.json",
+        "mb launch": "benchmarks/gpu/microbench_launch.py on the lent H200, 2026-12-04; "
+                     "benchmarks/gpu/results/2026-12-04-microbench-launch.json",
     },
 )

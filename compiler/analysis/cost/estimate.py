@@ -1,11 +1,13 @@
 """The ranking estimate: a kernel's time from the counted bytes and FLOPs plus what the roofline leaves out.
 
-    t = launch + max(DRAM, L2, overlap(compute, loads in flight))
+    t = launch + max(DRAM, L2, overlap(compute, loads in flight), program starts)
     compute = (products + vector work) x waves + spilled registers' round trips + tile edges
 
 One function per term (docs/cost.md, "The estimate", gives each formula and its source):
 
 * `launch_time`     the time a launch adds (Target.launch_overhead_s, measured with an empty kernel);
+* `program_time`    each SM starts its programs one after another (Target.program_launch_s each): many small
+                    programs are bound by that rate, not by their bytes;
 * `dram_time`       global bytes after reuse in L2 (l2.py's `dram_bytes`: programs resident together, one wave,
                     read a tile they share once) at the measured DRAM bandwidth;
 * `l2_time`         every counted tile load and store passes through L2 (Target.l2_bandwidth);
@@ -52,6 +54,7 @@ def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Est
     spill = spill_factor(kp, cost, tgt) if cost.step is None else 1.0  # with a K loop: spill_time instead
     return Estimate(
         t_launch=launch_time(tgt),
+        t_programs=program_time(cost, tgt),
         wave=min(cost.programs, resident * tgt.units),
         dram_bytes=nbytes,
         t_dram=dram_time(nbytes, tgt),
@@ -73,6 +76,14 @@ def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Est
 def launch_time(tgt: Target) -> float:
     """Target.launch_overhead_s: an empty kernel timed as the benchmarks time kernels (h100.py [mb])."""
     return tgt.launch_overhead_s or 0.0
+
+
+def program_time(cost: KernelCost, tgt: Target) -> float:
+    """The busiest SM's programs, each started after the one before by its block scheduler
+    (Target.program_launch_s: 80 ns on the H200, measured with empty programs of 1-8 warps)."""
+    if not tgt.program_launch_s:
+        return 0.0
+    return math.ceil(cost.programs / tgt.units) * tgt.program_launch_s
 
 
 def spill_factor(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
@@ -128,11 +139,12 @@ def edge_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, wave
 
 
 def resident_programs(kp: KernelPlan, cost: KernelCost, tgt: Target) -> int:
-    """Programs resident together on one SM (the occupancy model), or one per core on Ascend.  A persistent
-    launch starts one program per SM, whatever more would fit (backends/triton/launcher.py)."""
+    """Programs resident together on one SM (the occupancy model), or one per core on Ascend; never more than
+    an even share of the launch's programs (128 programs on 132 SMs run one a SM, however many would fit).  A
+    persistent launch starts one program per SM, whatever more would fit (backends/triton/launcher.py)."""
     if cost.occupancy is None or getattr(kp.root, "persistent", False):
         return 1
-    return max(cost.occupancy.resident_blocks, 1)
+    return max(min(cost.occupancy.resident_blocks, math.ceil(cost.programs / tgt.units)), 1)
 
 
 # ---------------------------------------------------------------- DRAM and L2 bandwidth

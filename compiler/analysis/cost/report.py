@@ -118,7 +118,7 @@ def _estimate_lines(e, tgt: Target) -> list:
     return [
         f"  estimate {fmt_time(e.t_estimate)}, limited by {e.limit}: launch {fmt_time(e.t_launch)} + max(DRAM "
         f"{fmt_time(e.t_dram)}, L2 {fmt_time(e.t_l2)}, overlap(compute {fmt_time(e.t_compute)}, in flight "
-        f"{fmt_time(e.t_inflight)}))",
+        f"{fmt_time(e.t_inflight)}), program starts {fmt_time(e.t_programs)})",
         f"    DRAM {fmt_mib(e.dram_bytes)} after L2 reuse in waves of {e.wave:,} programs; compute = (matrix "
         f"{fmt_time(e.t_matrix)} [{units}] + vector {fmt_time(e.t_vector)}{warps}) x {e.waves:.3g} for waves"
         f"{extra}",

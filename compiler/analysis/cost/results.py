@@ -85,7 +85,7 @@ class Step:
 @dataclass
 class Estimate:
     """The terms of one kernel's ranking estimate (compiler/analysis/cost/estimate.py, docs/cost.md "The
-    estimate"): t = launch + max(DRAM, L2, compute x waves, loads in flight)."""
+    estimate"): t = launch + max(DRAM, L2, overlap(compute, loads in flight), program starts)."""
 
     t_launch: float  # the launch overhead
     wave: int  # programs resident at once over all SMs (cores): the ones that share tiles through L2
@@ -100,6 +100,7 @@ class Estimate:
     resident_warps: int  # warps per SM the issue rate is read at (0: no occupancy model)
     t_spill: float = 0.0  # a register tile that does not fit, moved out and back in every K step
     t_edges: float = 0.0  # first load step and stores of each program, not hidden by its products
+    t_programs: float = 0.0  # the busiest SM's programs, started one after another by its scheduler
 
     @property
     def t_compute(self) -> float:
@@ -108,12 +109,13 @@ class Estimate:
     @property
     def limit(self) -> str:
         """The term that sets the estimate: dram, l2, compute or latency."""
-        terms = {"dram": self.t_dram, "l2": self.t_l2, "compute": self.t_compute, "latency": self.t_inflight}
+        terms = {"dram": self.t_dram, "l2": self.t_l2, "compute": self.t_compute, "latency": self.t_inflight,
+                 "program starts": self.t_programs}
         return max(terms, key=terms.get)
 
     @property
     def t_estimate(self) -> float:
-        return self.t_launch + max(self.t_dram, self.t_l2, overlap(self.t_compute, self.t_inflight))
+        return self.t_launch + max(self.t_dram, self.t_l2, overlap(self.t_compute, self.t_inflight), self.t_programs)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from tdsl.compiler.analysis.buffer_plan import KernelPlan, is_tile_level
+from tdsl.compiler.analysis.buffer_plan import KernelPlan
 from tdsl.compiler.analysis.cost.results import KernelCost, Occupancy, Step
 from tdsl.compiler.schedule.tree import walk_loops
 from tdsl.compiler.targets import Target
@@ -84,7 +84,7 @@ def step_time(kp: KernelPlan, cost: KernelCost, tgt: Target) -> Optional[Step]:
     for t in cost.transfers:
         if t.src == "global" and t.loop:
             loads.setdefault(t.loop, []).append(t)
-    serial = [l for l in walk_loops([kp.root]) if not l.bind and is_tile_level(l) and l.name in loads]
+    serial = [l for l in walk_loops([kp.root]) if l.name in kp.serial_loops and l.name in loads]
     if not serial:
         return None
     loop = serial[-1]
