@@ -221,3 +221,67 @@ def test_promoting_fp8_partial_sums_costs_additions_and_a_second_accumulator():
     assert _fp8_estimate(64, 128, 4, "combine fast_accum(128)") < _fp8_estimate(128, 128, 4, "combine fast_accum(128)")
     exact, interval, fast = (_fp8_estimate(64, 128, 4, c) for c in ("", "combine fast_accum(128)", "combine fast_accum"))
     assert exact > interval > fast
+
+
+# ---------------------------------------------------------------- the plan follows the lowering's serial loops
+
+RMSNORM_ROWS = """
+const M = 1024, N = 4096
+const eps = 1e-6
+
+kernel rmsnorm(X: bf16[M, N], g: bf16[N]) -> (Y: bf16[M, N]) {
+  ss[i] = sum(j) X[i, j] * X[i, j] accum f32
+  r[i] = rsqrt(ss[i] / N + eps)
+  Y[i, j] = X[i, j] * r[i] * g[j]
+}
+
+# 8 rows a program, walked one at a time: ii holds three statements, so every program runs it serially
+schedule one_row_at_a_time {
+  io, ii = split(Y.i, 8)
+  compute_at(r, Y.ii)
+  compute_at(ss, Y.ii)
+  bind(Y.io, grid.x)
+  launch(Y, warps=1)
+}
+
+# the same 8 rows as one 8 x 4096 tile
+schedule block_of_rows {
+  io, ii = split(Y.i, 8)
+  compute_at(r, Y.io)
+  compute_at(ss, Y.io)
+  bind(Y.io, grid.x)
+  launch(Y, warps=1)
+}
+"""
+
+
+def _tile(plan, tensor):
+    return next(b for b in plan.buffers if b.kind == "tile" and b.tensor == tensor)
+
+
+def test_a_point_loop_around_several_statements_is_a_tile_level_as_in_the_generated_kernel():
+    prog = loads(RMSNORM_ROWS, "rows.tdsl")
+    serial = plan_kernels(prog.schedule("one_row_at_a_time"), "h200")[0]
+    block = plan_kernels(prog.schedule("block_of_rows"), "h200")[0]
+    assert "ii" in serial.serial_loops and "ii" not in block.serial_loops
+    assert _tile(serial, "X").shape == [1, 4096] and _tile(block, "X").shape == [8, 4096]
+    assert serial.working_set["register"] < block.working_set["register"] / 4
+
+
+def test_programs_of_a_launch_with_fewer_programs_than_sms_are_one_an_sm():
+    prog = loads(RMSNORM_ROWS, "rows.tdsl")
+    kernel = analyze(prog.schedule("one_row_at_a_time"), "h200").kernels[0]  # 128 programs on 132 SMs
+    assert kernel.occupancy.resident_blocks > 1 and kernel.estimate.resident_warps == 1
+
+
+def _copy_estimate(block: int):
+    text = (f"const N = 25165824\nkernel copy(X: bf16[N]) -> (Y: bf16[N]) {{\n  Y[i] = X[i]\n}}\n"
+            f"schedule t {{\n  io, ii = split(Y.i, {block})\n  bind(Y.io, grid.x)\n  launch(Y, warps=2)\n}}\n")
+    return analyze(loads(text, "copy.tdsl").schedule("t"), "h200").kernels[0].estimate
+
+
+def test_many_small_programs_are_bound_by_how_fast_an_sm_starts_them():
+    small, large = _copy_estimate(256), _copy_estimate(2048)
+    # 98,304 programs: 745 an SM, 80 ns each (benchmarks/gpu/microbench_launch.py), longer than the bytes take
+    assert small.t_programs == pytest.approx(745 * 80e-9) and small.limit == "program starts"
+    assert large.limit == "dram" and small.t_estimate > 1.3 * large.t_estimate
