@@ -140,7 +140,7 @@ def edge_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, wave
 
 def resident_programs(kp: KernelPlan, cost: KernelCost, tgt: Target) -> int:
     """Programs resident together on one SM (the occupancy model), or one per core on Ascend; never more than
-    an even share of the launch's programs (128 programs on 132 SMs run one a SM, however many would fit).  A
+    an even share of the launch's programs (128 programs on 132 SMs run one per SM, however many would fit).  A
     persistent launch starts one program per SM, whatever more would fit (backends/triton/launcher.py)."""
     if cost.occupancy is None or getattr(kp.root, "persistent", False):
         return 1
