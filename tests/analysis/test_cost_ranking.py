@@ -225,34 +225,16 @@ def test_promoting_fp8_partial_sums_costs_additions_and_a_second_accumulator():
 
 # ---------------------------------------------------------------- the plan follows the lowering's serial loops
 
-RMSNORM_ROWS = """
-const M = 1024, N = 4096
-const eps = 1e-6
+def _rows(name: str, level: str) -> str:
+    """examples/rmsnorm.tdsl's kernel, 8 rows a program, its r and ss computed at `level` of Y's split rows:
+    at ii (inside the point loop) ii holds three statements, so every program walks the rows one at a time;
+    at io the 8 rows are one 8 x 4096 tile."""
+    return (f"schedule {name} {{\n  io, ii = split(Y.i, 8)\n  compute_at(r, Y.{level})\n"
+            f"  compute_at(ss, Y.{level})\n  bind(Y.io, grid.x)\n  launch(Y, warps=1)\n}}\n")
 
-kernel rmsnorm(X: bf16[M, N], g: bf16[N]) -> (Y: bf16[M, N]) {
-  ss[i] = sum(j) X[i, j] * X[i, j] accum f32
-  r[i] = rsqrt(ss[i] / N + eps)
-  Y[i, j] = X[i, j] * r[i] * g[j]
-}
 
-# 8 rows a program, walked one at a time: ii holds three statements, so every program runs it serially
-schedule one_row_at_a_time {
-  io, ii = split(Y.i, 8)
-  compute_at(r, Y.ii)
-  compute_at(ss, Y.ii)
-  bind(Y.io, grid.x)
-  launch(Y, warps=1)
-}
-
-# the same 8 rows as one 8 x 4096 tile
-schedule block_of_rows {
-  io, ii = split(Y.i, 8)
-  compute_at(r, Y.io)
-  compute_at(ss, Y.io)
-  bind(Y.io, grid.x)
-  launch(Y, warps=1)
-}
-"""
+RMSNORM_ROWS = ((EXAMPLES / "rmsnorm.tdsl").read_text() + _rows("one_row_at_a_time", "ii")
+                + _rows("block_of_rows", "io"))
 
 
 def _tile(plan, tensor):
