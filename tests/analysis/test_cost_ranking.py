@@ -250,7 +250,7 @@ def test_a_point_loop_around_several_statements_is_a_tile_level_as_in_the_genera
     assert serial.working_set["register"] < block.working_set["register"] / 4
 
 
-def test_programs_of_a_launch_with_fewer_programs_than_sms_are_one_an_sm():
+def test_programs_of_a_launch_with_fewer_programs_than_sms_run_one_per_sm():
     prog = loads(RMSNORM_ROWS, "rows.tdsl")
     kernel = analyze(prog.schedule("one_row_at_a_time"), "h200").kernels[0]  # 128 programs on 132 SMs
     assert kernel.occupancy.resident_blocks > 1 and kernel.estimate.resident_warps == 1
@@ -264,6 +264,6 @@ def _copy_estimate(block: int):
 
 def test_many_small_programs_are_bound_by_how_fast_an_sm_starts_them():
     small, large = _copy_estimate(256), _copy_estimate(2048)
-    # 98,304 programs: 745 an SM, 80 ns each (benchmarks/gpu/microbench_launch.py), longer than the bytes take
+    # 98,304 programs: 745 per SM, 80 ns each (benchmarks/gpu/microbench_launch.py), longer than the bytes take
     assert small.t_programs == pytest.approx(745 * 80e-9) and small.limit == "program starts"
     assert large.limit == "dram" and small.t_estimate > 1.3 * large.t_estimate
