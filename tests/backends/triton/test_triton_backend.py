@@ -260,3 +260,45 @@ def test_a_run_time_length_past_32_bit_indexing_is_refused_at_launch(tmp_path):
     with pytest.raises(ValueError, match=r"L = 23171 makes S hold 2147580964 elements; the generated kernels index "
                                          r"in 32 bits"):
         module.mha_causal(q, q, q)
+
+
+# ---------------------------------------------------------------- masks Triton can vectorise
+
+def test_a_tile_edge_is_masked_in_the_form_triton_vectorises():
+    # x <= b lets Triton prove nothing about runs of lanes (each masked lane loaded alone: 2-5x slower on the
+    # H200, benchmarks/gpu/experiments/mask_forms.py); the printer writes x < b + 1 with the 1 folded into b
+    import re
+
+    prog = load(EXAMPLES / "rmsnorm.tdsl", sizes={"M": 10, "N": 4000})
+    text = generate(prog, "row_per_program")
+    masks = re.findall(r"mask=\(([^)]*)\)", text)
+    assert masks and all(m.endswith("< 4000") for m in masks), masks
+    assert not re.search(r"mask=\([^)]*(<=|>) ", text)
+
+
+@pytest.mark.parametrize("expr, printed", [
+    ("x <= 12287", "(x < 12288)"),
+    ("x > 63", "(x >= 64)"),
+    ("x <= N - 1", "(x < N)"),
+    ("x <= N - 3", "(x < (N - 2))"),
+    ("x <= N + 5", "(x < (N + 6))"),
+    ("x <= 64 * k", "(x < ((64 * k) + 1))"),
+    ("x <= y", "(x[:, None] <= y[None, :])"),  # both sides lanes (a causal triangle): unchanged
+])
+def test_each_non_strict_edge_becomes_the_strict_one_with_the_bound_moved_by_one(expr, printed):
+    from tdsl.backends.triton.index import Frame, index_code
+    from tdsl.compiler.lower import tileir as T
+
+    def parse(side):
+        side = side.strip()
+        for op in (" + ", " - ", " * "):
+            if op in side:
+                a, b = side.split(op)
+                return T.Bin(op.strip(), parse(a), parse(b))
+        return T.Const(int(side)) if side.isdigit() else T.Var(side)
+
+    op = next(o for o in ("<=", ">") if f" {o} " in expr)
+    lhs, rhs = expr.split(f" {op} ")
+    lanes = ["x", "y"] if " y" in expr else ["x"]  # tile axes: vectors; N and k the same in every lane
+    frame = Frame(axes=lanes, vectors={a: a for a in lanes}, scalars={}, variables={"N": "N", "k": "k"})
+    assert index_code(T.Bin(op, parse(lhs), parse(rhs)), frame) == printed
