@@ -51,9 +51,12 @@ Every name of `__all__` is importable from here.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from tdsl.frontend.diagnostics import TdslError
 
 from tdsl.compiler.analysis.buffer_planner import DEFAULT_WARPS, _KernelPlanner
+from tdsl.compiler.analysis.serial_loops import SerialLoops
 from tdsl.compiler.analysis.buffer_records import (
     DTYPE_BYTES,
     CapacityError,
@@ -92,13 +95,16 @@ def plan(schedule: Schedule, target=None) -> list[PlannedBuffer]:
     return [b for k in plan_kernels(schedule, target) for b in k.buffers if b.kind != "tile"]
 
 
-def plan_kernels(schedule: Schedule, target=None) -> list[KernelPlan]:
-    """Per kernel: every buffer (with implicit tiles), the data movements, working sets and capacity violations."""
+def plan_kernels(schedule: Schedule, target=None, serial: Optional[SerialLoops] = None) -> list[KernelPlan]:
+    """Per kernel: every buffer (with implicit tiles), the data movements, working sets and capacity violations.
+    `serial`: the schedule's serial-loop rule when the caller has it (the lowering)."""
     from tdsl.compiler.targets import get_target
 
     tgt = get_target(target) if target is not None else None
     require_bound_sizes(schedule)
-    return [_KernelPlanner(schedule, tgt, k, launch.node).run() for k, launch in enumerate(launches(schedule.tree))]
+    serial = serial or SerialLoops.of(schedule)
+    return [_KernelPlanner(schedule, tgt, k, launch.node, serial).run()
+            for k, launch in enumerate(launches(schedule.tree))]
 
 
 def require_bound_sizes(schedule: Schedule) -> None:

@@ -28,7 +28,7 @@ DEFAULT_WARPS = 4  # the backends' launch default (Triton num_warps)
 
 
 class _KernelPlanner(_WorkingSets):
-    def __init__(self, schedule: Schedule, target, index: int, root: Node):
+    def __init__(self, schedule: Schedule, target, index: int, root: Node, serial: SerialLoops):
         self.model = schedule.model
         self.tree = schedule.tree
         self.target = target
@@ -45,7 +45,7 @@ class _KernelPlanner(_WorkingSets):
         self.tree_buffers = [b for b in self.tree.buffers if set(b.stmts) & set(self.stmts)]
         self._planned: dict[int, PlannedBuffer] = {}  # id(tree Buffer) -> its plan
         self.slots: list[list[PlannedBuffer]] = []  # set by _working_sets
-        self.serial = SerialLoops(self.model, self.tree, schedule.deps)  # the rule the tile lowering follows
+        self.serial = serial  # which loops run serially: the rule the tile lowering follows
 
     # ------------------------------------------------------------ driver
 

@@ -32,6 +32,12 @@ class SerialLoops:
         self.deps = deps
         self.carried_cache: dict = {}  # id(loop) -> the dependences it carries
 
+    @classmethod
+    def of(cls, schedule) -> "SerialLoops":
+        """The rule for a schedule; the lowering makes one and hands it to the plan, so each loop's carried
+        dependences are found once."""
+        return cls(schedule.model, schedule.tree, schedule.deps)
+
     def __call__(self, loop: Loop) -> bool:
         """Does every program run this loop's iterations one after another?"""
         if loop.bind:

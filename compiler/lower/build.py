@@ -80,11 +80,12 @@ def lower(schedule: Schedule) -> TileProgram:
     # elements back from memory)
     temps = [s.name for s in model.stmts if model.tensors[s.name].kind == "temp"
              and (s.name in crossing or self_reads(s))]
-    plans = _buffer_plans(schedule)
+    serial = SerialLoops.of(schedule)  # one rule for the plan and every kernel's lowering
+    plans = _buffer_plans(schedule, serial)
     while True:
         try:
             kernels = [_KernelLowering(model, tree, launch.node, f"{model.name}_{k}", kernel_of, k, temps, plans[k],
-                                       deps=schedule.deps, host=list(launch.host)).run()
+                                       deps=schedule.deps, host=list(launch.host), serial_loops=serial).run()
                        for k, launch in enumerate(units)]
             break
         except NeedsMemory as need:
@@ -98,14 +99,14 @@ def lower(schedule: Schedule) -> TileProgram:
                        statements)
 
 
-def _buffer_plans(schedule: Schedule) -> list[list]:
+def _buffer_plans(schedule: Schedule, serial: SerialLoops) -> list[list]:
     """Per kernel, the buffers the schedule creates (compiler/analysis/buffer_plan.py); none while a size is unbound (the
     plan needs every size; only the Triton backend generates kernels for run-time sizes, and it needs none)."""
     if schedule.model.params:
         return [[] for _ in launches(schedule.tree)]
     from tdsl.compiler.analysis.buffer_plan import plan_kernels
 
-    return [[b for b in k.buffers if b.kind != "tile"] for k in plan_kernels(schedule)]
+    return [[b for b in k.buffers if b.kind != "tile"] for k in plan_kernels(schedule, serial=serial)]
 
 
 def _buffer_decl(b) -> BufferDecl:
@@ -147,7 +148,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     restricted: dict = field(default_factory=dict)  # id(loop) -> (its range's part as an isl set, "full" | "rest")
     split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
     deps: list = field(default_factory=list)  # the schedule's dependences (legality computed them)
-    serial_loops: Optional[SerialLoops] = None  # which loops run serially (made on first use: loops.py)
+    serial_loops: Optional[SerialLoops] = None  # which loops run serially: the plan's rule, passed by lower()
     met_cache: dict = field(default_factory=dict)  # (maximum, loops, split part) -> registers.py _met_every_row
     memory_reads: set = field(default_factory=set)  # tensors of this kernel read back from memory (loads.py)
     host: list = field(default_factory=list)  # the host loops around this kernel, outermost first (Launch.host)

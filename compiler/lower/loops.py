@@ -28,7 +28,6 @@ from typing import Optional
 import islpy as isl
 
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.analysis.serial_loops import SerialLoops
 from tdsl.compiler.lower.geometry import _pa_expr
 from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
 from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, pw_affs_to_map, statements_under, uses_iterators, walk_loops,
@@ -224,18 +223,13 @@ class KernelLoops:
     def _is_serial(self, loop: Loop) -> bool:
         """Does every program run this loop's iterations one after another (rather than as lanes of a tile)?
         compiler/analysis/serial_loops.py holds the rule, which the buffer plan sizes its tiles by."""
-        return self._serial_loops()(loop)
+        return self.serial_loops(loop)
 
     def _carried(self, loop: Loop) -> list:
         """The dependences between instances under `loop` that it carries, each with its pairs (serial_loops.py):
         its iterations must run one after the other, and the values pass from one to the next through memory
         (registers hold one iteration's tile)."""
-        return self._serial_loops().carried(loop)
-
-    def _serial_loops(self) -> SerialLoops:
-        if self.serial_loops is None:
-            self.serial_loops = SerialLoops(self.model, self.tree, self.deps)
-        return self.serial_loops
+        return self.serial_loops.carried(loop)
 
     def _point_chain(self, node: Node) -> tuple[Leaf, list[Loop]]:
         """The statement under a chain of point loops (vectorised as one tile), and the serial loops found inside
