@@ -10,9 +10,7 @@ Needs only torch and triton:
 """
 
 import argparse
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import torch
@@ -20,11 +18,7 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
-_MEASURE = Path(__file__).resolve().parents[2] / "compiler" / "tune" / "measure.py"
-_spec = importlib.util.spec_from_file_location("tdsl_tune_measure", _MEASURE)
-_measure = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = _measure
-_spec.loader.exec_module(_measure)
+from by_path import measure
 
 
 @triton.jit
@@ -39,7 +33,7 @@ def copy(x, y, B: tl.constexpr):
 
 
 def both(call) -> dict:
-    return {"do_bench_us": do_bench(call, warmup=25, rep=100) * 1e3, "graph_us": _measure.graph_us([call])}
+    return {"do_bench_us": do_bench(call, warmup=25, rep=100) * 1e3, "graph_us": measure().graph_us([call])}
 
 
 def main() -> None:

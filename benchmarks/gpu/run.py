@@ -25,14 +25,10 @@ from triton.testing import do_bench
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # the repository root: compiler/verify (compare.py) needs numpy only
-# compiler/tune/measure.py by its path: the package's __init__ imports the search, which needs islpy
-_MEASURE = HERE.parents[1] / "compiler" / "tune" / "measure.py"
-_spec = importlib.util.spec_from_file_location("tdsl_tune_measure", _MEASURE)
-_measure = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = _measure  # its dataclasses look their module up
-_spec.loader.exec_module(_measure)
-graph_us = _measure.graph_us
+from by_path import measure  # noqa: E402 - this folder is on sys.path when the script runs
 from compiler.verify import compare  # noqa: E402
+
+graph_us = measure().graph_us
 
 DEV = "cuda"
 BF16, F16, F32, F8 = torch.bfloat16, torch.float16, torch.float32, torch.float8_e4m3fn

@@ -136,9 +136,13 @@ def _maybe(measure):
         return f"not measured: {type(err).__name__}: {str(err)[:200]}"
 
 
-def _warm_time(call) -> float:
+def _warm(call) -> None:
     for _ in range(3):  # torch.compile compiles and autotunes on its first calls
         call()
+
+
+def _warm_time(call) -> float:
+    _warm(call)
     return time_call(call)[0]
 
 
@@ -162,8 +166,7 @@ def head_to_head(calls: dict, rounds: int) -> dict:
     failed = {}
     for name, call in calls.items():
         try:
-            for _ in range(3):  # torch.compile compiles and autotunes on its first calls
-                call()
+            _warm(call)
         except Exception as err:  # noqa: BLE001 - a reference this torch lacks is reported, not fatal
             failed[name] = {"error": f"{type(err).__name__}: {str(err)[:200]}"}
     times = {name: [] for name in calls if name not in failed}

@@ -12,7 +12,6 @@ the same inputs, their outputs must be bit-identical, and each is timed by the r
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -62,30 +61,23 @@ def build() -> None:
     (OUT / "cases.json").write_text(json.dumps(cases, indent=1))
 
 
-def _module(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def run(out: str) -> None:
     import torch
 
-    measure_spec = importlib.util.spec_from_file_location("tdsl_tune_measure", ROOT / "compiler/tune/measure.py")
-    measure = importlib.util.module_from_spec(measure_spec)
-    sys.modules[measure_spec.name] = measure
-    measure_spec.loader.exec_module(measure)
+    sys.path.insert(0, str(HERE.parent))
+    from by_path import load_module, measure
+
+    graph_us = measure().graph_us
     rows = []
     cases = json.loads((OUT / "cases.json").read_text())
     dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
     for name, case in cases.items():
-        lt, le = (getattr(_module(OUT / f"{name}_{form}.py"), case["launcher"]) for form in ("lt", "le"))
+        lt, le = (getattr(load_module(OUT / f"{name}_{form}.py"), case["launcher"]) for form in ("lt", "le"))
         args = [torch.randn(*shape, device="cuda").to(dtypes[dtype]) for dtype, shape in case["inputs"]]
         same = all(torch.equal(a.float(), b.float()) or torch.equal(a.view(torch.int16), b.view(torch.int16))
                    for a, b in zip(_tuple(lt(*args)), _tuple(le(*args))))
-        row = {"case": name, "identical": same, "lt_us": measure.graph_us([lambda: lt(*args)]),
-               "le_us": measure.graph_us([lambda: le(*args)])}
+        row = {"case": name, "identical": same, "lt_us": graph_us([lambda: lt(*args)]),
+               "le_us": graph_us([lambda: le(*args)])}
         row["speedup"] = row["le_us"] / row["lt_us"]
         rows.append(row)
         print(json.dumps(row), flush=True)
