@@ -11,6 +11,8 @@ from typing import Optional
 
 import islpy as isl
 
+from tdsl.frontend import ast
+
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.isl_code import integer_bounds
 from tdsl.compiler.analysis.buffer_records import KernelPlan, PlannedBuffer, TileAccess
@@ -46,6 +48,7 @@ class _KernelPlanner(_WorkingSets):
         self._planned: dict[int, PlannedBuffer] = {}  # id(tree Buffer) -> its plan
         self.slots: list[list[PlannedBuffer]] = []  # set by _working_sets
         self.serial = serial  # which loops run serially: the rule the tile lowering follows
+        self.memory_reads: set = set()  # (tensor, reader): a fused intermediate read back from global memory
 
     # ------------------------------------------------------------ driver
 
@@ -53,6 +56,7 @@ class _KernelPlanner(_WorkingSets):
         for buf in self.tree_buffers:
             self._explicit(buf)
         self._temps()
+        self._memory_temps()
         self._rescale_factors()
         self._reads()
         self._writes()
@@ -67,7 +71,8 @@ class _KernelPlanner(_WorkingSets):
         warps = (self.root.warps if isinstance(self.root, Loop) else None) or DEFAULT_WARPS
         serial = frozenset(l.name for l in walk_loops([self.root]) if self.serial(l))
         return KernelPlan(self.index, self.name, self.root, self.stmts, self.buffers, self.accesses, working, peaks,
-                          warps, grid, violations, self.slots, serial)
+                          warps, grid, violations, self.slots, serial,
+                          frozenset(tensor for tensor, _ in self.memory_reads))
 
     # ------------------------------------------------------------ loops and regions
 
@@ -216,6 +221,57 @@ class _KernelPlanner(_WorkingSets):
                                 [stmt_name] + [r for r in readers if r != stmt_name], at=loop)
             self._add(buf, loop, users)
 
+    def _memory_temps(self) -> None:
+        """A fused intermediate is read from its producer's register tile only element for element: the reader's
+        tile of it, at every iteration of the reader's tile level, is the tile the producer wrote at its store
+        level (the tile lowering's rule, compiler/lower/registers.py).  Any other read (a row produced whole and
+        read in segments, a tile produced in segments and read whole, a shifted window) goes through global
+        memory: the producer stores the tensor and the reader loads its tile back (compiler/lower/loads.py)."""
+        for buf in [b for b in self.buffers if b.kind == "temp"]:
+            producer = buf.stmts[0]
+            for reader in buf.stmts[1:]:
+                if self._reads_running(buf.tensor, reader):
+                    continue
+                if not self._reads_producer_tile(producer, reader, buf.tensor):
+                    self.memory_reads.add((buf.tensor, reader))
+
+    def _reads_running(self, tensor: str, reader: str) -> bool:
+        """A running maximum (`online`) read by an exponential it rescales (or by the sum that inlined it) takes
+        the accumulator as it is, in registers (compiler/lower/registers.py `_running_read`)."""
+        if tensor not in self.tree.online:
+            return False
+        return any(s.rescale is not None and s.rescale.stat == tensor
+                   and (s.rescale.exponential == reader or (s.rescale.source is None and s.name == reader))
+                   for s in self.model.stmts)
+
+    def _reads_producer_tile(self, producer: str, reader: str, tensor: str) -> bool:
+        """Whether each read of `tensor` by `reader`, at each iteration of the reader's tile level, is exactly
+        the tile that `producer` wrote at its store level (which must enclose the reader)."""
+        stored, level = self.store_level(producer), self.tile_level(reader)
+        path = self.path(reader)
+        at_stored, at_level = _index_or_none(path, stored), _index_or_none(path, level)
+        if at_stored is None or at_level is None or at_level < at_stored:
+            return False
+        written = self.touched([producer], tensor, stored, write=True)
+        kept = sum(l.n_dims for l in path[: at_stored + 1])
+        inner = sum(l.n_dims for l in path[: at_level + 1]) - kept
+        prefix = self._prefix(reader, level)
+        for access in self.model.stmt(reader).reads:  # each read by itself: a shifted one has other lanes
+            if access.tensor != tensor:
+                continue
+            if access.relation.is_empty():  # a branch never taken at these sizes: still lowered, from memory
+                return False
+            if not _plain_lanes(access, self.model.stmt(reader), self.model.stmt(producer)):
+                return False
+            read = prefix.reverse().apply_range(access.relation).coalesce()
+            if stored is None:  # stored once for the whole kernel: the same tile at every iteration
+                lifted = isl.Map.from_domain_and_range(read.domain(), written.range())
+            else:
+                lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
+            if not lifted.is_equal(read):
+                return False
+        return True
+
     def _rescale_factors(self) -> None:
         """A running maximum (`online`) needs, beside its own row vector and the sums', one more per row: the
         factor exp((m_old - m_new)·c) that rescales the sums after each update (chapter 5.3.3's three row
@@ -265,7 +321,7 @@ class _KernelPlanner(_WorkingSets):
             stmt = self.model.stmt(stmt_name)
             # (a read in a `where` branch never taken, at these sizes, moves nothing)
             for tensor in dict.fromkeys(a.tensor for a in stmt.reads if not a.relation.is_empty()):
-                if tensor in self.produced and tensor != stmt_name:
+                if tensor in self.produced and tensor != stmt_name and (tensor, stmt_name) not in self.memory_reads:
                     continue  # produced in this kernel: already on chip (a recurrence reads its own back from memory)
                 buf = self._buffer_for(stmt_name, tensor, "read")
                 level = self.tile_level(stmt_name)
@@ -296,7 +352,7 @@ class _KernelPlanner(_WorkingSets):
         for stmt_name in self.stmts:
             stmt = self.model.stmt(stmt_name)
             tensor = stmt.write.tensor
-            if tensor not in self.globals:
+            if tensor not in self.globals and not any(t == tensor for t, _ in self.memory_reads):
                 continue
             buf = self._buffer_for(stmt_name, tensor, "write")
             if buf is not None:
@@ -311,6 +367,11 @@ class _KernelPlanner(_WorkingSets):
                 planned = self._planned[id(buf)]
                 self.accesses.append(TileAccess(tensor, "write", planned.scope, "global", level, stmts, region, dtype,
                                                 planned))
+                continue
+            home = next((b for b in self.buffers if b.tensor == tensor and b.kind == "temp"), None)
+            if tensor not in self.globals and home is not None:  # stored from its register tile, for a read back
+                self.accesses.append(TileAccess(tensor, "write", home.scope, "global", level, stmts, region, dtype,
+                                                home))
                 continue
             writer = self.model.stmt(stmts[0])
             held = writer.accum_dtype if writer.is_reduction else dtype
@@ -365,6 +426,23 @@ def _index(path: list[Loop], loop: Optional[Loop]) -> int:
         if l is loop:
             return n
     raise KeyError(loop.name)
+
+
+def _plain_lanes(access, reader, producer) -> bool:
+    """Every index of the read is one of the reader's iterators, one per dimension the producer writes: a tile's
+    lanes are taken as they are, not re-indexed (an index `i + 1` is a shifted window; a copy made by
+    `recompute_at` has the tile's dimensions besides the read's)."""
+    indices = access.node.indices
+    return len(indices) == len(producer.lhs_iters) and all(
+        isinstance(index, ast.Name) and index.name in reader.iters for index in indices)
+
+
+def _index_or_none(path: list[Loop], loop: Optional[Loop]) -> Optional[int]:
+    """`_index`, or None for a loop not on the path."""
+    try:
+        return _index(path, loop)
+    except KeyError:
+        return None
 
 
 def _largest_span(region: isl.Map, d: int) -> isl.Val:

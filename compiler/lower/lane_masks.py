@@ -34,8 +34,22 @@ def atoms(mask: T.Expr | None) -> list:
     if isinstance(mask, T.Bin) and mask.op == "and":
         return atoms(mask.lhs) + atoms(mask.rhs)
     if isinstance(mask, T.Bin) and mask.op in MODES:
-        return [mask]
+        return [_without_cancelled(mask)]
     raise BackendError(f"the mask {expr_text(mask)} is not a conjunction of comparisons; no ascend-910b form")
+
+
+def _without_cancelled(atom: T.Bin) -> T.Bin:
+    """An affine comparison in which a variable cancels (`j > j`, `i + j <= j`) written without it: it does not
+    depend on that variable (`mentions`), so it is printed where the variable may have no name (a row's
+    condition, when the variable is the tile's column)."""
+    try:
+        coefs, const = _difference(atom)
+    except BackendError:
+        return atom
+    named = {v.name for side in (atom.lhs, atom.rhs) for v in T.expr_vars(side)}
+    if named <= set(coefs):
+        return atom
+    return T.Bin(atom.op, expr_of((coefs, 0)), T.Const(-const))
 
 
 def conjuncts(mask: T.Expr | None) -> list:

@@ -200,7 +200,8 @@ class Fuzzer:
                 result.refusals[backend, said[len("refused: "):]] += 1
             if finding:
                 return finding
-        return oracles.check_pure_emission(sched, [b for b in backends if b != "tilelang"] + ["tilelang"])
+        finding = oracles.check_pure_emission(sched, [b for b in backends if b != "tilelang"] + ["tilelang"])
+        return finding or oracles.check_plan_matches_lowering(sched)
 
 
 def instance_count(model) -> int:

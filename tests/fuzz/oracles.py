@@ -10,6 +10,8 @@
   the NumPy execution model, TileLang for NVIDIA through `tilelang.lower`.
 * Emission is a pure function of the tile program: emitting one lowered program twice, with other backends
   in between, gives identical text.
+* The buffer plan, which the cost model counts, keeps the same fused intermediates in global memory as the
+  tile lowering does.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ BACKENDS = {
 
 @dataclass
 class Finding:
-    kind: str  # internal-error | rejected-step-changed-state | trace | interp-mismatch | miscompile | emission
+    kind: str  # internal-error | rejected-step-changed-state | trace | interp-mismatch | miscompile | emission | plan
     where: str  # the step, "interpreter", or a backend name
     detail: str
 
@@ -296,9 +298,34 @@ def check_pure_emission(sched, backends) -> Optional[Finding]:
     return None
 
 
+def check_plan_matches_lowering(sched) -> Optional[Finding]:
+    """The buffer plan (what the cost model counts) and the tile lowering (what the kernels do) keep the same
+    fused intermediates in global memory: those a reader takes with another tile than its producer wrote."""
+    from tdsl.compiler.analysis.buffer_plan import plan_kernels
+    from tdsl.compiler.lower.build import lower
+    from tdsl.compiler.model.recurrences import self_reads
+    from tdsl.compiler.schedule.tree import global_tensors
+
+    model = sched.model
+    try:
+        program = lower(sched)
+        plans = plan_kernels(sched)
+    except TdslError:
+        return None
+    except Exception as err:  # noqa: BLE001
+        return internal("plan", err)
+    recurrences = {s.name for s in model.stmts if self_reads(s)}
+    lowered = {t.name for t in program.temps} - set(global_tensors(model, sched.tree)) - recurrences
+    planned = set().union(*(kp.read_back for kp in plans)) - recurrences
+    if lowered != planned:
+        return Finding("plan", "read back", f"the lowering keeps {sorted(lowered)} in global memory inside a "
+                                            f"kernel, the buffer plan {sorted(planned)}")
+    return None
+
+
 def is_typed(err: BaseException) -> bool:
     return isinstance(err, TdslError)
 
 
 __all__ = ["Finding", "BACKENDS", "apply_steps", "check_trace", "check_interpreter", "check_backend",
-           "check_pure_emission", "references", "is_typed", "LegalityError", "ScheduleError"]
+           "check_pure_emission", "check_plan_matches_lowering", "references", "is_typed", "LegalityError", "ScheduleError"]

@@ -24,11 +24,13 @@ def dram_bytes(model, kp: KernelPlan, cost: KernelCost, tgt: Target, resident: i
     """Global bytes that reach DRAM.  Programs are launched in grid order and `resident` x SMs of them run
     together (a wave); a tile that several programs of one wave load is read from DRAM once and hit in L2 by
     the others, so a load's DRAM bytes are its counted bytes x (distinct tiles in a wave / programs in a wave).
-    When every tensor the kernel reads fits in L2 together, none is read from DRAM twice.  Writes reach DRAM once."""
+    When every tensor the kernel reads fits in L2 together, none is read from DRAM twice.  Writes reach DRAM once;
+    an intermediate the kernel stores and reads back (KernelPlan.read_back) is read by the program that stored
+    it, from L2."""
     wave = min(cost.programs, resident * tgt.units)
     order = grid_order(kp, cost)
     counted_bytes = {_key(t): t.bytes for t in cost.transfers}  # what traffic.py counted, by movement
-    reads = [a for a in kp.accesses if a.src == "global"]
+    reads = [a for a in kp.accesses if a.src == "global" and a.tensor not in kp.read_back]
     sizes = {a.tensor: tensor_bytes(model, a.tensor) for a in reads}
     fits = tgt.l2_bytes is not None and None not in sizes.values() and sum(sizes.values()) <= tgt.l2_bytes
     total = cost.global_write

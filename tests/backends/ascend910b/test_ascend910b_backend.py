@@ -258,3 +258,14 @@ kernel k(X: f32[N], Z: f32[N]) -> (Y: f32[N]) {
 """)
     assert "e4m3_scalar" in generate(scalar, None, target="ascend-910b")
     assert all(c.ok for c in check_schedule(scalar, None, "ascend-910b").values())
+
+
+def test_a_comparison_whose_variable_cancels_is_written_without_it():
+    # where(j > j, ...) in a row of the tile's column j: printed as a row condition, where j has no name
+    from tdsl.compiler.lower import tileir as T
+    from tdsl.compiler.lower.lane_masks import atoms, mentions
+
+    [atom] = atoms(T.Bin(">", T.Var("j"), T.Var("j")))
+    assert atom == T.Bin(">", T.Const(0), T.Const(0)) and not mentions(atom, "j")
+    [kept] = atoms(T.Bin("<=", T.Var("j"), T.Var("i")))
+    assert kept == T.Bin("<=", T.Var("j"), T.Var("i"))  # nothing cancels: unchanged
