@@ -19,8 +19,9 @@ Everything is computed from the scheduled tree and the isl access relations (see
 * **Occupancy** (NVIDIA). Resident blocks per SM = min over threads, registers (allocated per warp in units of
   256), shared memory (the working set plus the per-block reserve) and the block limit.
 * **Estimate.** The time a schedule search ranks by (`ProgramCost.t_estimate`): per kernel, launch overhead +
-  max(DRAM after reuse in L2 within a wave, L2 bandwidth, compute by instruction class and padded tile at the
-  issue rate of the resident warps x waves, loads in flight); the roofline figures above stay as they are.
+  max(L2 bandwidth, the overlap of DRAM after reuse in L2 within a wave with compute by instruction class and
+  padded tile at the issue rate of the resident warps x waves and loads in flight, program starts); the
+  roofline figures above stay as they are.
 
 The modules, in the order they depend on each other:
 

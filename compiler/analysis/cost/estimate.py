@@ -1,6 +1,6 @@
 """The ranking estimate: a kernel's time from the counted bytes and FLOPs plus what the roofline leaves out.
 
-    t = launch + max(DRAM, L2, overlap(compute, loads in flight), program starts)
+    t = launch + max(L2, overlap(overlap(compute, loads in flight), DRAM), program starts)
     compute = (products + vector work) x waves + spilled registers' round trips + tile edges
 
 One function per term (docs/cost.md, "The estimate", gives each formula and its source):
@@ -22,7 +22,9 @@ One function per term (docs/cost.md, "The estimate", gives each formula and its 
 * `wave_factor`     the busiest SM's (core's) work over the mean: a partial last wave, a longest program;
 * `inflight_time`   Little's law: each load step waits the memory latency, and only resident programs x (pipeline
                     stages - 1) of them are in flight at once;
-* `overlap`         compute and loads in flight overlap, but not perfectly: their 3-norm, not their maximum.
+* `overlap`         compute and loads in flight overlap, but not perfectly: their 3-norm, not their maximum; and
+                    so do the SMs' work and the DRAM stream (a kernel at the copy bandwidth with more work per
+                    byte runs slower than the copy).
 
 The estimate reuses what `analyze` already counted (transfers, occupancy, the K step); the only isl work added
 is per global load: whether its tile changes with each grid loop, and the longest program's number of steps.

@@ -33,19 +33,19 @@ def dram_bytes(model, kp: KernelPlan, cost: KernelCost, tgt: Target, resident: i
     reads = [a for a in kp.accesses if a.src == "global" and a.tensor not in kp.read_back]
     sizes = {a.tensor: tensor_bytes(model, a.tensor) for a in reads}
     fits = tgt.l2_bytes is not None and None not in sizes.values() and sum(sizes.values()) <= tgt.l2_bytes
-    total = cost.global_write
+    per_tensor: dict = {}
     for a in reads:
         counted = counted_bytes[_key(a)]
         if a.loop is None:  # loaded once by the whole kernel: nothing to share
-            total += counted
-            continue
-        varies = grid_dependence(kp, a)
-        distinct = math.prod(wave_extent(order, name, wave) for name in varies)
-        nbytes = min(counted, counted * distinct // max(wave, 1))
-        if fits:
-            nbytes = min(nbytes, sizes[a.tensor])
-        total += nbytes
-    return total
+            nbytes = counted
+        else:
+            varies = grid_dependence(kp, a)
+            distinct = math.prod(wave_extent(order, name, wave) for name in varies)
+            nbytes = min(counted, counted * distinct // max(wave, 1))
+        per_tensor[a.tensor] = per_tensor.get(a.tensor, 0) + nbytes
+    if fits:  # a tensor loaded by several movements (a row read by two loops) is read from DRAM once
+        per_tensor = {t: min(n, sizes[t]) for t, n in per_tensor.items()}
+    return cost.global_write + sum(per_tensor.values())
 
 
 def _key(movement) -> tuple:

@@ -116,9 +116,9 @@ def _estimate_lines(e, tgt: Target) -> list:
     warps = f" at {e.resident_warps} resident warps" if e.resident_warps else ""
     extra = "".join(f" + {name} {fmt_time(t)}" for name, t in (("spills", e.t_spill), ("tile edges", e.t_edges)) if t)
     return [
-        f"  estimate {fmt_time(e.t_estimate)}, limited by {e.limit}: launch {fmt_time(e.t_launch)} + max(DRAM "
-        f"{fmt_time(e.t_dram)}, L2 {fmt_time(e.t_l2)}, overlap(compute {fmt_time(e.t_compute)}, in flight "
-        f"{fmt_time(e.t_inflight)}), program starts {fmt_time(e.t_programs)})",
+        f"  estimate {fmt_time(e.t_estimate)}, limited by {e.limit}: launch {fmt_time(e.t_launch)} + max(L2 "
+        f"{fmt_time(e.t_l2)}, overlap(overlap(compute {fmt_time(e.t_compute)}, in flight "
+        f"{fmt_time(e.t_inflight)}), DRAM {fmt_time(e.t_dram)}), program starts {fmt_time(e.t_programs)})",
         f"    DRAM {fmt_mib(e.dram_bytes)} after L2 reuse in waves of {e.wave:,} programs; compute = (matrix "
         f"{fmt_time(e.t_matrix)} [{units}] + vector {fmt_time(e.t_vector)}{warps}) x {e.waves:.3g} for waves"
         f"{extra}",

@@ -21,8 +21,8 @@ OVERLAP_NORM = 3  # compute and loads in flight overlap imperfectly (docs/cost.m
 
 
 def overlap(a: float, b: float) -> float:
-    """Two activities that run at once but contend (the tensor cores and the loads they wait for): their
-    OVERLAP_NORM-norm, between the maximum (perfect overlap) and the sum (none)."""
+    """Two activities that run at once but contend (the tensor cores and the loads they wait for, the SMs' work
+    and the DRAM stream): their OVERLAP_NORM-norm, between the maximum (perfect overlap) and the sum (none)."""
     return (a ** OVERLAP_NORM + b ** OVERLAP_NORM) ** (1 / OVERLAP_NORM)
 
 
@@ -85,7 +85,7 @@ class Step:
 @dataclass
 class Estimate:
     """The terms of one kernel's ranking estimate (compiler/analysis/cost/estimate.py, docs/cost.md "The
-    estimate"): t = launch + max(DRAM, L2, overlap(compute, loads in flight), program starts)."""
+    estimate"): t = launch + max(L2, overlap(overlap(compute, loads in flight), DRAM), program starts)."""
 
     t_launch: float  # the launch overhead
     wave: int  # programs resident at once over all SMs (cores): the ones that share tiles through L2
@@ -115,7 +115,8 @@ class Estimate:
 
     @property
     def t_estimate(self) -> float:
-        return self.t_launch + max(self.t_dram, self.t_l2, overlap(self.t_compute, self.t_inflight), self.t_programs)
+        busy = overlap(overlap(self.t_compute, self.t_inflight), self.t_dram)
+        return self.t_launch + max(self.t_l2, busy, self.t_programs)
 
 
 @dataclass
