@@ -21,7 +21,7 @@ from tdsl.compiler.analysis.placement import matrix_operands
 from tdsl.compiler.analysis.serial_loops import SerialLoops
 from tdsl.compiler.schedule.schedule import Schedule
 from tdsl.compiler.schedule.tree import (Buffer, Loop, Node, global_tensors, loop_walks_reduction, pw_affs_to_map,
-                                        statements_under, walk_loops)
+                                        statements_under, uses_iterators, walk_loops)
 
 DEFAULT_WARPS = 4  # the backends' launch default (Triton num_warps)
 
@@ -222,18 +222,22 @@ class _KernelPlanner(_WorkingSets):
             self._add(buf, loop, users)
 
     def _memory_temps(self) -> None:
-        """A fused intermediate is read from its producer's register tile only element for element: the reader's
+        """A fused intermediate (a temporary, or one staged by cache_write) is read from its producer's register tile only element for element: the reader's
         tile of it, at every iteration of the reader's tile level, is the tile the producer wrote at its store
         level (the tile lowering's rule, compiler/lower/registers.py).  Any other read (a row produced whole and
         read in segments, a tile produced in segments and read whole, a shifted window) goes through global
         memory: the producer stores the tensor and the reader loads its tile back (compiler/lower/loads.py)."""
-        for buf in [b for b in self.buffers if b.kind == "temp"]:
-            producer = buf.stmts[0]
-            for reader in buf.stmts[1:]:
-                if self._reads_running(buf.tensor, reader):
+        for producer in self.stmts:
+            tensor = self.model.stmt(producer).write.tensor
+            if tensor in self.globals:
+                continue
+            for reader in self.stmts:  # a temporary, or one staged by cache_write
+                if reader == producer or not any(r.tensor == tensor for r in self.model.stmt(reader).reads):
                     continue
-                if not self._reads_producer_tile(producer, reader, buf.tensor):
-                    self.memory_reads.add((buf.tensor, reader))
+                if self._reads_running(tensor, reader):
+                    continue
+                if not self._reads_producer_tile(producer, reader, tensor):
+                    self.memory_reads.add((tensor, reader))
 
     def _reads_running(self, tensor: str, reader: str) -> bool:
         """A running maximum (`online`) read by an exponential it rescales (or by the sum that inlined it) takes
@@ -244,18 +248,47 @@ class _KernelPlanner(_WorkingSets):
                    and (s.rescale.exponential == reader or (s.rescale.source is None and s.name == reader))
                    for s in self.model.stmts)
 
+    def _tile_prefix(self, stmt: str, loop: Optional[Loop]) -> isl.Map:
+        """Statement instance -> values of the tile-level loops from the kernel's root down to `loop`."""
+        path = self.path(stmt)
+        upto = path[: _index(path, loop) + 1] if loop is not None else []
+        return pw_affs_to_map([d for l in upto if self.is_tile_level(l) for d in l.exprs[stmt]],
+                              self.model.stmt(stmt).domain)
+
+    def _final_level(self, producer: str) -> Optional[Loop]:
+        """The innermost loop at which the producer's tile is complete: its store level, or for a reduction the
+        loop around the outermost unbound loop in which all its instances share one iteration (a loop over key
+        blocks that a small size leaves with one block) and which a reader of this kernel runs after: its
+        accumulator lives across that loop (the tile lowering's `_accumulation_loop`)."""
+        stored = self.store_level(producer)
+        stmt = self.model.stmt(producer)
+        if not stmt.is_reduction or stored is None:
+            return stored
+        path = self.path(producer)
+        for n, loop in enumerate(path[: _index(path, stored) + 1]):
+            constant = not loop.bind and _constant(loop, producer)
+            inside = set(statements_under(loop))
+            if constant and any(s not in inside and any(r.tensor == stmt.write.tensor for r in self.model.stmt(s).reads)
+                                for s in self.stmts):
+                return path[n - 1] if n else None
+        return stored
+
     def _reads_producer_tile(self, producer: str, reader: str, tensor: str) -> bool:
         """Whether each read of `tensor` by `reader`, at each iteration of the reader's tile level, is exactly
         the tile that `producer` wrote at its store level (which must enclose the reader)."""
-        stored, level = self.store_level(producer), self.tile_level(reader)
+        stored, level = self._final_level(producer), self.tile_level(reader)
         path = self.path(reader)
         at_stored, at_level = _index_or_none(path, stored), _index_or_none(path, level)
         if at_stored is None or at_level is None or at_level < at_stored:
             return False
-        written = self.touched([producer], tensor, stored, write=True)
-        kept = sum(l.n_dims for l in path[: at_stored + 1])
-        inner = sum(l.n_dims for l in path[: at_level + 1]) - kept
-        prefix = self._prefix(reader, level)
+        # a tile is everything inside one iteration of the tile-level loops: point loops around a serial one are
+        # its lanes (the lowering hoists the serial loop out of them), so only tile-level loops index the tiles
+        tiles = [l for l in path[: at_level + 1] if self.is_tile_level(l)]
+        kept = sum(l.n_dims for l in path[: at_stored + 1] if self.is_tile_level(l))
+        inner = sum(l.n_dims for l in tiles) - kept
+        written = self._tile_prefix(producer, stored).reverse().apply_range(
+            self.model.stmt(producer).write.relation).coalesce()
+        prefix = self._tile_prefix(reader, level)
         for access in self.model.stmt(reader).reads:  # each read by itself: a shifted one has other lanes
             if access.tensor != tensor:
                 continue
@@ -264,10 +297,7 @@ class _KernelPlanner(_WorkingSets):
             if not _plain_lanes(access, self.model.stmt(reader), self.model.stmt(producer)):
                 return False
             read = prefix.reverse().apply_range(access.relation).coalesce()
-            if stored is None:  # stored once for the whole kernel: the same tile at every iteration
-                lifted = isl.Map.from_domain_and_range(read.domain(), written.range())
-            else:
-                lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
+            lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
             if not lifted.is_equal(read):
                 return False
         return True
@@ -426,6 +456,12 @@ def _index(path: list[Loop], loop: Optional[Loop]) -> int:
         if l is loop:
             return n
     raise KeyError(loop.name)
+
+
+def _constant(loop: Loop, stmt: str) -> bool:
+    """The loop takes one value for every instance of the statement (no piece of its placement uses an
+    iterator)."""
+    return all(not uses_iterators(pa, 0, pa.dim(isl.dim_type.in_)) for pa in loop.exprs[stmt])
 
 
 def _plain_lanes(access, reader, producer) -> bool:

@@ -116,7 +116,7 @@ class RegisterReuse:
         has no instance its tile is recomputed empty, so a value from an earlier iteration is gone."""
         if not producer.loops:
             return True
-        access = next((r for r in stmt.reads if r.node is e), None)
+        access = _read_of(stmt, e)
         if access is None:
             return False
         prod = producer.stmt
@@ -124,6 +124,14 @@ class RegisterReuse:
         writer_times = pw_affs_to_map([pa for l in producer.loops for pa in l.exprs[prod.name]], prod.domain)
         writers = access.relation.apply_range(prod.write.relation.reverse())  # reader instance -> writers
         return writers.apply_range(writer_times).is_subset(reader_times)
+
+
+def _read_of(stmt: Stmt, e: ast.Access):
+    """The statement's read that `e` is: by identity, or (compute_inline copies and re-indexes the nodes it
+    substitutes) the one equal to it, or the only read of its tensor."""
+    same = [r for r in stmt.reads if r.tensor == e.tensor]
+    found = next((r for r in same if r.node is e), None) or next((r for r in same if r.node == e), None)
+    return found if found is not None else (same[0] if len(same) == 1 else None)
 
 
 def _lanes(indices, stmt: Stmt, tile: Tile, producer: Stmt, p_tile: Tile) -> Optional[list]:
