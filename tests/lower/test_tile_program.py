@@ -148,3 +148,12 @@ def test_a_statement_tensor_past_32_bits_is_refused_only_where_a_kernel_keeps_it
                                            r"generated kernels address at most 2147483647 .*fuse S into its readers"):
         lower_for(prog.schedule("unfused"), backend)
     assert len(lower_for(prog.schedule("flash"), backend).kernels) == 1
+
+
+def test_a_reduction_read_after_compute_inline_stays_in_registers():
+    # compute_inline copies (and re-indexes) the nodes it substitutes: the reader's read of s must still be
+    # found, so that Y takes s from its register tile instead of storing it and loading it back (fuzz seed 5424)
+    text = (EXAMPLES / "softmax.tdsl").read_text() + (
+        "\nschedule inlined_normalised_at_the_sum {\n  compute_inline(e)\n  reverse_compute_at(Y, s.i)\n}\n")
+    program = lower(loads(text, "softmax.tdsl", sizes={"M": 64, "N": 256}).schedule("inlined_normalised_at_the_sum"))
+    assert "s" not in {t.name for t in program.temps}
