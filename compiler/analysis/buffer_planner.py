@@ -255,6 +255,21 @@ class _KernelPlanner(_WorkingSets):
         return pw_affs_to_map([d for l in upto if self.is_tile_level(l) for d in l.exprs[stmt]],
                               self.model.stmt(stmt).domain)
 
+    def _rewalked(self, access, reader: str, below: list) -> bool:
+        """Whether a tile-level loop of the reader inside the producer's final level walks an iterator the read
+        indexes by: the reader's tile then moves along a dimension the producer's tile holds whole (a row read in
+        segments), or places it by another loop's variable than the producer's (a consumer moved under the
+        producer's loop keeps its own loop over the same index)."""
+        stmt = self.model.stmt(reader)
+        indexed = [stmt.iters.index(i.name) for i in access.node.indices]
+        return any(uses_iterators(pa, n, 1) for loop in below if self.is_tile_level(loop)
+                   for pa in loop.exprs[reader] for n in indexed)
+
+    def _one_value(self, loop: Loop, stmt: str) -> bool:
+        """Whether every instance of the statement has the same value of the loop (the tile lowering then
+        writes that value as a constant, not the loop's variable)."""
+        return pw_affs_to_map(list(loop.exprs[stmt]), self.model.stmt(stmt).domain).range().is_singleton()
+
     def _final_level(self, producer: str) -> Optional[Loop]:
         """The innermost loop at which the producer's tile is complete: its store level, or for a reduction the
         loop around the outermost unbound loop in which all its instances share one iteration (a loop over key
@@ -281,6 +296,8 @@ class _KernelPlanner(_WorkingSets):
         at_stored, at_level = _index_or_none(path, stored), _index_or_none(path, level)
         if at_stored is None or at_level is None or at_level < at_stored:
             return False
+        if any(self._one_value(loop, producer) != self._one_value(loop, reader) for loop in path[: at_stored + 1]):
+            return False  # one takes a single value of a loop the other walks: the lowering sees a constant there
         # a tile is everything inside one iteration of the tile-level loops: point loops around a serial one are
         # its lanes (the lowering hoists the serial loop out of them), so only tile-level loops index the tiles
         tiles = [l for l in path[: at_level + 1] if self.is_tile_level(l)]
@@ -296,9 +313,11 @@ class _KernelPlanner(_WorkingSets):
                 return False
             if not _plain_lanes(access, self.model.stmt(reader), self.model.stmt(producer)):
                 return False
+            if self._rewalked(access, reader, path[at_stored + 1: at_level + 1]):
+                return False
             read = prefix.reverse().apply_range(access.relation).coalesce()
             lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
-            if not lifted.is_equal(read):
+            if not _same_lanes(read, lifted):
                 return False
         return True
 
@@ -456,6 +475,20 @@ def _index(path: list[Loop], loop: Optional[Loop]) -> int:
         if l is loop:
             return n
     raise KeyError(loop.name)
+
+
+def _same_lanes(read: isl.Map, written: isl.Map) -> bool:
+    """The reader's tile is the producer's, lane for lane: it reads only what the producer wrote in that
+    iteration, and per dimension its tile starts where the producer's does and spans as many lanes (a triangular
+    reader masks some of them)."""
+    if not read.is_subset(written):
+        return False
+    for d in range(read.dim(isl.dim_type.out)):
+        if not read.dim_min(d).is_equal(written.dim_min(d)):
+            return False
+        if not _largest_span(read, d).eq(_largest_span(written, d)):
+            return False
+    return True
 
 
 def _constant(loop: Loop, stmt: str) -> bool:
