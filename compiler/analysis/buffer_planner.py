@@ -265,6 +265,10 @@ class _KernelPlanner(_WorkingSets):
         return any(uses_iterators(pa, n, 1) for loop in below if self.is_tile_level(loop)
                    for pa in loop.exprs[reader] for n in indexed)
 
+    def _copied(self, stmt: str) -> bool:
+        """Whether the statement is computed again per tile (`recompute_at`)."""
+        return bool(self.model.tensors[self.model.stmt(stmt).write.tensor].copies)
+
     def _one_value(self, loop: Loop, stmt: str) -> bool:
         """Whether every instance of the statement has the same value of the loop (the tile lowering then
         writes that value as a constant, not the loop's variable)."""
@@ -296,6 +300,8 @@ class _KernelPlanner(_WorkingSets):
         at_stored, at_level = _index_or_none(path, stored), _index_or_none(path, level)
         if at_stored is None or at_level is None or at_level < at_stored:
             return False
+        if self._copied(reader) != self._copied(producer):
+            return False  # a recompute_at copy indexes by its tile's local coordinates, its producer by the tensor's
         if any(self._one_value(loop, producer) != self._one_value(loop, reader) for loop in path[: at_stored + 1]):
             return False  # one takes a single value of a loop the other walks: the lowering sees a constant there
         # a tile is everything inside one iteration of the tile-level loops: point loops around a serial one are
