@@ -24,7 +24,8 @@ loop nest (program order): it loads its operands once per iteration of its inner
 region does not change across inner serial (unbound) loops is hoisted out of them, as a compiler hoists a
 loop-invariant load (a row scale read inside the K loop is read once per output tile); bound loops are never
 crossed, because their iterations are different programs.  Reads of a tensor produced in the same kernel
-come from on-chip storage and move nothing to or from global memory.
+come from on-chip storage and move nothing to or from global memory, when the reader takes the producer's tile
+lane for lane; otherwise the kernel stores the tensor and reads it back (`KernelPlan.read_back`).
 
 Lifetime.  Positions are the statements of a kernel in schedule order.  A buffer allocated at loop X is live
 from the first to the last statement that uses it, widened to whole children of X's body (a buffer used
@@ -41,7 +42,8 @@ The plan is made in four modules, by what each decides:
 * compiler/analysis/buffer_plan.py (this one) -- the entry points: `plan`, `plan_kernels`, `check`,
   `require_bound_sizes`, and what the lowering reads of a plan (`kernel_stages`, `shared_bytes`);
 * compiler/analysis/buffer_planner.py -- one kernel's buffers and data movements, their shapes, scopes and
-  lifetimes (`_KernelPlanner`; `is_tile_level`, by compiler/analysis/serial_loops.py's rule);
+  lifetimes (`_KernelPlanner`; `is_tile_level`, by compiler/analysis/serial_loops.py's rule), and which fused
+  intermediates the kernel stores and reads back (`KernelPlan.read_back`, the tile lowering's rule);
 * compiler/analysis/buffer_sharing.py -- memory sharing, working sets and capacity violations;
 * compiler/analysis/buffer_records.py -- the records of a plan (`PlannedBuffer`, `TileAccess`, `KernelPlan`,
   `Violation`, `CapacityError`) and `fmt_bytes`.

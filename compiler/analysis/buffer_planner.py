@@ -221,12 +221,15 @@ class _KernelPlanner(_WorkingSets):
                                 [stmt_name] + [r for r in readers if r != stmt_name], at=loop)
             self._add(buf, loop, users)
 
+    # ------------------------------------------------------------ intermediates read back from memory
+    # The tile lowering's register-reuse rule (compiler/lower/registers.py, loads.py), stated on isl regions;
+    # the fuzzer's "plan" oracle checks that the two agree.
+
     def _memory_temps(self) -> None:
-        """A fused intermediate (a temporary, or one staged by cache_write) is read from its producer's register tile only element for element: the reader's
-        tile of it, at every iteration of the reader's tile level, is the tile the producer wrote at its store
-        level (the tile lowering's rule, compiler/lower/registers.py).  Any other read (a row produced whole and
-        read in segments, a tile produced in segments and read whole, a shifted window) goes through global
-        memory: the producer stores the tensor and the reader loads its tile back (compiler/lower/loads.py)."""
+        """A fused intermediate (a temporary, or one staged by cache_write) is read from its producer's register
+        tile only lane for lane (`_reads_producer_tile`).  Any other read (a row produced whole and read in
+        segments, a tile produced in segments and read whole, a shifted window) goes through global memory: the
+        producer stores the tensor and the reader loads its tile back (compiler/lower/loads.py)."""
         for producer in self.stmts:
             tensor = self.model.stmt(producer).write.tensor
             if tensor in self.globals:
@@ -293,8 +296,8 @@ class _KernelPlanner(_WorkingSets):
         return stored
 
     def _reads_producer_tile(self, producer: str, reader: str, tensor: str) -> bool:
-        """Whether each read of `tensor` by `reader`, at each iteration of the reader's tile level, is exactly
-        the tile that `producer` wrote at its store level (which must enclose the reader)."""
+        """Whether each read of `tensor` by `reader`, at each iteration of the reader's tile level, takes lane
+        for lane the tile that `producer` completed at its final level (which must enclose the reader)."""
         stored, level = self._final_level(producer), self.tile_level(reader)
         path = self.path(reader)
         at_stored, at_level = _index_or_none(path, stored), _index_or_none(path, level)
