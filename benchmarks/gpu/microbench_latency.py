@@ -18,7 +18,6 @@ import triton.language as tl
 
 LINE = 128  # bytes: one index per cache line
 FOOTPRINTS = [64 << 10, 1 << 20, 4 << 20, 16 << 20, 256 << 20, 1 << 30, 4 << 30]
-L2_BYTES = 50 << 20  # the H200's L2
 
 
 @triton.jit
@@ -44,7 +43,7 @@ def latency_ns(nxt: torch.Tensor, steps: int, generator: torch.Generator) -> flo
     hits; a larger one is chased from a new random slot each time, over lines no earlier chase touched (mostly)."""
     out = torch.empty(1, dtype=torch.int64, device="cuda")
     slots = nxt.numel() // (LINE // 8)
-    fits = nxt.numel() * 8 <= L2_BYTES // 2
+    fits = nxt.numel() * 8 <= torch.cuda.get_device_properties(nxt.device).L2_cache_size // 2
     if fits:
         chase[(1,)](nxt, out, 0, slots, num_warps=1)
     else:

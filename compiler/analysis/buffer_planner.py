@@ -20,8 +20,9 @@ from tdsl.compiler.analysis.buffer_sharing import _WorkingSets
 from tdsl.compiler.analysis.placement import matrix_operands
 from tdsl.compiler.analysis.serial_loops import SerialLoops
 from tdsl.compiler.schedule.schedule import Schedule
-from tdsl.compiler.schedule.tree import (Buffer, Loop, Node, global_tensors, loop_walks_reduction, pw_affs_to_map,
-                                        statements_under, uses_iterators, walk_loops)
+from tdsl.compiler.schedule.tree import (Buffer, Loop, Node, global_tensors, loop_walks_reduction,
+                                        placed_at_one_value, pw_affs_to_map, read_outside, statements_under,
+                                        uses_iterators, walk_loops)
 
 DEFAULT_WARPS = 4  # the backends' launch default (Triton num_warps)
 
@@ -72,7 +73,7 @@ class _KernelPlanner(_WorkingSets):
         serial = frozenset(l.name for l in walk_loops([self.root]) if self.serial(l))
         return KernelPlan(self.index, self.name, self.root, self.stmts, self.buffers, self.accesses, working, peaks,
                           warps, grid, violations, self.slots, serial,
-                          frozenset(tensor for tensor, _ in self.memory_reads))
+                          self._read_back())
 
     # ------------------------------------------------------------ loops and regions
 
@@ -242,6 +243,10 @@ class _KernelPlanner(_WorkingSets):
                 if not self._reads_producer_tile(producer, reader, tensor):
                     self.memory_reads.add((tensor, reader))
 
+    def _read_back(self) -> frozenset:
+        """The tensors some reader takes back from memory (`KernelPlan.read_back`)."""
+        return frozenset(tensor for tensor, _ in self.memory_reads)
+
     def _reads_running(self, tensor: str, reader: str) -> bool:
         """A running maximum (`online`) read by an exponential it rescales (or by the sum that inlined it) takes
         the accumulator as it is, in registers (compiler/lower/registers.py `_running_read`)."""
@@ -288,10 +293,8 @@ class _KernelPlanner(_WorkingSets):
             return stored
         path = self.path(producer)
         for n, loop in enumerate(path[: _index(path, stored) + 1]):
-            constant = not loop.bind and _constant(loop, producer)
-            inside = set(statements_under(loop))
-            if constant and any(s not in inside and any(r.tensor == stmt.write.tensor for r in self.model.stmt(s).reads)
-                                for s in self.stmts):
+            if not loop.bind and placed_at_one_value(loop, producer) and read_outside(
+                    self.model, stmt.write.tensor, loop, self.stmts):
                 return path[n - 1] if n else None
         return stored
 
@@ -410,7 +413,7 @@ class _KernelPlanner(_WorkingSets):
         for stmt_name in self.stmts:
             stmt = self.model.stmt(stmt_name)
             tensor = stmt.write.tensor
-            if tensor not in self.globals and not any(t == tensor for t, _ in self.memory_reads):
+            if tensor not in self.globals and tensor not in self._read_back():
                 continue
             buf = self._buffer_for(stmt_name, tensor, "write")
             if buf is not None:
@@ -498,12 +501,6 @@ def _same_lanes(read: isl.Map, written: isl.Map) -> bool:
         if not _largest_span(read, d).eq(_largest_span(written, d)):
             return False
     return True
-
-
-def _constant(loop: Loop, stmt: str) -> bool:
-    """The loop takes one value for every instance of the statement (no piece of its placement uses an
-    iterator)."""
-    return all(not uses_iterators(pa, 0, pa.dim(isl.dim_type.in_)) for pa in loop.exprs[stmt])
 
 
 def _plain_lanes(access, reader, producer) -> bool:

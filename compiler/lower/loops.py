@@ -30,8 +30,8 @@ import islpy as isl
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.geometry import _pa_expr
 from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
-from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, pw_affs_to_map, statements_under, uses_iterators, walk_loops,
-                                        walks_reduction)
+from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, placed_at_one_value, pw_affs_to_map, read_outside,
+                                        statements_under, walk_loops, walks_reduction)
 
 
 class KernelLoops:
@@ -282,21 +282,11 @@ class KernelLoops:
         for loop in around:                                                      # may hold loops it is not in)
             if any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
                 return loop
+        kernel = [s.name for s in self.model.stmts if self.kernel_of.get(s.name) == self.index]
         for loop in around:
-            if all(_constant(pa) for pa in loop.exprs[stmt_name]) and self._read_after(stmt, loop):
+            if placed_at_one_value(loop, stmt_name) and read_outside(self.model, stmt.name, loop, kernel):
                 return loop
         return None
-
-    def _read_after(self, stmt, loop: Loop) -> bool:
-        """Does a statement of this kernel outside `loop` read `stmt`?"""
-        inside = set(statements_under(loop))
-        return any(s.name not in inside and self.kernel_of.get(s.name) == self.index
-                   and any(r.tensor == stmt.name for r in s.reads) for s in self.model.stmts)
-
-
-def _constant(pa: isl.PwAff) -> bool:
-    """A loop dim that takes one value for every instance of the statement (no piece involves its iterators)."""
-    return not uses_iterators(pa, 0, pa.dim(isl.dim_type.in_))
 
 
 def _between(lo: isl.PwAff, hi: isl.PwAff) -> isl.Map:

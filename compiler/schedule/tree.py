@@ -209,6 +209,19 @@ def uses_iterators(pa: isl.PwAff, first: int, count: int) -> bool:
     return any(found)
 
 
+def placed_at_one_value(loop: "Loop", stmt_name: str) -> bool:
+    """Does the loop take one value for every instance of the statement (no piece of its placement uses an
+    iterator)?  A reduction's accumulator then lives across the loop (compiler/lower/loops.py
+    `_accumulation_loop`, compiler/analysis/buffer_planner.py `_final_level`)."""
+    return not any(uses_iterators(pa, 0, pa.dim(isl.dim_type.in_)) for pa in loop.exprs[stmt_name])
+
+
+def read_outside(model: KernelModel, tensor: str, loop: "Loop", stmts) -> bool:
+    """Does one of `stmts` (a kernel's statements) outside `loop` read `tensor`?"""
+    inside = set(statements_under(loop))
+    return any(s not in inside and any(r.tensor == tensor for r in model.stmt(s).reads) for s in stmts)
+
+
 def loop_walks_reduction(model: KernelModel, stmt_name: str, loop: "Loop") -> bool:
     """Does `loop` iterate over a reduction iterator of the statement (any of its dims, see `walks_reduction`)?"""
     stmt = model.stmt(stmt_name)
