@@ -75,8 +75,12 @@ class Target:
     launch_overhead_s: Optional[float] = None  # seconds a launch adds to a kernel's time, as benchmarks time it
     program_launch_s: Optional[float] = None  # seconds an SM's scheduler takes to start each program (block)
     matrix_flops_sustained: dict = field(default_factory=dict)  # operand class -> FLOP/s a large tile sustains
-    tensor_tile_efficiency: tuple = ()  # ((m*n/(m+n) of the product tile, fraction of the sustained rate), ...)
+    tensor_tile_efficiency: dict = field(default_factory=dict)  # operand class -> ((m*n/(m+n) of the product
+    #                                   tile, fraction of the sustained rate), ...)
+    tensor_row_efficiency: tuple = ()  # ((bytes of a K step's operand rows, fraction of the rate), ...)
     one_warpgroup_efficiency: Optional[float] = None  # tensor rate with one resident warpgroup per SM / with two
+    fp8_promotion_wait_s: Optional[float] = None  # a promoted FP8 product's wait for its products, per K step
+    fp8_promotion_add_s: Optional[float] = None  # and its addition of 64 promoted outputs a thread into the f32 sum
     vector_instr_rate: Optional[float] = None  # FP32 instructions/s (an FMA is one) at full issue
     vector_op_cost: dict = field(default_factory=dict)  # operation -> FP32-instruction slots one costs
     issue_by_warps: tuple = ()  # ((resident warps per SM, fraction of the full vector issue rate), ...)

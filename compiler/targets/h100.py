@@ -66,7 +66,7 @@ TARGET = Target(
     program_launch_s=80e-9,  # per program on each of 132 SMs [mb launch]
     matrix_flops_sustained={
         "bf16": 717e12,  # Triton tl.dot, 128x256x64 tile, 8 warps, L2-resident operands [mb run1]
-        "f8e4m3": 1434e12,  # K-major FP8 operands (wgmma): 2 x bf16, the datasheet ratio; NOT measured
+        "f8e4m3": 1468e12,  # K-major FP8 operands (wgmma), 128x128x128 tile, 8 warps, unpromoted [mb promotion]
         # FP8 with a B operand that is not K-major: Triton 3.6 takes mma.sync after widening to f16 (HMMA in the
         # SASS of quant_gemm_2): 355 TFLOP/s at 128x128x64 (2 programs per SM), where bf16 gives 670 [mb run2];
         # divided by that tile's efficiency below (0.94) to be a large-tile figure
@@ -74,8 +74,21 @@ TARGET = Target(
     },
     # tensor rate by the product tile's m*n/(m+n) (operand bytes per FLOP fall as it grows): 64x64x32 with 6
     # programs per SM 371 TFLOP/s, 128x128x64 with 2 per SM 670-681, 128x256x64 717 [mb]; linear between points
-    tensor_tile_efficiency=((32.0, 0.52), (64.0, 0.94), (85.33, 1.0)),  # [mb], as above
+    tensor_tile_efficiency={
+        "bf16": ((32.0, 0.52), (64.0, 0.94), (85.33, 1.0)),  # [mb], as above
+        # E4M3, K steps of 128, the best of 1-4 programs an SM: 64x64 947 TFLOP/s, 64x128 1425 and 128x64 1143 (4
+        # warps), 128x128 1496 [mb tiles]
+        "f8e4m3": ((32.0, 0.65), (42.67, 0.87), (64.0, 1.0)),
+    },
+    # the operand rows a K step stages, 128x128 tiles on 8 warps, 2 programs an SM: bf16 rows of 128 / 64 / 32
+    # bytes 655 / 561 / 299 TFLOP/s, E4M3 1487 / 1156 / 594
+    tensor_row_efficiency=((32, 0.42), (64, 0.8), (128, 1.0)),  # [mb tiles], as above
     one_warpgroup_efficiency=0.87,  # 128x128x64 bf16, 4 warps: 593 TFLOP/s with 1 program per SM, 681 with 2 [mb run1]
+    # a promoted FP8 product's K step: 128x128x128 on 8 warps (64 outputs a thread) 377 ns unpromoted, 540 / 633 /
+    # 768 promoted once / twice / 4 times; 128x128x64 on 8 warps and 64x128x128 on 4 add 165-171 promoted once
+    # [mb promotion]: least squares of wait + n x add
+    fp8_promotion_wait_s=90e-9,  # [mb promotion], as above
+    fp8_promotion_add_s=75e-9,  # [mb promotion], as above
     vector_instr_rate=27.1e12,  # dependent FMA chains, 64 warps per SM: 103.8 per SM per clock at 1.98 GHz [mb]
     vector_op_cost={
         "div": 14.5,  # IEEE division (tl.div_rn): 7.16 per SM per clock against 103.8 FMAs [mb]
@@ -106,6 +119,10 @@ TARGET = Target(
         "wp": "NVIDIA H100 Tensor Core GPU Architecture whitepaper",
         "mb": "benchmarks/gpu/microbench*.py on the lent H200 (same GH100 SM), 2026-12-01; "
               "benchmarks/gpu/results/2026-12-01-microbench-*.json",
+        "mb promotion": "benchmarks/gpu/microbench_promotion.py on the lent H200, 2026-12-04; "
+                        "benchmarks/gpu/results/2026-12-04-microbench-promotion.json",
+        "mb tiles": "benchmarks/gpu/microbench_promotion.py tiles on the lent H200, 2026-12-04; "
+                    "benchmarks/gpu/results/2026-12-04-microbench-tiles.json",
         "mb launch": "benchmarks/gpu/microbench_launch.py on the lent H200, 2026-12-04; "
                      "benchmarks/gpu/results/2026-12-04-microbench-launch.json",
     },

@@ -217,10 +217,48 @@ def _fp8_estimate(bm, bn, warps, combine):
 def test_promoting_fp8_partial_sums_costs_additions_and_a_second_accumulator():
     """benchmarks/programs/fp8_gemm.tdsl tuned on the H200 (2026-12-02): with the sum promoted every 128 terms a
     64 x 128 tile on 4 warps took 50.7 us and 128 x 128 on 4 warps 67.1 us (the second accumulator no longer fits
-    the registers); promoting after every instruction is slower than every 128 terms, which is slower than never."""
+    the registers).  128 x 128 on 8 warps (benchmarks/gpu/microbench_promotion.py, 2026-12-04): promoting after
+    every instruction is slower than every 128 terms, which is slower than never."""
     assert _fp8_estimate(64, 128, 4, "combine fast_accum(128)") < _fp8_estimate(128, 128, 4, "combine fast_accum(128)")
-    exact, interval, fast = (_fp8_estimate(64, 128, 4, c) for c in ("", "combine fast_accum(128)", "combine fast_accum"))
+    exact, interval, fast = (_fp8_estimate(128, 128, 8, c) for c in ("", "combine fast_accum(128)", "combine fast_accum"))
     assert exact > interval > fast
+
+
+def test_a_promotion_costs_what_the_h200_measured_per_k_step():
+    """The same 128 x 128 x 128 tile on 8 warps, one program an SM, 3 stages: fp8_gemm tuned on the H200 took
+    44.9 us never promoted and 65.4-66.8 promoted every 128 terms, 20-22 us more for its 93 K steps an SM."""
+    promoted, fast = (_fp8_estimate(128, 128, 8, c) for c in ("combine fast_accum(128)", "combine fast_accum"))
+    assert 0.5 * 21e-6 < promoted - fast < 2 * 21e-6
+
+
+def test_a_promoted_products_second_accumulator_limits_the_programs_an_sm_holds():
+    """128 x 128 on 8 warps: 101 registers a thread unpromoted (two programs an SM fit), 165 promoted (one) on the
+    H200 (microbench_promotion.py), so the promoted kernel cannot hide one program's promotions behind another's
+    products."""
+    from tdsl.compiler.tune.measure import block_source
+
+    def resident(combine):
+        text = (PROGRAMS / "fp8_gemm.tdsl").read_text().replace("combine fast_accum(128)", combine)
+        steps = ("io, jo, ii, ji = tile(P.i, P.j, 128, 128)\nko, ki = split(P.k, 128)\n"
+                 "reorder(P, io, jo, ko, ii, ji, ki)\ncache_read(Aq, shared, at=P.ko)\n"
+                 "cache_read(Wt, shared, at=P.ko)\ncache_write(P, register, at=P.jo)\npipeline(P.ko, stages=3)\n"
+                 "bind(P.io, grid.x)\nbind(P.jo, grid.y)\nlaunch(P, warps=8)")
+        prog = loads(block_source(text, "probe", steps, "fp8_gemm"), "fp8_gemm.tdsl")
+        return analyze(prog.schedule("probe"), "h200").kernels[0].occupancy.resident_blocks
+
+    assert resident("combine fast_accum") == 2 and resident("combine fast_accum(128)") == 1
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f8e4m3"])
+def test_k_steps_with_narrow_operand_rows_are_slower(dtype):
+    """128 x 128 tiles on 8 warps, 2 programs an SM (microbench_promotion.py tiles, 2026-12-04): K steps whose
+    operand rows are 128 / 64 / 32 bytes reach 655 / 561 / 299 TFLOP/s in bf16 and 1487 / 1156 / 594 in E4M3."""
+    from tdsl.compiler.analysis.cost.work import Product, product_rate
+
+    size = 2 if dtype == "bf16" else 1
+    rates = [product_rate(Product("P", 1, (dtype, dtype), True, 128, 128, row // size), f"tensor {dtype}",
+                          get_target("h200"), 8, 4) for row in (128, 64, 32)]
+    assert rates[0] > rates[1] > rates[2] > 0.3 * rates[0]
 
 
 # ---------------------------------------------------------------- the plan follows the lowering's serial loops

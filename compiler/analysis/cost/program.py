@@ -13,6 +13,7 @@ from tdsl.compiler.analysis.cost.estimate import kernel_estimate
 from tdsl.compiler.analysis.cost.results import KernelCost, ProgramCost
 from tdsl.compiler.analysis.cost.timing import occupancy, roofline, step_time
 from tdsl.compiler.analysis.cost.traffic import kernel_flops, kernel_transfers, loop_iterations
+from tdsl.compiler.analysis.cost.work import products, promotion_register_bytes
 from tdsl.compiler.schedule.schedule import Schedule
 from tdsl.compiler.schedule.tree import global_tensors, launches, statements_under
 from tdsl.compiler.targets import Target, get_target
@@ -51,7 +52,8 @@ def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional
     programs = iterations[kp.grid_loops[-1].name] if kp.grid_loops else 1
     global_bytes = sum(t.bytes for t in transfers if t.is_global)
     t_memory, t_compute = roofline(tgt, global_bytes, fm, fv, mdtype)
-    occ = occupancy(kp, tgt, regs) if tgt.vendor == "nvidia" else None
+    extra = promotion_register_bytes(model, products(model, kp), tgt)
+    occ = occupancy(kp, tgt, regs, extra) if tgt.vendor == "nvidia" else None
     cost = KernelCost(kp.index, kp.name, list(kp.stmts), programs, [l.name for l in kp.grid_loops], kp.warps,
                       kp.buffers, kp.working_set, kp.violations, transfers, fm, fv, mdtype, iterations, occ,
                       t_memory, t_compute)

@@ -27,10 +27,11 @@ def roofline(tgt: Target, global_bytes: int, flops_matrix: int, flops_vector: in
 REGISTER_OVERHEAD = 32  # registers a thread needs besides its tiles: addresses, indices, loop state
 
 
-def estimate_registers(kp: KernelPlan, tgt: Target) -> int:
-    """Registers per thread when none are given: the register-scope working set spread over the block's
-    threads, plus 32 for addresses, indices and loop state, rounded up to 8 and capped at the target's limit."""
-    regs = register_demand(kp, tgt)
+def estimate_registers(kp: KernelPlan, tgt: Target, extra_bytes: int = 0) -> int:
+    """Registers per thread when none are given: the register-scope working set (and `extra_bytes`, see
+    `register_demand`) spread over the block's threads, plus 32 for addresses, indices and loop state, rounded
+    up to 8 and capped at the target's limit."""
+    regs = register_demand(kp, tgt, extra_bytes)
     return min(regs, tgt.max_registers_per_thread or regs)
 
 
@@ -44,13 +45,14 @@ def register_demand(kp: KernelPlan, tgt: Target, extra_bytes: int = 0) -> int:
     return 8 * math.ceil(regs / 8)
 
 
-def occupancy(kp: KernelPlan, tgt: Target, regs: Optional[int] = None) -> Occupancy:
-    """Resident blocks per SM from threads, registers, shared memory (+ reserve) and the block limit (5.1.5)."""
+def occupancy(kp: KernelPlan, tgt: Target, regs: Optional[int] = None, extra_bytes: int = 0) -> Occupancy:
+    """Resident blocks per SM from threads, registers, shared memory (+ reserve) and the block limit (5.1.5).
+    `extra_bytes`: registers the code generator adds beside the plan's buffers (`register_demand`)."""
     warp = tgt.warp_size
     threads = kp.warps * warp
     estimated = regs is None
     if regs is None:
-        regs = estimate_registers(kp, tgt)
+        regs = estimate_registers(kp, tgt, extra_bytes)
     shared = tgt.scopes.get("shared")
     smem = kp.working_set.get("shared", 0)
     reserve = shared.reserved_per_block if shared else 0

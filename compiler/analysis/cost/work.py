@@ -102,10 +102,22 @@ def padding(sizes, minimum: int = 1) -> float:
     return padded / real
 
 
-def tile_efficiency(m: int, n: int, tgt: Target) -> float:
+def tile_efficiency(m: int, n: int, dtype: str, tgt: Target) -> float:
     """Fraction of the sustained tensor rate a product tile reaches, by m*n/(m+n) (the tile's FLOPs per operand
-    byte staged): linear between the measured points of Target.tensor_tile_efficiency, in proportion below."""
-    return _interpolate(tgt.tensor_tile_efficiency, m * n / (m + n))
+    byte staged): linear between the measured points of Target.tensor_tile_efficiency for the operand class
+    (bf16's where the class has none), in proportion below."""
+    points = tgt.tensor_tile_efficiency
+    return _interpolate(points.get(dtype, points.get("bf16", ())), m * n / (m + n))
+
+
+def row_efficiency(p: Product, tgt: Target) -> float:
+    """Fraction of the rate a K step reaches with the operand rows it stages: a K-major operand's rows are k
+    elements long, and rows narrower than 128 bytes reach less (Target.tensor_row_efficiency, by the narrowest
+    operand's row bytes)."""
+    if not tgt.tensor_row_efficiency:
+        return 1.0
+    rows = [p.k * DTYPE_BYTES[d] for d in p.dtypes] if p.b_k_major else [p.k * DTYPE_BYTES[p.dtypes[0]]]
+    return _interpolate(tgt.tensor_row_efficiency, min(rows))
 
 
 def ieee_dot_rate(p: Product, tgt: Target, warps: int) -> float:
@@ -127,7 +139,8 @@ def product_rate(p: Product, unit: str, tgt: Target, warps: int, warpgroups: int
     if not tgt.matrix_flops_sustained:
         return tgt.peak(p.dtypes[0])
     m, n = _pow2(p.m, TRITON_DOT_MIN), _pow2(p.n, TRITON_DOT_MIN)
-    rate = tgt.matrix_flops_sustained.get(dtype, tgt.matrix_flops_sustained["bf16"]) * tile_efficiency(m, n, tgt)
+    rate = tgt.matrix_flops_sustained.get(dtype, tgt.matrix_flops_sustained["bf16"])
+    rate *= tile_efficiency(m, n, dtype, tgt) * row_efficiency(p, tgt)
     if warpgroups <= 1 and tgt.one_warpgroup_efficiency:
         rate *= tgt.one_warpgroup_efficiency
     return rate
@@ -146,8 +159,27 @@ def matrix_time(model, tgt: Target, prods: list, cost: KernelCost, resident: int
         total += p.flops * pad / product_rate(p, unit, tgt, warps, warpgroups)
         interval = promotion_interval(model, p, unit)
         if interval:
-            total += p.flops / 2 / interval / (tgt.vector_instr_rate or tgt.vector_flops)
+            total += promotion_time(p, interval, tgt, warps, resident)
     return total, units
+
+
+def promotion_time(p: Product, interval: int, tgt: Target, warps: int, resident: int) -> float:
+    """What promoting an FP8 product's partial sums adds to its products' time.  In each K step a program waits
+    for its tensor-core products once (Target.fp8_promotion_wait_s) and adds each promoted partial sum into the
+    f32 one (Target.fp8_promotion_add_s per 64 outputs a thread holds, the measured tiles' count); the programs
+    resident on an SM overlap their promotions with each other but not with the products, so each round of their
+    K steps pays one program's promotions.  Measured on the H200 with L2-resident operands
+    (benchmarks/gpu/microbench_promotion.py): a 128 x 128 x 128 tile on 8 warps, 377 ns a K step unpromoted,
+    takes 540 / 633 / 768 ns promoted every 128 / 64 / 32 terms; 64 x 128 x 128 on 4 warps with 1 / 2 / 3
+    programs an SM adds 171 / 143 / 166 ns a round of steps."""
+    if not tgt.fp8_promotion_wait_s:
+        return p.flops / 2 / interval / (tgt.vector_instr_rate or tgt.vector_flops)
+    m, n, k = (_pow2(x, TRITON_DOT_MIN) for x in (p.m, p.n, p.k))
+    steps = p.flops / (2 * p.m * p.n * p.k)  # K steps of all programs
+    rounds = steps / tgt.units / max(resident, 1)
+    per_thread = m * n / (max(warps, 1) * (tgt.warp_size or 32))
+    promotions = math.ceil(k / interval)
+    return rounds * (tgt.fp8_promotion_wait_s + promotions * tgt.fp8_promotion_add_s * per_thread / 64)
 
 
 def promotion_interval(model, p: Product, unit: str) -> Optional[int]:
