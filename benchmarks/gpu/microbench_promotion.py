@@ -11,7 +11,8 @@ when they fit, which the script checks from the compiled kernel's registers and 
 and residency, the interval is None (never promoted: `combine fast_accum`), 128, 64 and 32 terms; the stall of
 one promotion is (time - time without promotion) / promotions of one program, at one program an SM.
 
-`tiles` measures the same kernel unpromoted, bf16 (K steps of 64) and E4M3 (of 128), over tile shapes, warps and
+Three more tiles, promoted every 128 terms and not, at one program an SM, have promoted accumulators that
+do not fit a thread's registers (what their spills cost).  `tiles` measures the same kernel unpromoted, bf16 (K steps of 64) and E4M3 (of 128), over tile shapes, warps and
 programs an SM, and K steps with narrower operand rows (bf16 32 and 16, E4M3 64 and 32).
 
     python3 benchmarks/gpu/microbench_promotion.py [promotion|tiles] > out.json
@@ -107,12 +108,18 @@ def promotion() -> dict:
                 if interval and interval > bk:
                     continue
                 rows.append(measure(bm, bn, bk, stages, warps, resident, interval))
+    # tiles whose promoted second accumulator does not fit a thread's registers: what its spills cost
+    spilling = [(128, 128, 128, 4, 4), (64, 256, 128, 3, 4), (256, 128, 128, 3, 8)]
+    for bm, bn, bk, stages, warps in spilling:
+        for interval in (0, 128):
+            rows.append(measure(bm, bn, bk, stages, warps, 1, interval))
+    tiles += spilling
     stalls = {}
     for bm, bn, bk, stages, warps in tiles:
-        key = (bm, bn, bk, 1, None)
-        base = next(r for r in rows if (r["bm"], r["bn"], r["bk"], r["resident"], r["interval"]) == key)
+        key = (bm, bn, bk, warps, 1, None)
+        base = next(r for r in rows if (r["bm"], r["bn"], r["bk"], r["warps"], r["resident"], r["interval"]) == key)
         for r in rows:
-            if (r["bm"], r["bn"], r["bk"], r["resident"]) == (bm, bn, bk, 1) and r["interval"]:
+            if (r["bm"], r["bn"], r["bk"], r["warps"], r["resident"]) == (bm, bn, bk, warps, 1) and r["interval"]:
                 promotions = K // r["interval"]
                 stalls[f"{bm}x{bn}x{bk}_w{warps}_every{r['interval']}"] = (r["us"] - base["us"]) / promotions * 1e3
     return {"rows": rows, "stall_ns_per_promotion_one_program_per_sm": stalls}
