@@ -67,6 +67,7 @@ class Target:
     l2_bytes: Optional[int] = None
     # assumptions used by the chapter's latency-hiding estimate (5.1.5); not hardware facts
     memory_latency_s: Optional[float] = None
+    l2_latency_s: Optional[float] = None  # a load hitting L2 (the ranking estimate's re-read steps)
     loads_in_flight_per_warp: Optional[int] = None
     bytes_per_load_per_thread: Optional[int] = None
     # figures of the ranking estimate (compiler/analysis/cost/estimate.py, docs/cost.md "The estimate"); measured

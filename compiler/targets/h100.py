@@ -55,6 +55,7 @@ TARGET = Target(
     max_registers_per_thread=255,  # [guide]
     register_alloc_unit=256,  # registers are allocated per warp in units of 256 [occ]
     memory_latency_s=600e-9,  # the chapter's assumed DRAM latency [ch 5.1.5]; an assumption, not a datasheet figure
+    l2_latency_s=148e-9,  # one thread's chase of dependent loads hitting L2 [mb latency]
     loads_in_flight_per_warp=4,  # the chapter's assumption [ch 5.1.5]
     bytes_per_load_per_thread=16,  # 128-bit loads [ch 5.1.5]
     # --- the ranking estimate's figures (docs/cost.md "The estimate"), all [mb] unless marked
@@ -123,6 +124,8 @@ TARGET = Target(
                         "benchmarks/gpu/results/2026-12-04-microbench-promotion.json",
         "mb tiles": "benchmarks/gpu/microbench_promotion.py tiles on the lent H200, 2026-12-04; "
                     "benchmarks/gpu/results/2026-12-04-microbench-tiles.json",
+        "mb latency": "benchmarks/gpu/microbench_latency.py on the lent H200, 2026-12-04; "
+                      "benchmarks/gpu/results/2026-12-04-microbench-latency.json",
         "mb launch": "benchmarks/gpu/microbench_launch.py on the lent H200, 2026-12-04; "
                      "benchmarks/gpu/results/2026-12-04-microbench-launch.json",
     },

@@ -371,3 +371,26 @@ def test_a_row_read_by_two_loops_is_read_from_dram_once():
     segments = analyze(prog.schedule("segments"), "h200").kernels[0]
     assert len([t for t in segments.transfers if t.tensor == "X"]) == 2
     assert segments.estimate.dram_bytes == whole.estimate.dram_bytes
+
+
+def test_a_step_reading_what_is_already_in_l2_waits_an_l2_hit():
+    """softmax normalised in segments of 512 on 16 warps: each step loads back the exponentials its program
+    stored, 10.6 us on the H200 (tuning log 2026-12-04-tune-readback-run1-softmax), estimated 22 us at the 600 ns
+    a DRAM step waits; RMSNorm's scaling loop re-reads its row and the weights every program shares.  A GEMM's
+    K loop loads new tiles: the memory latency."""
+    from tdsl.compiler.analysis.cost.estimate import step_latency
+
+    h200 = get_target("h200")
+    segments = SOFTMAX_SEGMENTS.replace("split(Y.j, 2048)", "split(Y.j, 512)").replace("warps=8", "warps=16")
+    sched = loads(segments, "softmax.tdsl").schedule("normalised_in_halves")
+    kernel = analyze(sched, "h200").kernels[0]
+    assert step_latency(plan_kernels(sched, "h200")[0], kernel, h200) == h200.l2_latency_s
+    assert 0.5 * 10.6e-6 < kernel.t_estimate < 2 * 10.6e-6
+    rms = loads((EXAMPLES / "rmsnorm.tdsl").read_text() + "schedule seg {\n  compute_at(r, Y.i)\n"
+                "  compute_at(ss, Y.i)\n  jo, ji = split(Y.j, 512)\n  bind(Y.i, grid.x)\n}\n", "rmsnorm.tdsl")
+    sched = rms.schedule("seg")
+    assert step_latency(plan_kernels(sched, "h200")[0], analyze(sched, "h200").kernels[0], h200) == h200.l2_latency_s
+    gemm = load(PROGRAMS / "gemm_bf16.tdsl")
+    sched = gemm.schedule("t128x256x64_s3_w8")
+    k = analyze(sched, "h200").kernels[0]
+    assert step_latency(plan_kernels(sched, "h200")[0], k, h200) == h200.memory_latency_s

@@ -37,7 +37,7 @@ import math
 import islpy as isl
 
 from tdsl.compiler.analysis.buffer_plan import KernelPlan
-from tdsl.compiler.analysis.cost.l2 import dram_bytes
+from tdsl.compiler.analysis.cost.l2 import dram_bytes, grid_dependence
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
 from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand
 from tdsl.compiler.analysis.cost.work import matrix_time, products, vector_time
@@ -192,8 +192,8 @@ def longest_program(kp: KernelPlan, cost: KernelCost) -> float:
 
 def inflight_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, waves: float) -> float:
     """Little's law: every load step (an iteration of the K loop, or a program's one load of its tiles) waits the
-    memory latency (Target.memory_latency_s) plus its bytes at the SM's share of the L2 bandwidth, and an SM has
-    at most resident programs x (pipeline stages - 1) of them in flight: a loop pipelined over s stages loads s - 1
+    memory latency (`step_latency`) plus its bytes at the SM's share of the L2 bandwidth, and an SM has at most
+    resident programs x (pipeline stages - 1) of them in flight: a loop pipelined over s stages loads s - 1
     steps ahead of the one it computes (Triton's and TileLang's pipeliners), an unpipelined one loads one step
     at a time."""
     if not tgt.memory_latency_s:
@@ -202,5 +202,21 @@ def inflight_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, 
     steps = cost.loop_iterations[cost.step.loop] if cost.step is not None else cost.programs
     ahead = max(cost.step.stages - 1, 1) if cost.step is not None else 1
     share = (tgt.l2_bandwidth or tgt.dram_bandwidth) / tgt.units
-    per_step = tgt.memory_latency_s + loads / max(steps, 1) / share
+    per_step = step_latency(kp, cost, tgt) + loads / max(steps, 1) / share
     return steps / tgt.units * waves * per_step / (resident * ahead)
+
+
+def step_latency(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
+    """The latency a load step waits: an L2 hit's (Target.l2_latency_s) when every global load of the step's
+    loop reads what is already in L2: what the same program has just stored or loaded in an earlier loop of the
+    kernel (an intermediate read back, a row read a second time), or a tile every program of the wave loads
+    alike (no grid loop changes it: RMSNorm's weights); memory_latency_s otherwise."""
+    if cost.step is None or not tgt.l2_latency_s:
+        return tgt.memory_latency_s
+    in_step = [a for a in kp.accesses if a.src == "global" and a.loop_name == cost.step.loop]
+    earlier = {a.tensor for a in kp.accesses if a.src == "global" and a.loop_name != cost.step.loop}
+
+    def in_l2(a) -> bool:
+        return a.tensor in kp.read_back or a.tensor in earlier or not grid_dependence(kp, a)
+
+    return tgt.l2_latency_s if in_step and all(in_l2(a) for a in in_step) else tgt.memory_latency_s
