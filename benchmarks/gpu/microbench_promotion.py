@@ -12,7 +12,9 @@ and residency, the interval is None (never promoted: `combine fast_accum`), 128,
 one promotion is (time - time without promotion) / promotions of one program, at one program an SM.
 
 Three more tiles, promoted every 128 terms and not, at one program an SM, have promoted accumulators that
-do not fit a thread's registers (what their spills cost).  `tiles` measures the same kernel unpromoted, bf16 (K steps of 64) and E4M3 (of 128), over tile shapes, warps and
+do not fit a thread's registers (what their spills cost).
+
+`tiles` measures the same kernel unpromoted, bf16 (K steps of 64) and E4M3 (of 128), over tile shapes, warps and
 programs an SM, and K steps with narrower operand rows (bf16 32 and 16, E4M3 64 and 32).
 
     python3 benchmarks/gpu/microbench_promotion.py [promotion|tiles] > out.json
@@ -83,7 +85,8 @@ def measure(bm: int, bn: int, bk: int, stages: int, warps: int, resident: int, i
     kernel = call()
     t = graph_time(call)
     fits = fitting(kernel, warps)
-    return {"dtype": str(dtype).split(".")[-1], "bm": bm, "bn": bn, "bk": bk, "stages": stages, "warps": warps, "resident": resident,
+    return {"dtype": str(dtype).split(".")[-1], "bm": bm, "bn": bn, "bk": bk, "stages": stages, "warps": warps,
+            "resident": resident,
             "interval": interval or None, "us": t * 1e6, "regs": kernel.n_regs, "spills": kernel.n_spills,
             "shared": kernel.metadata.shared, "fit_per_sm": fits,
             "tflops": 2 * bm * bn * K * programs / t / 1e12}

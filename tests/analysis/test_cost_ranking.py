@@ -217,7 +217,8 @@ def _fp8_estimate(bm, bn, warps, combine):
 def test_promoting_fp8_partial_sums_more_often_costs_more():
     """128 x 128 x 128 on 8 warps (benchmarks/gpu/microbench_promotion.py, 2026-12-04): 377 ns a K step never
     promoted, 540 promoted every 128 terms, 768 after every instruction (32 terms)."""
-    exact, interval, fast = (_fp8_estimate(128, 128, 8, c) for c in ("", "combine fast_accum(128)", "combine fast_accum"))
+    combines = ("", "combine fast_accum(128)", "combine fast_accum")
+    exact, interval, fast = (_fp8_estimate(128, 128, 8, c) for c in combines)
     assert exact > interval > fast
 
 

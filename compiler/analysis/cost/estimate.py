@@ -20,8 +20,9 @@ One function per term (docs/cost.md, "The estimate", gives each formula and its 
 * `edge_time`       each program's first load step and its stores are not overlapped with its products, unless
                     the launch is persistent (one program walks its SM's tiles and prefetches across them);
 * `wave_factor`     the busiest SM's (core's) work over the mean: a partial last wave, a longest program;
-* `inflight_time`   Little's law: each load step waits the memory latency, and only resident programs x (pipeline
-                    stages - 1) of them are in flight at once;
+* `inflight_time`   Little's law: each load step waits the memory latency (an L2 hit's when it re-reads what is
+                    in L2: `step_latency`), and only resident programs x (pipeline stages - 1) of them are in
+                    flight at once;
 * `overlap`         compute and loads in flight overlap, but not perfectly: their 3-norm, not their maximum; and
                     so do the SMs' work and the DRAM stream (a kernel at the copy bandwidth with more work per
                     byte runs slower than the copy).

@@ -147,8 +147,8 @@ def product_rate(p: Product, unit: str, tgt: Target, warps: int, warpgroups: int
 
 
 def matrix_time(model, tgt: Target, prods: list, cost: KernelCost, resident: int) -> tuple:
-    """Seconds of the kernel's products (`products`) at their classes' rates, padded tiles, and of the FP32
-    additions that promote FP8 partial sums (`promotion_interval`); and the classes."""
+    """Seconds of the kernel's products (`products`) at their classes' rates, padded tiles, and of the promotions
+    of FP8 partial sums (`promotion_time`); and the classes."""
     warps = cost.warps
     warpgroups = resident * max(1, warps // 4)
     total, units = 0.0, []
@@ -172,8 +172,9 @@ def promotion_time(p: Product, interval: int, tgt: Target, warps: int, resident:
     (benchmarks/gpu/microbench_promotion.py): a 128 x 128 x 128 tile on 8 warps, 377 ns a K step unpromoted,
     takes 540 / 633 / 768 ns promoted every 128 / 64 / 32 terms; 64 x 128 x 128 on 4 warps with 1 / 2 / 3
     programs an SM takes 358-462 / 520 / 712-757 ns a round of their steps promoted every 128 (this rule: 354 /
-    543 / 732, their products at the full rate and one program's promotions); with 128 outputs a thread, 64 x 256 on 4 warps and
-    256 x 128 on 8 add 209 and 228 ns a step promoted every 128 (240 by this rule), 128 x 128 on 4 warps 402."""
+    543 / 732, their products at the full rate and one program's promotions); with 128 outputs a thread, 64 x
+    256 on 4 warps and 256 x 128 on 8 add 209 and 228 ns a step promoted every 128 (240 by this rule), 128 x 128
+    on 4 warps 402."""
     if not tgt.fp8_promotion_wait_s:
         return p.flops / 2 / interval / (tgt.vector_instr_rate or tgt.vector_flops)
     m, n, k = (_pow2(x, TRITON_DOT_MIN) for x in (p.m, p.n, p.k))
