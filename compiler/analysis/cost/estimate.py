@@ -13,10 +13,10 @@ One function per term (docs/cost.md, "The estimate", gives each formula and its 
 * `l2_time`         every counted tile load and store passes through L2 (Target.l2_bandwidth);
 * compute           work.py: each product at the rate of its instruction class (`matrix_time`), other work in
                     FP32-instruction slots at the issue rate the resident warps reach (`vector_time`), tiles
-                    padded to powers of two; times `spill_factor` (registers needed past the target's limit)
-                    in a kernel without a K loop;
+                    padded to powers of two;
 * `spill_time`      a K loop whose register tile does not fit moves that tile through local memory (L2) and back
-                    in every step;
+                    in every step; without a K loop, each spilled value's reload waits an L2 hit
+                    (`spill_latency_time`);
 * `edge_time`       each program's first load step and its stores are not overlapped with its products, unless
                     the launch is persistent (one program walks its SM's tiles and prefetches across them);
 * `wave_factor`     the busiest SM's (core's) work over the mean: a partial last wave, a longest program;
@@ -53,7 +53,6 @@ def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Est
     prods = products(model, kp)
     t_matrix, units = matrix_time(model, tgt, prods, cost, resident)
     waves = wave_factor(kp, cost, tgt)
-    spill = spill_factor(kp, cost, tgt) if cost.step is None else 1.0  # with a K loop: spill_time instead
     return Estimate(
         t_launch=launch_time(tgt),
         t_programs=program_time(cost, tgt),
@@ -61,8 +60,8 @@ def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Est
         dram_bytes=nbytes,
         t_dram=dram_time(nbytes, tgt),
         t_l2=l2_time(cost.global_bytes, tgt),
-        t_matrix=t_matrix * spill,
-        t_vector=vector_time(model, tgt, kp, warps) * spill,
+        t_matrix=t_matrix,
+        t_vector=vector_time(model, tgt, kp, warps),
         waves=waves,
         t_inflight=inflight_time(kp, cost, tgt, resident, waves),
         t_spill=spill_time(kp, cost, tgt, waves),
@@ -88,17 +87,6 @@ def program_time(cost: KernelCost, tgt: Target) -> float:
     return math.ceil(cost.programs / tgt.units) * tgt.program_launch_s
 
 
-def spill_factor(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
-    """Compute slows in proportion to the registers a thread needs over those it may have (timing.py's
-    `register_demand` against Target.max_registers_per_thread): the rest lives in local memory and every use
-    of it is a load or store.  An assumption, not measured by itself; the FMA products' measured law
-    (`ieee_dot_rate`) falls the same way once their operands outgrow the registers.  Registers given with
-    `--regs` are taken as what the kernel gets (no spill)."""
-    if cost.occupancy is None or not cost.occupancy.regs_estimated or not tgt.max_registers_per_thread:
-        return 1.0
-    return max(1.0, register_demand(kp, tgt) / tgt.max_registers_per_thread)
-
-
 def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> float:
     """A K loop whose registers do not fit moves what spills out to local memory and back in every step, through
     L2 at the SM's share of its bandwidth.  What spills: the excess over the thread's registers, except that a
@@ -110,10 +98,12 @@ def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> f
     alone) run 1.3x their 8-warp time, as a spilled excess predicts.  A promoted FP8 product's second accumulator
     is not counted: Triton fits it (253-255 registers a thread, at most 34 spilled, where the plan's count says
     288; microbench_promotion.py), and what it costs is in the promotion's time (work.py `promotion_time`)."""
-    if cost.step is None or not tgt.max_registers_per_thread or not tgt.l2_bandwidth:
+    if not tgt.max_registers_per_thread or not tgt.l2_bandwidth:
         return 0.0
     if cost.occupancy is None or not cost.occupancy.regs_estimated:
         return 0.0
+    if cost.step is None:
+        return spill_latency_time(kp, cost, tgt, waves)
     limit = tgt.max_registers_per_thread
     excess = register_demand(kp, tgt) - limit
     if excess <= 0:
@@ -124,6 +114,24 @@ def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> f
     moved = largest if whole else excess * 4 * threads
     steps_per_unit = cost.loop_iterations[cost.step.loop] / tgt.units * waves
     return steps_per_unit * 2 * moved / (tgt.l2_bandwidth / tgt.units)
+
+
+def spill_latency_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> float:
+    """A kernel without a K loop whose tiles do not fit a thread's registers keeps the rest in local memory, and
+    each spilled value's reload waits an L2 hit (Target.l2_latency_s): a thread's reloads follow one another
+    (a row's reduction, then its scaling), the threads and the programs resident together wait at once.  So
+    `programs per SM / resident x spilled values a thread x l2_latency_s`, the values being the tiles' registers
+    past Target.max_registers_per_thread (addresses and indices not counted: Triton gives 255 registers,
+    unspilled, to tiles of 256 values a thread).  Measured on the H200 (RMSNorm's tuning logs of 2026-12-04):
+    blocks of 8 rows on 2 warps, 16 on 4 and 16 on 2, 257 / 257 / 769 values a thread past the limit at one
+    program an SM, run 61 / 94 / 169 us; 38 / 38 / 114 us of reloads at 148 ns."""
+    if not tgt.l2_latency_s:
+        return 0.0
+    values = register_demand(kp, tgt) - REGISTER_OVERHEAD - tgt.max_registers_per_thread
+    if values <= 0:
+        return 0.0
+    resident = max(1, min(cost.occupancy.resident_blocks, math.ceil(cost.programs / tgt.units)))
+    return cost.programs / tgt.units * waves / resident * values * tgt.l2_latency_s
 
 
 def edge_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, waves: float) -> float:
