@@ -273,6 +273,17 @@ class _KernelPlanner(_WorkingSets):
         return any(uses_iterators(pa, n, 1) for loop in below if self.is_tile_level(loop)
                    for pa in loop.exprs[reader] for n in indexed)
 
+    def _places(self, loop: Loop, access, reader: str, producer: str) -> bool:
+        """Whether the loop's value locates the elements read: its placement of the reader uses an iterator the
+        read indexes by, or its placement of the producer an iterator the producer writes by.  A loop that
+        indexes neither (a time loop around a row both compute) leaves the lanes alone; whether the value read
+        was written in the same iteration is the lanes' comparison (`_same_lanes`)."""
+        stmt, prod = self.model.stmt(reader), self.model.stmt(producer)
+        read = [stmt.iters.index(i.name) for i in access.node.indices if i.name in stmt.iters]
+        written = [prod.iters.index(i) for i in prod.lhs_iters]
+        return (any(uses_iterators(pa, n, 1) for pa in loop.exprs[reader] for n in read)
+                or any(uses_iterators(pa, n, 1) for pa in loop.exprs[producer] for n in written))
+
     def _copied(self, stmt: str) -> bool:
         """Whether the statement is computed again per tile (`recompute_at`)."""
         return bool(self.model.tensors[self.model.stmt(stmt).write.tensor].copies)
@@ -308,8 +319,6 @@ class _KernelPlanner(_WorkingSets):
             return False
         if self._copied(reader) != self._copied(producer):
             return False  # a recompute_at copy indexes by its tile's local coordinates, its producer by the tensor's
-        if any(self._one_value(loop, producer) != self._one_value(loop, reader) for loop in path[: at_stored + 1]):
-            return False  # one takes a single value of a loop the other walks: the lowering sees a constant there
         # a tile is everything inside one iteration of the tile-level loops: point loops around a serial one are
         # its lanes (the lowering hoists the serial loop out of them), so only tile-level loops index the tiles
         tiles = [l for l in path[: at_level + 1] if self.is_tile_level(l)]
@@ -327,6 +336,9 @@ class _KernelPlanner(_WorkingSets):
                 return False
             if self._rewalked(access, reader, path[at_stored + 1: at_level + 1]):
                 return False
+            if any(self._one_value(loop, producer) != self._one_value(loop, reader)
+                   for loop in path[: at_stored + 1] if self._places(loop, access, reader, producer)):
+                return False  # one takes a single value of a loop the other walks: the lowering sees a constant there
             read = prefix.reverse().apply_range(access.relation).coalesce()
             lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
             if not _same_lanes(read, lifted):
