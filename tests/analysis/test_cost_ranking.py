@@ -400,8 +400,8 @@ def test_a_step_reading_what_is_already_in_l2_waits_an_l2_hit():
 @pytest.mark.parametrize("rows, warps, measured_us", [(8, 2, 61.2), (16, 4, 93.6), (16, 2, 168.9)])
 def test_a_block_of_rows_past_the_registers_waits_for_its_spilled_values(rows, warps, measured_us):
     """RMSNorm with a block of rows a program held whole in registers (tuning logs of 2026-12-04, H200): 8 rows
-    on 2 warps, 16 on 4 and 16 on 2 spill 257-769 values a thread; they ran 0.21-0.42 of the estimate's time
-    when spills only scaled the compute."""
+    on 2 warps, 16 on 4 and 16 on 2 spill 257-769 values a thread; the estimate was 0.21-0.42 of their measured
+    times when spills only scaled the compute."""
     text = (EXAMPLES / "rmsnorm.tdsl").read_text() + (
         f"schedule block {{\n  io, ii = split(Y.i, {rows})\n  compute_at(r, Y.io)\n  compute_at(ss, Y.io)\n"
         f"  bind(Y.io, grid.x)\n  launch(Y, warps={warps})\n}}\n")

@@ -68,3 +68,26 @@ def test_a_reference_that_fails_is_reported_not_timed(monkeypatch):
     final = script.head_to_head({"tuned": lambda: 10.0, "_scaled_mm": missing}, rounds=2)
     assert final["_scaled_mm"] == {"error": "AttributeError: module 'torch' has no attribute '_scaled_mm'"}
     assert final["tuned"] == {"median_us": 10.0, "rounds_us": [10.0, 10.0]}
+
+
+def _cost_vs_measured():
+    spec = importlib.util.spec_from_file_location("cost_vs_measured", ROOT / "benchmarks" / "cost_vs_measured.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_estimate_is_compared_with_times_of_one_method_per_workload(tmp_path):
+    """A workload with any candidate timed in a CUDA graph keeps only its graph times (do_bench timed
+    quant_gemm's host dispatch); a workload timed by do_bench alone keeps those."""
+    import json
+
+    def line(kernel, steps, us, timing=None):
+        row = {"kernel": kernel, "sizes": {"M": 8}, "steps": steps, "us": us, "ok": True, "logged": f"t{us}"}
+        return json.dumps({**row, **({"timing": timing} if timing else {})})
+
+    (tmp_path / "a-tune-1.jsonl").write_text("\n".join([
+        line("chain", "a", 150.0), line("chain", "b", 120.0, "do_bench median"),
+        line("chain", "b", 90.0, measure.GRAPH_METHOD), line("gemm", "c", 300.0)]))
+    times = _cost_vs_measured().tune_log_measurements(tmp_path)
+    assert {key[0] + key[2]: us for key, (us, _) in times.items()} == {"chainb": 90.0, "gemmc": 300.0}
