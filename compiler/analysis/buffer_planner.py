@@ -284,6 +284,39 @@ class _KernelPlanner(_WorkingSets):
         return (any(uses_iterators(pa, n, 1) for pa in loop.exprs[reader] for n in read)
                 or any(uses_iterators(pa, n, 1) for pa in loop.exprs[producer] for n in written))
 
+    def _anchored_across(self, access, reader: str, enclosing: list) -> bool:
+        """Whether the reader is a reduction whose accumulator lives across a loop (`_accumulation_index`) inside
+        which a tile-level loop of `enclosing` (the loops around the producer's complete tile) places an output
+        index the read indexes by: the lowering anchors the reduction's tile outside that loop, so it spans all
+        its values (masked to the current one) where the producer's tile holds one (compiler/lower/geometry.py
+        `_anchor`)."""
+        stmt = self.model.stmt(reader)
+        if not stmt.is_reduction:
+            return False
+        path = self.path(reader)
+        outer = self._accumulation_index(reader, path)
+        if outer is None:
+            return False
+        outputs = [stmt.iters.index(i.name) for i in access.node.indices if i.name in stmt.lhs_iters]
+        inside = {id(loop) for loop in enclosing}
+        return any(self.is_tile_level(loop) and any(uses_iterators(pa, n, 1) for pa in loop.exprs[reader]
+                                                     for n in outputs)
+                   for loop in path[outer + 1:] if id(loop) in inside)
+
+    def _accumulation_index(self, reduction: str, path: list) -> Optional[int]:
+        """Where in `path` the reduction's accumulator lives across: the outermost unbound loop that walks its
+        reduction iterators, else the outermost unbound loop at one value of which all its instances lie and
+        that a reader of the kernel runs after (the lowering's `_accumulation_loop`)."""
+        around = [n for n, loop in enumerate(path) if not loop.bind]
+        for n in around:
+            if loop_walks_reduction(self.model, reduction, path[n]):
+                return n
+        tensor = self.model.stmt(reduction).write.tensor
+        for n in around:
+            if placed_at_one_value(path[n], reduction) and read_outside(self.model, tensor, path[n], self.stmts):
+                return n
+        return None
+
     def _copied(self, stmt: str) -> bool:
         """Whether the statement is computed again per tile (`recompute_at`)."""
         return bool(self.model.tensors[self.model.stmt(stmt).write.tensor].copies)
@@ -339,6 +372,8 @@ class _KernelPlanner(_WorkingSets):
             if any(self._one_value(loop, producer) != self._one_value(loop, reader)
                    for loop in path[: at_stored + 1] if self._places(loop, access, reader, producer)):
                 return False  # one takes a single value of a loop the other walks: the lowering sees a constant there
+            if self._anchored_across(access, reader, path[: at_stored + 1]):
+                return False
             read = prefix.reverse().apply_range(access.relation).coalesce()
             lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
             if not _same_lanes(read, lifted):
