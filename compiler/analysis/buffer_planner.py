@@ -267,10 +267,12 @@ class _KernelPlanner(_WorkingSets):
         """Whether a tile-level loop of the reader inside the producer's final level walks an iterator the read
         indexes by: the reader's tile then moves along a dimension the producer's tile holds whole (a row read in
         segments), or places it by another loop's variable than the producer's (a consumer moved under the
-        producer's loop keeps its own loop over the same index)."""
+        producer's loop keeps its own loop over the same index).  A loop that takes one value for the reader
+        walks nothing: the lowering writes that value as a constant."""
         stmt = self.model.stmt(reader)
         indexed = [stmt.iters.index(i.name) for i in access.node.indices]
-        return any(uses_iterators(pa, n, 1) for loop in below if self.is_tile_level(loop)
+        return any(uses_iterators(pa, n, 1) for loop in below
+                   if self.is_tile_level(loop) and not self._one_value(loop, reader)
                    for pa in loop.exprs[reader] for n in indexed)
 
     def _places(self, loop: Loop, access, reader: str, producer: str) -> bool:
