@@ -352,8 +352,8 @@ class _KernelPlanner(_WorkingSets):
         at_stored, at_level = _index_or_none(path, stored), _index_or_none(path, level)
         if at_stored is None or at_level is None or at_level < at_stored:
             return False
-        if self._copied(reader) != self._copied(producer):
-            return False  # a recompute_at copy indexes by its tile's local coordinates, its producer by the tensor's
+        if self._copied(producer) and not self._copied(reader):
+            return False  # a recompute_at copy writes by its tile's local coordinates, its reader by the tensor's
         # a tile is everything inside one iteration of the tile-level loops: point loops around a serial one are
         # its lanes (the lowering hoists the serial loop out of them), so only tile-level loops index the tiles
         tiles = [l for l in path[: at_level + 1] if self.is_tile_level(l)]
@@ -369,6 +369,9 @@ class _KernelPlanner(_WorkingSets):
                 return False
             if not _plain_lanes(access, self.model.stmt(reader), self.model.stmt(producer)):
                 return False
+            copy = self._copied(reader) and not self._copied(producer)
+            if copy and not _read_as_written(access, self.model.stmt(reader)):
+                return False  # a recompute_at copy reads by its tile's local coordinates, its producer writes globally
             if self._rewalked(access, reader, path[at_stored + 1: at_level + 1]):
                 return False
             if any(self._one_value(loop, producer) != self._one_value(loop, reader)
@@ -559,6 +562,22 @@ def _plain_lanes(access, reader, producer) -> bool:
     indices = access.node.indices
     return len(indices) == len(producer.lhs_iters) and all(
         isinstance(index, ast.Name) and index.name in reader.iters for index in indices)
+
+
+def _read_as_written(access, reader) -> bool:
+    """Whether a read's indices, taken as the reader's iterators, name the elements it reads: a `recompute_at`
+    copy indexes by its tile's local coordinates, which are the tensor's only where its tile starts at 0 (a
+    tile of one row at a size of one)."""
+    names = [index.name for index in access.node.indices]
+    space = access.relation.get_space()
+    try:
+        as_written = isl.Map(f"{{ [{', '.join(reader.iters)}] -> [{', '.join(names)}] }}", access.relation.get_ctx())
+        as_written = as_written.align_params(space)
+        for kind in (isl.dim_type.in_, isl.dim_type.out):
+            as_written = as_written.set_tuple_id(kind, space.get_tuple_id(kind))
+        return as_written.intersect_domain(access.relation.domain()).is_equal(access.relation)
+    except isl.Error:  # spaces isl will not line up: not proved, read back as any copy's read
+        return False
 
 
 def _index_or_none(path: list[Loop], loop: Optional[Loop]) -> Optional[int]:
