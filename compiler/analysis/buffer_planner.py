@@ -20,9 +20,8 @@ from tdsl.compiler.analysis.buffer_sharing import _WorkingSets
 from tdsl.compiler.analysis.placement import matrix_operands
 from tdsl.compiler.analysis.serial_loops import SerialLoops
 from tdsl.compiler.schedule.schedule import Schedule
-from tdsl.compiler.schedule.tree import (Buffer, Loop, Node, global_tensors, loop_walks_reduction,
-                                        placed_at_one_value, pw_affs_to_map, read_outside, statements_under,
-                                        uses_iterators, walk_loops)
+from tdsl.compiler.schedule.tree import (Buffer, Loop, Node, accumulation_loop, global_tensors, loop_walks_reduction,
+                                        pw_affs_to_map, statements_under, uses_iterators, walk_loops)
 
 DEFAULT_WARPS = 4  # the backends' launch default (Triton num_warps)
 
@@ -287,37 +286,21 @@ class _KernelPlanner(_WorkingSets):
                 or any(uses_iterators(pa, n, 1) for pa in loop.exprs[producer] for n in written))
 
     def _anchored_across(self, access, reader: str, enclosing: list) -> bool:
-        """Whether the reader is a reduction whose accumulator lives across a loop (`_accumulation_index`) inside
+        """Whether the reader is a reduction whose accumulator lives across a loop (tree.py `accumulation_loop`) inside
         which a tile-level loop of `enclosing` (the loops around the producer's complete tile) places an output
         index the read indexes by: the lowering anchors the reduction's tile outside that loop, so it spans all
         its values (masked to the current one) where the producer's tile holds one (compiler/lower/geometry.py
         `_anchor`)."""
         stmt = self.model.stmt(reader)
-        if not stmt.is_reduction:
-            return False
         path = self.path(reader)
-        outer = self._accumulation_index(reader, path)
+        outer = accumulation_loop(self.model, reader, path, self.stmts)
         if outer is None:
             return False
         outputs = [stmt.iters.index(i.name) for i in access.node.indices if i.name in stmt.lhs_iters]
         inside = {id(loop) for loop in enclosing}
         return any(self.is_tile_level(loop) and any(uses_iterators(pa, n, 1) for pa in loop.exprs[reader]
                                                      for n in outputs)
-                   for loop in path[outer + 1:] if id(loop) in inside)
-
-    def _accumulation_index(self, reduction: str, path: list) -> Optional[int]:
-        """Where in `path` the reduction's accumulator lives across: the outermost unbound loop that walks its
-        reduction iterators, else the outermost unbound loop at one value of which all its instances lie and
-        that a reader of the kernel runs after (the lowering's `_accumulation_loop`)."""
-        around = [n for n, loop in enumerate(path) if not loop.bind]
-        for n in around:
-            if loop_walks_reduction(self.model, reduction, path[n]):
-                return n
-        tensor = self.model.stmt(reduction).write.tensor
-        for n in around:
-            if placed_at_one_value(path[n], reduction) and read_outside(self.model, tensor, path[n], self.stmts):
-                return n
-        return None
+                   for loop in path[_index(path, outer) + 1:] if id(loop) in inside)
 
     def _copied(self, stmt: str) -> bool:
         """Whether the statement is computed again per tile (`recompute_at`)."""
@@ -338,11 +321,11 @@ class _KernelPlanner(_WorkingSets):
         if not stmt.is_reduction or stored is None:
             return stored
         path = self.path(producer)
-        for n, loop in enumerate(path[: _index(path, stored) + 1]):
-            if not loop.bind and placed_at_one_value(loop, producer) and read_outside(
-                    self.model, stmt.write.tensor, loop, self.stmts):
-                return path[n - 1] if n else None
-        return stored
+        across = accumulation_loop(self.model, producer, path[: _index(path, stored) + 1], self.stmts)
+        if across is None:  # no loop around the store level holds the accumulator
+            return stored
+        n = _index(path, across)
+        return path[n - 1] if n else None
 
     def _reads_producer_tile(self, producer: str, reader: str, tensor: str) -> bool:
         """Whether each read of `tensor` by `reader`, at each iteration of the reader's tile level, takes lane

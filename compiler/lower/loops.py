@@ -30,8 +30,8 @@ import islpy as isl
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.geometry import _pa_expr
 from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
-from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, placed_at_one_value, pw_affs_to_map, read_outside,
-                                        statements_under, walk_loops, walks_reduction)
+from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, accumulation_loop, pw_affs_to_map, statements_under,
+                                        walk_loops, walks_reduction)
 
 
 class KernelLoops:
@@ -270,23 +270,10 @@ class KernelLoops:
         return f"loop {loop.name}" + (f": {'; '.join(parts)}" if parts else "")
 
     def _accumulation_loop(self, stmt_name: str, context: list[Loop]) -> Optional[Loop]:
-        """The outermost serial loop of `context` that walks the reduction iterators of `stmt_name`; else the
-        outermost serial loop in which all its instances share one iteration (its placement there is a constant,
-        e.g. a loop over key blocks that a small bound size leaves with one block) and that a reader in this
-        kernel runs after: the accumulator lives across it so that the reader finds it (the same result: only
-        one iteration updates it)."""
-        stmt = self.model.stmt(stmt_name)
-        if not stmt.is_reduction:
-            return None
-        around = [loop for loop in context if not loop.bind and stmt_name in loop.exprs]  # (a reader's context
-        for loop in around:                                                      # may hold loops it is not in)
-            if any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name]):
-                return loop
+        """The serial loop of `context` the reduction's accumulator lives across (schedule/tree.py
+        `accumulation_loop`; a reader's context may hold loops the reduction is not in)."""
         kernel = [s.name for s in self.model.stmts if self.kernel_of.get(s.name) == self.index]
-        for loop in around:
-            if placed_at_one_value(loop, stmt_name) and read_outside(self.model, stmt.name, loop, kernel):
-                return loop
-        return None
+        return accumulation_loop(self.model, stmt_name, context, kernel)
 
 
 def _between(lo: isl.PwAff, hi: isl.PwAff) -> isl.Map:
