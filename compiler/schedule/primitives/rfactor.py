@@ -47,7 +47,7 @@ from tdsl.frontend import ast
 from tdsl.compiler.model.dependences import compute_dependences, policy
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences, check_grouping
-from tdsl.compiler.model.program import Access, KernelModel, Stmt, Tensor, start_reads
+from tdsl.compiler.model.program import Access, KernelModel, Stmt, Tensor, collect_accesses, start_reads
 from tdsl.compiler.schedule.tree import Leaf, Loop, iterator_aff, statements_under, walk_loops
 from tdsl.compiler.schedule.primitives.common import LoopLike, State, find_loop, positive_int
 from tdsl.compiler.schedule.primitives.compute_inline import rename_iterators
@@ -119,6 +119,10 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     # the partial sums start from zero: the start value's reads go to the combining sum
     from_start = {id(r.node) for r in start_reads(stmt)}
 
+    value = rename_iterators(stmt.value, {k: sub})
+    # each read keeps the node the partial's value holds (re-indexed by factor*seg + inner), as the lowering sees it
+    renamed = {id(old): new for old, new in zip(collect_accesses(stmt.value), collect_accesses(value))}
+
     part_shape = list(model.tensors[name].shape) + [_count_of(rf_domain, len(lhs))]
     rf_write = _map(ctx, prefix, rf, rf_iters, rf, lhs + [seg_it]).intersect_domain(rf_domain)
     partial = Stmt(
@@ -126,12 +130,12 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         lhs_iters=lhs + [seg_it],
         red_iters=[inner_it] + reds,
         domain=rf_domain,
-        value=rename_iterators(stmt.value, {k: sub}),
+        value=value,
         dtype=dtype,
         reduce_op=stmt.reduce_op,
         accum_dtype=stmt.accum_dtype,
         combine=_policy_after(stmt),
-        reads=[Access(a.tensor, to_orig.apply_range(a.relation), a.node) for a in stmt.reads
+        reads=[Access(a.tensor, to_orig.apply_range(a.relation), renamed.get(id(a.node), a.node)) for a in stmt.reads
                if id(a.node) not in from_start],
         write=Access(rf, rf_write),
         span=stmt.span,

@@ -65,3 +65,16 @@ def test_rfactor_runs_like_program_order():
     sums' loop bound to the grid: split-K without atomics)."""
     assert_legal(SEGMENTS, "rfactor(C.k, segments=4)\nbind(C_rf.ko, grid.z)", run=True)
     assert_legal(SEGMENTS, "ko, kk = split(C.k, 10)\nrfactor(C.ko)", sizes={"K": 40}, run=True)
+
+
+def test_the_partial_sums_reads_are_the_accesses_its_value_holds():
+    """The partial's value reads A[i, 8*ko + ki]; its reads must name those nodes (the lowering reads the value, the
+    buffer plan and the legality checks the reads), not the original A[i, k]."""
+    from tdsl.compiler.model.program import collect_accesses
+
+    s = sched(REASSOC)
+    s.split("C.k", 8)
+    s.rfactor("C.ko")
+    partial = s.model.stmt("C_rf")
+    in_value = {id(a) for a in collect_accesses(partial.value)}
+    assert partial.reads and all(id(r.node) in in_value for r in partial.reads)
