@@ -348,8 +348,6 @@ class _KernelPlanner(_WorkingSets):
         for access in self.model.stmt(reader).reads:  # each read by itself: a shifted one has other lanes
             if access.tensor != tensor:
                 continue
-            if access.relation.is_empty():  # a branch never taken at these sizes: still lowered, from memory
-                return False
             if not _plain_lanes(access, self.model.stmt(reader), self.model.stmt(producer)):
                 return False
             copy = self._copied(reader) and not self._copied(producer)
@@ -362,6 +360,8 @@ class _KernelPlanner(_WorkingSets):
                 return False  # one takes a single value of a loop the other walks: the lowering sees a constant there
             if self._anchored_across(access, reader, path[: at_stored + 1]):
                 return False
+            if access.relation.is_empty():  # a branch never taken at these sizes: lowered all the same, by its lanes
+                continue
             read = prefix.reverse().apply_range(access.relation).coalesce()
             lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
             if not _same_lanes(read, lifted):
