@@ -41,16 +41,15 @@ from tdsl.compiler.analysis.buffer_plan import KernelPlan
 from tdsl.compiler.analysis.cost.l2 import dram_bytes, grid_dependence
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
 from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand
-from tdsl.compiler.analysis.cost.work import matrix_time, products, vector_time
+from tdsl.compiler.analysis.cost.work import matrix_time, vector_time
 from tdsl.compiler.targets import Target
 
 
-def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Estimate:
-    """Every term of one kernel's estimate."""
+def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost, prods: list) -> Estimate:
+    """Every term of one kernel's estimate; `prods` its matrix products (work.py `products`)."""
     resident = resident_programs(kp, cost, tgt)
     warps = resident * kp.warps if cost.occupancy is not None else 0
     nbytes = dram_bytes(model, kp, cost, tgt, resident)
-    prods = products(model, kp)
     t_matrix, units = matrix_time(model, tgt, prods, cost, resident)
     waves = wave_factor(kp, cost, tgt)
     return Estimate(
@@ -64,7 +63,7 @@ def kernel_estimate(model, tgt: Target, kp: KernelPlan, cost: KernelCost) -> Est
         t_vector=vector_time(model, tgt, kp, warps),
         waves=waves,
         t_inflight=inflight_time(kp, cost, tgt, resident, waves),
-        t_spill=spill_time(kp, cost, tgt, waves),
+        t_spill=spill_time(kp, cost, tgt, waves, resident),
         t_edges=edge_time(kp, cost, tgt, resident, waves),
         units=units,
         resident_warps=warps,
@@ -87,7 +86,7 @@ def program_time(cost: KernelCost, tgt: Target) -> float:
     return math.ceil(cost.programs / tgt.units) * tgt.program_launch_s
 
 
-def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> float:
+def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float, resident: int) -> float:
     """A K loop whose registers do not fit moves what spills out to local memory and back in every step, through
     L2 at the SM's share of its bandwidth.  What spills: the excess over the thread's registers, except that a
     single register buffer too large for the registers by itself (an accumulator a matrix instruction reads and
@@ -103,7 +102,7 @@ def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> f
     if cost.occupancy is None or not cost.occupancy.regs_estimated:
         return 0.0
     if cost.step is None:
-        return spill_latency_time(kp, cost, tgt, waves)
+        return spill_latency_time(kp, cost, tgt, waves, resident)
     limit = tgt.max_registers_per_thread
     excess = register_demand(kp, tgt) - limit
     if excess <= 0:
@@ -116,7 +115,7 @@ def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> f
     return steps_per_unit * 2 * moved / (tgt.l2_bandwidth / tgt.units)
 
 
-def spill_latency_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float) -> float:
+def spill_latency_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float, resident: int) -> float:
     """A kernel without a K loop whose tiles do not fit a thread's registers keeps the rest in local memory, and
     each spilled value's reload waits an L2 hit (Target.l2_latency_s): a thread's reloads follow one another
     (a row's reduction, then its scaling), the threads and the programs resident together wait at once.  So
@@ -130,7 +129,6 @@ def spill_latency_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: flo
     values = register_demand(kp, tgt) - REGISTER_OVERHEAD - tgt.max_registers_per_thread
     if values <= 0:
         return 0.0
-    resident = max(1, min(cost.occupancy.resident_blocks, math.ceil(cost.programs / tgt.units)))
     return cost.programs / tgt.units * waves / resident * values * tgt.l2_latency_s
 
 

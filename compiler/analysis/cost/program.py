@@ -52,13 +52,14 @@ def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional
     programs = iterations[kp.grid_loops[-1].name] if kp.grid_loops else 1
     global_bytes = sum(t.bytes for t in transfers if t.is_global)
     t_memory, t_compute = roofline(tgt, global_bytes, fm, fv, mdtype)
-    extra = promotion_register_bytes(model, products(model, kp), tgt)
+    prods = products(model, kp)
+    extra = promotion_register_bytes(model, prods, tgt)
     occ = occupancy(kp, tgt, regs, extra) if tgt.vendor == "nvidia" else None
     cost = KernelCost(kp.index, kp.name, list(kp.stmts), programs, [l.name for l in kp.grid_loops], kp.warps,
                       kp.buffers, kp.working_set, kp.violations, transfers, fm, fv, mdtype, iterations, occ,
                       t_memory, t_compute)
     cost.step = step_time(kp, cost, tgt)
-    cost.estimate = kernel_estimate(model, tgt, kp, cost)
+    cost.estimate = kernel_estimate(model, tgt, kp, cost, prods)
     return cost
 
 
