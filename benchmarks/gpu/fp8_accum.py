@@ -113,11 +113,11 @@ def precompile(paths: list) -> None:
             print("compiled", Path(done).name, flush=True)
 
 
-def run(out_path: str) -> None:
+def run(out_path: str, manifest_name: str = "manifest.json") -> None:
     import torch
     from triton.testing import do_bench
 
-    manifest = json.loads((GENERATED / "manifest.json").read_text())
+    manifest = json.loads((GENERATED / manifest_name).read_text())
     tilelang = [GENERATED / m["module"] for m in manifest if m["backend"] == "tilelang"]
     if tilelang:
         precompile(tilelang)
@@ -185,11 +185,13 @@ def main() -> None:
     b.add_argument("--backends", nargs="+", default=["triton", "tilelang"], choices=sorted(TILES))
     r = sub.add_parser("run")
     r.add_argument("--out", required=True)
+    r.add_argument("--manifest", default="manifest.json", help="the modules to run, in generated/fp8_accum/ "
+                   "(an experiment's own list: experiments/fp8_warp_specialize.py)")
     args = parser.parse_args()
     if args.command == "build":
         build(args.backends)
     else:
-        run(args.out)
+        run(args.out, args.manifest)
 
 
 if __name__ == "__main__":

@@ -79,6 +79,8 @@ class Target:
     tensor_tile_efficiency: dict = field(default_factory=dict)  # operand class -> ((m*n/(m+n) of the product
     #                                   tile, fraction of the sustained rate), ...)
     tensor_row_efficiency: tuple = ()  # ((bytes of a K step's operand rows, fraction of the rate), ...)
+    tensor_operands_in_shared: bool = False  # the tensor cores read operands from shared memory (sm_90 wgmma):
+    #                                   the code generator copies an operand loaded from memory there (cost/staging.py)
     one_warpgroup_efficiency: Optional[float] = None  # tensor rate with one resident warpgroup per SM / with two
     fp8_promotion_wait_s: Optional[float] = None  # a promoted FP8 product's wait for its products, per K step
     fp8_promotion_add_s: Optional[float] = None  # and its addition of 64 promoted outputs a thread into the f32 sum

@@ -84,6 +84,7 @@ TARGET = Target(
     # the operand rows a K step stages, 128x128 tiles on 8 warps, 2 programs an SM: bf16 rows of 128 / 64 / 32
     # bytes 655 / 561 / 299 TFLOP/s, E4M3 1487 / 1156 / 594
     tensor_row_efficiency=((32, 0.42), (64, 0.8), (128, 1.0)),  # [mb tiles], as above
+    tensor_operands_in_shared=True,  # wgmma; Triton's shared memory for flash attention's operands (cost/staging.py)
     one_warpgroup_efficiency=0.87,  # 128x128x64 bf16, 4 warps: 593 TFLOP/s with 1 program per SM, 681 with 2 [mb run1]
     # a promoted FP8 product's K step: 128x128x128 on 8 warps (64 outputs a thread) 377 ns unpromoted, 540 / 633 /
     # 768 promoted once / twice / 4 times; 128x128x64 on 8 warps and 64x128x128 on 4 add 165-171 promoted once

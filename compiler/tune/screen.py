@@ -7,7 +7,8 @@ A candidate passes four gates, in the order a user meets them:
    `legality:<rule>`, the rule name of the typed error).
 2. **capacity** -- the buffer plan of the target must fit its on-chip memories (rule `capacity:<scope>`), also
    with every tile padded to the power-of-two lanes the generated code allocates (rule `capacity:padded`,
-   the judgement `tdsl cost --fit` makes: compiler/analysis/cost/backend_rules.py).
+   the judgement `tdsl cost --fit` makes: compiler/analysis/cost/backend_rules.py), and with the operand copies
+   Triton makes in shared memory itself (rule `capacity:staged`).
 3. **backend** -- the code generator must take it (the tile lowering for the backend: rule
    `backend:<backend>`), so that no candidate the tuner returns is one `tdsl compile` refuses.
 4. **cost** -- the cost model's `t_estimate` ranks what is left.
@@ -28,7 +29,7 @@ from tdsl.frontend.diagnostics import TdslError
 from tdsl.compiler.analysis.buffer_plan import plan_kernels
 from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.analysis.cost import analyze
-from tdsl.compiler.analysis.cost.backend_rules import padded_overflow
+from tdsl.compiler.analysis.cost.backend_rules import padded_overflow, staged_overflow
 from tdsl.compiler.errors import BackendError, LegalityError, ScheduleError
 from tdsl.compiler.lower.pipeline import BACKENDS, lower_for
 from tdsl.compiler.schedule.schedule import Schedule, Step, Trace
@@ -87,6 +88,9 @@ class Screen:
             padded = padded_overflow(plans, self.device)
             if padded:
                 return self._reject(verdict, "capacity:padded", padded)
+            staged = staged_overflow(sched.model, plans, self.device, BACKENDS[self.kind, self.backend])
+            if staged:
+                return self._reject(verdict, "capacity:staged", staged)
             lower_for(sched, BACKENDS[self.kind, self.backend], self.target)
         except LegalityError as err:
             return self._reject(verdict, f"legality:{err.rule}", str(err))

@@ -7,7 +7,9 @@ A candidate the backend can use:
 
 * has a padded working set (each buffer's shape rounded up to its lanes, shared and live as planned) that
   fits every hard scope of the target, and
-* passes the backend's lowering (`compiler/lower/pipeline.lower_for`, what `tdsl compile` runs).
+* passes the backend's lowering (`compiler/lower/pipeline.lower_for`, what `tdsl compile` runs), and
+* for Triton, fits the shared memory with the operand copies Triton makes itself (cost/staging.py: tensor-core
+  operands the schedule leaves in registers, one copy per pipeline stage), which the plan does not hold.
 
 `refusal` gives the first reason it cannot, in one line, or None.
 """
@@ -18,6 +20,8 @@ from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, PlannedBuffer, fmt_bytes, plan_kernels
 from tdsl.compiler.analysis.buffer_sharing import violations, working_sets
+from tdsl.compiler.analysis.cost.staging import as_generated
+from tdsl.compiler.analysis.cost.work import products
 from tdsl.compiler.lower.tile_rules import padded_shape
 from tdsl.compiler.targets import Target
 
@@ -25,7 +29,8 @@ from tdsl.compiler.targets import Target
 def refusal(schedule, target: Target, backend: str, kernels: Optional[list[KernelPlan]] = None) -> Optional[str]:
     """Why `backend` (a key of compiler/lower/pipeline.BACKENDS) cannot use the schedule on `target`; None if it can."""
     kernels = kernels if kernels is not None else plan_kernels(schedule, target)
-    return padded_overflow(kernels, target) or lowering_refusal(schedule, target, backend)
+    return (padded_overflow(kernels, target) or staged_overflow(schedule.model, kernels, target, backend)
+            or lowering_refusal(schedule, target, backend))
 
 
 def padded_bytes(buf: PlannedBuffer) -> int:
@@ -45,6 +50,25 @@ def padded_overflow(kernels: list[KernelPlan], target: Target) -> Optional[str]:
             padded = [b for b in v.buffers if b.shape != padded_shape(b.shape)]
             return (f"{v.scope} needs {fmt_bytes(v.need)} per block with its tiles padded to powers of two "
                     f"({', '.join(_padding(b) for b in padded)}) but {target.name} has {fmt_bytes(v.capacity)}")
+    return None
+
+
+def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: str) -> Optional[str]:
+    """The first kernel whose shared memory, with the operand copies Triton adds (cost/staging.py), is over the
+    target's per-block capacity: Triton would fail to launch it ("out of resource: shared memory")."""
+    shared = target.scopes.get("shared")
+    if backend != "triton" or shared is None:
+        return None
+    for kp in kernels:
+        generated = as_generated(kp, products(model, kp), target)
+        need = generated.working_set.get("shared", 0)
+        if generated is kp or need <= shared.per_block:
+            continue
+        copies = ", ".join(f"{b.tensor} {_shape(b.shape)} x{b.stages}" for b in generated.buffers
+                           if b.scope == "shared" and b.source == "global" and b.kind == "tile")
+        return (f"{kp.name}: Triton copies the tensor-core operands into shared memory itself ({copies}): "
+                f"{fmt_bytes(need)} per block, but {target.name} has {fmt_bytes(shared.per_block)}; use fewer "
+                f"pipeline stages or smaller tiles")
     return None
 
 

@@ -93,10 +93,11 @@ def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float, resi
     writes whole) moves whole.  Measured on the H200 (tuning logs of 2026-12-02, benchmarks/RESULTS.md "The
     estimate against the tuner's measurements"): 256 x 256 tiles with 8 warps and 256 x 128 with 4 (an
     accumulator of 256 registers a thread) take 3-11 us per K step, 5-30x the products' time, in proportion to
-    the steps and not to the excess; flash attention's 128 x 64 blocks on 4 warps (several tiles, none too large
-    alone) run 1.3x their 8-warp time, as a spilled excess predicts.  A promoted FP8 product's second accumulator
-    is not counted: Triton fits it (253-255 registers a thread, at most 34 spilled, where the plan's count says
-    288; microbench_promotion.py), and what it costs is in the promotion's time (work.py `promotion_time`)."""
+    the steps and not to the excess.  (Flash attention's 128 x 64 blocks on 4 warps, once taken for a spilled
+    excess, keep their operands in shared memory, as Triton does: staging.py.)  A promoted FP8 product's second
+    accumulator is not counted: Triton fits it (253-255 registers a thread, at most 34 spilled, where the plan's
+    count says 288; microbench_promotion.py), and what it costs is in the promotion's time (work.py
+    `promotion_time`)."""
     if not tgt.max_registers_per_thread or not tgt.l2_bandwidth:
         return 0.0
     if cost.occupancy is None or not cost.occupancy.regs_estimated:

@@ -11,6 +11,7 @@ from typing import Optional
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, plan_kernels
 from tdsl.compiler.analysis.cost.estimate import kernel_estimate
 from tdsl.compiler.analysis.cost.results import KernelCost, ProgramCost
+from tdsl.compiler.analysis.cost.staging import as_generated
 from tdsl.compiler.analysis.cost.timing import occupancy, roofline, step_time
 from tdsl.compiler.analysis.cost.traffic import kernel_flops, kernel_transfers, loop_iterations
 from tdsl.compiler.analysis.cost.work import products, promotion_register_bytes
@@ -54,12 +55,13 @@ def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional
     t_memory, t_compute = roofline(tgt, global_bytes, fm, fv, mdtype)
     prods = products(model, kp)
     extra = promotion_register_bytes(model, prods, tgt)
-    occ = occupancy(kp, tgt, regs, extra) if tgt.vendor == "nvidia" else None
+    generated = as_generated(kp, prods, tgt)  # the registers and shared memory the kernel will hold
+    occ = occupancy(generated, tgt, regs, extra) if tgt.vendor == "nvidia" else None
     cost = KernelCost(kp.index, kp.name, list(kp.stmts), programs, [l.name for l in kp.grid_loops], kp.warps,
                       kp.buffers, kp.working_set, kp.violations, transfers, fm, fv, mdtype, iterations, occ,
                       t_memory, t_compute)
     cost.step = step_time(kp, cost, tgt)
-    cost.estimate = kernel_estimate(model, tgt, kp, cost, prods)
+    cost.estimate = kernel_estimate(model, tgt, generated, cost, prods)
     return cost
 
 

@@ -41,6 +41,7 @@ class Product:
     m: int
     n: int
     k: int
+    tensors: tuple = ()  # (lhs, rhs): the tensors it multiplies
 
 
 def products(model, kp: KernelPlan) -> list:
@@ -60,7 +61,7 @@ def products(model, kp: KernelPlan) -> list:
         dtypes = (model.tensors[lhs.tensor].dtype, model.tensors[rhs.tensor].dtype)
         k_major = names_l[-1] == k and names_r[-1] == k
         out.append(Product(s, flops, dtypes, k_major, _tile_extent(kp, s, lhs, i), _tile_extent(kp, s, rhs, j),
-                           _tile_extent(kp, s, lhs, k)))
+                           _tile_extent(kp, s, lhs, k), (lhs.tensor, rhs.tensor)))
     return out
 
 

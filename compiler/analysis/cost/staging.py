@@ -1,0 +1,89 @@
+"""The plan as Triton allocates it on sm_90: a tensor-core product's operands loaded from memory sit in shared memory.
+
+The buffer plan keeps an operand tile that no `cache_read` stages where the program reads it: in registers
+(flash attention's Q, K and V).  On sm_90 the tensor cores' wgmma reads its operands from shared memory, and
+Triton copies a dot operand it loads from global memory there (placement.STAGING: "Triton's own pipeliner
+places the shared-memory copies"), never holding it in registers.  Its pipeliner keeps one copy per stage of the
+loop the load is issued in, all live across the loop; the stages are the loop's `pipeline`, or the kernel's
+num_stages where the loop has none (compiler/lower/build.py: the deepest pipeline of the kernel, 2 without one).
+A loop of one stage is not pipelined: its copies live where the plan's tiles do, and may share memory.  A tile
+loaded once (Q, hoisted out of the K loop) has one copy.
+
+Measured by compiling the generated modules for sm_90 (Triton 3.9: `metadata.shared`, `cuobjdump -res-usage`),
+examples/mha.tdsl at B = 8, H = 32, L = 4096 (tests/analysis/test_cost_staging.py checks the shared bytes):
+
+| schedule | Triton: shared, registers, stack | the plan: shared, registers | as generated (estimate) |
+|---|---|---|---|
+| flash (128 x 128 blocks, 8 warps, 3 stages) | 224 KiB, 207, 0 | 0, 232 | 224 KiB, 168 |
+| 128 x 64, 4 warps, 2 stages | 96 KiB, 255, 16 B | 0, 328 (72 spilled) | 96 KiB, 232 |
+| 128 x 64, 4 warps, 3 stages | 128 KiB, 255, 0 | 0, 328 | 128 KiB, 232 |
+| 128 x 128, 8 warps, no `pipeline` / `stages=1` | 160 / 64 KiB | 0 | 160 / 64 KiB |
+
+So 4-warp 128 x 64 blocks do not spill (their 2-stage kernel ran at the 8-warp kernel's speed on the H200,
+RESULTS "Multi-head attention"), and their 3-stage kernel fits one program an SM, not two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from tdsl.compiler.analysis.buffer_plan import KernelPlan, PlannedBuffer
+from tdsl.compiler.analysis.buffer_sharing import working_sets
+from tdsl.compiler.analysis.cost.work import product_unit
+from tdsl.compiler.schedule.tree import Loop, statements_under, walk_loops
+from tdsl.compiler.targets import Target
+
+STAGED_SCOPE = "shared"
+
+
+def as_generated(kp: KernelPlan, prods: list, tgt: Target) -> KernelPlan:
+    """`kp` with every operand tile Triton stages moved to shared memory (its copies and live range as the
+    pipeliner keeps them) and the working sets recounted; `kp` itself where there is none."""
+    staged = staged_operands(kp, prods, tgt)
+    if not staged:
+        return kp
+    moved = {id(b): _in_shared(b, kp) for b in staged}
+    buffers = [moved.get(id(b), b) for b in kp.buffers]
+    slots = []
+    for slot in kp.slots:  # a slot shares memory within one scope: split what moved out of it
+        for scope in dict.fromkeys(moved.get(id(b), b).scope for b in slot):
+            slots.append([moved.get(id(b), b) for b in slot if moved.get(id(b), b).scope == scope])
+    working, peaks = working_sets(buffers, slots, len(kp.stmts))
+    return replace(kp, buffers=buffers, slots=slots, working_set=working, peak_buffers=peaks)
+
+
+def staged_operands(kp: KernelPlan, prods: list, tgt: Target) -> list[PlannedBuffer]:
+    """The plan's register tiles loaded from global memory that only tensor-core products read, as operands."""
+    if not tgt.tensor_operands_in_shared:
+        return []
+    operands: dict = {}  # statement -> the tensors it multiplies on the tensor cores
+    for p in prods:
+        if product_unit(p, tgt).startswith("tensor"):
+            operands[p.stmt] = set(p.tensors)
+    return [b for b in kp.buffers
+            if b.scope == tgt.default_scope and b.kind == "tile" and b.source == "global"
+            and b.stmts and all(b.tensor in operands.get(s, ()) for s in b.stmts)]
+
+
+def _in_shared(buf: PlannedBuffer, kp: KernelPlan) -> PlannedBuffer:
+    loop = _loaded_in(buf, kp)
+    stages = _stages(loop, kp)
+    if stages < 2:
+        return replace(buf, scope=STAGED_SCOPE)
+    under = statements_under(loop)
+    positions = [kp.stmts.index(s) for s in under if s in kp.stmts]
+    return replace(buf, scope=STAGED_SCOPE, stages=stages, live=(min(positions), max(positions)))
+
+
+def _loaded_in(buf: PlannedBuffer, kp: KernelPlan) -> Optional[Loop]:
+    """The loop in each iteration of which the tile is loaded (its global read's loop), None for once a kernel."""
+    return next((a.loop for a in kp.accesses if a.buffer is buf), None)
+
+
+def _stages(loop: Optional[Loop], kp: KernelPlan) -> int:
+    """Copies the pipeliner keeps of a tile loaded in each iteration of a serial loop; 1 for one loaded once."""
+    if loop is None or loop.name not in kp.serial_loops:
+        return 1
+    depths = [other.pipeline for other in walk_loops([kp.root]) if other.pipeline]
+    return loop.pipeline or (max(depths) if depths else 2)

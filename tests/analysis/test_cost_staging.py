@@ -1,0 +1,103 @@
+"""Triton's own copies of tensor-core operands (compiler/analysis/cost/staging.py): the shared memory, registers
+and occupancy the cost model gives a kernel whose products read operands the schedule leaves in registers, and
+the capacity judgement that refuses copies Triton could not launch.
+
+The shared bytes below are Triton's (`metadata.shared` of the modules compiled for sm_90, Triton 3.9), the same
+figures tests/backends/triton/test_triton_backend.py checks by compiling every example schedule."""
+
+from __future__ import annotations
+
+import pytest
+
+import tdsl
+from tdsl.compiler.analysis.buffer_plan import plan_kernels
+from tdsl.compiler.analysis.cost import analyze
+from tdsl.compiler.analysis.cost.backend_rules import refusal, staged_overflow
+from tdsl.compiler.analysis.cost.staging import as_generated
+from tdsl.compiler.analysis.cost.work import products
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.targets import get_target
+from tdsl.compiler.tune.search import search
+
+from catalog import EXAMPLES
+
+KiB = 1 << 10
+SIZES = {"B": 8, "H": 32, "L": 4096}
+
+
+def flash(blocks: tuple, warps: int, stages) -> str:
+    """examples/mha.tdsl with its flash schedule's query / key blocks, warps and pipeline stages replaced
+    (stages None: no `pipeline` step)."""
+    text = (EXAMPLES / "mha.tdsl").read_text()
+    start = text.index("schedule flash {")
+    block = text[start:text.index("\n}", start) + 2]
+    bq, bk = blocks
+    new = (block.replace("schedule flash {", "schedule v {").replace("split(l.i, 128)", f"split(l.i, {bq})")
+           .replace("split(l.j, 128)", f"split(l.j, {bk})").replace("warps=8", f"warps={warps}"))
+    new = new.replace("stages=3", f"stages={stages}") if stages else new.replace("  pipeline(l.ko, stages=3)\n", "")
+    return text[:start] + new
+
+
+def kernel(text: str, target: str = "h200"):
+    sched = loads(text, "v.tdsl", sizes=SIZES).schedule("v")
+    return sched, analyze(sched, target).kernels[0]
+
+
+@pytest.mark.parametrize("blocks, warps, stages, shared, resident", [
+    ((128, 128), 8, 3, 224 * KiB, 1),  # Q once, K and V three times each
+    ((128, 64), 4, 2, 96 * KiB, 2),
+    ((128, 64), 4, 3, 128 * KiB, 1),  # one program an SM, not two: its 4 warps run slower than the 2-stage kernel
+    ((128, 128), 8, None, 160 * KiB, 1),  # no pipeline: the kernel's num_stages, 2
+    ((128, 128), 8, 1, 64 * KiB, 1),  # one stage: K's and V's copies share memory, as Triton's do
+])
+def test_operands_left_in_registers_sit_in_shared_memory_as_triton_copies_them(blocks, warps, stages, shared,
+                                                                                 resident):
+    sched, k = kernel(flash(blocks, warps, stages))
+    assert k.occupancy.shared_per_block == shared
+    assert k.occupancy.resident_blocks == resident
+    assert k.working_set.get("shared", 0) == 0  # the report's plan is the schedule's own
+
+
+def test_a_block_of_128_x_64_on_4_warps_does_not_spill():
+    """Without its operands the register tiles of 128 x 64 blocks on 4 warps fit (Triton: 255 registers, 16 bytes
+    of stack); the plan's 328 registers a thread had priced 72 of them spilled every step, twice the kernel's
+    measured time."""
+    _, k = kernel(flash((128, 64), 4, 2))
+    assert k.occupancy.regs_per_thread <= 255
+    assert k.estimate.t_spill == 0
+
+
+def test_operands_a_cache_read_stages_are_the_plans_own():
+    sched = tdsl.load(EXAMPLES / "gemm.tdsl").schedule("gpu")
+    tgt = get_target("h200")
+    for kp in plan_kernels(sched, tgt):
+        assert as_generated(kp, products(sched.model, kp), tgt) is kp
+
+
+def test_targets_whose_matrix_units_do_not_read_shared_memory_keep_the_plan():
+    sched, k = kernel(flash((128, 64), 4, 2), target="ascend-950")
+    tgt = get_target("ascend-950")
+    for kp in plan_kernels(sched, tgt):
+        assert as_generated(kp, products(sched.model, kp), tgt) is kp
+
+
+def test_copies_triton_could_not_launch_are_refused_with_what_to_change():
+    sched, _ = kernel(flash((128, 128), 8, 4))
+    tgt = get_target("h200")
+    reason = refusal(sched, tgt, "triton")
+    assert reason is not None
+    assert "Triton copies the tensor-core operands into shared memory" in reason
+    assert "K 1x1x128x128 x4" in reason and "288 KiB" in reason and "fewer pipeline stages" in reason
+    assert staged_overflow(sched.model, plan_kernels(sched, tgt), tgt, "tilelang") is None  # its copies are planned
+
+
+def test_the_tuner_never_ranks_a_flash_block_whose_copies_overflow():
+    """128 x 128 blocks with 4 stages (Q once, K and V 4 times: 288 KiB) are points of the flash sketch."""
+    prog = tdsl.load(EXAMPLES / "mha.tdsl", sizes={"B": 1, "H": 1, "L": 256})
+    result = search(prog, target="h200", samples=6, rounds=1, seed=0)
+    tgt = get_target("h200")
+    assert result.ranked and result.rejected["capacity:staged"] >= 1
+    for v in result.ranked[:3] + result.ranked[-2:]:
+        sched = loads(prog.ast.source + "\nschedule cand {\n" + v.text + "\n}\n", "c.tdsl",
+                      sizes=prog.sizes).schedule("cand")
+        assert staged_overflow(sched.model, plan_kernels(sched, tgt), tgt, "triton") is None, v.text
