@@ -363,8 +363,12 @@ class _KernelPlanner(_WorkingSets):
             if access.relation.is_empty():  # a branch never taken at these sizes: lowered all the same, by its lanes
                 continue
             read = prefix.reverse().apply_range(access.relation).coalesce()
+            # the lanes its tile holds where it reads: a `where` branch taken at some of them is lowered lane for
+            # lane all the same
+            lanes = prefix.reverse().apply_range(_tile_lanes(access, self.model.stmt(reader)))
+            lanes = lanes.intersect_domain(read.domain()).coalesce()
             lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
-            if not _same_lanes(read, lifted):
+            if not _same_lanes(read, lanes, lifted):
                 return False
         return True
 
@@ -524,16 +528,16 @@ def _index(path: list[Loop], loop: Optional[Loop]) -> int:
     raise KeyError(loop.name)
 
 
-def _same_lanes(read: isl.Map, written: isl.Map) -> bool:
+def _same_lanes(read: isl.Map, lanes: isl.Map, written: isl.Map) -> bool:
     """The reader's tile is the producer's, lane for lane: it reads only what the producer wrote in that
-    iteration, and per dimension its tile starts where the producer's does and spans as many lanes (a triangular
-    reader masks some of them)."""
+    iteration, and per dimension the lanes its tile holds there (`lanes`) start where the producer's do and
+    span as many (a triangular reader masks some of them, a `where` branch takes some of them)."""
     if not read.is_subset(written):
         return False
-    for d in range(read.dim(isl.dim_type.out)):
-        if not read.dim_min(d).is_equal(written.dim_min(d)):
+    for d in range(lanes.dim(isl.dim_type.out)):
+        if not lanes.dim_min(d).is_equal(written.dim_min(d)):
             return False
-        if not _largest_span(read, d).eq(_largest_span(written, d)):
+        if not _largest_span(lanes, d).eq(_largest_span(written, d)):
             return False
     return True
 
@@ -551,6 +555,31 @@ def _read_as_written(access, reader) -> bool:
     """Whether a read's indices, taken as the reader's iterators, name the elements it reads: a `recompute_at`
     copy indexes by its tile's local coordinates, which are the tensor's only where its tile starts at 0 (a
     tile of one row at a size of one)."""
+    as_written = _as_written(access, reader)
+    try:
+        return as_written is not None and as_written.intersect_domain(access.relation.domain()).is_equal(
+            access.relation)
+    except isl.Error:  # spaces isl will not line up: not proved, read back as any copy's read
+        return False
+
+
+def _tile_lanes(access, reader) -> isl.Map:
+    """The elements a plain read names at every instance of the reader, whatever its `where` condition: the
+    lowering takes the producer's lanes for the reader's whole tile and masks the branch (a branch taken at one
+    corner of the tile reads that corner's lane from the register tile).  The read's own relation where isl
+    will not line the indices up."""
+    as_written = _as_written(access, reader)
+    if as_written is None:
+        return access.relation
+    try:
+        return as_written.intersect_domain(reader.domain.align_params(as_written.get_space().domain()))
+    except isl.Error:
+        return access.relation
+
+
+def _as_written(access, reader) -> Optional[isl.Map]:
+    """The read's indices as a map from the reader's iterators, in the read's spaces; None where isl will not
+    line them up."""
     names = [index.name for index in access.node.indices]
     space = access.relation.get_space()
     try:
@@ -558,9 +587,9 @@ def _read_as_written(access, reader) -> bool:
         as_written = as_written.align_params(space)
         for kind in (isl.dim_type.in_, isl.dim_type.out):
             as_written = as_written.set_tuple_id(kind, space.get_tuple_id(kind))
-        return as_written.intersect_domain(access.relation.domain()).is_equal(access.relation)
-    except isl.Error:  # spaces isl will not line up: not proved, read back as any copy's read
-        return False
+        return as_written
+    except isl.Error:
+        return None
 
 
 def _index_or_none(path: list[Loop], loop: Optional[Loop]) -> Optional[int]:
