@@ -101,3 +101,11 @@ def test_the_tuner_never_ranks_a_flash_block_whose_copies_overflow():
         sched = loads(prog.ast.source + "\nschedule cand {\n" + v.text + "\n}\n", "c.tdsl",
                       sizes=prog.sizes).schedule("cand")
         assert staged_overflow(sched.model, plan_kernels(sched, tgt), tgt, "triton") is None, v.text
+
+
+def test_the_report_says_which_operands_the_code_generator_copies():
+    text = analyze(loads(flash((128, 128), 8, 3), "v.tdsl", sizes=SIZES).schedule("v"), "h200").text()
+    assert "shared 224 KiB + 1 KiB reserve per block" in text
+    assert "the tensor cores read Q x1, K x3, V x3 from shared memory: copied there by the code generator" in text
+    plain = analyze(tdsl.load(EXAMPLES / "gemm.tdsl").schedule("gpu"), "h200").text()
+    assert "copied there by the code generator" not in plain

@@ -20,7 +20,7 @@ from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, PlannedBuffer, fmt_bytes, plan_kernels
 from tdsl.compiler.analysis.buffer_sharing import violations, working_sets
-from tdsl.compiler.analysis.cost.staging import as_generated
+from tdsl.compiler.analysis.cost.staging import as_generated, copies
 from tdsl.compiler.analysis.cost.work import products
 from tdsl.compiler.lower.tile_rules import padded_shape
 from tdsl.compiler.targets import Target
@@ -64,9 +64,8 @@ def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: s
         need = generated.working_set.get("shared", 0)
         if generated is kp or need <= shared.per_block:
             continue
-        copies = ", ".join(f"{b.tensor} {_shape(b.shape)} x{b.stages}" for b in generated.buffers
-                           if b.scope == "shared" and b.source == "global" and b.kind == "tile")
-        return (f"{kp.name}: Triton copies the tensor-core operands into shared memory itself ({copies}): "
+        made = ", ".join(f"{b.tensor} {_shape(b.shape)} x{b.stages}" for b in copies(generated))
+        return (f"{kp.name}: Triton copies the tensor-core operands into shared memory itself ({made}): "
                 f"{fmt_bytes(need)} per block, but {target.name} has {fmt_bytes(shared.per_block)}; use fewer "
                 f"pipeline stages or smaller tiles")
     return None

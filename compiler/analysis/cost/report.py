@@ -66,6 +66,10 @@ def report_text(cost: ProgramCost) -> str:
             regs = f"{o.regs_per_thread} registers/thread" + (" (estimated; --regs to set)" if o.regs_estimated else "")
             lines.append(f"  residency per {tgt.unit_name}: {o.threads} threads, {regs}, shared "
                          f"{fmt_bytes(o.shared_per_block)} + {fmt_bytes(o.reserved_per_block)} reserve per block")
+            if k.copied:
+                made = ", ".join(f"{b.tensor} x{b.stages}" for b in k.copied)
+                lines.append(f"    the tensor cores read {made} from shared memory: copied there by the code "
+                             f"generator in place of their register tiles, and counted so here and in the estimate")
             lines.append(f"    blocks allowed by {by} -> {o.resident_blocks} resident blocks, {o.resident_warps} of "
                          f"{o.max_warps} warps = {o.occupancy:.1%} occupancy; limited by {', '.join(o.limiting)}")
             if o.inflight_need:

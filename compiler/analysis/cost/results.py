@@ -140,6 +140,8 @@ class KernelCost:
     t_compute: float
     step: Optional[Step] = None
     estimate: Optional[Estimate] = None
+    copied: list[PlannedBuffer] = field(default_factory=list)  # operands the code generator copies to shared
+    #                                                          memory itself (staging.py), as it holds them
 
     @property
     def global_read(self) -> int:

@@ -53,6 +53,11 @@ def as_generated(kp: KernelPlan, prods: list, tgt: Target) -> KernelPlan:
     return replace(kp, buffers=buffers, slots=slots, working_set=working, peak_buffers=peaks)
 
 
+def copies(generated: KernelPlan) -> list[PlannedBuffer]:
+    """The operand copies `as_generated` placed in shared memory."""
+    return [b for b in generated.buffers if b.scope == STAGED_SCOPE and b.kind == "tile" and b.source == "global"]
+
+
 def staged_operands(kp: KernelPlan, prods: list, tgt: Target) -> list[PlannedBuffer]:
     """The plan's register tiles loaded from global memory that only tensor-core products read, as operands."""
     if not tgt.tensor_operands_in_shared:
