@@ -51,35 +51,82 @@ def kernel_spec(kernel: TileKernel, function: str = "") -> dict:
 
 
 def compile_in_subprocess(module_path, kernels: list[TileKernel], arch: int = 90, program=None) -> dict:
-    """AOT-compile in a fresh process without TRITON_INTERPRET (the variable is read at decoration time,
-    so one process cannot hold both interpreted and compiled kernels).  `program` (the tile program the
-    module was printed from) names the kernels' functions when the module had to rename them."""
+    """AOT-compile in another process, without TRITON_INTERPRET (the variable is read at decoration time, so one
+    process cannot hold both interpreted and compiled kernels).  `program` (the tile program the module was
+    printed from) names the kernels' functions when the module had to rename them.  The process stays up for the
+    next module: its imports (torch, triton: about 3 s) are paid once per calling process."""
     import json
-    import os
-    import subprocess
-    import sys
 
     from tdsl.backends.common.names import ModuleNames
 
     names = ModuleNames(program) if program is not None else None
     specs = [kernel_spec(k, names.kernel(k.name) if names else "") for k in kernels]
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    spec = json.dumps({"module": str(module_path), "arch": arch, "kernels": specs})
-    proc = subprocess.run([sys.executable, "-m", "tdsl.backends.triton.aot"], input=spec, capture_output=True,
-                          text=True, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"AOT compilation failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return _server().compile(json.dumps({"module": str(module_path), "arch": arch, "kernels": specs}))
 
 
-def _main() -> None:
+RESULT = "tdsl-aot-result "  # the prefix of the server's answer lines (Triton may print to stdout too)
+_SERVER = None
+
+
+def _server() -> "_CompileServer":
+    global _SERVER
+    if _SERVER is None or _SERVER.proc.poll() is not None:
+        _SERVER = _CompileServer()
+    return _SERVER
+
+
+class _CompileServer:
+    """`python -m tdsl.backends.triton.aot`: reads one JSON spec a line, answers one line (`RESULT` + JSON)."""
+
+    def __init__(self):
+        import atexit
+        import os
+        import subprocess
+        import sys
+        import tempfile
+
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+        self.log = tempfile.NamedTemporaryFile(prefix="tdsl-aot-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen([sys.executable, "-m", "tdsl.backends.triton.aot"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
+        atexit.register(self.close)
+
+    def compile(self, spec: str) -> dict:
+        import json
+
+        try:
+            self.proc.stdin.write(spec + "\n")
+            self.proc.stdin.flush()
+            for line in self.proc.stdout:
+                if line.startswith(RESULT):
+                    answer = json.loads(line[len(RESULT):])
+                    if "error" in answer:
+                        raise RuntimeError(f"AOT compilation failed:\n{answer['error']}\n{self._log_tail()}")
+                    return answer["kernels"]
+        except BrokenPipeError:
+            pass
+        raise RuntimeError(f"AOT compilation failed: the compiling process ended\n{self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        with open(self.log.name, errors="replace") as f:
+            return f.read()[-4000:]
+
+    def close(self) -> None:
+        import os
+
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait()
+        self.log.close()
+        if os.path.exists(self.log.name):
+            os.unlink(self.log.name)
+
+
+def _compile_spec(spec: dict) -> dict:
     import importlib.util
-    import json
-    import sys
     from types import SimpleNamespace
 
-    spec = json.loads(sys.stdin.read())
     loader = importlib.util.spec_from_file_location("tdsl_aot_module", spec["module"])
     module = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(module)
@@ -95,7 +142,20 @@ def _main() -> None:
         compiled = compile_kernel(module, kernel, spec["arch"], k["function"])
         ptx = compiled.asm.get("ptx", "")
         results[k["name"]] = {"shared": compiled.metadata.shared, "wgmma": "wgmma" in ptx, "ptx_lines": ptx.count("\n")}
-    print(json.dumps(results))
+    return results
+
+
+def _main() -> None:
+    import json
+    import sys
+    import traceback
+
+    for line in sys.stdin:
+        try:
+            answer = {"kernels": _compile_spec(json.loads(line))}
+        except Exception:  # noqa: BLE001 - the caller raises it, with the traceback
+            answer = {"error": traceback.format_exc()[-4000:]}
+        print(RESULT + json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":

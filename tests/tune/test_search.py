@@ -8,13 +8,16 @@ import pytest
 import tdsl
 from catalog import EXAMPLES, ROOT
 from fuzz.programs import random_program
+from tdsl.compiler.analysis.buffer_plan import plan_kernels
 from tdsl.compiler.analysis.cost import analyze
+from tdsl.compiler.analysis.cost.backend_rules import staged_overflow
 from tdsl.compiler.driver.api import loads
 from tdsl.compiler.driver.generate import generate
 from tdsl.compiler.driver.testing import assert_legal
 from tdsl.compiler.tune.measure import block_source
 from tdsl.compiler.tune.search import search
 from tdsl.compiler.tune.sketches import NoSketch
+from tdsl.compiler.targets import get_target
 from tdsl.frontend.diagnostics import TdslError
 
 
@@ -24,6 +27,8 @@ def assert_sound(prog, verdict, sizes=None, run=True):
     # legal; run: bit-identical in the interpreter (within the declared policy: online, reassoc)
     sched = assert_legal(pasted, "cand", run=run)
     assert not analyze(sched, "h200").violations, verdict.text
+    # nor over the shared memory with the operand copies Triton makes itself (compiler/analysis/cost/staging.py)
+    assert staged_overflow(sched.model, plan_kernels(sched, get_target("h200")), get_target("h200"), "triton") is None
     generate(pasted, "cand", target="h200")
 
 
