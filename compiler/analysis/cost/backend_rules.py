@@ -8,8 +8,9 @@ A candidate the backend can use:
 * has a padded working set (each buffer's shape rounded up to its lanes, shared and live as planned) that
   fits every hard scope of the target, and
 * passes the backend's lowering (`compiler/lower/pipeline.lower_for`, what `tdsl compile` runs), and
-* for Triton, fits the shared memory with the operand copies Triton makes itself (cost/staging.py: tensor-core
-  operands the schedule leaves in registers, one copy per pipeline stage), which the plan does not hold.
+* for Triton and TileLang on NVIDIA, fits the shared memory with the operand copies they make themselves
+  (cost/staging.py: tensor-core operands the schedule leaves in registers, one copy per pipeline stage), which
+  the plan does not hold.
 
 `refusal` gives the first reason it cannot, in one line, or None.
 """
@@ -53,19 +54,22 @@ def padded_overflow(kernels: list[KernelPlan], target: Target) -> Optional[str]:
     return None
 
 
+COPYING = {"triton": "Triton", "tilelang": "TileLang"}  # code generators that copy operands themselves
+
+
 def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: str) -> Optional[str]:
-    """The first kernel whose shared memory, with the operand copies Triton adds (cost/staging.py), is over the
-    target's per-block capacity: Triton would fail to launch it ("out of resource: shared memory")."""
+    """The first kernel whose shared memory, with the operand copies the code generator adds (cost/staging.py),
+    is over the target's per-block capacity: the kernel would fail to launch ("out of resource: shared memory")."""
     shared = target.scopes.get("shared")
-    if backend != "triton" or shared is None:
+    if backend not in COPYING or shared is None:
         return None
     for kp in kernels:
-        generated = as_generated(kp, products(model, kp), target)
+        generated = as_generated(kp, products(model, kp), target, backend)
         need = generated.working_set.get("shared", 0)
         if generated is kp or need <= shared.per_block:
             continue
         made = ", ".join(f"{b.tensor} {_shape(b.shape)} x{b.stages}" for b in copies(generated))
-        return (f"{kp.name}: Triton copies the tensor-core operands into shared memory itself ({made}): "
+        return (f"{kp.name}: {COPYING[backend]} copies the tensor-core operands into shared memory itself ({made}): "
                 f"{fmt_bytes(need)} per block, but {target.name} has {fmt_bytes(shared.per_block)}; use fewer "
                 f"pipeline stages or smaller tiles")
     return None

@@ -7,7 +7,9 @@ places the shared-memory copies"), never holding it in registers.  Its pipeliner
 loop the load is issued in, all live across the loop; the stages are the loop's `pipeline`, or the kernel's
 num_stages where the loop has none (compiler/lower/build.py: the deepest pipeline of the kernel, 2 without one).
 A loop of one stage is not pipelined: its copies live where the plan's tiles do, and may share memory.  A tile
-loaded once (Q, hoisted out of the K loop) has one copy.
+loaded once (Q, hoisted out of the K loop) has one copy.  The TileLang printer copies such operands too (`K_s`,
+placement.STAGING), and `T.Pipelined(num_stages=N)` keeps N of each (its TMA barriers: 2 x N per operand pair and
+one for Q, 9 at 2 stages and 17 at 4 in mha's lowered kernel); a loop without `pipeline` is `T.serial`, one copy.
 
 Measured by compiling the generated modules for sm_90 (Triton 3.9: `metadata.shared`, `cuobjdump -res-usage`),
 examples/mha.tdsl at B = 8, H = 32, L = 4096 (tests/analysis/test_cost_staging.py checks the shared bytes):
@@ -37,13 +39,14 @@ from tdsl.compiler.targets import Target
 STAGED_SCOPE = "shared"
 
 
-def as_generated(kp: KernelPlan, prods: list, tgt: Target) -> KernelPlan:
-    """`kp` with every operand tile Triton stages moved to shared memory (its copies and live range as the
-    pipeliner keeps them) and the working sets recounted; `kp` itself where there is none."""
+def as_generated(kp: KernelPlan, prods: list, tgt: Target, backend: str = "triton") -> KernelPlan:
+    """`kp` with every operand tile the code generator (`triton`, or `tilelang`) stages moved to shared memory
+    (its copies and live range as the pipeliner keeps them) and the working sets recounted; `kp` itself where
+    there is none."""
     staged = staged_operands(kp, prods, tgt)
     if not staged:
         return kp
-    moved = {id(b): _in_shared(b, kp) for b in staged}
+    moved = {id(b): _in_shared(b, kp, backend) for b in staged}
     buffers = [moved.get(id(b), b) for b in kp.buffers]
     slots = []
     for slot in kp.slots:  # a slot shares memory within one scope: split what moved out of it
@@ -71,9 +74,9 @@ def staged_operands(kp: KernelPlan, prods: list, tgt: Target) -> list[PlannedBuf
             and b.stmts and all(b.tensor in operands.get(s, ()) for s in b.stmts)]
 
 
-def _in_shared(buf: PlannedBuffer, kp: KernelPlan) -> PlannedBuffer:
+def _in_shared(buf: PlannedBuffer, kp: KernelPlan, backend: str) -> PlannedBuffer:
     loop = _loaded_in(buf, kp)
-    stages = _stages(loop, kp)
+    stages = _stages(loop, kp, backend)
     if stages < 2:
         return replace(buf, scope=STAGED_SCOPE)
     under = statements_under(loop)
@@ -86,9 +89,12 @@ def _loaded_in(buf: PlannedBuffer, kp: KernelPlan) -> Optional[Loop]:
     return next((a.loop for a in kp.accesses if a.buffer is buf), None)
 
 
-def _stages(loop: Optional[Loop], kp: KernelPlan) -> int:
-    """Copies the pipeliner keeps of a tile loaded in each iteration of a serial loop; 1 for one loaded once."""
+def _stages(loop: Optional[Loop], kp: KernelPlan, backend: str) -> int:
+    """Copies the pipeliner keeps of a tile loaded in each iteration of a serial loop; 1 for one loaded once.
+    Triton pipelines every loop at the kernel's num_stages; TileLang only a loop the schedule pipelines."""
     if loop is None or loop.name not in kp.serial_loops:
         return 1
+    if backend != "triton":
+        return loop.pipeline or 1
     depths = [other.pipeline for other in walk_loops([kp.root]) if other.pipeline]
     return loop.pipeline or (max(depths) if depths else 2)
