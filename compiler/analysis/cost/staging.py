@@ -8,8 +8,9 @@ loop the load is issued in, all live across the loop; the stages are the loop's 
 num_stages where the loop has none (compiler/lower/build.py: the deepest pipeline of the kernel, 2 without one).
 A loop of one stage is not pipelined: its copies live where the plan's tiles do, and may share memory.  A tile
 loaded once (Q, hoisted out of the K loop) has one copy.  The TileLang printer copies such operands too (`K_s`,
-placement.STAGING), and `T.Pipelined(num_stages=N)` keeps N of each (its TMA barriers: 2 x N per operand pair and
-one for Q, 9 at 2 stages and 17 at 4 in mha's lowered kernel); a loop without `pipeline` is `T.serial`, one copy.
+placement.STAGING), and `T.Pipelined(num_stages=N)` keeps N of each (its TMA barriers, two per stage for each
+of K and V and one for Q: 9 at 2 stages and 17 at 4 in mha's lowered kernel); a loop without `pipeline` is
+`T.serial`, one copy.
 
 Measured by compiling the generated modules for sm_90 (Triton 3.9: `metadata.shared`, `cuobjdump -res-usage`),
 examples/mha.tdsl at B = 8, H = 32, L = 4096 (tests/analysis/test_cost_staging.py checks the shared bytes):
