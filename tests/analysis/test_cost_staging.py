@@ -1,11 +1,13 @@
 """Triton's own copies of tensor-core operands (compiler/analysis/cost/staging.py): the shared memory, registers
 and occupancy the cost model gives a kernel whose products read operands the schedule leaves in registers, and
-the capacity judgement that refuses copies Triton could not launch.
+the capacity judgement that refuses copies Triton (or TileLang) could not launch.
 
 The shared bytes below are Triton's (`metadata.shared` of the modules compiled for sm_90, Triton 3.9), the same
 figures tests/backends/triton/test_triton_backend.py checks by compiling every example schedule."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -20,23 +22,22 @@ from tdsl.compiler.targets import get_target
 from tdsl.compiler.tune.screen import Screen
 from tdsl.compiler.tune.sketches import sketch
 
-from catalog import EXAMPLES
+from catalog import EXAMPLES, ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
+from attention_mha import variant_source  # noqa: E402
 
 KiB = 1 << 10
 SIZES = {"B": 8, "H": 32, "L": 4096}
 
 
 def flash(blocks: tuple, warps: int, stages) -> str:
-    """examples/mha.tdsl with its flash schedule's query / key blocks, warps and pipeline stages replaced
-    (stages None: no `pipeline` step)."""
+    """examples/mha.tdsl with a schedule `v`: its flash schedule with other query / key blocks, warps and pipeline
+    stages, as attention_mha.py times them (stages None: no `pipeline` step at all)."""
     text = (EXAMPLES / "mha.tdsl").read_text()
-    start = text.index("schedule flash {")
-    block = text[start:text.index("\n}", start) + 2]
-    bq, bk = blocks
-    new = (block.replace("schedule flash {", "schedule v {").replace("split(l.i, 128)", f"split(l.i, {bq})")
-           .replace("split(l.j, 128)", f"split(l.j, {bk})").replace("warps=8", f"warps={warps}"))
-    new = new.replace("stages=3", f"stages={stages}") if stages else new.replace("  pipeline(l.ko, stages=3)\n", "")
-    return text[:start] + new
+    if stages is None:
+        text = text.replace("  pipeline(l.ko, stages=3)\n", "")
+    return text + variant_source(text, "v", (*blocks, warps, stages))
 
 
 def kernel(text: str, target: str = "h200"):

@@ -51,8 +51,8 @@ def as_generated(kp: KernelPlan, prods: list, tgt: Target, backend: str = "trito
     buffers = [moved.get(id(b), b) for b in kp.buffers]
     slots = []
     for slot in kp.slots:  # a slot shares memory within one scope: split what moved out of it
-        for scope in dict.fromkeys(moved.get(id(b), b).scope for b in slot):
-            slots.append([moved.get(id(b), b) for b in slot if moved.get(id(b), b).scope == scope])
+        now = [moved.get(id(b), b) for b in slot]
+        slots += [[b for b in now if b.scope == scope] for scope in dict.fromkeys(b.scope for b in now)]
     working, peaks = working_sets(buffers, slots, len(kp.stmts))
     return replace(kp, buffers=buffers, slots=slots, working_set=working, peak_buffers=peaks)
 
