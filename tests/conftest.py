@@ -15,6 +15,17 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 # generated modules compiled through tdsl.compile are cached here, not in the user's ~/.cache/tdsl
 os.environ.setdefault("TDSL_CACHE_DIR", tempfile.mkdtemp(prefix="tdsl-test-cache-"))
 
+# numpy asks the kernel for huge pages on every array of 4 MiB or more (madvise).  Where the kernel then compacts
+# memory on the page fault (transparent_hugepage/defrag = madvise, the default, and this CI machine's), one such
+# allocation can stall for a second: the interpreter's instance arrays spent 30 s of system time that way in
+# tests/verify/test_ascend_simulate.py alone.  Off for the tests and for the processes they start.
+os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+try:  # numpy read the variable when it was imported, which a pytest plugin may have done before us
+    from numpy._core.multiarray import _set_madvise_hugepage
+except ImportError:  # numpy 1.x
+    from numpy.core.multiarray import _set_madvise_hugepage
+_set_madvise_hugepage(os.environ["NUMPY_MADVISE_HUGEPAGE"] != "0")
+
 # Test files in every subfolder import the helper modules of tests/ by their plain names (`from catalog import
 # EXPECTED`).  pytest's default import mode (prepend) already puts this folder first on sys.path when it loads
 # this conftest; saying it here keeps that true under other import modes too.

@@ -67,7 +67,8 @@ import numpy as np
 
 from tdsl.compiler.model import dtypes as dt
 from tdsl.compiler.model.program import KernelModel
-from tdsl.compiler.reference.order import Instance, instances_in_order, program_order, timed_instances
+from tdsl.compiler.reference.order import (Instance, instances_in_order, ordered_instances, program_order,
+                                           timed_instances)
 from tdsl.compiler.reference.runtime import EarlyRead, Trace
 from tdsl.compiler.reference.statements import _init_state, compile_statements, tensor_shape
 
@@ -121,6 +122,44 @@ def run(
                 raise ValueError(f"instance of unknown statement {name!r}") from None
             fn(p)
             n += 1
+    return _results(model, state, trace, n)
+
+
+def interpret(
+    model: KernelModel,
+    schedule,
+    inputs: dict[str, np.ndarray],
+    trace: Optional[Trace] = None,
+) -> dict[str, np.ndarray]:
+    """`run(model, instances_in_order(model, schedule), inputs, trace)`, executed from the sorted arrays
+    (`ordered_instances`): each statement's points become lists once and its instances take them in turn,
+    without a tuple per instance."""
+    names, sidx, pts = ordered_instances(model, schedule)
+    state = _init_state(model, inputs)
+    mine = [sidx == k for k in range(len(model.stmts))]
+    if trace is not None:
+        for stmt, rows in zip(model.stmts, mine):
+            if stmt.name in state.expected:
+                _count_instances(state.expected[stmt.name], pts[rows, : len(stmt.lhs_iters)])
+    fns = compile_statements(model, state, trace)
+    calls = [fns[name] for name in names]
+    points = [iter(pts[rows, : len(stmt.iters)].tolist()).__next__ for stmt, rows in zip(model.stmts, mine)]
+    with np.errstate(all="ignore"):
+        for k in sidx.tolist():
+            calls[k](points[k]())
+    return _results(model, state, trace, len(sidx))
+
+
+def _count_instances(expected: np.ndarray, lhs: np.ndarray) -> None:
+    """One more instance at each row's element (`lhs`: the LHS iterators of one instance a row)."""
+    if lhs.shape[1]:
+        np.add.at(expected, tuple(lhs.T), 1)
+    else:  # a scalar: every instance writes its one element
+        expected[()] += lhs.shape[0]
+
+
+def _results(model: KernelModel, state, trace: Optional[Trace], n: int) -> dict[str, np.ndarray]:
+    """Every output and temp tensor in its storage dtype; the trace gets the counts."""
     if trace is not None:
         trace.counts = state.counts
         trace.expected = state.expected
@@ -130,16 +169,6 @@ def run(
         if t.kind != "input":
             out[name] = dt.to_storage(t.dtype, state.values[name])
     return out
-
-
-def interpret(
-    model: KernelModel,
-    schedule,
-    inputs: dict[str, np.ndarray],
-    trace: Optional[Trace] = None,
-) -> dict[str, np.ndarray]:
-    """`run(model, instances_in_order(model, schedule), inputs)`."""
-    return run(model, instances_in_order(model, schedule), inputs, trace)
 
 
 def random_inputs(model: KernelModel, seed: int, scale: float = 1.0) -> dict[str, np.ndarray]:

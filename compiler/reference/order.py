@@ -5,8 +5,9 @@ The statements' domains are checked against the model (`_check_stmt`), the sched
 bound to the sizes, and each domain is enumerated with numpy: its bounding box, filtered by a membership
 test that isl builds (`AstBuild.expr_from_set`, evaluated on whole columns by `_ast_expr_eval`); the
 schedule is evaluated the same way on all points at once (`expr_from_pw_aff`) and the instances are sorted
-with `np.lexsort` (`instances_in_order`).  A box over `_BOX_LIMIT` points, or an isl expression the numpy
-evaluator does not know, falls back to `Set.foreach_point`.  A schedule that misses an instance, gives one
+with `np.lexsort` (`ordered_instances`; `instances_in_order` gives them as tuples).  A box over
+`_BOX_LIMIT` points, or an isl expression the numpy evaluator does not know, falls back to
+`Set.foreach_point`.  A schedule that misses an instance, gives one
 several times, or gives two instances the same time is refused.  `program_order` is the original order.
 """
 
@@ -309,20 +310,14 @@ def timed_instances(model: KernelModel, schedule) -> tuple[list[str], np.ndarray
     return names, np.concatenate(sidx_parts), np.concatenate(pt_parts), np.concatenate(time_parts)
 
 
-def instances_in_order(model: KernelModel, schedule) -> list[Instance]:
-    """Every instance of every statement, sorted by its time vector under `schedule`.
-
-    `schedule` is an isl UnionMap from statement instances (tuple name = statement
-    name) to time vectors, all of one dimension.  An instance is `(stmt name,
-    point)` with the point in the order of `stmt.iters` (LHS then reduction
-    iterators).  Two instances with the same time vector raise ValueError (a schedule
-    must be injective), as do instances without a time or with several.
-    """
+def ordered_instances(model: KernelModel, schedule) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Every instance sorted by its time vector under `schedule`, as arrays: (stmt names, stmt index per
+    instance (n,), points (n, max_iters) padded with 0), in execution order.  Refuses what
+    `instances_in_order` refuses; the interpreter executes from these arrays without building a tuple per
+    instance."""
     names, sidx, pts, times = timed_instances(model, schedule)
     n = sidx.shape[0]
-    if n == 0:
-        return []
-    if times.shape[1] == 0:
+    if n == 0 or times.shape[1] == 0:
         order = np.arange(n)
     else:
         order = np.lexsort(times.T[::-1])
@@ -342,10 +337,21 @@ def instances_in_order(model: KernelModel, schedule) -> list[Instance]:
                 f"the schedule is not injective: {na}{_fmt_point(pa)} and {nb}{_fmt_point(pb)} "
                 f"both run at time {_fmt_point(st[k])}"
             )
+    return names, sidx[order], pts[order]
+
+
+def instances_in_order(model: KernelModel, schedule) -> list[Instance]:
+    """Every instance of every statement, sorted by its time vector under `schedule`.
+
+    `schedule` is an isl UnionMap from statement instances (tuple name = statement
+    name) to time vectors, all of one dimension.  An instance is `(stmt name,
+    point)` with the point in the order of `stmt.iters` (LHS then reduction
+    iterators).  Two instances with the same time vector raise ValueError (a schedule
+    must be injective), as do instances without a time or with several.
+    """
+    names, sidx, pts = ordered_instances(model, schedule)
     nits = [len(s.iters) for s in model.stmts]
-    sidx_l = sidx[order].tolist()
-    pts_l = pts[order].tolist()
-    return [(names[s], tuple(p[: nits[s]])) for s, p in zip(sidx_l, pts_l)]
+    return [(names[s], tuple(p[: nits[s]])) for s, p in zip(sidx.tolist(), pts.tolist())]
 
 
 def program_order(model: KernelModel) -> isl.UnionMap:

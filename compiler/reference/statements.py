@@ -228,11 +228,13 @@ class _Compiler:
         if niters:
             lines.append(f"    {', '.join(f'x{k}' for k in range(niters))}{',' if niters == 1 else ''} = p")
         if nlhs:
-            key = "(" + ", ".join(f"x{k}" for k in range(nlhs)) + ("," if nlhs == 1 else "") + ")"
-            where = _location(t, key, [f"x{k}" for k in range(nlhs)])
+            element = "(" + ", ".join(f"x{k}" for k in range(nlhs)) + ("," if nlhs == 1 else "") + ")"
             cond = " and ".join(f"0 <= x{k} < {n}" for k, n in enumerate(shape))
             lines.append(f"    if not ({cond}):")
-            lines.append(f"        _oob({oob}, lambda: {key}, p)")
+            lines.append(f"        _oob({oob}, lambda: {element}, p)")
+            lines.append(f"    at = {element}")  # the element's index, built once for every array it indexes
+            key = "at"
+            where = _location(t, key, [f"x{k}" for k in range(nlhs)])
         else:
             key = where = "()"
         lines.append(f"    v = {body}")
@@ -251,10 +253,11 @@ class _Compiler:
             seg = segments(stmt)
             if stmt.init is not None:  # evaluated once, at the element's first instance
                 init = racc_call(self.value(stmt.init))
+            lines.append(f"    n = {cnt}[{key}]")  # instances of this element before this one
             if seg is None:
-                lines.append(f"    a = {acc}[{key}] if {cnt}[{key}] else {init}")
+                lines.append(f"    a = {acc}[{key}] if n else {init}")
                 if stmt.rescale is not None:
-                    lines += self.rescale_lines(key, cnt, racc_call)
+                    lines += self.rescale_lines(key, racc_call)
                 lines.append(f"    a = {racc_call(combine('a', 'v'))}")
                 lines.append(f"    {acc}[{key}] = a")
             else:
@@ -267,7 +270,7 @@ class _Compiler:
                 lines.append(f"    for q in {parts}[{key}]:")
                 lines.append(f"        a = {racc_call(combine('a', 'q'))}")
                 lines.append(f"    {acc}[{key}] = a")
-            lines.append(f"    {cnt}[{key}] += 1")
+            lines.append(f"    {cnt}[{key}] = n + 1")
             lines.append(f"    {vals}[{key}] = {rst_call('a')}")
         src = "\n".join(lines) + "\n"
         code = compile(src, f"<tdsl stmt {stmt.name}>", "exec")
@@ -277,7 +280,7 @@ class _Compiler:
         return fn
 
 
-    def rescale_lines(self, key: str, cnt: str, racc_call) -> list[str]:
+    def rescale_lines(self, key: str, racc_call) -> list[str]:
         """A sum that follows a running maximum (`online`, compiler/model/online.py): before the update, an
         accumulator built with the maximum's value `ref` is multiplied by the program's exponential of ref and
         the current value, exp((ref - current)·c) as it is written (rounded to the accumulator), and then follows the current value.  Equal values (also two -inf) leave it as it is."""
@@ -290,7 +293,7 @@ class _Compiler:
         self.bound = {}
         return [
             f"    mc = {self.const(stat, 'T')}[({index})]",
-            f"    if {cnt}[{key}] and {refs}[{key}] != mc:",
+            f"    if n and {refs}[{key}] != mc:",
             f"        a = {racc_call(f'a * {factor}')}",
             f"    {refs}[{key}] = mc",
         ]

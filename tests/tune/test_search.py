@@ -47,8 +47,8 @@ def test_gemm_at_its_size_rejects_only_for_named_rules_and_accepts_only_what_fit
 
 def test_search_is_deterministic_for_a_seed():
     prog = tdsl.load(EXAMPLES / "gemm_silu.tdsl", sizes={"M": 70, "N": 65, "K": 33})
-    a = search(prog, target="h200", samples=6, rounds=1, seed=5)
-    b = search(prog, target="h200", samples=6, rounds=1, seed=5)
+    a = search(prog, target="h200", samples=6, beam=2, rounds=1, seed=5)
+    b = search(prog, target="h200", samples=6, beam=2, rounds=1, seed=5)
     assert [v.text for v in a.ranked] == [v.text for v in b.ranked]
 
 
@@ -63,7 +63,8 @@ def test_search_is_deterministic_for_a_seed():
 ])
 def test_examples_accepted_candidates_are_sound(name, sizes):
     prog = tdsl.load(EXAMPLES / f"{name}.tdsl", sizes=sizes)
-    result = search(prog, target="h200", samples=12, rounds=1, seed=1)
+    # a beam of two climbs from two points: their neighbours are the other half of what is judged
+    result = search(prog, target="h200", samples=12, beam=2, rounds=1, seed=1)
     assert result.ranked, result.summary()
     rng = random.Random(0)
     for v in [result.ranked[0]] + rng.sample(result.ranked[1:], min(1, len(result.ranked) - 1)):
@@ -78,7 +79,7 @@ def test_random_kernels_accepted_candidates_are_sound():
             prog = loads(text, f"fz{seed}.tdsl")
             sizes = {p: 8 for p in prog.model().params}
             prog = loads(text, f"fz{seed}.tdsl", sizes=sizes)
-            result = search(prog, target="h200", samples=6, rounds=1, seed=seed)
+            result = search(prog, target="h200", samples=6, beam=2, rounds=1, seed=seed)
         except NoSketch:
             continue  # recurrences and time loops: named, not tuned (test_sketches)
         except TdslError as err:
