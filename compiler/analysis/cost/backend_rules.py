@@ -54,7 +54,8 @@ def padded_overflow(kernels: list[KernelPlan], target: Target) -> Optional[str]:
     return None
 
 
-COPYING = {"triton": "Triton", "tilelang": "TileLang"}  # code generators that copy operands themselves
+# code generators that copy operands themselves, and which (cost/staging.py)
+COPYING = {"triton": "Triton copies the tensor-core operands", "tilelang": "TileLang copies the product operands"}
 
 
 def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: str) -> Optional[str]:
@@ -69,7 +70,7 @@ def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: s
         if generated is kp or need <= shared.per_block:
             continue
         made = ", ".join(f"{b.tensor} {_shape(b.shape)} x{b.stages}" for b in copies(generated))
-        return (f"{kp.name}: {COPYING[backend]} copies the tensor-core operands into shared memory itself ({made}): "
+        return (f"{kp.name}: {COPYING[backend]} into shared memory itself ({made}): "
                 f"{fmt_bytes(need)} per block, but {target.name} has {fmt_bytes(shared.per_block)}; use fewer "
                 f"pipeline stages or smaller tiles")
     return None

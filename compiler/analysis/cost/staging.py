@@ -7,10 +7,11 @@ places the shared-memory copies"), never holding it in registers.  Its pipeliner
 loop the load is issued in, all live across the loop; the stages are the loop's `pipeline`, or the kernel's
 num_stages where the loop has none (compiler/lower/build.py: the deepest pipeline of the kernel, 2 without one).
 A loop of one stage is not pipelined: its copies live where the plan's tiles do, and may share memory.  A tile
-loaded once (Q, hoisted out of the K loop) has one copy.  The TileLang printer copies such operands too (`K_s`,
-placement.STAGING), and `T.Pipelined(num_stages=N)` keeps N of each (its TMA barriers, two per stage for each
-of K and V and one for Q: 9 at 2 stages and 17 at 4 in mha's lowered kernel); a loop without `pipeline` is
-`T.serial`, one copy.
+loaded once (Q, hoisted out of the K loop) has one copy.  The TileLang printer copies such operands of every
+product, also of one it multiplies in an exact FMA loop (`K_s`, placement.STAGING), and `T.Pipelined(num_stages=N)`
+keeps N of each; a loop without `pipeline` is `T.serial`, one copy.  Checked against the sm_90a lowering of every
+legal example schedule (the kernel's `dyn_shared_memory_buf`, tests/backends/tilelang/test_tilelang_backend.py):
+equal, but for TileLang's 512-byte reduction workspace and one named exception.
 
 Measured by compiling the generated modules for sm_90 (Triton 3.9: `metadata.shared`, `cuobjdump -res-usage`),
 examples/mha.tdsl at B = 8, H = 32, L = 4096 (tests/analysis/test_cost_staging.py checks the shared bytes):
@@ -34,6 +35,7 @@ from typing import Optional
 from tdsl.compiler.analysis.buffer_plan import KernelPlan, PlannedBuffer
 from tdsl.compiler.analysis.buffer_sharing import working_sets
 from tdsl.compiler.analysis.cost.work import product_unit
+from tdsl.compiler.analysis.placement import STAGING
 from tdsl.compiler.schedule.tree import Loop, statements_under, walk_loops
 from tdsl.compiler.targets import Target
 
@@ -44,7 +46,7 @@ def as_generated(kp: KernelPlan, prods: list, tgt: Target, backend: str = "trito
     """`kp` with every operand tile the code generator (`triton`, or `tilelang`) stages moved to shared memory
     (its copies and live range as the pipeliner keeps them) and the working sets recounted; `kp` itself where
     there is none."""
-    staged = staged_operands(kp, prods, tgt)
+    staged = staged_operands(kp, prods, tgt, backend)
     if not staged:
         return kp
     moved = {id(b): _in_shared(b, kp, backend) for b in staged}
@@ -62,17 +64,22 @@ def copies(generated: KernelPlan) -> list[PlannedBuffer]:
     return [b for b in generated.buffers if b.scope == STAGED_SCOPE and b.kind == "tile" and b.source == "global"]
 
 
-def staged_operands(kp: KernelPlan, prods: list, tgt: Target) -> list[PlannedBuffer]:
-    """The plan's register tiles loaded from global memory that only tensor-core products read, as operands."""
-    if not tgt.tensor_operands_in_shared:
-        return []
-    operands: dict = {}  # statement -> the tensors it multiplies on the tensor cores
-    for p in prods:
-        if product_unit(p, tgt).startswith("tensor"):
-            operands[p.stmt] = set(p.tensors)
+def staged_operands(kp: KernelPlan, prods: list, tgt: Target, backend: str = "triton") -> list[PlannedBuffer]:
+    """The plan's register tiles loaded from global memory that only products whose operands the code generator
+    copies (`_copies_operands`) read, as operands."""
+    operands = {p.stmt: set(p.tensors) for p in prods if _copies_operands(p, tgt, backend)}
     return [b for b in kp.buffers
             if b.scope == tgt.default_scope and b.kind == "tile" and b.source == "global"
             and b.stmts and all(b.tensor in operands.get(s, ()) for s in b.stmts)]
+
+
+def _copies_operands(p, tgt: Target, backend: str) -> bool:
+    """Does the generated code copy the product's operands to shared memory itself?  Triton's pipeliner: those of
+    a product on the tensor cores where they read shared memory (sm_90's wgmma).  TileLang's printer: every
+    product's (placement.STAGING: `T.copy` to shared, then `T.gemm` or the exact FMA loop)."""
+    if backend == "triton":
+        return tgt.tensor_operands_in_shared and product_unit(p, tgt).startswith("tensor")
+    return set(STAGING.get(backend, {}).values()) == {STAGED_SCOPE}
 
 
 def _in_shared(buf: PlannedBuffer, kp: KernelPlan, backend: str) -> PlannedBuffer:
