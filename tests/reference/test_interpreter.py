@@ -324,6 +324,29 @@ def test_reader_inside_the_reduction_loop_sees_a_partial_sum():
     assert not np.array_equal(out["D"], legal["D"])
 
 
+@pytest.mark.parametrize("schedule", [
+    "{ C[i, j, k] -> [i, j, k, 0]; D[i, j] -> [i, j, 0, 1] }",  # D reads partial sums: early reads
+    "{ C[i, j, k] -> [floor(i/2), j, k, i]; D[i, j] -> [floor(i/2), j, 9, i] }",  # interleaved, legal
+    "{ C[i, j, k] -> [2 - k, i, j, 0]; D[i, j] -> [3, i, j, 0] }",  # the sum in reverse order
+])
+def test_interpret_from_the_sorted_arrays_is_run_in_order(schedule):
+    """`interpret` executes from the sorted instance arrays; `run` from the list of instances.  Same bits, same
+    trace (counts, expected counts, early reads) on any order."""
+    m = gemm_silu_model(K=3, d_dtype="f32")
+    inp = interp.random_inputs(m, seed=5)
+    sched = isl.UnionMap(schedule)
+    fast, slow = interp.Trace(), interp.Trace()
+    got = interp.interpret(m, sched, inp, trace=fast)
+    want = interp.run(m, interp.instances_in_order(m, sched), inp, trace=slow)
+    for name in want:
+        assert got[name].tobytes() == want[name].tobytes(), name
+    assert fast.n_instances == slow.n_instances == 4 * 5 * 3 + 4 * 5
+    assert fast.early_reads == slow.early_reads and fast.n_early_reads == slow.n_early_reads
+    for name in slow.counts:
+        np.testing.assert_array_equal(fast.counts[name], slow.counts[name])
+        np.testing.assert_array_equal(fast.expected[name], slow.expected[name])
+
+
 def test_partial_result_is_rounded_to_storage_dtype():
     # a bf16 C read after every update sees round_bf16(acc) (as fused code would)
     m = gemm_silu_model(K=4, c_dtype="bf16", d_dtype="f32")
