@@ -283,7 +283,8 @@ class _Compiler:
     def rescale_lines(self, key: str, racc_call) -> list[str]:
         """A sum that follows a running maximum (`online`, compiler/model/online.py): before the update, an
         accumulator built with the maximum's value `ref` is multiplied by the program's exponential of ref and
-        the current value, exp((ref - current)·c) as it is written (rounded to the accumulator), and then follows the current value.  Equal values (also two -inf) leave it as it is."""
+        the current value, exp((ref - current)·c) as it is written (rounded to the accumulator), and then follows the current value.  Equal values (also two -inf) leave it as it is.
+        The lines read `n`, the element's instances before this one, which `compile` has set."""
         rescale = self.stmt.rescale
         stat = self.state.values[rescale.stat]
         index = ", ".join(self.index(x) for x in rescale.index) + ("," if len(rescale.index) == 1 else "")

@@ -35,7 +35,7 @@ from typing import Optional
 from tdsl.compiler.analysis.buffer_plan import KernelPlan, PlannedBuffer
 from tdsl.compiler.analysis.buffer_sharing import working_sets
 from tdsl.compiler.analysis.cost.work import product_unit
-from tdsl.compiler.analysis.placement import STAGING
+from tdsl.compiler.analysis.placement import MATRIX, STAGING, VECTOR
 from tdsl.compiler.schedule.tree import Loop, statements_under, walk_loops
 from tdsl.compiler.targets import Target
 
@@ -77,9 +77,10 @@ def _copies_operands(p, tgt: Target, backend: str) -> bool:
     """Does the generated code copy the product's operands to shared memory itself?  Triton's pipeliner: those of
     a product on the tensor cores where they read shared memory (sm_90's wgmma).  TileLang's printer: every
     product's (placement.STAGING: `T.copy` to shared, then `T.gemm` or the exact FMA loop)."""
+    unit = MATRIX if product_unit(p, tgt).startswith("tensor") else VECTOR
     if backend == "triton":
-        return tgt.tensor_operands_in_shared and product_unit(p, tgt).startswith("tensor")
-    return set(STAGING.get(backend, {}).values()) == {STAGED_SCOPE}
+        return tgt.tensor_operands_in_shared and unit == MATRIX
+    return STAGING.get(backend, {}).get(unit) == STAGED_SCOPE
 
 
 def _in_shared(buf: PlannedBuffer, kp: KernelPlan, backend: str) -> PlannedBuffer:
