@@ -267,12 +267,28 @@ class _KernelPlanner(_WorkingSets):
         indexes by: the reader's tile then moves along a dimension the producer's tile holds whole (a row read in
         segments), or places it by another loop's variable than the producer's (a consumer moved under the
         producer's loop keeps its own loop over the same index).  A loop that takes one value for the reader
-        walks nothing: the lowering writes that value as a constant."""
+        walks nothing: the lowering writes that value as a constant.  Nor does a loop whose expression uses the
+        iterator only beside others that an outer loop fixes (a skew `jo = floor((2i + j)/4)` inside the loop over
+        i): the tile's offset along the iterator, as the lowering derives it, does not use that loop."""
         stmt = self.model.stmt(reader)
         indexed = [stmt.iters.index(i.name) for i in access.node.indices]
-        return any(uses_iterators(pa, n, 1) for loop in below
-                   if self.is_tile_level(loop) and not self._one_value(loop, reader)
-                   for pa in loop.exprs[reader] for n in indexed)
+        walking = [loop for loop in below if self.is_tile_level(loop) and not self._one_value(loop, reader)]
+        return any(self._offset_uses(reader, n, loop) for loop in walking for n in indexed
+                   if any(uses_iterators(pa, n, 1) for pa in loop.exprs[reader]))
+
+    def _offset_uses(self, reader: str, n: int, loop: Loop) -> bool:
+        """Whether the reader's tile offset along its iterator n uses `loop`'s variables, the offset taken as the
+        tile lowering takes it (compiler/lower/geometry.py `_aligned_offset`): the smallest n of one iteration of
+        the tile-level loops down to the last one whose expression uses n."""
+        stmt, path = self.model.stmt(reader), self.path(reader)
+        loops = [l for l in path[: _index(path, self.tile_level(reader)) + 1] if self.is_tile_level(l)]
+        walkers = [k for k, l in enumerate(loops) if any(uses_iterators(pa, n, 1) for pa in l.exprs[reader])]
+        loops = loops[: walkers[-1] + 1]  # `loop` is among them: its expression uses n
+        rel = pw_affs_to_map([pa for l in loops for pa in l.exprs[reader]], stmt.domain).reverse()
+        rel = rel.project_out(isl.dim_type.out, n + 1, len(stmt.iters) - n - 1).project_out(isl.dim_type.out, 0, n)
+        start = sum(l.n_dims for l in loops[: _index(loops, loop)])
+        return any(aff.involves_dims(isl.dim_type.in_, start, loop.n_dims)
+                   for _, aff in rel.dim_min(0).get_pieces())
 
     def _places(self, loop: Loop, access, reader: str, producer: str) -> bool:
         """Whether the loop's value locates the elements read: its placement of the reader uses an iterator the
