@@ -351,8 +351,6 @@ class _KernelPlanner(_WorkingSets):
         at_stored, at_level = _index_or_none(path, stored), _index_or_none(path, level)
         if at_stored is None or at_level is None or at_level < at_stored:
             return False
-        if self._copied(producer) and not self._copied(reader):
-            return False  # a recompute_at copy writes by its tile's local coordinates, its reader by the tensor's
         # a tile is everything inside one iteration of the tile-level loops: point loops around a serial one are
         # its lanes (the lowering hoists the serial loop out of them), so only tile-level loops index the tiles
         tiles = [l for l in path[: at_level + 1] if self.is_tile_level(l)]
@@ -366,9 +364,10 @@ class _KernelPlanner(_WorkingSets):
                 continue
             if not _plain_lanes(access, self.model.stmt(reader), self.model.stmt(producer)):
                 return False
-            copy = self._copied(reader) and not self._copied(producer)
-            if copy and not _read_as_written(access, self.model.stmt(reader)):
-                return False  # a recompute_at copy reads by its tile's local coordinates, its producer writes globally
+            if self._copied(reader) != self._copied(producer) and not _read_as_written(access, self.model.stmt(reader)):
+                # a recompute_at copy is indexed by its tile's local coordinates, the tensor it reads or the reader
+                # of the copy by the tensor's: the lanes meet only where the two coincide
+                return False
             if self._rewalked(access, reader, path[at_stored + 1: at_level + 1]):
                 return False
             if any(self._one_value(loop, producer) != self._one_value(loop, reader)
