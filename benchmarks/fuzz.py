@@ -2,6 +2,8 @@
 
     python benchmarks/fuzz.py --sequences 10000 --jobs 2                 # every backend, seeds 0..jobs-1
     python benchmarks/fuzz.py --sequences 200 --backends triton --seed 7
+    python benchmarks/fuzz.py --libraries polybench,programs --named-start 0.5   # PolyBench and the GPU
+                                            # programs, half of them grown from one of their named schedules
     python benchmarks/fuzz.py --replay findings/abc123.json              # run one saved case again
 
 Every finding is shrunk to a minimal case, printed, and saved as JSON under --out (replayable with
@@ -29,10 +31,11 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 def _chunk(args: tuple) -> dict:
     """One worker's share: `count` sequences starting at `first` of seed `seed`."""
-    seed, first, count, backends, shrink = args
+    seed, first, count, backends, shrink, libraries, named_start = args
     from fuzz.engine import Fuzzer
 
-    fuzzer = Fuzzer(backends=tuple(backends), shrink=shrink, workdir=Path(tempfile.mkdtemp(prefix="tdsl-fuzz-")))
+    fuzzer = Fuzzer(backends=tuple(backends), shrink=shrink, libraries=tuple(libraries), named_start=named_start,
+                    workdir=Path(tempfile.mkdtemp(prefix="tdsl-fuzz-")))
     result = fuzzer.run_range(seed, first, count)
     return {
         "result": result,
@@ -48,6 +51,10 @@ def main(argv=None) -> int:
     ap.add_argument("--per-process", type=int, default=50, help="sequences per worker before it is restarted")
     ap.add_argument("--backends", default="triton,ascend-950,ascend-910b,tilelang",
                     help="comma-separated: triton, ascend-950, ascend-910b, tilelang")
+    ap.add_argument("--libraries", default="examples",
+                    help="comma-separated files to start from: examples, polybench, programs (default examples)")
+    ap.add_argument("--named-start", type=float, default=0.0,
+                    help="share of the files' sequences that start from one of the file's named schedules")
     ap.add_argument("--no-shrink", action="store_true", help="report findings as found, unshrunk")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "fuzz-findings"), help="where findings are saved")
     ap.add_argument("--json", help="write the counts to this file")
@@ -59,7 +66,9 @@ def main(argv=None) -> int:
 
     from fuzz.engine import Result
 
-    chunks = [(args.seed, first, min(args.per_process, args.sequences - first), backends, not args.no_shrink)
+    libraries = [name for name in args.libraries.split(",") if name]
+    chunks = [(args.seed, first, min(args.per_process, args.sequences - first), backends, not args.no_shrink,
+               libraries, args.named_start)
               for first in range(0, args.sequences, args.per_process)]
     total, saved, started = Result(), [], time.time()
     out = Path(args.out)
@@ -80,7 +89,9 @@ def main(argv=None) -> int:
           f"{elapsed:.0f} s, {total.sequences / max(elapsed, 1e-9):.1f} sequences/s")
     if args.json:
         Path(args.json).write_text(json.dumps(total.counts() | {"seconds": round(elapsed), "findings": saved,
-                                                                "backends": backends, "seed": args.seed}, indent=1))
+                                                                "backends": backends, "seed": args.seed,
+                                                                "libraries": libraries,
+                                                                "named_start": args.named_start}, indent=1))
     return 1 if total.findings else 0
 
 

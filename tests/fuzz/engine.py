@@ -4,7 +4,8 @@
     result = Fuzzer(backends=("triton", "ascend-910b")).run(seed=1, sequences=50)
     for finding, case in result.findings: print(case.describe(), finding)
 
-One *sequence* is a program (an example or a generated one) at random sizes, grown by random steps (each
+One *sequence* is a program (a file of the chosen libraries -- the examples by default -- or a generated one)
+at random sizes, sometimes starting from one of the file's named schedules, grown by random steps (each
 either accepted or rejected with a typed error), then checked by every oracle in `oracles.py`.  Findings are
 shrunk to a minimal case (fewest steps, smallest sizes) before they are reported.  Everything is
 deterministic in the seed.
@@ -25,8 +26,8 @@ from tdsl.frontend.diagnostics import TdslError
 
 from . import oracles
 from .cases import Case
-from .programs import example_sources, random_program
-from .schedules import random_step
+from .programs import library_sources, random_program
+from .schedules import named_steps, random_step
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +84,9 @@ class Result:
 class Fuzzer:
     backends: tuple = ("triton", "ascend-950", "ascend-910b", "tilelang")
     max_steps: int = 8
-    random_programs: float = 0.4  # share of sequences on generated programs (the rest on the examples)
+    random_programs: float = 0.4  # share of sequences on generated programs (the rest on the libraries' files)
+    libraries: tuple = ("examples",)  # programs.LIBRARIES: examples, polybench, programs
+    named_start: float = 0.0  # share of the files' sequences that start from one of the file's named schedules
     tilelang_every: int = 10  # TileLang lowering takes seconds: check every n-th sequence only
     shrink: bool = True
     workdir: Optional[Path] = None
@@ -125,7 +128,7 @@ class Fuzzer:
         if rng.random() < self.random_programs:
             name, source = f"random-{seed}", random_program(rng)
         else:
-            name, source = rng.choice(example_sources())
+            name, source = rng.choice([f for library in self.libraries for f in library_sources(library)])
         prog = loads(source, "fuzz.tdsl")
         kernel = next(iter(prog.kernels))
         decls = prog.kernels[kernel].sizes
@@ -138,9 +141,18 @@ class Fuzzer:
                 continue
             if instance_count(model) <= MAX_INSTANCES:
                 has_params = any(decls[n].is_param for n in ints)
-                return Case(name, source, sizes, [], seed=rng.randrange(1 << 30),
+                case = Case(name, source, sizes, [], seed=rng.randrange(1 << 30),
                             symbolic=has_params and rng.random() < 0.5)
+                return self._named_start(rng, prog, case)
         return None
+
+    def _named_start(self, rng: random.Random, prog, case: Case) -> Case:
+        """Sometimes the case begins with the steps of one of its file's schedule blocks (the random steps then
+        build on a hand-written tiling, skew or time tiling, at the case's sizes)."""
+        if not (self.named_start and prog.schedule_names and rng.random() < self.named_start):
+            return case
+        block = rng.choice(prog.schedule_names)
+        return case.but(name=f"{case.name} from {block}", steps=named_steps(prog, block))
 
     def _grow(self, rng: random.Random, case: Case, result: Result):
         """Try random steps; the case keeps every step tried (a rejected one included, since what it leaves
@@ -149,7 +161,7 @@ class Fuzzer:
             prog, sched, _ = oracles.apply_steps(case)
         except Exception as err:  # noqa: BLE001
             return case, oracles.internal("program order", err)
-        steps = []
+        steps = list(case.steps)
         for _ in range(rng.randint(0, self.max_steps)):
             step = random_step(rng, sched)
             if step is None:

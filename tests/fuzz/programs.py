@@ -19,7 +19,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+# The files a sequence may start from, by library: the chapter's examples, the PolyBench ports (time loops,
+# recurrences, in-place results) and the benchmark programs (the GPU workloads' hand-written schedules).
+LIBRARIES = {
+    "examples": EXAMPLES,
+    "polybench": ROOT / "benchmarks" / "polybench",
+    "programs": ROOT / "benchmarks" / "programs",
+}
 
 SPACES = {"MN": (("i", "M"), ("j", "N")), "MK": (("i", "M"), ("k", "K")), "KN": (("k", "K"), ("j", "N"))}
 EDGES = {"M": "i", "N": "j", "K": "k"}
@@ -30,7 +38,15 @@ UNARY = ("exp", "silu", "sigmoid", "tanh", "abs", "neg", "bf16", "f16", "f8e4m3"
 
 @lru_cache(maxsize=None)
 def example_sources() -> tuple:
-    return tuple((p.stem, p.read_text()) for p in sorted(EXAMPLES.glob("*.tdsl")))
+    return library_sources("examples")
+
+
+@lru_cache(maxsize=None)
+def library_sources(library: str) -> tuple:
+    """(name, text) of every .tdsl file of one library, in a fixed order."""
+    if library not in LIBRARIES:
+        raise ValueError(f"unknown library {library!r} (known: {', '.join(LIBRARIES)})")
+    return tuple((p.stem, p.read_text(encoding="utf-8")) for p in sorted(LIBRARIES[library].rglob("*.tdsl")))
 
 
 @dataclass

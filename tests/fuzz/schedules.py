@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tdsl.compiler.schedule.schedule import Schedule
+from tdsl.frontend import ast
 from tdsl.compiler.schedule.schedule import Step as TraceStep
 from tdsl.compiler.schedule.tree import Leaf, Loop, walk_loops
 
@@ -369,6 +370,26 @@ GENERATORS = {
     "rfactor": (gen_rfactor, 1),
     "online": (gen_online, 2),
 }
+
+
+def named_steps(prog, name: str) -> list[Step]:
+    """A file's `schedule NAME { ... }` block as fuzz steps, loop references written as text, so that a
+    sequence can start from a hand-written schedule and be replayed and shrunk like any other."""
+    steps = []
+    for step in prog.block(name).steps:
+        args = tuple(_as_text(a.value) for a in step.args if a.keyword is None)
+        kwargs = tuple((a.keyword, _as_text(a.value)) for a in step.args if a.keyword is not None)
+        steps.append(Step(step.primitive, args, kwargs, tuple(n.name for n in step.results) or None))
+    return steps
+
+
+def _as_text(value):
+    """A schedule block's argument as the Python API takes it (a loop reference as 'stmt.loop')."""
+    if isinstance(value, list):
+        return [_as_text(v) for v in value]
+    if isinstance(value, ast.LoopRef):
+        return f"{value.stmt}.{value.loop}" if value.stmt else value.loop
+    return value
 
 
 def random_step(rng: random.Random, sched: Schedule) -> Optional[Step]:

@@ -10,7 +10,8 @@ import random
 import pytest
 
 from fuzz.engine import Fuzzer
-from fuzz.programs import parse_check, random_program
+from fuzz.programs import LIBRARIES, library_sources, parse_check, random_program
+from fuzz.schedules import named_steps
 
 # (seed, sequences, backends): under a minute of CI on two cores (the long runs: benchmarks/fuzz.py).
 BUDGET = [
@@ -18,6 +19,8 @@ BUDGET = [
     (2, 16, ("triton",)),
     (3, 12, ("ascend-950", "ascend-910b")),
 ]
+# The PolyBench ports and the GPU programs, most sequences grown from one of the file's named schedules.
+LIBRARY_BUDGET = (11, 6, ("triton", "ascend-950"))
 
 
 def _report(result) -> str:
@@ -29,6 +32,37 @@ def test_fixed_seed_budget_finds_nothing(seed, sequences, backends, tmp_path):
     result = Fuzzer(backends=backends, workdir=tmp_path).run(seed, sequences)
     assert not result.findings, _report(result)
     assert sum(result.steps_accepted.values()) > sequences  # the sequences did schedule something
+
+
+def test_fixed_seed_budget_on_the_polybench_ports_and_programs_finds_nothing(tmp_path):
+    seed, sequences, backends = LIBRARY_BUDGET
+    fuzzer = Fuzzer(backends=backends, libraries=("polybench", "programs"), named_start=0.7, random_programs=0.0,
+                    workdir=tmp_path)
+    result = fuzzer.run(seed, sequences)
+    assert not result.findings, _report(result)
+    assert sum(result.steps_accepted.values()) > 0
+
+
+@pytest.mark.parametrize("library", sorted(LIBRARIES))
+def test_named_steps_replay_every_named_schedule_of_a_library(library):
+    """A sequence that starts from a file's schedule block starts from exactly the schedule the block builds."""
+    from tdsl.compiler.driver.api import loads
+    from tdsl.frontend.diagnostics import TdslError
+
+    replayed = 0
+    for name, source in library_sources(library):
+        prog = loads(source, f"{name}.tdsl")
+        for block in prog.schedule_names:
+            try:
+                want = str(prog.schedule(block).trace)
+            except TdslError:
+                continue  # a block the file shows being rejected
+            sched = prog.schedule()
+            for step in named_steps(prog, block):
+                step.apply(sched)
+            assert str(sched.trace) == want, f"{name}: {block}"
+            replayed += 1
+    assert replayed >= 5
 
 
 def test_generated_programs_pass_the_frontend():
