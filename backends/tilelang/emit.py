@@ -259,9 +259,19 @@ class KernelPrinter(TileLangDialect):
                 self._op(op)
         head = self._views() + self.head_lines
         imports = [f"T.import_source(CUDA_SOURCE)  # {', '.join(sorted(self.helpers))}"] if self.helpers else []
+        if "reload" in self.helpers:
+            imports.insert(0, self._not_restrict())
         return {"name": self.names.kernel(k.name), "key": k.name, "params": self._params(), "head": head,
                 "allocs": imports + self.allocs, "lines": self.lines, "comment": k.comment,
                 "footprint": dict(self.footprint), "helpers": sorted(self.helpers)}
+
+    def _not_restrict(self) -> str:
+        """A kernel that loads what its threads stored declares no parameter `__restrict__`: with it, nvcc turns
+        a `where` between a load of an input and a load of such a tensor into one load from a selected pointer
+        through the read-only cache (ld.global.nc), which does not see the kernel's own stores (seen on the H200:
+        trmm's and ludcmp's recurrences read their initial values back).  Without it nvcc uses no such load."""
+        names = ", ".join(self.tensor(t.name) for t in kernel_arrays(self.kernel))
+        return f"T.annotate_restrict_buffers({names})  # no __restrict__: this kernel reads back what it stores"
 
     def _views(self) -> list[str]:
         """An output stored in an input (`store_in`) is a view of the input's array: TVM compiles every pointer

@@ -9,6 +9,10 @@ each case also carries the TileLang module of the same schedule (`module_tilelan
 it): on the CPU TileLang kernels are only lowered, so the GPU is where they first run.
 
     python benchmarks/gpu/fuzz_prepare.py --sequences 400 --seed 5 --out benchmarks/gpu/fuzz_cases
+    python benchmarks/gpu/fuzz_prepare.py --sequences 400 --seed 31 --libraries polybench,programs --named-start 0.6
+
+`--libraries` and `--named-start` pick the programs as benchmarks/fuzz.py does (the PolyBench ports and the GPU
+programs, sequences grown from one of the file's schedule blocks).
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "gpu" / "fuzz_cases"))
     ap.add_argument("--backends", default="triton", help="triton, or triton,tilelang")
+    ap.add_argument("--libraries", default="examples", help="examples, polybench, programs (comma-separated)")
+    ap.add_argument("--named-start", type=float, default=0.0,
+                    help="share of the files' sequences that start from one of the file's named schedules")
     ap.add_argument("--regenerate", action="store_true",
                     help="rewrite the modules of the cases already in --out with this checkout (after a fix)")
     args = ap.parse_args(argv)
@@ -46,7 +53,8 @@ def main(argv=None) -> int:
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    fuzzer = Fuzzer(backends=("triton",), shrink=False, workdir=Path(tempfile.mkdtemp()))
+    fuzzer = Fuzzer(backends=("triton",), shrink=False, workdir=Path(tempfile.mkdtemp()),
+                    libraries=tuple(name for name in args.libraries.split(",") if name), named_start=args.named_start)
     kept = refused = failed = 0
     refused_by = {b: 0 for b in extra}
     for n in range(args.sequences):

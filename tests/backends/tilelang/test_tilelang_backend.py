@@ -5,6 +5,7 @@ run_tilelang.py on the H200."""
 
 import os
 import shutil
+import subprocess
 import re
 
 import pytest
@@ -352,6 +353,25 @@ def test_a_tile_of_lanes_past_its_extent_lowers(tmp_path):
             'A[((64 * io) + l0), ((48 * ko) + l1)], T.cast(0, "bfloat16"))') in text
     assert "if (((96 * jo) + 95) >= ((96 * jo) + l1)):" in text
     lower_module(load_module(text, tmp_path / "padded.py"), "sm_90a")
+
+
+def test_a_kernel_that_reads_back_its_stores_declares_no_restrict_pointer(tmp_path):
+    """trmm's recurrence Bs[i, j, k] = where(k == i + 1, B_in[i, j], Bs[i, j, k - 1]) + ...: with __restrict__
+    parameters nvcc made the `where` one load from a selected pointer (B_in or Bs) through the read-only cache
+    (ld.global.nc), which does not see the kernel's own stores, and the H200 read Bs's initial values
+    (tests/fuzz/findings/tilelang-read-only-cache-load-of-a-stored-tensor.json).  A kernel that reads back what
+    it stores names every parameter in T.annotate_restrict_buffers; the others keep __restrict__."""
+    text = generate(loads((ROOT / "benchmarks" / "polybench" / "blas" / "trmm.tdsl").read_text(encoding="utf-8"),
+                          sizes={"M": 17, "N": 4}), None, target="h200", backend="tilelang")
+    sources = lower_module(load_module(text, tmp_path / "trmm.py"), "sm_90a")
+    recurrence = next(src for src in sources.values() if "tdsl_reload(" in src and "__global__" in src)
+    assert "__restrict__" not in recurrence
+    assert any("__restrict__" in src for src in sources.values() if "tdsl_reload(" not in src)
+    if shutil.which("nvcc"):  # the load itself, where nvcc is at hand
+        cu = tmp_path / "trmm_0.cu"
+        cu.write_text("\n".join(line for line in recurrence.splitlines() if "tl_templates" not in line))
+        subprocess.run(["nvcc", "-arch=sm_90a", "-O3", "-ptx", str(cu), "-o", str(tmp_path / "trmm_0.ptx")], check=True)
+        assert "ld.global.nc" not in (tmp_path / "trmm_0.ptx").read_text()
 
 
 def test_loads_after_a_barrier_stay_after_it(tmp_path):
