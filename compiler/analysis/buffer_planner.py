@@ -337,7 +337,8 @@ class _KernelPlanner(_WorkingSets):
         if not stmt.is_reduction or stored is None:
             return stored
         path = self.path(producer)
-        across = accumulation_loop(self.model, producer, path[: _index(path, stored) + 1], self.stmts)
+        inside = [loop for loop in path[_index(path, stored) + 1:] if self.serial(loop)]
+        across = accumulation_loop(self.model, producer, path[: _index(path, stored) + 1], self.stmts, deeper=inside)
         if across is None:  # no loop around the store level holds the accumulator
             return stored
         n = _index(path, across)

@@ -273,7 +273,9 @@ class KernelLoops:
         """The serial loop of `context` the reduction's accumulator lives across (schedule/tree.py
         `accumulation_loop`; a reader's context may hold loops the reduction is not in)."""
         kernel = [s.name for s in self.model.stmts if self.kernel_of.get(s.name) == self.index]
-        return accumulation_loop(self.model, stmt_name, context, kernel)
+        inside = [loop for loop in self.tree.path(stmt_name)
+                  if not loop.host and not any(loop is c for c in context) and self._is_serial(loop)]
+        return accumulation_loop(self.model, stmt_name, context, kernel, deeper=inside)
 
 
 def _between(lo: isl.PwAff, hi: isl.PwAff) -> isl.Map:

@@ -228,18 +228,24 @@ def loop_walks_reduction(model: KernelModel, stmt_name: str, loop: "Loop") -> bo
     return stmt.is_reduction and any(walks_reduction(stmt, pa) for pa in loop.exprs[stmt_name])
 
 
-def accumulation_loop(model: KernelModel, stmt_name: str, loops: list, stmts) -> Optional["Loop"]:
+def accumulation_loop(model: KernelModel, stmt_name: str, loops: list, stmts, deeper=()) -> Optional["Loop"]:
     """The loop of `loops` (a statement's loops, outermost first) its reduction's accumulator lives across: the
     outermost unbound loop that walks its reduction iterators; else the outermost unbound loop at one value of
     which all its instances lie (a loop over key blocks that a small size leaves with one block) and that one of
-    `stmts` (the kernel's statements) reads the result after.  None for a statement that is not a reduction.
-    The tile lowering keeps the accumulator there (compiler/lower/loops.py) and the buffer plan follows it."""
+    `stmts` (the kernel's statements) reads the result after -- unless one of `deeper` (the statement's serial
+    loops inside `loops`, for a caller that passes a prefix of them) walks the reduction: the accumulator then
+    lives across that loop, and the answer must not depend on how much of the path the caller passed.  None for
+    a statement that is not a reduction.  The tile lowering keeps the accumulator there (compiler/lower/loops.py)
+    and the buffer plan follows it."""
     if not model.stmt(stmt_name).is_reduction:
         return None
     around = [loop for loop in loops if not loop.bind and stmt_name in loop.exprs]
     for loop in around:
         if loop_walks_reduction(model, stmt_name, loop):
             return loop
+    if any(not loop.bind and stmt_name in loop.exprs and loop_walks_reduction(model, stmt_name, loop)
+           for loop in deeper):
+        return None
     for loop in around:
         if placed_at_one_value(loop, stmt_name) and read_outside(model, stmt_name, loop, stmts):
             return loop
