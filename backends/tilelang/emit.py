@@ -553,6 +553,9 @@ class KernelPrinter(TileLangDialect):
         lanes = self.lane_list(len(shape))  # one lane over a single element when the accumulator has no axes
         at = ", ".join(lanes)  # an element of the accumulator
         row = ", ".join(lanes[p] for p in rows) or lanes[0]  # its row (the one element of a scalar's)
+        # the row of an element of the accumulator: with the rows a scalar (one query row, kept as `i = l_i`),
+        # every element of it (its columns) has the factor's one element
+        row_of = ", ".join(lanes[p] for p in rows) or "0"
         each_row = f"for {row} in T.Parallel({', '.join(str(shape[p]) for p in rows) or '1'}):"
         names = self.with_vars({})
         now = self.value(current, tile, lanes, names)
@@ -562,7 +565,7 @@ class KernelPrinter(TileLangDialect):
         self.emit(each_row)
         self.emit(f"    {factor}[{row}] = T.if_then_else({same}, 1.0, {scale})")
         self.emit(f"for {at} in T.Parallel({', '.join(map(str, shape)) or '1'}):")
-        self.emit(f"    {acc}[{at}] = {self.round(op.accum, f'{acc}[{at}] * {factor}[{row}]')}")
+        self.emit(f"    {acc}[{at}] = {self.round(op.accum, f'{acc}[{at}] * {factor}[{row_of}]')}")
         self.emit(each_row)
         self.emit(f"    {ref}[{row}] = {now}")
         self.exit_vector()
