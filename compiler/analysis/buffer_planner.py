@@ -237,7 +237,7 @@ class _KernelPlanner(_WorkingSets):
             for reader in self.stmts:  # a temporary, or one staged by cache_write
                 if reader == producer or not any(r.tensor == tensor for r in self.model.stmt(reader).reads):
                     continue
-                if self._reads_running(tensor, reader):
+                if self._reads_running(tensor, reader) and not self._running_rewalked(producer, reader, tensor):
                     continue
                 if not self._reads_producer_tile(producer, reader, tensor):
                     self.memory_reads.add((tensor, reader))
@@ -254,6 +254,24 @@ class _KernelPlanner(_WorkingSets):
         return any(s.rescale is not None and s.rescale.stat == tensor
                    and (s.rescale.exponential == reader or (s.rescale.source is None and s.name == reader))
                    for s in self.model.stmts)
+
+    def _running_rewalked(self, producer: str, reader: str, tensor: str) -> bool:
+        """Whether a reader of a running maximum walks its rows by a tile-level loop inside the maximum's
+        accumulator (E moved under a serial loop over the query rows): the lowering's running read takes the
+        accumulator's lanes as they are, so such a reader loads the maximum back from memory
+        (compiler/lower/registers.py `_running`).  A reader that is itself a reduction keeps its lanes anchored
+        outside its own accumulation loop (compiler/lower/geometry.py `_anchor`): loops inside that move nothing."""
+        own = [loop for loop in self.path(producer) if self.is_tile_level(loop)]
+        across = accumulation_loop(self.model, producer, own, self.stmts)
+        held = own[: _index(own, across)] if across is not None else own  # the loops around the accumulator
+        path = self.path(reader)
+        loops = [loop for loop in path[: _index(path, self.tile_level(reader)) + 1] if self.is_tile_level(loop)]
+        anchor = accumulation_loop(self.model, reader, loops, self.stmts)
+        if anchor is not None:
+            loops = loops[: _index(loops, anchor)]
+        below = [loop for loop in loops if not any(loop is h for h in held)]
+        return any(self._rewalked(access, reader, below)
+                   for access in self.model.stmt(reader).reads if access.tensor == tensor)
 
     def _tile_prefix(self, stmt: str, loop: Optional[Loop]) -> isl.Map:
         """Statement instance -> values of the tile-level loops from the kernel's root down to `loop`."""

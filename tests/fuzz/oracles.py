@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import re
+
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,18 +83,37 @@ def apply_steps(case: Case):
 
 
 def state_of(sched) -> tuple:
-    """What a schedule is: its trace, its tree's shape and annotations, its instances' times, its domains."""
+    """What a schedule is: its trace, its tree's shape and annotations, its instances' times, its domains, and each
+    loop's placement of each statement.  The tree's text leaves out the domain line and the placements, which
+    isl words differently for equal sets and functions (one piecewise function printed with other pieces after
+    a replay): they are compared as isl objects."""
+    from tdsl.compiler.schedule.tree import walk_loops
     from tdsl.compiler.schedule.tree_view import tree_text
 
-    shape = tree_text(sched.model, sched.tree).split("\n", 1)[-1]  # without the domain line (isl's wording)
+    lines = tree_text(sched.model, sched.tree).split("\n")[1:]
+    shape = "\n".join(line for line in lines if not _PLACEMENT_LINE.match(line))
     domains = {s.name: s.domain for s in sched.model.stmts}
-    return str(sched.trace), shape, sched.time_map(), domains
+    placements = [(loop.name, {stmt: list(pas) for stmt, pas in loop.exprs.items()})
+                  for loop in walk_loops(sched.tree.body)]
+    return str(sched.trace), shape, sched.time_map(), domains, placements
+
+
+# a band's placement of one statement in tree_text: `│   S: i = floor(i/32)   j = j`
+_PLACEMENT_LINE = re.compile(r"^[\s│]*│   [^\s:]+: \S+ = ")
 
 
 def same_state(a: tuple, b: tuple) -> bool:
     """Equal as schedules: isl objects compared as sets, not by how isl happens to print them."""
     return (a[:2] == b[:2] and a[2].is_equal(b[2]) and a[3].keys() == b[3].keys()
-            and all(a[3][k].is_equal(b[3][k]) for k in a[3]))
+            and all(a[3][k].is_equal(b[3][k]) for k in a[3]) and _same_placements(a[4], b[4]))
+
+
+def _same_placements(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(
+        name_a == name_b and exprs_a.keys() == exprs_b.keys()
+        and all(len(exprs_a[s]) == len(exprs_b[s]) and all(x.is_equal(y) for x, y in zip(exprs_a[s], exprs_b[s]))
+                for s in exprs_a)
+        for (name_a, exprs_a), (name_b, exprs_b) in zip(a, b))
 
 
 def check_trace(case: Case, sched) -> Optional[Finding]:
