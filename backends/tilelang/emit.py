@@ -30,6 +30,7 @@ Size: the printer for every tile op in the TileLang dialect, plus the helpers th
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -185,6 +186,14 @@ def shape_code(shape) -> str:
 # ---------------------------------------------------------------- kernels
 
 
+def _register_reads(e) -> list:
+    """Every read of a register tile in a value expression (a select's condition too), in order."""
+    if isinstance(e, T.Reg):
+        return [e]
+    found = _register_reads(e.cond) if isinstance(e, T.Select) else []
+    return found + [r for x in T.value_operands(e) for r in _register_reads(x)]
+
+
 @dataclass
 class _Value:
     """Where a statement's (rounded, f32) tile lives: a buffer and the iterators of its axes."""
@@ -222,6 +231,7 @@ class KernelPrinter(TileLangDialect):
     depth: int = 2
     counter: int = 0
     values: dict = field(default_factory=dict)
+    fragment_copies: dict = field(default_factory=dict)  # (stmt, lane pattern) -> its copy, in one T.Parallel
     accs: dict = field(default_factory=dict)  # stmt -> (buffer, shape)
     acc_tiles: dict = field(default_factory=dict)  # stmt -> the accumulator's tile
     loops: list = field(default_factory=list)  # enclosing SerialLoops
@@ -508,13 +518,41 @@ class KernelPrinter(TileLangDialect):
 
     def tile_value(self, buf: str, tile: T.Tile, value: T.Expr, dtype: str) -> None:
         """`buf` (a vector buffer of the tile's shape) set lane by lane to `value`, rounded to `dtype`."""
-        self.enter_vector()
-        lane_vars, names = self.parallel(tile)
-        self.depth += 1
-        index = ", ".join(lane_vars) if tile.axes else "0"
-        self.emit(f"{buf}[{index}] = {self.round(dtype, self.value(value, tile, lane_vars, names))}")
-        self.depth -= 1
-        self.exit_vector()
+        with self.one_pattern_per_fragment(value):
+            self.enter_vector()
+            lane_vars, names = self.parallel(tile)
+            self.depth += 1
+            index = ", ".join(lane_vars) if tile.axes else "0"
+            self.emit(f"{buf}[{index}] = {self.round(dtype, self.value(value, tile, lane_vars, names))}")
+            self.depth -= 1
+            self.exit_vector()
+
+    @contextmanager
+    def one_pattern_per_fragment(self, value):
+        """TileLang gives a fragment one layout in a T.Parallel, from the one way the loop indexes it: a register
+        tile read there at two lane patterns (cholesky's An = Ap - Lc[i] * Lc[j], Lc along the rows and along the
+        columns) fails its layout inference, and so does a second fragment copied from the first.  Each further
+        pattern reads a copy in shared memory, which any thread reads at any element, made just before the loop
+        (TileLang puts the barrier between the copy and the reads), for this loop only."""
+        patterns: dict = {}
+        for reg in _register_reads(value) if self.vector_scope == "fragment" else []:
+            held = self.values.get(reg.stmt)
+            if held is not None and held.iters and reg.axes not in patterns.setdefault(reg.stmt, []):
+                patterns[reg.stmt].append(reg.axes)
+        for stmt, axes in patterns.items():
+            source = self.values[stmt].buffer
+            shape, dtype, _ = self.allocated[source]
+            for n, pattern in enumerate(axes[1:], 1):
+                copy = self.alloc(self.local(("pattern", stmt, n), f"{source}_{n}"), shape, dtype, "shared",
+                                  f"{stmt} again, read at another lane pattern")
+                lanes = ", ".join(self.lane_list(len(shape)))
+                self.emit(f"for {lanes} in T.Parallel({', '.join(map(str, shape))}):")
+                self.emit(f"    {copy}[{lanes}] = {source}[{lanes}]")
+                self.fragment_copies[(stmt, pattern)] = copy
+        try:
+            yield
+        finally:
+            self.fragment_copies = {}
 
     def fill(self, buf: str, shape, value: str) -> None:
         """Every element of a vector buffer set to `value`."""
@@ -726,6 +764,11 @@ class KernelPrinter(TileLangDialect):
     # ------------------------------------------------------------ tile reductions
 
     def reduce(self, op: T.AccUpdate) -> None:
+        partial = op.partial
+        with self.one_pattern_per_fragment(partial.operand if isinstance(partial, T.Reduce) else partial):
+            self._reduce(op)
+
+    def _reduce(self, op: T.AccUpdate) -> None:
         acc, acc_shape = self.accs[op.stmt]
         partial = op.partial
         body, red = (partial.operand, list(partial.axes)) if isinstance(partial, T.Reduce) else (partial, [])
@@ -866,7 +909,8 @@ class KernelPrinter(TileLangDialect):
                 raise InternalError(f"{e.stmt} is read before it is computed")
             if not value.iters:
                 return f"{value.buffer}[0]"
-            return f"{value.buffer}[{', '.join(lane_vars[p] for p in e.axes)}]"
+            buffer = self.fragment_copies.get((e.stmt, e.axes), value.buffer)
+            return f"{buffer}[{', '.join(lane_vars[p] for p in e.axes)}]"
         if isinstance(e, T.Running):  # a running maximum: its accumulator now, rounded as a store would
             acc, _ = self.accs[e.stmt]
             return self.round(e.dtype, f"{acc}[{', '.join(lane_vars[p] for p in e.axes) or '0'}]")
