@@ -37,11 +37,6 @@ UNARY = ("exp", "silu", "sigmoid", "tanh", "abs", "neg", "bf16", "f16", "f8e4m3"
 
 
 @lru_cache(maxsize=None)
-def example_sources() -> tuple:
-    return library_sources("examples")
-
-
-@lru_cache(maxsize=None)
 def library_sources(library: str) -> tuple:
     """(name, text) of every .tdsl file of one library, in a fixed order."""
     if library not in LIBRARIES:
