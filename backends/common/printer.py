@@ -77,7 +77,10 @@ class PrinterBase:
 
     def barrier(self, op: T.Barrier) -> None:
         """Every thread waits for the stores of this iteration before reading them back (`Barrier`)."""
-        self.emit(f"# {', '.join(op.tensors)}: read back from memory below: every thread waits for the stores above")
+        if op.tensors:
+            self.emit(f"# {', '.join(op.tensors)}: read back from memory below: every thread waits for the stores above")
+        if op.overwrites:
+            self.emit(f"# {', '.join(op.overwrites)}: overwritten below: every thread waits until all have read it")
         self.emit(self.barrier_code("a barrier"))
 
     def barrier_code(self, what: str) -> str:

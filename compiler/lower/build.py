@@ -37,6 +37,7 @@ lives in one module per concern, mixed into it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 from tdsl.compiler.analysis.serial_loops import SerialLoops
@@ -58,11 +59,15 @@ from tdsl.compiler.lower.tileir import (
     Compute,
     Const,
     HostLoop,
+    Load,
+    Select,
     SerialLoop,
     TensorArg,
     TileKernel,
     TileProgram,
     WarpSpecialized,
+    op_expressions,
+    value_operands,
     walk_ops,
 )
 from tdsl.compiler.model.recurrences import self_reads
@@ -218,6 +223,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     def _lower_body(self, body: list, context: list[Loop]) -> list:
         ops: list = []
         stored: set = set()  # tensors stored by the ops so far since the last barrier
+        loaded: set = set()  # arrays loaded since the last barrier that a later statement may overwrite
         for node in body:
             before = set(self.memory_reads)
             self.memory_reads.clear()
@@ -228,21 +234,37 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
                             if node.loops else self._tile_statement(node.leaf, context))
             else:
                 node_ops = self._tile_statement(node, context)
-            ops.extend(self._synchronised(node_ops, stored, self.memory_reads))
+            ops.extend(self._synchronised(node_ops, stored, self.memory_reads, loaded))
             self.memory_reads |= before
         return ops
 
-    @staticmethod
-    def _synchronised(ops: list, stored: set, reads: set) -> list:
+    def _synchronised(self, ops: list, stored: set, reads: set, loaded: set) -> list:
         """A node's ops, after a barrier when they read back from memory what an earlier node of the same body
-        stored in this iteration (`stored`, updated with what these ops store).  What an earlier iteration stored
-        is ordered by the barrier that ends each iteration of the loop carrying it (`SerialLoop.barrier`)."""
+        stored in this iteration (`stored`, updated with what these ops store), or store into an array an earlier
+        node loaded (`loaded`: an input an output is stored in, a folded plane), which other threads may not
+        have read yet.  What an earlier iteration stored is ordered by the barrier that ends each iteration of the
+        loop carrying it (`SerialLoop.barrier`)."""
+        stores = {op.stmt for op in walk_ops(ops) if isinstance(op, (Compute, AccFinish)) and op.store}
         passed = sorted(stored & reads)
-        if passed:
+        overwritten = sorted({self._array(t) for t in stores} & loaded)
+        if passed or overwritten:
             stored.clear()
-            ops = [Barrier(tuple(passed))] + ops
-        stored.update(op.stmt for op in walk_ops(ops) if isinstance(op, (Compute, AccFinish)) and op.store)
+            loaded.clear()
+            ops = [Barrier(tuple(passed), tuple(overwritten))] + ops
+        stored.update(stores)
+        loaded.update(a for a in map(self._array, _loads(ops)) if a in self._overwritable)
         return ops
+
+    def _array(self, tensor: str) -> str:
+        """The array a tensor's elements are stored in (an output `store_in` an input: the input's)."""
+        return self.model.tensors[tensor].stored_in or tensor
+
+    @cached_property
+    def _overwritable(self) -> set:
+        """Arrays whose elements a kernel may store over after reading them: the inputs outputs are stored in,
+        and the folded tensors (fold_storage: a plane holds one step, then the next)."""
+        tensors = self.model.tensors.values()
+        return {t.stored_in for t in tensors if t.stored_in} | {t.name for t in tensors if t.fold}
 
     def _serial(self, loop: Loop, context: list[Loop], body: Optional[list] = None) -> list:
         if loop.n_dims != 1:
@@ -339,3 +361,25 @@ class _Hoisted:
 
     loops: list
     leaf: Leaf
+
+
+def _loads(ops) -> set:
+    """The tensors `ops` load from global memory (their values, select conditions, rescalings, preloads)."""
+    found: set = set()
+
+    def visit(e) -> None:
+        if isinstance(e, Load):
+            found.add(e.tensor)
+        if isinstance(e, Select):
+            visit(e.cond)
+        for x in value_operands(e):
+            visit(x)
+
+    for op in walk_ops(ops):
+        exprs = list(op_expressions(op))
+        rescale = getattr(op, "rescale", None)
+        if rescale is not None:
+            exprs += [rescale.current, rescale.factor]
+        for e in exprs:
+            visit(e)
+    return found

@@ -375,6 +375,9 @@ class Barrier(_Value):
     element (compiler/lower/build.py, `_synchronised`)."""
 
     tensors: tuple = ()  # what passes through memory here (for comments)
+    # arrays earlier statements read that a later one overwrites (an output stored in an input's array, a folded
+    # tensor's plane): every thread has read them before any thread stores
+    overwrites: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,11 @@ def refuse_recurrences(program: T.TileProgram) -> T.TileProgram:
                 raise BackendError(f"{', '.join(stmts)}: {loop} passes values from one iteration to the next "
                                    f"through global memory (a recurrence, or a `for` block), which the Ascend "
                                    f"backends do not synchronise yet; generate it for nvidia (Triton or TileLang)")
+            if isinstance(op, T.Barrier) and op.overwrites:
+                raise BackendError(f"{', '.join(op.overwrites)}: overwritten in place by the kernel that reads it, "
+                                   f"after other statements read it, which the Ascend backends do not synchronise "
+                                   f"yet; generate it for nvidia (Triton or TileLang), or store the output in an "
+                                   f"array of its own (leave out store_in / fold_storage)")
             if isinstance(op, T.Barrier):
                 raise BackendError(f"{', '.join(op.tensors)}: read back from global memory in the kernel that stores "
                                    f"it, which the Ascend backends do not synchronise yet; generate it for nvidia "

@@ -1,0 +1,68 @@
+"""An output stored in an input's array (`store_in`) overwrites elements that other threads of the program read
+in an earlier statement: the lowering puts a barrier between (`Barrier.overwrites`).  Found on the H200 (GPU fuzz,
+seed 32, case 77): doitgen in place, each (r, q) row summed across threads and then stored by other threads over
+the row another warp had not read yet.  Cases where the reads are the storing lanes' own elements need none."""
+
+from __future__ import annotations
+
+import pytest
+
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.errors import BackendError
+from tdsl.compiler.lower.build import lower
+from tdsl.compiler.lower.pipeline import lower_for
+from tdsl.compiler.lower.tileir import Barrier, walk_ops
+
+DOITGEN = """\
+const NR = 6, NQ = 5, NP = 7
+kernel doitgen(A_in: f32[NR, NQ, NP], C4: f32[NP, NP]) -> (A: f32[NR, NQ, NP]) {
+  Sm[r, q, p] = sum(s) A_in[r, q, s] * C4[s, p]
+  A[r, q, p] = Sm[r, q, p]
+}
+
+schedule rows_in_place {
+  bind(Sm.r, grid.x)
+  reverse_compute_at(A, Sm.q)
+  store_in(A, A_in)
+}
+
+schedule rows_apart {
+  bind(Sm.r, grid.x)
+  reverse_compute_at(A, Sm.q)
+}
+"""
+
+SCALE = """\
+const M = 6, N = 9
+kernel scale(X: f32[M, N]) -> (Y: f32[M, N]) {
+  Y[i, j] = X[i, j] * 0.5
+}
+
+schedule in_place {
+  store_in(Y, X)
+  bind(Y.i, grid.x)
+}
+"""
+
+
+def _barriers(source: str, schedule: str) -> list:
+    return [op for k in lower(loads(source).schedule(schedule)).kernels for op in walk_ops(k.body)
+            if isinstance(op, Barrier)]
+
+
+def test_a_row_read_by_some_threads_and_overwritten_by_others_waits_for_every_read():
+    barriers = _barriers(DOITGEN, "rows_in_place")
+    assert [b.overwrites for b in barriers] == [("A_in",)]
+
+
+def test_no_barrier_without_an_overwrite():
+    assert _barriers(DOITGEN, "rows_apart") == []
+    assert _barriers(SCALE, "in_place") == []  # one statement: each lane reads the element it replaces
+
+
+def test_the_950_refuses_it_naming_the_array_and_the_910b_keeps_the_barrier():
+    """The 950 printer has no barrier; the 910B orders its vector cores' stores and loads with one."""
+    with pytest.raises(BackendError, match="A_in: overwritten in place"):
+        lower_for(loads(DOITGEN).schedule("rows_in_place"), "ascend-950")
+    program = lower_for(loads(DOITGEN).schedule("rows_in_place"), "ascend-910b")
+    assert any(isinstance(op, Barrier) and op.overwrites for k in program.kernels for op in walk_ops(k.body))
