@@ -15,7 +15,7 @@ from tdsl.compiler.driver.api import loads
 from catalog import EXAMPLES
 from fuzz.cases import Case
 from fuzz.engine import Fuzzer, Result
-from fuzz.schedules import Step
+from fuzz.schedules import Step, named_steps
 
 ALL = ("triton", "ascend-950", "ascend-910b")
 
@@ -91,20 +91,10 @@ def case_of(program: str, sizes: dict, steps: list) -> Case:
 
 
 def _step(text: str) -> Step:
-    """A .tdsl schedule line -> a fuzzer Step (parsed by the real frontend)."""
+    """A .tdsl schedule line -> a fuzzer Step (parsed by the real frontend, converted as a named schedule is)."""
     prog = loads(f"kernel k(A: f32[4]) -> (B: f32[4]) {{\n  B[i] = A[i]\n}}\nschedule s {{\n  {text}\n}}\n")
-    (step,) = prog.ast.schedules[0].steps
-    from tdsl.compiler.schedule.schedule import _plain
-
-    args = tuple(_plain(a.value) for a in step.args if a.keyword is None)
-    args = tuple(f"{a.stmt}.{a.loop}" if hasattr(a, "loop") else a for a in args)
-    kwargs = tuple((a.keyword, _text(_plain(a.value))) for a in step.args if a.keyword is not None)
-    names = tuple(n.name for n in step.results) or None
-    return Step(step.primitive, args, kwargs, names)
-
-
-def _text(value):
-    return f"{value.stmt}.{value.loop}" if hasattr(value, "loop") else value
+    (step,) = named_steps(prog, "s")
+    return step
 
 
 SAVED = sorted((Path(__file__).parent / "fuzz" / "findings").glob("*.json"))

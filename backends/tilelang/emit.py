@@ -186,14 +186,6 @@ def shape_code(shape) -> str:
 # ---------------------------------------------------------------- kernels
 
 
-def _register_reads(e) -> list:
-    """Every read of a register tile in a value expression (a select's condition too), in order."""
-    if isinstance(e, T.Reg):
-        return [e]
-    found = _register_reads(e.cond) if isinstance(e, T.Select) else []
-    return found + [r for x in T.value_operands(e) for r in _register_reads(x)]
-
-
 @dataclass
 class _Value:
     """Where a statement's (rounded, f32) tile lives: a buffer and the iterators of its axes."""
@@ -535,7 +527,7 @@ class KernelPrinter(TileLangDialect):
         pattern reads a copy in shared memory, which any thread reads at any element, made just before the loop
         (TileLang puts the barrier between the copy and the reads), for this loop only."""
         patterns: dict = {}
-        for reg in _register_reads(value) if self.vector_scope == "fragment" else []:
+        for reg in T.nodes_in(value, T.Reg) if self.vector_scope == "fragment" else []:
             held = self.values.get(reg.stmt)
             if held is not None and held.iters and reg.axes not in patterns.setdefault(reg.stmt, []):
                 patterns[reg.stmt].append(reg.axes)

@@ -93,8 +93,8 @@ def _tilelang_without_fmad() -> None:
         return
 
     def without_fmad(*args, pass_configs=None, **kwargs):
-        return compile_(*args, pass_configs={**(pass_configs or {}), "tl.device_compile_flags": "--fmad=false"},
-                        **kwargs)
+        return compile_(*args, pass_configs={**(pass_configs or {}), "tl.device_compile_flags": ["--fmad=false"]},
+                        **kwargs)  # TileLang takes the flags as a list
 
     without_fmad.without_fmad = True
     tilelang.compile = without_fmad

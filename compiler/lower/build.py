@@ -60,14 +60,13 @@ from tdsl.compiler.lower.tileir import (
     Const,
     HostLoop,
     Load,
-    Select,
     SerialLoop,
     TensorArg,
     TileKernel,
     TileProgram,
     WarpSpecialized,
-    op_expressions,
-    value_operands,
+    nodes_in,
+    values_read,
     walk_ops,
 )
 from tdsl.compiler.model.recurrences import self_reads
@@ -146,6 +145,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     planned: list  # compiler.memory.PlannedBuffer of this kernel (schedule-created buffers only)
     produced: dict = field(default_factory=dict)
     bounds_cache: dict = field(default_factory=dict)
+    serial_paths: dict = field(default_factory=dict)  # statement -> the serial loops around it (loops.py)
     geometry_cache: dict = field(default_factory=dict)
     loop_vars: dict = field(default_factory=dict)  # (loop name, dim) -> its variable, made by _var on first use
     accumulating: dict = field(default_factory=dict)  # reduction -> (accumulator tile, loops around its init)
@@ -365,21 +365,4 @@ class _Hoisted:
 
 def _loads(ops) -> set:
     """The tensors `ops` load from global memory (their values, select conditions, rescalings, preloads)."""
-    found: set = set()
-
-    def visit(e) -> None:
-        if isinstance(e, Load):
-            found.add(e.tensor)
-        if isinstance(e, Select):
-            visit(e.cond)
-        for x in value_operands(e):
-            visit(x)
-
-    for op in walk_ops(ops):
-        exprs = list(op_expressions(op))
-        rescale = getattr(op, "rescale", None)
-        if rescale is not None:
-            exprs += [rescale.current, rescale.factor]
-        for e in exprs:
-            visit(e)
-    return found
+    return {load.tensor for op in walk_ops(ops) for e in values_read(op) for load in nodes_in(e, Load)}

@@ -17,7 +17,7 @@ Host loops (`host`) are outside the kernel's root: they come first in every cont
 the kernel's arguments.
 
 `KernelLoops` is mixed into `_KernelLowering` (compiler/lower/build.py) and reads its fields (`model`, `tree`,
-`deps`, `root`, `host`, `bounds_cache`, `loop_vars`, `serial_loops`).
+`deps`, `root`, `host`, `bounds_cache`, `serial_paths`, `loop_vars`, `serial_loops`).
 """
 
 from __future__ import annotations
@@ -273,9 +273,16 @@ class KernelLoops:
         """The serial loop of `context` the reduction's accumulator lives across (schedule/tree.py
         `accumulation_loop`; a reader's context may hold loops the reduction is not in)."""
         kernel = [s.name for s in self.model.stmts if self.kernel_of.get(s.name) == self.index]
-        inside = [loop for loop in self.tree.path(stmt_name)
-                  if not loop.host and not any(loop is c for c in context) and self._is_serial(loop)]
+        inside = [loop for loop in self._serial_path(stmt_name) if not any(loop is c for c in context)]
         return accumulation_loop(self.model, stmt_name, context, kernel, deeper=inside)
+
+    def _serial_path(self, stmt_name: str) -> list:
+        """The serial loops of the kernel around a statement (once per statement: the tree does not change while
+        a kernel is lowered)."""
+        if stmt_name not in self.serial_paths:
+            self.serial_paths[stmt_name] = [loop for loop in self.tree.path(stmt_name)
+                                            if not loop.host and self._is_serial(loop)]
+        return self.serial_paths[stmt_name]
 
 
 def _between(lo: isl.PwAff, hi: isl.PwAff) -> isl.Map:

@@ -533,24 +533,35 @@ def op_expressions(op) -> list:
     return [e for e in (getattr(op, name, None) for name in ("value", "partial", "load", "start")) if e is not None]
 
 
+def values_read(op) -> list:
+    """The value expressions an op reads: `op_expressions` and a sum's rescaling."""
+    exprs = list(op_expressions(op))
+    rescale = getattr(op, "rescale", None)
+    if rescale is not None:
+        exprs += [rescale.current, rescale.factor]
+    return exprs
+
+
 def registers_read(op) -> set:
     """The statements whose register tiles an op reads (a loop: every op of its body): in its values, the
     conditions of its selects (`where(x > y, ...)` compares values) and a sum's rescaling."""
     if isinstance(op, SerialLoop):
         return set().union(*(registers_read(o) for o in op.body))
-    exprs = list(op_expressions(op))
-    rescale = getattr(op, "rescale", None)
-    if rescale is not None:
-        exprs += [rescale.current, rescale.factor]
-    return set().union(*(registers_in(e) for e in exprs))
+    return set().union(*(registers_in(e) for e in values_read(op)))
 
 
 def registers_in(e) -> set:
     """The statements whose register tiles an expression reads (in a select's condition too)."""
-    if isinstance(e, Reg):
-        return {e.stmt}
-    found = registers_in(e.cond) if isinstance(e, Select) else set()
-    return found.union(*(registers_in(x) for x in value_operands(e)))
+    return {reg.stmt for reg in nodes_in(e, Reg)}
+
+
+def nodes_in(e, kind) -> list:
+    """The sub-expressions of class `kind` an expression reads through, in order (in a select's condition too:
+    a comparison of values reads; `value_operands` leaves the condition out)."""
+    if isinstance(e, kind):
+        return [e]
+    found = nodes_in(e.cond, kind) if isinstance(e, Select) else []
+    return found + [n for x in value_operands(e) for n in nodes_in(x, kind)]
 
 
 def walk_ops(body):

@@ -165,20 +165,7 @@ def _box_fits(box: tuple, dtype: str) -> bool:
 
 def _loads(op) -> list:
     """The Loads an op reads through (a product's operands, values, preloads)."""
-    out = []
-
-    def visit(e):
-        if isinstance(e, T.Load):
-            out.append(e)
-            return
-        if isinstance(e, T.Select):
-            visit(e.cond)  # a comparison of values reads too (value_operands leaves the condition out)
-        for x in T.value_operands(e):
-            visit(x)
-
-    for e in T.op_expressions(op):
-        visit(e)
-    return out
+    return [load for e in T.op_expressions(op) for load in T.nodes_in(e, T.Load)]
 
 
 def descriptors(kernel: T.TileKernel) -> list[tuple]:
