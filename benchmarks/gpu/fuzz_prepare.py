@@ -118,13 +118,22 @@ def _regenerate(out: Path, backends: list[str]) -> int:
 def _write(folder: Path, case, text: str, model, refs: dict) -> None:
     folder.mkdir()
     (folder / "module.py").write_text(text)
-    outputs = [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in model.outputs()]
+    from tdsl.compiler.verify import reordered_terms, tolerance_dtype
+
+    # each output with the tolerance the CPU fuzzer holds it to (compiler/verify/compare.py)
+    outputs = [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape),
+                "tolerance": tolerance_dtype(model, t.name), "terms": reordered_terms(model, t.name)}
+               for t in model.outputs()]
     inputs = [{"name": t.name, "dtype": t.dtype, "shape": list(t.shape)} for t in model.inputs()]
-    for dist, (ins, want) in refs.items():
-        np.savez(folder / f"inputs_{dist}.npz", **{k: np.asarray(v, dtype=np.float32) for k, v in ins.items()})
-        np.savez(folder / f"reference_{dist}.npz",
-                 **{t["name"]: np.asarray(want[t["name"]], dtype=np.float32) for t in outputs})
+    for dist, ref in refs.items():
+        np.savez(folder / f"inputs_{dist}.npz",
+                 **{k: np.asarray(v, dtype=np.float32) for k, v in ref.inputs.items()})
+        for name, values in [("reference", ref.outputs)] + [(f"reassociated{n}", other)
+                                                            for n, other in enumerate(ref.reassociated)]:
+            np.savez(folder / f"{name}_{dist}.npz",
+                     **{t["name"]: np.asarray(values[t["name"]], dtype=np.float32) for t in outputs})
     meta = {"kernel": model.name, "inputs": inputs, "outputs": outputs, "distributions": list(refs),
+            "reassociations": len(next(iter(refs.values())).reassociated) if refs else 0,
             "case": json.loads(case.to_json())}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
 

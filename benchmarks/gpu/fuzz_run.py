@@ -72,7 +72,13 @@ def run_case(job: tuple) -> dict:
                     buf = buffers[t["name"]].float().cpu()
                     spoiled = int((~torch.isnan(buf[:GUARD])).sum() + (~torch.isnan(buf[-GUARD:])).sum())
                 got = outs[t["name"]].float().cpu().numpy().reshape(t["shape"])
-                c = compare(want[t["name"]], got, t["dtype"])
+                # the CPU fuzzer's tolerance; where it fails, widened where the output is ill-conditioned at
+                # these inputs (the reference with its sums in other orders: compiler/verify/compare.py)
+                dtype, terms = t.get("tolerance", t["dtype"]), t.get("terms", 1)
+                c = compare(want[t["name"]], got, dtype, terms)
+                others = [folder / f"reassociated{n}_{dist}.npz" for n in range(meta.get("reassociations", 0))]
+                if not c.ok and others:
+                    c = compare(want[t["name"]], got, dtype, terms, [np.load(f)[t["name"]] for f in others])
                 if spoiled or not c.ok:
                     result["ok"] = False
                     result["problems"].append(f"{dist} {t['name']}: {c.summary()}"

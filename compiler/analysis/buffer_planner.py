@@ -277,8 +277,7 @@ class _KernelPlanner(_WorkingSets):
         """Statement instance -> values of the tile-level loops from the kernel's root down to `loop`."""
         path = self.path(stmt)
         upto = path[: _index(path, loop) + 1] if loop is not None else []
-        return pw_affs_to_map([d for l in upto if self.is_tile_level(l) for d in l.exprs[stmt]],
-                              self.model.stmt(stmt).domain)
+        return self._loops_prefix(stmt, [l for l in upto if self.is_tile_level(l)])
 
     def _rewalked(self, access, reader: str, below: list) -> bool:
         """Whether a tile-level loop of the reader inside the producer's final level walks an iterator the read
@@ -297,9 +296,17 @@ class _KernelPlanner(_WorkingSets):
     def _offset_uses(self, reader: str, n: int, loop: Loop) -> bool:
         """Whether the reader's tile offset along its iterator n uses `loop`'s variables, the offset taken as the
         tile lowering takes it (compiler/lower/geometry.py `_aligned_offset`): the smallest n of one iteration of
-        the tile-level loops down to the last one whose expression uses n."""
+        the tile-level loops down to the last one whose expression uses n.  A reduction's output lanes are its
+        accumulator's, anchored outside the loop it accumulates across (`_anchor` there): the loops inside move
+        none of them."""
         stmt, path = self.model.stmt(reader), self.path(reader)
         loops = [l for l in path[: _index(path, self.tile_level(reader)) + 1] if self.is_tile_level(l)]
+        if stmt.iters[n] in stmt.lhs_iters:
+            anchor = accumulation_loop(self.model, reader, loops, self.stmts)
+            if anchor is not None:
+                loops = loops[: _index(loops, anchor)]
+                if not any(l is loop for l in loops):
+                    return False
         walkers = [k for k, l in enumerate(loops) if any(uses_iterators(pa, n, 1) for pa in l.exprs[reader])]
         loops = loops[: walkers[-1] + 1]  # `loop` is among them: its expression uses n
         rel = pw_affs_to_map([pa for l in loops for pa in l.exprs[reader]], stmt.domain).reverse()
@@ -318,23 +325,6 @@ class _KernelPlanner(_WorkingSets):
         written = [prod.iters.index(i) for i in prod.lhs_iters]
         return (any(uses_iterators(pa, n, 1) for pa in loop.exprs[reader] for n in read)
                 or any(uses_iterators(pa, n, 1) for pa in loop.exprs[producer] for n in written))
-
-    def _anchored_across(self, access, reader: str, enclosing: list) -> bool:
-        """Whether the reader is a reduction whose accumulator lives across a loop (tree.py `accumulation_loop`) inside
-        which a tile-level loop of `enclosing` (the loops around the producer's complete tile) places an output
-        index the read indexes by: the lowering anchors the reduction's tile outside that loop, so it spans all
-        its values (masked to the current one) where the producer's tile holds one (compiler/lower/geometry.py
-        `_anchor`)."""
-        stmt = self.model.stmt(reader)
-        path = self.path(reader)
-        outer = accumulation_loop(self.model, reader, path, self.stmts)
-        if outer is None:
-            return False
-        outputs = [stmt.iters.index(i.name) for i in access.node.indices if i.name in stmt.lhs_iters]
-        inside = {id(loop) for loop in enclosing}
-        return any(self.is_tile_level(loop) and any(uses_iterators(pa, n, 1) for pa in loop.exprs[reader]
-                                                     for n in outputs)
-                   for loop in path[_index(path, outer) + 1:] if id(loop) in inside)
 
     def _copied(self, stmt: str) -> bool:
         """Whether the statement is computed again per tile (`recompute_at`)."""
@@ -392,19 +382,38 @@ class _KernelPlanner(_WorkingSets):
             if any(self._one_value(loop, producer) != self._one_value(loop, reader)
                    for loop in path[: at_stored + 1] if self._places(loop, access, reader, producer)):
                 return False  # one takes a single value of a loop the other walks: the lowering sees a constant there
-            if self._anchored_across(access, reader, path[: at_stored + 1]):
-                return False
             if access.relation.is_empty():  # a branch never taken at these sizes: lowered all the same, by its lanes
                 continue
             read = prefix.reverse().apply_range(access.relation).coalesce()
-            # the lanes its tile holds where it reads: a `where` branch taken at some of them is lowered lane for
-            # lane all the same
-            lanes = prefix.reverse().apply_range(_tile_lanes(access, self.model.stmt(reader)))
-            lanes = lanes.intersect_domain(read.domain()).coalesce()
             lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
-            if not _same_lanes(read, lanes, lifted):
+            if not _same_lanes(read, self._lanes(access, reader, tiles, read.domain()), lifted):
                 return False
         return True
+
+    def _lanes(self, access, reader: str, tiles: list, where: isl.Set) -> list:
+        """Per dimension of a plain read, the lanes the reader's tile holds at each iteration of its tile-level
+        loops `tiles` (where it reads: a `where` branch taken at some of them is lowered lane for lane all the
+        same).  Along an output iterator of a reduction they are its accumulator's, anchored to the loops
+        outside the one it accumulates across (compiler/lower/geometry.py `_anchor`): the same at every
+        iteration of the loops inside it."""
+        stmt = self.model.stmt(reader)
+        every = _tile_lanes(access, stmt)
+        anchor = accumulation_loop(self.model, reader, tiles, self.stmts)
+        outer = tiles[: _index(tiles, anchor)] if anchor is not None else tiles
+        per_dim = []
+        for index in access.node.indices:
+            loops = outer if index.name in stmt.lhs_iters else tiles
+            held = self._loops_prefix(reader, loops).reverse().apply_range(every)
+            if not loops:  # no loop: `pw_affs_to_map`'s single point in time
+                held = held.project_out(isl.dim_type.in_, 0, 1)
+            held = held.insert_dims(isl.dim_type.in_, held.dim(isl.dim_type.in_),
+                                    where.dim(isl.dim_type.set) - held.dim(isl.dim_type.in_))
+            per_dim.append(held.intersect_domain(where).coalesce())
+        return per_dim
+
+    def _loops_prefix(self, stmt: str, loops: list) -> isl.Map:
+        """Statement instance -> values of `loops` (some of its loops, outermost first)."""
+        return pw_affs_to_map([d for l in loops for d in l.exprs[stmt]], self.model.stmt(stmt).domain)
 
     def _rescale_factors(self) -> None:
         """A running maximum (`online`) needs, beside its own row vector and the sums', one more per row: the
@@ -562,16 +571,16 @@ def _index(path: list[Loop], loop: Optional[Loop]) -> int:
     raise KeyError(loop.name)
 
 
-def _same_lanes(read: isl.Map, lanes: isl.Map, written: isl.Map) -> bool:
+def _same_lanes(read: isl.Map, lanes: list, written: isl.Map) -> bool:
     """The reader's tile is the producer's, lane for lane: it reads only what the producer wrote in that
-    iteration, and per dimension the lanes its tile holds there (`lanes`) start where the producer's do and
+    iteration, and per dimension d the lanes its tile holds there (`lanes[d]`) start where the producer's do and
     span as many (a triangular reader masks some of them, a `where` branch takes some of them)."""
     if not read.is_subset(written):
         return False
-    for d in range(lanes.dim(isl.dim_type.out)):
-        if not lanes.dim_min(d).is_equal(written.dim_min(d)):
+    for d, held in enumerate(lanes):
+        if not held.dim_min(d).is_equal(written.dim_min(d)):
             return False
-        if not _largest_span(lanes, d).eq(_largest_span(written, d)):
+        if not _largest_span(held, d).eq(_largest_span(written, d)):
             return False
     return True
 

@@ -68,7 +68,7 @@ import numpy as np
 from tdsl.compiler.model import dtypes as dt
 from tdsl.compiler.model.program import KernelModel
 from tdsl.compiler.reference.order import (Instance, instances_in_order, ordered_instances, program_order,
-                                           timed_instances)
+                                           sums_reordered, timed_instances)
 from tdsl.compiler.reference.runtime import EarlyRead, Trace
 from tdsl.compiler.reference.statements import _init_state, compile_statements, tensor_shape
 
@@ -130,11 +130,16 @@ def interpret(
     schedule,
     inputs: dict[str, np.ndarray],
     trace: Optional[Trace] = None,
+    reorder_sums: Optional[int] = None,
 ) -> dict[str, np.ndarray]:
     """`run(model, instances_in_order(model, schedule), inputs, trace)`, executed from the sorted arrays
     (`ordered_instances`): each statement's points become lists once and its instances take them in turn,
-    without a tuple per instance."""
+    without a tuple per instance.  With `reorder_sums` (a seed), every sum adds its terms of one element in
+    another order (`sums_reordered`): not the program's result, but how far another association moves it."""
     names, sidx, pts = ordered_instances(model, schedule)
+    if reorder_sums is not None:
+        order = sums_reordered(model, sidx, pts, reorder_sums)
+        sidx, pts = sidx[order], pts[order]
     state = _init_state(model, inputs)
     mine = [sidx == k for k in range(len(model.stmts))]
     if trace is not None:

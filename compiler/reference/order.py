@@ -340,6 +340,24 @@ def ordered_instances(model: KernelModel, schedule) -> tuple[list[str], np.ndarr
     return names, sidx[order], pts[order]
 
 
+def sums_reordered(model: KernelModel, sidx: np.ndarray, pts: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A permutation of instances in execution order (`ordered_instances`) that adds the terms of every element
+    of a `sum` in another order: each run of consecutive updates of one element by one statement is reversed
+    (seed 0) or shuffled (another seed), everything else keeps its place.  Not a legal schedule under `combine
+    strict`: it perturbs the rounding of the sums alone, to measure how far another association moves each
+    result (compiler/verify/compare.py `reassociated`)."""
+    n = sidx.shape[0]
+    if n < 2:
+        return np.arange(n)
+    is_sum = np.array([s.reduce_op == "sum" for s in model.stmts], dtype=bool)[sidx]
+    lhs = np.array([len(s.lhs_iters) for s in model.stmts], dtype=np.int64)[sidx]
+    element = np.where(np.arange(pts.shape[1])[None, :] < lhs[:, None], pts, 0)
+    same = (sidx[1:] == sidx[:-1]) & is_sum[1:] & np.all(element[1:] == element[:-1], axis=1)
+    run = np.concatenate([[0], np.cumsum(~same)])
+    within = -np.arange(n) if seed == 0 else np.random.default_rng(seed).permutation(n)
+    return np.lexsort((within, run))
+
+
 def instances_in_order(model: KernelModel, schedule) -> list[Instance]:
     """Every instance of every statement, sorted by its time vector under `schedule`.
 

@@ -142,9 +142,10 @@ def check_interpreter(case: Case, original, sched, references: dict) -> Optional
     from tdsl.compiler.reference.interpreter import interpret
     from tdsl.compiler.verify import compare, online_bound, reordered_terms, tolerance_dtype
 
-    for dist, (inputs, want) in references.items():
+    for dist, ref in references.items():
+        want = ref.outputs
         try:
-            got = interpret(sched.model, sched.time_map(), inputs)
+            got = interpret(sched.model, sched.time_map(), ref.inputs)
         except Exception as err:  # noqa: BLE001
             return internal("interpreter", err)
         for t in original.model.outputs():
@@ -172,14 +173,34 @@ def check_interpreter(case: Case, original, sched, references: dict) -> Optional
     return None
 
 
+class Reference:
+    """One input distribution's inputs and program-order result.  The results with every sum's terms in other
+    orders, which tell an ill-conditioned output from a wrong one (compiler/verify/compare.py `reassociated`),
+    are computed the first time a comparison fails."""
+
+    def __init__(self, original, inputs: dict, outputs: dict):
+        self.original, self.inputs, self.outputs = original, inputs, outputs
+        self._reassociated = None
+
+    @property
+    def reassociated(self) -> list[dict]:
+        from tdsl.compiler.reference.interpreter import interpret
+        from tdsl.compiler.verify.compare import REASSOCIATIONS
+
+        if self._reassociated is None:
+            self._reassociated = [interpret(self.original.model, self.original.time_map(), self.inputs,
+                                            reorder_sums=seed) for seed in range(REASSOCIATIONS)]
+        return self._reassociated
+
+
 def references(case: Case, original) -> dict:
-    """dist -> (inputs, program-order result) for every input distribution."""
+    """dist -> `Reference` for every input distribution."""
     from tdsl.compiler.reference.interpreter import interpret
 
     out = {}
     for dist in case.distributions:
         inputs = inputs_for(original.model, case.seed, dist)
-        out[dist] = (inputs, interpret(original.model, original.time_map(), inputs))
+        out[dist] = Reference(original, inputs, interpret(original.model, original.time_map(), inputs))
     return out
 
 
@@ -230,15 +251,19 @@ def check_backend(case: Case, backend: str, original, refs: dict, workdir: Path,
     return finding
 
 
-def _compare_outputs(backend: str, original, want: dict, got: dict, dist: str) -> Optional[Finding]:
+def _compare_outputs(backend: str, original, ref: Reference, got: dict, dist: str) -> Optional[Finding]:
     from tdsl.compiler.verify import compare, reordered_terms, tolerance_dtype
 
     for t in original.model.outputs():
         if t.name not in got:
             return Finding("miscompile", backend, f"output {t.name} was not produced")
         # a relaxed reduction may be summed in the kernel's order: a unit for each of its terms (1 when strict)
-        result = compare(want[t.name].astype(np.float32), np.asarray(got[t.name], dtype=np.float32),
-                         tolerance_dtype(original.model, t.name), reordered_terms(original.model, t.name))
+        want, have = ref.outputs[t.name].astype(np.float32), np.asarray(got[t.name], dtype=np.float32)
+        dtype, terms = tolerance_dtype(original.model, t.name), reordered_terms(original.model, t.name)
+        result = compare(want, have, dtype, terms)
+        if not result.ok:  # wrong, or ill-conditioned at these inputs: the kernel's own association amplified
+            others = [other[t.name].astype(np.float32) for other in ref.reassociated]
+            result = compare(want, have, dtype, terms, reassociated=others)
         if not result.ok:
             return Finding("miscompile", backend, f"{t.name}: {result.summary()} ({dist} inputs)")
     return None
@@ -251,9 +276,9 @@ def _run_triton(case, backend, text, original, refs, workdir) -> Optional[Findin
         module = load_module(text, workdir / f"fz_{case.ident()}_triton.py")
     except Exception as err:  # noqa: BLE001
         return internal("triton import", err)
-    for dist, (inputs, want) in refs.items():
+    for dist, ref in refs.items():
         try:
-            got = run_generated(module, original.model, inputs, guard=13)
+            got = run_generated(module, original.model, ref.inputs, guard=13)
         except AssertionError as err:  # a write into the NaN guard around an output
             return Finding("miscompile", backend, str(err))
         except Exception as err:  # noqa: BLE001
@@ -262,7 +287,7 @@ def _run_triton(case, backend, text, original, refs, workdir) -> Optional[Findin
             if out_of_bounds(err) is not None:
                 return Finding("miscompile", backend, str(out_of_bounds(err)))
             return internal("triton run", err)
-        finding = _compare_outputs(backend, original, want, got, dist)
+        finding = _compare_outputs(backend, original, ref, got, dist)
         if finding:
             return finding
     return None
@@ -271,16 +296,16 @@ def _run_triton(case, backend, text, original, refs, workdir) -> Optional[Findin
 def _run_ascend(case, backend, text, original, refs, workdir) -> Optional[Finding]:
     from tdsl.compiler.verify.ascend_sim import SimulationError, Unsupported, simulate
 
-    for dist, (inputs, want) in refs.items():
+    for dist, ref in refs.items():
         try:
-            sim = simulate(text, inputs, backend)
+            sim = simulate(text, ref.inputs, backend)
         except Unsupported:
             return None
         except SimulationError as err:
             return Finding("miscompile", backend, f"the NumPy execution model rejects the kernel: {err}")
         except Exception as err:  # noqa: BLE001
             return internal(f"{backend} simulate", err)
-        finding = _compare_outputs(backend, original, want, sim.tensors, dist)
+        finding = _compare_outputs(backend, original, ref, sim.tensors, dist)
         if finding:
             return finding
     return None
@@ -349,4 +374,4 @@ def is_typed(err: BaseException) -> bool:
 
 
 __all__ = ["Finding", "BACKENDS", "apply_steps", "check_trace", "check_interpreter", "check_backend",
-           "check_pure_emission", "check_plan_matches_lowering", "references", "is_typed", "LegalityError", "ScheduleError"]
+           "check_pure_emission", "check_plan_matches_lowering", "Reference", "references", "is_typed", "LegalityError", "ScheduleError"]

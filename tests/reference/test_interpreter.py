@@ -712,3 +712,28 @@ def test_fma_and_exp2_at_the_edges():
     assert runtime._exp2(np.float32(-np.inf)) == 0.0 and runtime._exp2(np.float32(128.0)) == np.inf
     assert runtime._exp2(np.float32(-149.0)) == np.float32(2.0 ** -149) and runtime._exp2(np.float32(-151.0)) == 0.0
     assert runtime._exp2(np.float32(0.5)) == np.float32(math.sqrt(2.0)) and math.isnan(runtime._exp2(np.float32("nan")))
+
+
+def test_reordered_sums_move_only_the_rounding_of_sums():
+    """`interpret(..., reorder_sums=seed)` adds every sum's terms of one element in another order (the chapter's
+    1 + 2^-24 + 2^-24 then keeps its small terms) and leaves everything else in program order: a max, and the
+    statements that read the sum after it."""
+    from tdsl.compiler.driver.api import loads
+
+    sched = loads("""
+const K = 3
+kernel k(X: f32[K]) -> (s: f32[1], m: f32[1], t: f32[1]) {
+  s[i] = sum(k) X[k]
+  m[i] = max(k) X[k]
+  t[i] = s[i] * 2.0
+}
+""", "k.tdsl").schedule()
+    X = {"X": np.array([1, 2.0 ** -24, 2.0 ** -24], dtype=np.float32)}
+    program = interp.interpret(sched.model, sched.time_map(), X)
+    reversed_ = interp.interpret(sched.model, sched.time_map(), X, reorder_sums=0)
+    assert program["s"].tolist() == [1.0] and reversed_["s"].tolist() == [1.0 + 2.0 ** -23]
+    assert reversed_["t"].tolist() == [2.0 + 2.0 ** -22]  # read after the whole sum, as in program order
+    assert reversed_["m"].tolist() == program["m"].tolist() == [1.0]
+    for seed in range(1, 4):  # a shuffle: some order of the same three terms
+        assert interp.interpret(sched.model, sched.time_map(), X, reorder_sums=seed)["s"].tolist()[0] in (
+            1.0, 1.0 + 2.0 ** -23)
