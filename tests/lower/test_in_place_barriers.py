@@ -11,7 +11,7 @@ from tdsl.compiler.driver.api import loads
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.build import lower
 from tdsl.compiler.lower.pipeline import lower_for
-from tdsl.compiler.lower.tileir import Barrier, walk_ops
+from tdsl.compiler.lower.tileir import Barrier, Compute, walk_ops
 
 DOITGEN = """\
 const NR = 6, NQ = 5, NP = 7
@@ -66,3 +66,36 @@ def test_the_950_refuses_it_naming_the_array_and_the_910b_keeps_the_barrier():
         lower_for(loads(DOITGEN).schedule("rows_in_place"), "ascend-950")
     program = lower_for(loads(DOITGEN).schedule("rows_in_place"), "ascend-910b")
     assert any(isinstance(op, Barrier) and op.overwrites for k in program.kernels for op in walk_ops(k.body))
+
+
+SHIFTED = """\
+const M = 6, N = 40
+kernel shift(X: f32[M, N]) -> (Y: f32[M, N]) {
+  Y[i, j] = where(j + 1 < N, X[i, j + 1], 0.0) * 0.5
+}
+
+schedule in_place {
+  store_in(Y, X)
+  jo, ji = split(Y.j, 16)
+  bind(Y.i, grid.x)
+}
+
+schedule apart {
+  jo, ji = split(Y.j, 16)
+  bind(Y.i, grid.x)
+}
+"""
+
+
+def _computes(source: str, schedule: str) -> list:
+    return [op for k in lower(loads(source).schedule(schedule)).kernels for op in walk_ops(k.body)
+            if isinstance(op, Compute)]
+
+
+def test_one_statement_reading_what_its_next_lane_overwrites_walks_those_lanes_one_at_a_time():
+    """Y[i, j] = X[i, j + 1] stored over X: instance j reads the element instance j + 1 replaces.  As lanes of one
+    tile, one warp could store X[i, j + 1] before another warp loaded it.  The loop carries that
+    read-before-overwrite dependence, so it runs serially (compiler/analysis/serial_loops.py): the tile is one
+    element, the order is the program's, and no barrier is needed inside the statement."""
+    assert all(not c.tile.axes for c in _computes(SHIFTED, "in_place"))
+    assert [a.iter for c in _computes(SHIFTED, "apart") for a in c.tile.axes] == ["j"]  # out of place: lanes
