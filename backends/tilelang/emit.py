@@ -94,13 +94,26 @@ CUDA_HELPERS["reload"] = ('extern "C" __device__ __forceinline__ void tdsl_reloa
                           '{ asm volatile("" : : "l"(p) : "memory"); }')
 
 
+# `a * b + c` is two roundings in the program (docs/legality.md#rounding): nvcc must not contract it into one fma,
+# which it does by default (a program asks for an fma with `fma`, T.ieee_fmaf).  Triton's launches say the same
+# with enable_fp_fusion=False (backends/triton/launcher.py).
+NO_CONTRACTION = {"tl.device_compile_flags": ["--fmad=false"]}
+
+
+def _pass_configs(program: T.TileProgram) -> dict:
+    """Every kernel's TileLang pass configuration, by its KERNELS key: no contraction, and what a warp-specialised
+    loop needs (warp_specialized.py)."""
+    special = pass_configs(program)
+    return {k.name: {**NO_CONTRACTION, **special.get(k.name, {})} for k in program.kernels}
+
+
 def emit_module(program: T.TileProgram, **common) -> str:
     """The module text: the kernels of `program` and their torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
     kernels = [KernelPrinter(program, k, names).render() for k in program.kernels]
     helpers = sorted({f for k in kernels for f in k["helpers"]})
     return module_text(TEMPLATES, program, names, kernels, **common, dynamic=dynamic_sizes(program, names),
-                       pass_configs=pass_configs(program) or "",
+                       pass_configs=_pass_configs(program),
                        persistent=any(persistent_walk(k) for k in program.kernels),
                        cuda_source=repr("\n".join(CUDA_HELPERS[f] for f in helpers) + "\n") if helpers else "",
                        **launcher_fields(program, names, launcher(program, names)))

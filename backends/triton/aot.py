@@ -35,7 +35,7 @@ def compile_kernel(module, kernel: TileKernel, arch: int = 90, function: str = "
     # The JIT marks pointers (and sizes) divisible by 16 on a real launch with aligned tensors.
     attrs = {(n,): [["tt.divisibility", 16]] for n in range(len(kernel.tensors))}
     source = ASTSource(fn, signature, constexprs, attrs)
-    options = {"num_warps": kernel.num_warps, "num_stages": kernel.num_stages}
+    options = {"num_warps": kernel.num_warps, "num_stages": kernel.num_stages, "enable_fp_fusion": False}  # as launched
     return triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
 
 
@@ -141,7 +141,8 @@ def _compile_spec(spec: dict) -> dict:
         )
         compiled = compile_kernel(module, kernel, spec["arch"], k["function"])
         ptx = compiled.asm.get("ptx", "")
-        results[k["name"]] = {"shared": compiled.metadata.shared, "wgmma": "wgmma" in ptx, "ptx_lines": ptx.count("\n")}
+        results[k["name"]] = {"shared": compiled.metadata.shared, "wgmma": "wgmma" in ptx, "ptx_lines": ptx.count("\n"),
+                              "fma": ptx.count("fma.rn.f32")}
     return results
 
 

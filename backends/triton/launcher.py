@@ -56,7 +56,9 @@ def launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
             total = " * ".join(f"({g})" for g in grid if g != 1) or "1"
             grid_code = f"(min({total}, _programs({names.tensor(kernel.tensors[0].name)})),)"
         args = [names.tensor(t.name) for t in kernel.tensors] + [names.var(s) for s in kernel.sizes] + host_vars
-        options = f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages})"
+        # no fma contraction: `a * b + c` rounds twice in the program (docs/legality.md#rounding); `fma` is tl.fma
+        options = (f"INTERPRET=_INTERPRET, num_warps={kernel.num_warps}, num_stages={kernel.num_stages}, "
+                   f"enable_fp_fusion=False)")
         made = [_descriptor_code(program, kernel, t, box, names) for t, box in descriptors(kernel)]
         if made:  # one argument a line: the descriptors are long
             lines.append(f"{pad}{names.kernel(kernel.name)}[{grid_code}](")

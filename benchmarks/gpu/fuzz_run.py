@@ -9,7 +9,8 @@ Cases run in parallel processes (Triton compiles one kernel per process at a tim
 
 A case's TileLang module (`module_tilelang.py`, fuzz_prepare.py --backends triton,tilelang) runs the same way,
 compiled by TileLang (PYTHONPATH=/tmp/site, docs of the recipe in shared/notes/gpu-recipes.md); `--backends`
-picks which modules run.
+picks which modules run.  The modules contract no `a * b + c` into an fma (Triton's launches say
+enable_fp_fusion=False, TileLang's PASS_CONFIGS give nvcc --fmad=false), as the interpreter rounds twice.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import argparse
 import importlib.util
 import json
 import multiprocessing as mp
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -40,8 +40,6 @@ def run_case(job: tuple) -> dict:
     from compiler.verify import compare
 
     folder, backend = Path(job[0]), job[1]
-    if backend == "tilelang" and os.environ.get("TDSL_NO_CONTRACTION"):
-        _tilelang_without_fmad()
     meta = json.loads((folder / "meta.json").read_text())
     dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}
     result = {"case": folder.name, "backend": backend, "ok": True, "problems": []}
@@ -89,36 +87,13 @@ def run_case(job: tuple) -> dict:
     return result
 
 
-def _tilelang_without_fmad() -> None:
-    """Compile TileLang kernels with nvcc's --fmad=false: `a * b + c` rounded twice, as the program says (nvcc
-    contracts it into one fma by default, as Triton does unless TRITON_DEFAULT_FP_FUSION=0)."""
-    import tilelang
-
-    compile_ = tilelang.compile
-    if getattr(compile_, "without_fmad", False):
-        return
-
-    def without_fmad(*args, pass_configs=None, **kwargs):
-        return compile_(*args, pass_configs={**(pass_configs or {}), "tl.device_compile_flags": ["--fmad=false"]},
-                        **kwargs)  # TileLang takes the flags as a list
-
-    without_fmad.without_fmad = True
-    tilelang.compile = without_fmad
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases")
     ap.add_argument("--jobs", type=int, default=8)
     ap.add_argument("--out")
     ap.add_argument("--backends", default="triton", help="triton, tilelang, or triton,tilelang")
-    ap.add_argument("--no-contraction", action="store_true",
-                    help="no fma contraction: TRITON_DEFAULT_FP_FUSION=0, and TileLang's nvcc with --fmad=false "
-                         "(tells a rounding difference the GPU makes from a wrong kernel)")
     args = ap.parse_args(argv)
-    if args.no_contraction:
-        os.environ["TRITON_DEFAULT_FP_FUSION"] = "0"
-        os.environ["TDSL_NO_CONTRACTION"] = "1"
     folders = sorted(p for p in Path(args.cases).iterdir() if (p / "meta.json").exists())
     jobs = [(str(p), b) for b in args.backends.split(",") for p in folders if (p / MODULES[b]).exists()]
     with mp.get_context("spawn").Pool(args.jobs) as pool:

@@ -179,7 +179,8 @@ def test_warp_specialized_flash_attention_lowers_for_sm90a(example, length, tmp_
                  "policy=T.GemmWarpPolicy.FullRow, clear_accum=True)",
                  "T.wgmma_gemm(P_f_2, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)",
                  "T.wait_wgmma(1)", "T.barrier_arrive(V_empty[(ko - 1) % 2])",
-                 "PASS_CONFIGS = {'" + f"{example}_0': {{'tl.disable_thread_storage_sync': True}}}}",
+                 "PASS_CONFIGS = {'" + f"{example}_0': {{'tl.device_compile_flags': ['--fmad=false'], "
+                 "'tl.disable_thread_storage_sync': True}}",
                  "pass_configs=PASS_CONFIGS.get(name, {})"):
         assert line in text, line
     assert "T.Pipelined(" not in text and "T.copy(K[" not in text and "T.sync_threads()" not in text

@@ -144,6 +144,10 @@ def attention_5(O: T.Tensor((8192, 128), "bfloat16"), U: T.Tensor((8192, 128), "
             O[(l_i), l0] = T.Cast("bfloat16", v_O[l0])
 
 
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'attention_0': {'tl.device_compile_flags': ['--fmad=false']}, 'attention_1': {'tl.device_compile_flags': ['--fmad=false']}, 'attention_2': {'tl.device_compile_flags': ['--fmad=false']}, 'attention_3': {'tl.device_compile_flags': ['--fmad=false']}, 'attention_4': {'tl.device_compile_flags': ['--fmad=false']}, 'attention_5': {'tl.device_compile_flags': ['--fmad=false']}}
 KERNELS = {"attention_0": attention_0, "attention_1": attention_1, "attention_2": attention_2, "attention_3": attention_3, "attention_4": attention_4, "attention_5": attention_5}
 _COMPILED = {}
 
@@ -151,7 +155,8 @@ _COMPILED = {}
 def _kernel(name):
     """Compile a kernel for the current GPU on first use (TILELANG_TARGET overrides the target, e.g. cuda)."""
     if name not in _COMPILED:
-        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"))
+        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"),
+                                           pass_configs=PASS_CONFIGS.get(name, {}))
     return _COMPILED[name]
 
 

@@ -44,6 +44,10 @@ def gemm_0(C: T.Tensor((4096, 4096), "float32"), A: T.Tensor((4096, 4096), "bflo
         T.copy(acc_C, C[(128 * io), (128 * jo)])
 
 
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'gemm_0': {'tl.device_compile_flags': ['--fmad=false']}}
 KERNELS = {"gemm_0": gemm_0}
 _COMPILED = {}
 
@@ -51,7 +55,8 @@ _COMPILED = {}
 def _kernel(name):
     """Compile a kernel for the current GPU on first use (TILELANG_TARGET overrides the target, e.g. cuda)."""
     if name not in _COMPILED:
-        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"))
+        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"),
+                                           pass_configs=PASS_CONFIGS.get(name, {}))
     return _COMPILED[name]
 
 

@@ -53,6 +53,10 @@ def gemm_silu_0(A: T.Tensor((1024, 4096), "bfloat16"), W: T.Tensor((4096, 12288)
         T.copy(v_Y, Y[(128 * io), (256 * jo)])
 
 
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'gemm_silu_0': {'tl.device_compile_flags': ['--fmad=false']}}
 KERNELS = {"gemm_silu_0": gemm_silu_0}
 _COMPILED = {}
 
@@ -60,7 +64,8 @@ _COMPILED = {}
 def _kernel(name):
     """Compile a kernel for the current GPU on first use (TILELANG_TARGET overrides the target, e.g. cuda)."""
     if name not in _COMPILED:
-        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"))
+        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"),
+                                           pass_configs=PASS_CONFIGS.get(name, {}))
     return _COMPILED[name]
 
 

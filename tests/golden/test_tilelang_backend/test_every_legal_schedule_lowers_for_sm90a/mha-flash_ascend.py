@@ -126,6 +126,10 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
             O[(bh_0), (bh_1), ((64 * qo) + l0), l1] = T.Cast("bfloat16", v_O[l0, l1])
 
 
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'mha_0': {'tl.device_compile_flags': ['--fmad=false']}}
 KERNELS = {"mha_0": mha_0}
 _COMPILED = {}
 
@@ -133,7 +137,8 @@ _COMPILED = {}
 def _kernel(name):
     """Compile a kernel for the current GPU on first use (TILELANG_TARGET overrides the target, e.g. cuda)."""
     if name not in _COMPILED:
-        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"))
+        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"),
+                                           pass_configs=PASS_CONFIGS.get(name, {}))
     return _COMPILED[name]
 
 

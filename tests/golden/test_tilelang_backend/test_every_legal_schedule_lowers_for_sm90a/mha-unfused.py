@@ -169,6 +169,10 @@ def mha_5(O: T.Tensor((2, 4, 4096, 128), "bfloat16"), U: T.Tensor((2, 4, 4096, 1
             O[(Obh_0), (Obh_1), (l_i), l0] = T.Cast("bfloat16", v_O[l0])
 
 
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'mha_0': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_1': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_2': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_3': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_4': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_5': {'tl.device_compile_flags': ['--fmad=false']}}
 KERNELS = {"mha_0": mha_0, "mha_1": mha_1, "mha_2": mha_2, "mha_3": mha_3, "mha_4": mha_4, "mha_5": mha_5}
 _COMPILED = {}
 
@@ -176,7 +180,8 @@ _COMPILED = {}
 def _kernel(name):
     """Compile a kernel for the current GPU on first use (TILELANG_TARGET overrides the target, e.g. cuda)."""
     if name not in _COMPILED:
-        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"))
+        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"),
+                                           pass_configs=PASS_CONFIGS.get(name, {}))
     return _COMPILED[name]
 
 

@@ -172,6 +172,10 @@ def mha_causal_5(O: T.Tensor((2, 4, 4096, 128), "bfloat16"), U: T.Tensor((2, 4, 
             O[(Obh_0), (Obh_1), (l_i), l0] = T.Cast("bfloat16", v_O[l0])
 
 
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'mha_causal_0': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_causal_1': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_causal_2': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_causal_3': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_causal_4': {'tl.device_compile_flags': ['--fmad=false']}, 'mha_causal_5': {'tl.device_compile_flags': ['--fmad=false']}}
 KERNELS = {"mha_causal_0": mha_causal_0, "mha_causal_1": mha_causal_1, "mha_causal_2": mha_causal_2, "mha_causal_3": mha_causal_3, "mha_causal_4": mha_causal_4, "mha_causal_5": mha_causal_5}
 _COMPILED = {}
 
@@ -179,7 +183,8 @@ _COMPILED = {}
 def _kernel(name):
     """Compile a kernel for the current GPU on first use (TILELANG_TARGET overrides the target, e.g. cuda)."""
     if name not in _COMPILED:
-        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"))
+        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"),
+                                           pass_configs=PASS_CONFIGS.get(name, {}))
     return _COMPILED[name]
 
 

@@ -181,9 +181,10 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
                 O[(bh_0), (bh_1), ((128 * qo) + l0), l1] = T.Cast("bfloat16", v_O[l0, l1])
 
 
-# TileLang pass configurations of the kernels that need one (a warp-specialised loop: its roles meet only at
-# mbarriers, and TileLang's automatic __syncthreads between them would wait for threads that never arrive)
-PASS_CONFIGS = {'mha_fa_0': {'tl.disable_thread_storage_sync': True}}
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'mha_fa_0': {'tl.device_compile_flags': ['--fmad=false'], 'tl.disable_thread_storage_sync': True}}
 KERNELS = {"mha_fa_0": mha_fa_0}
 _COMPILED = {}
 

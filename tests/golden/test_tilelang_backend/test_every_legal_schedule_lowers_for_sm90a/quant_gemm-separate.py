@@ -89,6 +89,10 @@ def quant_gemm_2(Aq: T.Tensor((4096, 4096), "float8_e4m3fn"), W: T.Tensor((4096,
         T.copy(v_Out, Out[(128 * io), (128 * jo)])
 
 
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'quant_gemm_0': {'tl.device_compile_flags': ['--fmad=false']}, 'quant_gemm_1': {'tl.device_compile_flags': ['--fmad=false']}, 'quant_gemm_2': {'tl.device_compile_flags': ['--fmad=false']}}
 KERNELS = {"quant_gemm_0": quant_gemm_0, "quant_gemm_1": quant_gemm_1, "quant_gemm_2": quant_gemm_2}
 _COMPILED = {}
 
@@ -96,7 +100,8 @@ _COMPILED = {}
 def _kernel(name):
     """Compile a kernel for the current GPU on first use (TILELANG_TARGET overrides the target, e.g. cuda)."""
     if name not in _COMPILED:
-        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"))
+        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"),
+                                           pass_configs=PASS_CONFIGS.get(name, {}))
     return _COMPILED[name]
 
 

@@ -45,6 +45,10 @@ def rmsnorm_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
             Y[(l_i), l0] = T.Cast("bfloat16", v_Y[l0])
 
 
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'rmsnorm_0': {'tl.device_compile_flags': ['--fmad=false']}}
 KERNELS = {"rmsnorm_0": rmsnorm_0}
 _COMPILED = {}
 
@@ -52,7 +56,8 @@ _COMPILED = {}
 def _kernel(name):
     """Compile a kernel for the current GPU on first use (TILELANG_TARGET overrides the target, e.g. cuda)."""
     if name not in _COMPILED:
-        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"))
+        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"),
+                                           pass_configs=PASS_CONFIGS.get(name, {}))
     return _COMPILED[name]
 
 

@@ -41,6 +41,10 @@ def swiglu_quant_0(G: T.Tensor((1024, 12288), "bfloat16"), U: T.Tensor((1024, 12
         T.copy(v_Q, Q[(4 * io), (1024 * jo)])
 
 
+# TileLang pass configurations: nvcc without fma contraction (`a * b + c` rounds twice, as the program says), and
+# for a warp-specialised loop no automatic __syncthreads (its roles meet only at mbarriers; one would wait for
+# threads that never arrive)
+PASS_CONFIGS = {'swiglu_quant_0': {'tl.device_compile_flags': ['--fmad=false']}}
 KERNELS = {"swiglu_quant_0": swiglu_quant_0}
 _COMPILED = {}
 
@@ -48,7 +52,8 @@ _COMPILED = {}
 def _kernel(name):
     """Compile a kernel for the current GPU on first use (TILELANG_TARGET overrides the target, e.g. cuda)."""
     if name not in _COMPILED:
-        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"))
+        _COMPILED[name] = tilelang.compile(KERNELS[name], target=os.environ.get("TILELANG_TARGET", "cuda"),
+                                           pass_configs=PASS_CONFIGS.get(name, {}))
     return _COMPILED[name]
 
 

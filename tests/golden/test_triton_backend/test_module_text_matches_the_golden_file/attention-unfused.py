@@ -273,14 +273,14 @@ def attention(Q, K, V, O=None):
         S, Q, K,
         triton.tools.tensor_descriptor.TensorDescriptor(Q if Q.data_ptr() % 16 == 0 else Q.clone(), [8192, 128], [128, 1], [64, 128]),
         triton.tools.tensor_descriptor.TensorDescriptor(K if K.data_ptr() % 16 == 0 else K.clone(), [8192, 128], [128, 1], [64, 128]),
-        INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    attention_1[((8192),)](m, S, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    attention_2[((128), (128),)](P, S, m, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    attention_3[((8192),)](l, P, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+        INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    attention_1[((8192),)](m, S, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    attention_2[((128), (128),)](P, S, m, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    attention_3[((8192),)](l, P, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
     attention_4[((128),)](
         U, P, V,
         triton.tools.tensor_descriptor.TensorDescriptor(V if V.data_ptr() % 16 == 0 else V.clone(), [8192, 128], [128, 1], [64, 128]),
-        INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    attention_5[((8192),)](O, U, l, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+        INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    attention_5[((8192),)](O, U, l, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
     return O
 

@@ -340,11 +340,11 @@ def mha_causal(Q, K, V, O=None):
     P = torch.empty((2, 4, 4096, 4096), dtype=_TORCH_DTYPES["bf16"], device=Q.device)  # intermediate between launches
     l = torch.empty((2, 4, 4096), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     U = torch.empty((2, 4, 4096, 128), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
-    mha_causal_0[((64), (64), (2) * (4),)](S, Q, K, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    mha_causal_1[((4096), (2) * (4),)](m, S, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    mha_causal_2[((64), (64), (2) * (4),)](P, S, m, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    mha_causal_3[((4096), (2) * (4),)](l, P, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    mha_causal_4[((64), (2) * (4),)](U, P, V, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    mha_causal_5[((4096), (2) * (4),)](O, U, l, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+    mha_causal_0[((64), (64), (2) * (4),)](S, Q, K, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    mha_causal_1[((4096), (2) * (4),)](m, S, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    mha_causal_2[((64), (64), (2) * (4),)](P, S, m, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    mha_causal_3[((4096), (2) * (4),)](l, P, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    mha_causal_4[((64), (2) * (4),)](U, P, V, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    mha_causal_5[((4096), (2) * (4),)](O, U, l, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
     return O
 

@@ -212,12 +212,12 @@ def quant_gemm(A, W, Out=None):
     Out_given = None
     if Out.data_ptr() % 16 != 0:  # stored through a TMA descriptor: an aligned copy
         Out_given, Out = Out, Out.clone()
-    quant_gemm_0[((4096),)](amax, A, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
-    quant_gemm_1[((4096),)](Aq, A, amax, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+    quant_gemm_0[((4096),)](amax, A, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
+    quant_gemm_1[((4096),)](Aq, A, amax, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
     quant_gemm_2[((32), (12),)](
         Aq, W, Out, amax,
         triton.tools.tensor_descriptor.TensorDescriptor(Out, [4096, 1536], [1536, 1], [128, 128]),
-        INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+        INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
     if Out_given is not None:
         Out = Out_given.copy_(Out)
     return Out

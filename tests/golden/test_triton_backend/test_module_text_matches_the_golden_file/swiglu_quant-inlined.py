@@ -157,6 +157,6 @@ def swiglu_quant(G, U, Q=None):
         raise ValueError("swiglu_quant: output Q must be contiguous")
     else:
         _check(Q, "Q", "f8e4m3", (1024, 12288))
-    swiglu_quant_0[((256), (12),)](Q, U, G, INTERPRET=_INTERPRET, num_warps=4, num_stages=2)
+    swiglu_quant_0[((256), (12),)](Q, U, G, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
     return Q
 
