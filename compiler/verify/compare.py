@@ -30,13 +30,14 @@ FAST_ACCUMULATOR = "f16"
 # amplifies it past any fixed number of units.  The interpreter with every sum's terms in other orders
 # (`interpret(..., reorder_sums=seed)`, REASSOCIATIONS of them) samples that amplification per element: where an
 # order moves an element past its tolerance, the tolerance widens to CONDITIONING_MARGIN times the largest move;
-# where one moves it by more than UNDETERMINED of the output's largest value (or changes a number into a NaN or an
-# infinity), the program's roundings do not determine the element at these inputs (a rank-deficient column of
-# gramschmidt: rounding noise divided by its own norm), and no kernel can be checked there.  Several orders,
-# because one can leave a noise element in place by chance (a sum of two terms reversed in one order and the
-# next) where the kernel's order does not.
+# where one moves it by more than UNDETERMINED units of the output's dtype at its largest value (2^-9 of it in
+# f32's trusted 17 bits, all of it in bf16's 8), or changes a number into a NaN or an infinity, the program's
+# roundings do not determine the element at these inputs (a rank-deficient column of gramschmidt: rounding noise
+# divided by its own norm), and no kernel can be checked there.  Several orders, because one can leave a noise
+# element in place by chance (a sum of two terms reversed in one order and the next) where the kernel's order
+# does not.
 CONDITIONING_MARGIN = 16
-UNDETERMINED = 2.0 ** -10
+UNDETERMINED = 128
 REASSOCIATIONS = 4
 
 
@@ -62,7 +63,7 @@ class Comparison:
             text += f", first at {self.first_bad}"
         if self.undetermined:
             text += (f"; {self.undetermined} elements not checked: another order of the sums moves them by "
-                     f"more than {UNDETERMINED:g} of the largest")
+                     f"more than {UNDETERMINED} units of the largest value")
         return text
 
 
@@ -131,9 +132,13 @@ def compare(ref, got, dtype: str, terms: int = 1, reassociated=None) -> Comparis
     allowed = ULPS * unit + (terms * ulp(np.array(scale), dtype) if scale else 0.0)
     unchecked = np.zeros(r.shape, dtype=bool)
     if reassociated is not None:
+        widened = allowed
         for other in reassociated:
-            allowed, moved_away = _conditioned(r, np.asarray(other).astype(np.float64), allowed, scale)
+            moved, moved_away = _moved(r, np.asarray(other).astype(np.float64),
+                                       UNDETERMINED * ulp(np.array(scale), dtype) if scale else 0.0)
+            widened = np.maximum(widened, np.where(moved > allowed, CONDITIONING_MARGIN * moved, 0.0))
             unchecked |= moved_away
+        allowed = widened
     bad = ((err > allowed) | nan_mismatch | inf_mismatch) & ~unchecked
     finite &= ~unchecked
     first = tuple(int(x) for x in np.argwhere(bad)[0]) if bad.any() else ()
@@ -150,14 +155,13 @@ def compare(ref, got, dtype: str, terms: int = 1, reassociated=None) -> Comparis
     )
 
 
-def _conditioned(ref: np.ndarray, reassociated: np.ndarray, allowed: np.ndarray, scale: float):
-    """(the tolerance widened where another order of the sums moves an element past it, the elements it moves
-    past UNDETERMINED of `scale` or to another kind of value): see CONDITIONING_MARGIN."""
+def _moved(ref: np.ndarray, reassociated: np.ndarray, limit: float):
+    """(how far another order of the sums moves each finite element, the elements it moves past `limit` or to
+    another kind of value): see CONDITIONING_MARGIN."""
     both = np.isfinite(ref) & np.isfinite(reassociated)
     same_kind = both | (ref == reassociated) | (np.isnan(ref) & np.isnan(reassociated))
     moved = np.abs(np.where(both, ref, 0.0) - np.where(both, reassociated, 0.0))
-    unchecked = ~same_kind | (moved > UNDETERMINED * scale)
-    return np.maximum(allowed, CONDITIONING_MARGIN * moved), unchecked
+    return moved, ~same_kind | (moved > limit)
 
 
 def compare_outputs(model, reference: dict, outputs: dict) -> dict:

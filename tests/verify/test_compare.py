@@ -86,3 +86,13 @@ def test_widening_for_conditioning_does_not_hide_a_wrong_determined_element():
     result = compare(ref, wrong, "f32", reassociated=others)
     assert not result.ok and result.first_bad == (2, 1)
     assert result.undetermined == 5  # the last column, and only it
+
+
+def test_an_order_that_stays_within_the_tolerance_widens_nothing():
+    """Only an element another order moves past its tolerance is ill-conditioned: elsewhere the tolerance is the
+    dtype's, whatever the margin times the move would be."""
+    ref = np.array([1.0, 2.0], dtype=np.float32)  # bf16 tolerance at 1.0: 2 units of 2^-7 plus one of 2^-6
+    other = np.array([1.01, 2.0], dtype=np.float32)  # moved 0.01, inside it: 16 times that would be 0.16
+    assert not compare(ref, np.array([1.04, 2.0], dtype=np.float32), "bf16", reassociated=[other]).ok
+    assert compare(ref, np.array([1.04, 2.0], dtype=np.float32), "bf16",
+                   reassociated=[np.array([1.035, 2.0], dtype=np.float32)]).ok  # moved past it: widened
