@@ -81,6 +81,7 @@ __all__ = [
     "interpret",
     "program_order",
     "random_inputs",
+    "reassociations",
     "run",
     "tensor_shape",
     "timed_instances",
@@ -153,6 +154,12 @@ def interpret(
         for k in sidx.tolist():
             calls[k](points[k]())
     return _results(model, state, trace, len(sidx))
+
+
+def reassociations(model: KernelModel, schedule, inputs: dict[str, np.ndarray], count: int) -> list[dict]:
+    """The results with every sum's terms in `count` other orders (`interpret(..., reorder_sums=seed)`, seeds 0 ..
+    count - 1): how far the association a kernel may choose moves each output (compiler/verify/compare.py)."""
+    return [interpret(model, schedule, inputs, reorder_sums=seed) for seed in range(count)]
 
 
 def _count_instances(expected: np.ndarray, lhs: np.ndarray) -> None:

@@ -164,12 +164,22 @@ def _moved(ref: np.ndarray, reassociated: np.ndarray, limit: float):
     return moved, ~same_kind | (moved > limit)
 
 
-def compare_outputs(model, reference: dict, outputs: dict) -> dict:
+def compare_outputs(model, reference: dict, outputs: dict, reassociated=None) -> dict:
     """Each output of a generated kernel against the interpreter's, at its dtype's tolerance with the allowance
-    of the relaxed reductions it reads: {tensor: Comparison}."""
-    return {t.name: compare(np.asarray(reference[t.name]).astype(np.float32), outputs[t.name],
-                            tolerance_dtype(model, t.name), reordered_terms(model, t.name))
-            for t in model.outputs()}
+    of the relaxed reductions it reads: {tensor: Comparison}.  `reassociated`, a function giving the reference
+    with its sums in other orders (a list of results: compiler/reference/interpreter.py `reassociations`), is
+    called once an output fails, to tell an ill-conditioned output from a wrong one (CONDITIONING_MARGIN)."""
+    results, others = {}, None
+    for t in model.outputs():
+        want = np.asarray(reference[t.name]).astype(np.float32)
+        dtype, terms = tolerance_dtype(model, t.name), reordered_terms(model, t.name)
+        result = compare(want, outputs[t.name], dtype, terms)
+        if not result.ok and reassociated is not None:
+            others = reassociated() if others is None else others
+            result = compare(want, outputs[t.name], dtype, terms,
+                             [np.asarray(other[t.name]).astype(np.float32) for other in others])
+        results[t.name] = result
+    return results
 
 
 def online_bound(model, tensor: str, reference, result) -> Comparison:

@@ -185,12 +185,12 @@ class Reference:
 
     @property
     def reassociated(self) -> list[dict]:
-        from tdsl.compiler.reference.interpreter import interpret
+        from tdsl.compiler.reference.interpreter import reassociations
         from tdsl.compiler.verify.compare import REASSOCIATIONS
 
         if self._reassociated is None:
-            self._reassociated = [interpret(self.original.model, self.original.time_map(), self.inputs,
-                                            reorder_sums=seed) for seed in range(REASSOCIATIONS)]
+            self._reassociated = reassociations(self.original.model, self.original.time_map(), self.inputs,
+                                                REASSOCIATIONS)
         return self._reassociated
 
 
