@@ -6,10 +6,10 @@ and a random attempt at the time tiling of docs/polybench.md: shifts, fusion of 
 a tile of (t, space), fission of the point loop, wavefronts of tiles bound to the grid, folded storage, each with
 random factors.  A step the legality checks refuse ends the attempt (an outcome, counted); an accepted schedule
 must give the same bits as program order in the reference interpreter and, under the Triton interpreter, in the
-generated kernels (TRITON_DEFAULT_FP_FUSION=0, so no fma contraction).  A mismatch or an internal error is a
+generated kernels (which contract no `a * b + c` into an fma: docs/legality.md#rounding).  A mismatch or an internal error is a
 finding, written to --out as the program and its steps.
 
-    TRITON_INTERPRET=1 TRITON_DEFAULT_FP_FUSION=0 python benchmarks/fuzz_time_tiling.py --cases 100 --seed 1
+    TRITON_INTERPRET=1 python benchmarks/fuzz_time_tiling.py --cases 100 --seed 1
 """
 
 from __future__ import annotations
