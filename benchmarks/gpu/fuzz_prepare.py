@@ -128,12 +128,12 @@ def _write(folder: Path, case, text: str, model, refs: dict) -> None:
     for dist, ref in refs.items():
         np.savez(folder / f"inputs_{dist}.npz",
                  **{k: np.asarray(v, dtype=np.float32) for k, v in ref.inputs.items()})
-        for name, values in [("reference", ref.outputs)] + [(f"reassociated{n}", other)
-                                                            for n, other in enumerate(ref.reassociated)]:
+        for name, values in [("reference", ref.outputs)] + [(f"variant{n}", other)
+                                                            for n, other in enumerate(ref.variants)]:
             np.savez(folder / f"{name}_{dist}.npz",
                      **{t["name"]: np.asarray(values[t["name"]], dtype=np.float32) for t in outputs})
     meta = {"kernel": model.name, "inputs": inputs, "outputs": outputs, "distributions": list(refs),
-            "reassociations": len(next(iter(refs.values())).reassociated) if refs else 0,
+            "variants": len(next(iter(refs.values())).variants) if refs else 0,
             "case": json.loads(case.to_json())}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
 

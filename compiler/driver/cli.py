@@ -287,9 +287,9 @@ def _interpreter_reference(prog, args, model):
 
 def cmd_run_target(args) -> int:
     from tdsl.compiler.driver.generate import generate, resolve_target
-    from tdsl.compiler.reference.interpreter import reassociations
+    from tdsl.compiler.reference.interpreter import variants
     from tdsl.compiler.verify import compare_outputs
-    from tdsl.compiler.verify.compare import REASSOCIATIONS
+    from tdsl.compiler.verify.compare import VARIANTS
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
@@ -304,8 +304,8 @@ def cmd_run_target(args) -> int:
     print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
     status = 0
     original = prog.schedule(None, kernel=args.kernel)
-    results = compare_outputs(model, reference, outputs, reassociated=lambda: reassociations(
-        model, original.time_map(), inputs, REASSOCIATIONS))
+    results = compare_outputs(model, reference, outputs, variants=lambda: variants(
+        model, original.time_map(), inputs, VARIANTS))
     for t in model.outputs():
         result = results[t.name]
         print(f"  {t.name} {list(outputs[t.name].shape)} {t.dtype}: {'ok' if result.ok else 'MISMATCH'} ({result.summary()})")

@@ -81,10 +81,10 @@ __all__ = [
     "interpret",
     "program_order",
     "random_inputs",
-    "reassociations",
     "run",
     "tensor_shape",
     "timed_instances",
+    "variants",
 ]
 
 
@@ -131,15 +131,18 @@ def interpret(
     schedule,
     inputs: dict[str, np.ndarray],
     trace: Optional[Trace] = None,
-    reorder_sums: Optional[int] = None,
+    variant: Optional[int] = None,
 ) -> dict[str, np.ndarray]:
     """`run(model, instances_in_order(model, schedule), inputs, trace)`, executed from the sorted arrays
     (`ordered_instances`): each statement's points become lists once and its instances take them in turn,
-    without a tuple per instance.  With `reorder_sums` (a seed), every sum adds its terms of one element in
-    another order (`sums_reordered`): not the program's result, but how far another association moves it."""
+    without a tuple per instance.
+
+    With `variant` (a seed), the result with the roundings an allowed kernel may do otherwise: every sum adds
+    its terms of one element in another order (`sums_reordered`), and exp / exp2 are off by as much as the GPU's
+    (runtime.py `_approximate_exponentials`).  Not the program's result: how far those freedoms move it."""
     names, sidx, pts = ordered_instances(model, schedule)
-    if reorder_sums is not None:
-        order = sums_reordered(model, sidx, pts, reorder_sums)
+    if variant is not None:
+        order = sums_reordered(model, sidx, pts, variant)
         sidx, pts = sidx[order], pts[order]
     state = _init_state(model, inputs)
     mine = [sidx == k for k in range(len(model.stmts))]
@@ -147,7 +150,7 @@ def interpret(
         for stmt, rows in zip(model.stmts, mine):
             if stmt.name in state.expected:
                 _count_instances(state.expected[stmt.name], pts[rows, : len(stmt.lhs_iters)])
-    fns = compile_statements(model, state, trace)
+    fns = compile_statements(model, state, trace, variant)
     calls = [fns[name] for name in names]
     points = [iter(pts[rows, : len(stmt.iters)].tolist()).__next__ for stmt, rows in zip(model.stmts, mine)]
     with np.errstate(all="ignore"):
@@ -156,10 +159,10 @@ def interpret(
     return _results(model, state, trace, len(sidx))
 
 
-def reassociations(model: KernelModel, schedule, inputs: dict[str, np.ndarray], count: int) -> list[dict]:
-    """The results with every sum's terms in `count` other orders (`interpret(..., reorder_sums=seed)`, seeds 0 ..
-    count - 1): how far the association a kernel may choose moves each output (compiler/verify/compare.py)."""
-    return [interpret(model, schedule, inputs, reorder_sums=seed) for seed in range(count)]
+def variants(model: KernelModel, schedule, inputs: dict[str, np.ndarray], count: int) -> list[dict]:
+    """`count` results with other roundings an allowed kernel may do (`interpret(..., variant=seed)`, seeds 0 ..
+    count - 1): how far those freedoms move each output (compiler/verify/compare.py)."""
+    return [interpret(model, schedule, inputs, variant=seed) for seed in range(count)]
 
 
 def _count_instances(expected: np.ndarray, lhs: np.ndarray) -> None:

@@ -345,7 +345,7 @@ def sums_reordered(model: KernelModel, sidx: np.ndarray, pts: np.ndarray, seed: 
     of a `sum` in another order: each run of consecutive updates of one element by one statement is reversed
     (seed 0) or shuffled (another seed), everything else keeps its place.  Not a legal schedule under `combine
     strict`: it perturbs the rounding of the sums alone, to measure how far another association moves each
-    result (compiler/verify/compare.py `reassociated`)."""
+    result (compiler/verify/compare.py VARIANTS)."""
     n = sidx.shape[0]
     if n < 2:
         return np.arange(n)

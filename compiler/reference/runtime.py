@@ -191,13 +191,43 @@ def _oob(info, indices, p):
     )
 
 
-def _runtime_namespace(trace: Optional[Trace]) -> dict:
+# How far a GPU's exponential may be from the correctly rounded one, relative: ex2.approx (2 units of f32,
+# 2^-22) of x·log2(e) rounded to f32 first, which moves the exponent by up to 2^-24·|x·log2 e|, the result by
+# 2^-24·|x| relative (tl.exp, TileLang's __expf); exp2 is ex2.approx alone.
+_EX2_ERROR = 2.0 ** -22
+
+
+def _approximate_exponentials(variant: int) -> tuple:
+    """exp and exp2 off by as much as the GPU's may be, one way for every call (up for variant 0, down for 1,
+    a random sign per call from the seed after that): another result an allowed kernel could give (`variant` of
+    compiler/reference/interpreter.py `interpret`)."""
+    signs = np.random.default_rng(variant)
+
+    def sign() -> float:
+        return 1.0 if variant == 0 else -1.0 if variant == 1 else float(signs.choice((-1.0, 1.0)))
+
+    def exp(x):
+        if x != x or x > 89.0 or x == -math.inf:
+            return _exp(x)
+        return _f32(_mexp(x) * (1.0 + sign() * (_EX2_ERROR + 2.0 ** -24 * abs(float(x)))))
+
+    def exp2(x):
+        if x != x or x >= 128.0 or x == -math.inf:
+            return _exp2(x)
+        return _f32(2.0 ** float(x) * (1.0 + sign() * _EX2_ERROR))
+
+    return exp, exp2
+
+
+def _runtime_namespace(trace: Optional[Trace], variant: Optional[int] = None) -> dict:
+    """The statements' namespace; with `variant`, exp and exp2 approximate (`_approximate_exponentials`)."""
+    exp, exp2 = _approximate_exponentials(variant) if variant is not None else (_exp, _exp2)
     ns = {
         "_f32": _f32,
         "_fmax": _fmax,
         "_fmin": _fmin,
-        "_exp": _exp,
-        "_exp2": _exp2,
+        "_exp": exp,
+        "_exp2": exp2,
         "_fma": _fma,
         "_log": _log,
         "_sqrt": _sqrt,

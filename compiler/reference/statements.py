@@ -355,8 +355,9 @@ def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
     return _State(values, counts, accs, expected, seg_accs, refs)
 
 
-def compile_statements(model: KernelModel, state: _State, trace: Optional[Trace] = None) -> dict[str, Callable]:
-    ns = _runtime_namespace(trace)
+def compile_statements(model: KernelModel, state: _State, trace: Optional[Trace] = None,
+                       variant: Optional[int] = None) -> dict[str, Callable]:
+    ns = _runtime_namespace(trace, variant)
     fns = {}
     for stmt in model.stmts:
         _check_stmt(stmt)

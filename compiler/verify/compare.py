@@ -26,19 +26,21 @@ ULPS = 2
 # The units a `combine fast_accum` sum may differ in: Hopper keeps FP8 products in an accumulator of about 14
 # significant bits between promotions (DeepSeek-V3 report, 3.3.2); judged in f16's 11 bits, with margin.
 FAST_ACCUMULATOR = "f16"
-# A kernel's own association of a tile's terms is allowed (docs/legality.md), and an ill-conditioned result
-# amplifies it past any fixed number of units.  The interpreter with every sum's terms in other orders
-# (`interpret(..., reorder_sums=seed)`, REASSOCIATIONS of them) samples that amplification per element: where an
-# order moves an element past its tolerance, the tolerance widens to CONDITIONING_MARGIN times the largest move;
-# where one moves it by more than UNDETERMINED units of the output's dtype at its largest value (2^-9 of it in
-# f32's trusted 17 bits, all of it in bf16's 8), or changes a number into a NaN or an infinity, the program's
-# roundings do not determine the element at these inputs (a rank-deficient column of gramschmidt: rounding noise
-# divided by its own norm), and no kernel can be checked there.  Several orders, because one can leave a noise
-# element in place by chance (a sum of two terms reversed in one order and the next) where the kernel's order
-# does not.
+# A kernel may round otherwise than the interpreter where docs/legality.md allows it (a tile's terms added in the
+# hardware's order, the GPU's approximate exp), and an ill-conditioned result amplifies that past any fixed
+# number of units.  The interpreter with those roundings done otherwise (`interpret(..., variant=seed)`, VARIANTS
+# of them: every sum's terms in another order, exp and exp2 off by the GPU's error bound) samples the
+# amplification per element: where a variant moves an element past its tolerance, the tolerance widens to
+# CONDITIONING_MARGIN times the largest move; where one moves it by more than UNDETERMINED units of the output's
+# dtype at its largest value (2^-9 of it in f32's trusted 17 bits, all of it in bf16's 8), or changes a number
+# into a NaN or an infinity, the program's roundings do not determine the element at these inputs (a
+# rank-deficient column of gramschmidt: rounding noise divided by its own norm; an exponential rounded to the
+# bf16 infinity or just below it), and no kernel can be checked there.  Several variants, because one can
+# leave a noise element in place by chance (a sum of two terms reversed in one order and the next) where the
+# kernel's rounding does not.
 CONDITIONING_MARGIN = 16
 UNDETERMINED = 128
-REASSOCIATIONS = 4
+VARIANTS = 4
 
 
 @dataclass
@@ -51,7 +53,7 @@ class Comparison:
     first_bad: tuple = ()
     nan_mismatch: int = 0
     inf_mismatch: int = 0  # an infinity where the other has a number or the opposite infinity
-    undetermined: int = 0  # elements another association of the sums moves too far to check (UNDETERMINED)
+    undetermined: int = 0  # elements another allowed rounding moves too far to check (UNDETERMINED)
 
     def summary(self) -> str:
         text = f"max abs err {self.max_abs:.4g}, worst {self.worst:.2f} of tolerance, {self.n_bad}/{self.n} elements outside"
@@ -62,8 +64,8 @@ class Comparison:
         if self.first_bad:
             text += f", first at {self.first_bad}"
         if self.undetermined:
-            text += (f"; {self.undetermined} elements not checked: another order of the sums moves them by "
-                     f"more than {UNDETERMINED} units of the largest value")
+            text += (f"; {self.undetermined} elements not checked: another allowed rounding (the sums in another "
+                     f"order, the GPU's exp) moves them by more than {UNDETERMINED} units of the largest value")
         return text
 
 
@@ -112,14 +114,13 @@ def reordered_terms(model, tensor: str) -> int:
     return most
 
 
-def compare(ref, got, dtype: str, terms: int = 1, reassociated=None) -> Comparison:
+def compare(ref, got, dtype: str, terms: int = 1, variants=None) -> Comparison:
     """`got` within the tolerance of `ref` in units of `dtype`; `terms` > 1 for a result a relaxed reduction of
     that many terms may have summed in another order (each term's rounding moves it, by a unit of the largest
     result at most: the allowance grows with the terms).  NaNs and infinities must be where the reference has
     them (an infinity of the same sign); the tolerance is scaled by the finite values alone, so an overflow in
-    the reference cannot widen it to infinity.  `reassociated`, the reference computed with its sums' terms in
-    other orders (a list), widens the tolerance where the result is ill-conditioned (CONDITIONING_MARGIN,
-    UNDETERMINED)."""
+    the reference cannot widen it to infinity.  `variants`, the reference computed with other allowed roundings
+    (a list), widens the tolerance where the result is ill-conditioned (CONDITIONING_MARGIN, UNDETERMINED)."""
     r = np.asarray(ref).astype(np.float64)
     g = np.asarray(got).astype(np.float64)
     nan_mismatch = np.isnan(r) != np.isnan(g)
@@ -131,9 +132,9 @@ def compare(ref, got, dtype: str, terms: int = 1, reassociated=None) -> Comparis
     unit = ulp(np.where(finite, r, 0.0), dtype)
     allowed = ULPS * unit + (terms * ulp(np.array(scale), dtype) if scale else 0.0)
     unchecked = np.zeros(r.shape, dtype=bool)
-    if reassociated is not None:
+    if variants is not None:
         widened = allowed
-        for other in reassociated:
+        for other in variants:
             moved, moved_away = _moved(r, np.asarray(other).astype(np.float64),
                                        UNDETERMINED * ulp(np.array(scale), dtype) if scale else 0.0)
             widened = np.maximum(widened, np.where(moved > allowed, CONDITIONING_MARGIN * moved, 0.0))
@@ -155,27 +156,27 @@ def compare(ref, got, dtype: str, terms: int = 1, reassociated=None) -> Comparis
     )
 
 
-def _moved(ref: np.ndarray, reassociated: np.ndarray, limit: float):
-    """(how far another order of the sums moves each finite element, the elements it moves past `limit` or to
+def _moved(ref: np.ndarray, variant: np.ndarray, limit: float):
+    """(how far another allowed rounding moves each finite element, the elements it moves past `limit` or to
     another kind of value): see CONDITIONING_MARGIN."""
-    both = np.isfinite(ref) & np.isfinite(reassociated)
-    same_kind = both | (ref == reassociated) | (np.isnan(ref) & np.isnan(reassociated))
-    moved = np.abs(np.where(both, ref, 0.0) - np.where(both, reassociated, 0.0))
+    both = np.isfinite(ref) & np.isfinite(variant)
+    same_kind = both | (ref == variant) | (np.isnan(ref) & np.isnan(variant))
+    moved = np.abs(np.where(both, ref, 0.0) - np.where(both, variant, 0.0))
     return moved, ~same_kind | (moved > limit)
 
 
-def compare_outputs(model, reference: dict, outputs: dict, reassociated=None) -> dict:
+def compare_outputs(model, reference: dict, outputs: dict, variants=None) -> dict:
     """Each output of a generated kernel against the interpreter's, at its dtype's tolerance with the allowance
-    of the relaxed reductions it reads: {tensor: Comparison}.  `reassociated`, a function giving the reference
-    with its sums in other orders (a list of results: compiler/reference/interpreter.py `reassociations`), is
-    called once an output fails, to tell an ill-conditioned output from a wrong one (CONDITIONING_MARGIN)."""
+    of the relaxed reductions it reads: {tensor: Comparison}.  `variants`, a function giving the reference with
+    other allowed roundings (a list of results: compiler/reference/interpreter.py `variants`), is called once an
+    output fails, to tell an ill-conditioned output from a wrong one (CONDITIONING_MARGIN)."""
     results, others = {}, None
     for t in model.outputs():
         want = np.asarray(reference[t.name]).astype(np.float32)
         dtype, terms = tolerance_dtype(model, t.name), reordered_terms(model, t.name)
         result = compare(want, outputs[t.name], dtype, terms)
-        if not result.ok and reassociated is not None:
-            others = reassociated() if others is None else others
+        if not result.ok and variants is not None:
+            others = variants() if others is None else others
             result = compare(want, outputs[t.name], dtype, terms,
                              [np.asarray(other[t.name]).astype(np.float32) for other in others])
         results[t.name] = result

@@ -174,24 +174,23 @@ def check_interpreter(case: Case, original, sched, references: dict) -> Optional
 
 
 class Reference:
-    """One input distribution's inputs and program-order result.  The results with every sum's terms in other
-    orders, which tell an ill-conditioned output from a wrong one (compiler/verify/compare.py `reassociated`),
-    are computed the first time a comparison fails."""
+    """One input distribution's inputs and program-order result.  The results with other allowed roundings (the
+    sums' terms in other orders, the GPU's exp), which tell an ill-conditioned output from a wrong one
+    (compiler/verify/compare.py VARIANTS), are computed the first time a comparison fails."""
 
     def __init__(self, original, inputs: dict, outputs: dict):
         self.original, self.inputs, self.outputs = original, inputs, outputs
-        self._reassociated = None
+        self._variants = None
         self.widened: set = set()  # the backends whose outputs passed only with the conditioning allowance
 
     @property
-    def reassociated(self) -> list[dict]:
-        from tdsl.compiler.reference.interpreter import reassociations
-        from tdsl.compiler.verify.compare import REASSOCIATIONS
+    def variants(self) -> list[dict]:
+        from tdsl.compiler.reference.interpreter import variants
+        from tdsl.compiler.verify.compare import VARIANTS
 
-        if self._reassociated is None:
-            self._reassociated = reassociations(self.original.model, self.original.time_map(), self.inputs,
-                                                REASSOCIATIONS)
-        return self._reassociated
+        if self._variants is None:
+            self._variants = variants(self.original.model, self.original.time_map(), self.inputs, VARIANTS)
+        return self._variants
 
 
 def references(case: Case, original) -> dict:
@@ -256,18 +255,18 @@ def check_backend(case: Case, backend: str, original, refs: dict, workdir: Path,
 def _compare_outputs(backend: str, original, ref: Reference, got: dict, dist: str) -> Optional[Finding]:
     """Every output against the program-order reference as any generated kernel is held to it
     (compiler/verify/compare.py `compare_outputs`: a relaxed reduction's terms, and where an output fails, the
-    reference's reorderings, which tell an ill-conditioned output from a wrong one)."""
+    reference's variants, which tell an ill-conditioned output from a wrong one)."""
     from tdsl.compiler.verify import compare_outputs
 
     for t in original.model.outputs():
         if t.name not in got:
             return Finding("miscompile", backend, f"output {t.name} was not produced")
 
-    def reordered() -> list[dict]:
+    def others() -> list[dict]:  # asked for once an output fails
         ref.widened.add(backend)
-        return ref.reassociated
+        return ref.variants
 
-    results = compare_outputs(original.model, ref.outputs, got, reassociated=reordered)
+    results = compare_outputs(original.model, ref.outputs, got, variants=others)
     for name, result in results.items():
         if not result.ok:
             return Finding("miscompile", backend, f"{name}: {result.summary()} ({dist} inputs)")

@@ -715,7 +715,7 @@ def test_fma_and_exp2_at_the_edges():
 
 
 def test_reordered_sums_move_only_the_rounding_of_sums():
-    """`interpret(..., reorder_sums=seed)` adds every sum's terms of one element in another order (the chapter's
+    """`interpret(..., variant=seed)` adds every sum's terms of one element in another order (the chapter's
     1 + 2^-24 + 2^-24 then keeps its small terms) and leaves everything else in program order: a max, and the
     statements that read the sum after it."""
     from tdsl.compiler.driver.api import loads
@@ -730,10 +730,37 @@ kernel k(X: f32[K]) -> (s: f32[1], m: f32[1], t: f32[1]) {
 """, "k.tdsl").schedule()
     X = {"X": np.array([1, 2.0 ** -24, 2.0 ** -24], dtype=np.float32)}
     program = interp.interpret(sched.model, sched.time_map(), X)
-    reversed_ = interp.interpret(sched.model, sched.time_map(), X, reorder_sums=0)
+    reversed_ = interp.interpret(sched.model, sched.time_map(), X, variant=0)
     assert program["s"].tolist() == [1.0] and reversed_["s"].tolist() == [1.0 + 2.0 ** -23]
     assert reversed_["t"].tolist() == [2.0 + 2.0 ** -22]  # read after the whole sum, as in program order
     assert reversed_["m"].tolist() == program["m"].tolist() == [1.0]
     for seed in range(1, 4):  # a shuffle: some order of the same three terms
-        assert interp.interpret(sched.model, sched.time_map(), X, reorder_sums=seed)["s"].tolist()[0] in (
+        assert interp.interpret(sched.model, sched.time_map(), X, variant=seed)["s"].tolist()[0] in (
             1.0, 1.0 + 2.0 ** -23)
+
+
+def test_a_variant_computes_exp_as_far_off_as_the_gpus_may_be():
+    """`variant` 0 takes every exp and exp2 up by the GPU's error bound (ex2.approx's 2^-22, and for exp the
+    rounding of x·log2 e: 2^-24·|x| relative), variant 1 down; sqrt, IEEE on the GPU too, is not varied."""
+    from tdsl.compiler.driver.api import loads
+
+    sched = loads("""
+const N = 3
+kernel k(X: f32[N]) -> (E: f32[N], F: f32[N], S: f32[N]) {
+  E[i] = exp(X[i])
+  F[i] = exp2(X[i])
+  S[i] = sqrt(X[i])
+}
+""", "k.tdsl").schedule()
+    x = np.array([88.72283, 1.5, 40.0], dtype=np.float32)  # exp(88.72283) is just below the largest f32
+    exact = interp.interpret(sched.model, sched.time_map(), {"X": x})
+    up = interp.interpret(sched.model, sched.time_map(), {"X": x}, variant=0)
+    down = interp.interpret(sched.model, sched.time_map(), {"X": x}, variant=1)
+    bound = 2.0 ** -22 + 2.0 ** -24 * x.astype(np.float64)
+    rounded = 2.0 ** -23  # the two values' f32 roundings
+    for got in (up, down):
+        assert np.all(np.abs(got["E"].astype(np.float64) / exact["E"] - 1) <= bound + rounded)
+        assert np.all(np.abs(got["F"].astype(np.float64) / exact["F"] - 1) <= 2.0 ** -22 + rounded)
+        assert got["S"].tolist() == exact["S"].tolist()
+    assert np.all(up["E"] > exact["E"]) and np.all(exact["E"] > down["E"])
+    assert np.all(up["F"] > exact["F"]) and np.all(exact["F"] > down["F"])
