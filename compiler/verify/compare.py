@@ -133,13 +133,8 @@ def compare(ref, got, dtype: str, terms: int = 1, variants=None) -> Comparison:
     allowed = ULPS * unit + (terms * ulp(np.array(scale), dtype) if scale else 0.0)
     unchecked = np.zeros(r.shape, dtype=bool)
     if variants is not None:
-        widened = allowed
-        for other in variants:
-            moved, moved_away = _moved(r, np.asarray(other).astype(np.float64),
-                                       UNDETERMINED * ulp(np.array(scale), dtype) if scale else 0.0)
-            widened = np.maximum(widened, np.where(moved > allowed, CONDITIONING_MARGIN * moved, 0.0))
-            unchecked |= moved_away
-        allowed = widened
+        limit = UNDETERMINED * ulp(np.array(scale), dtype) if scale else 0.0
+        allowed, unchecked = _conditioned(r, [np.asarray(v).astype(np.float64) for v in variants], allowed, limit)
     bad = ((err > allowed) | nan_mismatch | inf_mismatch) & ~unchecked
     finite &= ~unchecked
     first = tuple(int(x) for x in np.argwhere(bad)[0]) if bad.any() else ()
@@ -156,13 +151,17 @@ def compare(ref, got, dtype: str, terms: int = 1, variants=None) -> Comparison:
     )
 
 
-def _moved(ref: np.ndarray, variant: np.ndarray, limit: float):
-    """(how far another allowed rounding moves each finite element, the elements it moves past `limit` or to
-    another kind of value): see CONDITIONING_MARGIN."""
-    both = np.isfinite(ref) & np.isfinite(variant)
-    same_kind = both | (ref == variant) | (np.isnan(ref) & np.isnan(variant))
-    moved = np.abs(np.where(both, ref, 0.0) - np.where(both, variant, 0.0))
-    return moved, ~same_kind | (moved > limit)
+def _conditioned(ref: np.ndarray, variants: list, allowed: np.ndarray, limit: float) -> tuple:
+    """(the tolerance widened where a variant moves an element past `allowed`, the elements one moves past
+    `limit` or to another kind of value): see CONDITIONING_MARGIN."""
+    widened, unchecked = allowed, np.zeros(ref.shape, dtype=bool)
+    for variant in variants:
+        both = np.isfinite(ref) & np.isfinite(variant)
+        same_kind = both | (ref == variant) | (np.isnan(ref) & np.isnan(variant))
+        moved = np.abs(np.where(both, ref, 0.0) - np.where(both, variant, 0.0))
+        widened = np.maximum(widened, np.where(moved > allowed, CONDITIONING_MARGIN * moved, 0.0))
+        unchecked |= ~same_kind | (moved > limit)
+    return widened, unchecked
 
 
 def compare_outputs(model, reference: dict, outputs: dict, variants=None) -> dict:
