@@ -49,6 +49,7 @@ class _KernelPlanner(_WorkingSets):
         self.slots: list[list[PlannedBuffer]] = []  # set by _working_sets
         self.serial = serial  # which loops run serially: the rule the tile lowering follows
         self.memory_reads: set = set()  # (tensor, reader): a fused intermediate read back from global memory
+        self._anchors: dict = {}  # statement -> its tile-level loops outside its accumulation loop (`_anchored`)
 
     # ------------------------------------------------------------ driver
 
@@ -117,11 +118,25 @@ class _KernelPlanner(_WorkingSets):
         return bool(loop.bind) or self.serial(loop)
 
     def tile_level(self, stmt: str) -> Optional[Loop]:
-        path = self.path(stmt)
-        tiles = [l for l in path if self.is_tile_level(l)]
+        tiles = self._tile_loops(stmt)
         if tiles:
             return tiles[-1]
+        path = self.path(stmt)
         return path[-1] if path else None  # a scalar loop nest: every iteration of its innermost loop
+
+    def _tile_loops(self, stmt: str) -> list[Loop]:
+        """The statement's tile-level loops, outermost first: the loops that index its tiles."""
+        return [l for l in self.path(stmt) if self.is_tile_level(l)]
+
+    def _anchored(self, stmt: str) -> list[Loop]:
+        """The tile-level loops that place a statement's output lanes: for a reduction, those outside the loop its
+        accumulator lives across (the lowering anchors the accumulator there, compiler/lower/geometry.py
+        `_anchor`: the loops inside move none of its output lanes); else all of them."""
+        if stmt not in self._anchors:
+            loops = self._tile_loops(stmt)
+            across = accumulation_loop(self.model, stmt, loops, self.stmts)
+            self._anchors[stmt] = loops[: _index(loops, across)] if across is not None else loops
+        return self._anchors[stmt]
 
     def store_level(self, stmt_name: str) -> Optional[Loop]:
         """Where a statement's result tile is stored: its tile level, or for a reduction the innermost tile
@@ -261,15 +276,8 @@ class _KernelPlanner(_WorkingSets):
         accumulator's lanes as they are, so such a reader loads the maximum back from memory
         (compiler/lower/registers.py `_running`).  A reader that is itself a reduction keeps its lanes anchored
         outside its own accumulation loop (compiler/lower/geometry.py `_anchor`): loops inside that move nothing."""
-        own = [loop for loop in self.path(producer) if self.is_tile_level(loop)]
-        across = accumulation_loop(self.model, producer, own, self.stmts)
-        held = own[: _index(own, across)] if across is not None else own  # the loops around the accumulator
-        path = self.path(reader)
-        loops = [loop for loop in path[: _index(path, self.tile_level(reader)) + 1] if self.is_tile_level(loop)]
-        anchor = accumulation_loop(self.model, reader, loops, self.stmts)
-        if anchor is not None:
-            loops = loops[: _index(loops, anchor)]
-        below = [loop for loop in loops if not any(loop is h for h in held)]
+        held = self._anchored(producer)  # the loops around the maximum's accumulator
+        below = [loop for loop in self._anchored(reader) if not any(loop is h for h in held)]
         return any(self._rewalked(access, reader, below)
                    for access in self.model.stmt(reader).reads if access.tensor == tensor)
 
@@ -299,14 +307,10 @@ class _KernelPlanner(_WorkingSets):
         the tile-level loops down to the last one whose expression uses n.  A reduction's output lanes are its
         accumulator's, anchored outside the loop it accumulates across (`_anchor` there): the loops inside move
         none of them."""
-        stmt, path = self.model.stmt(reader), self.path(reader)
-        loops = [l for l in path[: _index(path, self.tile_level(reader)) + 1] if self.is_tile_level(l)]
-        if stmt.iters[n] in stmt.lhs_iters:
-            anchor = accumulation_loop(self.model, reader, loops, self.stmts)
-            if anchor is not None:
-                loops = loops[: _index(loops, anchor)]
-                if not any(l is loop for l in loops):
-                    return False
+        stmt = self.model.stmt(reader)
+        loops = self._anchored(reader) if stmt.iters[n] in stmt.lhs_iters else self._tile_loops(reader)
+        if not any(l is loop for l in loops):
+            return False
         walkers = [k for k, l in enumerate(loops) if any(uses_iterators(pa, n, 1) for pa in l.exprs[reader])]
         loops = loops[: walkers[-1] + 1]  # `loop` is among them: its expression uses n
         rel = pw_affs_to_map([pa for l in loops for pa in l.exprs[reader]], stmt.domain).reverse()
@@ -362,7 +366,7 @@ class _KernelPlanner(_WorkingSets):
             return False
         # a tile is everything inside one iteration of the tile-level loops: point loops around a serial one are
         # its lanes (the lowering hoists the serial loop out of them), so only tile-level loops index the tiles
-        tiles = [l for l in path[: at_level + 1] if self.is_tile_level(l)]
+        tiles = self._tile_loops(reader)  # down to its tile level, the innermost
         kept = sum(l.n_dims for l in path[: at_stored + 1] if self.is_tile_level(l))
         inner = sum(l.n_dims for l in tiles) - kept
         written = self._tile_prefix(producer, stored).reverse().apply_range(
@@ -386,23 +390,20 @@ class _KernelPlanner(_WorkingSets):
                 continue
             read = prefix.reverse().apply_range(access.relation).coalesce()
             lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
-            if not _same_lanes(read, self._lanes(access, reader, tiles, read.domain()), lifted):
+            if not _same_lanes(read, self._lanes(access, reader, read.domain()), lifted):
                 return False
         return True
 
-    def _lanes(self, access, reader: str, tiles: list, where: isl.Set) -> list:
+    def _lanes(self, access, reader: str, where: isl.Set) -> list:
         """Per dimension of a plain read, the lanes the reader's tile holds at each iteration of its tile-level
-        loops `tiles` (where it reads: a `where` branch taken at some of them is lowered lane for lane all the
-        same).  Along an output iterator of a reduction they are its accumulator's, anchored to the loops
-        outside the one it accumulates across (compiler/lower/geometry.py `_anchor`): the same at every
-        iteration of the loops inside it."""
+        loops (`where` it reads: a `where` branch taken at some of them is lowered lane for lane all the same).
+        Along an output iterator of a reduction they are its accumulator's (`_anchored`): the same at every
+        iteration of the loops inside the one it accumulates across."""
         stmt = self.model.stmt(reader)
         every = _tile_lanes(access, stmt)
-        anchor = accumulation_loop(self.model, reader, tiles, self.stmts)
-        outer = tiles[: _index(tiles, anchor)] if anchor is not None else tiles
         per_dim = []
         for index in access.node.indices:
-            loops = outer if index.name in stmt.lhs_iters else tiles
+            loops = self._anchored(reader) if index.name in stmt.lhs_iters else self._tile_loops(reader)
             held = self._loops_prefix(reader, loops).reverse().apply_range(every)
             if not loops:  # no loop: `pw_affs_to_map`'s single point in time
                 held = held.project_out(isl.dim_type.in_, 0, 1)

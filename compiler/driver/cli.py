@@ -269,9 +269,11 @@ def instance_count(model) -> int:
     return sum(stmt.domain.count_val().to_python() for stmt in model.stmts)
 
 
-def _interpreter_reference(prog, args, model):
+def _interpreter_reference(original, args):
+    """(inputs, the program-order result, its instance count) for the program-order schedule `original`."""
     from tdsl.compiler.reference.interpreter import interpret, random_inputs
 
+    model = original.model
     if model.params:
         raise TdslError(f"give a value to every param with --size: {', '.join(model.params)}")
     count = instance_count(model)
@@ -281,7 +283,6 @@ def _interpreter_reference(prog, args, model):
             f"the interpreter would execute {count:,} statement instances; choose smaller sizes with --size (e.g. --size {small})"
         )
     inputs = random_inputs(model, args.seed)
-    original = prog.schedule(None, kernel=args.kernel)
     return inputs, interpret(model, original.time_map(), inputs), count
 
 
@@ -293,9 +294,10 @@ def cmd_run_target(args) -> int:
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
-    model = prog.schedule(None, kernel=args.kernel).model
+    original = prog.schedule(None, kernel=args.kernel)
+    model = original.model
     kind, backend, device_name = resolve_target(args.target, args.backend)
-    inputs, reference, count = _interpreter_reference(prog, args, model)
+    inputs, reference, count = _interpreter_reference(original, args)
     text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
     if kind == "nvidia":
         outputs, where = _run_on_nvidia(text, model, inputs, backend)
@@ -303,7 +305,6 @@ def cmd_run_target(args) -> int:
         outputs, where = _run_in_ascend_model(text, model, inputs, device_name), f"NumPy model of the {device_name}"
     print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
     status = 0
-    original = prog.schedule(None, kernel=args.kernel)
     results = compare_outputs(model, reference, outputs, variants=lambda: variants(
         model, original.time_map(), inputs, VARIANTS))
     for t in model.outputs():

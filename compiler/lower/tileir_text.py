@@ -142,8 +142,11 @@ def _ops(ops, depth: int) -> list[str]:
                 lines.append(f"{pad}{_INDENT}outside the mask: {op.fill!r} (masked once)")
             lines.extend(_unclipped(op, pad))
         elif isinstance(op, Barrier):
-            why = [f"{', '.join(op.tensors)} pass through memory"] * bool(op.tensors) + [
-                f"{', '.join(op.overwrites)} overwritten after other threads read it"] * bool(op.overwrites)
+            why = []
+            if op.tensors:
+                why.append(f"{', '.join(op.tensors)} pass through memory")
+            if op.overwrites:
+                why.append(f"{', '.join(op.overwrites)} overwritten after other threads read it")
             lines.append(f"{pad}barrier  # {'; '.join(why)}")
         else:  # pragma: no cover - the Op union is closed
             raise TypeError(f"not a tile op: {op!r}")

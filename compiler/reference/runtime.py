@@ -206,13 +206,13 @@ def _approximate_exponentials(variant: int) -> tuple:
     def sign() -> float:
         return 1.0 if variant == 0 else -1.0 if variant == 1 else float(signs.choice((-1.0, 1.0)))
 
-    def exp(x):
-        if x != x or x > 89.0 or x == -math.inf:
+    def exp(x):  # exp(-inf) = 0 and NaN stay as they are: 0 and NaN times any factor
+        if x > 89.0:
             return _exp(x)
         return _f32(_mexp(x) * (1.0 + sign() * (_EX2_ERROR + 2.0 ** -24 * abs(float(x)))))
 
     def exp2(x):
-        if x != x or x >= 128.0 or x == -math.inf:
+        if x != x or x >= 128.0:
             return _exp2(x)
         return _f32(2.0 ** float(x) * (1.0 + sign() * _EX2_ERROR))
 
