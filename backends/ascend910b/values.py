@@ -11,7 +11,7 @@ from tdsl.backends.ascend910b.common import index_code, _Opnd, _exact_reciprocal
 from tdsl.backends.tilelang.emit import float_code
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.lower.lane_masks import atoms, mentions, expr_text as _expr_text
+from tdsl.compiler.lower.lane_masks import atoms, check_affine, mentions, expr_text as _expr_text
 from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, layout as tile_layout
 from tdsl.compiler.lower.tileir import expr_vars
 from tdsl.compiler.lower.tileir import simplify
@@ -218,7 +218,8 @@ class Values:
             if arg.dtype == "f8e4m3":
                 raise BackendError(f"a scalar read of the FP8 tensor {e.tensor} has no ascend-910b form")
             indices = ", ".join(index_code(simplify(i), names) for i in e.indices)
-            return _Opnd("scalar", f'T.Cast("float32", {self.tensor(e.tensor)}[{indices}])')
+            read = f'T.Cast("float32", {self.tensor(e.tensor)}[{indices}])'
+            return _Opnd("scalar", read) if e.mask is None else self._guarded_scalar(read, e, names)
         order = [i.name for i in e.indices if isinstance(i, T.Var) and i.name in axes]
         plain = all(isinstance(i, T.Var) for i in e.indices if used & set(axes) & {v.name for v in expr_vars(i)})
         if order != list(axes) and plain and len(set(order)) == len(order) and len(axes) == 2:
@@ -232,6 +233,20 @@ class Values:
             clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
             self.emit(f"T.copy({self.tensor(e.tensor)}[{region}], {raw})  # GM -> UB{clipped}")
         return _Opnd("tile", self._widen(raw, arg.dtype, shape))
+
+    def _guarded_scalar(self, read: str, e: T.Load, names: dict) -> _Opnd:
+        """A scalar read under its load's mask (the tensor's bounds, where a `where` branch is not taken): `other`
+        in a UB element of its own, the element read only where the mask holds, so that no address outside the
+        tensor is formed (an affine conjunction of the loop variables, as lane masks are)."""
+        parts = atoms(e.mask)
+        for atom in parts:
+            check_affine(atom)
+        held = self.alloc(self.fresh("guarded_scalar"), [8], "f32", "UB", "a scalar read inside the tensor only",
+                          pooled=False)
+        self.emit(f"{held}[0] = {float_code(e.other)}")
+        self.emit(f"if {self._condition(parts, names)}:")
+        self.emit(f"    {held}[0] = {read}")
+        return _Opnd("scalar", f"{held}[0]")
 
     def _load_arranged(self, e: T.Load, tile: T.Tile, order: list) -> _Opnd:
         """A load of a 2-D tile whose axes the tensor holds transposed ([j, i] for a tile [i, j]) or only in part
