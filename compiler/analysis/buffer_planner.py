@@ -49,7 +49,7 @@ class _KernelPlanner(_WorkingSets):
         self.slots: list[list[PlannedBuffer]] = []  # set by _working_sets
         self.serial = serial  # which loops run serially: the rule the tile lowering follows
         self.memory_reads: set = set()  # (tensor, reader): a fused intermediate read back from global memory
-        self._anchors: dict = {}  # statement -> its tile-level loops outside its accumulation loop (`_anchored`)
+        self._anchors: dict = {}  # statement -> its tile-level loops outside its accumulation loop (`_anchor`)
 
     # ------------------------------------------------------------ driver
 
@@ -132,11 +132,31 @@ class _KernelPlanner(_WorkingSets):
         """The tile-level loops that place a statement's output lanes: for a reduction, those outside the loop its
         accumulator lives across (the lowering anchors the accumulator there, compiler/lower/geometry.py
         `_anchor`: the loops inside move none of its output lanes); else all of them."""
+        anchor = self._anchor(stmt)
+        return anchor if anchor is not None else self._tile_loops(stmt)
+
+    def _anchor(self, stmt: str) -> Optional[list[Loop]]:
+        """A reduction's tile-level loops outside the loop its accumulator lives across; None where there is no
+        such loop (compiler/lower/geometry.py `_anchor`)."""
         if stmt not in self._anchors:
             loops = self._tile_loops(stmt)
             across = accumulation_loop(self.model, stmt, loops, self.stmts)
-            self._anchors[stmt] = loops[: _index(loops, across)] if across is not None else loops
+            self._anchors[stmt] = loops[: _index(loops, across)] if across is not None else None
         return self._anchors[stmt]
+
+    def _lane_loops(self, stmt: str, it: str, loops: list[Loop]) -> list[Loop]:
+        """The loops (a prefix of `loops`, the statement's tile-level loops) whose values place its tile's lanes
+        along iterator `it`, as the lowering places them (compiler/lower/geometry.py `_measure`): the loops up to
+        the last one that walks `it` (`_aligned_offset`), for an output iterator of a reduction only among the
+        loops around its accumulator (`_anchored`).  Inner loops that only narrow the instances along `it` --
+        the diagonal key block of causal attention with 128 queries and 64 keys holds rows 64-127 -- move no
+        lane."""
+        anchor = self._anchor(stmt)
+        if anchor is not None and it in self.model.stmt(stmt).lhs_iters:
+            loops = loops[: len(anchor)]
+        n = self.model.stmt(stmt).iters.index(it)
+        walks = [k for k, loop in enumerate(loops) if any(uses_iterators(pa, n, 1) for pa in loop.exprs[stmt])]
+        return loops[: walks[-1] + 1] if walks else []
 
     def store_level(self, stmt_name: str) -> Optional[Loop]:
         """Where a statement's result tile is stored: its tile level, or for a reduction the innermost tile
@@ -303,16 +323,11 @@ class _KernelPlanner(_WorkingSets):
 
     def _offset_uses(self, reader: str, n: int, loop: Loop) -> bool:
         """Whether the reader's tile offset along its iterator n uses `loop`'s variables, the offset taken as the
-        tile lowering takes it (compiler/lower/geometry.py `_aligned_offset`): the smallest n of one iteration of
-        the tile-level loops down to the last one whose expression uses n.  A reduction's output lanes are its
-        accumulator's, anchored outside the loop it accumulates across (`_anchor` there): the loops inside move
-        none of them."""
+        tile lowering takes it: the smallest n of one iteration of the loops that place its lanes (`_lane_loops`)."""
         stmt = self.model.stmt(reader)
-        loops = self._anchored(reader) if stmt.iters[n] in stmt.lhs_iters else self._tile_loops(reader)
+        loops = self._lane_loops(reader, stmt.iters[n], self._tile_loops(reader))
         if not any(l is loop for l in loops):
             return False
-        walkers = [k for k, l in enumerate(loops) if any(uses_iterators(pa, n, 1) for pa in l.exprs[reader])]
-        loops = loops[: walkers[-1] + 1]  # `loop` is among them: its expression uses n
         rel = pw_affs_to_map([pa for l in loops for pa in l.exprs[reader]], stmt.domain).reverse()
         rel = rel.project_out(isl.dim_type.out, n + 1, len(stmt.iters) - n - 1).project_out(isl.dim_type.out, 0, n)
         start = sum(l.n_dims for l in loops[: _index(loops, loop)])
@@ -390,7 +405,8 @@ class _KernelPlanner(_WorkingSets):
                 continue
             read = prefix.reverse().apply_range(access.relation).coalesce()
             lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
-            if not _same_lanes(read, self._lanes(access, reader, read.domain()), lifted):
+            if not _same_lanes(read, self._lanes(access, reader, read.domain()), lifted,
+                               self._written_lanes(producer, stored, read.domain())):
                 return False
         return True
 
@@ -401,16 +417,28 @@ class _KernelPlanner(_WorkingSets):
         iteration of the loops inside the one it accumulates across."""
         stmt = self.model.stmt(reader)
         every = _tile_lanes(access, stmt)
-        per_dim = []
-        for index in access.node.indices:
-            loops = self._anchored(reader) if index.name in stmt.lhs_iters else self._tile_loops(reader)
-            held = self._loops_prefix(reader, loops).reverse().apply_range(every)
-            if not loops:  # no loop: `pw_affs_to_map`'s single point in time
-                held = held.project_out(isl.dim_type.in_, 0, 1)
-            held = held.insert_dims(isl.dim_type.in_, held.dim(isl.dim_type.in_),
-                                    where.dim(isl.dim_type.set) - held.dim(isl.dim_type.in_))
-            per_dim.append(held.intersect_domain(where).coalesce())
-        return per_dim
+        loops = self._tile_loops(reader)
+        return [self._held(reader, self._lane_loops(reader, index.name, loops), every, where)
+                for index in access.node.indices]
+
+    def _written_lanes(self, producer: str, stored: Loop, where: isl.Set) -> list:
+        """Per dimension of the producer's result, the lanes its tile holds at each iteration of a reader's
+        tile-level loops (`where`; the producer's down to `stored` come first), placed as `_lane_loops` says."""
+        stmt = self.model.stmt(producer)
+        path = self.path(producer)
+        loops = [l for l in path[: _index(path, stored) + 1] if self.is_tile_level(l)]
+        return [self._held(producer, self._lane_loops(producer, it, loops), stmt.write.relation, where)
+                for it in stmt.lhs_iters]
+
+    def _held(self, stmt: str, loops: list, elements: isl.Map, where: isl.Set) -> isl.Map:
+        """Values of `where`'s loops -> the elements (of `elements`: instance -> element) that the statement's
+        instances in that iteration of `loops` (a prefix of where's loops) touch."""
+        held = self._loops_prefix(stmt, loops).reverse().apply_range(elements)
+        if not loops:  # no loop: `pw_affs_to_map`'s single point in time
+            held = held.project_out(isl.dim_type.in_, 0, 1)
+        held = held.insert_dims(isl.dim_type.in_, held.dim(isl.dim_type.in_),
+                                where.dim(isl.dim_type.set) - held.dim(isl.dim_type.in_))
+        return held.intersect_domain(where).coalesce()
 
     def _loops_prefix(self, stmt: str, loops: list) -> isl.Map:
         """Statement instance -> values of `loops` (some of its loops, outermost first)."""
@@ -572,16 +600,17 @@ def _index(path: list[Loop], loop: Optional[Loop]) -> int:
     raise KeyError(loop.name)
 
 
-def _same_lanes(read: isl.Map, lanes: list, written: isl.Map) -> bool:
+def _same_lanes(read: isl.Map, lanes: list, written: isl.Map, written_lanes: list) -> bool:
     """The reader's tile is the producer's, lane for lane: it reads only what the producer wrote in that
-    iteration, and per dimension d the lanes its tile holds there (`lanes[d]`) start where the producer's do and
-    span as many (a triangular reader masks some of them, a `where` branch takes some of them)."""
+    iteration (`written`), and per dimension d the lanes its tile holds there (`lanes[d]`) start where the
+    producer's (`written_lanes[d]`) do and span as many (a triangular reader masks some of them, a `where`
+    branch takes some of them)."""
     if not read.is_subset(written):
         return False
-    for d, held in enumerate(lanes):
-        if not held.dim_min(d).is_equal(written.dim_min(d)):
+    for d, (held, wrote) in enumerate(zip(lanes, written_lanes)):
+        if not held.dim_min(d).is_equal(wrote.dim_min(d)):
             return False
-        if not _largest_span(held, d).eq(_largest_span(written, d)):
+        if not _largest_span(held, d).eq(_largest_span(wrote, d)):
             return False
     return True
 
