@@ -42,8 +42,8 @@ The plan is made in four modules, by what each decides:
 * compiler/analysis/buffer_plan.py (this one) -- the entry points: `plan`, `plan_kernels`, `check`,
   `require_bound_sizes`, and what the lowering reads of a plan (`kernel_stages`, `shared_bytes`);
 * compiler/analysis/buffer_planner.py -- one kernel's buffers and data movements, their shapes, scopes and
-  lifetimes (`_KernelPlanner`; `is_tile_level`, by compiler/analysis/serial_loops.py's rule), and which fused
-  intermediates the kernel stores and reads back (`KernelPlan.read_back`, the tile lowering's rule);
+  lifetimes (`_KernelPlanner`; `is_tile_level`, by compiler/analysis/serial_loops.py's rule), and which of its
+  tensors the kernel stores and reads back (`KernelPlan.read_back`, the tile lowering's rule);
 * compiler/analysis/buffer_sharing.py -- memory sharing, working sets and capacity violations;
 * compiler/analysis/buffer_records.py -- the records of a plan (`PlannedBuffer`, `TileAccess`, `KernelPlan`,
   `Violation`, `CapacityError`) and `fmt_bytes`.

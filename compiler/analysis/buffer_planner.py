@@ -48,7 +48,7 @@ class _KernelPlanner(_WorkingSets):
         self._planned: dict[int, PlannedBuffer] = {}  # id(tree Buffer) -> its plan
         self.slots: list[list[PlannedBuffer]] = []  # set by _working_sets
         self.serial = serial  # which loops run serially: the rule the tile lowering follows
-        self.memory_reads: set = set()  # (tensor, reader): a fused intermediate read back from global memory
+        self.memory_reads: set = set()  # (tensor, reader): a tensor of this kernel read back from global memory
         self._anchors: dict = {}  # statement -> its tile-level loops outside its accumulation loop (`_anchor`)
 
     # ------------------------------------------------------------ driver
@@ -261,20 +261,23 @@ class _KernelPlanner(_WorkingSets):
     # the fuzzer's "plan" oracle checks that the two agree.
 
     def _memory_temps(self) -> None:
-        """A fused intermediate (a temporary, or one staged by cache_write) is read from its producer's register
-        tile only lane for lane (`_reads_producer_tile`).  Any other read (a row produced whole and read in
-        segments, a tile produced in segments and read whole, a shifted window) goes through global memory: the
-        producer stores the tensor and the reader loads its tile back (compiler/lower/loads.py)."""
+        """A tensor produced in this kernel (a temporary, one staged by cache_write, or a global tensor such as a
+        time loop's step or a factorisation's column) is read from its producer's register tile only lane for
+        lane (`_reads_producer_tile`).  Any other read (a row produced whole and read in segments, a tile
+        produced in segments and read whole, a shifted window) goes through global memory: the producer stores the
+        tensor and the reader loads its tile back (compiler/lower/loads.py).  A global tensor is stored anyway,
+        so its reads never taken at these sizes move nothing and decide nothing; a temporary is stored for such a
+        read all the same (the lowering keeps its load)."""
         for producer in self.stmts:
             tensor = self.model.stmt(producer).write.tensor
-            if tensor in self.globals:
-                continue
-            for reader in self.stmts:  # a temporary, or one staged by cache_write
-                if reader == producer or not any(r.tensor == tensor for r in self.model.stmt(reader).reads):
+            for reader in self.stmts:
+                reads = [r for r in self.model.stmt(reader).reads if r.tensor == tensor
+                         and not (tensor in self.globals and r.relation.is_empty())]
+                if reader == producer or not reads:
                     continue
                 if self._reads_running(tensor, reader) and not self._running_rewalked(producer, reader, tensor):
                     continue
-                if not self._reads_producer_tile(producer, reader, tensor):
+                if not self._reads_producer_tile(producer, reader, reads):
                     self.memory_reads.add((tensor, reader))
 
     def _read_back(self) -> frozenset:
@@ -371,8 +374,8 @@ class _KernelPlanner(_WorkingSets):
         n = _index(path, across)
         return path[n - 1] if n else None
 
-    def _reads_producer_tile(self, producer: str, reader: str, tensor: str) -> bool:
-        """Whether each read of `tensor` by `reader`, at each iteration of the reader's tile level, takes lane
+    def _reads_producer_tile(self, producer: str, reader: str, reads: list) -> bool:
+        """Whether each of `reads` (the reader's reads of the producer's tensor), at each iteration of the reader's tile level, takes lane
         for lane the tile that `producer` completed at its final level (which must enclose the reader)."""
         stored, level = self._final_level(producer), self.tile_level(reader)
         path = self.path(reader)
@@ -387,9 +390,7 @@ class _KernelPlanner(_WorkingSets):
         written = self._tile_prefix(producer, stored).reverse().apply_range(
             self.model.stmt(producer).write.relation).coalesce()
         prefix = self._tile_prefix(reader, level)
-        for access in self.model.stmt(reader).reads:  # each read by itself: a shifted one has other lanes
-            if access.tensor != tensor:
-                continue
+        for access in reads:  # each read by itself: a shifted one has other lanes
             if not _plain_lanes(access, self.model.stmt(reader), self.model.stmt(producer)):
                 return False
             if self._copied(reader) != self._copied(producer) and not _read_as_written(access, self.model.stmt(reader)):

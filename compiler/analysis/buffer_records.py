@@ -125,8 +125,8 @@ class KernelPlan:
     violations: list[Violation] = field(default_factory=list)
     slots: list = field(default_factory=list)  # the buffers grouped by the memory they share (one list per slot)
     serial_loops: frozenset = frozenset()  # names of the kernel's loops that run serially (serial_loops.py)
-    read_back: frozenset = frozenset()  # fused intermediates stored and read back from global memory (a reader
-    # takes another tile than its producer wrote; buffer_planner.py `_memory_temps`)
+    read_back: frozenset = frozenset()  # tensors the kernel produces and reads back from global memory (a reader
+    # takes another tile than its producer wrote, or a later iteration's; buffer_planner.py `_memory_temps`)
 
 
 def fmt_bytes(n: int) -> str:

@@ -31,7 +31,7 @@ from tdsl.frontend import ast
 
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.model.dependences import policy
-from tdsl.compiler.lower.tile_rules import padded_shape
+from tdsl.compiler.lower.tile_rules import lanes, padded_shape
 from tdsl.compiler.model.dtypes import power_of_two
 from tdsl.compiler.lower.tileir import (AccFinish, AccInit, AccUpdate, Dot, Preload, Preloaded, RegOperand, SerialLoop,
                                        Staged, TileKernel, TileProgram, Var, walk_ops)
@@ -127,6 +127,14 @@ def smallest_dot_tile(dtypes) -> tuple[int, int]:
     k at least 32 for 8-bit operands (sm_90 wgmma takes k in steps of 32).  A smaller tile is a vector
     product (broadcast multiply and sum), not a matrix-unit one."""
     return 16, 32 if "f8e4m3" in dtypes else 16
+
+
+def makes_dot(dtypes, m: int, n: int, k: int) -> bool:
+    """Does a product's tile of m x n x k values (i, j, k) become a `Dot`?  Its lanes (powers of two) reach
+    `smallest_dot_tile`.  The tile lowering asks this of each tile it builds, the cost model of the plan's
+    tiles (cost/work.py `products`): a smaller tile is vector work for both."""
+    least_ij, least_k = smallest_dot_tile(dtypes)
+    return min(lanes(m), lanes(n)) >= least_ij and lanes(k) >= least_k
 
 
 def _indexed_by(e, iters: set, batch: set) -> bool:

@@ -20,7 +20,7 @@ import islpy as isl
 
 from tdsl.frontend import ast
 
-from tdsl.compiler.analysis.placement import product_form, smallest_dot_tile
+from tdsl.compiler.analysis.placement import makes_dot, product_form
 from tdsl.compiler.model.program import Stmt
 from tdsl.compiler.lower.geometry import _check_size
 from tdsl.compiler.lower.registers import _lanes, _Produced
@@ -142,8 +142,8 @@ class ReductionLowering:
         return self.forms[stmt.name]
 
     def _dot(self, stmt: Stmt, tile: Tile, context: list[Loop]) -> Optional[Dot]:
-        """A matrix product (`placement.product_form`) over a tile with axes (i, j, k) no smaller than
-        `placement.smallest_dot_tile` -> a tile `Dot` (its constant factors applied by `AccFinish`); which unit
+        """A matrix product (`placement.product_form`) over a tile with axes (i, j, k) large enough
+        (`placement.makes_dot`) -> a tile `Dot` (its constant factors applied by `AccFinish`); which unit
         runs it is decided per backend later."""
         form = self._form(stmt)
         if form is None:
@@ -163,8 +163,7 @@ class ReductionLowering:
             if not (_plain(lhs, {i, k}, batch) and _plain(rhs, {k, j}, batch)):
                 return None
         dtypes = (self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
-        least_ij, least_k = smallest_dot_tile(dtypes)
-        if min(tile.axes[0].size, tile.axes[1].size) < least_ij or tile.axes[2].size < least_k:
+        if not makes_dot(dtypes, *(a.size for a in tile.axes)):
             return None
         if tile.mask is not None and not self._separable(stmt, context, i, j, k):
             return None

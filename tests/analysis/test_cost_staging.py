@@ -8,6 +8,7 @@ figures tests/backends/triton/test_triton_backend.py checks by compiling every e
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -15,8 +16,8 @@ import tdsl
 from tdsl.compiler.analysis.buffer_plan import plan_kernels
 from tdsl.compiler.analysis.cost import analyze
 from tdsl.compiler.analysis.cost.backend_rules import refusal, staged_overflow
-from tdsl.compiler.analysis.cost.staging import as_generated
-from tdsl.compiler.analysis.cost.work import products
+from tdsl.compiler.analysis.cost.staging import as_generated, copies
+from tdsl.compiler.analysis.cost.work import products, vector_slots
 from tdsl.compiler.driver.api import loads
 from tdsl.compiler.targets import get_target
 from tdsl.compiler.tune.screen import Screen
@@ -73,14 +74,14 @@ def test_operands_a_cache_read_stages_are_the_plans_own():
     sched = tdsl.load(EXAMPLES / "gemm.tdsl").schedule("gpu")
     tgt = get_target("h200")
     for kp in plan_kernels(sched, tgt):
-        assert as_generated(kp, products(sched.model, kp), tgt) is kp
+        assert as_generated(sched.model, kp, tgt) is kp
 
 
 def test_targets_whose_matrix_units_do_not_read_shared_memory_keep_the_plan():
     sched, k = kernel(flash((128, 64), 4, 2), target="ascend-950")
     tgt = get_target("ascend-950")
     for kp in plan_kernels(sched, tgt):
-        assert as_generated(kp, products(sched.model, kp), tgt) is kp
+        assert as_generated(sched.model, kp, tgt) is kp
 
 
 def test_copies_the_code_generator_could_not_launch_are_refused_with_what_to_change():
@@ -118,3 +119,44 @@ def test_the_report_says_which_operands_the_code_generator_copies():
     assert "the tensor cores read Q x1, K x3, V x3 from shared memory: copied there by the code generator" in text
     plain = analyze(tdsl.load(EXAMPLES / "gemm.tdsl").schedule("gpu"), "h200").text()
     assert "copied there by the code generator" not in plain
+
+
+POLYBENCH = ROOT / "benchmarks" / "polybench"
+
+
+def _generated(path, schedule: str, target: str = "h100", backend: str = "tilelang"):
+    sched = tdsl.load(path).schedule(schedule)
+    tgt = get_target(target)
+    return sched, [(kp, as_generated(sched.model, kp, tgt, backend)) for kp in plan_kernels(sched, tgt)]
+
+
+def test_a_tensor_multiplied_by_itself_is_copied_once_per_operand():
+    """covariance's S = sum(k) D[k, i] * D[k, j] on 16 x 16 output tiles: the plan holds the hull of the two reads
+    (100 x 80 at the last tile column), the code generators copy each operand's 100 x 16 tile, both live at once
+    (TileLang: two 128 x 16 f32 buffers, 16 KiB; tests/backends/tilelang checks the lowered kernel)."""
+    sched, kernels = _generated(POLYBENCH / "datamining" / "covariance.tdsl", "tiled")
+    (kp, generated), = [(kp, g) for kp, g in kernels if "S" in kp.stmts]
+    (product,) = products(sched.model, kp)
+    assert (product.m, product.n, product.k) == (16, 16, 100)
+    assert [b.shape for b in copies(generated)] == [[100, 16], [100, 16]]
+    assert generated.working_set["shared"] == 2 * 100 * 16 * 4
+
+
+def test_a_product_too_small_for_a_dot_is_vector_work_with_nothing_copied():
+    """doitgen's sums, one (r, q) row a program: a 1 x 30 x 30 product is a broadcast multiply and a tile sum in
+    the lowering (placement.makes_dot), so the cost model prices it on the vector units and stages nothing."""
+    sched, kernels = _generated(POLYBENCH / "kernels" / "doitgen.tdsl", "tiled")
+    (kp, generated), = kernels
+    assert products(sched.model, kp) == [] and generated is kp
+    assert vector_slots(sched.model, kp, get_target("h200")) > 0
+    estimate = analyze(sched, "h200").kernels[0].estimate
+    assert estimate.t_matrix == 0
+
+
+def test_padded_copies_over_the_shared_memory_are_refused():
+    """A ragged operand tile is allocated at its lanes: 100 x 16 f32 copies are 128 x 16 in shared memory."""
+    sched, kernels = _generated(POLYBENCH / "datamining" / "covariance.tdsl", "tiled")
+    tgt = get_target("h100")
+    tight = replace(tgt, scopes={**tgt.scopes, "shared": replace(tgt.scopes["shared"], per_block=2 * 100 * 16 * 4)})
+    reason = staged_overflow(sched.model, plan_kernels(sched, tight), tight, "tilelang")
+    assert reason is not None and "16 KiB per block" in reason, reason

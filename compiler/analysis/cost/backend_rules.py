@@ -9,8 +9,8 @@ A candidate the backend can use:
   fits every hard scope of the target, and
 * passes the backend's lowering (`compiler/lower/pipeline.lower_for`, what `tdsl compile` runs), and
 * for Triton and TileLang on NVIDIA, fits the shared memory with the operand copies they make themselves
-  (cost/staging.py: tensor-core operands the schedule leaves in registers, one copy per pipeline stage), which
-  the plan does not hold.
+  (cost/staging.py: product operands the schedule leaves in registers, one copy per operand and pipeline
+  stage), which the plan does not hold, every tile padded to its lanes.
 
 `refusal` gives the first reason it cannot, in one line, or None.
 """
@@ -22,7 +22,6 @@ from typing import Optional
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, PlannedBuffer, fmt_bytes, plan_kernels
 from tdsl.compiler.analysis.buffer_sharing import violations, working_sets
 from tdsl.compiler.analysis.cost.staging import as_generated, copies
-from tdsl.compiler.analysis.cost.work import products
 from tdsl.compiler.lower.tile_rules import padded_shape
 from tdsl.compiler.targets import Target
 
@@ -59,15 +58,18 @@ COPYING = {"triton": "Triton copies the tensor-core operands", "tilelang": "Tile
 
 
 def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: str) -> Optional[str]:
-    """The first kernel whose shared memory, with the operand copies the code generator adds (cost/staging.py),
-    is over the target's per-block capacity: the kernel would fail to launch ("out of resource: shared memory")."""
+    """The first kernel whose shared memory, with the operand copies the code generator adds (cost/staging.py)
+    and every tile padded to its lanes, is over the target's per-block capacity: the kernel would fail to
+    launch ("out of resource: shared memory")."""
     shared = target.scopes.get("shared")
     if backend not in COPYING or shared is None:
         return None
     for kp in kernels:
-        generated = as_generated(kp, products(model, kp), target, backend)
-        need = generated.working_set.get("shared", 0)
-        if generated is kp or need <= shared.per_block:
+        generated = as_generated(model, kp, target, backend)
+        if generated is kp:
+            continue
+        need = working_sets(generated.buffers, generated.slots, len(kp.stmts), padded_bytes)[0].get("shared", 0)
+        if need <= shared.per_block:
             continue
         made = ", ".join(f"{b.tensor} {_shape(b.shape)} x{b.stages}" for b in copies(generated))
         return (f"{kp.name}: {COPYING[backend]} into shared memory itself ({made}): "

@@ -29,12 +29,13 @@ RESULTS "Multi-head attention"), and their 3-stage kernel fits one program an SM
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import KernelPlan, PlannedBuffer
 from tdsl.compiler.analysis.buffer_sharing import working_sets
-from tdsl.compiler.analysis.cost.work import product_unit
+from tdsl.compiler.analysis.cost.work import product_unit, products
 from tdsl.compiler.analysis.placement import MATRIX, STAGING, VECTOR
 from tdsl.compiler.schedule.tree import Loop, statements_under, walk_loops
 from tdsl.compiler.targets import Target
@@ -42,21 +43,55 @@ from tdsl.compiler.targets import Target
 STAGED_SCOPE = "shared"
 
 
-def as_generated(kp: KernelPlan, prods: list, tgt: Target, backend: str = "triton") -> KernelPlan:
+def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton") -> KernelPlan:
     """`kp` with every operand tile the code generator (`triton`, or `tilelang`) stages moved to shared memory
-    (its copies and live range as the pipeliner keeps them) and the working sets recounted; `kp` itself where
-    there is none."""
+    (its copies and live range as the pipeliner keeps them), TileLang's copies of register tiles read at a
+    second lane pattern added (`pattern_copies`), and the working sets recounted; `kp` itself where there is
+    none."""
+    prods = products(model, kp)
     staged = staged_operands(kp, prods, tgt, backend)
-    if not staged:
+    added = pattern_copies(model, kp, tgt, backend)
+    if not staged and not added:
         return kp
-    moved = {id(b): _in_shared(b, kp, backend) for b in staged}
-    buffers = [moved.get(id(b), b) for b in kp.buffers]
+    moved = {id(b): [_in_shared(b, shape, kp, backend) for shape in _operand_boxes(b, prods)] for b in staged}
+    buffers = [c for b in kp.buffers for c in moved.get(id(b), [b])] + added
     slots = []
     for slot in kp.slots:  # a slot shares memory within one scope: split what moved out of it
-        now = [moved.get(id(b), b) for b in slot]
+        now = [moved[id(b)][0] if id(b) in moved else b for b in slot]
         slots += [[b for b in now if b.scope == scope] for scope in dict.fromkeys(b.scope for b in now)]
+        slots += [[c] for b in slot for c in moved.get(id(b), [])[1:]]  # a tile's further copies: live with the first
+    slots += [[b] for b in added]
     working, peaks = working_sets(buffers, slots, len(kp.stmts))
     return replace(kp, buffers=buffers, slots=slots, working_set=working, peak_buffers=peaks)
+
+
+def pattern_copies(model, kp: KernelPlan, tgt: Target, backend: str) -> list[PlannedBuffer]:
+    """The TileLang printer's shared copies of register tiles (backends/tilelang/emit.py
+    `one_pattern_per_fragment`): TileLang gives a fragment one layout per `T.Parallel`, so a statement that reads
+    a register tile of this kernel at two lane patterns (cholesky's An = Ap - Lc[k, i] * Lc[k, j]: Lc along the
+    rows and along the columns) reads each further pattern from a copy in shared memory made just before it."""
+    if backend != "tilelang":
+        return []
+    out = []
+    for position, s in enumerate(kp.stmts):
+        patterns: dict = {}  # tensor -> the index lists of its plain reads, in order, each once
+        for access in model.stmt(s).reads:
+            names = tuple(getattr(index, "name", None) for index in access.node.indices)
+            if None not in names and access.tensor not in kp.read_back:
+                patterns.setdefault(access.tensor, {})[names] = None
+        for tensor, seen in patterns.items():
+            held = _register_tile(kp, tensor, tgt)
+            if held is None:
+                continue
+            out += [replace(held, scope=STAGED_SCOPE, stmts=[s], first=s, last=s, live=(position, position),
+                            source=held.scope, shares=None) for _ in range(len(seen) - 1)]
+    return out
+
+
+def _register_tile(kp: KernelPlan, tensor: str, tgt: Target) -> Optional[PlannedBuffer]:
+    """The register tile of more than one element that a statement of this kernel computes `tensor` into."""
+    return next((b for b in kp.buffers if b.tensor == tensor and b.scope == tgt.default_scope and b.source == ""
+                 and b.kind in ("tile", "temp") and math.prod(b.shape) > 1), None)
 
 
 def copies(generated: KernelPlan) -> list[PlannedBuffer]:
@@ -83,14 +118,22 @@ def _copies_operands(p, tgt: Target, backend: str) -> bool:
     return STAGING.get(backend, {}).get(unit) == STAGED_SCOPE
 
 
-def _in_shared(buf: PlannedBuffer, kp: KernelPlan, backend: str) -> PlannedBuffer:
+def _operand_boxes(buf: PlannedBuffer, prods: list) -> list:
+    """The shapes of the copies made of an operand tile: the plan's one where it is one operand; one box per
+    operand where a product multiplies the tensor by itself (covariance's D[k, i] * D[k, j]): the plan holds
+    the two reads' hull, and the code generators copy each operand's tile apart."""
+    both = next((p for p in prods if p.tensors == (buf.tensor, buf.tensor) and p.boxes), None)
+    return list(both.boxes) if both is not None else [buf.shape]
+
+
+def _in_shared(buf: PlannedBuffer, shape: list, kp: KernelPlan, backend: str) -> PlannedBuffer:
     loop = _loaded_in(buf, kp)
     stages = _stages(loop, kp, backend)
     if stages < 2:
-        return replace(buf, scope=STAGED_SCOPE)
+        return replace(buf, scope=STAGED_SCOPE, shape=shape)
     under = statements_under(loop)
     positions = [kp.stmts.index(s) for s in under if s in kp.stmts]
-    return replace(buf, scope=STAGED_SCOPE, stages=stages, live=(min(positions), max(positions)))
+    return replace(buf, scope=STAGED_SCOPE, shape=shape, stages=stages, live=(min(positions), max(positions)))
 
 
 def _loaded_in(buf: PlannedBuffer, kp: KernelPlan) -> Optional[Loop]:

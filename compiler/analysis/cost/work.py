@@ -20,7 +20,7 @@ from tdsl.compiler.analysis.cost.count import card
 from tdsl.compiler.analysis.cost.results import KernelCost
 from tdsl.compiler.model.dtypes import power_of_two
 from tdsl.compiler.analysis.cost.traffic import statement_flops
-from tdsl.compiler.analysis.placement import MATRIX_UNITS, matrix_operands
+from tdsl.compiler.analysis.placement import MATRIX_UNITS, makes_dot, matrix_operands
 from tdsl.compiler.model.dependences import imprecise_products
 from tdsl.compiler.model.functions import COMPOSITIONS
 from tdsl.compiler.targets import Target
@@ -42,10 +42,13 @@ class Product:
     n: int
     k: int
     tensors: tuple = ()  # (lhs, rhs): the tensors it multiplies
+    boxes: tuple = ()  # (lhs, rhs): each operand's tile, in its tensor's dimensions (1 along batch iterators)
 
 
 def products(model, kp: KernelPlan) -> list:
-    """The kernel's matrix statements with their tiles (from the operand buffers of the plan)."""
+    """The kernel's matrix statements with their tiles (from the operand buffers of the plan), those whose tile
+    the lowering turns into a `Dot` (`placement.makes_dot`).  A smaller product (doitgen's row of sums, one r
+    and q a program) is a broadcast multiply and a tile sum on the vector units: `vector_slots` counts it."""
     out = []
     for s in kp.stmts:
         stmt = model.stmt(s)
@@ -60,13 +63,28 @@ def products(model, kp: KernelPlan) -> list:
         flops = statement_flops(model, s)[0]
         dtypes = (model.tensors[lhs.tensor].dtype, model.tensors[rhs.tensor].dtype)
         k_major = names_l[-1] == k and names_r[-1] == k
-        out.append(Product(s, flops, dtypes, k_major, _tile_extent(kp, s, lhs, i), _tile_extent(kp, s, rhs, j),
-                           _tile_extent(kp, s, lhs, k), (lhs.tensor, rhs.tensor)))
+        m, n = _output_extent(kp, stmt, lhs, i), _output_extent(kp, stmt, rhs, j)
+        k_extent = _tile_extent(kp, s, lhs, k)
+        if makes_dot(dtypes, m, n, k_extent):
+            extent = {i: m, j: n, k: k_extent}
+            boxes = tuple([extent.get(x, 1) for x in names] for names in (names_l, names_r))
+            out.append(Product(s, flops, dtypes, k_major, m, n, k_extent, (lhs.tensor, rhs.tensor), boxes))
     return out
 
 
 def _names(access: ast.Access) -> list:
     return [x.name for x in access.indices]
+
+
+def _output_extent(kp: KernelPlan, stmt, operand: ast.Access, iterator: Optional[str]) -> int:
+    """The product tile's extent along an output iterator: its result's tile, or where the plan holds none, the
+    operand's (whose buffer may be wider: covariance's D[k, i] * D[k, j] holds both reads' hull)."""
+    results = [b for b in kp.buffers if b.tensor == stmt.write.tensor and stmt.name in b.stmts and b.shape]
+    if iterator is None or not results or iterator not in stmt.lhs_iters:
+        return _tile_extent(kp, stmt.name, operand, iterator)
+    buf = min(results, key=lambda b: math.prod(b.shape))
+    position = list(stmt.lhs_iters).index(iterator)
+    return buf.shape[position] if position < len(buf.shape) else 1
 
 
 def _tile_extent(kp: KernelPlan, stmt: str, access: ast.Access, iterator: Optional[str]) -> int:
@@ -276,12 +294,13 @@ def vector_slots(model, kp: KernelPlan, tgt: Target) -> float:
     the instances and the padding of the statement's tile.  A sum's start value counts once per element."""
     costs = tgt.vector_op_cost
     produced = frozenset(model.stmt(s).write.tensor for s in kp.stmts)
+    dots = {p.stmt for p in products(model, kp)}
     total = 0.0
     for s in kp.stmts:
         stmt = model.stmt(s)
         if stmt.init is not None:  # the value a sum starts from: once per element it writes
             total += expression_slots(stmt.init, costs, model.sizes, produced) * card(stmt.write.relation.range())
-        if matrix_operands(stmt, model.sizes) is not None:
+        if s in dots:
             continue
         per = expression_slots(stmt.value, costs, model.sizes, produced) + (1.0 if stmt.is_reduction else 0.0)
         per += costs.get(f"round_{stmt.dtype}", 0.0)

@@ -114,7 +114,7 @@ def _triton_copies(sched) -> dict:
     tgt = get_target("h100")
     out = {}
     for kp in plan_kernels(sched, tgt):
-        generated = as_generated(kp, products(sched.model, kp), tgt)
+        generated = as_generated(sched.model, kp, tgt)
         if generated is not kp:
             out[kp.name] = generated.working_set.get("shared", 0)
     return out
