@@ -12,7 +12,6 @@ from tdsl.compiler.errors import BackendError
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
 from tdsl.compiler.analysis.buffer_plan import plan, plan_kernels, shared_bytes
 from tdsl.compiler.analysis.cost.staging import as_generated
-from tdsl.compiler.analysis.cost.work import products
 from tdsl.compiler.targets import get_target
 from tdsl.compiler.lower.build import lower
 from tdsl.compiler.lower.passes.tma import barrier_bytes
