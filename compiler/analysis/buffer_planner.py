@@ -375,8 +375,9 @@ class _KernelPlanner(_WorkingSets):
         return path[n - 1] if n else None
 
     def _reads_producer_tile(self, producer: str, reader: str, reads: list) -> bool:
-        """Whether each of `reads` (the reader's reads of the producer's tensor), at each iteration of the reader's tile level, takes lane
-        for lane the tile that `producer` completed at its final level (which must enclose the reader)."""
+        """Whether each of `reads` (the reader's reads of the producer's tensor), at each iteration of the
+        reader's tile level, takes lane for lane the tile that `producer` completed at its final level (which must
+        enclose the reader)."""
         stored, level = self._final_level(producer), self.tile_level(reader)
         path = self.path(reader)
         at_stored, at_level = _index_or_none(path, stored), _index_or_none(path, level)
@@ -413,9 +414,9 @@ class _KernelPlanner(_WorkingSets):
 
     def _lanes(self, access, reader: str, where: isl.Set) -> list:
         """Per dimension of a plain read, the lanes the reader's tile holds at each iteration of its tile-level
-        loops (`where` it reads: a `where` branch taken at some of them is lowered lane for lane all the same).
-        Along an output iterator of a reduction they are its accumulator's (`_anchored`): the same at every
-        iteration of the loops inside the one it accumulates across."""
+        loops (`where` it reads: a `where` branch taken at some of them is lowered lane for lane all the same),
+        placed by the loops `_lane_loops` names: along an output iterator of a reduction its accumulator's, the
+        same at every iteration of the loops inside the one it accumulates across."""
         stmt = self.model.stmt(reader)
         every = _tile_lanes(access, stmt)
         loops = self._tile_loops(reader)

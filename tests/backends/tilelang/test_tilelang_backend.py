@@ -97,7 +97,8 @@ def test_polybench_kernels_ask_for_the_shared_memory_the_cost_model_plans(port, 
         generated = as_generated(sched.model, kp, tgt, "tilelang")
         planned = working_sets(generated.buffers, generated.slots, len(kp.stmts), padded_bytes)[0].get("shared", 0)
         shared = dynamic_shared_bytes(lower_kernels(module, "sm_90a", names=[kp.name])[kp.name])
-        assert shared - planned in (0, REDUCTION_WORKSPACE), f"{kp.name}: TileLang {shared} B, the cost model {planned} B"
+        assert shared - planned in (0, REDUCTION_WORKSPACE), \
+            f"{kp.name}: TileLang {shared} B, the cost model {planned} B"
 
 
 def test_chapter_gemm_silu_uses_shared_fragment_pipeline_and_wgmma(modules):
