@@ -22,6 +22,7 @@ rounding-removed.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Optional
 
 from tdsl.frontend import ast
 
@@ -94,9 +95,18 @@ def _inline_into(reader, target, keep_rounding: bool = True):
         # reader instance -> element of target -> target instance -> what the target reads there
         to_target = r.relation.apply_range(target.write.relation.reverse())
         for inner in target.reads:
-            reads.append(Access(inner.tensor, to_target.apply_range(inner.relation), inner.node))
+            reads.append(Access(inner.tensor, to_target.apply_range(inner.relation), _reindexed(inner.node, target, r)))
     init = None if reader.init is None else substitute_reads(reader.init, target, keep_rounding)
     return replace(reader, value=value, init=init, reads=reads)
+
+
+def _reindexed(node: Optional[ast.Access], target, read) -> Optional[ast.Access]:
+    """The target's read as it now stands in the reader's value: indexed by the reader's indices of the target
+    (`substitute_reads` renames the same way), so that a read of `P[t, i, j - 1]` with P inlined is
+    `T[i, j - 1]`, not the `T[i, j]` of P's own text (the plan and the lowering judge a read by its indices)."""
+    if node is None or read.node is None:
+        return node
+    return rename_iterators(node, dict(zip(target.lhs_iters, read.node.indices)))
 
 
 def substitute_reads(expr: ast.Expr, target, keep_rounding: bool = True) -> ast.Expr:
