@@ -36,14 +36,14 @@ class TileGeometry:
     def _tile(self, stmt: Stmt, context: list[Loop], iters: list[str], check_size: bool = True) -> Tile:
         """The instances of `stmt` inside one iteration of `context`, projected onto `iters`."""
         g = self._geometry(stmt, context, iters)
-        axes, scalars = [], {}
+        axes, scalars, scalars_isl = [], {}, {}
         for it, lo, size in zip(g.iters, g.offsets, g.sizes):
             if size == 1:
-                scalars[it] = _pa_expr(lo)
+                scalars[it], scalars_isl[it] = _pa_expr(lo), lo
             else:
                 axes.append(Axis(it, _pa_expr(lo), size, lo))
         order = {it: n for n, it in enumerate(iters)}
-        tile = Tile(sorted(axes, key=lambda a: order[a.iter]), scalars, self._mask(g))
+        tile = Tile(sorted(axes, key=lambda a: order[a.iter]), scalars, self._mask(g), scalars_isl)
         if check_size:
             _check_size(stmt, tile)
         return tile

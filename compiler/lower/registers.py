@@ -144,7 +144,7 @@ def _lanes(indices, stmt: Stmt, tile: Tile, producer: Stmt, p_tile: Tile) -> Opt
         c_iter = index.name
         p_axis = next((a for a in p_tile.axes if a.iter == p_iter), None)
         if p_axis is None:
-            if c_iter in consumer_axes or tile.scalars.get(c_iter) != p_tile.scalars.get(p_iter):
+            if c_iter in consumer_axes or not _same_scalar(tile, c_iter, p_tile, p_iter):
                 return None
             continue
         c_axis = consumer_axes.get(c_iter)
@@ -161,12 +161,23 @@ def _lanes(indices, stmt: Stmt, tile: Tile, producer: Stmt, p_tile: Tile) -> Opt
 
 def _same_offset(a: Axis, b: Axis) -> bool:
     """Equal as functions of the loop variables wherever both tiles exist (isl, not syntax)."""
-    if a.offset == b.offset:
-        return True
-    if a.offset_isl is None or b.offset_isl is None:
+    return a.offset == b.offset or _same_function(a.offset_isl, b.offset_isl)
+
+
+def _same_scalar(tile: Tile, it: str, p_tile: Tile, p_it: str) -> bool:
+    """The reader's one value of `it` is the producer's of `p_it` wherever both tiles exist: the same expression,
+    or the same function of the loop variables (a statement computed at a loop that fixes its row to that loop's
+    value, `i = p` where `p == i`, beside a reader whose row is `i`)."""
+    value, p_value = tile.scalars.get(it), p_tile.scalars.get(p_it)
+    return value == p_value or _same_function(tile.scalars_isl.get(it), p_tile.scalars_isl.get(p_it))
+
+
+def _same_function(a, b) -> bool:
+    """Two isl functions of the loop variables equal wherever both are defined (False where either is None)."""
+    if a is None or b is None:
         return False
     try:
-        diff = a.offset_isl.sub(b.offset_isl).coalesce()
+        diff = a.sub(b).coalesce()
     except isl.Error:
         return False
     if diff.is_empty():
