@@ -337,17 +337,6 @@ class _KernelPlanner(_WorkingSets):
         return any(aff.involves_dims(isl.dim_type.in_, start, loop.n_dims)
                    for _, aff in rel.dim_min(0).get_pieces())
 
-    def _places(self, loop: Loop, access, reader: str, producer: str) -> bool:
-        """Whether the loop's value locates the elements read: its placement of the reader uses an iterator the
-        read indexes by, or its placement of the producer an iterator the producer writes by.  A loop that
-        indexes neither (a time loop around a row both compute) leaves the lanes alone; whether the value read
-        was written in the same iteration is the lanes' comparison (`_same_lanes`)."""
-        stmt, prod = self.model.stmt(reader), self.model.stmt(producer)
-        read = [stmt.iters.index(i.name) for i in access.node.indices if i.name in stmt.iters]
-        written = [prod.iters.index(i) for i in prod.lhs_iters]
-        return (any(uses_iterators(pa, n, 1) for pa in loop.exprs[reader] for n in read)
-                or any(uses_iterators(pa, n, 1) for pa in loop.exprs[producer] for n in written))
-
     def _copied(self, stmt: str) -> bool:
         """Whether the statement is computed again per tile (`recompute_at`)."""
         return bool(self.model.tensors[self.model.stmt(stmt).write.tensor].copies)
@@ -400,9 +389,6 @@ class _KernelPlanner(_WorkingSets):
                 return False
             if self._rewalked(access, reader, path[at_stored + 1: at_level + 1]):
                 return False
-            if any(self._one_value(loop, producer) != self._one_value(loop, reader)
-                   for loop in path[: at_stored + 1] if self._places(loop, access, reader, producer)):
-                return False  # one takes a single value of a loop the other walks: the lowering sees a constant there
             if access.relation.is_empty():  # a branch never taken at these sizes: lowered all the same, by its lanes
                 continue
             read = prefix.reverse().apply_range(access.relation).coalesce()

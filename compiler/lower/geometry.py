@@ -43,7 +43,7 @@ class TileGeometry:
             else:
                 axes.append(Axis(it, _pa_expr(lo), size, lo))
         order = {it: n for n, it in enumerate(iters)}
-        tile = Tile(sorted(axes, key=lambda a: order[a.iter]), scalars, self._mask(g), scalars_isl)
+        tile = Tile(sorted(axes, key=lambda a: order[a.iter]), scalars, self._mask(g), scalars_isl, g.rel.domain())
         if check_size:
             _check_size(stmt, tile)
         return tile

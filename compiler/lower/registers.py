@@ -169,7 +169,20 @@ def _same_scalar(tile: Tile, it: str, p_tile: Tile, p_it: str) -> bool:
     or the same function of the loop variables (a statement computed at a loop that fixes its row to that loop's
     value, `i = p` where `p == i`, beside a reader whose row is `i`)."""
     value, p_value = tile.scalars.get(it), p_tile.scalars.get(p_it)
-    return value == p_value or _same_function(tile.scalars_isl.get(it), p_tile.scalars_isl.get(p_it))
+    return value == p_value or _same_function(_where_held(tile.scalars_isl.get(it), tile),
+                                              _where_held(p_tile.scalars_isl.get(p_it), p_tile))
+
+
+def _where_held(value, tile: Tile):
+    """A tile's scalar as a function defined only where the tile holds instances (an accumulator's anchored
+    row is a function of every loop value); None where isl will not line the two up."""
+    if value is None or tile.held_isl is None:
+        return None
+    try:
+        held = tile.held_isl.reset_tuple_id().align_params(value.get_domain_space())
+        return value.align_params(held.get_space()).intersect_domain(held)
+    except isl.Error:
+        return None
 
 
 def _same_function(a, b) -> bool:

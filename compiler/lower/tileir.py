@@ -232,8 +232,10 @@ class Tile(_Value):
     axes: list[Axis]  # iterators that vary inside the tile, in tile-axis order
     scalars: dict[str, Expr]  # iterators fixed by the enclosing loops: iterator -> value
     mask: Optional[Expr]  # domain membership of a lane (None: every lane is inside)
-    # the scalars' values as isl saw them (functions of the loop variables), for exact comparisons during lowering
+    # the scalars' values as isl saw them (functions of the loop variables) and the loop values at which the tile
+    # holds instances, for exact comparisons during lowering
     scalars_isl: dict = field(default_factory=dict, compare=False, repr=False)
+    held_isl: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
