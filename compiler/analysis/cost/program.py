@@ -55,7 +55,7 @@ def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional
     t_memory, t_compute = roofline(tgt, global_bytes, fm, fv, mdtype)
     prods = products(model, kp)
     extra = promotion_register_bytes(model, prods, tgt)
-    generated = as_generated(model, kp, tgt)  # the registers and shared memory the kernel will hold
+    generated = as_generated(model, kp, tgt, prods=prods)  # the registers and shared memory the kernel will hold
     occ = occupancy(generated, tgt, regs, extra) if tgt.vendor == "nvidia" else None
     cost = KernelCost(kp.index, kp.name, list(kp.stmts), programs, [l.name for l in kp.grid_loops], kp.warps,
                       kp.buffers, kp.working_set, kp.violations, transfers, fm, fv, mdtype, iterations, occ,

@@ -43,12 +43,13 @@ from tdsl.compiler.targets import Target
 STAGED_SCOPE = "shared"
 
 
-def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton") -> KernelPlan:
+def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton",
+                 prods: Optional[list] = None) -> KernelPlan:
     """`kp` with every operand tile the code generator (`triton`, or `tilelang`) stages moved to shared memory
     (its copies and live range as the pipeliner keeps them), TileLang's copies of register tiles read at a
     second lane pattern added (`pattern_copies`), and the working sets recounted; `kp` itself where there is
-    none."""
-    prods = products(model, kp)
+    none.  `prods`: the kernel's `products`, where the caller has them already."""
+    prods = products(model, kp) if prods is None else prods
     staged = staged_operands(kp, prods, tgt, backend)
     added = pattern_copies(model, kp, tgt, backend)
     if not staged and not added:
