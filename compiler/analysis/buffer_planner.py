@@ -393,8 +393,10 @@ class _KernelPlanner(_WorkingSets):
                 continue
             read = prefix.reverse().apply_range(access.relation).coalesce()
             lifted = written.insert_dims(isl.dim_type.in_, kept, inner).intersect_domain(read.domain())
-            if not _same_lanes(read, self._lanes(access, reader, read.domain()), lifted,
-                               self._written_lanes(producer, stored, read.domain())):
+            wrote = self._written_lanes(producer, stored, read.domain())
+            if not _same_lanes(read, self._lanes(access, reader, read.domain()), lifted, wrote):
+                return False
+            if _transposed(access, self.model.stmt(reader), wrote):
                 return False
         return True
 
@@ -601,6 +603,15 @@ def _same_lanes(read: isl.Map, lanes: list, written: isl.Map, written_lanes: lis
         if not _largest_span(held, d).eq(_largest_span(wrote, d)):
             return False
     return True
+
+
+def _transposed(access, reader, written_lanes: list) -> bool:
+    """Whether the read takes the producer's tile axes (the dimensions its lanes span more than one element of)
+    in another order than the reader's tile holds them, its iterators' order (`F[k, j]` read by a tile over
+    (j, k)): the lowering reads no register tile transposed (compiler/lower/registers.py `_lanes`)."""
+    order = [reader.iters.index(index.name) for d, index in enumerate(access.node.indices)
+             if not _largest_span(written_lanes[d], d).is_zero()]
+    return order != sorted(order)
 
 
 def _plain_lanes(access, reader, producer) -> bool:
