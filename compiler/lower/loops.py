@@ -99,8 +99,9 @@ class KernelLoops:
         return GridAxis(loop.bind, vars_, extents, lowers)
 
     def _loop_range(self, loop: Loop, d: int, outer: list[Loop]) -> tuple[Expr, Expr]:
-        """Smallest and largest value of a loop dim over every statement below it, as functions of `outer`."""
-        lo, hi = self._loop_bounds(loop, d, outer)
+        """Smallest and largest value of a loop dim over every statement below it, as functions of `outer`, as
+        the code emits them (`_empty_outside`)."""
+        lo, hi = _empty_outside(*self._loop_bounds(loop, d, outer))
         return _pa_expr(lo), _pa_expr(hi)
 
     def _loop_bounds(self, loop: Loop, d: int, outer: list[Loop]) -> tuple[isl.PwAff, isl.PwAff]:
@@ -283,6 +284,23 @@ class KernelLoops:
             self.serial_paths[stmt_name] = [loop for loop in self.tree.path(stmt_name)
                                             if not loop.host and self._is_serial(loop)]
         return self.serial_paths[stmt_name]
+
+
+def _empty_outside(lo: isl.PwAff, hi: isl.PwAff) -> tuple[isl.PwAff, isl.PwAff]:
+    """Piecewise bounds that give an empty loop where no instance lies below.  isl defines a loop's bounds only
+    at the outer values that hold work; elsewhere the emitted formula takes one of its pieces.  The programs of
+    a wavefront outside its current band walked such a loop of a skewed, tiled stencil as `range(-75, 4)`:
+    tens of masked, empty iterations each.  There the loop now runs no iteration; where isl defines the bounds
+    they are unchanged, and so is what `_emitted_bounds` assumes.  Single-piece bounds stay as they are (one
+    affine formula, no extra test), and so do a grid's (no outer loops)."""
+    if lo.dim(isl.dim_type.in_) == 0 or (lo.n_piece() < 2 and hi.n_piece() < 2):
+        return lo, hi
+    outside = lo.domain().complement()
+    if outside.is_empty():
+        return lo, hi
+    ctx = lo.get_ctx()
+    return (lo.union_max(isl.PwAff.val_on_domain(outside, isl.Val.zero(ctx))).coalesce(),
+            hi.union_min(isl.PwAff.val_on_domain(outside, isl.Val.negone(ctx))).coalesce())
 
 
 def _between(lo: isl.PwAff, hi: isl.PwAff) -> isl.Map:
