@@ -265,14 +265,12 @@ class _KernelPlanner(_WorkingSets):
         time loop's step or a factorisation's column) is read from its producer's register tile only lane for
         lane (`_reads_producer_tile`).  Any other read (a row produced whole and read in segments, a tile
         produced in segments and read whole, a shifted window) goes through global memory: the producer stores the
-        tensor and the reader loads its tile back (compiler/lower/loads.py).  A global tensor is stored anyway,
-        so its reads never taken at these sizes move nothing and decide nothing; a temporary is stored for such a
-        read all the same (the lowering keeps its load)."""
+        tensor and the reader loads its tile back (compiler/lower/loads.py).  A read that no instance takes at
+        these sizes (a `where` branch) is lowered as a constant: it moves nothing and decides nothing."""
         for producer in self.stmts:
             tensor = self.model.stmt(producer).write.tensor
             for reader in self.stmts:
-                reads = [r for r in self.model.stmt(reader).reads if r.tensor == tensor
-                         and not (tensor in self.globals and r.relation.is_empty())]
+                reads = [r for r in self.model.stmt(reader).reads if r.tensor == tensor and not r.relation.is_empty()]
                 if reader == producer or not reads:
                     continue
                 if self._reads_running(tensor, reader) and not self._running_rewalked(producer, reader, tensor):

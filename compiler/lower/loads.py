@@ -96,6 +96,10 @@ class ValueLowering:
         raise BackendError(f"index expression {e!r} is not affine")
 
     def _access(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
+        if _never_taken(e, stmt):
+            # a `where` branch no instance takes at these sizes: its value is never used, so it reads nothing --
+            # no load, no stored temporary, no barrier (the buffer plan ignores such reads alike)
+            return Const(0.0)
         if e.tensor == stmt.name:
             # A recurrence reads elements it computed in earlier iterations of the serial loops that carry it
             # (each iteration ends with a barrier: SerialLoop.barrier), never a lane of this tile (a loop that
@@ -240,3 +244,11 @@ def fold_constants(e: Expr) -> Expr:
 
 
 _F32_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
+
+
+def _never_taken(e: ast.Access, stmt: Stmt) -> bool:
+    """Is `e` a read that no instance of the statement takes (its access relation is empty)?  The model's reads
+    hold copies of the nodes, so every read equal to `e` counts (one taken elsewhere, after compute_inline copied
+    a node into two branches, keeps the load)."""
+    same = [r for r in stmt.reads if r.node == e]
+    return bool(same) and all(r.relation.is_empty() for r in same)
