@@ -4,7 +4,8 @@ file's own sizes and with every integer size set to 1, 2 and 7.
 
     python benchmarks/plan_sweep.py read-back     # the fuzz oracle "plan": per kernel, the tensors read back
     python benchmarks/plan_sweep.py shared        # TileLang's dyn_shared_memory_buf against the cost model's
-                                                  # plan as generated (named schedules at their own sizes)
+                                                  # plan as generated (named schedules at their own sizes;
+                                                  # --sizes own,2,7 adds every integer size set to 2 and 7)
 
 `shared` leaves program order out: with no tile-level loop the plan takes each loop nest one element at a time
 (the chapter's unscheduled baseline), while the lowering makes the whole nest one tile, which TileLang stages
@@ -73,7 +74,7 @@ def read_back() -> int:
     return apart
 
 
-def shared() -> int:
+def shared(size_sets=(None,)) -> int:
     from tdsl.backends.tilelang.lowering import dynamic_shared_bytes, lower_kernels
     from tdsl.compiler.analysis.buffer_plan import plan_kernels
     from tdsl.compiler.analysis.buffer_sharing import working_sets
@@ -85,7 +86,7 @@ def shared() -> int:
 
     tgt, out = get_target("h100"), Path(tempfile.mkdtemp(prefix="tdsl-shared-"))
     checked = apart = 0
-    for n, (label, prog, name, sched) in enumerate(schedules((None,), program_order=False)):
+    for n, (label, prog, name, sched) in enumerate(schedules(size_sets, program_order=False)):
         try:
             module = load_module(generate_schedule(prog, sched, "nvidia", "tilelang", name or ""), out / f"m{n}.py")
         except TdslError:
@@ -106,8 +107,11 @@ def shared() -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("check", choices=("read-back", "shared"))
+    ap.add_argument("--sizes", default="own", help="shared: comma-separated size sets, `own` the file's own "
+                    "sizes, a number every integer size set to it (e.g. own,2,7)")
     args = ap.parse_args()
-    sys.exit(1 if (read_back() if args.check == "read-back" else shared()) else 0)
+    size_sets = tuple(None if v == "own" else int(v) for v in args.sizes.split(","))
+    sys.exit(1 if (read_back() if args.check == "read-back" else shared(size_sets)) else 0)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,23 @@ def test_operands_a_cache_read_stages_are_the_plans_own():
         assert as_generated(sched.model, kp, tgt) is kp
 
 
+@pytest.mark.parametrize("backend", ["triton", "tilelang"])
+@pytest.mark.parametrize("size", [2, 7])
+def test_cache_read_copies_of_a_product_too_small_for_a_dot_take_no_shared_memory(backend, size):
+    """examples/gemm.tdsl's gpu schedule at M = N = K = 7 (or 2): its 8 x 8 x 8 tile is a vector product of
+    global loads, and neither code generator makes the cache_read copies of A and B (TileLang's kernel asks for 0
+    bytes of shared memory; benchmarks/plan_sweep.py shared --sizes 2,7).  The plan keeps them."""
+    sched = tdsl.load(EXAMPLES / "gemm.tdsl", sizes={"M": size, "N": size, "K": size}).schedule("gpu")
+    tgt = get_target("h200")
+    (kp,) = plan_kernels(sched, tgt)
+    assert products(sched.model, kp) == []
+    assert {b.tensor for b in kp.buffers if b.scope == "shared"} == {"A", "B"}
+    generated = as_generated(sched.model, kp, tgt, backend)
+    assert [b for b in generated.buffers if b.scope == "shared"] == []
+    assert generated.working_set.get("shared", 0) == 0
+    assert all(b.scope != "shared" for slot in generated.slots for b in slot)
+
+
 def test_targets_whose_matrix_units_do_not_read_shared_memory_keep_the_plan():
     sched, k = kernel(flash((128, 64), 4, 2), target="ascend-950")
     tgt = get_target("ascend-950")

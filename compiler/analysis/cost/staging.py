@@ -47,23 +47,38 @@ def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton",
                  prods: Optional[list] = None) -> KernelPlan:
     """`kp` with every operand tile the code generator (`triton`, or `tilelang`) stages moved to shared memory
     (its copies and live range as the pipeliner keeps them), TileLang's copies of register tiles read at a
-    second lane pattern added (`pattern_copies`), and the working sets recounted; `kp` itself where there is
-    none.  `prods`: the kernel's `products`, where the caller has them already."""
+    second lane pattern added (`pattern_copies`), the `cache_read` copies it does not make left out
+    (`unmade_copies`), and the working sets recounted; `kp` itself where there is none.  `prods`: the kernel's `products`, where the caller has them already."""
     prods = products(model, kp) if prods is None else prods
     staged = staged_operands(kp, prods, tgt, backend)
     added = pattern_copies(model, kp, tgt, backend)
-    if not staged and not added:
+    unmade = {id(b) for b in unmade_copies(kp, prods, backend)}
+    if not staged and not added and not unmade:
         return kp
     moved = {id(b): [_in_shared(b, shape, kp, backend) for shape in _operand_boxes(b, prods)] for b in staged}
+    moved.update((key, []) for key in unmade)
     buffers = [c for b in kp.buffers for c in moved.get(id(b), [b])] + added
     slots = []
     for slot in kp.slots:  # a slot shares memory within one scope: split what moved out of it
-        now = [moved[id(b)][0] if id(b) in moved else b for b in slot]
+        now = [moved[id(b)][0] if id(b) in moved else b for b in slot if moved.get(id(b), True)]
         slots += [[b for b in now if b.scope == scope] for scope in dict.fromkeys(b.scope for b in now)]
         slots += [[c] for b in slot for c in moved.get(id(b), [])[1:]]  # a tile's further copies: live with the first
     slots += [[b] for b in added]
     working, peaks = working_sets(buffers, slots, len(kp.stmts))
     return replace(kp, buffers=buffers, slots=slots, working_set=working, peak_buffers=peaks)
+
+
+def unmade_copies(kp: KernelPlan, prods: list, backend: str) -> list[PlannedBuffer]:
+    """The schedule's `cache_read` copies in shared memory that Triton and TileLang make no copy for.  Both copy a
+    tensor on chip only as the operand of a product the lowering turns into a `Dot` (the tile IR's `Staged`, its
+    `cache` the schedule's copy); any other statement reads the tensor from memory where it reads it.  So a
+    GEMM at 7 x 7 x 7, whose 8 x 8 x 8 tile is below `placement.smallest_dot_tile`, is a vector product of
+    global loads, and its copies of A and B take no shared memory."""
+    if backend not in ("triton", "tilelang"):
+        return []
+    operands = {(p.stmt, tensor) for p in prods for tensor in p.tensors}
+    return [b for b in kp.buffers if b.kind == "read" and b.scope == STAGED_SCOPE
+            and not any((s, b.tensor) in operands for s in b.stmts)]
 
 
 def pattern_copies(model, kp: KernelPlan, tgt: Target, backend: str) -> list[PlannedBuffer]:
