@@ -308,17 +308,20 @@ class _KernelPlanner(_WorkingSets):
         upto = path[: _index(path, loop) + 1] if loop is not None else []
         return self._loops_prefix(stmt, [l for l in upto if self.is_tile_level(l)])
 
-    def _rewalked(self, access, reader: str, below: list) -> bool:
+    def _rewalked(self, access, reader: str, below: list, outer: Optional[list] = None) -> bool:
         """Whether a tile-level loop of the reader inside the producer's final level walks an iterator the read
         indexes by: the reader's tile then moves along a dimension the producer's tile holds whole (a row read in
-        segments), or places it by another loop's variable than the producer's (a consumer moved under the
-        producer's loop keeps its own loop over the same index).  A loop that takes one value for the reader
-        walks nothing: the lowering writes that value as a constant.  Nor does a loop whose expression uses the
+        segments), or places it by another loop's variable than the producer's.  A loop that takes one value for
+        the reader walks nothing: the lowering writes that value as a constant.  Nor does one that takes one value
+        in each iteration of the `outer` loops (the tile-level loops around the producer's final level): a
+        consumer moved under its producer's loop that keeps its own loop over the same index is placed by a
+        function of the outer loops, which the lowering finds equal to the producer's where both have instances
+        (compiler/lower/registers.py `_same_function`).  Nor does a loop whose expression uses the
         iterator only beside others that an outer loop fixes (a skew `jo = floor((2i + j)/4)` inside the loop over
         i): the tile's offset along the iterator, as the lowering derives it, does not use that loop."""
         stmt = self.model.stmt(reader)
         indexed = [stmt.iters.index(i.name) for i in access.node.indices]
-        walking = [loop for loop in below if self.is_tile_level(loop) and not self._one_value(loop, reader)]
+        walking = [loop for loop in below if self.is_tile_level(loop) and not self._one_value(loop, reader, outer)]
         return any(self._offset_uses(reader, n, loop) for loop in walking for n in indexed
                    if any(uses_iterators(pa, n, 1) for pa in loop.exprs[reader]))
 
@@ -339,10 +342,16 @@ class _KernelPlanner(_WorkingSets):
         """Whether the statement is computed again per tile (`recompute_at`)."""
         return bool(self.model.tensors[self.model.stmt(stmt).write.tensor].copies)
 
-    def _one_value(self, loop: Loop, stmt: str) -> bool:
+    def _one_value(self, loop: Loop, stmt: str, outer: Optional[list] = None) -> bool:
         """Whether every instance of the statement has the same value of the loop (the tile lowering then
-        writes that value as a constant, not the loop's variable)."""
-        return pw_affs_to_map(list(loop.exprs[stmt]), self.model.stmt(stmt).domain).range().is_singleton()
+        writes that value as a constant, not the loop's variable); with `outer` loops, the same value in each of
+        their iterations."""
+        domain = self.model.stmt(stmt).domain
+        values = pw_affs_to_map(list(loop.exprs[stmt]), domain)
+        if not outer:
+            return values.range().is_singleton()
+        around = pw_affs_to_map([pa for l in outer for pa in l.exprs[stmt]], domain)
+        return around.reverse().apply_range(values).is_single_valued()
 
     def _final_level(self, producer: str) -> Optional[Loop]:
         """The innermost loop at which the producer's tile is complete: its store level, or for a reduction the
@@ -385,7 +394,8 @@ class _KernelPlanner(_WorkingSets):
                 # a recompute_at copy is indexed by its tile's local coordinates, the tensor it reads or the reader
                 # of the copy by the tensor's: the lanes meet only where the two coincide
                 return False
-            if self._rewalked(access, reader, path[at_stored + 1: at_level + 1]):
+            outer = [loop for loop in path[: at_stored + 1] if self.is_tile_level(loop)]
+            if self._rewalked(access, reader, path[at_stored + 1: at_level + 1], outer):
                 return False
             if access.relation.is_empty():  # a branch never taken at these sizes: lowered all the same, by its lanes
                 continue

@@ -185,11 +185,30 @@ def _where_held(value, tile: Tile):
         return None
 
 
+def _on_common_loops(a, b) -> tuple:
+    """The two functions over the same loop variables: one of the outer loops only (a producer computed in loop j,
+    beside a reader inside j's loop i) taken as a function of the inner ones too, on which it does not depend.
+    Functions of loops that do not nest are returned as they are (isl refuses to compare them: not proved)."""
+    short, long = (a, b) if a.dim(isl.dim_type.in_) <= b.dim(isl.dim_type.in_) else (b, a)
+    outer, inner = short.dim(isl.dim_type.in_), long.dim(isl.dim_type.in_)
+    if outer == inner or _loop_names(long)[:outer] != _loop_names(short):
+        return a, b
+    extended = short.insert_dims(isl.dim_type.in_, outer, inner - outer)
+    for position in range(outer, inner):
+        extended = extended.set_dim_id(isl.dim_type.in_, position, long.get_dim_id(isl.dim_type.in_, position))
+    return (extended, long) if short is a else (long, extended)
+
+
+def _loop_names(f) -> list:
+    return [f.get_dim_name(isl.dim_type.in_, n) for n in range(f.dim(isl.dim_type.in_))]
+
+
 def _same_function(a, b) -> bool:
     """Two isl functions of the loop variables equal wherever both are defined (False where either is None)."""
     if a is None or b is None:
         return False
     try:
+        a, b = _on_common_loops(a, b)
         diff = a.sub(b).coalesce()
     except isl.Error:
         return False
