@@ -48,7 +48,8 @@ def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton",
     """`kp` with every operand tile the code generator (`triton`, or `tilelang`) stages moved to shared memory
     (its copies and live range as the pipeliner keeps them), TileLang's copies of register tiles read at a
     second lane pattern added (`pattern_copies`), the `cache_read` copies it does not make left out
-    (`unmade_copies`), and the working sets recounted; `kp` itself where there is none.  `prods`: the kernel's `products`, where the caller has them already."""
+    (`unmade_copies`), and the working sets recounted; `kp` itself where there is none.  `prods`: the kernel's
+    `products`, where the caller has them already."""
     prods = products(model, kp) if prods is None else prods
     staged = staged_operands(kp, prods, tgt, backend)
     added = pattern_copies(model, kp, tgt, backend)
