@@ -18,6 +18,7 @@ import re
 import signal
 import sys
 import traceback
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,30 +62,30 @@ def mutate(text: str, rng: random.Random) -> str:
     return "".join(tokens)
 
 
-def run_through(source: str, filename: str) -> str:
-    """Load, schedule and lower `source`; returns the stage reached.  Raises what the compiler raises."""
+def run_through(source: str, filename: str, reached: Counter) -> None:
+    """Load, schedule and lower `source`, counting in `reached` what got through (loaded programs, applied
+    schedules, lowered kernels).  Raises what the compiler raises other than a TdslError."""
     from tdsl.compiler.driver.api import loads
     from tdsl.compiler.errors import TdslError
     from tdsl.compiler.lower.pipeline import lower_for
 
-    stage = "load"
     try:
         prog = loads(source, filename)
-        for name in list(prog.schedule_names)[:4]:
-            stage = f"schedule {name}"
-            try:
-                sched = prog.schedule(name)
-            except TdslError:
-                continue
-            for backend in ("triton", "tilelang"):
-                stage = f"lower {name} for {backend}"
-                try:
-                    lower_for(sched, backend)
-                except TdslError:
-                    pass
     except TdslError:
-        pass
-    return stage
+        return
+    reached["loaded"] += 1
+    for name in list(prog.schedule_names)[:4]:
+        try:
+            sched = prog.schedule(name)
+        except TdslError:
+            continue
+        reached["scheduled"] += 1
+        for backend in ("triton", "tilelang"):
+            try:
+                lower_for(sched, backend)
+                reached["lowered"] += 1
+            except TdslError:
+                pass
 
 
 def main() -> None:
@@ -97,12 +98,13 @@ def main() -> None:
     rng = random.Random(args.seed)
     signal.signal(signal.SIGALRM, _too_slow)
     internal = slow = 0
+    reached: Counter = Counter()
     for n in range(args.mutations):
         path = rng.choice(files)
         source = mutate(path.read_text(encoding="utf-8"), rng)
         signal.alarm(SECONDS_PER_CASE)
         try:
-            run_through(source, path.name)
+            run_through(source, path.name, reached)
         except _Slow:
             slow += 1
             print(f"over {SECONDS_PER_CASE} s: {path.name} (mutation {n})", flush=True)
@@ -115,7 +117,8 @@ def main() -> None:
             print("    " + "\n    ".join(traceback.format_exc().splitlines()[-6:]), flush=True)
         finally:
             signal.alarm(0)
-    print(f"{args.mutations} mutations of {len(files)} files, {internal} internal errors, {slow} over "
+    print(f"{args.mutations} mutations of {len(files)} files: {reached['loaded']} loaded, {reached['scheduled']} "
+          f"schedules applied, {reached['lowered']} lowerings; {internal} internal errors, {slow} over "
           f"{SECONDS_PER_CASE} s")
     sys.exit(1 if internal else 0)
 
