@@ -8,7 +8,7 @@ A candidate passes four gates, in the order a user meets them:
 2. **capacity** -- the buffer plan of the target must fit its on-chip memories (rule `capacity:<scope>`), also
    with every tile padded to the power-of-two lanes the generated code allocates (rule `capacity:padded`,
    the judgement `tdsl cost --fit` makes: compiler/analysis/cost/backend_rules.py), and with the operand copies
-   Triton makes in shared memory itself (rule `capacity:staged`).
+   Triton makes in shared memory itself and a persistent kernel's stored tiles (rule `capacity:staged`).
 3. **backend** -- the code generator must take it (the tile lowering for the backend: rule
    `backend:<backend>`), so that no candidate the tuner returns is one `tdsl compile` refuses.
 4. **cost** -- the cost model's `t_estimate` ranks what is left.

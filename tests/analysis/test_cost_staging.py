@@ -177,3 +177,38 @@ def test_padded_copies_over_the_shared_memory_are_refused():
     tight = replace(tgt, scopes={**tgt.scopes, "shared": replace(tgt.scopes["shared"], per_block=2 * 100 * 16 * 4)})
     reason = staged_overflow(sched.model, plan_kernels(sched, tight), tight, "tilelang")
     assert reason is not None and "16 KiB per block" in reason, reason
+
+
+PROGRAMS = ROOT / "benchmarks" / "programs"
+
+
+@pytest.mark.parametrize("path, name", [(PROGRAMS / "gemm_bf16.tdsl", "t128x256x64_s3_w8_g8_p"),
+                                        (PROGRAMS / "gemm_fast_silu.tdsl", "fast_g8_p")])
+def test_a_persistent_kernels_stored_tile_is_in_its_shared_memory(path, name):
+    """`launch(persistent=true)`: Triton passes each stored 128 x 256 bf16 tile through 64 KiB of shared memory of
+    its own, beside the operands' 144 KiB (the bytes the Triton lowering refuses by, tma.py `persistent_bytes`);
+    TileLang launches one block per tile and keeps nothing more."""
+    from tdsl.compiler.lower.passes.tma import persistent_bytes, planned_shared
+    from tdsl.compiler.lower.pipeline import lower_for
+
+    sched = tdsl.load(path).schedule(name)
+    tgt = get_target("h100")
+    (kp,) = plan_kernels(sched, tgt)
+    (kernel,) = lower_for(sched, "triton").kernels
+    generated = as_generated(sched.model, kp, tgt, "triton")
+    assert generated.working_set["shared"] == planned_shared(kernel) + persistent_bytes(kernel) == 212992
+    assert kp.working_set["shared"] == 147456  # the report's plan stays the schedule's own
+    assert as_generated(sched.model, kp, tgt, "tilelang").working_set["shared"] == 147456
+    assert analyze(sched, "h100").kernels[0].occupancy.shared_per_block == 212992
+
+
+def test_a_persistent_kernel_whose_stored_tile_does_not_fit_is_refused_before_lowering():
+    sys.path.insert(0, str(ROOT / "tests" / "backends"))
+    from test_triton_descriptors import _persistent
+
+    sched = loads(_persistent(256, 128, 64, 4)).schedule("p")
+    reason = staged_overflow(sched.model, plan_kernels(sched, get_target("h200")), get_target("h200"), "triton")
+    assert reason == ("g_0: launched persistently, Triton keeps each tile it stores in shared memory beside the "
+                      "next tile's operands (C 256x128): 256 KiB per block, but h200 has 227 KiB; use fewer pipeline "
+                      "stages or smaller tiles, or launch it without persistent=true")
+    assert staged_overflow(sched.model, plan_kernels(sched, get_target("h200")), get_target("h200"), "tilelang") is None

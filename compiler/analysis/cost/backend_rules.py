@@ -21,7 +21,7 @@ from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, PlannedBuffer, fmt_bytes, plan_kernels
 from tdsl.compiler.analysis.buffer_sharing import violations, working_sets
-from tdsl.compiler.analysis.cost.staging import as_generated, copies
+from tdsl.compiler.analysis.cost.staging import as_generated, copies, persistent_stores
 from tdsl.compiler.lower.tile_rules import padded_shape
 from tdsl.compiler.targets import Target
 
@@ -58,9 +58,9 @@ COPYING = {"triton": "Triton copies the tensor-core operands", "tilelang": "Tile
 
 
 def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: str) -> Optional[str]:
-    """The first kernel whose shared memory, with the operand copies the code generator adds (cost/staging.py)
-    and every tile padded to its lanes, is over the target's per-block capacity: the kernel would fail to
-    launch ("out of resource: shared memory")."""
+    """The first kernel whose shared memory, with the operand copies the code generator adds and a persistent
+    Triton kernel's stored tiles (cost/staging.py), every tile padded to its lanes, is over the target's
+    per-block capacity: the kernel would fail to compile or launch ("out of resource: shared memory")."""
     shared = target.scopes.get("shared")
     if backend not in COPYING or shared is None:
         return None
@@ -72,9 +72,14 @@ def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: s
         if need <= shared.per_block:
             continue
         made = ", ".join(f"{b.tensor} {_shape(b.shape)} x{b.stages}" for b in copies(generated))
-        return (f"{kp.name}: {COPYING[backend]} into shared memory itself ({made}): "
-                f"{fmt_bytes(need)} per block, but {target.name} has {fmt_bytes(shared.per_block)}; use fewer "
-                f"pipeline stages or smaller tiles")
+        kept = ", ".join(f"{b.tensor} {_shape(b.shape)}" for b in persistent_stores(kp, backend))
+        what = " and ".join(filter(None, [
+            made and f"{COPYING[backend]} into shared memory itself ({made})",
+            kept and f"launched persistently, Triton keeps each tile it stores in shared memory beside the next "
+                     f"tile's operands ({kept})"]))
+        return (f"{kp.name}: {what}: {fmt_bytes(need)} per block, but {target.name} has "
+                f"{fmt_bytes(shared.per_block)}; use fewer pipeline stages or smaller tiles"
+                + (", or launch it without persistent=true" if kept else ""))
     return None
 
 

@@ -47,12 +47,14 @@ def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton",
                  prods: Optional[list] = None) -> KernelPlan:
     """`kp` with every operand tile the code generator (`triton`, or `tilelang`) stages moved to shared memory
     (its copies and live range as the pipeliner keeps them), TileLang's copies of register tiles read at a
-    second lane pattern added (`pattern_copies`), the `cache_read` copies it does not make left out
-    (`unmade_copies`), and the working sets recounted; `kp` itself where there is none.  `prods`: the kernel's
+    second lane pattern added (`pattern_copies`), a persistent Triton kernel's stored tiles added
+    (`persistent_stores`), the `cache_read` copies it does not make left out (`unmade_copies`), and the working
+    sets recounted; `kp` itself where there is none.  `prods`: the kernel's
     `products`, where the caller has them already."""
     prods = products(model, kp) if prods is None else prods
     staged = staged_operands(kp, prods, tgt, backend)
     added = pattern_copies(model, kp, tgt, backend)
+    added += persistent_stores(kp, backend)
     unmade = {id(b) for b in unmade_copies(kp, prods, backend)}
     if not staged and not added and not unmade:
         return kp
@@ -67,6 +69,20 @@ def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton",
     slots += [[b] for b in added]
     working, peaks = working_sets(buffers, slots, len(kp.stmts))
     return replace(kp, buffers=buffers, slots=slots, working_set=working, peak_buffers=peaks)
+
+
+def persistent_stores(kp: KernelPlan, backend: str) -> list[PlannedBuffer]:
+    """The tiles a persistent Triton kernel (`launch(persistent=true)`) passes through shared memory on their way
+    out, one per stored tile in its storage dtype, live across the kernel: while one program stores a tile, the
+    next tile's operands are already being copied in, so the stored tile cannot reuse their memory as it does in a
+    kernel that stores once (compiler/lower/passes/tma.py `persistent_bytes`, which the Triton lowering refuses
+    by; measured on the H200: a 256 x 128 bf16 tile of 2 stages asked the plan's 196,608 B + 65,536 B)."""
+    if backend != "triton" or not getattr(kp.root, "persistent", False):
+        return []
+    whole = (0, max(len(kp.stmts) - 1, 0))
+    return [replace(a.buffer, scope=STAGED_SCOPE, dtype=a.dtype, stages=1, live=whole, shares=None,
+                    source=a.buffer.scope)
+            for a in kp.accesses if a.kind == "write" and a.dst == "global" and a.buffer is not None]
 
 
 def unmade_copies(kp: KernelPlan, prods: list, backend: str) -> list[PlannedBuffer]:
