@@ -11,7 +11,9 @@ loaded once (Q, hoisted out of the K loop) has one copy.  The TileLang printer c
 product, also of one it multiplies in an exact FMA loop (`K_s`, placement.STAGING), and `T.Pipelined(num_stages=N)`
 keeps N of each; a loop without `pipeline` is `T.serial`, one copy.  Checked against the sm_90a lowering of every
 legal example schedule (the kernel's `dyn_shared_memory_buf`, tests/backends/tilelang/test_tilelang_backend.py):
-equal, but for TileLang's 512-byte reduction workspace and one named exception.
+equal, but for TileLang's 512-byte reduction workspace and one named exception.  Two more differences: a
+persistent Triton kernel keeps its stored tiles in shared memory of their own (`persistent_stores`), and neither
+code generator makes a `cache_read` copy that no `Dot` reads (`unmade_copies`).
 
 Measured by compiling the generated modules for sm_90 (Triton 3.9: `metadata.shared`, `cuobjdump -res-usage`),
 examples/mha.tdsl at B = 8, H = 32, L = 4096 (tests/analysis/test_cost_staging.py checks the shared bytes):
@@ -49,8 +51,8 @@ def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton",
     (its copies and live range as the pipeliner keeps them), TileLang's copies of register tiles read at a
     second lane pattern added (`pattern_copies`), a persistent Triton kernel's stored tiles added
     (`persistent_stores`), the `cache_read` copies it does not make left out (`unmade_copies`), and the working
-    sets recounted; `kp` itself where there is none.  `prods`: the kernel's
-    `products`, where the caller has them already."""
+    sets recounted; `kp` itself where there is none.  `prods`: the kernel's `products`, where the caller has
+    them already."""
     prods = products(model, kp) if prods is None else prods
     staged = staged_operands(kp, prods, tgt, backend)
     added = pattern_copies(model, kp, tgt, backend)
