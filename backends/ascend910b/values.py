@@ -137,6 +137,8 @@ class Values:
         loop or a recurrence): each branch is computed only where it is taken, under `if c: ... else: ...`, so
         that neither reads outside its guard (`An[t - 1, i]` at t = 0)."""
         parts = atoms(e.cond)
+        for atom in parts:
+            check_affine(atom)  # a comparison of values (floyd_warshall's shortest path) is refused here
         if any(mentions(a, ax.iter) for a in parts for ax in tile.axes):
             raise BackendError(f"a masked value with a computed fallback ({_expr_text(e.other)}) under a condition "
                                f"on the tile's lanes has no ascend-910b form")

@@ -3,6 +3,7 @@
 
     program = widen_narrow_tiles(program)   # rows of 32 bytes (GM <-> UB copies), 128 elements with E4M3
     program = split_vector_rows(program)    # each of the AI core's two vector cores takes half the rows
+    program = refuse_deep_copies(program)   # no GM <-> UB copy of more than two tile axes
     program = assign_cross_core(program)    # GM workspaces and cross-core flags between cube and vector cores
 
 Both are pure (`TileProgram -> TileProgram`) and run in compiler/lower/pipeline.py after the units are assigned
@@ -30,7 +31,7 @@ from tdsl.compiler.analysis.placement import MATRIX, matrix_statements, operand_
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.passes.recurrence import passes_through_memory
 from tdsl.compiler.lower.passes.store_masks import tensor_dims, unclipped_atoms
-from tdsl.compiler.lower.tileir import expr_vars, simplify
+from tdsl.compiler.lower.tileir import expr_vars, op_expressions, simplify
 from tdsl.compiler.model import reduce_ops
 
 VID = "__vid"  # the vector core (0 or 1) of a tile whose rows the two vector cores share
@@ -58,6 +59,30 @@ def split_vector_rows(program: T.TileProgram) -> T.TileProgram:
             k = dataclasses.replace(k, body=T.map_ops(k.body, lambda op: facts.halve(op, half)), vector_rows=half)
         out.append(k)
     return dataclasses.replace(program, kernels=out)
+
+
+def refuse_deep_copies(program: T.TileProgram) -> T.TileProgram:
+    """BackendError for a vector statement that loads or stores a region of more than two tile axes of more than
+    one element (a 3-D tensor in program order: X[a, b, c] over a 2 x 8 x 8 tile).  The 910B's GM <-> UB copy
+    moves validRow x validCol of the region's last two dimensions only (compiler/verify/ascend_sim/copy_rules.py),
+    so one T.copy cannot move it, and the printer makes no loop of copies."""
+    for kernel in program.kernels:
+        facts = Kernel910B(program, kernel)
+        for op in facts.vector_ops(kernel.body):
+            sizes = {a.iter: a.size for a in op.tile.axes}
+            regions = [(load.tensor, load.indices, "load")
+                       for e in op_expressions(op) for load in T.nodes_in(e, T.Load)]
+            if getattr(op, "store", False):
+                regions.append((op.stmt, [T.Var(it) for it in op.lhs], "store"))
+            for tensor, indices, what in regions:
+                deep = list(dict.fromkeys(v.name for i in indices for v in expr_vars(i) if sizes.get(v.name, 1) > 1))
+                if len(deep) > 2:
+                    raise BackendError(
+                        f"the {what} of {tensor} in statement {op.stmt} covers {len(deep)} tile axes of more than one "
+                        f"element ({', '.join(deep)}), but the 910B's GM <-> UB copies move 2-D regions (rows and "
+                        f"columns); give each tile one value of {', '.join(deep[:-2])} (bind or host its loop, or "
+                        f"split it so that the tile holds one element of it)")
+    return program
 
 
 CROSS_CORE_FLAGS = 11  # flag ids 0..10 (CrossCoreSetFlag on Atlas A2)

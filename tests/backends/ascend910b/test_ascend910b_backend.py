@@ -109,6 +109,13 @@ schedule partial {
 }
 """
 
+THREE_D = """
+const A = 3, B = 4, C = 5
+kernel k(X: f32[A, B, C]) -> (Y: f32[A, B, C]) {
+  Y[a, b, c] = X[a, b, c] * 2.0
+}
+"""
+
 REFUSED_PROGRAMS_910B = {
     # tile rows of 4 f32 = 16 bytes, and the tensor continues past each tile
     "narrow store": (NARROW.replace("WIDTH", "4"), "narrow",
@@ -135,10 +142,27 @@ schedule tiles {
 }
 """, "tiles", "Q: its tile of 32 along i would be widened to 128 lanes (the E4M3 conversions compare whole "
               "256-byte repeats (128 f16 values)), and the wider tile would write lanes of the neighbouring tile"),
+    # CPU fuzz seed 5468 (doitgen with host(Sm.r): A = Sm over r, q, p): the NumPy model refused the module
+    "copy of three tile axes": (THREE_D + "schedule whole {\n}\n", "whole",
+                                "the load of X in statement Y covers 3 tile axes of more than one element (a, b, c), "
+                                "but the 910B's GM <-> UB copies move 2-D regions (rows and columns); give each tile "
+                                "one value of a (bind or host its loop"),
     "partial tile another block stores": (PARTIAL.replace("BIND", "bind(Y.jo, grid.x)"), "partial",
                                           "Y: its tile of 32 lanes along j reaches into the tile of the next jo (the "
                                           "mask ((17 * jo) + 16) >= j), which another block stores at the same time"),
 }
+
+
+def test_910b_runs_a_3d_tensor_once_each_tile_has_one_value_of_its_first_axis():
+    """The refused program above with its loop over a bound to the grid: each tile copies one 4 x 5 region."""
+    import numpy as np
+
+    from tdsl.compiler.verify.ascend_sim import simulate
+    from tdsl.compiler.driver.api import loads
+
+    text = generate(loads(THREE_D + "schedule b {\n  bind(Y.a, grid.x)\n}\n"), "b", target="ascend-910b")
+    x = np.random.default_rng(3).standard_normal((3, 4, 5)).astype(np.float32)
+    assert np.array_equal(simulate(text, {"X": x}, "ascend-910b").tensors["Y"], x * np.float32(2.0))
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED_PROGRAMS_910B))
