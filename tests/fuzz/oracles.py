@@ -43,6 +43,7 @@ BACKENDS = {
 @dataclass
 class Finding:
     kind: str  # internal-error | rejected-step-changed-state | trace | interp-mismatch | miscompile | emission | plan
+    #            | message (a refusal that shows the compiler's objects)
     where: str  # the step, "interpreter", or a backend name
     detail: str
 
@@ -229,6 +230,10 @@ def generation_sizes(case: Case) -> dict:
     return {name: value for name, value in case.sizes.items() if not decls[name].is_param}
 
 
+# A refusal speaks of the program's tensors and loops; these are the tile IR's classes, as `repr` prints them.
+COMPILER_OBJECTS = re.compile(r"\b(Load|Var|Const|Bin|Neg|Select|Reg|Call|Round|Reduce|Dot|Tile|Axis)\(")
+
+
 def check_backend(case: Case, backend: str, original, refs: dict, workdir: Path,
                   outcome: dict) -> Optional[Finding]:
     try:
@@ -237,6 +242,8 @@ def check_backend(case: Case, backend: str, original, refs: dict, workdir: Path,
         return internal(f"{backend} generate", err)
     if text is None:
         outcome[backend] = "refused: " + refusal
+        if COMPILER_OBJECTS.search(refusal):
+            return Finding("message", backend, f"the refusal shows the compiler's own objects: {refusal}")
         return None
     try:
         again, _ = generate_text(case, backend)
