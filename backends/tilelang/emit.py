@@ -44,6 +44,7 @@ from tdsl.backends.common.printer import PrinterBase, call_code
 from tdsl.compiler.analysis.placement import VECTOR, unit_of
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.lane_masks import expr_text
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.model.dtypes import BYTES
 from tdsl.compiler.model import reduce_ops
@@ -146,7 +147,8 @@ def index_code(e: T.Expr, names: dict, disjunction: str = "T.Or({}, {})",
         if e.op == "or":
             return disjunction.format(a, b)
         return f"({a} {e.op} {b})"
-    raise BackendError(f"not an index expression: {e!r}")
+    raise BackendError(f"{expr_text(e)} is used where an index or a lane condition is needed (a comparison of tensor "
+                       f"values, or a value as an index), which this printer does not generate")
 
 
 def var_code(name: str, names: dict) -> str:
@@ -437,7 +439,7 @@ class KernelPrinter(TileLangDialect):
         elif isinstance(op, T.Preload):
             self._preload(op)
         else:
-            raise BackendError(f"unknown tile op {op!r}")
+            raise InternalError(f"the TileLang printer has no case for the tile op {type(op).__name__}")
 
     def _preload(self, op: T.Preload) -> None:
         """A product operand the same in every iteration of the loop that follows: copied once, before it, where
@@ -933,7 +935,7 @@ class KernelPrinter(TileLangDialect):
         if isinstance(e, (T.Reduce, T.Dot)):
             raise BackendError(f"a {type(e).__name__.lower()} nested inside an expression has no tile form; "
                                f"make it its own statement")
-        raise BackendError(f"cannot print value {e!r}")
+        raise BackendError(f"the value {expr_text(e)} has no form in this printer")
 
     def cond(self, e: T.Expr, tile, lane_vars, names) -> str:
         if isinstance(e, T.Bin) and e.op in ("and", "or"):

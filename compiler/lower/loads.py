@@ -23,6 +23,7 @@ from typing import Optional
 import islpy as isl
 
 from tdsl.frontend import ast
+from tdsl.frontend.printer import expr_text as expr_source
 
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.functions import COMPOSITIONS, expand_tile
@@ -72,7 +73,7 @@ class ValueLowering:
             return Call(e.func, tuple(v(a) for a in e.args))
         if isinstance(e, ast.Access):
             return self._access(e, stmt, tile, context)
-        raise BackendError(f"cannot lower expression {e!r}")
+        raise BackendError(f"{expr_source(e)}: no tile form for this expression")
 
     def _name(self, name: str, stmt: Stmt, value: bool) -> Expr:
         if name in stmt.iters:
@@ -93,7 +94,7 @@ class ValueLowering:
             return Neg(self._index(e.operand, stmt))
         if isinstance(e, ast.BinOp):
             return Bin(e.op, self._index(e.lhs, stmt), self._index(e.rhs, stmt))
-        raise BackendError(f"index expression {e!r} is not affine")
+        raise BackendError(f"the index {expr_source(e)} is not an affine expression of iterators and sizes")
 
     def _access(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
         if _never_taken(e, stmt):
