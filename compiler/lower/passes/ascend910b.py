@@ -6,7 +6,7 @@
     program = refuse_deep_copies(program)   # no GM <-> UB copy of more than two tile axes
     program = assign_cross_core(program)    # GM workspaces and cross-core flags between cube and vector cores
 
-Both are pure (`TileProgram -> TileProgram`) and run in compiler/lower/pipeline.py after the units are assigned
+All are pure (`TileProgram -> TileProgram`) and run in compiler/lower/pipeline.py after the units are assigned
 (compiler/analysis/placement.py): they rewrite only the vector statements' tiles, never a product on the cube.
 `split_vector_rows` records its decision in `TileKernel.vector_rows`; the rows of vector core `vid` start at
 `offset + VID * vector_rows`, `VID` being a variable the printer binds.  `assign_cross_core` records in
