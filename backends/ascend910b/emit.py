@@ -68,7 +68,7 @@ from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
 from tdsl.backends.common.names import ModuleNames
 from tdsl.backends.tilelang.emit import TileLangDialect, kernel_arrays, shape_code
 from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.lower.lane_masks import always_holds, atoms, mentions, substitute, upper_bound_on
+from tdsl.compiler.lower.lane_masks import always_holds, atoms, lower_bound_on, mentions, substitute, upper_bound_on
 from tdsl.compiler.lower.passes.ascend910b import BYTES, VID, Kernel910B
 from tdsl.compiler.lower.tileir import simplify
 
@@ -215,12 +215,24 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
 
     # ------------------------------------------------------------ both vector cores
 
-    def _first_rows_test(self, tile: T.Tile, mask) -> list:
-        """The comparisons of `mask` on the tile's rows alone (the first axis and loop variables) that bound the
-        rows from above: if the first row fails one, every later row does (a lower bound, `i >= j`, may fail
-        for the first rows and hold for the others)."""
-        first, others = tile.axes[0], {a.iter for a in tile.axes[1:]}
-        return [a for a in atoms(mask) if upper_bound_on(a, first.iter) and not any(mentions(a, o) for o in others)]
+    def _end_lanes_test(self, tile: T.Tile, mask) -> list:
+        """(axis, comparison, lane) for each comparison of `mask` on one tile axis alone (and loop variables) that
+        bounds that axis from above, at the axis's first lane, or from below, at its last: if that lane fails it,
+        every lane of the axis does, and the tile lies wholly outside the domain.  The rows of a ragged tile, and
+        the columns of a tile that a skewed grid places past the tensor (gemver's A tiles with
+        `skew(A.bo, A.ao, 1)` start at column 32 of 17, or end at column -1, in some programs)."""
+        out = []
+        for axis in tile.axes:
+            others = {a.iter for a in tile.axes if a is not axis}
+            last = simplify(T.Bin("+", axis.offset, T.Const(axis.size - 1)))
+            for a in atoms(mask):
+                if any(mentions(a, o) for o in others):
+                    continue
+                if upper_bound_on(a, axis.iter):
+                    out.append((axis, a, axis.offset))
+                elif lower_bound_on(a, axis.iter):
+                    out.append((axis, a, last))
+        return out
 
     def _guard_first_row(self, tile: T.Tile, mask) -> bool:
         """`if <the first row of this vector core's half is inside mask>:` (entered; False if no row test) --
@@ -233,14 +245,13 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         return bool(cond)
 
     def _first_row_condition(self, tile: T.Tile, mask) -> str | None:
-        first = tile.axes[0]
-        parts = [a for a in self._first_rows_test(tile, mask)
-                 if not always_holds(substitute(a, first.iter, first.offset), self.loop_lowers)]
+        """Each axis's end lanes inside the bounds of `mask` on that axis alone (`_end_lanes_test`), as code: the
+        tile does not lie wholly outside the domain."""
+        parts = [substitute(a, axis.iter, lane) for axis, a, lane in self._end_lanes_test(tile, mask)]
+        parts = [a for a in parts if not always_holds(a, self.loop_lowers)]
         if not parts:
             return None
-        names = self._scalar_names(tile)
-        names[tile.axes[0].iter] = index_code(simplify(tile.axes[0].offset), self.vars)
-        return self._condition(parts, names)
+        return self._condition(parts, self._scalar_names(tile))
 
     def _whole_tile_condition(self, tile: T.Tile) -> str | None:
         """The comparisons of the tile's mask that involve none of its axes (loop variables and sizes only: a

@@ -188,6 +188,13 @@ def upper_bound_on(atom: T.Bin, name: str) -> bool:
     return (c > 0 and atom.op in ("<=", "<")) or (c < 0 and atom.op in (">=", ">"))
 
 
+def lower_bound_on(atom: T.Bin, name: str) -> bool:
+    """Whether the comparison bounds `name` from below (it fails for every value below one that fails it)."""
+    coefs, _ = _difference(atom)
+    c = coefs.get(name, 0)
+    return (c < 0 and atom.op in ("<=", "<")) or (c > 0 and atom.op in (">=", ">"))
+
+
 def substitute(e: T.Expr, name: str, value: T.Expr) -> T.Expr:
     """e with the variable `name` replaced by `value`."""
     if isinstance(e, T.Var):
