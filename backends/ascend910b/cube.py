@@ -191,7 +191,7 @@ class CubeSide:
             tile = T.Tile(axes=tile_axes, scalars=op.tile.scalars, mask=load.mask)
             depth = self.depth
             # this core's half may lie past the tensor: then it writes zeros for the cube
-            outside = split and self._guard_first_row(tile, load.mask)
+            outside = split and self._guard_end_lanes(tile, load.mask)
             self.emit(f"T.copy({self.tensor(load.tensor)}[{', '.join(starts)}], {raw})  # GM -> UB (clipped: zero bytes "
                       f"are 0.0)")
             values = e4m3.decode_e4m3(self, raw, shape)

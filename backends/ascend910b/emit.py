@@ -216,11 +216,11 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
     # ------------------------------------------------------------ both vector cores
 
     def _end_lanes_test(self, tile: T.Tile, mask) -> list:
-        """(axis, comparison, lane) for each comparison of `mask` on one tile axis alone (and loop variables) that
-        bounds that axis from above, at the axis's first lane, or from below, at its last: if that lane fails it,
-        every lane of the axis does, and the tile lies wholly outside the domain.  The rows of a ragged tile, and
-        the columns of a tile that a skewed grid places past the tensor (gemver's A tiles with
-        `skew(A.bo, A.ao, 1)` start at column 32 of 17, or end at column -1, in some programs)."""
+        """The comparisons of `mask` on one tile axis alone (and loop variables) that bound it from above, taken at
+        the axis's first lane, and from below, at its last: if that lane fails one, every lane of the axis does, and
+        the tile lies wholly outside the domain.  The rows of a ragged tile, and the columns of a tile that a
+        skewed grid places past the tensor (gemver's A tiles with `skew(A.bo, A.ao, 1)` start at column 32 of 17,
+        or end at column -1, in some programs)."""
         out = []
         for axis in tile.axes:
             others = {a.iter for a in tile.axes if a is not axis}
@@ -229,29 +229,26 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
                 if any(mentions(a, o) for o in others):
                     continue
                 if upper_bound_on(a, axis.iter):
-                    out.append((axis, a, axis.offset))
+                    out.append(substitute(a, axis.iter, axis.offset))
                 elif lower_bound_on(a, axis.iter):
-                    out.append((axis, a, last))
+                    out.append(substitute(a, axis.iter, last))
         return out
 
-    def _guard_first_row(self, tile: T.Tile, mask) -> bool:
-        """`if <the first row of this vector core's half is inside mask>:` (entered; False if no row test) --
+    def _guard_end_lanes(self, tile: T.Tile, mask) -> bool:
+        """`if <this vector core's half of the tile is not wholly outside mask>:` (entered; False if no test) --
         its half of a ragged tile may lie past the tensor, and a copy whose GM region lies wholly outside is
         not clipped to nothing."""
-        cond = self._first_row_condition(tile, mask)
+        cond = self._end_lanes_condition(tile, mask)
         if cond:
             self.emit(f"if {cond}:  # this vector core's rows start inside the domain")
             self.depth += 1
         return bool(cond)
 
-    def _first_row_condition(self, tile: T.Tile, mask) -> str | None:
-        """Each axis's end lanes inside the bounds of `mask` on that axis alone (`_end_lanes_test`), as code: the
-        tile does not lie wholly outside the domain."""
-        parts = [substitute(a, axis.iter, lane) for axis, a, lane in self._end_lanes_test(tile, mask)]
-        parts = [a for a in parts if not always_holds(a, self.loop_lowers)]
-        if not parts:
-            return None
-        return self._condition(parts, self._scalar_names(tile))
+    def _end_lanes_condition(self, tile: T.Tile, mask) -> str | None:
+        """`_end_lanes_test` as code, less what the loops' lower bounds prove: the tile does not lie wholly outside
+        the domain."""
+        parts = [a for a in self._end_lanes_test(tile, mask) if not always_holds(a, self.loop_lowers)]
+        return self._condition(parts, self._scalar_names(tile)) if parts else None
 
     def _whole_tile_condition(self, tile: T.Tile) -> str | None:
         """The comparisons of the tile's mask that involve none of its axes (loop variables and sizes only: a
@@ -386,7 +383,7 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
                 # the domain -- a fused loop runs past the statement's range -- and a copy whose GM region lies
                 # wholly outside is not clipped to nothing
                 whole = self._whole_tile_condition(work.tile)
-                first = self._first_row_condition(work.tile, work.tile.mask) if work.tile.axes else None
+                first = self._end_lanes_condition(work.tile, work.tile.mask) if work.tile.axes else None
                 rows = "this vector core's rows start" if split else "the tile starts"
                 why = {(True, False): "this tile is inside the domain", (False, True): f"{rows} inside the domain",
                        (True, True): f"this tile is inside the domain, and {rows} inside it"}
