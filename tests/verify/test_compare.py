@@ -96,6 +96,27 @@ def test_an_order_that_stays_within_the_tolerance_widens_nothing():
                    variants=[np.array([1.035, 2.0], dtype=np.float32)]).ok  # moved past it: widened
 
 
+def test_an_f32_element_moved_past_its_rounding_but_inside_the_tolerance_is_widened():
+    """In f32 the tolerance trusts 17 bits, the rounding moves a value in the 24th: a variant that moves an element
+    by 128 units of f32 amplifies the sums' roundings, though the move is inside the tolerance, and a kernel's order
+    may move it several times as far (fuzz finding gramschmidt-last-determined-column-amplified-inside-the-
+    tolerance)."""
+    ref = np.array([0.75, 1.0], dtype=np.float32)  # f32 tolerance at 0.75: 2 units of 2^-17 plus one of 2^-16
+    other = np.array([0.75 + 128 * 2.0 ** -24, 1.0], dtype=np.float32)  # 2^-17, inside it
+    got = np.array([0.75 + 2.0 ** -14, 1.0], dtype=np.float32)  # 2 tolerances out, 4 times the variant's move
+    assert not compare(ref, got, "f32").ok
+    assert compare(ref, got, "f32", variants=[other]).ok
+    assert not compare(ref, np.array([0.75 + 2.0 ** -11, 1.0], dtype=np.float32), "f32", variants=[other]).ok
+
+
+def test_an_f32_element_moved_by_its_own_rounding_widens_nothing():
+    """A variant that moves an f32 element by its last bit (a rounding that flips) says nothing of conditioning:
+    the tolerance stays the dtype's."""
+    ref = np.array([0.75, 1.0], dtype=np.float32)
+    other = np.array([0.75 + 2.0 ** -24, 1.0], dtype=np.float32)
+    assert not compare(ref, np.array([0.75 + 2.0 ** -14, 1.0], dtype=np.float32), "f32", variants=[other]).ok
+
+
 EXPONENTIAL = """\
 const N = 3
 kernel e(X: f32[N]) -> (E: bf16[N]) {
