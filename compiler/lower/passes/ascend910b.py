@@ -289,8 +289,10 @@ class Kernel910B:
         return op
 
     def _keeps_its_width(self, op) -> bool:
-        """A barrier (no tile), a statement of the cube, or a tile without axes is never widened."""
-        return isinstance(op, T.Barrier) or op.stmt in self.cube or not op.tile.axes
+        """A barrier (no tile), an op the cube alone runs, or a tile without axes is never widened.  A cube result
+        the vector cores take from the workspace (`needs_vector`) is one of their tiles: the statements reading
+        it are widened, so it is too (the workspace keeps the cube's shape; the copy into UB is clipped to it)."""
+        return isinstance(op, T.Barrier) or not op.tile.axes or not self.is_vector_op(op)
 
     def widen(self, op, widths: dict):
         """Vector tiles whose rows are narrower than 32 bytes of the kernel's narrowest tensor dtype, widened to
