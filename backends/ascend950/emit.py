@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tdsl.backends.common.launcher import launch_order
 from tdsl.backends.common.module import dynamic_sizes, module_text
-from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrinter, combine_code, index_code,
+from tdsl.backends.tilelang.emit import (BYTES, FUNCTIONS, TL_DTYPES, KernelPrinter, index_code,
                                        kernel_arrays, operand_region, shape_code)
 from tdsl.compiler.analysis.placement import VECTOR, matrix_statements, unit_of
 from tdsl.compiler.lower.tileir import simplify
@@ -270,7 +270,7 @@ class Ascend950Printer(KernelPrinter):
             depth += 1
         idx = ", ".join(lanes[n] for n in keep) if acc_shape else "0"
         term = f"{part}[{', '.join(lanes)}]"
-        combined = combine_code(op.op, f"{acc}[{idx}]", term)
+        combined = self.combine(op.op, f"{acc}[{idx}]", term)
         self.emit("    " * depth + f"{acc}[{idx}] = {self.round(op.accum, combined)}")
         self.exit_vector()
 

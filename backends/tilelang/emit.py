@@ -80,11 +80,21 @@ FUNCTIONS = {  # the primitives of compiler/model/functions.py in TileLang
 # function of CUDA_HELPERS.  fma is __fmaf_rn, fma.rn.f32.
 NVIDIA_ONLY = {"exp2": "the Ascend vector unit's API has Exp and Ln but no exp2",
                "fma": "the Ascend vector unit's API has no fused multiply-add rounded once"}
+# max and min are the language's IEEE maximum and minimum, a NaN if either operand is one (as Triton's
+# propagate_nan=ALL); TileLang's T.max / T.min are CUDA's fmaxf / fminf, which return the other operand, so a NaN
+# term of a max or min, or a NaN rounded to E4M3 through the clamp to +-448, came out a number (GPU fuzz seed 33).
+# PTX's max.NaN / min.NaN (sm_80 on) give the canonical NaN.
 NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})", "fast_inverse": "T.fast_rcp({0})",
-                    "exp2": 'T.call_extern("float32", "tdsl_ex2", {0})', "fma": "T.ieee_fmaf({0}, {1}, {2})"}
+                    "exp2": 'T.call_extern("float32", "tdsl_ex2", {0})', "fma": "T.ieee_fmaf({0}, {1}, {2})",
+                    "max": 'T.call_extern("float32", "tdsl_max", {0}, {1})',
+                    "min": 'T.call_extern("float32", "tdsl_min", {0}, {1})'}
 CUDA_HELPERS = {  # function -> the CUDA source its NVIDIA spelling calls
     "exp2": 'extern "C" __device__ __forceinline__ float tdsl_ex2(float x) '
             '{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }',
+    "max": 'extern "C" __device__ __forceinline__ float tdsl_max(float a, float b) '
+           '{ float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }',
+    "min": 'extern "C" __device__ __forceinline__ float tdsl_min(float a, float b) '
+           '{ float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }',
 }
 # After a barrier, loads of what other threads stored: TVM declares every pointer parameter __restrict__, so nvcc
 # treats the memory behind it as changed by this thread only and may move a load of it above the barrier that
@@ -788,7 +798,7 @@ class KernelPrinter(TileLangDialect):
             lane_vars, names = self.parallel(op.tile)
             idx = ", ".join(lane_vars) if op.tile.axes else "0"
             value = self.value(body, op.tile, lane_vars, names)
-            combined = combine_code(op.op, f"{acc}[{idx}]", value)
+            combined = self.combine(op.op, f"{acc}[{idx}]", value)
             self.emit(f"    {acc}[{idx}] = {self.round(op.accum, combined)}")
             self.exit_vector()
             return
@@ -822,7 +832,7 @@ class KernelPrinter(TileLangDialect):
             src = dst
         lanes = self.lane_list(len(acc_shape))
         idx = ", ".join(lanes) if acc_shape else "0"
-        combined = combine_code(op.op, f"{acc}[{idx}]", f"{src}[{idx}]")
+        combined = self.combine(op.op, f"{acc}[{idx}]", f"{src}[{idx}]")
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, acc_shape)) or '1'}):")
         self.emit(f"    {acc}[{idx}] = {self.round(op.accum, combined)}")
@@ -881,8 +891,9 @@ class KernelPrinter(TileLangDialect):
     def round(self, dtype: str, code: str) -> str:
         if dtype == "f32":
             return code
-        if dtype == "f8e4m3":
-            return f'T.Cast("float32", T.Cast("float8_e4m3fn", T.max(T.min({code}, {F8_MAX}), {-F8_MAX})))'
+        if dtype == "f8e4m3":  # saturated to +-448 (a NaN stays one), then rounded
+            clamped = self.call("max", [self.call("min", [code, str(F8_MAX)]), str(-F8_MAX)])
+            return f'T.Cast("float32", T.Cast("float8_e4m3fn", {clamped}))'
         return f'T.Cast("float32", T.Cast("{TL_DTYPES[dtype]}", {code}))'
 
     def value(self, e: T.Expr, tile: T.Tile, lane_vars: list, names: dict) -> str:
@@ -927,15 +938,24 @@ class KernelPrinter(TileLangDialect):
             if e.func not in self.functions:
                 raise BackendError(f"{e.func}() has no spelling in this printer ({NVIDIA_ONLY.get(e.func, '')}); "
                                    f"write the program without it for this target")
-            if e.func in CUDA_HELPERS:
-                self.helpers.add(e.func)
-            return call_code(self.functions, e.func, [v(a) for a in e.args])
+            return self.call(e.func, [v(a) for a in e.args])
         if isinstance(e, T.Round):
             return self.round(e.dtype, v(e.operand))
         if isinstance(e, (T.Reduce, T.Dot)):
             raise BackendError(f"a {type(e).__name__.lower()} nested inside an expression has no tile form; "
                                f"make it its own statement")
         raise BackendError(f"the value {expr_text(e)} has no form in this printer")
+
+    def call(self, func: str, args: list) -> str:
+        """A primitive function in this printer's spelling; a CUDA helper it calls is imported by the kernel."""
+        if func in CUDA_HELPERS and "tdsl_" in self.functions.get(func, ""):  # NVIDIA's spelling, not Ascend's
+            self.helpers.add(func)
+        return call_code(self.functions, func, args)
+
+    def combine(self, op: str, acc: str, term: str) -> str:
+        """A reduction's update `acc (op) term`: + or this printer's max / min (compiler/model/reduce_ops.py)."""
+        how = reduce_ops.combine(op)
+        return f"{acc} + {term}" if how == "+" else self.call(how, [acc, term])
 
     def cond(self, e: T.Expr, tile, lane_vars, names) -> str:
         if isinstance(e, T.Bin) and e.op in ("and", "or"):
@@ -1010,8 +1030,3 @@ def float_code(value) -> str:
         return 'T.infinity("float32")' if value > 0 else '-T.infinity("float32")'
     return repr(value)
 
-
-def combine_code(op: str, acc: str, term: str) -> str:
-    """A reduction's update `acc (op) term` as TileLang code (compiler/model/reduce_ops.py: +, T.max, T.min)."""
-    how = reduce_ops.combine(op)
-    return f"{acc} + {term}" if how == "+" else f"T.{how}({acc}, {term})"

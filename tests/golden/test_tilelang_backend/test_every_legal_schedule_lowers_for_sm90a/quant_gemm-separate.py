@@ -23,6 +23,9 @@ import torch
 import tilelang
 import tilelang.language as T
 
+# CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ float tdsl_min(float a, float b) { float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\n'
+
 
 @T.prim_func
 def quant_gemm_0(amax: T.Tensor((4096,), "float32"), A: T.Tensor((4096, 4096), "float16")):
@@ -47,11 +50,12 @@ def quant_gemm_0(amax: T.Tensor((4096,), "float32"), A: T.Tensor((4096, 4096), "
 def quant_gemm_1(Aq: T.Tensor((4096, 4096), "float8_e4m3fn"), A: T.Tensor((4096, 4096), "float16"), amax: T.Tensor((4096,), "float32")):
     # statements Aq
     with T.Kernel(4096, threads=128) as (bx,):
+        T.import_source(CUDA_SOURCE)  # max, min
         v_Aq = T.alloc_fragment((4096,), "float32")  # Aq, rounded to f8e4m3
         l_i = bx  # grid.x
         # Aq[i, k]: f8e4m3 = A[i, k] * 448.0 / amax[i] [tile k:4096]
         for l0 in T.Parallel(4096):
-            v_Aq[l0] = T.Cast("float32", T.Cast("float8_e4m3fn", T.max(T.min(((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])), 448.0), -448.0)))
+            v_Aq[l0] = T.Cast("float32", T.Cast("float8_e4m3fn", T.call_extern("float32", "tdsl_max", T.call_extern("float32", "tdsl_min", ((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])), 448.0), -448.0)))
         for l0 in T.Parallel(4096):
             Aq[(l_i), l0] = T.Cast("float8_e4m3fn", v_Aq[l0])
 

@@ -19,17 +19,21 @@ import torch
 import tilelang
 import tilelang.language as T
 
+# CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ float tdsl_min(float a, float b) { float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\n'
+
 
 @T.prim_func
 def swiglu_quant_0(Q: T.Tensor((1024, 12288), "float8_e4m3fn"), U: T.Tensor((1024, 12288), "bfloat16"), G: T.Tensor((1024, 12288), "bfloat16")):
     # statements Q
     with T.Kernel(256, 12, threads=128) as (bx, by):
+        T.import_source(CUDA_SOURCE)  # max, min
         v_Q = T.alloc_fragment((4, 1024), "float32")  # Q, rounded to f8e4m3
         io = bx  # grid.x
         jo = by  # grid.y
         # Q[i, j]: f8e4m3 = bf16(bf16(silu(G[i, j])) * U[i, j]) / scale [tile i:4 x j:1024]
         for l0, l1 in T.Parallel(4, 1024):
-            v_Q[l0, l1] = T.Cast("float32", T.Cast("float8_e4m3fn", T.max(T.min((T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)]) * (1.0 / (1.0 + T.__exp((-T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)])))))))) * T.Cast("float32", U[((4 * io) + l0), ((1024 * jo) + l1)])))) / 0.25), 448.0), -448.0)))
+            v_Q[l0, l1] = T.Cast("float32", T.Cast("float8_e4m3fn", T.call_extern("float32", "tdsl_max", T.call_extern("float32", "tdsl_min", (T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", T.Cast("bfloat16", (T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)]) * (1.0 / (1.0 + T.__exp((-T.Cast("float32", G[((4 * io) + l0), ((1024 * jo) + l1)])))))))) * T.Cast("float32", U[((4 * io) + l0), ((1024 * jo) + l1)])))) / 0.25), 448.0), -448.0)))
         T.copy(v_Q, Q[(4 * io), (1024 * jo)])
 
 
