@@ -22,7 +22,7 @@ import numpy as np
 # hardware, and GPU exp is not correctly rounded).  Kept free of imports: the GPU machine runs this module
 # with numpy alone (benchmarks/gpu); tests/model/test_dtypes.py checks it against PRECISION_BITS.
 TOLERANCE_BITS = {"bf16": 8, "f16": 11, "f8e4m3": 4, "f32": 17}
-# Every bit of each dtype: the units its own rounding moves a value by (compiler/dtypes.PRECISION_BITS).
+# Every bit of each dtype: the units its own rounding moves a value by (compiler/model/dtypes.py PRECISION_BITS).
 ROUNDING_BITS = {**TOLERANCE_BITS, "f32": 24}
 ULPS = 2
 # The units a `combine fast_accum` sum may differ in: Hopper keeps FP8 products in an accumulator of about 14

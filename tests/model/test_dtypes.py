@@ -263,3 +263,6 @@ def test_comparison_tolerance_trusts_every_bit_of_the_narrow_dtypes():
     assert set(TOLERANCE_BITS) == set(PRECISION_BITS)
     assert all(TOLERANCE_BITS[d] == PRECISION_BITS[d] for d in PRECISION_BITS if d != "f32")
     assert TOLERANCE_BITS["f32"] < PRECISION_BITS["f32"]
+    from tdsl.compiler.verify.compare import ROUNDING_BITS
+
+    assert ROUNDING_BITS == PRECISION_BITS  # a value's own rounding: every bit
