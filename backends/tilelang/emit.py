@@ -803,6 +803,8 @@ class KernelPrinter(TileLangDialect):
             self.exit_vector()
             return
         shape = [a.size for a in op.tile.axes]
+        if self.unanchored(body, shape, red):
+            return self.reduce_step_by_step(op, body, red[0], acc)
         part = self.alloc(self.local(("terms", op.stmt), f"p_{op.stmt}"), shape, "f32", self.vector_scope,
                           f"{op.stmt}: one tile's terms")
         self.enter_vector()
@@ -810,6 +812,30 @@ class KernelPrinter(TileLangDialect):
         self.emit(f"    {part}[{', '.join(lane_vars)}] = {self.value(body, op.tile, lane_vars, names)}")
         self.exit_vector()
         self.tile_reduce(op, part, shape, red, acc, acc_shape)
+
+    def unanchored(self, body, shape, red) -> bool:
+        """A 3-D tile reduced over one axis whose terms read no register tile of this kernel (only memory).
+        TileLang gives a fragment its layout from the loops that use it and derives a reduction's destination
+        from its terms, not the terms from the destination: terms that read no fragment have no layout of their
+        own, and where the accumulator is also tied to a row value another reduction made (rescaled by it,
+        divided by it), its layout inference finds none ("no available layout found": P·V one query row at a
+        time in a flash kernel, GPU fuzz seed 33)."""
+        holds = (T.Reg, T.Running, T.Reference)
+        return (self.vector_scope == "fragment" and len(shape) == 3 and len(red) == 1
+                and not any(T.nodes_in(body, kind) for kind in holds))
+
+    def reduce_step_by_step(self, op: T.AccUpdate, body, axis: int, acc: str) -> None:
+        """`unanchored` terms added into the accumulator one step of the reduced axis at a time, each lane its
+        own element (as the exact FMA loop of a product): only the accumulator's layout is asked for."""
+        lane_vars, names = self.lanes(op.tile)
+        kept = [(v, a.size) for n, (v, a) in enumerate(zip(lane_vars, op.tile.axes)) if n != axis]
+        idx = ", ".join(v for v, _ in kept)
+        value = self.value(body, op.tile, lane_vars, names)
+        self.enter_vector()
+        self.emit(f"for {idx} in T.Parallel({', '.join(str(size) for _, size in kept)}):")
+        self.emit(f"    for {lane_vars[axis]} in T.serial({op.tile.axes[axis].size}):")
+        self.emit(f"        {acc}[{idx}] = {self.round(op.accum, self.combine(op.op, f'{acc}[{idx}]', value))}")
+        self.exit_vector()
 
     def tile_reduce(self, op, part, shape, red, acc, acc_shape) -> None:
         if len(shape) > 3:

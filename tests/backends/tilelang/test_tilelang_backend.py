@@ -448,3 +448,19 @@ def test_max_and_min_keep_a_nan_on_nvidia(tmp_path):
         module = load_module(text, tmp_path / "nan_cubin.py")
         for name in module.KERNELS:
             assert "NaN.f32" in compile_cubin(module, name).get_kernel_source()
+
+
+def test_a_reduction_of_terms_read_from_memory_lowers_beside_other_reductions(tmp_path):
+    """mha_fa_exp2's flash kernel with P and U fused one query row at a time (GPU fuzz seed 33) at D = 24, L = 5:
+    U's P·V is a tile reduction of terms read from memory, and its accumulator is rescaled by and divided by
+    row values other reductions made.  Reduced with T.reduce_sum, TileLang's layout inference found no layout
+    ("no available layout found"); such terms are now added one step of k at a time (`unanchored`)."""
+    text = (EXAMPLES / "mha_fa_exp2.tdsl").read_text()
+    flash = text[text.index("schedule flash {"):]
+    flash = flash[:flash.index("}")]
+    steps = flash + "  z = fuse(P.i, U.i)\n}\n"
+    prog = loads(text + "\n" + steps.replace("schedule flash {", "schedule fused_rows {"), "mha.tdsl",
+                 sizes={"B": 1, "H": 1, "D": 24, "L": 5})
+    module = generate(prog, "fused_rows", target="nvidia", backend="tilelang")
+    assert "T.reduce_sum(p_U" not in module
+    lower_kernels(load_module(module, tmp_path / "fused_rows.py"), "sm_90a")
