@@ -47,6 +47,7 @@ class Ascend950Printer(KernelPrinter):
     BARRIER = None  # recurrences are refused for the Ascend backends (compiler/lower/passes/recurrence.py)
     vector_scope = "UB"
     functions = FUNCTIONS  # the AscendC spellings (NVIDIA's __expf has no counterpart here)
+    helper_functions = frozenset()  # no CUDA source here
 
     def __init__(self, program, kernel, names=None, target="ascend-950"):
         super().__init__(program, kernel, names)

@@ -265,6 +265,7 @@ class KernelPrinter(TileLangDialect):
     module_T = "tilelang.language"
     vector_scope = "fragment"
     functions = NVIDIA_FUNCTIONS
+    helper_functions = frozenset(CUDA_HELPERS)  # the functions whose spelling calls a helper of CUDA_SOURCE
 
     def __post_init__(self):
         if self.names is None:
@@ -771,11 +772,17 @@ class KernelPrinter(TileLangDialect):
         l0, l1, kk = self.lane(0), self.lane(1), self.local(("product step",), "kk")
         av = f"{a}[{kk}, {l0}]" if ta else f"{a}[{l0}, {kk}]"
         bv = f"{b}[{l1}, {kk}]" if tb else f"{b}[{kk}, {l1}]"
-        self.enter_vector()
-        self.emit(f"for {l0}, {l1} in T.Parallel({si}, {sj}):")
-        self.emit(f"    for {kk} in T.serial({sk}):")
         combined = f'{acc}[{l0}, {l1}] + T.Cast("float32", {av}) * T.Cast("float32", {bv})'
-        self.emit(f"        {acc}[{l0}, {l1}] = {self.round(op.accum, combined)}")
+        self.accumulate_in_order(acc, [(l0, si), (l1, sj)], (kk, sk), self.round(op.accum, combined))
+
+    def accumulate_in_order(self, acc: str, lanes: list, step: tuple, update: str) -> None:
+        """Each lane ((name, size) pairs) owns one element of `acc` and applies `update` for every value of the
+        step (name, count) in order: the exact FMA loop, and the `unanchored` tile reductions."""
+        idx = ", ".join(name for name, _ in lanes)
+        self.enter_vector()
+        self.emit(f"for {idx} in T.Parallel({', '.join(str(size) for _, size in lanes)}):")
+        self.emit(f"    for {step[0]} in T.serial({step[1]}):")
+        self.emit(f"        {acc}[{idx}] = {update}")
         self.exit_vector()
 
     # ------------------------------------------------------------ tile reductions
@@ -829,13 +836,9 @@ class KernelPrinter(TileLangDialect):
         own element (as the exact FMA loop of a product): only the accumulator's layout is asked for."""
         lane_vars, names = self.lanes(op.tile)
         kept = [(v, a.size) for n, (v, a) in enumerate(zip(lane_vars, op.tile.axes)) if n != axis]
-        idx = ", ".join(v for v, _ in kept)
-        value = self.value(body, op.tile, lane_vars, names)
-        self.enter_vector()
-        self.emit(f"for {idx} in T.Parallel({', '.join(str(size) for _, size in kept)}):")
-        self.emit(f"    for {lane_vars[axis]} in T.serial({op.tile.axes[axis].size}):")
-        self.emit(f"        {acc}[{idx}] = {self.round(op.accum, self.combine(op.op, f'{acc}[{idx}]', value))}")
-        self.exit_vector()
+        own = f"{acc}[{', '.join(v for v, _ in kept)}]"
+        update = self.round(op.accum, self.combine(op.op, own, self.value(body, op.tile, lane_vars, names)))
+        self.accumulate_in_order(acc, kept, (lane_vars[axis], op.tile.axes[axis].size), update)
 
     def tile_reduce(self, op, part, shape, red, acc, acc_shape) -> None:
         if len(shape) > 3:
@@ -974,7 +977,7 @@ class KernelPrinter(TileLangDialect):
 
     def call(self, func: str, args: list) -> str:
         """A primitive function in this printer's spelling; a CUDA helper it calls is imported by the kernel."""
-        if func in CUDA_HELPERS and "tdsl_" in self.functions.get(func, ""):  # NVIDIA's spelling, not Ascend's
+        if func in self.helper_functions:
             self.helpers.add(func)
         return call_code(self.functions, func, args)
 

@@ -183,16 +183,20 @@ def implied_by_bounds(atom: T.Bin, indices: list, dims: list) -> bool:
 
 def upper_bound_on(atom: T.Bin, name: str) -> bool:
     """Whether the comparison bounds `name` from above (it fails for every value above one that fails it)."""
-    coefs, _ = _difference(atom)
-    c = coefs.get(name, 0)
-    return (c > 0 and atom.op in ("<=", "<")) or (c < 0 and atom.op in (">=", ">"))
+    return _bound_side(atom, name) > 0
 
 
 def lower_bound_on(atom: T.Bin, name: str) -> bool:
     """Whether the comparison bounds `name` from below (it fails for every value below one that fails it)."""
+    return _bound_side(atom, name) < 0
+
+
+def _bound_side(atom: T.Bin, name: str) -> int:
+    """+1 if the comparison bounds `name` from above, -1 from below, 0 if it does not mention it."""
     coefs, _ = _difference(atom)
     c = coefs.get(name, 0)
-    return (c < 0 and atom.op in ("<=", "<")) or (c > 0 and atom.op in (">=", ">"))
+    below = atom.op in ("<=", "<")  # the difference lhs - rhs stays below a constant
+    return 0 if c == 0 or atom.op not in ("<=", "<", ">=", ">") else (1 if (c > 0) == below else -1)
 
 
 def substitute(e: T.Expr, name: str, value: T.Expr) -> T.Expr:
