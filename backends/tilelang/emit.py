@@ -49,6 +49,7 @@ from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.model.dtypes import BYTES
 from tdsl.compiler.model import reduce_ops
 from tdsl.compiler.lower.passes.warp_specialize import specialized_parts
+from tdsl.backends.tilelang import ieee
 from tdsl.backends.tilelang.warp_specialized import (WarpSpecializedBody, pass_configs, persistent_walk,
                                                      producer_threads)
 
@@ -941,7 +942,7 @@ class KernelPrinter(TileLangDialect):
                 return f"T.{e.op}({v(e.lhs)}, {v(e.rhs)})"
             if e.op in ("//", "%"):
                 raise BackendError(f"'{e.op}' on values has no TileLang form here")
-            return f"({v(e.lhs)} {e.op} {v(e.rhs)})"
+            return f"({self.operand(e.lhs, v)} {e.op} {self.right_operand(e, v)})"
         if isinstance(e, T.Select):
             return f"T.if_then_else({self.cond(e.cond, tile, lane_vars, names)}, {v(e.then)}, {v(e.other)})"
         if isinstance(e, T.Load):
@@ -990,10 +991,38 @@ class KernelPrinter(TileLangDialect):
         if isinstance(e, T.Bin) and e.op in ("and", "or"):
             f = "T.And" if e.op == "and" else "T.Or"
             return f"{f}({self.cond(e.lhs, tile, lane_vars, names)}, {self.cond(e.rhs, tile, lane_vars, names)})"
-        if isinstance(e, T.Bin) and e.op in ("<", "<=", ">", ">=", "==", "!="):
+        if isinstance(e, T.Bin) and e.op in ieee.COMPARISONS:
             side = lambda x: index_code(x, names) if _is_index(x) else self.value(x, tile, lane_vars, names)  # noqa: E731
-            return f"({side(e.lhs)} {e.op} {side(e.rhs)})"
+            rhs = side(e.rhs)
+            if not (_is_index(e.lhs) or _is_index(e.rhs)) and ieee.share_leaves(e.lhs, e.rhs):
+                rhs = self.HIDDEN.format(rhs)  # `x == x` is true to TVM
+            return f"({side(e.lhs)} {e.op} {rhs})"
         return index_code(e, names)
+
+    # ------------------------------------------------------------ operands TVM's simplifier must not see (ieee.py)
+
+    HIDDEN = 'T.Cast("float32", T.Cast("float64", {0}))'  # exact both ways; nvcc removes it
+
+    def operand(self, e: T.Expr, value) -> str:
+        """An operand of `+ - * /` on values: a literal zero is read from a variable (TVM folds `x * 0`,
+        `0 / x`, `x + 0`)."""
+        return self.zero(float(e.value)) if ieee.is_zero(e) else value(e)
+
+    def right_operand(self, e: T.Bin, value) -> str:
+        """The right operand of `e`, hidden from TVM where its rules would relate it to the left one."""
+        code = self.operand(e.rhs, value)
+        if e.op == "-" and not ieee.is_zero(e.rhs) and ieee.share_leaves(e.lhs, e.rhs):
+            return self.HIDDEN.format(code)
+        return code
+
+    def zero(self, value: float) -> str:
+        """+0.0 or -0.0 as a variable of the kernel (declared once), which TVM does not fold."""
+        negative = math.copysign(1.0, value) < 0
+        name = self.local(("zero", negative), "neg_zero" if negative else "zero")
+        if not self.declared_before(name, [], "f32", "var"):
+            self.allocs.append(f'{name} = T.alloc_var("float32", init={"-0.0" if negative else "0.0"})'
+                               f"  # a literal operand TVM would fold (ieee.py)")
+        return name
 
 
 def _k_slices(op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, rows: int, cols: int, k: int,

@@ -90,7 +90,7 @@ class _Builder:
                 options += [(t, "edge") for t in self.values(edge)]
         roll = self.rng.random()
         if not options or roll < 0.08:
-            return self.rng.choice(["0.5", "2.0", "1.0", "3", "0.125", "448.0", "(-1.5)"])
+            return self.rng.choice(["0.5", "2.0", "1.0", "3", "0.125", "448.0", "(-1.5)", "0.0", "(-0.0)"])
         if roll < 0.12:
             return self.rng.choice(sorted(iters))
         t, kind = self.rng.choice(options)
@@ -107,7 +107,10 @@ class _Builder:
             rhs = self.expr(space, triangle, depth + 1)
             if op == "/":
                 rhs = self.rng.choice(["2.0", "3.0", "448.0", "0.25", f"(abs({rhs}) + 1.0)"])
-            return f"({self.expr(space, triangle, depth + 1)} {op} {rhs})"
+            lhs = self.expr(space, triangle, depth + 1)
+            if op == "-" and self.rng.random() < 0.25:  # what TVM's simplifier would fold (backends/tilelang/ieee.py)
+                return self.rng.choice([f"({lhs} - {lhs})", f"(({lhs} + {rhs}) - {lhs})", f"({lhs} - ({lhs} + {rhs}))"])
+            return f"({lhs} {op} {rhs})"
         if roll < 0.9:
             return _unary(self.rng.choice(UNARY), self.expr(space, triangle, depth + 1))
         a, b = self.expr(space, triangle, depth + 1), self.expr(space, triangle, depth + 1)

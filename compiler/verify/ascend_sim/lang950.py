@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tdsl.compiler.verify.ascend_sim.buffers import Unsupported
+from tdsl.compiler.model import dtypes as dt
+from tdsl.compiler.verify.ascend_sim.buffers import INT_DTYPES, Unsupported, _dtype, _scalar
 from tdsl.compiler.verify.ascend_sim.lang_common import ScalarSpec, _Common, _f64_math, _Frame
 
 
@@ -78,6 +79,21 @@ class Lang950(_Common):
         if round or rbits is not None or not sat:
             raise Unsupported("T.cast with a rounding mode or without saturation")
         return self._cast(dtype, value)
+
+    def alloc_var(self, dtype, *args, scope="local.var", init=None):
+        """A scalar variable: the printers declare only constants this way (a literal zero TVM must not fold)."""
+        if args or init is None:
+            raise Unsupported("T.alloc_var other than with a keyword init")
+        return self._cast(dtype, init)
+
+    def reinterpret(self, value, dtype, span=None):
+        """The same bits as another dtype of the same width (the printers' round trip through int32)."""
+        a = np.asarray(value)
+        d = _dtype(dtype)
+        target = INT_DTYPES[d] if d in INT_DTYPES else dt.numpy_dtype(d)
+        if a.dtype.itemsize != target.itemsize:
+            raise Unsupported(f"T.reinterpret of {a.dtype} as {dtype}")
+        return _scalar(a.view(target))
 
     def if_then_else(self, cond, t, f, span=None):
         raise Unsupported("T.if_then_else reached unrewritten")  # the loader rewrites every call
