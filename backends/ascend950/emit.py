@@ -48,6 +48,7 @@ class Ascend950Printer(KernelPrinter):
     vector_scope = "UB"
     functions = FUNCTIONS  # the AscendC spellings (NVIDIA's __expf has no counterpart here)
     helper_functions = frozenset()  # no CUDA source here
+    ordered_keys = False  # a max / min tile reduction is T.reduce_max / T.reduce_min of the floats
     # an operand hidden from TVM's simplifier (backends/tilelang/ieee.py): the Ascend codegen spells a round trip
     # through int32 bits as a local and a pointer cast (NVIDIA's through float64 keeps loads vectorised)
     HIDDEN = 'T.reinterpret(T.reinterpret({0}, "int32"), "float32")'

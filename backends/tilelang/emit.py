@@ -14,7 +14,7 @@ form of each op:
 | `Dot` of one dtype, f32 accumulator   | `T.gemm(A_s, B_s, acc)` into a `T.alloc_fragment`      |
 | `Dot` of f32 or mixed operands        | exact f32 FMA: `for kk in T.serial(K): T.Parallel(I, J)` |
 | accumulator                           | `T.alloc_fragment` + `T.fill`                          |
-| `Reduce`                              | `T.reduce_sum / T.reduce_max(p, acc, dim, clear=False)` |
+| `Reduce`                              | `T.reduce_sum(p, acc, dim, clear=False)`; max / min: of ordered keys |
 | `Compute` (elementwise)               | `for a, b in T.Parallel(...)` into a fragment          |
 | store of a full, unmasked tile        | `T.copy(frag, Y[r0, c0])`                               |
 | store of a masked tile                | `T.Parallel` + `if mask:`                               |
@@ -55,7 +55,8 @@ from tdsl.backends.tilelang.warp_specialized import (WarpSpecializedBody, pass_c
 
 TEMPLATES = Path(__file__).parent / "templates"
 
-TL_DTYPES = TILELANG  # backends/common/dtypes.py
+TL_DTYPES = {**TILELANG, "i32": "int32"}  # backends/common/dtypes.py; i32: the keys of a max / min tile reduction
+ELEMENT_BYTES = {**BYTES, "i32": 4}
 GRID_VARS = {"x": "bx", "y": "by", "z": "bz"}
 FP8_INSTRUCTION_K = 32  # terms of one FP8 tensor-core instruction (wgmma / mma, sm_89+): the finest promotion
 F8_MAX = 448.0
@@ -97,6 +98,21 @@ CUDA_HELPERS = {  # function -> the CUDA source its NVIDIA spelling calls
     "min": 'extern "C" __device__ __forceinline__ float tdsl_min(float a, float b) '
            '{ float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }',
 }
+# A max or min over a register tile is TileLang's T.reduce_max / T.reduce_min, whose f32 combine (fmaxf / fminf,
+# also under its nan_propagate, which reaches bf16 and f16 only) drops a NaN term.  The NVIDIA printer reduces
+# integer keys instead, ordered as the floats are: a float's bits, the 31 low ones flipped where the sign is set,
+# and a NaN the largest key for a max (the smallest for a min), so a NaN term wins the reduction; the key of the
+# result is turned back into its float (a NaN key into a NaN), exactly.
+CUDA_HELPERS["max_key"] = ('extern "C" __device__ __forceinline__ int tdsl_max_key(float x) '
+                           '{ int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }')
+CUDA_HELPERS["min_key"] = ('extern "C" __device__ __forceinline__ int tdsl_min_key(float x) '
+                           '{ int b = __float_as_int(x); return x != x ? (int)0x80000000 : b ^ ((b >> 31) & 0x7fffffff); }')
+CUDA_HELPERS["from_key"] = ('extern "C" __device__ __forceinline__ float tdsl_from_key(int k) '
+                            '{ return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }')
+ORDERED_KEYS = {"max_key": 'T.call_extern("int32", "tdsl_max_key", {0})',
+                "min_key": 'T.call_extern("int32", "tdsl_min_key", {0})',
+                "from_key": 'T.call_extern("float32", "tdsl_from_key", {0})'}
+
 # After a barrier, loads of what other threads stored: TVM declares every pointer parameter __restrict__, so nvcc
 # treats the memory behind it as changed by this thread only and may move a load of it above the barrier that
 # orders it after the other threads' stores (seen on the H200: a row maximum stored by one thread and read by the
@@ -267,6 +283,7 @@ class KernelPrinter(TileLangDialect):
     vector_scope = "fragment"
     functions = NVIDIA_FUNCTIONS
     helper_functions = frozenset(CUDA_HELPERS)  # the functions whose spelling calls a helper of CUDA_SOURCE
+    ordered_keys = True  # a max / min tile reduction reduces ORDERED_KEYS (keeps a NaN term)
 
     def __post_init__(self):
         if self.names is None:
@@ -368,7 +385,7 @@ class KernelPrinter(TileLangDialect):
             return name
         call = {"fragment": "T.alloc_fragment", "shared": "T.alloc_shared"}[scope]
         self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")' + (f"  # {note}" if note else ""))
-        self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * BYTES[dtype] * copies
+        self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * ELEMENT_BYTES[dtype] * copies
         return name
 
     def declared_before(self, name: str, shape: list, dtype: str, scope: str) -> bool:
@@ -813,13 +830,16 @@ class KernelPrinter(TileLangDialect):
         shape = [a.size for a in op.tile.axes]
         if self.unanchored(body, shape, red):
             return self.reduce_step_by_step(op, body, red[0], acc)
-        part = self.alloc(self.local(("terms", op.stmt), f"p_{op.stmt}"), shape, "f32", self.vector_scope,
-                          f"{op.stmt}: one tile's terms")
+        keys = self.ordered_keys and op.op in ("max", "min")
+        part = self.alloc(self.local(("terms", op.stmt), f"{'k' if keys else 'p'}_{op.stmt}"), shape,
+                          "i32" if keys else "f32", self.vector_scope,
+                          f"{op.stmt}: one tile's terms" + (" as ordered keys (ORDERED_KEYS)" if keys else ""))
         self.enter_vector()
         lane_vars, names = self.parallel(op.tile)
-        self.emit(f"    {part}[{', '.join(lane_vars)}] = {self.value(body, op.tile, lane_vars, names)}")
+        term = self.value(body, op.tile, lane_vars, names)
+        self.emit(f"    {part}[{', '.join(lane_vars)}] = {self.ordered_key(f'{op.op}_key', term) if keys else term}")
         self.exit_vector()
-        self.tile_reduce(op, part, shape, red, acc, acc_shape)
+        self.tile_reduce(op, part, shape, red, acc, acc_shape, keys)
 
     def unanchored(self, body, shape, red) -> bool:
         """A 3-D tile reduced over one axis whose terms read no register tile of this kernel (only memory).
@@ -841,7 +861,9 @@ class KernelPrinter(TileLangDialect):
         update = self.round(op.accum, self.combine(op.op, own, self.value(body, op.tile, lane_vars, names)))
         self.accumulate_in_order(acc, kept, (lane_vars[axis], op.tile.axes[axis].size), update)
 
-    def tile_reduce(self, op, part, shape, red, acc, acc_shape) -> None:
+    def tile_reduce(self, op, part, shape, red, acc, acc_shape, keys: bool = False) -> None:
+        """`part` reduced over the axes `red` into the accumulator; `keys`: `part` holds ORDERED_KEYS, reduced as
+        integers and turned back into floats for the NaN-keeping combine."""
         if len(shape) > 3:
             # TileLang 0.1.x's layout inference fails on some reductions of 4-D fragments ("no available layout
             # found"; e.g. attention's P*V in program order at H = 17, D = L = 2): refused, not risked
@@ -854,15 +876,16 @@ class KernelPrinter(TileLangDialect):
         for n, dim in enumerate(sorted(red, reverse=True)):
             cur = cur[:dim] + cur[dim + 1:]
             last = n == len(red) - 1
-            if last and op.accum == "f32":
+            if last and op.accum == "f32" and not keys:
                 self.emit(f"{fn}({src}, {acc}, dim={dim}, clear=False)")
                 return
-            dst = self.loop_buffer(f"r_{op.stmt}", cur, "f32", self.vector_scope)
+            dst = self.loop_buffer(f"r_{op.stmt}", cur, "i32" if keys else "f32", self.vector_scope)
             self.emit(f"{fn}({src}, {dst}, dim={dim}, clear=True)")
             src = dst
         lanes = self.lane_list(len(acc_shape))
         idx = ", ".join(lanes) if acc_shape else "0"
-        combined = self.combine(op.op, f"{acc}[{idx}]", f"{src}[{idx}]")
+        term = self.ordered_key("from_key", f"{src}[{idx}]") if keys else f"{src}[{idx}]"
+        combined = self.combine(op.op, f"{acc}[{idx}]", term)
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, acc_shape)) or '1'}):")
         self.emit(f"    {acc}[{idx}] = {self.round(op.accum, combined)}")
@@ -981,6 +1004,11 @@ class KernelPrinter(TileLangDialect):
         if func in self.helper_functions:
             self.helpers.add(func)
         return call_code(self.functions, func, args)
+
+    def ordered_key(self, func: str, code: str) -> str:
+        """A float as its ORDERED_KEYS key (max_key, min_key), or a key back as its float (from_key)."""
+        self.helpers.add(func)
+        return ORDERED_KEYS[func].format(code)
 
     def combine(self, op: str, acc: str, term: str) -> str:
         """A reduction's update `acc (op) term`: + or this printer's max / min (compiler/model/reduce_ops.py)."""

@@ -102,3 +102,75 @@ def test_the_950_model_computes_the_hidden_forms():
     got = simulate(generate(prog, "s", target="ascend-950"), inputs, "ascend-950").tensors["R"]
     assert np.isnan(want).any() and not np.isnan(want).all()
     assert compare(want.astype(np.float32), got.astype(np.float32), "f32").ok
+
+
+# ---------------------------------------------------------------- max / min tile reductions keep a NaN term
+
+HOST_SHIM = """#include <cstring>
+static inline int __float_as_int(float x) { int b; std::memcpy(&b, &x, 4); return b; }
+static inline float __int_as_float(int b) { float x; std::memcpy(&x, &b, 4); return x; }
+#define __device__
+#define __forceinline__
+"""
+
+
+@pytest.fixture(scope="module")
+def ordered_keys(tmp_path_factory):
+    """The NVIDIA printer's key helpers (CUDA_HELPERS, the text the kernels import) built for the host."""
+    import ctypes
+    import shutil
+    import subprocess
+
+    from tdsl.backends.tilelang.emit import CUDA_HELPERS
+
+    if not shutil.which("g++"):
+        pytest.skip("no host C++ compiler")
+    out = tmp_path_factory.mktemp("keys")
+    (out / "keys.cpp").write_text(HOST_SHIM + "\n".join(CUDA_HELPERS[f] for f in ("max_key", "min_key", "from_key")))
+    subprocess.run(["g++", "-O2", "-shared", "-fPIC", "-o", str(out / "keys.so"), str(out / "keys.cpp")], check=True)
+    lib = ctypes.CDLL(str(out / "keys.so"))
+    for name in ("tdsl_max_key", "tdsl_min_key"):
+        getattr(lib, name).argtypes, getattr(lib, name).restype = [ctypes.c_float], ctypes.c_int
+    lib.tdsl_from_key.argtypes, lib.tdsl_from_key.restype = [ctypes.c_int], ctypes.c_float
+    return lib
+
+
+def test_ordered_keys_reduce_as_the_floats_with_a_nan_winning(ordered_keys):
+    """T.reduce_max / T.reduce_min drop a NaN term (fmaxf / fminf); the printer reduces integer keys instead.  On
+    special and random floats: the keys order as the floats do, a NaN has the largest key for a max and the
+    smallest for a min, and a key turns back into its float bit for bit (a NaN's into a NaN)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    tiny = np.float32(1e-45)
+    values = np.concatenate([np.array([np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, 3.4e38, -3.4e38, 1.0, -1.0],
+                                      np.float32), (rng.standard_normal(60) * 10.0 ** rng.integers(-30, 30, 60))
+                             .astype(np.float32)])
+    for keyed, nan_key in ((ordered_keys.tdsl_max_key, 2**31 - 1), (ordered_keys.tdsl_min_key, -2**31)):
+        keys = [keyed(float(v)) for v in values]
+        for a, ka in zip(values, keys):
+            back = np.float32(ordered_keys.tdsl_from_key(ka))
+            assert back.tobytes() == a.tobytes()
+            for b, kb in zip(values, keys):
+                if a < b:
+                    assert ka < kb, (a, b)
+        assert keyed(float("nan")) == nan_key and np.isnan(ordered_keys.tdsl_from_key(nan_key))
+        assert all(nan_key > k for k in keys) if nan_key > 0 else all(nan_key < k for k in keys)
+
+
+def test_a_max_over_a_register_tile_reduces_keys(tmp_path):
+    """softmax's row max: the terms' keys are reduced as integers and the row's key combines through the
+    NaN-keeping max (max.NaN.f32); the module lowers for sm_90a and nvcc takes the helpers."""
+    from tdsl.backends.tilelang.lowering import compile_cubin
+    from tdsl.compiler.driver.api import load
+
+    from catalog import EXAMPLES
+
+    text = generate(load(EXAMPLES / "softmax.tdsl"), "row_fused", target="nvidia", backend="tilelang")
+    assert "T.reduce_max(k_m" in text and "tdsl_from_key" in text and "T.reduce_max(p_" not in text
+    module = load_module(text, tmp_path / "softmax.py")
+    (source,) = lower_module(module, "sm_90a").values()
+    assert "tl::AllReduce<tl::MaxOp" in source and "int r_m" in source
+    import shutil
+    if shutil.which("nvcc") or os.environ.get("CUDA_HOME"):
+        assert "tdsl_max_key" in compile_cubin(load_module(text, tmp_path / "softmax_c.py"), "softmax_0").get_kernel_source()

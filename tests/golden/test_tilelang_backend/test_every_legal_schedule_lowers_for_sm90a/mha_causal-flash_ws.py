@@ -31,11 +31,15 @@ import torch
 import tilelang
 import tilelang.language as T
 
+# CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
+
 
 @T.prim_func
 def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16")):
     # statements S, m, P, l, U, O
     with T.Kernel(32, (2) * (4), threads=384) as (bx, by):
+        T.import_source(CUDA_SOURCE)  # from_key, max, max_key
         K_ring = T.alloc_shared((2, 128, 128), "bfloat16")  # K: a ring of 2 slots the producer fills
         K_full = T.alloc_barrier(arrive_count=[128, 128])  # K: a slot is filled (the producer's arrivals and TMA's bytes)
         K_empty = T.alloc_barrier(arrive_count=[256, 256])  # K: a slot is free again (every consumer thread is done with it)
@@ -50,12 +54,13 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         acc_U = T.alloc_fragment((128, 128), "float32")
         ref_U = T.alloc_fragment((128,), "float32")
         acc_S = T.alloc_fragment((128, 128), "float32")
-        p_m = T.alloc_fragment((128, 128), "float32")  # m: one tile's terms
+        k_m = T.alloc_fragment((128, 128), "int32")  # m: one tile's terms as ordered keys (ORDERED_KEYS)
+        r_m_1 = T.alloc_fragment((128,), "int32")
         v_P = T.alloc_fragment((128, 128), "float32")  # P, rounded to bf16
-        alpha_l_1 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
+        alpha_l_2 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
         p_l = T.alloc_fragment((128, 128), "float32")  # l: one tile's terms
-        P_f_2 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
-        alpha_U_3 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
+        P_f_3 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
+        alpha_U_4 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
         bh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -100,8 +105,10 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     # S: the reduction is complete; round to f32 as the store would (kept on chip)
                     # m: partial result of one tile [tile i:128 x j:128] by tile max
                     for l0, l1 in T.Parallel(128, 128):
-                        p_m[l0, l1] = acc_S[l0, l1]
-                    T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                        k_m[l0, l1] = T.call_extern("int32", "tdsl_max_key", acc_S[l0, l1])
+                    T.reduce_max(k_m, r_m_1, dim=1, clear=True)
+                    for l0 in T.Parallel(128):
+                        acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
                 else:  # the rest: masked
                     # S: the reduction is complete; round to f32 as the store would (kept on chip)
                     # S outside its mask set once to -inf: what is computed from it needs no mask
@@ -109,16 +116,18 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         acc_S[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * 0) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
                     # m: partial result of one tile [tile i:128 x j:128] by tile max
                     for l0, l1 in T.Parallel(128, 128):
-                        p_m[l0, l1] = acc_S[l0, l1]
-                    T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                        k_m[l0, l1] = T.call_extern("int32", "tdsl_max_key", acc_S[l0, l1])
+                    T.reduce_max(k_m, r_m_1, dim=1, clear=True)
+                    for l0 in T.Parallel(128):
+                        acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
                 # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
                 for l0, l1 in T.Parallel(128, 128):
                     v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
                 # l follows the running maximum m: rescale what it holds to the current one
                 for l0 in T.Parallel(128):
-                    alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0 in T.Parallel(128):
-                    acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
+                    acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
                 for l0 in T.Parallel(128):
                     ref_l[l0] = acc_m[l0]
                 # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -127,7 +136,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 T.reduce_sum(p_l, acc_l, dim=1, clear=False)
                 # P of this block in bf16, for U's product in the next iteration
                 for l0, l1 in T.Parallel(128, 128):
-                    P_f_2[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                    P_f_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
                 for ko in T.serial(1, (qo + 1)):
                     # S of block ko runs on the tensor cores while U of block ko - 1 is issued
                     # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32: block ko, issued (the accumulator cleared by the product)
@@ -135,22 +144,24 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     T.wgmma_gemm(Q_ws, K_ring[ko % 2, :, :], acc_S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
                     # U follows the running maximum m: rescale what it holds to the current one
                     for l0 in T.Parallel(128):
-                        alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                        alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                     for l0, l1 in T.Parallel(128, 128):
-                        acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_3[l0]
+                        acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
                     for l0 in T.Parallel(128):
                         ref_U[l0] = acc_m[l0]
                     # U: block (ko - 1)'s product, issued
                     T.barrier_wait(V_full[(ko - 1) % 2], ((ko - 1) // 2) % 2)
-                    T.wgmma_gemm(P_f_2, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                    T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                     T.wait_wgmma(1)  # S of block ko; U's product still runs
                     T.barrier_arrive(K_empty[ko % 2])
                     if ko < qo:  # the blocks with full tiles
                         # S: the reduction is complete; round to f32 as the store would (kept on chip)
                         # m: partial result of one tile [tile i:128 x j:128] by tile max
                         for l0, l1 in T.Parallel(128, 128):
-                            p_m[l0, l1] = acc_S[l0, l1]
-                        T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                            k_m[l0, l1] = T.call_extern("int32", "tdsl_max_key", acc_S[l0, l1])
+                        T.reduce_max(k_m, r_m_1, dim=1, clear=True)
+                        for l0 in T.Parallel(128):
+                            acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
                     else:  # the rest: masked
                         # S: the reduction is complete; round to f32 as the store would (kept on chip)
                         # S outside its mask set once to -inf: what is computed from it needs no mask
@@ -158,16 +169,18 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                             acc_S[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), acc_S[l0, l1], (-T.infinity("float32")))
                         # m: partial result of one tile [tile i:128 x j:128] by tile max
                         for l0, l1 in T.Parallel(128, 128):
-                            p_m[l0, l1] = acc_S[l0, l1]
-                        T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                            k_m[l0, l1] = T.call_extern("int32", "tdsl_max_key", acc_S[l0, l1])
+                        T.reduce_max(k_m, r_m_1, dim=1, clear=True)
+                        for l0 in T.Parallel(128):
+                            acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
                     # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
                     for l0, l1 in T.Parallel(128, 128):
                         v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
                     # l follows the running maximum m: rescale what it holds to the current one
                     for l0 in T.Parallel(128):
-                        alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                        alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
                     for l0 in T.Parallel(128):
-                        acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
+                        acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
                     for l0 in T.Parallel(128):
                         ref_l[l0] = acc_m[l0]
                     # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -178,18 +191,18 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     T.barrier_arrive(V_empty[(ko - 1) % 2])
                     # P of this block in bf16, for U's product in the next iteration
                     for l0, l1 in T.Parallel(128, 128):
-                        P_f_2[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                        P_f_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
                 # U of the last block
                 # U follows the running maximum m: rescale what it holds to the current one
                 for l0 in T.Parallel(128):
-                    alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0, l1 in T.Parallel(128, 128):
-                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_3[l0]
+                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
                 for l0 in T.Parallel(128):
                     ref_U[l0] = acc_m[l0]
                 # U: block ((qo + 1) - 1)'s product, issued
                 T.barrier_wait(V_full[((qo + 1) - 1) % 2], (((qo + 1) - 1) // 2) % 2)
-                T.wgmma_gemm(P_f_2, V_ring[((qo + 1) - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                T.wgmma_gemm(P_f_3, V_ring[((qo + 1) - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                 T.wait_wgmma(0)
             # m: the reduction is complete; round to f32 as the store would (kept on chip)
             # l: the reduction is complete; round to f32 as the store would (kept on chip)

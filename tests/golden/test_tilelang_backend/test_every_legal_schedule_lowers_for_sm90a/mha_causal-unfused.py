@@ -44,6 +44,9 @@ import torch
 import tilelang
 import tilelang.language as T
 
+# CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
+
 
 @T.prim_func
 def mha_causal_0(S: T.Tensor((2, 4, 4096, 4096), "float32"), Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16")):
@@ -73,8 +76,10 @@ def mha_causal_0(S: T.Tensor((2, 4, 4096, 4096), "float32"), Q: T.Tensor((2, 4, 
 def mha_causal_1(m: T.Tensor((2, 4, 4096), "float32"), S: T.Tensor((2, 4, 4096, 4096), "float32")):
     # statements m
     with T.Kernel(4096, (2) * (4), threads=128) as (bx, by):
+        T.import_source(CUDA_SOURCE)  # from_key, max, max_key
         acc_m = T.alloc_fragment((1,), "float32")
-        p_m = T.alloc_fragment((128,), "float32")  # m: one tile's terms
+        k_m = T.alloc_fragment((128,), "int32")  # m: one tile's terms as ordered keys (ORDERED_KEYS)
+        r_m_1 = T.alloc_fragment((1,), "int32")
         mbh_0 = 0 + (by // ((4))) % (2)  # grid.y
         mbh_1 = 0 + (by // (1)) % (4)  # grid.y
         l_i = bx  # grid.x
@@ -85,8 +90,10 @@ def mha_causal_1(m: T.Tensor((2, 4, 4096), "float32"), S: T.Tensor((2, 4, 4096, 
         for mo in T.serial(0, ((l_i // 128) + 1)):
             # m: partial result of one tile [tile j:128] by tile max
             for l0 in T.Parallel(128):
-                p_m[l0] = T.if_then_else((l_i >= ((128 * mo) + l0)), T.Cast("float32", S[(mbh_0), (mbh_1), (l_i), ((128 * mo) + l0)]), (-T.infinity("float32")))
-            T.reduce_max(p_m, acc_m, dim=0, clear=False)
+                k_m[l0] = T.call_extern("int32", "tdsl_max_key", T.if_then_else((l_i >= ((128 * mo) + l0)), T.Cast("float32", S[(mbh_0), (mbh_1), (l_i), ((128 * mo) + l0)]), (-T.infinity("float32"))))
+            T.reduce_max(k_m, r_m_1, dim=0, clear=True)
+            for l0 in T.Parallel(1):
+                acc_m[0] = T.call_extern("float32", "tdsl_max", acc_m[0], T.call_extern("float32", "tdsl_from_key", r_m_1[0]))
         # m: the reduction is complete; round to f32 as the store would (stored)
         for l0 in T.Parallel(1):
             m[(mbh_0), (mbh_1), (l_i)] = T.Cast("float32", acc_m[0])

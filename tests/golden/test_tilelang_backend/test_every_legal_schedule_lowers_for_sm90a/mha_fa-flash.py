@@ -33,11 +33,15 @@ import torch
 import tilelang
 import tilelang.language as T
 
+# CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
+
 
 @T.prim_func
 def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16")):
     # statements S, m, E, l, P, U, O
     with T.Kernel(32, (2) * (4), threads=256) as (bx, by):
+        T.import_source(CUDA_SOURCE)  # from_key, max, max_key
         acc_m = T.alloc_fragment((128,), "float32")
         acc_l = T.alloc_fragment((128,), "float32")
         ref_l = T.alloc_fragment((128,), "float32")
@@ -46,13 +50,14 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
         Q_pre = T.alloc_shared((128, 128), "bfloat16")  # Q, loaded before the loop that reads it
         acc_S = T.alloc_fragment((128, 128), "float32")
         K_s_1 = T.alloc_shared((128, 128), "bfloat16")  # K staged for the matrix unit (no cache_read in the schedule)
-        p_m = T.alloc_fragment((128, 128), "float32")  # m: one tile's terms
+        k_m = T.alloc_fragment((128, 128), "int32")  # m: one tile's terms as ordered keys (ORDERED_KEYS)
+        r_m_2 = T.alloc_fragment((128,), "int32")
         v_E = T.alloc_fragment((128, 128), "float32")  # E, rounded to f32
-        alpha_l_2 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
+        alpha_l_3 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
         p_l = T.alloc_fragment((128, 128), "float32")  # l: one tile's terms
-        alpha_U_3 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
-        P_f_4 = T.alloc_fragment((128, 128), "bfloat16")  # P = E in bf16, as the product reads it
-        V_s_5 = T.alloc_shared((128, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
+        alpha_U_4 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
+        P_f_5 = T.alloc_fragment((128, 128), "bfloat16")  # P = E in bf16, as the product reads it
+        V_s_6 = T.alloc_shared((128, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
         bh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -84,16 +89,18 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
             # S: the reduction is complete; round to f32 as the store would (kept on chip)
             # m: partial result of one tile [tile i:128 x j:128] by tile max
             for l0, l1 in T.Parallel(128, 128):
-                p_m[l0, l1] = acc_S[l0, l1]
-            T.reduce_max(p_m, acc_m, dim=1, clear=False)
+                k_m[l0, l1] = T.call_extern("int32", "tdsl_max_key", acc_S[l0, l1])
+            T.reduce_max(k_m, r_m_2, dim=1, clear=True)
+            for l0 in T.Parallel(128):
+                acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_2[l0]))
             # E[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
             for l0, l1 in T.Parallel(128, 128):
                 v_E[l0, l1] = T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))
             # l follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_l_3[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0 in T.Parallel(128):
-                acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
+                acc_l[l0] = acc_l[l0] * alpha_l_3[l0]
             for l0 in T.Parallel(128):
                 ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -102,16 +109,16 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0, l1 in T.Parallel(128, 128):
-                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_3[l0]
+                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
             for l0 in T.Parallel(128):
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:128 x c:128 x j:128] by matrix product
             for l0, l1 in T.Parallel(128, 128):
-                P_f_4[l0, l1] = T.Cast("bfloat16", v_E[l0, l1])
-            T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_5)
-            T.gemm(P_f_4, V_s_5, acc_U, policy=T.GemmWarpPolicy.FullRow)
+                P_f_5[l0, l1] = T.Cast("bfloat16", v_E[l0, l1])
+            T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_6)
+            T.gemm(P_f_5, V_s_6, acc_U, policy=T.GemmWarpPolicy.FullRow)
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # l: the reduction is complete; round to f32 as the store would (kept on chip)
         # U: the reduction is complete; round to f32 as the store would (kept on chip)

@@ -24,23 +24,27 @@ import tilelang
 import tilelang.language as T
 
 # CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
-CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ float tdsl_min(float a, float b) { float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\n'
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\nextern "C" __device__ __forceinline__ float tdsl_min(float a, float b) { float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\n'
 
 
 @T.prim_func
 def quant_gemm_0(amax: T.Tensor((4096,), "float32"), A: T.Tensor((4096, 4096), "float16")):
     # statements amax
     with T.Kernel(4096, threads=128) as (bx,):
+        T.import_source(CUDA_SOURCE)  # from_key, max, max_key
         acc_amax = T.alloc_fragment((1,), "float32")
-        p_amax = T.alloc_fragment((4096,), "float32")  # amax: one tile's terms
+        k_amax = T.alloc_fragment((4096,), "int32")  # amax: one tile's terms as ordered keys (ORDERED_KEYS)
+        r_amax_1 = T.alloc_fragment((1,), "int32")
         l_i = bx  # grid.x
         # amax[i]: f32 = max(k) abs(A[i, k]) accum f32
         # amax: max accumulator (f32), tile []
         T.fill(acc_amax, -T.infinity("float32"))
         # amax: partial result of one tile [tile k:4096] by tile max
         for l0 in T.Parallel(4096):
-            p_amax[l0] = T.abs(T.Cast("float32", A[(l_i), l0]))
-        T.reduce_max(p_amax, acc_amax, dim=0, clear=False)
+            k_amax[l0] = T.call_extern("int32", "tdsl_max_key", T.abs(T.Cast("float32", A[(l_i), l0])))
+        T.reduce_max(k_amax, r_amax_1, dim=0, clear=True)
+        for l0 in T.Parallel(1):
+            acc_amax[0] = T.call_extern("float32", "tdsl_max", acc_amax[0], T.call_extern("float32", "tdsl_from_key", r_amax_1[0]))
         # amax: the reduction is complete; round to f32 as the store would (stored)
         for l0 in T.Parallel(1):
             amax[(l_i)] = T.Cast("float32", acc_amax[0])
