@@ -31,10 +31,11 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 def _chunk(args: tuple) -> dict:
     """One worker's share: `count` sequences starting at `first` of seed `seed`."""
-    seed, first, count, backends, shrink, libraries, named_start = args
+    seed, first, count, backends, shrink, libraries, named_start, distributions = args
     from fuzz.engine import Fuzzer
 
     fuzzer = Fuzzer(backends=tuple(backends), shrink=shrink, libraries=tuple(libraries), named_start=named_start,
+                    distributions=tuple(distributions),
                     workdir=Path(tempfile.mkdtemp(prefix="tdsl-fuzz-")))
     result = fuzzer.run_range(seed, first, count)
     return {
@@ -55,6 +56,9 @@ def main(argv=None) -> int:
                     help="comma-separated files to start from: examples, polybench, programs (default examples)")
     ap.add_argument("--named-start", type=float, default=0.0,
                     help="share of the files' sequences that start from one of the file's named schedules")
+    ap.add_argument("--distributions", default="normal,wide",
+                    help="the inputs every case is checked on: normal, wide, special (infinities, NaN, signed "
+                         "zeros among normal values; tests/fuzz/cases.py)")
     ap.add_argument("--no-shrink", action="store_true", help="report findings as found, unshrunk")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "fuzz-findings"), help="where findings are saved")
     ap.add_argument("--json", help="write the counts to this file")
@@ -68,7 +72,7 @@ def main(argv=None) -> int:
 
     libraries = [name for name in args.libraries.split(",") if name]
     chunks = [(args.seed, first, min(args.per_process, args.sequences - first), backends, not args.no_shrink,
-               libraries, args.named_start)
+               libraries, args.named_start, [d for d in args.distributions.split(",") if d])
               for first in range(0, args.sequences, args.per_process)]
     total, saved, started = Result(), [], time.time()
     out = Path(args.out)
@@ -91,7 +95,8 @@ def main(argv=None) -> int:
         Path(args.json).write_text(json.dumps(total.counts() | {"seconds": round(elapsed), "findings": saved,
                                                                 "backends": backends, "seed": args.seed,
                                                                 "libraries": libraries,
-                                                                "named_start": args.named_start}, indent=1))
+                                                                "named_start": args.named_start,
+                                                                "distributions": args.distributions}, indent=1))
     return 1 if total.findings else 0
 
 

@@ -40,6 +40,8 @@ def main(argv=None) -> int:
     ap.add_argument("--libraries", default="examples", help="examples, polybench, programs (comma-separated)")
     ap.add_argument("--named-start", type=float, default=0.0,
                     help="share of the files' sequences that start from one of the file's named schedules")
+    ap.add_argument("--distributions", default="normal,wide",
+                    help="the inputs of each case: normal, wide, special (tests/fuzz/cases.py)")
     ap.add_argument("--regenerate", action="store_true",
                     help="rewrite the modules of the cases already in --out with this checkout (after a fix)")
     args = ap.parse_args(argv)
@@ -54,7 +56,8 @@ def main(argv=None) -> int:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     fuzzer = Fuzzer(backends=("triton",), shrink=False, workdir=Path(tempfile.mkdtemp()),
-                    libraries=tuple(name for name in args.libraries.split(",") if name), named_start=args.named_start)
+                    libraries=tuple(name for name in args.libraries.split(",") if name), named_start=args.named_start,
+                    distributions=tuple(d for d in args.distributions.split(",") if d))
     kept = refused = failed = 0
     refused_by = {b: 0 for b in extra}
     for n in range(args.sequences):

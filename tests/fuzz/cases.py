@@ -17,19 +17,28 @@ from .schedules import Step
 FUZZ_SCHEDULE = "__fuzz"
 
 # Standard-normal inputs make small f32 sums exact and hide a reordered reduction; values spread over
-# 2^-8..2^8 with random signs do not.
+# 2^-8..2^8 with random signs do not.  "special" (on request: fuzz.py --distributions) is standard normal with
+# one element in SPECIAL_SHARE an infinity, a NaN or a signed zero: what IEEE arithmetic defines and a compiler's
+# float rewrites (x - x -> 0, x * 0 -> 0) or a NaN-dropping max get wrong.
 DISTRIBUTIONS = ("normal", "wide")
+ALL_DISTRIBUTIONS = DISTRIBUTIONS + ("special",)
+SPECIAL_VALUES = (np.inf, -np.inf, np.nan, 0.0, -0.0)
+SPECIAL_SHARE = 0.03
 
 
 def inputs_for(model, seed: int, dist: str) -> dict:
-    rng = np.random.default_rng([seed, DISTRIBUTIONS.index(dist)])
+    rng = np.random.default_rng([seed, ALL_DISTRIBUTIONS.index(dist)])
     out = {}
     for t in model.inputs():
         shape = tensor_shape(t)
         if dist == "normal":
             values = rng.standard_normal(shape)
-        else:
+        elif dist == "wide":
             values = rng.choice([-1.0, 1.0], size=shape) * np.exp2(rng.uniform(-8, 8, size=shape))
+        else:
+            values = rng.standard_normal(shape)
+            special = rng.random(shape) < SPECIAL_SHARE
+            values = np.where(special, rng.choice(SPECIAL_VALUES, size=shape), values)
         out[t.name] = dt.to_storage(t.dtype, values)
     return out
 
@@ -64,13 +73,15 @@ class Case:
         return json.dumps({
             "name": self.name, "source": self.source, "sizes": self.sizes, "seed": self.seed,
             "kernel": self.kernel, "steps": [_step_json(s) for s in self.steps], "symbolic": self.symbolic,
+            **({} if self.distributions == DISTRIBUTIONS else {"distributions": list(self.distributions)}),
         }, indent=1)
 
     @staticmethod
     def from_json(text: str) -> "Case":
         d = json.loads(text)
         return Case(d["name"], d["source"], d["sizes"], [_step_from(s) for s in d["steps"]], d["seed"],
-                    kernel=d.get("kernel"), symbolic=d.get("symbolic", False))
+                    kernel=d.get("kernel"), symbolic=d.get("symbolic", False),
+                    distributions=tuple(d.get("distributions", DISTRIBUTIONS)))
 
     def describe(self) -> str:
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items()) + (" (params symbolic)" * self.symbolic)

@@ -25,7 +25,7 @@ from tdsl.compiler.errors import LegalityError
 from tdsl.frontend.diagnostics import TdslError
 
 from . import oracles
-from .cases import Case
+from .cases import DISTRIBUTIONS, Case
 from .programs import library_sources, random_program
 from .schedules import named_steps, random_step
 
@@ -90,6 +90,7 @@ class Fuzzer:
     tilelang_every: int = 10  # TileLang lowering takes seconds: check every n-th sequence only
     shrink: bool = True
     workdir: Optional[Path] = None
+    distributions: tuple = DISTRIBUTIONS  # the inputs every case is checked on (cases.py)
 
     def run(self, seed: int, sequences: int, on_result=None) -> Result:
         return self.run_range(seed, 0, sequences, on_result)
@@ -142,7 +143,7 @@ class Fuzzer:
             if instance_count(model) <= MAX_INSTANCES:
                 has_params = any(decls[n].is_param for n in ints)
                 case = Case(name, source, sizes, [], seed=rng.randrange(1 << 30),
-                            symbolic=has_params and rng.random() < 0.5)
+                            symbolic=has_params and rng.random() < 0.5, distributions=self.distributions)
                 return self._named_start(rng, prog, case)
         return None
 
