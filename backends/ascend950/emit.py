@@ -262,7 +262,7 @@ class Ascend950Printer(KernelPrinter):
 
     # ------------------------------------------------------------ tile reductions: SIMT, one lane per result
 
-    def tile_reduce(self, op, part, shape, red, acc, acc_shape) -> None:
+    def tile_reduce(self, op, part, shape, red, acc, acc_shape, keys: bool = False) -> None:  # never keys here
         keep = [n for n in range(len(shape)) if n not in red]
         lanes = [self.lane(n) for n in range(len(shape))]
         self.emit(f"# {op.stmt}: {op.op} over tile axes {red} (vector core, one lane per result, in order)")
