@@ -965,7 +965,7 @@ class KernelPrinter(TileLangDialect):
                 return f"T.{e.op}({v(e.lhs)}, {v(e.rhs)})"
             if e.op in ("//", "%"):
                 raise BackendError(f"'{e.op}' on values has no TileLang form here")
-            return f"({self.operand(e.lhs, v)} {e.op} {self.right_operand(e, v)})"
+            return "({} {} {})".format(*self.operands(e, v, self.operand))
         if isinstance(e, T.Select):
             return f"T.if_then_else({self.cond(e.cond, tile, lane_vars, names)}, {v(e.then)}, {v(e.other)})"
         if isinstance(e, T.Load):
@@ -1021,10 +1021,9 @@ class KernelPrinter(TileLangDialect):
             return f"{f}({self.cond(e.lhs, tile, lane_vars, names)}, {self.cond(e.rhs, tile, lane_vars, names)})"
         if isinstance(e, T.Bin) and e.op in ieee.COMPARISONS:
             side = lambda x: index_code(x, names) if _is_index(x) else self.value(x, tile, lane_vars, names)  # noqa: E731
-            rhs = side(e.rhs)
-            if not (_is_index(e.lhs) or _is_index(e.rhs)) and ieee.share_leaves(e.lhs, e.rhs):
-                rhs = self.HIDDEN.format(rhs)  # `x == x` is true to TVM
-            return f"({side(e.lhs)} {e.op} {rhs})"
+            if _is_index(e.lhs) or _is_index(e.rhs):
+                return f"({side(e.lhs)} {e.op} {side(e.rhs)})"
+            return "({} {} {})".format(*self.operands(e, side, lambda x, code: code(x)))  # `x == x` is true to TVM
         return index_code(e, names)
 
     # ------------------------------------------------------------ operands TVM's simplifier must not see (ieee.py)
@@ -1036,20 +1035,29 @@ class KernelPrinter(TileLangDialect):
         `0 / x`, `x + 0`)."""
         return self.zero(float(e.value)) if ieee.is_zero(e) else value(e)
 
-    def right_operand(self, e: T.Bin, value) -> str:
-        """The right operand of `e`, hidden from TVM where its rules would relate it to the left one."""
-        code = self.operand(e.rhs, value)
-        if e.op == "-" and not ieee.is_zero(e.rhs) and ieee.share_leaves(e.lhs, e.rhs):
-            return self.HIDDEN.format(code)
-        return code
+    def operands(self, e: T.Bin, value, operand) -> tuple:
+        """`e`'s left operand, its operator and its right operand, `operand(x, value)` each; of a subtraction or a
+        comparison, one hidden from TVM where its rules would relate the two (ieee.side_to_hide)."""
+        lhs, rhs = operand(e.lhs, value), operand(e.rhs, value)
+        side = ieee.side_to_hide(e.lhs, e.rhs) if e.op == "-" or e.op in ieee.COMPARISONS else ""
+        if side == "rhs":
+            rhs = self.HIDDEN.format(rhs)
+        elif side == "lhs":
+            lhs = self.HIDDEN.format(lhs)
+        elif side == "both constant":
+            lhs = self.kernel_constant(lhs)
+        return lhs, e.op, rhs
 
     def zero(self, value: float) -> str:
-        """+0.0 or -0.0 as a variable of the kernel (declared once), which TVM does not fold."""
-        negative = math.copysign(1.0, value) < 0
-        name = self.local(("zero", negative), "neg_zero" if negative else "zero")
+        """+0.0 or -0.0 as a variable of the kernel, which TVM does not fold."""
+        return self.kernel_constant("-0.0" if math.copysign(1.0, value) < 0 else "0.0")
+
+    def kernel_constant(self, code: str) -> str:
+        """A constant expression computed once into a variable of the kernel (declared once per expression): TVM
+        folds neither `x * zero` nor `zero - c` with it, and the variable rounds the expression to f32."""
+        name = self.local(("constant", code), {"0.0": "zero", "-0.0": "neg_zero"}.get(code, "constant"))
         if not self.declared_before(name, [], "f32", "var"):
-            self.allocs.append(f'{name} = T.alloc_var("float32", init={"-0.0" if negative else "0.0"})'
-                               f"  # a literal operand TVM would fold (ieee.py)")
+            self.allocs.append(f'{name} = T.alloc_var("float32", init={code})  # an operand TVM would fold (ieee.py)')
         return name
 
 

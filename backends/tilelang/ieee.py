@@ -8,10 +8,11 @@ a min over `(S3[i] - S3[i]) * ...` came out 0 where S3 is infinite, GPU fuzz see
 lowered CUDA of `(X[i] + Y[i]) - X[i]` reads Y alone.)
 
 Every rule that relates the two operands of a subtraction or a comparison needs an expression that appears on
-both sides (or constants on both, which it folds), so the printer hides the right operand of any such
-operation whose sides share a tensor, a variable or a constant (`share_leaves`), behind a round trip TVM does not
-see through and nvcc removes (the printer's `hidden`).  A literal zero operand of `+ - * /` is read from a
-variable instead (`is_zero`).  Additions, products and quotients of shared operands are left as they are: TVM
+both sides (or constants on both, which it folds), so the printer hides one operand of any such
+operation whose sides share a tensor, a variable or a constant (`side_to_hide`) behind a round trip TVM does not
+see through and nvcc removes (the printer's `HIDDEN`), or, for constants, computes it into a kernel variable
+(`T.alloc_var`), which TVM does not fold.  A literal zero operand of `+ - * /` is read from such a variable
+(`is_zero`).  Additions, products and quotients of shared operands are left as they are: TVM
 has no float rule for them (`(a - b) + b`, `a * a`, `a / a` and `2a + 3a` come out as written).
 """
 
@@ -52,6 +53,24 @@ def _leaves(e: T.Expr) -> set:
 def share_leaves(lhs: T.Expr, rhs: T.Expr) -> bool:
     """Whether a subtraction or comparison of these two may be rewritten by TVM as if exact."""
     return bool(_leaves(lhs) & _leaves(rhs))
+
+
+def _constant(e: T.Expr) -> bool:
+    """Whether `e` reads nothing but constants: TVM folds it to one constant, through which nothing hides."""
+    return _leaves(e) <= {("constant",)}
+
+
+def side_to_hide(lhs: T.Expr, rhs: T.Expr) -> str:
+    """Which operand of a subtraction or comparison the printer hides: "rhs" where the sides share what they
+    read, or "lhs" where the right one is constants only (a round trip of a constant folds away, so the
+    other side goes through it); "both constant" where each side is constants only (the left one is then
+    computed into a kernel variable: TVM would fold the pair in double precision, not in the program's f32);
+    "" where nothing is shared."""
+    if not share_leaves(lhs, rhs):
+        return ""
+    if not _constant(rhs):
+        return "rhs"
+    return "lhs" if not _constant(lhs) else "both constant"
 
 
 def is_zero(e: T.Expr) -> bool:

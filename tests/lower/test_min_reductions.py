@@ -108,7 +108,7 @@ def test_the_ascend_950_kernel_computes_the_program(schedule, sizes):
 def test_tilelang_updates_a_minimum_one_term_at_a_time_with_min():
     """NVIDIA's spelling of min is PTX min.NaN (`tdsl_min`, which keeps a NaN term); never a max."""
     text = generate(loads(ONE_TERM), "serial", backend="tilelang")
-    assert '"tdsl_min", acc_lo[' in text and "tdsl_max" not in text and "T.max(acc_lo[" not in text
+    assert '"tdsl_min", acc_lo[' in text and '"tdsl_max", acc_lo[' not in text and "T.max(acc_lo[" not in text
 
 
 def test_the_910b_folds_one_term_per_step_and_refuses_a_tile_minimum():

@@ -32,6 +32,8 @@ FORMS = {
     "where(X[i] == X[i], 1.0, 2.0)": "NaN == NaN is false",
     "where(X[i] != X[i], 1.0, 2.0)": "NaN != NaN is true",
     "min(X[i] - X[i], Y[i])": "the NaN of inf - inf reaches the min",
+    "((X[i] + 2.0) - 2.0) - X[i]": "(1e-8 + 2) - 2 is 0 in f32, not 1e-8",
+    "where(X[i] + 1.0 > 1.0, X[i], Y[i])": "1e-8 + 1 > 1 is false in f32",
 }
 
 PROGRAM = """const N = 100
