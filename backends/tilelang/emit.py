@@ -1023,7 +1023,8 @@ class KernelPrinter(TileLangDialect):
             side = lambda x: index_code(x, names) if _is_index(x) else self.value(x, tile, lane_vars, names)  # noqa: E731
             if _is_index(e.lhs) or _is_index(e.rhs):
                 return f"({side(e.lhs)} {e.op} {side(e.rhs)})"
-            return "({} {} {})".format(*self.operands(e, side, lambda x, code: code(x)))  # `x == x` is true to TVM
+            as_printed = lambda x, value: value(x)  # noqa: E731  (a literal zero stays one: `x > 0.0` folds nothing)
+            return "({} {} {})".format(*self.operands(e, side, as_printed))  # `x == x` is true to TVM
         return index_code(e, names)
 
     # ------------------------------------------------------------ operands TVM's simplifier must not see (ieee.py)

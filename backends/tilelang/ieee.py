@@ -3,7 +3,7 @@
 TileLang runs TVM's arithmetic simplifier over every kernel, and its rewrite rules treat float arithmetic as
 exact: `x - x` and `(x * y) - (x * y)` become 0, `(x + y) - x` becomes `y`, `x - (x + y)` becomes `0 - y`,
 `x * 0` and `0 / x` become 0, `x + 0` becomes `x`, `x == x` true and `x != x` false.  None of these holds in
-IEEE arithmetic: `inf - inf` is NaN, `(1e8 + 1) - 1e8` is 0 in f32, `-0.0 + 0.0` is +0.0.  (Seen on the H200:
+IEEE arithmetic: `inf - inf` is NaN, `(1e8 + 1) - 1e8` is 0 in f32, `-0.0 + 0.0` is +0.0.  (Seen on the GPU:
 a min over `(S3[i] - S3[i]) * ...` came out 0 where S3 is infinite, GPU fuzz seed 33; and on the CPU, the
 lowered CUDA of `(X[i] + Y[i]) - X[i]` reads Y alone.)
 
@@ -11,8 +11,8 @@ Every rule that relates the two operands of a subtraction or a comparison needs 
 both sides (or constants on both, which it folds), so the printer hides one operand of any such
 operation whose sides share a tensor, a variable or a constant (`side_to_hide`) behind a round trip TVM does not
 see through and nvcc removes (the printer's `HIDDEN`), or, for constants, computes it into a kernel variable
-(`T.alloc_var`), which TVM does not fold.  A literal zero operand of `+ - * /` is read from such a variable
-(`is_zero`).  Additions, products and quotients of shared operands are left as they are: TVM
+(`T.alloc_var`), which TVM does not fold.  A literal zero operand of any `+ - * /` is read from such a variable
+(`is_zero`; TVM folds `x * 0`, `0 / x`, `x + 0`, and `x - 0`, `0 - x` go the same way for uniformity).  Additions, products and quotients of shared operands are left as they are: TVM
 has no float rule for them (`(a - b) + b`, `a * a`, `a / a` and `2a + 3a` come out as written).
 """
 
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from tdsl.compiler.lower import tileir as T
 
-# the operations a literal zero operand of which TVM folds (x * 0, 0 / x, x + 0; x - 0 and 0 - x for uniformity)
-ARITHMETIC = ("+", "-", "*", "/")
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 
 

@@ -81,7 +81,7 @@ class Lang950(_Common):
         return self._cast(dtype, value)
 
     def alloc_var(self, dtype, *args, scope="local.var", init=None):
-        """A scalar variable: the printers declare only constants this way (a literal zero TVM must not fold)."""
+        """A scalar variable: the printers declare only constants this way (operands TVM must not fold)."""
         if args or init is None:
             raise Unsupported("T.alloc_var other than with a keyword init")
         return self._cast(dtype, init)
