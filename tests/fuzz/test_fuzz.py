@@ -90,3 +90,29 @@ def test_the_interpreter_oracle_catches_a_missing_dependence_check(tmp_path, mon
         monkeypatch.setattr(module, "check_dependences", lambda *a, **k: None)
     result = Fuzzer(backends=(), shrink=False, workdir=tmp_path, max_steps=12).run(6, 40)
     assert any(f.kind == "interp-mismatch" for f, _ in result.findings)
+
+
+def test_special_inputs_hold_infinities_nans_and_signed_zeros_and_replay():
+    """The `special` distribution (fuzz.py --distributions): mostly standard normal, the rest ±inf, NaN, ±0;
+    the same inputs for the same seed, and a case that uses it says so in its JSON (a replay checks the same)."""
+    import numpy as np
+
+    from fuzz.cases import Case, inputs_for
+    from tdsl.compiler.driver.api import loads
+
+    model = loads("const N = 4000\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = X[i]\n}\n").model()
+    x = inputs_for(model, 5, "special")["X"]
+    assert np.isposinf(x).any() and np.isneginf(x).any() and np.isnan(x).any()
+    assert (np.signbit(x) & (x == 0)).any() and 0.01 < np.mean(~np.isfinite(x) | (x == 0)) < 0.05
+    assert np.array_equal(x, inputs_for(model, 5, "special")["X"], equal_nan=True)
+    case = Case("c", "src", {}, distributions=("normal", "special"))
+    assert Case.from_json(case.to_json()).distributions == ("normal", "special")
+    assert "distributions" not in Case("c", "src", {}).to_json()
+
+
+def test_fixed_seed_budget_on_special_inputs_finds_nothing(tmp_path):
+    """Generated programs (literal zeros, cancelling subtractions) on inputs with infinities and NaN."""
+    result = Fuzzer(backends=("triton", "ascend-950"), random_programs=1.0, workdir=tmp_path,
+                    distributions=("normal", "special")).run(5, 10)
+    assert not result.findings, _report(result)
+    assert sum(result.steps_accepted.values()) > 0
