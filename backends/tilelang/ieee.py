@@ -8,12 +8,13 @@ a min over `(S3[i] - S3[i]) * ...` came out 0 where S3 is infinite, GPU fuzz see
 lowered CUDA of `(X[i] + Y[i]) - X[i]` reads Y alone.)
 
 Every rule that relates the two operands of a subtraction or a comparison needs an expression that appears on
-both sides (or constants on both, which it folds), so the printer hides one operand of any such
-operation whose sides share a tensor, a variable or a constant (`side_to_hide`) behind a round trip TVM does not
-see through and nvcc removes (the printer's `HIDDEN`), or, for constants, computes it into a kernel variable
-(`T.alloc_var`), which TVM does not fold.  A literal zero operand of any `+ - * /` is read from such a variable
-(`is_zero`; TVM folds `x * 0`, `0 / x`, `x + 0`, and `x - 0`, `0 - x` go the same way for uniformity).  Additions, products and quotients of shared operands are left as they are: TVM
-has no float rule for them (`(a - b) + b`, `a * a`, `a / a` and `2a + 3a` come out as written).
+both sides (or constants on both, which it folds). So the printer hides one operand of any such operation
+whose sides share a tensor, a variable or a constant (`side_to_hide`): behind a round trip TVM does not see
+through and nvcc removes (the printer's `HIDDEN`), or, where a side is constants only, as a kernel variable
+(`T.alloc_var`), which TVM does not fold.  A literal zero operand of any `+ - * /` is read from such a
+variable too (`is_zero`): TVM folds `x * 0`, `0 / x` and `x + 0`; `x - 0` and `0 - x` go the same way for
+uniformity.  Sums, products and quotients of shared operands are left as they are: TVM has no float rule for
+them (`(a - b) + b`, `a * a`, `a / a` and `2a + 3a` come out as written).
 """
 
 from __future__ import annotations
