@@ -71,8 +71,13 @@ def main(argv=None) -> int:
     from fuzz.engine import Result
 
     libraries = [name for name in args.libraries.split(",") if name]
+    from fuzz.cases import ALL_DISTRIBUTIONS
+
+    distributions = [d for d in args.distributions.split(",") if d]
+    if not distributions or set(distributions) - set(ALL_DISTRIBUTIONS):
+        ap.error(f"--distributions takes some of {', '.join(ALL_DISTRIBUTIONS)}, not {args.distributions!r}")
     chunks = [(args.seed, first, min(args.per_process, args.sequences - first), backends, not args.no_shrink,
-               libraries, args.named_start, [d for d in args.distributions.split(",") if d])
+               libraries, args.named_start, distributions)
               for first in range(0, args.sequences, args.per_process)]
     total, saved, started = Result(), [], time.time()
     out = Path(args.out)

@@ -50,14 +50,19 @@ def main(argv=None) -> int:
         return _regenerate(Path(args.out), ["triton", *extra])
 
     from fuzz import oracles
+    from fuzz.cases import ALL_DISTRIBUTIONS
     from fuzz.engine import Fuzzer, Result
+
+    distributions = tuple(d for d in args.distributions.split(",") if d)
+    if not distributions or set(distributions) - set(ALL_DISTRIBUTIONS):
+        ap.error(f"--distributions takes some of {', '.join(ALL_DISTRIBUTIONS)}, not {args.distributions!r}")
 
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     fuzzer = Fuzzer(backends=("triton",), shrink=False, workdir=Path(tempfile.mkdtemp()),
                     libraries=tuple(name for name in args.libraries.split(",") if name), named_start=args.named_start,
-                    distributions=tuple(d for d in args.distributions.split(",") if d))
+                    distributions=distributions)
     kept = refused = failed = 0
     refused_by = {b: 0 for b in extra}
     for n in range(args.sequences):

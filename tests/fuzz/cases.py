@@ -17,9 +17,9 @@ from .schedules import Step
 FUZZ_SCHEDULE = "__fuzz"
 
 # Standard-normal inputs make small f32 sums exact and hide a reordered reduction; values spread over
-# 2^-8..2^8 with random signs do not.  "special" (on request: fuzz.py --distributions) is standard normal with
-# one element in SPECIAL_SHARE an infinity, a NaN or a signed zero: what IEEE arithmetic defines and a compiler's
-# float rewrites (x - x -> 0, x * 0 -> 0) or a NaN-dropping max get wrong.
+# 2^-8..2^8 with random signs do not.  "special" (on request: fuzz.py --distributions) is standard normal with a
+# share SPECIAL_SHARE of the elements an infinity, a NaN or a signed zero: what IEEE arithmetic defines and a
+# compiler's float rewrites (x - x -> 0, x * 0 -> 0) or a NaN-dropping max get wrong.
 DISTRIBUTIONS = ("normal", "wide")
 ALL_DISTRIBUTIONS = DISTRIBUTIONS + ("special",)
 SPECIAL_VALUES = (np.inf, -np.inf, np.nan, 0.0, -0.0)
