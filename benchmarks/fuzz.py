@@ -71,11 +71,12 @@ def main(argv=None) -> int:
     from fuzz.engine import Result
 
     libraries = [name for name in args.libraries.split(",") if name]
-    from fuzz.cases import ALL_DISTRIBUTIONS
+    from fuzz.cases import parse_distributions
 
-    distributions = [d for d in args.distributions.split(",") if d]
-    if not distributions or set(distributions) - set(ALL_DISTRIBUTIONS):
-        ap.error(f"--distributions takes some of {', '.join(ALL_DISTRIBUTIONS)}, not {args.distributions!r}")
+    try:
+        distributions = parse_distributions(args.distributions)
+    except ValueError as err:
+        ap.error(str(err))
     chunks = [(args.seed, first, min(args.per_process, args.sequences - first), backends, not args.no_shrink,
                libraries, args.named_start, distributions)
               for first in range(0, args.sequences, args.per_process)]

@@ -965,7 +965,7 @@ class KernelPrinter(TileLangDialect):
                 return f"T.{e.op}({v(e.lhs)}, {v(e.rhs)})"
             if e.op in ("//", "%"):
                 raise BackendError(f"'{e.op}' on values has no TileLang form here")
-            return "({} {} {})".format(*self.operands(e, v, self.operand))
+            return "({} {} {})".format(*self.operands(e, v))
         if isinstance(e, T.Select):
             return f"T.if_then_else({self.cond(e.cond, tile, lane_vars, names)}, {v(e.then)}, {v(e.other)})"
         if isinstance(e, T.Load):
@@ -1023,30 +1023,29 @@ class KernelPrinter(TileLangDialect):
             side = lambda x: index_code(x, names) if _is_index(x) else self.value(x, tile, lane_vars, names)  # noqa: E731
             if _is_index(e.lhs) or _is_index(e.rhs):
                 return f"({side(e.lhs)} {e.op} {side(e.rhs)})"
-            as_printed = lambda x, value: value(x)  # noqa: E731  (a literal zero stays one: `x > 0.0` folds nothing)
-            return "({} {} {})".format(*self.operands(e, side, as_printed))  # `x == x` is true to TVM
+            # `x == x` is true to TVM; a literal zero stays one (`x > 0.0` folds nothing)
+            return "({} {} {})".format(*self.operands(e, side, zeros_as_variables=False))
         return index_code(e, names)
 
     # ------------------------------------------------------------ operands TVM's simplifier must not see (ieee.py)
 
     HIDDEN = 'T.Cast("float32", T.Cast("float64", {0}))'  # exact both ways; nvcc removes it
 
-    def operand(self, e: T.Expr, value) -> str:
-        """An operand of `+ - * /` on values: a literal zero is read from a variable (TVM folds `x * 0`,
-        `0 / x`, `x + 0`)."""
-        return self.zero(float(e.value)) if ieee.is_zero(e) else value(e)
+    def operands(self, e: T.Bin, value, zeros_as_variables: bool = True) -> tuple:
+        """`e`'s left operand, its operator and its right operand, each `value(x)`; a literal zero read from a
+        kernel variable (TVM folds `x * 0`, `0 / x`, `x + 0`); of a subtraction or a comparison, one operand
+        hidden from TVM where its rules would relate the two (ieee.side_to_hide)."""
+        def operand(x: T.Expr) -> str:
+            return self.zero(float(x.value)) if zeros_as_variables and ieee.is_zero(x) else value(x)
 
-    def operands(self, e: T.Bin, value, operand) -> tuple:
-        """`e`'s left operand, its operator and its right operand, `operand(x, value)` each; of a subtraction or a
-        comparison, one hidden from TVM where its rules would relate the two (ieee.side_to_hide)."""
-        lhs, rhs = operand(e.lhs, value), operand(e.rhs, value)
+        lhs, rhs = operand(e.lhs), operand(e.rhs)
         side = ieee.side_to_hide(e.lhs, e.rhs) if e.op == "-" or e.op in ieee.COMPARISONS else ""
         if side == "rhs":
             rhs = self.HIDDEN.format(rhs)
         elif side == "lhs":
             lhs = self.HIDDEN.format(lhs)
         elif side == "both constant":
-            lhs = self.kernel_constant(lhs)
+            lhs = self.kernel_constant(value(e.lhs))  # a zero's variable is this one: the same code, the same key
         return lhs, e.op, rhs
 
     def zero(self, value: float) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from tdsl.compiler.lower import tileir as T
 
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+CONSTANT = ("constant",)  # the one key of every constant (_leaves): rules fold constants into each other
 
 
 def _leaves(e: T.Expr) -> set:
@@ -29,7 +30,7 @@ def _leaves(e: T.Expr) -> set:
     statement's value by name (a load of it in memory and in registers alike, any index: TVM normalises indices
     before it compares), a variable by name, and any constant as one key (rules fold constants together)."""
     if isinstance(e, T.Const):
-        return {("constant",)}
+        return {CONSTANT}
     if isinstance(e, T.Var):
         return {("variable", e.name)}
     if isinstance(e, T.Load):
@@ -49,27 +50,18 @@ def _leaves(e: T.Expr) -> set:
     return {("opaque", id(e))}  # anything else is printed by its own path, never as one of these operands
 
 
-def share_leaves(lhs: T.Expr, rhs: T.Expr) -> bool:
-    """Whether a subtraction or comparison of these two may be rewritten by TVM as if exact."""
-    return bool(_leaves(lhs) & _leaves(rhs))
-
-
-def _constant(e: T.Expr) -> bool:
-    """Whether `e` reads nothing but constants: TVM folds it to one constant, through which nothing hides."""
-    return _leaves(e) <= {("constant",)}
-
-
 def side_to_hide(lhs: T.Expr, rhs: T.Expr) -> str:
     """Which operand of a subtraction or comparison the printer hides: "rhs" where the sides share what they
     read, or "lhs" where the right one is constants only (a round trip of a constant folds away, so the
     other side goes through it); "both constant" where each side is constants only (the left one is then
     computed into a kernel variable: TVM would fold the pair in double precision, not in the program's f32);
-    "" where nothing is shared."""
-    if not share_leaves(lhs, rhs):
+    "" where nothing is shared, so no TVM rule relates them."""
+    left, right = _leaves(lhs), _leaves(rhs)
+    if not left & right:
         return ""
-    if not _constant(rhs):
+    if right - {CONSTANT}:
         return "rhs"
-    return "lhs" if not _constant(lhs) else "both constant"
+    return "lhs" if left - {CONSTANT} else "both constant"
 
 
 def is_zero(e: T.Expr) -> bool:

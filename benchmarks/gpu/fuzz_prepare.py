@@ -50,12 +50,13 @@ def main(argv=None) -> int:
         return _regenerate(Path(args.out), ["triton", *extra])
 
     from fuzz import oracles
-    from fuzz.cases import ALL_DISTRIBUTIONS
+    from fuzz.cases import parse_distributions
     from fuzz.engine import Fuzzer, Result
 
-    distributions = tuple(d for d in args.distributions.split(",") if d)
-    if not distributions or set(distributions) - set(ALL_DISTRIBUTIONS):
-        ap.error(f"--distributions takes some of {', '.join(ALL_DISTRIBUTIONS)}, not {args.distributions!r}")
+    try:
+        distributions = parse_distributions(args.distributions)
+    except ValueError as err:
+        ap.error(str(err))
 
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)

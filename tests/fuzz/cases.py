@@ -26,6 +26,14 @@ SPECIAL_VALUES = (np.inf, -np.inf, np.nan, 0.0, -0.0)
 SPECIAL_SHARE = 0.03
 
 
+def parse_distributions(text: str) -> tuple:
+    """`normal,special` -> ("normal", "special"); ValueError naming the choices for anything else."""
+    names = tuple(d for d in text.split(",") if d)
+    if not names or set(names) - set(ALL_DISTRIBUTIONS):
+        raise ValueError(f"--distributions takes some of {', '.join(ALL_DISTRIBUTIONS)}, not {text!r}")
+    return names
+
+
 def inputs_for(model, seed: int, dist: str) -> dict:
     rng = np.random.default_rng([seed, ALL_DISTRIBUTIONS.index(dist)])
     out = {}
