@@ -432,15 +432,18 @@ class _KernelPlanner(_WorkingSets):
         """Values of `where`'s loops -> the elements (of `elements`: instance -> element) that the statement's
         instances in that iteration of `loops` (a prefix of where's loops) touch."""
         held = self._loops_prefix(stmt, loops).reverse().apply_range(elements)
-        if not loops:  # no loop: `pw_affs_to_map`'s single point in time
-            held = held.project_out(isl.dim_type.in_, 0, 1)
         held = held.insert_dims(isl.dim_type.in_, held.dim(isl.dim_type.in_),
                                 where.dim(isl.dim_type.set) - held.dim(isl.dim_type.in_))
         return held.intersect_domain(where).coalesce()
 
     def _loops_prefix(self, stmt: str, loops: list) -> isl.Map:
-        """Statement instance -> values of `loops` (some of its loops, outermost first)."""
-        return pw_affs_to_map([d for l in loops for d in l.exprs[stmt]], self.model.stmt(stmt).domain)
+        """Statement instance -> values of `loops` (some of its loops, outermost first).  No loop gives a map to
+        the 0-dimensional space, not `pw_affs_to_map`'s single point in time: the callers count the dimensions
+        as the loops' `n_dims`."""
+        domain = self.model.stmt(stmt).domain
+        if not loops:
+            return isl.Map.from_domain(domain)
+        return pw_affs_to_map([d for l in loops for d in l.exprs[stmt]], domain)
 
     def _rescale_factors(self) -> None:
         """A running maximum (`online`) needs, beside its own row vector and the sums', one more per row: the
