@@ -786,12 +786,23 @@ class KernelPrinter(TileLangDialect):
         """f32 or mixed operands, or a tile too small for the warps' matrix instructions: the program's f32
         products, accumulated exactly in f32 (no tf32 tensor cores); each lane owns one accumulator element and
         walks k in order."""
-        self.emit("# f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)")
+        if op.partial.absent_terms:
+            self.emit("# lanes the program has no term at (a masked 0 times the other operand, NaN for an infinite one): "
+                      "exact f32 multiply-add on the vector units, adding only the program's terms")
+        else:
+            self.emit("# f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 "
+                      "to tf32)")
         l0, l1, kk = self.lane(0), self.lane(1), self.local(("product step",), "kk")
         av = f"{a}[{kk}, {l0}]" if ta else f"{a}[{l0}, {kk}]"
         bv = f"{b}[{l1}, {kk}]" if tb else f"{b}[{kk}, {l1}]"
         combined = f'{acc}[{l0}, {l1}] + T.Cast("float32", {av}) * T.Cast("float32", {bv})'
-        self.accumulate_in_order(acc, [(l0, si), (l1, sj)], (kk, sk), self.round(op.accum, combined))
+        update = self.round(op.accum, combined)
+        if op.partial.absent_terms:  # a lane the program has no term at adds nothing (masked 0 times inf is NaN)
+            _, names = self.lanes(op.tile)
+            for axis, lane in zip(op.tile.axes, (l0, l1, kk)):
+                names[axis.iter] = self.axis_value(axis, lane)
+            update = f"T.if_then_else({index_code(op.tile.mask, names)}, {update}, {acc}[{l0}, {l1}])"
+        self.accumulate_in_order(acc, [(l0, si), (l1, sj)], (kk, sk), update)
 
     def accumulate_in_order(self, acc: str, lanes: list, step: tuple, update: str) -> None:
         """Each lane ((name, size) pairs) owns one element of `acc` and applies `update` for every value of the

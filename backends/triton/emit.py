@@ -36,9 +36,11 @@ F8_MAX = 448.0
 def emit_module(program: T.TileProgram, **common) -> str:
     """The module text: the kernels of `program`, their helpers and torch launcher (templates/module.py.j2)."""
     names = ModuleNames(program)
-    kernels = [_KernelPrinter(program, k, names).render() for k in program.kernels]
+    printers = [_KernelPrinter(program, k, names) for k in program.kernels]
+    kernels = [p.render() for p in printers]
     return module_text(TEMPLATES, program, names, kernels, **common,
                        tensor_descriptors=any(descriptors(k) for k in program.kernels),
+                       absent_terms=any(p.absent_terms for p in printers),
                        persistent=any(k.persistent for k in program.kernels),
                        **launcher_fields(program, names, launcher(program, names)))
 
@@ -56,6 +58,7 @@ class _KernelPrinter(PrinterBase):
     counter: int = 0
     loops: list = field(default_factory=list)
     acc_tiles: dict = field(default_factory=dict)  # statement -> its accumulator's tile (from its AccInit)
+    absent_terms: bool = False  # a product with absent terms was printed: the module needs its helpers
 
     def __post_init__(self):
         self.locals = self.names.function()
@@ -203,7 +206,9 @@ class _KernelPrinter(PrinterBase):
                     # On sm_90 Triton otherwise keeps FP8 products in the tensor core's reduced-precision
                     # accumulator for the whole loop (`combine fast_accum` keeps that default)
                     precise = f", max_num_imprecise_acc={interval}"
-                if op.accum == "f32":
+                if op.partial.absent_terms:
+                    self._absent_terms(op, a, b, frame, precise)
+                elif op.accum == "f32":
                     self.emit(f"{acc} = tl.dot({a}, {b}, {acc}{precise})")
                 else:
                     self.emit(f"{acc} = {self._round(op.accum, f'{acc} + tl.dot({a}, {b}{precise})')}")
@@ -348,6 +353,47 @@ class _KernelPrinter(PrinterBase):
             # The pointer tile is built in the operand's (row, column) frame, whatever the storage order.
             names.append(self._load_operand(self.fresh(f"t_{load.tensor}_"), load, load.mask, sub, dtype, mixed))
         return names[0], names[1]
+
+    def _absent_terms(self, op: T.AccUpdate, a: str, b: str, frame: Frame, precise: str) -> None:
+        """A product whose tile multiplies elements the program reads by lanes it does not (`Dot.absent_terms`:
+        the causal diagonal of P·V), added to its accumulator.  The tensor cores add a masked 0 times the other
+        operand there, which is NaN for an infinite or NaN element where the program has no term: where the
+        tile product comes out infinite or NaN anywhere, it is computed again term by term over the lanes the
+        program reads (`_product_by_terms`).  Checking the product, not the operands, costs one reduction of a
+        tile the threads hold in registers."""
+        i, j, k = (ax.iter for ax in op.tile.axes)
+        sizes = {ax.iter: ax.size for ax in op.tile.axes}
+        present = [self._operand_lanes(x, Frame(axes, {n: frame.vectors[n] for n in axes}, frame.scalars,
+                                                      frame.variables), [sizes[n] for n in axes])
+                   for x, axes in ((op.partial.lhs, [i, k]), (op.partial.rhs, [k, j]))]
+        self.absent_terms = True
+        acc = self.acc_name(op.stmt)
+        part = self.fresh("part_")
+        self.emit(f"# {op.stmt}: lanes outside the program's terms multiply a masked 0 by the other operand, which is "
+                  f"NaN for an infinite or NaN element: such a tile is computed again term by term")
+        self.emit(f"{part} = tl.dot({a}, {b}{precise})")
+        inner = ""
+        if op.partial.absent_where is not None:  # only some iterations hold such lanes (the diagonal block)
+            self.emit(f"if {index_code(op.partial.absent_where, frame, python=True)}:")
+            inner = "    "
+        self.emit(f"{inner}if _any_nonfinite({part}):")
+        self.emit(f"{inner}    {part} = _product_by_terms(tl.zeros([{sizes[i]}, {sizes[j]}], tl.float32), {a}, "
+                  f"{present[0]}, {b}, {present[1]})")
+        self.emit(f"{acc} = {self._round(op.accum, f'{acc} + {part}')}")
+
+    def _operand_lanes(self, x, frame: Frame, shape: list) -> str:
+        """The lanes of a product operand the program reads, as a boolean tile of `shape`."""
+        full = f"tl.full([{shape[0]}, {shape[1]}], 1, tl.int1)"
+        if isinstance(x, T.RegOperand):
+            mask = x.mask
+        elif isinstance(x, T.Load):
+            mask = x.mask
+        else:  # a preloaded operand (compiler/lower/passes/hoist.py leaves these products' operands in place)
+            raise InternalError("a preloaded operand of a product with absent terms")
+        if mask is None:
+            return full
+        code = index_code(mask, frame) if isinstance(x, T.RegOperand) else mask_code(mask, frame, x.indices)
+        return f"({code}) & {full}"
 
     def _descriptor_operand(self, load: T.Load, tile: T.Tile, frame_axes: list, dtype: str, mixed: bool) -> str:
         """`name = desc.load([...])`: the operand's box at the tile's offsets, in the tensor's index order (the

@@ -159,6 +159,12 @@ class MatrixUnit:
     fp8_row_elements: int = 0  # FP8 operands cross GM -> UB in rows: every contiguous tile axis at least this
     warp_tile: Optional[tuple] = None  # (rows, cols): each warp owns a multiple of this block of the product
     #                                    tile, and every warp owns one (TileLang's warp partition)
+    # a product with absent terms (`Dot.absent_terms`: lanes the program has no term at, a masked 0 times the
+    # other operand) -- "exact": the printer keeps it on the matrix unit with finite operands and counts the
+    # infinite and NaN terms apart | "vector": it runs on the vector unit, whose multiply-add loop skips those
+    # lanes | "zeros": the matrix unit multiplies the zeros (NaN for an infinite or NaN partner; a known limit,
+    # docs/language.md#reductions)
+    absent_terms: str = "vector"
     vector_reaches_accumulator: bool = True  # the vector unit reads and writes the matrix unit's accumulator
     #   (NVIDIA: both work on register fragments); otherwise (Ascend's L0C) the accumulator is the matrix unit's
     #   own and a sum the vector unit also adds to or rescales is kept by the vector unit (`sums_on_vector`)
@@ -168,9 +174,10 @@ _LOW_PRECISION = frozenset({"bf16", "f16", "f8e4m3"})
 
 MATRIX_UNITS = {
     # tl.dot on tensor cores; f32 and mixed products use input_precision="ieee" (exact FMA)
-    "triton": MatrixUnit(_LOW_PRECISION),
+    "triton": MatrixUnit(_LOW_PRECISION, absent_terms="exact"),
     # T.gemm splits the product tile among the warps ('No valid warp partition' otherwise)
-    "tilelang": MatrixUnit(_LOW_PRECISION, warp_tile=(16, 8)),
+    # (T.gemm multiplies a product's absent lanes: its warp-specialised form has no room for the exact one yet)
+    "tilelang": MatrixUnit(_LOW_PRECISION, warp_tile=(16, 8), absent_terms="zeros"),
     # the 950 cube: T.copy GM -> L1 has no masked form; L0C is the cube's (the vector cores read copies of it)
     "ascend-950": MatrixUnit(_LOW_PRECISION, accum_f32_only=True, operand_masks="none",
                                  vector_reaches_accumulator=False),
@@ -197,6 +204,8 @@ def decide_unit(op: AccUpdate, kernel: TileKernel, backend: str, by_rows: Option
     if dot.lhs_dtype != dot.rhs_dtype or dot.lhs_dtype not in unit.dtypes:
         return VECTOR
     if unit.accum_f32_only and op.accum != "f32":
+        return VECTOR
+    if dot.absent_terms and unit.absent_terms == "vector":
         return VECTOR
     # a register operand's masked lanes are zeroed where it is cast to the operand dtype, before any copy
     loads = [load for load in (dot.lhs, dot.rhs) if not isinstance(load, RegOperand)]

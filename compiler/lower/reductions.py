@@ -22,7 +22,8 @@ from tdsl.frontend import ast
 
 from tdsl.compiler.analysis.placement import makes_dot, product_form
 from tdsl.compiler.model.program import Stmt
-from tdsl.compiler.lower.geometry import _check_size
+from tdsl.compiler.lower.geometry import _check_size, _to_params
+from tdsl.compiler.model.isl_code import set_to_expr
 from tdsl.compiler.lower.registers import _lanes, _Produced
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.dependences import imprecise_products
@@ -169,7 +170,10 @@ class ReductionLowering:
             return None
         a = self._operand(stmt, tile, context, [i, k], lhs, i)
         b = self._operand(stmt, tile, context, [k, j], rhs, j)
-        return None if a is None or b is None else Dot(a, b, *dtypes, imprecise=imprecise_products(stmt))
+        if a is None or b is None:
+            return None
+        absent, where = self._absent_terms(stmt, context, i, j, k) if tile.mask is not None else (False, None)
+        return Dot(a, b, *dtypes, imprecise=imprecise_products(stmt), absent_terms=absent, absent_where=where)
 
     def _operand(self, stmt: Stmt, tile: Tile, context, iters, node: ast.Access, outer: str):
         """A product operand: loaded from memory, or the register tile of a statement of this kernel (zero on the
@@ -189,14 +193,44 @@ class ReductionLowering:
     def _separable(self, stmt: Stmt, context, i, j, k) -> bool:
         """The reduction range of every (i, j) is what the operand masks allow: (i,k) and (k,j) constraints only."""
         full = self._instances(stmt, context, [i, j, k])
-        ik = self._instances(stmt, context, [i, k])
-        kj = self._instances(stmt, context, [k, j])
-        ij = self._instances(stmt, context, [i, j])
-        n_loop = full.dim(isl.dim_type.set) - 3
-        rebuilt = (ij.insert_dims(isl.dim_type.set, n_loop + 2, 1)
-                   .intersect(ik.insert_dims(isl.dim_type.set, n_loop + 1, 1))
-                   .intersect(kj.insert_dims(isl.dim_type.set, n_loop, 1)))
-        return rebuilt.is_subset(full)
+        ij, ik, kj = (self._lifted(stmt, context, pair, [i, j, k]) for pair in ([i, j], [i, k], [k, j]))
+        return ij.intersect(ik).intersect(kj).is_subset(full)
+
+    def _absent_terms(self, stmt: Stmt, context, i, j, k) -> tuple[bool, Optional[Expr]]:
+        """Whether the product tile multiplies an operand element the program reads by one it does not: a lane
+        (i, j, k) of a stored (i, j) where exactly one of (i, k) and (k, j) holds an instance (the causal
+        condition `j <= i` of P in P·V masks P's lanes, not V's).  The masked operand is 0 there, and 0 times
+        an infinite or NaN element of the other is NaN where the program has no term: a backend computes such a
+        product so that those lanes add nothing (`Dot.absent_terms`).  Also the iterations of the context's
+        loops that hold such lanes, as a condition on the loop variables beyond what the loops guarantee (None:
+        every iteration the code runs; the causal diagonal block of a loop that is not split, `ko == qo`)."""
+        ij, ik, kj = (self._lifted(stmt, context, pair, [i, j, k]) for pair in ([i, j], [i, k], [k, j]))
+        lanes = ij.intersect(ik.subtract(kj).union(kj.subtract(ik)))
+        if lanes.is_empty():
+            return False, None
+        n_loop = lanes.dim(isl.dim_type.set) - 3
+        if n_loop == 0:
+            return True, None
+        where = lanes.project_out(isl.dim_type.set, n_loop, 3)
+        for pos, name in enumerate(self._var(loop, d) for loop in context for d in range(loop.n_dims)):
+            where = where.set_dim_name(isl.dim_type.set, pos, name)
+        facts = self._emitted_bounds(context)
+        where = where.align_params(facts.get_space())
+        facts = facts.align_params(where.get_space())
+        if facts.is_subset(where):
+            return True, None
+        return True, set_to_expr(_to_params(where.gist(facts).coalesce()), _to_params(facts))
+
+    def _lifted(self, stmt: Stmt, context, iters: list[str], onto: list[str]) -> isl.Set:
+        """`_instances` over `iters` (some of `onto`), as a set over (loop values, `onto`) that leaves the other
+        iterators free."""
+        part = self._instances(stmt, context, iters)
+        n_loop = part.dim(isl.dim_type.set) - len(iters)
+        loops = [f"x{p}" for p in range(n_loop)]
+        whole = loops + [f"y{p}" for p in range(len(onto))]
+        picked = loops + [f"y{onto.index(it)}" for it in iters]
+        pick = isl.Map.read_from_str(part.get_ctx(), f"{{ [{', '.join(whole)}] -> [{', '.join(picked)}] }}")
+        return part.apply(pick.align_params(part.get_space()).reverse())
 
     def _instances(self, stmt: Stmt, context, iters) -> isl.Set:
         dims = [pa for loop in context for pa in loop.exprs[stmt.name]]

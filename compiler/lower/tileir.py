@@ -179,6 +179,12 @@ class Dot:
     # sum: 0 none (the default), N (`combine fast_accum(N)`), None any number (`combine fast_accum`)
     # (dependences.imprecise_products)
     imprecise: Optional[int] = 0
+    # some lane multiplies an element the program reads by one it does not (a causal condition masks one
+    # operand only: compiler/lower/reductions.py `_absent_terms`): the masked operand is 0 there, and 0 times an
+    # infinite or NaN element is NaN, so every printer computes such a product so that those lanes add nothing
+    # (finite operands on the matrix unit, the non-finite terms counted apart; or each term under its lanes' masks)
+    absent_terms: bool = False
+    absent_where: Optional["Expr"] = None  # the loop iterations that hold such lanes (None: every one)
 
 
 def promotion_interval(dot: Dot, k: int) -> Optional[int]:

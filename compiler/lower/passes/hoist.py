@@ -4,7 +4,8 @@ In FlashAttention the block of queries Q is the same in every key block: loading
 of the key loop costs as much memory traffic as K (and Triton does not move loads out of loops).  A `Dot`
 operand inside a `SerialLoop` is hoisted before the loop when
 
-* the product's operands have one dtype (both loaded in their storage type),
+* the product's operands have one dtype (both loaded in their storage type) and it has no absent terms
+  (`Dot.absent_terms`: its printers read the operands' masks where they multiply),
 * its tensor is an input of the kernel (no statement writes it, so every iteration reads the same values),
 * the schedule does not place a copy of it in the loop (a `cache_read` at the loop stays where it was put),
 * its indices and mask do not use the loop's variable, and
@@ -52,6 +53,8 @@ def _body(body, written: set, counter) -> list:
 def _hoist(op, loop: SerialLoop, written: set, hoisted: list, counter):
     if not (isinstance(op, AccUpdate) and isinstance(op.partial, Dot)) or op.partial.lhs_dtype != op.partial.rhs_dtype:
         return op  # a product of operands of two dtypes widens them where it multiplies: left as it is
+    if op.partial.absent_terms:
+        return op  # its printers read each operand's mask where it multiplies (tileir.Dot.absent_terms)
     dot, var = op.partial, loop.var
     operands = []
     for load, rows_cols in ((dot.lhs, (0, 2)), (dot.rhs, (2, 1))):

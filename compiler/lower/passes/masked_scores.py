@@ -22,7 +22,9 @@ values outside M are followed through the ops after it (`_outside`, an exact eva
   maximum with `met` is finite on the rows that have a term (and only there: the rows it stands for are noted);
 * a read `select(M, Y, v)` in a tile reduction, or a product operand of Y under M, drops its mask when Y is
   exactly v outside M.  Where Y's value holds only on rows with a term, the reduction must not run along those
-  rows (padding rows with no term may hold NaN; they stay in their own rows, which no store writes).
+  rows (padding rows with no term may hold NaN; they stay in their own rows, which no store writes).  A
+  product with absent terms (`Dot.absent_terms`, P·V on the causal diagonal) keeps its operand's mask: its
+  printer needs it to tell a 0 the program reads from a lane it does not.
 
 Any other read of X or of a tile computed from it (unmasked, in another body, in a rescaling) leaves the body
 unchanged.  Triton and TileLang print `AccFinish.fill`; the Ascend printers do not take this pass.
@@ -113,7 +115,10 @@ def _unmasked(op: AccUpdate, mask, known: dict, acc_iters: set):
         return None if operand is None else replace(partial, operand=operand)
     if isinstance(partial, Dot):
         reduced = {a.iter for a in op.tile.axes} - acc_iters
-        sides = [_drop_operand(x, mask, known, op, reduced) for x in (partial.lhs, partial.rhs)]
+        # a product with absent terms keeps its operands' masks: its printers tell the lanes the program reads
+        # from those it does not by them (tileir.Dot.absent_terms)
+        sides = [_drop_operand(x, mask, known, op, reduced, keep=partial.absent_terms)
+                 for x in (partial.lhs, partial.rhs)]
         return None if None in sides else replace(partial, lhs=sides[0], rhs=sides[1])
     return None
 
@@ -139,11 +144,13 @@ def _drop_select(e, mask, known: dict, op: AccUpdate, reduced: set):
     return _rebuild(e, new)
 
 
-def _drop_operand(x, mask, known: dict, op: AccUpdate, reduced: set):
+def _drop_operand(x, mask, known: dict, op: AccUpdate, reduced: set, keep: bool = False):
     if not isinstance(x, RegOperand) or x.reg.stmt not in known:
         return None if registers_in(x) & set(known) else x
     if x.mask != mask:
         return None
+    if keep:
+        return x
     return replace(x, mask=None, mask_is_bounds=False) if _exact(known[x.reg.stmt], x.reg, 0.0, op, reduced) else x
 
 

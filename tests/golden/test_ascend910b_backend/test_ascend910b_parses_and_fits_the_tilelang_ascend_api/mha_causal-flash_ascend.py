@@ -33,7 +33,7 @@ import tilelang.language as T
 
 @T.prim_func
 def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16"), S_ws: T.Tensor((512, 64, 64), "float32"), P_ws: T.Tensor((512, 64, 64), "bfloat16"), U_step_ws: T.Tensor((512, 64, 128), "float32")):
-    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 155648, UB 142240
+    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 155648, UB 191904
     # GM workspaces between the cube and the vector core (one tile slot per block): S_ws, P_ws, U_step_ws
     with T.Kernel(64 * 2 * 4, is_npu=True) as (cid, vid):
         acc_m = T.alloc_ub((64,), "float32")  # UB: max accumulator
@@ -63,9 +63,12 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         lanes_22 = T.alloc_ub((64,), "float32")  # UB: lane positions
         mask_cmp_23 = T.alloc_ub((32,), "uint8")  # UB: bit mask of 64 lanes
         t_37 = T.alloc_ub((64, 64), "float32")  # UB: masked lanes replaced
-        t_48 = T.alloc_ub((128,), "float32")  # UB
-        t_49 = T.alloc_ub((128,), "float32")  # UB
-        t_bf16_50 = T.alloc_ub((128,), "bfloat16")  # UB
+        V_ub_44 = T.alloc_ub((64, 128), "bfloat16")  # UB: tile of V
+        t_f32_45 = T.alloc_ub((64, 128), "float32")  # UB
+        prod_46 = T.alloc_ub((128,), "float32")  # UB: one row of products
+        t_51 = T.alloc_ub((128,), "float32")  # UB
+        t_52 = T.alloc_ub((128,), "float32")  # UB
+        t_bf16_53 = T.alloc_ub((128,), "bfloat16")  # UB
         qo = cid // (2 * 4) % 64
         bh_0 = cid // 4 % 2
         bh_1 = cid % 4
@@ -194,52 +197,35 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         T.tile.select(t_37[r_38, :], mask_cmp_23, t_37[r_38, :], 0.0, "VSEL_TENSOR_SCALAR_MODE")
                     T.reduce_sum(t_37, r_m_1, dim=-1, clear=True)
                     T.tile.add(acc_l, acc_l, r_m_1)
-            with T.Scope("V"):  # vector cores (AIV)
-                if vid == 0:  # one of the two vector cores takes the whole tile
-                    # P for the cube's U step: in bf16, 0 outside the step's lanes
-                    T.copy(t_21, t_37)  # UB -> UB
-                    T.tile.createvecindex(lanes_22, 0.0)  # lane positions 0, 1, ...
-                    for r_41 in T.serial(64):
-                        T.tile.compare(mask_cmp_23, lanes_22, T.Cast("float32", (((64 * qo) + r_41) + (-64 * ko))), "LE")
-                        T.tile.select(t_37[r_41, :], mask_cmp_23, t_37[r_41, :], 0.0, "VSEL_TENSOR_SCALAR_MODE")
-                    T.tile.cast(t_bf16_14, t_37, "CAST_RINT", 4096)  # exact: already rounded
-                    T.copy(t_bf16_14, P_ws[cid, 0, 0])  # UB -> this block's GM workspace slot
-                T.set_cross_flag("MTE3", 1)  # tell the cube (it waits for both vector cores)
-            with T.Scope("C"):  # cube core (AIC)
-                T.wait_cross_flag(1)  # the vector cores wrote P
-                T.copy(P_ws[cid, 0, 0], P_L1[0, :, :])  # GM workspace (P from the vector cores) -> L1
-                T.copy(P_L1[0, :, :], P_L0A)  # L1 -> L0A
-                T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_L1[0, :, :])  # GM -> L1
-                T.copy(V_L1[0, :, :], V_L0B)  # L1 -> L0B
-                T.mma(P_L0A, V_L0B, U_step_L0C, init=True)  # this step's product alone
-                T.copy(U_step_L0C, U_step_ws[cid, 0, 0])  # L0C -> this block's GM workspace slot
-                T.set_cross_flag("FIX", 2)  # tell the vector cores
-            with T.Scope("V"):  # vector cores (AIV)
-                T.wait_cross_flag(2)  # the step's product is in the workspace
-                if vid == 0:  # one of the two vector cores takes the whole tile
                     # U follows the running maximum m: rescale it to the current one
                     T.tile.sub(r_m_1, ref_U, acc_m)
                     T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
                     T.tile.exp(r_m_1, r_m_1)
-                    for r_46 in T.serial(64):  # 1 where the maximum did not move
-                        if ref_U[r_46] == acc_m[r_46]:
-                            r_m_1[r_46] = 1.0
-                    for r_46 in T.serial(64):
-                        T.tile.mul(acc_U[r_46, :], acc_U[r_46, :], r_m_1[r_46])
+                    for r_43 in T.serial(64):  # 1 where the maximum did not move
+                        if ref_U[r_43] == acc_m[r_43]:
+                            r_m_1[r_43] = 1.0
+                    for r_43 in T.serial(64):
+                        T.tile.mul(acc_U[r_43, :], acc_U[r_43, :], r_m_1[r_43])
                     T.copy(acc_m, ref_U)  # UB -> UB: the maximum it follows now
-                    # U: this step's product from the cube, added to the sum
-                    T.copy(U_step_ws[cid, 0, 0], U_step_ub)  # GM workspace -> UB
-                    T.tile.add(acc_U, acc_U, U_step_ub)
+                    # U[b, h, i, c]: f32 = sum(j) P[b, h, i, j] * V[b, h, j, c] accum f32: on the vector core, row by row
+                    T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_ub_44)  # GM -> UB
+                    T.tile.cast(t_f32_45, V_ub_44, "CAST_NONE", 8192)
+                    for r_47 in T.serial(64):
+                        for k_48 in T.serial(64):
+                            if ((64 * qo) + r_47) >= ((64 * ko) + k_48):
+                                a_49 = t_21[r_47, k_48]
+                                T.tile.mul(prod_46, t_f32_45[k_48, :], a_49)
+                                T.tile.add(acc_U[r_47, :], acc_U[r_47, :], prod_46)
         with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # O[b, h, i, c]: bf16 = U[b, h, i, c] / l[b, h, i]
-                for r_47 in T.serial(64):  # row by row: O reads values broadcast along the row
-                    T.tile.fill(t_48, acc_l[r_47])
-                    T.tile.div(t_49, acc_U[r_47, :], t_48)
-                    T.tile.cast(t_bf16_50, t_49, "CAST_RINT", 128)  # round to bf16
-                    T.tile.cast(t_48, t_bf16_50, "CAST_NONE", 128)
-                    T.tile.cast(t_bf16_50, t_48, "CAST_RINT", 128)
-                    T.copy(t_bf16_50, O[bh_0, bh_1, ((64 * qo) + r_47), 0])  # UB -> GM
+                for r_50 in T.serial(64):  # row by row: O reads values broadcast along the row
+                    T.tile.fill(t_51, acc_l[r_50])
+                    T.tile.div(t_52, acc_U[r_50, :], t_51)
+                    T.tile.cast(t_bf16_53, t_52, "CAST_RINT", 128)  # round to bf16
+                    T.tile.cast(t_51, t_bf16_53, "CAST_NONE", 128)
+                    T.tile.cast(t_bf16_53, t_51, "CAST_RINT", 128)
+                    T.copy(t_bf16_53, O[bh_0, bh_1, ((64 * qo) + r_50), 0])  # UB -> GM
 
 
 KERNELS = {"mha_causal_0": mha_causal_0}

@@ -149,11 +149,11 @@ def attention_4(U: T.Tensor((8192, 128), "float32"), P: T.Tensor((8192, 8192), "
                 for l0, l1 in T.Parallel(64, 64):
                     P_ub_1[l0, l1] = T.if_then_else((((64 * uo) + l0) >= ((64 * ko) + l1)), P[((64 * uo) + l0), ((64 * ko) + l1)], T.cast(0, "float32"))
             T.copy(V[(64 * ko), 0], V_ub_2)  # GM -> UB
-            # f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)
+            # lanes the program has no term at (a masked 0 times the other operand, NaN for an infinite one): exact f32 multiply-add on the vector units, adding only the program's terms
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 128):
                     for kk in T.serial(64):
-                        acc_U[l0, l1] = acc_U[l0, l1] + T.Cast("float32", P_ub_1[l0, kk]) * T.Cast("float32", V_ub_2[kk, l1])
+                        acc_U[l0, l1] = T.if_then_else((((64 * uo) + l0) >= ((64 * ko) + kk)), acc_U[l0, l1] + T.Cast("float32", P_ub_1[l0, kk]) * T.Cast("float32", V_ub_2[kk, l1]), acc_U[l0, l1])
         # U: the reduction is complete; round to f32 as the store would (stored)
         T.copy(acc_U, U[(64 * uo), 0])
 

@@ -32,7 +32,7 @@ import tilelang.ascend.language as T
 
 @T.prim_func
 def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16")):
-    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 139264, UB 140800
+    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 139264, UB 157184
     with T.Kernel(64 * 2 * 4) as cid:
         acc_m = T.alloc_shared((64,), "float32")  # UB: vector accumulator
         acc_l = T.alloc_shared((64,), "float32")  # UB: vector accumulator
@@ -58,6 +58,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         part_U = T.alloc_l0c((64, 128), "float32")  # L0C: one step's product
         part_U_ub = T.alloc_shared((64, 128), "float32")  # UB: one step's product, for the vector cores
         Q_pre_1 = T.alloc_l1((64, 128), "bfloat16")  # L1: Q, loaded before the loop that reads it
+        V_ub_4 = T.alloc_shared((64, 128), "bfloat16")  # UB: V staged for the matrix unit (no cache_read in the schedule)
         qo = cid // (2 * 4) % 64  # grid.x
         bh_0 = cid // 4 % 2  # grid.y
         bh_1 = cid % 4  # grid.y
@@ -207,15 +208,12 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 64):
                     P_U_3[l0, l1] = T.Cast("bfloat16", T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), v_P[l0, l1], 0.0))
-            T.copy(P_U_3, P_l1)  # UB -> L1 (vector cores to the cube)
-            T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_l1)  # GM -> L1
-            T.copy(P_l1, P_l0a)  # L1 -> L0A
-            T.copy(V_l1, V_l0b)  # L1 -> L0B
-            T.gemm(P_l0a, V_l0b, part_U, clear_accum=True)  # cube core (AIC)
-            T.copy(part_U, part_U_ub)  # L0C -> UB
+            T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_ub_4)  # GM -> UB
+            # lanes the program has no term at (a masked 0 times the other operand, NaN for an infinite one): exact f32 multiply-add on the vector units, adding only the program's terms
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 128):
-                    acc_U[l0, l1] = acc_U[l0, l1] + part_U_ub[l0, l1]
+                    for kk in T.serial(64):
+                        acc_U[l0, l1] = T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + kk)), acc_U[l0, l1] + T.Cast("float32", P_U_3[l0, kk]) * T.Cast("float32", V_ub_4[kk, l1]), acc_U[l0, l1])
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # l: the reduction is complete; round to f32 as the store would (kept on chip)
         # U: the reduction is complete; round to f32 as the store would (kept on chip)

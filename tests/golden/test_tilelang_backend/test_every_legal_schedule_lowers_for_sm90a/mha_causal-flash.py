@@ -164,7 +164,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:128 x c:128 x j:128] by matrix product
             for l0, l1 in T.Parallel(128, 128):
-                P_f_5[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                P_f_5[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
             T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_8)
             T.gemm(P_f_5, V_s_8, acc_U, policy=T.GemmWarpPolicy.FullRow)
         # m: the reduction is complete; round to f32 as the store would (kept on chip)

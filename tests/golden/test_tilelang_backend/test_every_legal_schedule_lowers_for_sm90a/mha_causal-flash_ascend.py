@@ -174,12 +174,12 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
             for l0, l1 in T.Parallel(64, 64):
-                P_s_8[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                P_s_8[l0, l1] = T.Cast("bfloat16", T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), v_P[l0, l1], 0.0))
             T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_s_9)
-            # f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)
+            # lanes the program has no term at (a masked 0 times the other operand, NaN for an infinite one): exact f32 multiply-add on the vector units, adding only the program's terms
             for l0, l1 in T.Parallel(64, 128):
                 for kk in T.serial(64):
-                    acc_U[l0, l1] = acc_U[l0, l1] + T.Cast("float32", P_s_8[l0, kk]) * T.Cast("float32", V_s_9[kk, l1])
+                    acc_U[l0, l1] = T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + kk)), acc_U[l0, l1] + T.Cast("float32", P_s_8[l0, kk]) * T.Cast("float32", V_s_9[kk, l1]), acc_U[l0, l1])
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # l: the reduction is complete; round to f32 as the store would (kept on chip)
         # U: the reduction is complete; round to f32 as the store would (kept on chip)

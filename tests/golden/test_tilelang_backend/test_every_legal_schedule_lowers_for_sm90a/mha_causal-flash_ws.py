@@ -134,9 +134,14 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 for l0, l1 in T.Parallel(128, 128):
                     p_l[l0, l1] = v_P[l0, l1]
                 T.reduce_sum(p_l, acc_l, dim=1, clear=False)
-                # P of this block in bf16, for U's product in the next iteration
-                for l0, l1 in T.Parallel(128, 128):
-                    P_f_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                if 0 < qo:  # the blocks with full tiles
+                    # P of this block in bf16, for U's product in the next iteration
+                    for l0, l1 in T.Parallel(128, 128):
+                        P_f_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                else:  # the rest: masked
+                    # P of this block in bf16, for U's product in the next iteration
+                    for l0, l1 in T.Parallel(128, 128):
+                        P_f_3[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * 0) + l1)), v_P[l0, l1], 0.0))
                 for ko in T.serial(1, (qo + 1)):
                     # S of block ko runs on the tensor cores while U of block ko - 1 is issued
                     # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32: block ko, issued (the accumulator cleared by the product)
@@ -189,9 +194,14 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     T.reduce_sum(p_l, acc_l, dim=1, clear=False)
                     T.wait_wgmma(0)
                     T.barrier_arrive(V_empty[(ko - 1) % 2])
-                    # P of this block in bf16, for U's product in the next iteration
-                    for l0, l1 in T.Parallel(128, 128):
-                        P_f_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                    if ko < qo:  # the blocks with full tiles
+                        # P of this block in bf16, for U's product in the next iteration
+                        for l0, l1 in T.Parallel(128, 128):
+                            P_f_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                    else:  # the rest: masked
+                        # P of this block in bf16, for U's product in the next iteration
+                        for l0, l1 in T.Parallel(128, 128):
+                            P_f_3[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
                 # U of the last block
                 # U follows the running maximum m: rescale what it holds to the current one
                 for l0 in T.Parallel(128):

@@ -119,6 +119,37 @@ def _tanh(x, SOFTWARE: tl.constexpr):
         return libdevice.tanh(x)
 
 
+
+@triton.jit
+def _any_nonfinite(x):
+    """Whether a tile holds an infinity or a NaN."""
+    return tl.max(tl.where(tl.abs(x) < float("inf"), 0, 1)) > 0
+
+
+@triton.jit
+def _product_by_terms(acc, a, a_in, b, b_in):
+    """acc plus the product of a and b term by term, k in order, over the lanes the program reads (a_in, b_in):
+    a lane it does not read adds nothing, where the tensor cores add its masked 0 times the other factor (NaN for
+    an infinite or NaN one).  The columns of a and rows of b are taken one k at a time in registers; it runs
+    only where a tile product came out infinite or NaN."""
+    a = a.to(tl.float32)
+    b = b.to(tl.float32)
+    a_in = tl.broadcast_to(a_in, a.shape)
+    b_in = tl.broadcast_to(b_in, b.shape)
+    cols = tl.arange(0, a.shape[1])
+    rows = tl.arange(0, b.shape[0])
+    for k in range(0, a.shape[1]):
+        pick_a = cols[None, :] == k
+        a_k = tl.sum(tl.where(pick_a, a, 0.0), axis=1)
+        a_k_in = tl.max(tl.where(pick_a & a_in, 1, 0), axis=1) > 0
+        pick_b = rows[:, None] == k
+        b_k = tl.sum(tl.where(pick_b, b, 0.0), axis=0)
+        b_k_in = tl.max(tl.where(pick_b & b_in, 1, 0), axis=0) > 0
+        acc = tl.where(a_k_in[:, None] & b_k_in[None, :], acc + a_k[:, None] * b_k[None, :], acc)
+    return acc
+
+
+
 @triton.jit
 def _max_nan(x, axis):
     """A max reduction that keeps NaN (IEEE maximum, as the reference interpreter defines max)."""
@@ -279,13 +310,17 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         Up_i = (128 * qo) + tl.arange(0, 128)
         Up_c = 0 + tl.arange(0, 128)
         Up_j = (128 * ko) + tl.arange(0, 128)
-        t_P_9 = v_P
+        t_P_9 = tl.where((Up_i[:, None] >= Up_j[None, :]), v_P, 0.0)
         if not INTERPRET:
             t_P_9 = t_P_9.to(tl.bfloat16)
         t_V_10 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
             t_V_10 = t_V_10.to(tl.float32)
-        acc_U = tl.dot(t_P_9, t_V_10, acc_U)
+        # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: such a tile is computed again term by term
+        part_11 = tl.dot(t_P_9, t_V_10)
+        if _any_nonfinite(part_11):
+            part_11 = _product_by_terms(tl.zeros([128, 128], tl.float32), t_P_9, ((Up_i[:, None] >= Up_j[None, :])) & tl.full([128, 128], 1, tl.int1), t_V_10, tl.full([128, 128], 1, tl.int1))
+        acc_U = acc_U + part_11
     # m: the reduction is complete; round to f32 as the store would (kept in registers)
     v_m = acc_m
     # l: the reduction is complete; round to f32 as the store would (kept in registers)
