@@ -383,16 +383,12 @@ class _KernelPrinter(PrinterBase):
 
     def _operand_lanes(self, x, frame: Frame, shape: list) -> str:
         """The lanes of a product operand the program reads, as a boolean tile of `shape`."""
-        full = f"tl.full([{shape[0]}, {shape[1]}], 1, tl.int1)"
-        if isinstance(x, T.RegOperand):
-            mask = x.mask
-        elif isinstance(x, T.Load):
-            mask = x.mask
-        else:  # a preloaded operand (compiler/lower/passes/hoist.py leaves these products' operands in place)
+        if isinstance(x, T.Preloaded):  # compiler/lower/passes/hoist.py leaves these products' operands in place
             raise InternalError("a preloaded operand of a product with absent terms")
-        if mask is None:
+        full = f"tl.full([{shape[0]}, {shape[1]}], 1, tl.int1)"
+        if x.mask is None:
             return full
-        code = index_code(mask, frame) if isinstance(x, T.RegOperand) else mask_code(mask, frame, x.indices)
+        code = index_code(x.mask, frame) if isinstance(x, T.RegOperand) else mask_code(x.mask, frame, x.indices)
         return f"({code}) & {full}"
 
     def _descriptor_operand(self, load: T.Load, tile: T.Tile, frame_axes: list, dtype: str, mixed: bool) -> str:

@@ -181,8 +181,9 @@ class Dot:
     imprecise: Optional[int] = 0
     # some lane multiplies an element the program reads by one it does not (a causal condition masks one
     # operand only: compiler/lower/reductions.py `_absent_terms`): the masked operand is 0 there, and 0 times an
-    # infinite or NaN element is NaN, so every printer computes such a product so that those lanes add nothing
-    # (finite operands on the matrix unit, the non-finite terms counted apart; or each term under its lanes' masks)
+    # infinite or NaN element is NaN, so a backend computes such a product so that those lanes add nothing
+    # (placement.MatrixUnit.absent_terms: the tile product checked and computed again term by term where it is
+    # infinite or NaN; or each term under its lanes' mask on the vector unit)
     absent_terms: bool = False
     absent_where: Optional["Expr"] = None  # the loop iterations that hold such lanes (None: every one)
 
