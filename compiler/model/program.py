@@ -123,11 +123,24 @@ def affine_text(expr: ast.Expr, sizes: dict) -> str:
             return f"floor(({lhs})/{_divisor(expr, sizes)})"
         if expr.op == "%":
             return f"(({lhs}) mod {_divisor(expr, sizes)})"
+        if expr.op == "*":
+            return _product_text(expr, sizes)
         return f"({lhs} {expr.op} {affine_text(expr.rhs, sizes)})"
     if isinstance(expr, ast.Compare):
         op = "=" if expr.op == "==" else expr.op
         return f"{affine_text(expr.lhs, sizes)} {op} {affine_text(expr.rhs, sizes)}"
     raise SourceError("expected an affine expression", getattr(expr, "span", None))
+
+
+def _product_text(expr: ast.BinOp, sizes: dict) -> str:
+    """A product as isl reads it: a constant factor as one integer literal before the other (`-2 * (i)`).  isl
+    does not read a parenthesised factor such as `(-2) * i` or `(1 + 1) * i`, which a schedule's rewrite (skew,
+    recompute_at) or a program can produce; a product of two non-constant factors is left for isl to refuse."""
+    for const, other in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+        value = constant_value(const, sizes)
+        if value is not None:
+            return f"({value} * ({affine_text(other, sizes)}))"
+    return f"({affine_text(expr.lhs, sizes)} * {affine_text(expr.rhs, sizes)})"
 
 
 def _divisor(expr: ast.BinOp, sizes: dict) -> int:
