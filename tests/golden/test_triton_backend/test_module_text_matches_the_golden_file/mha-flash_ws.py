@@ -119,9 +119,6 @@ def _tanh(x, SOFTWARE: tl.constexpr):
         return libdevice.tanh(x)
 
 
-
-
-
 @triton.jit
 def _max_nan(x, axis):
     """A max reduction that keeps NaN (IEEE maximum, as the reference interpreter defines max)."""

@@ -119,7 +119,6 @@ def _tanh(x, SOFTWARE: tl.constexpr):
         return libdevice.tanh(x)
 
 
-
 @triton.jit
 def _any_nonfinite(x):
     """Whether a tile holds an infinity or a NaN."""
@@ -147,7 +146,6 @@ def _product_by_terms(acc, a, a_in, b, b_in):
         b_k_in = tl.max(tl.where(pick_b & b_in, 1, 0), axis=0) > 0
         acc = tl.where(a_k_in[:, None] & b_k_in[None, :], acc + a_k[:, None] * b_k[None, :], acc)
     return acc
-
 
 
 @triton.jit
