@@ -338,7 +338,7 @@ class _KernelPrinter(PrinterBase):
         mixed = dot.lhs_dtype != dot.rhs_dtype
         names = []
         for load, frame_axes, dtype in ((dot.lhs, [i, k], dot.lhs_dtype), (dot.rhs, [k, j], dot.rhs_dtype)):
-            sub = Frame(frame_axes, {x: frame.vectors[x] for x in frame_axes}, frame.scalars, frame.variables)
+            sub = _operand_frame(frame, frame_axes)
             if isinstance(load, T.RegOperand):
                 names.append(self._register_operand(load, sub, dtype))
                 continue
@@ -363,8 +363,7 @@ class _KernelPrinter(PrinterBase):
         tile the threads hold in registers."""
         i, j, k = (ax.iter for ax in op.tile.axes)
         sizes = {ax.iter: ax.size for ax in op.tile.axes}
-        present = [self._operand_lanes(x, Frame(axes, {n: frame.vectors[n] for n in axes}, frame.scalars,
-                                                      frame.variables), [sizes[n] for n in axes])
+        present = [self._operand_lanes(x, _operand_frame(frame, axes), [sizes[n] for n in axes])
                    for x, axes in ((op.partial.lhs, [i, k]), (op.partial.rhs, [k, j]))]
         self.absent_terms = True
         acc = self.acc_name(op.stmt)
@@ -543,6 +542,11 @@ FUNCTIONS = {  # the primitives of compiler/model/functions.py in Triton
     "max": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
     "min": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
 }
+
+
+def _operand_frame(frame: Frame, axes: list) -> Frame:
+    """A product tile's frame narrowed to one operand's (row, column) axes."""
+    return Frame(axes, {x: frame.vectors[x] for x in axes}, frame.scalars, frame.variables)
 
 
 def _call(func: str, args: list) -> str:

@@ -166,13 +166,15 @@ class ReductionLowering:
         dtypes = (self.model.tensors[lhs.tensor].dtype, self.model.tensors[rhs.tensor].dtype)
         if not makes_dot(dtypes, *(a.size for a in tile.axes)):
             return None
-        if tile.mask is not None and not self._separable(stmt, context, i, j, k):
+        # a masked tile: its instances projected onto (i, j), (i, k) and (k, j), each over all of (i, j, k)
+        pairs = self._projections(stmt, context, i, j, k) if tile.mask is not None else None
+        if pairs is not None and not self._separable(stmt, context, i, j, k, pairs):
             return None
         a = self._operand(stmt, tile, context, [i, k], lhs, i)
         b = self._operand(stmt, tile, context, [k, j], rhs, j)
         if a is None or b is None:
             return None
-        absent, where = self._absent_terms(stmt, context, i, j, k) if tile.mask is not None else (False, None)
+        absent, where = self._absent_terms(context, pairs) if pairs is not None else (False, None)
         return Dot(a, b, *dtypes, imprecise=imprecise_products(stmt), absent_terms=absent, absent_where=where)
 
     def _operand(self, stmt: Stmt, tile: Tile, context, iters, node: ast.Access, outer: str):
@@ -190,21 +192,25 @@ class ReductionLowering:
             return None
         return RegOperand(reg, self._mask(self._geometry(stmt, context, iters)))
 
-    def _separable(self, stmt: Stmt, context, i, j, k) -> bool:
-        """The reduction range of every (i, j) is what the operand masks allow: (i,k) and (k,j) constraints only."""
-        full = self._instances(stmt, context, [i, j, k])
-        ij, ik, kj = (self._lifted(stmt, context, pair, [i, j, k]) for pair in ([i, j], [i, k], [k, j]))
-        return ij.intersect(ik).intersect(kj).is_subset(full)
+    def _projections(self, stmt: Stmt, context, i, j, k) -> tuple:
+        """The instances projected onto (i, j), (i, k) and (k, j), each lifted back over (loop values, i, j, k)."""
+        return tuple(self._lifted(stmt, context, pair, [i, j, k]) for pair in ([i, j], [i, k], [k, j]))
 
-    def _absent_terms(self, stmt: Stmt, context, i, j, k) -> tuple[bool, Optional[Expr]]:
+    def _separable(self, stmt: Stmt, context, i, j, k, pairs: tuple) -> bool:
+        """The reduction range of every (i, j) is what the operand masks allow: (i,k) and (k,j) constraints only."""
+        ij, ik, kj = pairs
+        return ij.intersect(ik).intersect(kj).is_subset(self._instances(stmt, context, [i, j, k]))
+
+    def _absent_terms(self, context, pairs: tuple) -> tuple[bool, Optional[Expr]]:
         """Whether the product tile multiplies an operand element the program reads by one it does not: a lane
         (i, j, k) of a stored (i, j) where exactly one of (i, k) and (k, j) holds an instance (the causal
         condition `j <= i` of P in P·V masks P's lanes, not V's).  The masked operand is 0 there, and 0 times
         an infinite or NaN element of the other is NaN where the program has no term: a backend computes such a
         product so that those lanes add nothing (`Dot.absent_terms`).  Also the iterations of the context's
         loops that hold such lanes, as a condition on the loop variables beyond what the loops guarantee (None:
-        every iteration the code runs; the causal diagonal block of a loop that is not split, `ko == qo`)."""
-        ij, ik, kj = (self._lifted(stmt, context, pair, [i, j, k]) for pair in ([i, j], [i, k], [k, j]))
+        every iteration the code runs; the causal diagonal block of a loop that is not split, `ko == qo`).
+        `pairs`: `_projections`."""
+        ij, ik, kj = pairs
         lanes = ij.intersect(ik.subtract(kj).union(kj.subtract(ik)))
         if lanes.is_empty():
             return False, None

@@ -116,3 +116,17 @@ def test_fixed_seed_budget_on_special_inputs_finds_nothing(tmp_path):
                     distributions=("normal", "special")).run(5, 10)
     assert not result.findings, _report(result)
     assert sum(result.steps_accepted.values()) > 0
+
+
+@pytest.mark.parametrize("script", ["benchmarks/fuzz.py", "benchmarks/gpu/fuzz_prepare.py"])
+def test_an_unknown_distribution_is_a_usage_error(script, tmp_path):
+    """`--distributions` names its three choices and exits 2, no traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, str(root / script), "--distributions", "normal,gaussian", "--sequences", "1",
+                          "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=root, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert "normal, wide, special" in run.stderr and "Traceback" not in run.stderr
