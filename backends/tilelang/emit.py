@@ -760,19 +760,85 @@ class KernelPrinter(TileLangDialect):
         if op.partial.warp_rows:  # each warp owns whole rows (compiler/analysis/placement.py: warps_by_rows)
             flags += ", policy=T.GemmWarpPolicy.FullRow"
         interval = T.promotion_interval(op.partial, size[k])
-        if op.accum == "f32" and interval is None:
+        absent = op.partial.absent_terms
+        if op.accum == "f32" and interval is None and not absent:
             self.emit(f"T.gemm({a}, {b}, {acc}{flags})")
             return
         part = self.alloc(self.local(("part", op.stmt), f"part_{op.stmt}"), shape, "f32", "fragment",
-                          "one step's product, added in the accumulator's dtype" if interval is None else
-                          "FP8 products of at most the promotion interval, added to the f32 sum")
+                          "FP8 products of at most the promotion interval, added to the f32 sum" if interval else
+                          "one step's product, added in the accumulator's dtype")
         terms = None if interval is None else interval or FP8_INSTRUCTION_K  # 0: after every instruction
         if terms is not None:
             self.emit(f"# {op.stmt}: FP8 products added to the f32 sum every {terms} terms "
                       f"(T.gemm would keep them in the tensor core's reduced-precision accumulator for the whole loop)")
-        for a_part, b_part in _k_slices(op, a, ta, b, tb, size[i], size[j], size[k], terms):
+        if absent:
+            self.emit(f"# {op.stmt}: lanes outside the program's terms multiply a masked 0 by the other operand, which "
+                      f"is NaN for an infinite or NaN element: an element of the product that comes out infinite or "
+                      f"NaN is computed again term by term")
+        for a_part, b_part, ks in _k_slices(op, a, ta, b, tb, size[i], size[j], size[k], terms):
             self.emit(f"T.gemm({a_part}, {b_part}, {part}{flags}, clear_accum=True)")
+            if absent:
+                self._terms_where_nonfinite(op, a, ta, b, tb, part, ks)
             self.add_into(acc, part, shape, op.accum)
+
+    def _terms_where_nonfinite(self, op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, part: str,
+                               ks: tuple, barrier: str = "") -> None:
+        """A product with absent terms (`Dot.absent_terms`): T.gemm multiplies every lane of the tile, and a
+        lane the program has no term at is a masked 0 times the other operand's element, NaN for an infinite or
+        NaN one.  Where an element of the product `part` (over the k lanes `ks`) is infinite or NaN, that
+        element alone is computed again in f32 over the program's terms, in order (on finite operands the tile
+        product is the program's: the absent lanes add 0).  The lanes read a whole row of each operand, so an
+        operand held in registers (P) is copied to shared memory first.  Only the iterations of
+        `Dot.absent_where` hold such lanes; T.Parallel keeps its lanes per thread, so no block-wide check.
+        `barrier`: where TileLang puts none itself, the one around that copy."""
+        where = op.partial.absent_where
+        if where is not None:
+            self.emit(f"if {index_code(where, self.vars)}:")
+            self.depth += 1
+        copied = [st.scope == "fragment" for st in op.staged]
+        a, b = (self._shared_operand(op, n, x) for n, x in enumerate((a, b)))
+        if barrier and any(copied):
+            self.emit(f"{barrier}  # the copy is written")
+        l0, l1, kk = self.lane(0), self.lane(1), self.local(("product step",), "kk")
+        self.enter_vector()
+        self.emit(f"for {l0}, {l1} in T.Parallel({', '.join(map(str, self.accs[op.stmt][1]))}):")
+        self.emit(f"    if not T.isfinite({part}[{l0}, {l1}]):")
+        self.emit(f"        {part}[{l0}, {l1}] = 0.0")
+        self.emit(f"        for {kk} in T.serial({ks[0]}, {ks[1]}):")
+        self.emit(f"            {part}[{l0}, {l1}] = {self._term_added(op, a, ta, b, tb, part, 'f32')}")
+        self.exit_vector()
+        if barrier and any(copied):
+            self.emit(f"{barrier}  # the copy is read: the next one may be written")
+        self.depth -= where is not None
+
+    def _shared_operand(self, op: T.AccUpdate, n: int, buf: str) -> str:
+        """Operand n of a product where every lane may read it: the staged copy, or a copy in shared memory of
+        one held in registers (a fragment is read only at its own lanes)."""
+        st = op.staged[n]
+        if st.scope != "fragment":
+            return buf
+        copy = self.loop_buffer(f"{st.tensor}_sx", list(st.shape), st.dtype, "shared",
+                                f"{buf} in shared memory: the term-by-term product reads whole rows of it")
+        lanes = self.lane_list(len(st.shape))
+        self.enter_vector()
+        self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, st.shape))}):")
+        self.emit(f"    {copy}[{', '.join(lanes)}] = {buf}[{', '.join(lanes)}]")
+        self.exit_vector()
+        return copy
+
+    def _term_added(self, op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, into: str, accum: str) -> str:
+        """`into[l0, l1]` plus the term of lane (l0, l1, kk) rounded to `accum` where the tile's mask holds the
+        lane; `into[l0, l1]` itself where it does not (a lane the program has no term at adds nothing)."""
+        l0, l1, kk = self.lane(0), self.lane(1), self.local(("product step",), "kk")
+        av = _element(a, kk, l0) if ta else _element(a, l0, kk)
+        bv = _element(b, l1, kk) if tb else _element(b, kk, l1)
+        update = self.round(accum, f'{into}[{l0}, {l1}] + T.Cast("float32", {av}) * T.Cast("float32", {bv})')
+        if op.tile.mask is None:
+            return update
+        _, names = self.lanes(op.tile)
+        for axis, lane in zip(op.tile.axes, (l0, l1, kk)):
+            names[axis.iter] = self.axis_value(axis, lane)
+        return f"T.if_then_else({index_code(op.tile.mask, names)}, {update}, {into}[{l0}, {l1}])"
 
     def add_into(self, acc: str, part: str, shape, accum: str) -> None:
         """acc += part, lane by lane, rounded to the accumulator's dtype (one step's product added to its sum)."""
@@ -793,15 +859,12 @@ class KernelPrinter(TileLangDialect):
             self.emit("# f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 "
                       "to tf32)")
         l0, l1, kk = self.lane(0), self.lane(1), self.local(("product step",), "kk")
-        av = f"{a}[{kk}, {l0}]" if ta else f"{a}[{l0}, {kk}]"
-        bv = f"{b}[{l1}, {kk}]" if tb else f"{b}[{kk}, {l1}]"
-        combined = f'{acc}[{l0}, {l1}] + T.Cast("float32", {av}) * T.Cast("float32", {bv})'
-        update = self.round(op.accum, combined)
         if op.partial.absent_terms:  # a lane the program has no term at adds nothing (masked 0 times inf is NaN)
-            _, names = self.lanes(op.tile)
-            for axis, lane in zip(op.tile.axes, (l0, l1, kk)):
-                names[axis.iter] = self.axis_value(axis, lane)
-            update = f"T.if_then_else({index_code(op.tile.mask, names)}, {update}, {acc}[{l0}, {l1}])"
+            update = self._term_added(op, a, ta, b, tb, acc, op.accum)
+        else:
+            av = f"{a}[{kk}, {l0}]" if ta else f"{a}[{l0}, {kk}]"
+            bv = f"{b}[{l1}, {kk}]" if tb else f"{b}[{kk}, {l1}]"
+            update = self.round(op.accum, f'{acc}[{l0}, {l1}] + T.Cast("float32", {av}) * T.Cast("float32", {bv})')
         self.accumulate_in_order(acc, [(l0, si), (l1, sj)], (kk, sk), update)
 
     def accumulate_in_order(self, acc: str, lanes: list, step: tuple, update: str) -> None:
@@ -1072,12 +1135,19 @@ class KernelPrinter(TileLangDialect):
         return name
 
 
+def _element(buf: str, row: str, col: str) -> str:
+    """An element of a 2-D operand: a buffer, or one slot of a warp-specialised ring (`V_ring[s, :, :]`)."""
+    slot = ", :, :]"
+    return f"{buf[:-len(slot)]}, {row}, {col}]" if buf.endswith(slot) else f"{buf}[{row}, {col}]"
+
+
 def _k_slices(op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, rows: int, cols: int, k: int,
-              terms: Optional[int]) -> list[tuple[str, str]]:
+              terms: Optional[int]) -> list[tuple[str, str, tuple]]:
     """The operand regions of a product split along k into steps of at most `terms` terms, each a whole number of
-    FP8 instructions; the whole operands when it need not be (`terms` None or at least k)."""
+    FP8 instructions, with the k lanes (lo, hi) of each; the whole operands when it need not be (`terms` None or at
+    least k)."""
     if terms is None or k <= terms:
-        return [(a, b)]
+        return [(a, b, (0, k))]
     step = math.gcd(k, terms)
     if step % FP8_INSTRUCTION_K or any(isinstance(x, T.RegOperand) for x in (op.partial.lhs, op.partial.rhs)):
         raise BackendError(f"{op.stmt}: the FP8 product's k tile ({k}) cannot be cut into steps of at most {terms} "
@@ -1089,7 +1159,7 @@ def _k_slices(op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, rows: int, co
         ks, whole = f"{lo}:{lo + step}", f"0:{other}"
         return f"{buf}[{ks}, {whole}]" if transposed else f"{buf}[{whole}, {ks}]"
 
-    return [(region(a, rows, ta, lo), region(b, cols, not tb, lo)) for lo in range(0, k, step)]
+    return [(region(a, rows, ta, lo), region(b, cols, not tb, lo), (lo, lo + step)) for lo in range(0, k, step)]
 
 
 def _is_index(e: T.Expr) -> bool:

@@ -162,8 +162,7 @@ class MatrixUnit:
     # a product with absent terms (`Dot.absent_terms`: lanes the program has no term at, a masked 0 times the
     # other operand) -- "exact": the printer keeps it on the matrix unit, checks the tile product and, where it
     # is infinite or NaN, computes it again term by term | "vector": it runs on the vector unit, whose
-    # multiply-add loop skips those lanes | "zeros": the matrix unit multiplies the zeros (NaN for an infinite
-    # or NaN partner; a known limit, docs/language.md#reductions)
+    # multiply-add loop skips those lanes
     absent_terms: str = "vector"
     vector_reaches_accumulator: bool = True  # the vector unit reads and writes the matrix unit's accumulator
     #   (NVIDIA: both work on register fragments); otherwise (Ascend's L0C) the accumulator is the matrix unit's
@@ -176,8 +175,7 @@ MATRIX_UNITS = {
     # tl.dot on tensor cores; f32 and mixed products use input_precision="ieee" (exact FMA)
     "triton": MatrixUnit(_LOW_PRECISION, absent_terms="exact"),
     # T.gemm splits the product tile among the warps ('No valid warp partition' otherwise)
-    # (T.gemm multiplies a product's absent lanes: its warp-specialised form has no room for the exact one yet)
-    "tilelang": MatrixUnit(_LOW_PRECISION, warp_tile=(16, 8), absent_terms="zeros"),
+    "tilelang": MatrixUnit(_LOW_PRECISION, warp_tile=(16, 8), absent_terms="exact"),
     # the 950 cube: T.copy GM -> L1 has no masked form; L0C is the cube's (the vector cores read copies of it)
     "ascend-950": MatrixUnit(_LOW_PRECISION, accum_f32_only=True, operand_masks="none",
                                  vector_reaches_accumulator=False),

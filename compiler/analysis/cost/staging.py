@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+
+import islpy as isl
 from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import KernelPlan, PlannedBuffer
@@ -56,19 +58,24 @@ def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton",
     prods = products(model, kp) if prods is None else prods
     staged = staged_operands(kp, prods, tgt, backend)
     added = pattern_copies(model, kp, tgt, backend)
+    absent = absent_term_copies(model, kp, prods, tgt, backend)
     added += persistent_stores(kp, backend)
     unmade = {id(b) for b in unmade_copies(kp, prods, backend)}
-    if not staged and not added and not unmade:
+    if not staged and not added and not absent and not unmade:
         return kp
     moved = {id(b): [_in_shared(b, shape, kp, backend) for shape in _operand_boxes(b, prods)] for b in staged}
     moved.update((key, []) for key in unmade)
-    buffers = [c for b in kp.buffers for c in moved.get(id(b), [b])] + added
+    buffers = [c for b in kp.buffers for c in moved.get(id(b), [b])] + added + absent
     slots = []
     for slot in kp.slots:  # a slot shares memory within one scope: split what moved out of it
         now = [moved[id(b)][0] if id(b) in moved else b for b in slot if moved.get(id(b), True)]
         slots += [[b for b in now if b.scope == scope] for scope in dict.fromkeys(b.scope for b in now)]
         slots += [[c] for b in slot for c in moved.get(id(b), [])[1:]]  # a tile's further copies: live with the first
     slots += [[b] for b in added]
+    for copy in absent:
+        ring = _pipelined_copy(copy, [(b, c) for b in staged for c in moved[id(b)]], kp)
+        home = next((slot for slot in slots if ring is not None and ring in slot), None)
+        home.append(copy) if home is not None else slots.append([copy])
     working, peaks = working_sets(buffers, slots, len(kp.stmts))
     return replace(kp, buffers=buffers, slots=slots, working_set=working, peak_buffers=peaks)
 
@@ -121,6 +128,55 @@ def pattern_copies(model, kp: KernelPlan, tgt: Target, backend: str) -> list[Pla
             out += [replace(held, scope=STAGED_SCOPE, stmts=[s], first=s, last=s, live=(position, position),
                             source=held.scope, shares=None) for _ in range(len(seen) - 1)]
     return out
+
+
+def absent_term_copies(model, kp: KernelPlan, prods: list, tgt: Target, backend: str) -> list[PlannedBuffer]:
+    """The TileLang printer's shared copy of a product operand held in registers (attention's P in P·V) where
+    the product may have absent terms (backends/tilelang/emit.py `_terms_where_nonfinite`: elements of the tile
+    product that come out infinite or NaN are computed again term by term, reading whole rows of P).  The
+    lowering decides absent terms per tile (`Dot.absent_terms`); here a product whose reduction range depends
+    on its output's indices (a causal `sum(j : j <= i)`) counts the copy, in the operand's dtype, live at the
+    statement."""
+    if backend != "tilelang":
+        return []
+    out = []
+    for p in prods:
+        if not _reduction_range_varies(model.stmt(p.stmt)):
+            continue
+        position = kp.stmts.index(p.stmt)
+        for tensor in dict.fromkeys(p.tensors):
+            held = _register_tile(kp, tensor, tgt)
+            if held is not None:
+                out.append(replace(held, scope=STAGED_SCOPE, dtype=model.tensors[tensor].dtype, stmts=[p.stmt],
+                                   first=p.stmt, last=p.stmt, live=(position, position), source=held.scope,
+                                   shares=None))
+    return out
+
+
+def _pipelined_copy(copy: PlannedBuffer, moved: list[tuple], kp: KernelPlan) -> Optional[PlannedBuffer]:
+    """A shared copy of more than one stage that the statement of an absent-term copy reads in a loop pipelined
+    without warp specialisation, at least as large: the iterations that make the copy carry masks (absent terms
+    need one), and a loop's masked iterations run after its pipelined full ones as a loop of their own
+    (compiler/lower/loops.py), whose memory TileLang gives to the pipelined copies' once those are done with.
+    `moved`: (the plan's tile, its copy) pairs."""
+    for tile, buf in moved:
+        loop = _loaded_in(tile, kp)
+        if (buf.stages > 1 and copy.stmts[0] in buf.stmts and buf.bytes >= copy.bytes and loop is not None
+                and not loop.warp_specialize):
+            return buf
+    return None
+
+
+def _reduction_range_varies(stmt) -> bool:
+    """Whether a reduction's range depends on its output's indices: its domain is not the product of its
+    projections onto the output and the reduction iterators."""
+    n_out, n_red = len(stmt.lhs_iters), len(stmt.red_iters)
+    if not n_red:
+        return False
+    out = stmt.domain.project_out(isl.dim_type.set, n_out, n_red)
+    red = stmt.domain.project_out(isl.dim_type.set, 0, n_out)
+    domain = stmt.domain.reset_tuple_id()
+    return not out.reset_tuple_id().flat_product(red.reset_tuple_id()).is_subset(domain)
 
 
 def _register_tile(kp: KernelPlan, tensor: str, tgt: Target) -> Optional[PlannedBuffer]:

@@ -201,8 +201,15 @@ def _check_shared(kernel: T.TileKernel, parts: list[T.SerialLoop]) -> None:
     ring = sum(_bytes(op.staged[n]) for op, n in ring_loads(parts)) * stages
     once = sum(_bytes(op.staged[n]) for op in parts[0].body if isinstance(op, T.AccUpdate) and op.staged
                for n, x in enumerate((op.partial.lhs, op.partial.rhs)) if isinstance(x, T.Preloaded))
-    if ring + once > SHARED_PER_BLOCK:
-        raise _refuse(parts[0], f"its ring of {stages} slots and the operands loaded once need {ring + once:,} B of "
+    # a product with absent terms reads its register operand from a copy in shared memory where it computes
+    # elements again term by term (backends/tilelang/emit.py `_terms_where_nonfinite`), one per statement
+    copies = {(op.stmt, n): _bytes(op.staged[n]) for part in parts for op in part.body
+              if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot) and op.partial.absent_terms
+              for n, x in enumerate((op.partial.lhs, op.partial.rhs)) if isinstance(x, T.RegOperand)}
+    need = ring + once + sum(copies.values())
+    if need > SHARED_PER_BLOCK:
+        raise _refuse(parts[0], f"its ring of {stages} slots and the operands loaded once"
+                                f"{' (and the copy its masked product reads)' if copies else ''} need {need:,} B of "
                                 f"shared memory, more than the {SHARED_PER_BLOCK:,} B a block may have",
                       "use fewer stages or smaller blocks")
 

@@ -59,6 +59,8 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         Q_pre_1 = T.alloc_shared((128, 128), "bfloat16")  # Q, loaded before the loop that reads it
         K_s_7 = T.alloc_shared((128, 128), "bfloat16")  # K staged for the matrix unit (no cache_read in the schedule)
         V_s_8 = T.alloc_shared((128, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
+        part_U = T.alloc_fragment((128, 128), "float32")  # one step's product, added in the accumulator's dtype
+        P_sx_9 = T.alloc_shared((128, 128), "bfloat16")  # P_f_5 in shared memory: the term-by-term product reads whole rows of it
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
         bh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -166,7 +168,17 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             for l0, l1 in T.Parallel(128, 128):
                 P_f_5[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
             T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_8)
-            T.gemm(P_f_5, V_s_8, acc_U, policy=T.GemmWarpPolicy.FullRow)
+            # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: an element of the product that comes out infinite or NaN is computed again term by term
+            T.gemm(P_f_5, V_s_8, part_U, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
+            for l0, l1 in T.Parallel(128, 128):
+                P_sx_9[l0, l1] = P_f_5[l0, l1]
+            for l0, l1 in T.Parallel(128, 128):
+                if not T.isfinite(part_U[l0, l1]):
+                    part_U[l0, l1] = 0.0
+                    for kk in T.serial(0, 128):
+                        part_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + kk)), part_U[l0, l1] + T.Cast("float32", P_sx_9[l0, kk]) * T.Cast("float32", V_s_8[kk, l1]), part_U[l0, l1])
+            for l0, l1 in T.Parallel(128, 128):
+                acc_U[l0, l1] = acc_U[l0, l1] + part_U[l0, l1]
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # l: the reduction is complete; round to f32 as the store would (kept on chip)
         # U: the reduction is complete; round to f32 as the store would (kept on chip)

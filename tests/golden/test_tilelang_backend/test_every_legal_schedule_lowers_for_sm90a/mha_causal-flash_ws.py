@@ -61,6 +61,8 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         p_l = T.alloc_fragment((128, 128), "float32")  # l: one tile's terms
         P_f_3 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
         alpha_U_4 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
+        part_U = T.alloc_fragment((128, 128), "float32")  # one block's product, checked for absent terms before it is added
+        P_sx_5 = T.alloc_shared((128, 128), "bfloat16")  # P_f_3 in shared memory: the term-by-term product reads whole rows of it
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
         bh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -147,16 +149,28 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32: block ko, issued (the accumulator cleared by the product)
                     T.barrier_wait(K_full[ko % 2], (ko // 2) % 2)
                     T.wgmma_gemm(Q_ws, K_ring[ko % 2, :, :], acc_S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
-                    # U follows the running maximum m: rescale what it holds to the current one
-                    for l0 in T.Parallel(128):
-                        alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
-                    for l0, l1 in T.Parallel(128, 128):
-                        acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
-                    for l0 in T.Parallel(128):
-                        ref_U[l0] = acc_m[l0]
-                    # U: block (ko - 1)'s product, issued
-                    T.barrier_wait(V_full[(ko - 1) % 2], ((ko - 1) // 2) % 2)
-                    T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                    if (ko - 1) < qo:  # the blocks with full tiles
+                        # U follows the running maximum m: rescale what it holds to the current one
+                        for l0 in T.Parallel(128):
+                            alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                        for l0, l1 in T.Parallel(128, 128):
+                            acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                        for l0 in T.Parallel(128):
+                            ref_U[l0] = acc_m[l0]
+                        # U: block (ko - 1)'s product, issued
+                        T.barrier_wait(V_full[(ko - 1) % 2], ((ko - 1) // 2) % 2)
+                        T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                    else:  # the rest: masked
+                        # U follows the running maximum m: rescale what it holds to the current one
+                        for l0 in T.Parallel(128):
+                            alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                        for l0, l1 in T.Parallel(128, 128):
+                            acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                        for l0 in T.Parallel(128):
+                            ref_U[l0] = acc_m[l0]
+                        # U: block (ko - 1)'s product, issued
+                        T.barrier_wait(V_full[(ko - 1) % 2], ((ko - 1) // 2) % 2)
+                        T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], part_U, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
                     T.wait_wgmma(1)  # S of block ko; U's product still runs
                     T.barrier_arrive(K_empty[ko % 2])
                     if ko < qo:  # the blocks with full tiles
@@ -193,6 +207,18 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         p_l[l0, l1] = v_P[l0, l1]
                     T.reduce_sum(p_l, acc_l, dim=1, clear=False)
                     T.wait_wgmma(0)
+                    if (ko - 1) >= qo:  # the rest: masked
+                        for l0, l1 in T.Parallel(128, 128):
+                            P_sx_5[l0, l1] = P_f_3[l0, l1]
+                        T.sync_threads(1, 256)  # the copy is written
+                        for l0, l1 in T.Parallel(128, 128):
+                            if not T.isfinite(part_U[l0, l1]):
+                                part_U[l0, l1] = 0.0
+                                for kk in T.serial(0, 128):
+                                    part_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * (ko - 1)) + kk)), part_U[l0, l1] + T.Cast("float32", P_sx_5[l0, kk]) * T.Cast("float32", V_ring[(ko - 1) % 2, kk, l1]), part_U[l0, l1])
+                        T.sync_threads(1, 256)  # the copy is read: the next one may be written
+                        for l0, l1 in T.Parallel(128, 128):
+                            acc_U[l0, l1] = acc_U[l0, l1] + part_U[l0, l1]
                     T.barrier_arrive(V_empty[(ko - 1) % 2])
                     if ko < qo:  # the blocks with full tiles
                         # P of this block in bf16, for U's product in the next iteration
@@ -203,17 +229,41 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         for l0, l1 in T.Parallel(128, 128):
                             P_f_3[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
                 # U of the last block
-                # U follows the running maximum m: rescale what it holds to the current one
-                for l0 in T.Parallel(128):
-                    alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
-                for l0, l1 in T.Parallel(128, 128):
-                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
-                for l0 in T.Parallel(128):
-                    ref_U[l0] = acc_m[l0]
-                # U: block ((qo + 1) - 1)'s product, issued
-                T.barrier_wait(V_full[((qo + 1) - 1) % 2], (((qo + 1) - 1) // 2) % 2)
-                T.wgmma_gemm(P_f_3, V_ring[((qo + 1) - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                if ((qo + 1) - 1) < qo:  # the blocks with full tiles
+                    # U follows the running maximum m: rescale what it holds to the current one
+                    for l0 in T.Parallel(128):
+                        alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    for l0, l1 in T.Parallel(128, 128):
+                        acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                    for l0 in T.Parallel(128):
+                        ref_U[l0] = acc_m[l0]
+                    # U: block ((qo + 1) - 1)'s product, issued
+                    T.barrier_wait(V_full[((qo + 1) - 1) % 2], (((qo + 1) - 1) // 2) % 2)
+                    T.wgmma_gemm(P_f_3, V_ring[((qo + 1) - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                else:  # the rest: masked
+                    # U follows the running maximum m: rescale what it holds to the current one
+                    for l0 in T.Parallel(128):
+                        alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    for l0, l1 in T.Parallel(128, 128):
+                        acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                    for l0 in T.Parallel(128):
+                        ref_U[l0] = acc_m[l0]
+                    # U: block ((qo + 1) - 1)'s product, issued
+                    T.barrier_wait(V_full[((qo + 1) - 1) % 2], (((qo + 1) - 1) // 2) % 2)
+                    T.wgmma_gemm(P_f_3, V_ring[((qo + 1) - 1) % 2, :, :], part_U, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
                 T.wait_wgmma(0)
+                if ((qo + 1) - 1) >= qo:  # the rest: masked
+                    for l0, l1 in T.Parallel(128, 128):
+                        P_sx_5[l0, l1] = P_f_3[l0, l1]
+                    T.sync_threads(1, 256)  # the copy is written
+                    for l0, l1 in T.Parallel(128, 128):
+                        if not T.isfinite(part_U[l0, l1]):
+                            part_U[l0, l1] = 0.0
+                            for kk in T.serial(0, 128):
+                                part_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ((qo + 1) - 1)) + kk)), part_U[l0, l1] + T.Cast("float32", P_sx_5[l0, kk]) * T.Cast("float32", V_ring[((qo + 1) - 1) % 2, kk, l1]), part_U[l0, l1])
+                    T.sync_threads(1, 256)  # the copy is read: the next one may be written
+                    for l0, l1 in T.Parallel(128, 128):
+                        acc_U[l0, l1] = acc_U[l0, l1] + part_U[l0, l1]
             # m: the reduction is complete; round to f32 as the store would (kept on chip)
             # l: the reduction is complete; round to f32 as the store would (kept on chip)
             # U: the reduction is complete; round to f32 as the store would (kept on chip)

@@ -146,6 +146,7 @@ def mha_causal_4(U: T.Tensor((2, 4, 4096, 128), "float32"), P: T.Tensor((2, 4, 4
         acc_U = T.alloc_fragment((64, 128), "float32")
         P_s_1 = T.alloc_shared((64, 64), "bfloat16")  # P staged for the matrix unit (no cache_read in the schedule)
         V_s_2 = T.alloc_shared((64, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
+        part_U = T.alloc_fragment((64, 128), "float32")  # one step's product, added in the accumulator's dtype
         Ubh_0 = 0 + (by // ((4))) % (2)  # grid.y
         Ubh_1 = 0 + (by // (1)) % (4)  # grid.y
         uo = bx  # grid.x
@@ -158,7 +159,16 @@ def mha_causal_4(U: T.Tensor((2, 4, 4096, 128), "float32"), P: T.Tensor((2, 4, 4
             for l0, l1 in T.Parallel(64, 64):
                 P_s_1[l0, l1] = T.if_then_else((((64 * uo) + l0) >= ((64 * ko) + l1)), P[Ubh_0, Ubh_1, ((64 * uo) + l0), ((64 * ko) + l1)], T.cast(0, "bfloat16"))
             T.copy(V[Ubh_0, Ubh_1, (64 * ko):(64 * ko) + 64, 0:128], V_s_2)
-            T.gemm(P_s_1, V_s_2, acc_U)
+            # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: an element of the product that comes out infinite or NaN is computed again term by term
+            T.gemm(P_s_1, V_s_2, part_U, clear_accum=True)
+            if (ko == uo):
+                for l0, l1 in T.Parallel(64, 128):
+                    if not T.isfinite(part_U[l0, l1]):
+                        part_U[l0, l1] = 0.0
+                        for kk in T.serial(0, 64):
+                            part_U[l0, l1] = T.if_then_else((((64 * uo) + l0) >= ((64 * ko) + kk)), part_U[l0, l1] + T.Cast("float32", P_s_1[l0, kk]) * T.Cast("float32", V_s_2[kk, l1]), part_U[l0, l1])
+            for l0, l1 in T.Parallel(64, 128):
+                acc_U[l0, l1] = acc_U[l0, l1] + part_U[l0, l1]
         # U: the reduction is complete; round to f32 as the store would (stored)
         for l0, l1 in T.Parallel(64, 128):
             U[(Ubh_0), (Ubh_1), ((64 * uo) + l0), l1] = T.Cast("float32", acc_U[l0, l1])
