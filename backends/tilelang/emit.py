@@ -118,6 +118,14 @@ ORDERED_KEYS = {"max_key": 'T.call_extern("int32", "tdsl_max_key", {0})',
 # orders it after the other threads' stores (seen on the H200: a row maximum stored by one thread and read by the
 # others after __syncthreads(), read before it).  An asm that takes the pointer and clobbers memory, right after the
 # barrier, keeps every later load of that tensor below it.
+# A product with absent terms asks whether any thread of the block saw an infinite or NaN operand element
+# (KernelPrinter.any_nonfinite): bar.red.or at a named barrier of its own among the threads that run the kernel's
+# code (TileLang's producer warps, where it adds them, run none of it; __syncthreads_or would wait for them).
+ANY_BARRIER = 9  # TileLang's own named barriers are 0-3
+CUDA_HELPERS["any"] = ('extern "C" __device__ __forceinline__ int tdsl_any(int x, int barrier, int threads) '
+                       '{ int y; asm volatile("{ .reg .pred p, q; setp.ne.s32 p, %1, 0; bar.red.or.pred q, %2, %3, p; '
+                       'selp.s32 %0, 1, 0, q; }" : "=r"(y) : "r"(x), "r"(barrier), "r"(threads) : "memory"); '
+                       'return y; }')
 CUDA_HELPERS["reload"] = ('extern "C" __device__ __forceinline__ void tdsl_reload(const void* p) '
                           '{ asm volatile("" : : "l"(p) : "memory"); }')
 
@@ -383,7 +391,7 @@ class KernelPrinter(TileLangDialect):
         shape = list(shape) or [1]
         if self.declared_before(name, shape, dtype, scope):
             return name
-        call = {"fragment": "T.alloc_fragment", "shared": "T.alloc_shared"}[scope]
+        call = {"fragment": "T.alloc_fragment", "shared": "T.alloc_shared", "local": "T.alloc_local"}[scope]
         self.allocs.append(f'{name} = {call}({shape_code(shape)}, "{TL_DTYPES[dtype]}")' + (f"  # {note}" if note else ""))
         self.footprint[scope] = self.footprint.get(scope, 0) + math.prod(shape) * ELEMENT_BYTES[dtype] * copies
         return name
@@ -759,57 +767,107 @@ class KernelPrinter(TileLangDialect):
         flags = (", transpose_A=True" if ta else "") + (", transpose_B=True" if tb else "")
         if op.partial.warp_rows:  # each warp owns whole rows (compiler/analysis/placement.py: warps_by_rows)
             flags += ", policy=T.GemmWarpPolicy.FullRow"
+        gemm = lambda: self._gemm(op, a, ta, b, tb, acc, flags)  # noqa: E731
+        if op.partial.absent_terms:
+            self.checked_product(op, a, ta, b, tb, gemm)
+        else:
+            gemm()
+
+    def _gemm(self, op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, acc: str, flags: str) -> None:
+        """The product on the tensor cores (T.gemm), added to the accumulator `acc`."""
+        i, j, k = [ax.iter for ax in op.tile.axes]
+        size = {ax.iter: ax.size for ax in op.tile.axes}
+        shape = self.accs[op.stmt][1]
         interval = T.promotion_interval(op.partial, size[k])
-        absent = op.partial.absent_terms
-        if op.accum == "f32" and interval is None and not absent:
+        if op.accum == "f32" and interval is None:
             self.emit(f"T.gemm({a}, {b}, {acc}{flags})")
             return
         part = self.alloc(self.local(("part", op.stmt), f"part_{op.stmt}"), shape, "f32", "fragment",
-                          "FP8 products of at most the promotion interval, added to the f32 sum" if interval else
-                          "one step's product, added in the accumulator's dtype")
+                          "one step's product, added in the accumulator's dtype" if interval is None else
+                          "FP8 products of at most the promotion interval, added to the f32 sum")
         terms = None if interval is None else interval or FP8_INSTRUCTION_K  # 0: after every instruction
         if terms is not None:
             self.emit(f"# {op.stmt}: FP8 products added to the f32 sum every {terms} terms "
                       f"(T.gemm would keep them in the tensor core's reduced-precision accumulator for the whole loop)")
-        if absent:
-            self.emit(f"# {op.stmt}: lanes outside the program's terms multiply a masked 0 by the other operand, which "
-                      f"is NaN for an infinite or NaN element: an element of the product that comes out infinite or "
-                      f"NaN is computed again term by term")
-        for a_part, b_part, ks in _k_slices(op, a, ta, b, tb, size[i], size[j], size[k], terms):
+        for a_part, b_part in _k_slices(op, a, ta, b, tb, size[i], size[j], size[k], terms):
             self.emit(f"T.gemm({a_part}, {b_part}, {part}{flags}, clear_accum=True)")
-            if absent:
-                self._terms_where_nonfinite(op, a, ta, b, tb, part, ks)
             self.add_into(acc, part, shape, op.accum)
 
-    def _terms_where_nonfinite(self, op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, part: str,
-                               ks: tuple, barrier: str = "") -> None:
-        """A product with absent terms (`Dot.absent_terms`): T.gemm multiplies every lane of the tile, and a
-        lane the program has no term at is a masked 0 times the other operand's element, NaN for an infinite or
-        NaN one.  Where an element of the product `part` (over the k lanes `ks`) is infinite or NaN, that
-        element alone is computed again in f32 over the program's terms, in order (on finite operands the tile
-        product is the program's: the absent lanes add 0).  The lanes read a whole row of each operand, so an
-        operand held in registers (P) is copied to shared memory first.  Only the iterations of
-        `Dot.absent_where` hold such lanes; T.Parallel keeps its lanes per thread, so no block-wide check.
-        `barrier`: where TileLang puts none itself, the one around that copy."""
+    def checked_product(self, op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, gemm, exact_first: str = "",
+                        barrier: str = "") -> None:
+        """A product with absent terms (`Dot.absent_terms`): T.gemm multiplies every lane of the tile, and a lane
+        the program has no term at is a masked 0 times the other operand's element, NaN for an infinite or NaN
+        one.  Where an operand that meets such zeros holds an infinite or NaN element anywhere in the tile (the
+        threads agree on it at a barrier, `any_nonfinite`), the product is the exact one instead: each
+        accumulator element walks k in order, adding only the program's terms (`_term_added`); otherwise the
+        zeros meet finite elements, add nothing, and `gemm()` prints the tile product.  `exact_first`: a line the
+        exact form starts with; `barrier`: where TileLang puts none itself, the one around the exact form's
+        copy of a register operand."""
+        flag = self.any_nonfinite(op, a, b)
+        self.emit(f"if {flag} != 0:  # {op.stmt}: an infinite or NaN element meets a masked lane: the exact product")
+        self.depth += 1
+        if exact_first:
+            self.emit(exact_first)
+        self._exact_product(op, a, ta, b, tb, barrier)
+        self.depth -= 1
+        self.emit("else:")
+        self.depth += 1
+        gemm()
+        self.depth -= 1
+
+    def any_nonfinite(self, op: T.AccUpdate, a: str, b: str) -> str:
+        """Code for whether an operand tile whose elements meet the other operand's masked lanes holds an infinite
+        or NaN element, the same in every thread of the block: each thread looks at its own lanes, then they meet
+        at a named barrier that ORs their answers (CUDA_HELPERS["any"]).  Only in the iterations that hold such
+        lanes (`Dot.absent_where`); 0 in the others."""
+        flag = self.alloc(self.local(("any", op.stmt), f"any_{op.stmt}"), [1], "i32", "local",
+                          f"{op.stmt}: an infinite or NaN operand element meets a masked lane")
+        self.emit(f"{flag}[0] = 0")
         where = op.partial.absent_where
         if where is not None:
             self.emit(f"if {index_code(where, self.vars)}:")
             self.depth += 1
+        masks = [x.mask is not None for x in (op.partial.lhs, op.partial.rhs)]
+        for n, buf in enumerate((a, b)):
+            if masks[1 - n] or not any(masks):  # the other operand's masked zeros meet this one's elements
+                self._or_nonfinite(op.staged[n], buf, f"{flag}[0]", f"{op.stmt}_{n}")
+        self.helpers.add("any")
+        threads = 32 * self.kernel.num_warps
+        self.emit(f'{flag}[0] = T.call_extern("int32", "tdsl_any", {flag}[0], {ANY_BARRIER}, {threads})')
+        self.depth -= where is not None
+        return f"{flag}[0]"
+
+    def _or_nonfinite(self, st: T.Staged, buf: str, into: str, key: str) -> None:
+        """`into` |= whether this thread's lanes of the operand tile `buf` hold an infinite or NaN element.  A
+        fragment is read at its own lanes; a tile in shared memory through a fragment of flags, which gives the
+        T.Parallel its layout (one share of the lanes per thread)."""
+        lanes = self.lane_list(len(st.shape))
+        idx = ", ".join(lanes)
+        bad = f'T.if_then_else(T.isfinite(T.Cast("float32", {_element(buf, *lanes)})), 0, 1)'
+        self.enter_vector()
+        self.emit(f"for {idx} in T.Parallel({', '.join(map(str, st.shape))}):")
+        if st.scope == "fragment":
+            self.emit(f"    {into} = {into} | {bad}")
+        else:
+            flags = self.alloc(self.local(("nonfinite", key), f"nf_{key}"), list(st.shape), "i32", "fragment",
+                               "1 where the operand element is infinite or NaN")
+            self.emit(f"    {flags}[{idx}] = {bad}")
+            self.emit(f"    {into} = {into} | {flags}[{idx}]")
+        self.exit_vector()
+
+    def _exact_product(self, op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, barrier: str) -> None:
+        """Each accumulator element adds the program's terms in k order, rounded to the accumulator's dtype; an
+        operand held in registers read from a copy in shared memory (every lane reads a whole row of it)."""
         copied = [st.scope == "fragment" for st in op.staged]
         a, b = (self._shared_operand(op, n, x) for n, x in enumerate((a, b)))
         if barrier and any(copied):
             self.emit(f"{barrier}  # the copy is written")
+        acc, shape = self.accs[op.stmt]
         l0, l1, kk = self.lane(0), self.lane(1), self.local(("product step",), "kk")
-        self.enter_vector()
-        self.emit(f"for {l0}, {l1} in T.Parallel({', '.join(map(str, self.accs[op.stmt][1]))}):")
-        self.emit(f"    if not T.isfinite({part}[{l0}, {l1}]):")
-        self.emit(f"        {part}[{l0}, {l1}] = 0.0")
-        self.emit(f"        for {kk} in T.serial({ks[0]}, {ks[1]}):")
-        self.emit(f"            {part}[{l0}, {l1}] = {self._term_added(op, a, ta, b, tb, part, 'f32')}")
-        self.exit_vector()
+        update = self._term_added(op, a, ta, b, tb, acc, op.accum)
+        self.accumulate_in_order(acc, [(l0, shape[0]), (l1, shape[1])], (kk, op.tile.axes[2].size), update)
         if barrier and any(copied):
             self.emit(f"{barrier}  # the copy is read: the next one may be written")
-        self.depth -= where is not None
 
     def _shared_operand(self, op: T.AccUpdate, n: int, buf: str) -> str:
         """Operand n of a product where every lane may read it: the staged copy, or a copy in shared memory of
@@ -1142,12 +1200,11 @@ def _element(buf: str, row: str, col: str) -> str:
 
 
 def _k_slices(op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, rows: int, cols: int, k: int,
-              terms: Optional[int]) -> list[tuple[str, str, tuple]]:
+              terms: Optional[int]) -> list[tuple[str, str]]:
     """The operand regions of a product split along k into steps of at most `terms` terms, each a whole number of
-    FP8 instructions, with the k lanes (lo, hi) of each; the whole operands when it need not be (`terms` None or at
-    least k)."""
+    FP8 instructions; the whole operands when it need not be (`terms` None or at least k)."""
     if terms is None or k <= terms:
-        return [(a, b, (0, k))]
+        return [(a, b)]
     step = math.gcd(k, terms)
     if step % FP8_INSTRUCTION_K or any(isinstance(x, T.RegOperand) for x in (op.partial.lhs, op.partial.rhs)):
         raise BackendError(f"{op.stmt}: the FP8 product's k tile ({k}) cannot be cut into steps of at most {terms} "
@@ -1159,7 +1216,7 @@ def _k_slices(op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, rows: int, co
         ks, whole = f"{lo}:{lo + step}", f"0:{other}"
         return f"{buf}[{ks}, {whole}]" if transposed else f"{buf}[{whole}, {ks}]"
 
-    return [(region(a, rows, ta, lo), region(b, cols, not tb, lo), (lo, lo + step)) for lo in range(0, k, step)]
+    return [(region(a, rows, ta, lo), region(b, cols, not tb, lo)) for lo in range(0, k, step)]
 
 
 def _is_index(e: T.Expr) -> bool:

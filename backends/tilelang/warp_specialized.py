@@ -46,7 +46,7 @@ PASS_CONFIGS = {"tl.disable_thread_storage_sync": True}
 PRODUCER_REGISTERS = 24  # per thread: the producer only issues copies (setmaxnreg.dec)
 CONSUMER_REGISTERS = 240  # per thread: the consumers hold the accumulators (setmaxnreg.inc)
 WARP_GROUP_THREADS = 32 * WARP_GROUP
-CONSUMER_BARRIER = 1  # the named barrier the consumer warps meet at (TileLang's own cross-warp reductions use it too)
+CONSUMER_BARRIER = 1  # a named barrier of the consumer warps alone (TileLang's cross-warp reductions use it too)
 
 
 def producer_threads(kernel: T.TileKernel) -> int:
@@ -85,7 +85,6 @@ class _Forms:
     middle: list = field(default_factory=list)
     convert: list = field(default_factory=list)
     last: list = field(default_factory=list)
-    settle: list = field(default_factory=list)  # after the last product is waited for: its absent terms
 
 
 class WarpSpecializedBody:
@@ -248,7 +247,6 @@ class WarpSpecializedBody:
         self._release_first(ko)
         self._group("middle", ko)
         p.emit("T.wait_wgmma(0)")
-        self._group("settle", previous)
         self._release_last(previous)
         self._group("convert", ko)
         p.depth -= 1
@@ -257,7 +255,6 @@ class WarpSpecializedBody:
         p.emit(f"# {self.last} of the last block")
         self._group("last", last)
         p.emit("T.wait_wgmma(0)")
-        self._group("settle", last)
         if self.walk:  # the next tile's blocks go through the same ring: free the last block's slots too
             self._release_last(last)
             self._release_once(self.last)
@@ -308,13 +305,9 @@ class WarpSpecializedBody:
                 end += 1
             if group == "middle" and end < len(forms[0]) and self._masks_once(end - 1):
                 end += 1  # the tile's first reader in the same branch as its masking: 1-5 % on causal attention
-            full = [line for op in forms[0][n:end] for line in op]
-            if full:
-                p.emit(f"if {block} < {split}:  # the blocks with full tiles")
-                self._paste(_statements(full), 1)
-                p.emit("else:  # the rest: masked")
-            else:  # only the masked form has lines here (a product's absent terms)
-                p.emit(f"if {block} >= {split}:  # the rest: masked")
+            p.emit(f"if {block} < {split}:  # the blocks with full tiles")
+            self._paste(_statements([line for op in forms[0][n:end] for line in op]), 1)
+            p.emit("else:  # the rest: masked")
             self._paste(_statements([line for op in forms[1][n:end] for line in op]), 1)
             n = end
 
@@ -341,7 +334,6 @@ class WarpSpecializedBody:
             operand = []
             forms.convert = [self._capture(lambda: operand.append(self._convert(body[-1])))]
             forms.last = [self._capture(lambda: self._last(body[-1], operand[0], block))]
-            forms.settle = [self._capture(lambda: self._settle(body[-1], operand[0], block))]
         finally:
             p.lines, p.depth, p.uses, p.loops, p.vars[self.var] = saved
         return forms
@@ -381,32 +373,16 @@ class WarpSpecializedBody:
         p.emit(f"# {op.stmt}: block {block}'s product, issued")
         for ring in self._rings_of(self.last):
             p.emit(f"T.barrier_wait({ring.full}[{self._slot(block)}], {self._phase(block)})")
-        if op.partial.absent_terms:  # into its own fragment, settled once waited for (`_settle`)
-            part = self._part(op)
-            p.emit(f"T.wgmma_gemm({operand}, {self._operand(op, 1, block)}, {part}{self._flags(op)}, clear_accum=True)")
-            return
-        p.emit(f"T.wgmma_gemm({operand}, {self._operand(op, 1, block)}, {acc}{self._flags(op)})")
-
-    def _part(self, op: T.AccUpdate) -> str:
-        acc, shape = self.p.accs[op.stmt]
-        return self.p.alloc(self.p.local(("part", op.stmt), f"part_{op.stmt}"), shape, "f32", "fragment",
-                            "one block's product, checked for absent terms before it is added")
-
-    def _settle(self, op: T.AccUpdate, operand: str, block: str) -> None:
-        """The last product of `block` with absent terms (`Dot.absent_terms`, the causal diagonal): its elements
-        that came out infinite or NaN computed again term by term (KernelPrinter._terms_where_nonfinite), then
-        added to the sum.  The roles meet only at mbarriers here (no automatic __syncthreads), so the consumers
-        meet at a named barrier of their own around the copy of the register operand the terms read."""
+        b = self._operand(op, 1, block)
+        issue = f"T.wgmma_gemm({operand}, {b}, {acc}{self._flags(op)})"
         if not op.partial.absent_terms:
+            p.emit(issue)
             return
-        p = self.p
-        acc, shape = p.accs[op.stmt]
-        part = self._part(op)
+        # the causal diagonal: where a masked lane meets an infinite or NaN element, the exact product instead,
+        # after the first product is waited for (the wait for the last one below then has nothing to wait for)
         ta, tb = (st.transposed for st in op.staged)
-        barrier = f"T.sync_threads({CONSUMER_BARRIER}, {self._consumer_threads()})"
-        p._terms_where_nonfinite(op, operand, ta, self._operand(op, 1, block), tb, part,
-                                 (0, op.tile.axes[2].size), barrier)
-        p.add_into(acc, part, shape, op.accum)
+        p.checked_product(op, operand, ta, b, tb, lambda: p.emit(issue), exact_first="T.wait_wgmma(0)",
+                          barrier=f"T.sync_threads({CONSUMER_BARRIER}, {self._consumer_threads()})")
 
     def _operand(self, op: T.AccUpdate, n: int, block: str) -> str:
         x = (op.partial.lhs, op.partial.rhs)[n]

@@ -10,6 +10,11 @@ in column c0 (GPU fuzz seed 35).  The Triton printer now adds the terms with an 
         --out benchmarks/gpu/generated/absent_old
     python3 benchmarks/gpu/absent_terms.py run --old .../absent_old --new .../absent_new --out $OUT/absent.json
 
+`--backend tilelang` does the same for the TileLang modules of the causal example's `flash` and `flash_ws`
+schedules (backends/tilelang/emit.py `_terms_where_nonfinite`: an element of the tile product that comes out
+infinite or NaN is computed again term by term); TileLang binds L when it compiles, so each module has its own
+(B, H, L), and the timings take the first shape only (each module is compiled on the GPU, ~30 s).
+
 `run` checks on the GPU, for each module: rows before j0 hold no NaN and are those of the same inputs without the
 special value (bit for bit, or within the rounding of a tile computed again term by term), rows from j0 on are not
 finite in column c0 (the program's own terms), other heads unchanged; then times the old and new
@@ -30,35 +35,52 @@ SHAPES = [(8, 32, 4096), (2, 32, 16384)]  # (B, H, L), d = 128 (attention_mha.py
 CHECK_L, J0, C0 = 1000, 300, 5  # a ragged length; key 300 lies inside the diagonal block of queries 256-383
 
 
-def kernels():
+def kernels(backend: str = "triton"):
     """(module stem, example, source, schedule): the causal example's flash schedule, as written and with
-    FlashAttention's rounding and exponential (attention_mha.py)."""
+    FlashAttention's rounding and exponential (attention_mha.py); on TileLang, its flash and flash_ws schedules."""
     sys.path.insert(0, str(HERE))
     from attention_mha import fa_exponential, fa_rounding
 
     source = (ROOT / "examples" / "mha_causal.tdsl").read_text()
+    if backend == "tilelang":
+        return [("mha_causal_flash", "mha_causal", source, "flash"),
+                ("mha_causal_flash_ws", "mha_causal", source, "flash_ws")]
     rounded = fa_rounding(source)
     return [("mha_causal", "mha_causal", source, "flash"),
             ("mha_causal_fa_exp2", "mha_causal_fa_exp2", fa_exponential(rounded, "mha_causal"), "flash")]
 
 
-def build(out: Path) -> None:
+def shapes(backend: str) -> tuple[list, list]:
+    """The (B, H, L) the modules are built for: those the checks run at, and those timed (L None: bound at run
+    time, one module for every L)."""
+    if backend == "tilelang":
+        return [(2, 32, CHECK_L)], SHAPES[:1]
+    both = sorted({(b, h, None) for b, h, _ in SHAPES})
+    return both, both
+
+
+def module_name(stem: str, b: int, h: int, length) -> str:
+    return f"{stem}__b{b}h{h}" + (f"L{length}" if length is not None else "") + ".py"
+
+
+def build(out: Path, backend: str) -> None:
     from tdsl.compiler.driver.api import load
     from tdsl.compiler.driver.generate import generate
 
     out.mkdir(parents=True, exist_ok=True)
-    for stem, _, source, schedule in kernels():
+    checked, timed = shapes(backend)
+    for stem, _, source, schedule in kernels(backend):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"{stem}.tdsl"
             path.write_text(source)
-            for b, h in sorted({(b, h) for b, h, _ in SHAPES}):
-                prog = load(path, sizes={"B": b, "H": h})
-                target = out / f"{stem}__b{b}h{h}.py"
-                target.write_text(generate(prog, schedule, target="nvidia", backend="triton"))
+            for b, h, length in sorted(set(checked + timed)):
+                sizes = {"B": b, "H": h} | ({"L": length} if length is not None else {})
+                target = out / module_name(stem, b, h, length)
+                target.write_text(generate(load(path, sizes=sizes), schedule, target="nvidia", backend=backend))
                 print(f"wrote {target}")
 
 
-def run(old: Path, new: Path, out_path: str) -> None:
+def run(old: Path, new: Path, out_path: str, backend: str) -> None:
     import importlib.util
 
     import torch
@@ -71,9 +93,11 @@ def run(old: Path, new: Path, out_path: str) -> None:
         return mod
 
     results = {"checks": [], "timings": []}
-    for stem, example, _, _ in kernels():
-        for b, h in sorted({(b, h) for b, h, _ in SHAPES}):
-            launch = {side: getattr(module(d / f"{stem}__b{b}h{h}.py"), example) for side, d in (("old", old), ("new", new))}
+    checked, timed = shapes(backend)
+    for stem, example, _, _ in kernels(backend):
+        for b, h, length in checked:
+            launch = {side: getattr(module(d / module_name(stem, b, h, length)), example)
+                      for side, d in (("old", old), ("new", new))}
             torch.manual_seed(7)
             q, k, v = (torch.randn(b, h, CHECK_L, 128, device="cuda").to(torch.bfloat16) for _ in range(3))
             for special in (float("inf"), float("nan")):
@@ -97,8 +121,11 @@ def run(old: Path, new: Path, out_path: str) -> None:
                            "column_non_finite_from_j0": after_special, "other_heads_unchanged": other_heads}
                     results["checks"].append(row)
                     print(json.dumps(row), flush=True)
-        for b, h, length in SHAPES:
-            mods = {side: getattr(module(d / f"{stem}__b{b}h{h}.py"), example) for side, d in (("old", old), ("new", new))}
+        for b, h, length in [(b, h, n) for b, h, bound in timed for bb, hh, n in SHAPES
+                             if (bb, hh) == (b, h) and bound in (None, n)]:
+            bound = length if backend == "tilelang" else None
+            mods = {side: getattr(module(d / module_name(stem, b, h, bound)), example)
+                    for side, d in (("old", old), ("new", new))}
             torch.manual_seed(1)
             q, k, v = (torch.randn(b, h, length, 128, device="cuda").to(torch.bfloat16) for _ in range(3))
             outs = {side: fn(q, k, v) for side, fn in mods.items()}
@@ -123,11 +150,12 @@ def main() -> None:
     ap.add_argument("--out", required=True, help="build: the modules' folder; run: the results' JSON file")
     ap.add_argument("--old", type=Path, help="run: the modules built before the change")
     ap.add_argument("--new", type=Path, help="run: the modules built with it")
+    ap.add_argument("--backend", choices=["triton", "tilelang"], default="triton")
     args = ap.parse_args()
     if args.step == "build":
-        build(Path(args.out))
+        build(Path(args.out), args.backend)
     else:
-        run(args.old, args.new, args.out)
+        run(args.old, args.new, args.out, args.backend)
 
 
 if __name__ == "__main__":

@@ -32,14 +32,14 @@ import tilelang
 import tilelang.language as T
 
 # CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
-CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ int tdsl_any(int x, int barrier, int threads) { int y; asm volatile("{ .reg .pred p, q; setp.ne.s32 p, %1, 0; bar.red.or.pred q, %2, %3, p; selp.s32 %0, 1, 0, q; }" : "=r"(y) : "r"(x), "r"(barrier), "r"(threads) : "memory"); return y; }\nextern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
 
 
 @T.prim_func
 def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16")):
     # statements S, m, P, l, U, O
     with T.Kernel(32, (2) * (4), threads=256) as (bx, by):
-        T.import_source(CUDA_SOURCE)  # from_key, max, max_key
+        T.import_source(CUDA_SOURCE)  # any, from_key, max, max_key
         acc_m = T.alloc_fragment((128,), "float32")
         acc_l = T.alloc_fragment((128,), "float32")
         ref_l = T.alloc_fragment((128,), "float32")
@@ -59,7 +59,8 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         Q_pre_1 = T.alloc_shared((128, 128), "bfloat16")  # Q, loaded before the loop that reads it
         K_s_7 = T.alloc_shared((128, 128), "bfloat16")  # K staged for the matrix unit (no cache_read in the schedule)
         V_s_8 = T.alloc_shared((128, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
-        part_U = T.alloc_fragment((128, 128), "float32")  # one step's product, added in the accumulator's dtype
+        any_U = T.alloc_local((1,), "int32")  # U: an infinite or NaN operand element meets a masked lane
+        nf_U_1 = T.alloc_fragment((128, 128), "int32")  # 1 where the operand element is infinite or NaN
         P_sx_9 = T.alloc_shared((128, 128), "bfloat16")  # P_f_5 in shared memory: the term-by-term product reads whole rows of it
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
@@ -168,17 +169,19 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             for l0, l1 in T.Parallel(128, 128):
                 P_f_5[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
             T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_8)
-            # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: an element of the product that comes out infinite or NaN is computed again term by term
-            T.gemm(P_f_5, V_s_8, part_U, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
+            any_U[0] = 0
             for l0, l1 in T.Parallel(128, 128):
-                P_sx_9[l0, l1] = P_f_5[l0, l1]
-            for l0, l1 in T.Parallel(128, 128):
-                if not T.isfinite(part_U[l0, l1]):
-                    part_U[l0, l1] = 0.0
-                    for kk in T.serial(0, 128):
-                        part_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + kk)), part_U[l0, l1] + T.Cast("float32", P_sx_9[l0, kk]) * T.Cast("float32", V_s_8[kk, l1]), part_U[l0, l1])
-            for l0, l1 in T.Parallel(128, 128):
-                acc_U[l0, l1] = acc_U[l0, l1] + part_U[l0, l1]
+                nf_U_1[l0, l1] = T.if_then_else(T.isfinite(T.Cast("float32", V_s_8[l0, l1])), 0, 1)
+                any_U[0] = any_U[0] | nf_U_1[l0, l1]
+            any_U[0] = T.call_extern("int32", "tdsl_any", any_U[0], 9, 256)
+            if any_U[0] != 0:  # U: an infinite or NaN element meets a masked lane: the exact product
+                for l0, l1 in T.Parallel(128, 128):
+                    P_sx_9[l0, l1] = P_f_5[l0, l1]
+                for l0, l1 in T.Parallel(128, 128):
+                    for kk in T.serial(128):
+                        acc_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + kk)), acc_U[l0, l1] + T.Cast("float32", P_sx_9[l0, kk]) * T.Cast("float32", V_s_8[kk, l1]), acc_U[l0, l1])
+            else:
+                T.gemm(P_f_5, V_s_8, acc_U, policy=T.GemmWarpPolicy.FullRow)
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # l: the reduction is complete; round to f32 as the store would (kept on chip)
         # U: the reduction is complete; round to f32 as the store would (kept on chip)

@@ -32,14 +32,14 @@ import tilelang
 import tilelang.language as T
 
 # CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
-CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ int tdsl_any(int x, int barrier, int threads) { int y; asm volatile("{ .reg .pred p, q; setp.ne.s32 p, %1, 0; bar.red.or.pred q, %2, %3, p; selp.s32 %0, 1, 0, q; }" : "=r"(y) : "r"(x), "r"(barrier), "r"(threads) : "memory"); return y; }\nextern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
 
 
 @T.prim_func
 def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16")):
     # statements S, m, P, l, U, O
     with T.Kernel(32, (2) * (4), threads=384) as (bx, by):
-        T.import_source(CUDA_SOURCE)  # from_key, max, max_key
+        T.import_source(CUDA_SOURCE)  # any, from_key, max, max_key
         K_ring = T.alloc_shared((2, 128, 128), "bfloat16")  # K: a ring of 2 slots the producer fills
         K_full = T.alloc_barrier(arrive_count=[128, 128])  # K: a slot is filled (the producer's arrivals and TMA's bytes)
         K_empty = T.alloc_barrier(arrive_count=[256, 256])  # K: a slot is free again (every consumer thread is done with it)
@@ -61,7 +61,8 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         p_l = T.alloc_fragment((128, 128), "float32")  # l: one tile's terms
         P_f_3 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
         alpha_U_4 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
-        part_U = T.alloc_fragment((128, 128), "float32")  # one block's product, checked for absent terms before it is added
+        any_U = T.alloc_local((1,), "int32")  # U: an infinite or NaN operand element meets a masked lane
+        nf_U_1 = T.alloc_fragment((128, 128), "int32")  # 1 where the operand element is infinite or NaN
         P_sx_5 = T.alloc_shared((128, 128), "bfloat16")  # P_f_3 in shared memory: the term-by-term product reads whole rows of it
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
@@ -170,7 +171,22 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                             ref_U[l0] = acc_m[l0]
                         # U: block (ko - 1)'s product, issued
                         T.barrier_wait(V_full[(ko - 1) % 2], ((ko - 1) // 2) % 2)
-                        T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], part_U, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
+                        any_U[0] = 0
+                        for l0, l1 in T.Parallel(128, 128):
+                            nf_U_1[l0, l1] = T.if_then_else(T.isfinite(T.Cast("float32", V_ring[(ko - 1) % 2, l0, l1])), 0, 1)
+                            any_U[0] = any_U[0] | nf_U_1[l0, l1]
+                        any_U[0] = T.call_extern("int32", "tdsl_any", any_U[0], 9, 256)
+                        if any_U[0] != 0:  # U: an infinite or NaN element meets a masked lane: the exact product
+                            T.wait_wgmma(0)
+                            for l0, l1 in T.Parallel(128, 128):
+                                P_sx_5[l0, l1] = P_f_3[l0, l1]
+                            T.sync_threads(1, 256)  # the copy is written
+                            for l0, l1 in T.Parallel(128, 128):
+                                for kk in T.serial(128):
+                                    acc_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * (ko - 1)) + kk)), acc_U[l0, l1] + T.Cast("float32", P_sx_5[l0, kk]) * T.Cast("float32", V_ring[(ko - 1) % 2, kk, l1]), acc_U[l0, l1])
+                            T.sync_threads(1, 256)  # the copy is read: the next one may be written
+                        else:
+                            T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                     T.wait_wgmma(1)  # S of block ko; U's product still runs
                     T.barrier_arrive(K_empty[ko % 2])
                     if ko < qo:  # the blocks with full tiles
@@ -207,18 +223,6 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         p_l[l0, l1] = v_P[l0, l1]
                     T.reduce_sum(p_l, acc_l, dim=1, clear=False)
                     T.wait_wgmma(0)
-                    if (ko - 1) >= qo:  # the rest: masked
-                        for l0, l1 in T.Parallel(128, 128):
-                            P_sx_5[l0, l1] = P_f_3[l0, l1]
-                        T.sync_threads(1, 256)  # the copy is written
-                        for l0, l1 in T.Parallel(128, 128):
-                            if not T.isfinite(part_U[l0, l1]):
-                                part_U[l0, l1] = 0.0
-                                for kk in T.serial(0, 128):
-                                    part_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * (ko - 1)) + kk)), part_U[l0, l1] + T.Cast("float32", P_sx_5[l0, kk]) * T.Cast("float32", V_ring[(ko - 1) % 2, kk, l1]), part_U[l0, l1])
-                        T.sync_threads(1, 256)  # the copy is read: the next one may be written
-                        for l0, l1 in T.Parallel(128, 128):
-                            acc_U[l0, l1] = acc_U[l0, l1] + part_U[l0, l1]
                     T.barrier_arrive(V_empty[(ko - 1) % 2])
                     if ko < qo:  # the blocks with full tiles
                         # P of this block in bf16, for U's product in the next iteration
@@ -250,20 +254,23 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         ref_U[l0] = acc_m[l0]
                     # U: block ((qo + 1) - 1)'s product, issued
                     T.barrier_wait(V_full[((qo + 1) - 1) % 2], (((qo + 1) - 1) // 2) % 2)
-                    T.wgmma_gemm(P_f_3, V_ring[((qo + 1) - 1) % 2, :, :], part_U, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
+                    any_U[0] = 0
+                    for l0, l1 in T.Parallel(128, 128):
+                        nf_U_1[l0, l1] = T.if_then_else(T.isfinite(T.Cast("float32", V_ring[((qo + 1) - 1) % 2, l0, l1])), 0, 1)
+                        any_U[0] = any_U[0] | nf_U_1[l0, l1]
+                    any_U[0] = T.call_extern("int32", "tdsl_any", any_U[0], 9, 256)
+                    if any_U[0] != 0:  # U: an infinite or NaN element meets a masked lane: the exact product
+                        T.wait_wgmma(0)
+                        for l0, l1 in T.Parallel(128, 128):
+                            P_sx_5[l0, l1] = P_f_3[l0, l1]
+                        T.sync_threads(1, 256)  # the copy is written
+                        for l0, l1 in T.Parallel(128, 128):
+                            for kk in T.serial(128):
+                                acc_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ((qo + 1) - 1)) + kk)), acc_U[l0, l1] + T.Cast("float32", P_sx_5[l0, kk]) * T.Cast("float32", V_ring[((qo + 1) - 1) % 2, kk, l1]), acc_U[l0, l1])
+                        T.sync_threads(1, 256)  # the copy is read: the next one may be written
+                    else:
+                        T.wgmma_gemm(P_f_3, V_ring[((qo + 1) - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                 T.wait_wgmma(0)
-                if ((qo + 1) - 1) >= qo:  # the rest: masked
-                    for l0, l1 in T.Parallel(128, 128):
-                        P_sx_5[l0, l1] = P_f_3[l0, l1]
-                    T.sync_threads(1, 256)  # the copy is written
-                    for l0, l1 in T.Parallel(128, 128):
-                        if not T.isfinite(part_U[l0, l1]):
-                            part_U[l0, l1] = 0.0
-                            for kk in T.serial(0, 128):
-                                part_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ((qo + 1) - 1)) + kk)), part_U[l0, l1] + T.Cast("float32", P_sx_5[l0, kk]) * T.Cast("float32", V_ring[((qo + 1) - 1) % 2, kk, l1]), part_U[l0, l1])
-                    T.sync_threads(1, 256)  # the copy is read: the next one may be written
-                    for l0, l1 in T.Parallel(128, 128):
-                        acc_U[l0, l1] = acc_U[l0, l1] + part_U[l0, l1]
             # m: the reduction is complete; round to f32 as the store would (kept on chip)
             # l: the reduction is complete; round to f32 as the store would (kept on chip)
             # U: the reduction is complete; round to f32 as the store would (kept on chip)

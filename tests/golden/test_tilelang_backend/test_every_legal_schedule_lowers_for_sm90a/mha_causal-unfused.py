@@ -45,7 +45,7 @@ import tilelang
 import tilelang.language as T
 
 # CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
-CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ int tdsl_any(int x, int barrier, int threads) { int y; asm volatile("{ .reg .pred p, q; setp.ne.s32 p, %1, 0; bar.red.or.pred q, %2, %3, p; selp.s32 %0, 1, 0, q; }" : "=r"(y) : "r"(x), "r"(barrier), "r"(threads) : "memory"); return y; }\nextern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
 
 
 @T.prim_func
@@ -143,10 +143,12 @@ def mha_causal_3(l: T.Tensor((2, 4, 4096), "float32"), P: T.Tensor((2, 4, 4096, 
 def mha_causal_4(U: T.Tensor((2, 4, 4096, 128), "float32"), P: T.Tensor((2, 4, 4096, 4096), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16")):
     # statements U
     with T.Kernel(64, (2) * (4), threads=128) as (bx, by):
+        T.import_source(CUDA_SOURCE)  # any
         acc_U = T.alloc_fragment((64, 128), "float32")
         P_s_1 = T.alloc_shared((64, 64), "bfloat16")  # P staged for the matrix unit (no cache_read in the schedule)
         V_s_2 = T.alloc_shared((64, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
-        part_U = T.alloc_fragment((64, 128), "float32")  # one step's product, added in the accumulator's dtype
+        any_U = T.alloc_local((1,), "int32")  # U: an infinite or NaN operand element meets a masked lane
+        nf_U_1 = T.alloc_fragment((64, 128), "int32")  # 1 where the operand element is infinite or NaN
         Ubh_0 = 0 + (by // ((4))) % (2)  # grid.y
         Ubh_1 = 0 + (by // (1)) % (4)  # grid.y
         uo = bx  # grid.x
@@ -159,16 +161,18 @@ def mha_causal_4(U: T.Tensor((2, 4, 4096, 128), "float32"), P: T.Tensor((2, 4, 4
             for l0, l1 in T.Parallel(64, 64):
                 P_s_1[l0, l1] = T.if_then_else((((64 * uo) + l0) >= ((64 * ko) + l1)), P[Ubh_0, Ubh_1, ((64 * uo) + l0), ((64 * ko) + l1)], T.cast(0, "bfloat16"))
             T.copy(V[Ubh_0, Ubh_1, (64 * ko):(64 * ko) + 64, 0:128], V_s_2)
-            # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: an element of the product that comes out infinite or NaN is computed again term by term
-            T.gemm(P_s_1, V_s_2, part_U, clear_accum=True)
+            any_U[0] = 0
             if (ko == uo):
                 for l0, l1 in T.Parallel(64, 128):
-                    if not T.isfinite(part_U[l0, l1]):
-                        part_U[l0, l1] = 0.0
-                        for kk in T.serial(0, 64):
-                            part_U[l0, l1] = T.if_then_else((((64 * uo) + l0) >= ((64 * ko) + kk)), part_U[l0, l1] + T.Cast("float32", P_s_1[l0, kk]) * T.Cast("float32", V_s_2[kk, l1]), part_U[l0, l1])
-            for l0, l1 in T.Parallel(64, 128):
-                acc_U[l0, l1] = acc_U[l0, l1] + part_U[l0, l1]
+                    nf_U_1[l0, l1] = T.if_then_else(T.isfinite(T.Cast("float32", V_s_2[l0, l1])), 0, 1)
+                    any_U[0] = any_U[0] | nf_U_1[l0, l1]
+                any_U[0] = T.call_extern("int32", "tdsl_any", any_U[0], 9, 128)
+            if any_U[0] != 0:  # U: an infinite or NaN element meets a masked lane: the exact product
+                for l0, l1 in T.Parallel(64, 128):
+                    for kk in T.serial(64):
+                        acc_U[l0, l1] = T.if_then_else((((64 * uo) + l0) >= ((64 * ko) + kk)), acc_U[l0, l1] + T.Cast("float32", P_s_1[l0, kk]) * T.Cast("float32", V_s_2[kk, l1]), acc_U[l0, l1])
+            else:
+                T.gemm(P_s_1, V_s_2, acc_U)
         # U: the reduction is complete; round to f32 as the store would (stored)
         for l0, l1 in T.Parallel(64, 128):
             U[(Ubh_0), (Ubh_1), ((64 * uo) + l0), l1] = T.Cast("float32", acc_U[l0, l1])
