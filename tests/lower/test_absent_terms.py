@@ -5,13 +5,21 @@ products; each backend then keeps them exact (placement.MatrixUnit.absent_terms)
 the saved fuzz findings (tests/fuzz/findings/masked-product-*.json, special inputs) and on the GPU
 (benchmarks/gpu/absent_terms.py)."""
 
+from pathlib import Path
+
 import pytest
 
+from tdsl.compiler.analysis.buffer_plan import plan_kernels
+from tdsl.compiler.analysis.cost.staging import absent_term_copies, as_generated
+from tdsl.compiler.analysis.cost.work import products
 from tdsl.compiler.analysis.placement import MATRIX, VECTOR, unit_of
-from tdsl.compiler.driver.api import loads
+from tdsl.compiler.driver.api import load, loads
+from tdsl.compiler.driver.generate import generate
+from tdsl.compiler.targets import get_target
 from tdsl.compiler.lower.pipeline import lower_for
 from tdsl.compiler.lower.tileir import AccUpdate, Dot, walk_ops
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TILED = """
 schedule gpu {
   io, jo, ii, jj = tile(C.i, C.j, 32, 32)
@@ -60,7 +68,59 @@ def test_a_condition_on_the_output_lanes_makes_none():
 @pytest.mark.parametrize("backend, unit", [("triton", MATRIX), ("tilelang", MATRIX), ("ascend-950", VECTOR),
                                            ("ascend-910b", VECTOR)])
 def test_each_backend_keeps_its_absent_terms_out_its_own_way(backend, unit):
-    """Triton keeps the product on the tensor cores (and checks it); the Ascend backends move it to the vector
-    unit, whose loop skips the lanes; TileLang's T.gemm still adds them (a known limit)."""
+    """Triton and TileLang keep the product on the tensor cores (and check it); the Ascend backends move it to
+    the vector unit, whose loop skips the lanes."""
     dots = _products(" : k <= i", backend, sizes=(64, 64, 64))
     assert dots and all(unit_of(op) == unit for op in dots)
+
+
+def _tilelang(condition: str) -> str:
+    text = ("const M = 64, N = 64, K = 64\n"
+            "kernel t(A: bf16[M, K], B: bf16[K, N]) -> (C: f32[M, N]) {\n"
+            f"  C[i, j] = sum(k{condition}) A[i, k] * B[k, j] accum f32\n}}\n" + TILED)
+    return generate(loads(text, "t.tdsl"), "gpu", target="nvidia", backend="tilelang")
+
+
+@pytest.mark.parametrize("condition, checked, masked", [(" : k <= i", "B_s", "A_s"), (" : k <= j", "A_s", "B_s")],
+                         ids=["lhs", "rhs"])
+def test_tilelang_checks_the_operand_that_meets_masked_lanes(condition, checked, masked):
+    """TileLang: the operand whose elements meet the other's masked zeros is looked at for an infinite or NaN
+    element (the masked one need not be: its own elements are the program's terms), only in the iterations that
+    hold absent lanes (the diagonal block), the threads agree at a named barrier, and then the exact product
+    runs instead of T.gemm, adding a term only where the mask holds it."""
+    text = _tilelang(condition)
+    check = [line for line in text.splitlines() if "T.isfinite" in line]
+    assert len(check) == 1 and checked in check[0] and masked not in check[0]
+    assert "if (ko == io):" in text or "if (ko == jo):" in text
+    assert 'T.call_extern("int32", "tdsl_any"' in text and "bar.red.or.pred" in text
+    lines = text.splitlines()
+    exact = next(n for n, line in enumerate(lines) if "the exact product" in line)
+    assert "T.serial(32)" in lines[exact + 2] and "T.if_then_else" in lines[exact + 3]
+    assert lines[exact + 4].strip() == "else:" and lines[exact + 5].strip().startswith("T.gemm(")
+
+
+def test_tilelang_products_without_absent_terms_print_as_before():
+    """A ragged product (both operands masked alike) has no check: a bare T.gemm."""
+    text = _tilelang("")
+    assert "T.isfinite" not in text and "tdsl_any" not in text and "T.gemm(" in text
+
+
+def test_the_cost_model_counts_the_copy_of_p_the_exact_product_reads():
+    """TileLang's exact product reads P from a copy in shared memory: the cost model counts it, in P's dtype,
+    where the reduction range depends on the output's indices (causal attention), not in plain attention; in
+    the flash schedule it shares the memory of the pipelined copies (the masked iterations run after them),
+    in the warp-specialised one it adds to the ring (tests/backends/tilelang checks both against TileLang)."""
+    tgt = get_target("h100")
+    for example, copies in (("mha_causal", 1), ("mha", 0)):
+        sched = load(EXAMPLES / f"{example}.tdsl", sizes={"L": 4096}).schedule("flash")
+        kp, = plan_kernels(sched, tgt)
+        found = absent_term_copies(sched.model, kp, products(sched.model, kp), tgt, "tilelang")
+        assert len(found) == copies and all(b.tensor == "P" and b.dtype == "bf16" and b.scope == "shared"
+                                            for b in found)
+        assert not absent_term_copies(sched.model, kp, products(sched.model, kp), tgt, "triton")
+    shared = {}
+    for name in ("flash", "flash_ws"):
+        sched = load(EXAMPLES / "mha_causal.tdsl", sizes={"L": 4096}).schedule(name)
+        kp, = plan_kernels(sched, tgt)
+        shared[name] = as_generated(sched.model, kp, tgt, "tilelang").working_set["shared"]
+    assert shared == {"flash": 224 * 1024, "flash_ws": 192 * 1024}
