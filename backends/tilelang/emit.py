@@ -827,9 +827,8 @@ class KernelPrinter(TileLangDialect):
         if where is not None:
             self.emit(f"if {index_code(where, self.vars)}:")
             self.depth += 1
-        masks = [x.mask is not None for x in (op.partial.lhs, op.partial.rhs)]
         for n, buf in enumerate((a, b)):
-            if masks[1 - n] or not any(masks):  # the other operand's masked zeros meet this one's elements
+            if op.partial.absent_met[n]:  # the other operand's masked zeros meet this one's elements
                 self._or_nonfinite(op.staged[n], buf, f"{flag}[0]", f"{op.stmt}_{n}")
         self.helpers.add("any")
         threads = 32 * self.kernel.num_warps

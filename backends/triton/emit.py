@@ -357,28 +357,36 @@ class _KernelPrinter(PrinterBase):
     def _absent_terms(self, op: T.AccUpdate, a: str, b: str, frame: Frame, precise: str) -> None:
         """A product whose tile multiplies elements the program reads by lanes it does not (`Dot.absent_terms`:
         the causal diagonal of P·V), added to its accumulator.  The tensor cores add a masked 0 times the other
-        operand there, which is NaN for an infinite or NaN element where the program has no term: where the
-        tile product comes out infinite or NaN anywhere, it is computed again term by term over the lanes the
-        program reads (`_product_by_terms`).  Checking the product, not the operands, costs one reduction of a
-        tile the threads hold in registers."""
+        operand there, which is NaN for an infinite or NaN element where the program has no term: where an
+        operand that meets the other's masked zeros holds an infinite or NaN element (V on the diagonal), the
+        product is computed term by term over the lanes the program reads (`_product_by_terms`); otherwise
+        those zeros meet finite elements and add nothing, and tl.dot adds the tile into the sum as for any
+        product.  Only the iterations of `Dot.absent_where` hold such lanes; the others take tl.dot at once."""
         i, j, k = (ax.iter for ax in op.tile.axes)
         sizes = {ax.iter: ax.size for ax in op.tile.axes}
+        operands = (op.partial.lhs, op.partial.rhs)
         present = [self._operand_lanes(x, _operand_frame(frame, axes), [sizes[n] for n in axes])
-                   for x, axes in ((op.partial.lhs, [i, k]), (op.partial.rhs, [k, j]))]
+                   for x, axes in zip(operands, ([i, k], [k, j]))]
+        met = [name for name, meets in zip((a, b), op.partial.absent_met) if meets]
         self.absent_terms = True
         acc = self.acc_name(op.stmt)
-        part = self.fresh("part_")
+        dot = (f"{acc} = tl.dot({a}, {b}, {acc}{precise})" if op.accum == "f32" else
+               f"{acc} = {self._round(op.accum, f'{acc} + tl.dot({a}, {b}{precise})')}")
+        by_terms = f"_product_by_terms(tl.zeros([{sizes[i]}, {sizes[j]}], tl.float32), {a}, {present[0]}, {b}, {present[1]})"
         self.emit(f"# {op.stmt}: lanes outside the program's terms multiply a masked 0 by the other operand, which is "
-                  f"NaN for an infinite or NaN element: such a tile is computed again term by term")
-        self.emit(f"{part} = tl.dot({a}, {b}{precise})")
-        inner = ""
+                  f"NaN for an infinite or NaN element: where {' or '.join(met)} holds one, the tile is computed term "
+                  f"by term")
+        pad = ""
         if op.partial.absent_where is not None:  # only some iterations hold such lanes (the diagonal block)
             self.emit(f"if {index_code(op.partial.absent_where, frame, python=True)}:")
-            inner = "    "
-        self.emit(f"{inner}if _any_nonfinite({part}):")
-        self.emit(f"{inner}    {part} = _product_by_terms(tl.zeros([{sizes[i]}, {sizes[j]}], tl.float32), {a}, "
-                  f"{present[0]}, {b}, {present[1]})")
-        self.emit(f"{acc} = {self._round(op.accum, f'{acc} + {part}')}")
+            pad = "    "
+        self.emit(f"{pad}if {' or '.join(f'_any_nonfinite({x})' for x in met)}:")
+        self.emit(f"{pad}    {acc} = {self._round(op.accum, f'{acc} + {by_terms}')}")
+        self.emit(f"{pad}else:")
+        self.emit(f"{pad}    {dot}")
+        if pad:
+            self.emit("else:")
+            self.emit(f"    {dot}")
 
     def _operand_lanes(self, x, frame: Frame, shape: list) -> str:
         """The lanes of a product operand the program reads, as a boolean tile of `shape`."""

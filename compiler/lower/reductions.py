@@ -174,8 +174,9 @@ class ReductionLowering:
         b = self._operand(stmt, tile, context, [k, j], rhs, j)
         if a is None or b is None:
             return None
-        absent, where = self._absent_terms(context, pairs) if pairs is not None else (False, None)
-        return Dot(a, b, *dtypes, imprecise=imprecise_products(stmt), absent_terms=absent, absent_where=where)
+        absent, where, met = self._absent_terms(context, pairs) if pairs is not None else (False, None, (False, False))
+        return Dot(a, b, *dtypes, imprecise=imprecise_products(stmt), absent_terms=absent, absent_where=where,
+                   absent_met=met)
 
     def _operand(self, stmt: Stmt, tile: Tile, context, iters, node: ast.Access, outer: str):
         """A product operand: loaded from memory, or the register tile of a statement of this kernel (zero on the
@@ -201,7 +202,7 @@ class ReductionLowering:
         ij, ik, kj = pairs
         return ij.intersect(ik).intersect(kj).is_subset(self._instances(stmt, context, [i, j, k]))
 
-    def _absent_terms(self, context, pairs: tuple) -> tuple[bool, Optional[Expr]]:
+    def _absent_terms(self, context, pairs: tuple) -> tuple[bool, Optional[Expr], tuple]:
         """Whether the product tile multiplies an operand element the program reads by one it does not: a lane
         (i, j, k) of a stored (i, j) where exactly one of (i, k) and (k, j) holds an instance (the causal
         condition `j <= i` of P in P·V masks P's lanes, not V's).  The masked operand is 0 there, and 0 times
@@ -209,14 +210,17 @@ class ReductionLowering:
         product so that those lanes add nothing (`Dot.absent_terms`).  Also the iterations of the context's
         loops that hold such lanes, as a condition on the loop variables beyond what the loops guarantee (None:
         every iteration the code runs; the causal diagonal block of a loop that is not split, `ko == qo`).
+        And which operands' elements meet the other's masked zeros there (`Dot.absent_met`: V's, in P·V).
         `pairs`: `_projections`."""
         ij, ik, kj = pairs
-        lanes = ij.intersect(ik.subtract(kj).union(kj.subtract(ik)))
+        lhs_met, rhs_met = ij.intersect(ik.subtract(kj)), ij.intersect(kj.subtract(ik))
+        met = (not lhs_met.is_empty(), not rhs_met.is_empty())
+        lanes = lhs_met.union(rhs_met)
         if lanes.is_empty():
-            return False, None
+            return False, None, met
         n_loop = lanes.dim(isl.dim_type.set) - 3
         if n_loop == 0:
-            return True, None
+            return True, None, met
         where = lanes.project_out(isl.dim_type.set, n_loop, 3)
         for pos, name in enumerate(self._var(loop, d) for loop in context for d in range(loop.n_dims)):
             where = where.set_dim_name(isl.dim_type.set, pos, name)
@@ -224,8 +228,8 @@ class ReductionLowering:
         where = where.align_params(facts.get_space())
         facts = facts.align_params(where.get_space())
         if facts.is_subset(where):
-            return True, None
-        return True, set_to_expr(_to_params(where.gist(facts).coalesce()), _to_params(facts))
+            return True, None, met
+        return True, set_to_expr(_to_params(where.gist(facts).coalesce()), _to_params(facts)), met
 
     def _lifted(self, stmt: Stmt, context, iters: list[str], onto: list[str]) -> isl.Set:
         """`_instances` over `iters` (some of `onto`), as a set over (loop values, `onto`) that leaves the other

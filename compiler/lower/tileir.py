@@ -186,6 +186,9 @@ class Dot:
     # infinite or NaN; or each term under its lanes' mask on the vector unit)
     absent_terms: bool = False
     absent_where: Optional["Expr"] = None  # the loop iterations that hold such lanes (None: every one)
+    # (lhs, rhs): whether that operand's elements meet the other's masked zeros at such lanes (V's, in P·V): the
+    # operands a printer looks at for an infinite or NaN element
+    absent_met: tuple = (False, False)
 
 
 def promotion_interval(dot: Dot, k: int) -> Optional[int]:

@@ -246,12 +246,14 @@ def attention_4(U, P, V, V_desc: "tensordesc<bf16[64, 128]>", INTERPRET: tl.cons
         t_P_1 = tl.load(P + Up_i[:, None] * 8192 + Up_j[None, :], mask=(Up_i[:, None] >= Up_j[None, :]), other=0.0)
         t_V_2 = V_desc.load([(64 * ko), 0])
         t_V_2 = t_V_2.to(tl.float32)  # operands of different dtypes meet in f32
-        # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: such a tile is computed again term by term
-        part_3 = tl.dot(t_P_1, t_V_2, input_precision="ieee")
+        # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: where t_V_2 holds one, the tile is computed term by term
         if (ko == uo):
-            if _any_nonfinite(part_3):
-                part_3 = _product_by_terms(tl.zeros([64, 128], tl.float32), t_P_1, ((Up_i[:, None] >= Up_j[None, :])) & tl.full([64, 64], 1, tl.int1), t_V_2, tl.full([64, 128], 1, tl.int1))
-        acc_U = acc_U + part_3
+            if _any_nonfinite(t_V_2):
+                acc_U = acc_U + _product_by_terms(tl.zeros([64, 128], tl.float32), t_P_1, ((Up_i[:, None] >= Up_j[None, :])) & tl.full([64, 64], 1, tl.int1), t_V_2, tl.full([64, 128], 1, tl.int1))
+            else:
+                acc_U = tl.dot(t_P_1, t_V_2, acc_U, input_precision="ieee")
+        else:
+            acc_U = tl.dot(t_P_1, t_V_2, acc_U, input_precision="ieee")
     # U: the reduction is complete; round to f32 as the store would (stored)
     v_U = acc_U
     U_i = (64 * uo) + tl.arange(0, 64)

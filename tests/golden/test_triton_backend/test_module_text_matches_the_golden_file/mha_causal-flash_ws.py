@@ -314,11 +314,11 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         t_V_10 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
             t_V_10 = t_V_10.to(tl.float32)
-        # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: such a tile is computed again term by term
-        part_11 = tl.dot(t_P_9, t_V_10)
-        if _any_nonfinite(part_11):
-            part_11 = _product_by_terms(tl.zeros([128, 128], tl.float32), t_P_9, ((Up_i[:, None] >= Up_j[None, :])) & tl.full([128, 128], 1, tl.int1), t_V_10, tl.full([128, 128], 1, tl.int1))
-        acc_U = acc_U + part_11
+        # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: where t_V_10 holds one, the tile is computed term by term
+        if _any_nonfinite(t_V_10):
+            acc_U = acc_U + _product_by_terms(tl.zeros([128, 128], tl.float32), t_P_9, ((Up_i[:, None] >= Up_j[None, :])) & tl.full([128, 128], 1, tl.int1), t_V_10, tl.full([128, 128], 1, tl.int1))
+        else:
+            acc_U = tl.dot(t_P_9, t_V_10, acc_U)
     # m: the reduction is complete; round to f32 as the store would (kept in registers)
     v_m = acc_m
     # l: the reduction is complete; round to f32 as the store would (kept in registers)

@@ -308,12 +308,14 @@ def mha_causal_4(U, P, V, INTERPRET: tl.constexpr):
         t_V_2 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
             t_V_2 = t_V_2.to(tl.float32)
-        # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: such a tile is computed again term by term
-        part_3 = tl.dot(t_P_1, t_V_2)
+        # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: where t_V_2 holds one, the tile is computed term by term
         if (ko == uo):
-            if _any_nonfinite(part_3):
-                part_3 = _product_by_terms(tl.zeros([64, 128], tl.float32), t_P_1, ((Up_i[:, None] >= Up_j[None, :])) & tl.full([64, 64], 1, tl.int1), t_V_2, tl.full([64, 128], 1, tl.int1))
-        acc_U = acc_U + part_3
+            if _any_nonfinite(t_V_2):
+                acc_U = acc_U + _product_by_terms(tl.zeros([64, 128], tl.float32), t_P_1, ((Up_i[:, None] >= Up_j[None, :])) & tl.full([64, 64], 1, tl.int1), t_V_2, tl.full([64, 128], 1, tl.int1))
+            else:
+                acc_U = tl.dot(t_P_1, t_V_2, acc_U)
+        else:
+            acc_U = tl.dot(t_P_1, t_V_2, acc_U)
     # U: the reduction is complete; round to f32 as the store would (stored)
     v_U = acc_U
     U_b = Ubh_0
