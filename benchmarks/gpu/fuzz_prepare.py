@@ -44,10 +44,15 @@ def main(argv=None) -> int:
                     help="the inputs of each case: normal, wide, special (tests/fuzz/cases.py)")
     ap.add_argument("--regenerate", action="store_true",
                     help="rewrite the modules of the cases already in --out with this checkout (after a fix)")
+    ap.add_argument("--cases", nargs="+", type=Path, metavar="JSON",
+                    help="write these saved cases (fuzz findings, tests/fuzz/findings/*.json) instead of random ones, "
+                         "each with --sequences input seeds")
     args = ap.parse_args(argv)
     extra = [b for b in args.backends.split(",") if b != "triton"]
     if args.regenerate:
         return _regenerate(Path(args.out), ["triton", *extra])
+    if args.cases:
+        return _saved(args.cases, args.sequences, Path(args.out), extra)
 
     from fuzz import oracles
     from fuzz.cases import parse_distributions
@@ -98,6 +103,37 @@ def main(argv=None) -> int:
         kept += 1
     also = "".join(f", {kept - n} with a {b} module ({n} refused by it)" for b, n in refused_by.items())
     print(f"{kept} cases written to {out} ({refused} refused by the backend, {failed} skipped){also}")
+    return 0
+
+
+def _saved(paths: list[Path], seeds: int, out: Path, extra: list[str]) -> int:
+    """Each saved case at `seeds` input seeds (its own, then the next ones), on its own distributions: a class
+    of programs a fix is about, run on the GPU on many inputs."""
+    from fuzz import oracles
+    from fuzz.cases import Case
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    kept = 0
+    for n, path in enumerate(paths):
+        saved = Case.from_json(path.read_text())
+        for extra_seed in range(seeds):
+            case = saved.but(seed=saved.seed + extra_seed)
+            prog, sched, finding = oracles.apply_steps(case)
+            case = case.but(trace_text=str(sched.trace))
+            text, refusal = oracles.generate_text(case, "triton")
+            if text is None or finding is not None:
+                print(f"{path.name}: not generated ({refusal or finding})")
+                break
+            original = prog.schedule(kernel=case.kernel)
+            folder = out / f"case_{n:03d}_{extra_seed:03d}"
+            _write(folder, case, text, original.model, oracles.references(case, original))
+            for backend in extra:
+                other, _ = oracles.generate_text(case, backend)
+                if other is not None:
+                    (folder / f"module_{backend}.py").write_text(other)
+            kept += 1
+    print(f"{kept} cases written to {out} from {len(paths)} saved cases")
     return 0
 
 
