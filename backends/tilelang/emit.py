@@ -118,6 +118,9 @@ ORDERED_KEYS = {"max_key": 'T.call_extern("int32", "tdsl_max_key", {0})',
 # orders it after the other threads' stores (seen on the H200: a row maximum stored by one thread and read by the
 # others after __syncthreads(), read before it).  An asm that takes the pointer and clobbers memory, right after the
 # barrier, keeps every later load of that tensor below it.
+CUDA_HELPERS["reload"] = ('extern "C" __device__ __forceinline__ void tdsl_reload(const void* p) '
+                          '{ asm volatile("" : : "l"(p) : "memory"); }')
+
 # A product with absent terms asks whether any thread of the block saw an infinite or NaN operand element
 # (KernelPrinter.any_nonfinite): bar.red.or at a named barrier of its own among the threads that run the kernel's
 # code (TileLang's producer warps, where it adds them, run none of it; __syncthreads_or would wait for them).
@@ -126,8 +129,6 @@ CUDA_HELPERS["any"] = ('extern "C" __device__ __forceinline__ int tdsl_any(int x
                        '{ int y; asm volatile("{ .reg .pred p, q; setp.ne.s32 p, %1, 0; bar.red.or.pred q, %2, %3, p; '
                        'selp.s32 %0, 1, 0, q; }" : "=r"(y) : "r"(x), "r"(barrier), "r"(threads) : "memory"); '
                        'return y; }')
-CUDA_HELPERS["reload"] = ('extern "C" __device__ __forceinline__ void tdsl_reload(const void* p) '
-                          '{ asm volatile("" : : "l"(p) : "memory"); }')
 
 
 # `a * b + c` is two roundings in the program (docs/legality.md#rounding): nvcc must not contract it into one fma,
