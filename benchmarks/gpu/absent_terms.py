@@ -3,7 +3,7 @@
 On the causal diagonal, P·V's tile multiplies P's masked 0 (keys after the query) by V.  With an infinite or NaN
 V[j0, c0], 0 · V[j0, c0] is NaN where the program has no term, so rows i < j0 of the same key block came out NaN
 in column c0 (GPU fuzz seed 35).  The Triton printer now adds the terms with an infinite or NaN factor apart
-(backends/triton/emit.py `_absent_terms`), only where an operand tile holds one.
+(backends/triton/emit.py `_absent_terms`), only where the operand that meets the masked zeros holds one.
 
     .venv/bin/python benchmarks/gpu/absent_terms.py build --out benchmarks/gpu/generated/absent_new
     PYTHONPATH=<a package dir whose tdsl is the older tree> .venv/bin/python benchmarks/gpu/absent_terms.py build \\
@@ -11,9 +11,9 @@ in column c0 (GPU fuzz seed 35).  The Triton printer now adds the terms with an 
     python3 benchmarks/gpu/absent_terms.py run --old .../absent_old --new .../absent_new --out $OUT/absent.json
 
 `--backend tilelang` does the same for the TileLang modules of the causal example's `flash` and `flash_ws`
-schedules (backends/tilelang/emit.py `_terms_where_nonfinite`: an element of the tile product that comes out
-infinite or NaN is computed again term by term); TileLang binds L when it compiles, so each module has its own
-(B, H, L), and the timings take the first shape only (each module is compiled on the GPU, ~30 s).
+schedules (backends/tilelang/emit.py `checked_product`: where the V tile of the diagonal block holds an infinite
+or NaN element, the exact product instead of T.gemm); TileLang binds L when it compiles, so each module has its
+own (B, H, L), and the timings take the first shape only (each module is compiled on the GPU, ~30 s).
 
 `run` checks on the GPU, for each module: rows before j0 hold no NaN and are those of the same inputs without the
 special value (bit for bit, or within the rounding of a tile computed again term by term), rows from j0 on are not

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Optional
 
 import islpy as isl
-from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import KernelPlan, PlannedBuffer
 from tdsl.compiler.analysis.buffer_sharing import working_sets
@@ -75,7 +75,10 @@ def as_generated(model, kp: KernelPlan, tgt: Target, backend: str = "triton",
     for copy in absent:
         ring = _pipelined_copy(copy, [(b, c) for b in staged for c in moved[id(b)]], kp)
         home = next((slot for slot in slots if ring is not None and ring in slot), None)
-        home.append(copy) if home is not None else slots.append([copy])
+        if home is not None:
+            home.append(copy)
+        else:
+            slots.append([copy])
     working, peaks = working_sets(buffers, slots, len(kp.stmts))
     return replace(kp, buffers=buffers, slots=slots, working_set=working, peak_buffers=peaks)
 
@@ -132,8 +135,8 @@ def pattern_copies(model, kp: KernelPlan, tgt: Target, backend: str) -> list[Pla
 
 def absent_term_copies(model, kp: KernelPlan, prods: list, tgt: Target, backend: str) -> list[PlannedBuffer]:
     """The TileLang printer's shared copy of a product operand held in registers (attention's P in P·V) where
-    the product may have absent terms (backends/tilelang/emit.py `_terms_where_nonfinite`: elements of the tile
-    product that come out infinite or NaN are computed again term by term, reading whole rows of P).  The
+    the product may have absent terms (backends/tilelang/emit.py `checked_product`: where an infinite or NaN
+    element meets a masked lane, the exact product runs, each lane reading whole rows of P).  The
     lowering decides absent terms per tile (`Dot.absent_terms`); here a product whose reduction range depends
     on its output's indices (a causal `sum(j : j <= i)`) counts the copy, in the operand's dtype, live at the
     statement."""

@@ -201,8 +201,8 @@ def _check_shared(kernel: T.TileKernel, parts: list[T.SerialLoop]) -> None:
     ring = sum(_bytes(op.staged[n]) for op, n in ring_loads(parts)) * stages
     once = sum(_bytes(op.staged[n]) for op in parts[0].body if isinstance(op, T.AccUpdate) and op.staged
                for n, x in enumerate((op.partial.lhs, op.partial.rhs)) if isinstance(x, T.Preloaded))
-    # a product with absent terms reads its register operand from a copy in shared memory where it computes
-    # elements again term by term (backends/tilelang/emit.py `_terms_where_nonfinite`), one per statement
+    # a product with absent terms reads its register operand from a copy in shared memory where it runs the
+    # exact product (backends/tilelang/emit.py `checked_product`), one per statement
     copies = {(op.stmt, n): _bytes(op.staged[n]) for part in parts for op in part.body
               if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot) and op.partial.absent_terms
               for n, x in enumerate((op.partial.lhs, op.partial.rhs)) if isinstance(x, T.RegOperand)}
