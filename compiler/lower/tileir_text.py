@@ -218,6 +218,8 @@ def expr_text(e) -> str:
         on = (f" on {e.unit}" if e.unit else "") + (", warps by rows" if e.warp_rows else "") + (
             ", summed on the vector unit" if e.sum_on_vector else "")
         if e.absent_terms:  # lanes the program has no term at (a masked 0 times the other operand)
-            on += ", absent terms" + (f" where {expr_text(e.absent_where)}" if e.absent_where is not None else "")
+            met = " and ".join(side for side, meets in zip(("lhs", "rhs"), e.absent_met) if meets)
+            on += f", absent terms meeting the {met}" + (
+                f" where {expr_text(e.absent_where)}" if e.absent_where is not None else "")
         return f"dot({expr_text(e.lhs)}: {e.lhs_dtype}, {expr_text(e.rhs)}: {e.rhs_dtype}){on}"
     raise TypeError(f"not a tile expression: {e!r}")  # pragma: no cover

@@ -46,13 +46,15 @@ def test_a_ragged_product_has_no_absent_terms():
     assert dots and not any(op.partial.absent_terms for op in dots)
 
 
-@pytest.mark.parametrize("condition", [" : k <= i", " : k <= j", " : k <= i and k + 20 >= j"],
-                         ids=["lhs", "rhs", "both"])
-def test_a_condition_on_one_operand_makes_absent_terms(condition):
-    """A condition tying k to i masks A's lanes only (to j: B's only); the (k, j) condition is a product too
-    (`_separable` once lifted it onto the wrong iterators and took it for a tile reduction)."""
+@pytest.mark.parametrize("condition, met", [(" : k <= i", (False, True)), (" : k <= j", (True, False)),
+                                            (" : k <= i and k + 20 >= j", (True, True))], ids=["lhs", "rhs", "both"])
+def test_a_condition_on_one_operand_makes_absent_terms(condition, met):
+    """A condition tying k to i masks A's lanes only, whose zeros meet B's elements (to j: B's lanes, meeting A's);
+    the (k, j) condition is a product too (`_separable` once lifted it onto the wrong iterators and took it for
+    a tile reduction)."""
     dots = _products(condition)
     assert dots and all(op.partial.absent_terms for op in dots)
+    assert {op.partial.absent_met for op in dots} == {met}
 
 
 def test_a_condition_on_the_output_lanes_makes_none():
