@@ -160,9 +160,9 @@ class MatrixUnit:
     warp_tile: Optional[tuple] = None  # (rows, cols): each warp owns a multiple of this block of the product
     #                                    tile, and every warp owns one (TileLang's warp partition)
     # a product with absent terms (`Dot.absent_terms`: lanes the program has no term at, a masked 0 times the
-    # other operand) -- "exact": the printer keeps it on the matrix unit, checks the tile product and, where it
-    # is infinite or NaN, computes it again term by term | "vector": it runs on the vector unit, whose
-    # multiply-add loop skips those lanes
+    # other operand) -- "exact": the printer keeps it on the matrix unit, and where an operand that meets the
+    # masked zeros (`Dot.absent_met`) holds an infinite or NaN element computes it term by term instead |
+    # "vector": it runs on the vector unit, whose multiply-add loop skips those lanes
     absent_terms: str = "vector"
     vector_reaches_accumulator: bool = True  # the vector unit reads and writes the matrix unit's accumulator
     #   (NVIDIA: both work on register fragments); otherwise (Ascend's L0C) the accumulator is the matrix unit's

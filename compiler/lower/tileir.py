@@ -182,8 +182,8 @@ class Dot:
     # some lane multiplies an element the program reads by one it does not (a causal condition masks one
     # operand only: compiler/lower/reductions.py `_absent_terms`): the masked operand is 0 there, and 0 times an
     # infinite or NaN element is NaN, so a backend computes such a product so that those lanes add nothing
-    # (placement.MatrixUnit.absent_terms: the tile product checked and computed again term by term where it is
-    # infinite or NaN; or each term under its lanes' mask on the vector unit)
+    # (placement.MatrixUnit.absent_terms: computed term by term where an operand that meets those zeros holds an
+    # infinite or NaN element, on the matrix unit elsewhere; or each term under its lanes' mask on the vector unit)
     absent_terms: bool = False
     absent_where: Optional["Expr"] = None  # the loop iterations that hold such lanes (None: every one)
     # (lhs, rhs): whether that operand's elements meet the other's masked zeros at such lanes (V's, in P·V): the
