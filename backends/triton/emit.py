@@ -372,7 +372,8 @@ class _KernelPrinter(PrinterBase):
         acc = self.acc_name(op.stmt)
         dot = (f"{acc} = tl.dot({a}, {b}, {acc}{precise})" if op.accum == "f32" else
                f"{acc} = {self._round(op.accum, f'{acc} + tl.dot({a}, {b}{precise})')}")
-        by_terms = f"_product_by_terms(tl.zeros([{sizes[i]}, {sizes[j]}], tl.float32), {a}, {present[0]}, {b}, {present[1]})"
+        by_terms = (f"_product_by_terms(tl.zeros([{sizes[i]}, {sizes[j]}], tl.float32), {a}, {present[0]}, {b}, "
+                    f"{present[1]})")
         self.emit(f"# {op.stmt}: lanes outside the program's terms multiply a masked 0 by the other operand, which is "
                   f"NaN for an infinite or NaN element: where {' or '.join(met)} holds one, the tile is computed term "
                   f"by term")
