@@ -17,7 +17,7 @@ from tdsl.backends.common.dtypes import TRITON
 from tdsl.backends.common.module import launcher_fields, module_text
 from tdsl.backends.common.names import ModuleNames
 from tdsl.backends.common.printer import PrinterBase, call_code
-from tdsl.backends.triton.index import Frame, index_code, mask_code, strides
+from tdsl.backends.triton.index import Frame, condition_code, index_code, mask_code, strides
 from tdsl.backends.triton.launcher import GRID_AXES, launcher
 from tdsl.compiler.analysis.placement import VECTOR, unit_of
 from tdsl.compiler.errors import InternalError
@@ -379,7 +379,7 @@ class _KernelPrinter(PrinterBase):
                   f"by term")
         pad = ""
         if op.partial.absent_where is not None:  # only some iterations hold such lanes (the diagonal block)
-            self.emit(f"if {index_code(op.partial.absent_where, frame, python=True)}:")
+            self.emit(f"if {condition_code(op.partial.absent_where, frame, python=True)}:")
             pad = "    "
         self.emit(f"{pad}if {' or '.join(f'_any_nonfinite({x})' for x in met)}:")
         self.emit(f"{pad}    {acc} = {self._round(op.accum, f'{acc} + {by_terms}')}")
@@ -396,7 +396,7 @@ class _KernelPrinter(PrinterBase):
         full = f"tl.full([{shape[0]}, {shape[1]}], 1, tl.int1)"
         if x.mask is None:
             return full
-        code = index_code(x.mask, frame) if isinstance(x, T.RegOperand) else mask_code(x.mask, frame, x.indices)
+        code = condition_code(x.mask, frame) if isinstance(x, T.RegOperand) else mask_code(x.mask, frame, x.indices)
         return f"({code}) & {full}"
 
     def _descriptor_operand(self, load: T.Load, tile: T.Tile, frame_axes: list, dtype: str, mixed: bool) -> str:
@@ -436,7 +436,7 @@ class _KernelPrinter(PrinterBase):
         name = self.fresh(f"t_{operand.reg.stmt}_")
         value = self.value_name(operand.reg.stmt)
         if operand.mask is not None:
-            value = f"tl.where({index_code(operand.mask, frame)}, {value}, 0.0)"
+            value = f"tl.where({condition_code(operand.mask, frame)}, {value}, 0.0)"
         self.emit(f"{name} = {value}")
         if dtype != "f32":
             self.emit("if not INTERPRET:")
@@ -507,7 +507,7 @@ class _KernelPrinter(PrinterBase):
     def _cond(self, e: T.Expr, frame: Frame) -> str:
         """A mask (integer arithmetic on loop variables and iterators) prints as index code; a comparison of
         values (`where(x > y, ...)`) as values."""
-        return index_code(e, frame) if _is_index(e) else self._value(e, frame)
+        return condition_code(e, frame) if _is_index(e) else self._value(e, frame)
 
 
 def _is_index(e: T.Expr) -> bool:

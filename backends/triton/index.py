@@ -44,12 +44,16 @@ def index_code(e: T.Expr, frame: Frame, python: bool = False, block: bool = Fals
     if isinstance(e, T.Neg):
         return f"(-{index_code(e.operand, frame, python, block)})"
     if isinstance(e, T.Select):
-        c, a, b = (index_code(x, frame, python, block) for x in (e.cond, e.then, e.other))
+        c = condition_code(e.cond, frame, python, block)
+        a, b = (index_code(x, frame, python, block) for x in (e.then, e.other))
         return f"({a} if {c} else {b})" if python else f"tl.where({c}, {a}, {b})"
     if isinstance(e, T.Bin) and e.op in _STRICT and not python and frame is not None and not _varies(e.rhs, frame):
         e = T.Bin(_STRICT[e.op], e.lhs, _plus_one(e.rhs))
     if isinstance(e, T.Bin):
-        a, b = index_code(e.lhs, frame, python, block), index_code(e.rhs, frame, python, block)
+        if e.op in ("and", "or"):
+            a, b = (condition_code(x, frame, python, block) for x in (e.lhs, e.rhs))
+        else:
+            a, b = index_code(e.lhs, frame, python, block), index_code(e.rhs, frame, python, block)
         if e.op in ("min", "max"):
             return f"{e.op}({a}, {b})" if python else f"tl.{e.op}imum({a}, {b})"
         if e.op == "and":
@@ -75,10 +79,20 @@ def _floor_code(op: str, a: str, b: str) -> str:
     return mod if op == "%" else f"((({a}) - {mod}) // ({b}))"
 
 
+def condition_code(e: T.Expr, frame: Frame, python: bool = False, block: bool = False) -> str:
+    """A condition: index code, where a constant prints as True or False.  The lowering writes a lane set that
+    is empty (or whole) as the integer 0 (or 1), and Triton takes only a boolean as the condition of tl.where
+    or the mask of a load or store: `tl.where(0, ...)` does not compile on the GPU (the interpreter takes it;
+    GPU fuzz seed 38, a tile with no lane in the domain)."""
+    if isinstance(e, T.Const):
+        return repr(bool(e.value))
+    return index_code(e, frame, python, block)
+
+
 def mask_code(mask: T.Expr, frame: Frame, indices) -> str:
     """The mask of a load or store whose pointer is built from `indices` (a block pointer when they vary)."""
     block = frame is not None and any(_varies(ix, frame) for ix in indices)
-    return index_code(mask, frame, block=block)
+    return condition_code(mask, frame, block=block)
 
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
