@@ -170,9 +170,8 @@ def _triton(prog, model, inputs: dict, want: dict, device: str) -> str:
     is widened or, where the program does not determine it, left out and counted)."""
     from tdsl.compiler.driver.generate import generate, load_module, run_generated
     from tdsl.compiler.errors import BackendError
-    from tdsl.compiler.reference.interpreter import variants
+    from tdsl.compiler.reference.interpreter import rounding_variants
     from tdsl.compiler.verify import compare_outputs
-    from tdsl.compiler.verify.compare import VARIANTS
 
     try:
         text = generate(prog, "tiled")
@@ -182,7 +181,7 @@ def _triton(prog, model, inputs: dict, want: dict, device: str) -> str:
         got = run_generated(load_module(text, Path(tmp) / "kernel.py"), model, inputs, device=device, guard=3)
     worst = max(_relative_error(got[n], want[n]) for n in got)
     order = prog.schedule().time_map()
-    results = compare_outputs(model, want, got, lambda: variants(model, order, inputs, VARIANTS))
+    results = compare_outputs(model, want, got, lambda: rounding_variants(model, order, inputs, want))
     left_out = sum(r.undetermined for r in results.values())
     note = f", {left_out} elements not determined" if left_out else ""
     return f"{'matches' if all(r.ok for r in results.values()) else 'DIFFERS'} ({worst:.1e}{note})"

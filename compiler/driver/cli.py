@@ -288,9 +288,8 @@ def _interpreter_reference(original, args):
 
 def cmd_run_target(args) -> int:
     from tdsl.compiler.driver.generate import generate, resolve_target
-    from tdsl.compiler.reference.interpreter import variants
+    from tdsl.compiler.reference.interpreter import rounding_variants
     from tdsl.compiler.verify import compare_outputs
-    from tdsl.compiler.verify.compare import VARIANTS
 
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
@@ -305,8 +304,8 @@ def cmd_run_target(args) -> int:
         outputs, where = _run_in_ascend_model(text, model, inputs, device_name), f"NumPy model of the {device_name}"
     print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
     status = 0
-    results = compare_outputs(model, reference, outputs, variants=lambda: variants(
-        model, original.time_map(), inputs, VARIANTS))
+    results = compare_outputs(model, reference, outputs, variants=lambda: rounding_variants(
+        model, original.time_map(), inputs, reference))
     for t in model.outputs():
         result = results[t.name]
         print(f"  {t.name} {list(outputs[t.name].shape)} {t.dtype}: {'ok' if result.ok else 'MISMATCH'} ({result.summary()})")

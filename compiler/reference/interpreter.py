@@ -159,10 +159,22 @@ def interpret(
     return _results(model, state, trace, len(sidx))
 
 
-def variants(model: KernelModel, schedule, inputs: dict[str, np.ndarray], count: int) -> list[dict]:
-    """`count` results with other roundings an allowed kernel may do (`interpret(..., variant=seed)`, seeds 0 ..
-    count - 1): how far those freedoms move each output (compiler/verify/compare.py)."""
-    return [interpret(model, schedule, inputs, variant=seed) for seed in range(count)]
+def variants(model: KernelModel, schedule, inputs: dict[str, np.ndarray], count: int, first: int = 0) -> list[dict]:
+    """The results with other roundings an allowed kernel may do (`interpret(..., variant=seed)`, seeds `first`
+    .. count - 1): how far those freedoms move each output (compiler/verify/compare.py)."""
+    return [interpret(model, schedule, inputs, variant=seed) for seed in range(first, count)]
+
+
+def rounding_variants(model: KernelModel, schedule, inputs: dict[str, np.ndarray], reference: dict) -> list[dict]:
+    """The variants a kernel's outputs are judged against (compiler/verify/compare.py VARIANTS), and
+    MORE_VARIANTS further ones where the first already turn an element of `reference` (the program-order
+    result) into another kind of value."""
+    from tdsl.compiler.verify.compare import MORE_VARIANTS, VARIANTS, kinds_change
+
+    out = variants(model, schedule, inputs, VARIANTS)
+    if kinds_change(reference, out):
+        out += variants(model, schedule, inputs, VARIANTS + MORE_VARIANTS, first=VARIANTS)
+    return out
 
 
 def _count_instances(expected: np.ndarray, lhs: np.ndarray) -> None:

@@ -89,9 +89,8 @@ def _program(job: Job, sizes: dict):
 
 def _check(job: Job) -> dict:
     from tdsl.compiler.driver.generate import generate, kernel_device, load_module, run_generated
-    from tdsl.compiler.reference.interpreter import interpret, random_inputs, variants
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs, rounding_variants
     from tdsl.compiler.verify import compare_outputs
-    from tdsl.compiler.verify.compare import VARIANTS
 
     full = _program(job, job.sizes)
     small = check_sizes(full.model(job.kernel))
@@ -105,8 +104,8 @@ def _check(job: Job) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         module = load_module(text, Path(tmp) / f"{model.name}_candidate.py")
         outputs = run_generated(module, model, inputs, device=device, guard=64)
-    results = compare_outputs(model, reference, outputs, variants=lambda: variants(
-        model, original.time_map(), inputs, VARIANTS))
+    results = compare_outputs(model, reference, outputs, variants=lambda: rounding_variants(
+        model, original.time_map(), inputs, reference))
     ok = all(r.ok for r in results.values())
     lines = [f"{name}: {r.summary()}" for name, r in results.items()]
     where = "GPU" if device == "cuda" else "Triton interpreter"

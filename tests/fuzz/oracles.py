@@ -186,11 +186,11 @@ class Reference:
 
     @property
     def variants(self) -> list[dict]:
-        from tdsl.compiler.reference.interpreter import variants
-        from tdsl.compiler.verify.compare import VARIANTS
+        from tdsl.compiler.reference.interpreter import rounding_variants
 
         if self._variants is None:
-            self._variants = variants(self.original.model, self.original.time_map(), self.inputs, VARIANTS)
+            self._variants = rounding_variants(self.original.model, self.original.time_map(), self.inputs,
+                                               self.outputs)
         return self._variants
 
 

@@ -146,3 +146,43 @@ def test_an_exponential_at_the_edge_of_the_bf16_range_is_left_unchecked():
     assert result.ok and result.undetermined == 1  # ... but not one the program determines
     got[1] = 3.0  # exp(1) is e, wherever the exponential rounds
     assert not compare(ref, got, "bf16", variants=others).ok
+
+
+def test_where_the_first_variants_change_a_kind_more_orders_are_sampled():
+    """Gramschmidt at M = 3, N = 16 (GPU fuzz seed 38): columns past the rank are noise over their own norm, a
+    NaN (0 / 0) in some orders of the sums and a number in others.  The 4 first variants already turn some
+    NaNs into numbers, so 12 more are taken; the GPU kernel turned R[13, 14] and Q[0, 13] into numbers, which
+    none of the 4 did and 2 of the 16 do, so those elements are left unchecked instead of reported."""
+    import sys
+    from pathlib import Path
+
+    from tdsl.compiler.reference.interpreter import interpret, rounding_variants
+    from tdsl.compiler.verify.compare import MORE_VARIANTS, VARIANTS, kinds_change
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "tests"))
+    from fuzz import oracles
+
+    path = root / "benchmarks" / "polybench" / "solvers" / "gramschmidt.tdsl"
+    sched = loads(path.read_text(), str(path), sizes={"M": 3, "N": 16}).schedule()
+    inputs = oracles.inputs_for(sched.model, 269496397, "normal")
+    ref = interpret(sched.model, sched.time_map(), inputs)
+    others = rounding_variants(sched.model, sched.time_map(), inputs, ref)
+    assert len(others) == VARIANTS + MORE_VARIANTS and kinds_change(ref, others[:VARIANTS])
+    got = {name: value.copy() for name, value in ref.items()}
+    got["R"][13, 14], got["Q"][0, 13] = 0.5, 0.25  # numbers where the reference has NaNs, as the GPU kernel did
+    for name, element in (("R", (13, 14)), ("Q", (0, 13))):
+        assert np.isnan(ref[name][element])
+        assert not compare(ref[name], got[name], "f32", 1, [v[name] for v in others[:VARIANTS]]).ok
+        assert compare(ref[name], got[name], "f32", 1, [v[name] for v in others]).ok
+
+
+def test_variants_that_keep_every_kind_are_not_extended():
+    """A well-conditioned result: 4 variants, none changes a kind."""
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs, rounding_variants
+    from tdsl.compiler.verify.compare import VARIANTS
+
+    sched = loads("const N = 8\nkernel k(X: f32[N]) -> (Y: f32[1]) {\n  Y[z] = sum(i) X[i]\n}\n", "k.tdsl").schedule()
+    inputs = random_inputs(sched.model, 1)
+    ref = interpret(sched.model, sched.time_map(), inputs)
+    assert len(rounding_variants(sched.model, sched.time_map(), inputs, ref)) == VARIANTS
