@@ -171,12 +171,13 @@ def compare(ref, got, dtype: str, terms: int = 1, variants=None) -> Comparison:
 def kinds_change(reference: dict, variants: list) -> bool:
     """Whether a variant turns an element of an output into another kind of value (a NaN, an infinity or a
     number where the reference has another): see MORE_VARIANTS."""
-    for variant in variants:
-        for name, ref in reference.items():
-            r, v = np.asarray(ref, dtype=np.float64), np.asarray(variant[name], dtype=np.float64)
-            if np.any(~((np.isfinite(r) & np.isfinite(v)) | (r == v) | (np.isnan(r) & np.isnan(v)))):
-                return True
-    return False
+    return any(not np.all(_same_kind(np.asarray(ref, dtype=np.float64), np.asarray(variant[name], dtype=np.float64)))
+               for variant in variants for name, ref in reference.items())
+
+
+def _same_kind(ref: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Per element: both numbers, or the same infinity, or both NaN."""
+    return (np.isfinite(ref) & np.isfinite(other)) | (ref == other) | (np.isnan(ref) & np.isnan(other))
 
 
 def _conditioned(ref: np.ndarray, variants: list, allowed: np.ndarray, rounding: np.ndarray, limit: float) -> tuple:
@@ -185,7 +186,7 @@ def _conditioned(ref: np.ndarray, variants: list, allowed: np.ndarray, rounding:
     widened, unchecked = allowed, np.zeros(ref.shape, dtype=bool)
     for variant in variants:
         both = np.isfinite(ref) & np.isfinite(variant)
-        same_kind = both | (ref == variant) | (np.isnan(ref) & np.isnan(variant))
+        same_kind = _same_kind(ref, variant)
         moved = np.abs(np.where(both, ref, 0.0) - np.where(both, variant, 0.0))
         widened = np.maximum(widened, np.where(moved > rounding, CONDITIONING_MARGIN * moved, 0.0))
         unchecked |= ~same_kind | (moved > limit)
