@@ -51,7 +51,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2)), help="worker processes")
     ap.add_argument("--per-process", type=int, default=50, help="sequences per worker before it is restarted")
     ap.add_argument("--backends", default="triton,ascend-950,ascend-910b,tilelang",
-                    help="comma-separated: triton, ascend-950, ascend-910b, tilelang")
+                    help="comma-separated: triton, ascend-950, ascend-910b, tilelang, and triton-sm90 (the Triton "
+                         "module compiled for sm_90, every 5th sequence: the interpreter takes code the GPU "
+                         "compiler refuses)")
     ap.add_argument("--libraries", default="examples",
                     help="comma-separated files to start from: examples, polybench, programs (default examples)")
     ap.add_argument("--named-start", type=float, default=0.0,

@@ -88,6 +88,7 @@ class Fuzzer:
     libraries: tuple = ("examples",)  # programs.LIBRARIES: examples, polybench, programs
     named_start: float = 0.0  # share of the files' sequences that start from one of the file's named schedules
     tilelang_every: int = 10  # TileLang lowering takes seconds: check every n-th sequence only
+    sm90_every: int = 5  # so does compiling a Triton module for sm_90 (backend triton-sm90, when asked for)
     shrink: bool = True
     workdir: Optional[Path] = None
     distributions: tuple = DISTRIBUTIONS  # the inputs every case is checked on (cases.py)
@@ -116,7 +117,8 @@ class Fuzzer:
             return result
         grown, finding = self._grow(rng, case, result)
         if finding is None:
-            backends = [b for b in self.backends if b != "tilelang" or seed % self.tilelang_every == 0]
+            every = {"tilelang": self.tilelang_every, "triton-sm90": self.sm90_every}
+            backends = [b for b in self.backends if seed % every.get(b, 1) == 0]
             finding = self.check(grown, backends, workdir, result)
         if finding is not None:
             if self.shrink:
@@ -213,7 +215,8 @@ class Fuzzer:
                 result.refusals[backend, said[len("refused: "):]] += 1
             if finding:
                 return finding
-        finding = oracles.check_pure_emission(sched, [b for b in backends if b != "tilelang"] + ["tilelang"])
+        printers = [b for b in backends if b not in ("tilelang", "triton-sm90")] + ["tilelang"]  # sm90: Triton's text
+        finding = oracles.check_pure_emission(sched, printers)
         return finding or oracles.check_plan_matches_lowering(sched)
 
 

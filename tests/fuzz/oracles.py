@@ -34,6 +34,9 @@ from .cases import Case, FUZZ_SCHEDULE, inputs_for
 # Backends the fuzzer can check: name -> (target, backend) for `generate`.
 BACKENDS = {
     "triton": ("nvidia", "triton"),
+    # the Triton module compiled for sm_90 ahead of time, not run: the interpreter takes code the GPU compiler
+    # refuses (an integer mask: GPU fuzz seed 38)
+    "triton-sm90": ("nvidia", "triton"),
     "tilelang": ("nvidia", "tilelang"),
     "ascend-950": ("ascend-950", None),
     "ascend-910b": ("ascend-910b", None),
@@ -251,7 +254,7 @@ def check_backend(case: Case, backend: str, original, refs: dict, workdir: Path,
         return internal(f"{backend} generate (second time)", err)
     if again != text:
         return Finding("emission", backend, "generating the same schedule twice gives different text")
-    runner = {"triton": _run_triton, "tilelang": _run_tilelang,
+    runner = {"triton": _run_triton, "triton-sm90": _compile_sm90, "tilelang": _run_tilelang,
               "ascend-950": _run_ascend, "ascend-910b": _run_ascend}[backend]
     finding = runner(case, backend, text, original, refs, workdir)
     ill_conditioned = any(backend in ref.widened for ref in refs.values())
@@ -277,6 +280,25 @@ def _compare_outputs(backend: str, original, ref: Reference, got: dict, dist: st
     for name, result in results.items():
         if not result.ok:
             return Finding("miscompile", backend, f"{name}: {result.summary()} ({dist} inputs)")
+    return None
+
+
+def _compile_sm90(case, backend, text, original, refs, workdir) -> Optional[Finding]:
+    """The Triton module compiled for sm_90 as the GPU's JIT would (backends/triton/aot.py, in a process without
+    TRITON_INTERPRET); a kernel Triton does not compile is a finding."""
+    from tdsl.backends.triton.aot import compile_in_subprocess
+    from tdsl.compiler.lower.pipeline import lower_for
+
+    prog = loads(case.with_schedule(case.trace_text), case.filename, sizes=generation_sizes(case))
+    program = lower_for(prog.schedule(FUZZ_SCHEDULE, kernel=case.kernel), "triton")
+    path = workdir / f"fz_{case.ident()}_sm90.py"
+    path.write_text(text)
+    try:
+        compile_in_subprocess(path, program.kernels, program=program)
+    except RuntimeError as err:
+        lines = [line for line in str(err).splitlines() if line.strip()]
+        return Finding("gpu-compile", backend, "Triton does not compile the module for sm_90: "
+                       + " / ".join(lines[1:4]))
     return None
 
 
