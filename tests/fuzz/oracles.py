@@ -296,9 +296,9 @@ def _compile_sm90(case, backend, text, original, refs, workdir) -> Optional[Find
     try:
         compile_in_subprocess(path, program.kernels, program=program)
     except RuntimeError as err:
-        lines = [line for line in str(err).splitlines() if line.strip()]
+        errors = [line.strip() for line in str(err).splitlines() if re.match(r"\s*[\w.]+(Error|Exception):", line)]
         return Finding("gpu-compile", backend, "Triton does not compile the module for sm_90: "
-                       + " / ".join(lines[1:4]))
+                       + " / ".join(dict.fromkeys(errors[-3:])))
     return None
 
 

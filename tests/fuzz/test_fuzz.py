@@ -130,3 +130,19 @@ def test_an_unknown_distribution_is_a_usage_error(script, tmp_path):
                           "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=root, timeout=120)
     assert run.returncode == 2, run.stderr
     assert "normal, wide, special" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_sm90_oracle_compiles_every_fifth_sequence_and_catches_an_integer_mask(tmp_path, monkeypatch):
+    """Backend triton-sm90: the Triton module compiled for sm_90 ahead of time (the interpreter takes an integer
+    mask that the GPU compiler refuses: GPU fuzz seed 38).  A clean budget finds nothing; a printer that writes
+    the masks of loads and stores as the integer 0 is caught."""
+    import tdsl.backends.triton.emit as emit
+
+    fuzzer = Fuzzer(backends=("triton-sm90",), shrink=False, random_programs=1.0, workdir=tmp_path)
+    result = fuzzer.run(5, 5)  # sequence seeds 5_000_015 .. 19: one of them is a multiple of 5
+    assert not result.findings, _report(result)
+    assert sum(n for (backend, _), n in result.backend.items() if backend == "triton-sm90") >= 1
+
+    monkeypatch.setattr(emit, "mask_code", lambda mask, frame, indices: "0")  # every masked lane off, as an int
+    caught = Fuzzer(backends=("triton-sm90",), shrink=False, random_programs=1.0, workdir=tmp_path).run(5, 5)
+    assert any(f.kind == "gpu-compile" for f, _ in caught.findings)
