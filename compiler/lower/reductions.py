@@ -174,7 +174,8 @@ class ReductionLowering:
         b = self._operand(stmt, tile, context, [k, j], rhs, j)
         if a is None or b is None:
             return None
-        absent, where, met = self._absent_terms(context, pairs) if pairs is not None else (False, None, (False, False))
+        absent, where, met = (self._absent_terms(context, (self._accumulated(stmt, context, i, j, k),) + pairs[1:])
+                              if pairs is not None else (False, None, (False, False)))
         return Dot(a, b, *dtypes, imprecise=imprecise_products(stmt), absent_terms=absent, absent_where=where,
                    absent_met=met)
 
@@ -197,6 +198,18 @@ class ReductionLowering:
         """The instances projected onto (i, j), (i, k) and (k, j), each lifted back over (loop values, i, j, k)."""
         return tuple(self._lifted(stmt, context, pair, [i, j, k]) for pair in ([i, j], [i, k], [k, j]))
 
+    def _accumulated(self, stmt: Stmt, context, i, j, k) -> isl.Set:
+        """The (i, j) of the accumulator's elements that hold a sum: the instances projected onto (i, j) over
+        the loops around the accumulator (`accumulating`), lifted over (loop values, i, j, k) of `context`.  A
+        product in a loop inside those (a serial loop over the rows, `pipeline(C.ii)`) adds to the whole
+        accumulator tile in each iteration, also to elements this iteration has no instance of, whose sums the
+        other iterations make: a masked 0 times an infinite element there is NaN in a stored sum."""
+        outer = self.accumulating[stmt.name][1]
+        held = self._lifted(stmt, outer, [i, j], [i, j, k])
+        n_outer = sum(loop.n_dims for loop in outer)
+        n_inner = sum(loop.n_dims for loop in context) - n_outer
+        return held.insert_dims(isl.dim_type.set, n_outer, n_inner) if n_inner else held
+
     def _separable(self, stmt: Stmt, context, i, j, k, pairs: tuple) -> bool:
         """The reduction range of every (i, j) is what the operand masks allow: (i,k) and (k,j) constraints only."""
         ij, ik, kj = pairs
@@ -204,7 +217,8 @@ class ReductionLowering:
 
     def _absent_terms(self, context, pairs: tuple) -> tuple[bool, Optional[Expr], tuple]:
         """Whether the product tile multiplies an operand element the program reads by one it does not: a lane
-        (i, j, k) of a stored (i, j) where exactly one of (i, k) and (k, j) holds an instance (the causal
+        (i, j, k) of an accumulated (i, j) (`_accumulated`) where exactly one of (i, k) and (k, j) holds an
+        instance in this iteration (the causal
         condition `j <= i` of P in P·V masks P's lanes, not V's).  The masked operand is 0 there, and 0 times
         an infinite or NaN element of the other is NaN where the program has no term: a backend computes such a
         product so that those lanes add nothing (`Dot.absent_terms`).  Also the iterations of the context's

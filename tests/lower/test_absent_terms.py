@@ -126,3 +126,18 @@ def test_the_cost_model_counts_the_copy_of_p_the_exact_product_reads():
         kp, = plan_kernels(sched, tgt)
         shared[name] = as_generated(sched.model, kp, tgt, "tilelang").working_set["shared"]
     assert shared == {"flash": 224 * 1024, "flash_ws": 192 * 1024}
+
+
+def test_a_product_per_row_into_the_whole_accumulator_has_absent_terms():
+    """`pipeline(C.ii)`: a serial loop over the rows inside the tile, each iteration a product of one row of A
+    (the others masked) by all of W into the whole accumulator.  Its other rows hold the sums of the other
+    iterations, so a masked 0 times an infinite W there is NaN in a stored sum (CPU fuzz seed 5497): the lanes
+    count as absent, meeting W."""
+    text = ("const M = 9, K = 9, N = 9\n"
+            "kernel t(A: bf16[M, K], W: bf16[K, N]) -> (C: bf16[M, N]) {\n"
+            "  C[i, j] = sum(k) A[i, k] * W[k, j] accum f32\n}\n"
+            "schedule s {\n  io, jo, ii, jj = tile(C.i, C.j, 128, 256)\n  ko, kk = split(C.k, 64)\n"
+            "  reorder(C, io, jo, ko, ii, jj, kk)\n  pipeline(C.ii, stages=2)\n}\n")
+    kernel, = lower_for(loads(text, "t.tdsl").schedule("s"), "triton").kernels
+    dots = [op for op in walk_ops(kernel.body) if isinstance(op, AccUpdate) and isinstance(op.partial, Dot)]
+    assert dots and all(op.partial.absent_terms and op.partial.absent_met == (False, True) for op in dots)

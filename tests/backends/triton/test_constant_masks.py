@@ -58,4 +58,4 @@ def test_the_saved_case_compiles_for_sm90(tmp_path):
     program = lower_for(prog.schedule(oracles.FUZZ_SCHEDULE, kernel=case.kernel), "triton")
     results = compile_in_subprocess(path, program.kernels, program=program)
     assert set(results) == {k.name for k in program.kernels} and all("shared" in r for r in results.values())
-    assert json.loads(FINDING.read_text())["backends"] == ["triton"]
+    assert "triton-sm90" in json.loads(FINDING.read_text())["backends"]  # its replay compiles it too
