@@ -174,8 +174,8 @@ class ReductionLowering:
         b = self._operand(stmt, tile, context, [k, j], rhs, j)
         if a is None or b is None:
             return None
-        absent, where, met = (self._absent_terms(context, (self._accumulated(stmt, context, i, j, k),) + pairs[1:])
-                              if pairs is not None else (False, None, (False, False)))
+        absent, where, met = (self._absent_terms(context, (self._accumulated(stmt, context, i, j, k, pairs[0]),)
+                                                 + pairs[1:]) if pairs is not None else (False, None, (False, False)))
         return Dot(a, b, *dtypes, imprecise=imprecise_products(stmt), absent_terms=absent, absent_where=where,
                    absent_met=met)
 
@@ -198,13 +198,16 @@ class ReductionLowering:
         """The instances projected onto (i, j), (i, k) and (k, j), each lifted back over (loop values, i, j, k)."""
         return tuple(self._lifted(stmt, context, pair, [i, j, k]) for pair in ([i, j], [i, k], [k, j]))
 
-    def _accumulated(self, stmt: Stmt, context, i, j, k) -> isl.Set:
+    def _accumulated(self, stmt: Stmt, context, i, j, k, here: isl.Set) -> isl.Set:
         """The (i, j) of the accumulator's elements that hold a sum: the instances projected onto (i, j) over
         the loops around the accumulator (`accumulating`), lifted over (loop values, i, j, k) of `context`.  A
         product in a loop inside those (a serial loop over the rows, `pipeline(C.ii)`) adds to the whole
         accumulator tile in each iteration, also to elements this iteration has no instance of, whose sums the
-        other iterations make: a masked 0 times an infinite element there is NaN in a stored sum."""
+        other iterations make: a masked 0 times an infinite element there is NaN in a stored sum.  `here`: this
+        iteration's, which it is where the accumulator's loops are not those around the product."""
         outer = self.accumulating[stmt.name][1]
+        if outer != list(context[: len(outer)]):
+            return here
         held = self._lifted(stmt, outer, [i, j], [i, j, k])
         n_outer = sum(loop.n_dims for loop in outer)
         n_inner = sum(loop.n_dims for loop in context) - n_outer
