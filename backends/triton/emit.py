@@ -208,10 +208,8 @@ class _KernelPrinter(PrinterBase):
                     precise = f", max_num_imprecise_acc={interval}"
                 if op.partial.absent_terms:
                     self._absent_terms(op, a, b, frame, precise)
-                elif op.accum == "f32":
-                    self.emit(f"{acc} = tl.dot({a}, {b}, {acc}{precise})")
                 else:
-                    self.emit(f"{acc} = {self._round(op.accum, f'{acc} + tl.dot({a}, {b}{precise})')}")
+                    self.emit(self._dot_update(op, a, b, precise))
                 return
             partial = self._value(op.partial, frame)
             how = reduce_ops.combine(op.op)
@@ -354,6 +352,14 @@ class _KernelPrinter(PrinterBase):
             names.append(self._load_operand(self.fresh(f"t_{load.tensor}_"), load, load.mask, sub, dtype, mixed))
         return names[0], names[1]
 
+    def _dot_update(self, op: T.AccUpdate, a: str, b: str, precise: str) -> str:
+        """The line adding the tile product to its accumulator: tl.dot accumulates into an f32 sum; another
+        accumulator dtype takes the product and rounds the sum."""
+        acc = self.acc_name(op.stmt)
+        if op.accum == "f32":
+            return f"{acc} = tl.dot({a}, {b}, {acc}{precise})"
+        return f"{acc} = {self._round(op.accum, f'{acc} + tl.dot({a}, {b}{precise})')}"
+
     def _absent_terms(self, op: T.AccUpdate, a: str, b: str, frame: Frame, precise: str) -> None:
         """A product whose tile multiplies elements the program reads by lanes it does not (`Dot.absent_terms`:
         the causal diagonal of P·V), added to its accumulator.  The tensor cores add a masked 0 times the other
@@ -370,8 +376,7 @@ class _KernelPrinter(PrinterBase):
         met = [name for name, meets in zip((a, b), op.partial.absent_met) if meets]
         self.absent_terms = True
         acc = self.acc_name(op.stmt)
-        dot = (f"{acc} = tl.dot({a}, {b}, {acc}{precise})" if op.accum == "f32" else
-               f"{acc} = {self._round(op.accum, f'{acc} + tl.dot({a}, {b}{precise})')}")
+        dot = self._dot_update(op, a, b, precise)
         by_terms = (f"_product_by_terms(tl.zeros([{sizes[i]}, {sizes[j]}], tl.float32), {a}, {present[0]}, {b}, "
                     f"{present[1]})")
         self.emit(f"# {op.stmt}: lanes outside the program's terms multiply a masked 0 by the other operand, which is "

@@ -174,11 +174,17 @@ class TileGeometry:
         emitted loops guarantee (`facts`); None when the loops guarantee it."""
         if facts.dim(isl.dim_type.set) == 0:
             return None
-        valid = rel.domain().align_params(facts.get_space())
-        facts = facts.align_params(valid.get_space())
-        if facts.is_subset(valid):
-            return None
-        return set_to_expr(_to_params(valid.gist(facts).coalesce()), _to_params(facts))
+        return loop_condition(rel.domain(), facts)
+
+
+def loop_condition(values: isl.Set, facts: isl.Set) -> Optional[Expr]:
+    """Membership in `values` (a set over the loop variables, named as `facts` names them) as a condition on
+    those variables beyond what the emitted loops guarantee (`facts`); None when they guarantee it."""
+    values = values.align_params(facts.get_space())
+    facts = facts.align_params(values.get_space())
+    if facts.is_subset(values):
+        return None
+    return set_to_expr(_to_params(values.gist(facts).coalesce()), _to_params(facts))
 
 
 def _check_size(stmt: Stmt, tile: Tile) -> None:

@@ -22,8 +22,7 @@ from tdsl.frontend import ast
 
 from tdsl.compiler.analysis.placement import makes_dot, product_form
 from tdsl.compiler.model.program import Stmt
-from tdsl.compiler.lower.geometry import _check_size, _to_params
-from tdsl.compiler.model.isl_code import set_to_expr
+from tdsl.compiler.lower.geometry import _check_size, loop_condition
 from tdsl.compiler.lower.registers import _lanes, _Produced
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.dependences import imprecise_products
@@ -221,10 +220,9 @@ class ReductionLowering:
     def _absent_terms(self, context, pairs: tuple) -> tuple[bool, Optional[Expr], tuple]:
         """Whether the product tile multiplies an operand element the program reads by one it does not: a lane
         (i, j, k) of an accumulated (i, j) (`_accumulated`) where exactly one of (i, k) and (k, j) holds an
-        instance in this iteration (the causal
-        condition `j <= i` of P in P·V masks P's lanes, not V's).  The masked operand is 0 there, and 0 times
-        an infinite or NaN element of the other is NaN where the program has no term: a backend computes such a
-        product so that those lanes add nothing (`Dot.absent_terms`).  Also the iterations of the context's
+        instance in this iteration (the causal condition `j <= i` of P in P·V masks P's lanes, not V's).  The
+        masked operand is 0 there, and 0 times an infinite or NaN element of the other is NaN where the program
+        has no term: a backend computes such a product so that those lanes add nothing (`Dot.absent_terms`).  Also the iterations of the context's
         loops that hold such lanes, as a condition on the loop variables beyond what the loops guarantee (None:
         every iteration the code runs; the causal diagonal block of a loop that is not split, `ko == qo`).
         And which operands' elements meet the other's masked zeros there (`Dot.absent_met`: V's, in P·V).
@@ -241,12 +239,7 @@ class ReductionLowering:
         where = lanes.project_out(isl.dim_type.set, n_loop, 3)
         for pos, name in enumerate(self._var(loop, d) for loop in context for d in range(loop.n_dims)):
             where = where.set_dim_name(isl.dim_type.set, pos, name)
-        facts = self._emitted_bounds(context)
-        where = where.align_params(facts.get_space())
-        facts = facts.align_params(where.get_space())
-        if facts.is_subset(where):
-            return True, None, met
-        return True, set_to_expr(_to_params(where.gist(facts).coalesce()), _to_params(facts)), met
+        return True, loop_condition(where, self._emitted_bounds(context)), met
 
     def _lifted(self, stmt: Stmt, context, iters: list[str], onto: list[str]) -> isl.Set:
         """`_instances` over `iters` (some of `onto`), as a set over (loop values, `onto`) that leaves the other
