@@ -177,7 +177,7 @@ def _timing_method(line: dict) -> str:
     return "graph" if line.get("timing", "").startswith("CUDA graph") else "do_bench"
 
 
-def tune_log_rows(target: str) -> list:
+def tune_log_rows(target: str, results: Path = RESULTS) -> list:
     """The tuners' measured candidates, each schedule rebuilt from its steps on the program of the workload
     (tune.py's WORKLOADS: the file whose kernel has the log's name)."""
     sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
@@ -191,7 +191,7 @@ def tune_log_rows(target: str) -> list:
         for kernel in load(ROOT / path).kernels:
             files.setdefault(kernel, path)
     out = []
-    for (kernel, sizes, steps), (us, run) in sorted(tune_log_measurements().items()):
+    for (kernel, sizes, steps), (us, run) in sorted(tune_log_measurements(results).items()):
         if kernel not in files:
             continue
         source = files[kernel]
@@ -282,7 +282,13 @@ def main() -> None:
     parser.add_argument("--json", help="also write the table as JSON here")
     parser.add_argument("--attention", action="store_true", help="also the multi-head attention runs")
     parser.add_argument("--tune-logs", action="store_true", help="also the candidates the tuner measured")
+    parser.add_argument("--tune-logs-from", type=Path, metavar="DIR",
+                        help="only the tuning logs (*tune*.jsonl) in DIR, e.g. another card's, with --target its "
+                             "target (benchmarks/gpu/results/2026-12-06-h100/logs --target h100)")
     args = parser.parse_args()
+    if args.tune_logs_from:
+        print(report(tune_log_rows(args.target, args.tune_logs_from)))
+        return
     table = rows(args.target)
     print(report(table))
     if args.attention:
