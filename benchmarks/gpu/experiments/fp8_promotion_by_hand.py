@@ -14,6 +14,10 @@ Each edited module must give the bits of the module it was edited from (`same_as
 Beside them, tdsl-generated tilings the earlier runs did not have: 3 stages (three programs an SM at 64 x 128),
 and persistent launches.
 
+Result (H100, 2026-12-06, RESULTS.md sixteenth session): `part` gives the generated kernel's time, `lagged` is
+4-21 % slower on every tiling; the best is the generated 64 x 128 x 128 with 3 stages on 4 warps, 0.83x
+`_scaled_mm`, which the tuner finds.
+
     .venv/bin/python benchmarks/gpu/experiments/fp8_promotion_by_hand.py     # here: modules, manifest_by_hand.json
     python3 benchmarks/gpu/fp8_accum.py run --manifest manifest_by_hand.json --out $OUT/fp8_by_hand.json  # GPU
 """
