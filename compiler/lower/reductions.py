@@ -173,8 +173,10 @@ class ReductionLowering:
         b = self._operand(stmt, tile, context, [k, j], rhs, j)
         if a is None or b is None:
             return None
-        absent, where, met = (self._absent_terms(context, (self._accumulated(stmt, context, i, j, k, pairs[0]),)
-                                                 + pairs[1:]) if pairs is not None else (False, None, (False, False)))
+        absent, where, met = False, None, (False, False)
+        if pairs is not None:
+            accumulated = self._accumulated(stmt, context, i, j, k, pairs[0])
+            absent, where, met = self._absent_terms(context, (accumulated, *pairs[1:]))
         return Dot(a, b, *dtypes, imprecise=imprecise_products(stmt), absent_terms=absent, absent_where=where,
                    absent_met=met)
 

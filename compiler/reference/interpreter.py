@@ -160,9 +160,9 @@ def interpret(
 
 
 def variants(model: KernelModel, schedule, inputs: dict[str, np.ndarray], count: int, first: int = 0) -> list[dict]:
-    """The results with other roundings an allowed kernel may do (`interpret(..., variant=seed)`, seeds `first`
-    .. count - 1): how far those freedoms move each output (compiler/verify/compare.py)."""
-    return [interpret(model, schedule, inputs, variant=seed) for seed in range(first, count)]
+    """`count` results with other roundings an allowed kernel may do (`interpret(..., variant=seed)`, seeds
+    `first` .. first + count - 1): how far those freedoms move each output (compiler/verify/compare.py)."""
+    return [interpret(model, schedule, inputs, variant=seed) for seed in range(first, first + count)]
 
 
 def rounding_variants(model: KernelModel, schedule, inputs: dict[str, np.ndarray], reference: dict) -> list[dict]:
@@ -173,7 +173,7 @@ def rounding_variants(model: KernelModel, schedule, inputs: dict[str, np.ndarray
 
     out = variants(model, schedule, inputs, VARIANTS)
     if kinds_change(reference, out):
-        out += variants(model, schedule, inputs, VARIANTS + MORE_VARIANTS, first=VARIANTS)
+        out += variants(model, schedule, inputs, MORE_VARIANTS, first=VARIANTS)
     return out
 
 
