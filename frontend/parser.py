@@ -415,7 +415,14 @@ class _ToAst(Transformer_NonRecursive):
 
     def sched_args(self, meta, args):
         # Positional values arrive bare; keyword ones already as ScheduleArg.
-        return [a if isinstance(a, ast.ScheduleArg) else ast.ScheduleArg(a[0], None, a[1]) for a in args]
+        wrapped = [a if isinstance(a, ast.ScheduleArg) else ast.ScheduleArg(a[0], None, a[1]) for a in args]
+        seen: set = set()
+        for arg in wrapped:
+            if arg.keyword in seen:
+                raise SourceError(f"'{arg.keyword}' is given twice in this step; give it once", arg.span)
+            if arg.keyword is not None:
+                seen.add(arg.keyword)
+        return wrapped
 
     def keyword_arg(self, meta, items):
         key, (value, _) = items
@@ -612,6 +619,18 @@ def _check_size(text: str) -> None:
         "the most tdsl reads; split it into several files (one per kernel)",
         ast.Span(line, column, line, column + 1),
     )
+
+
+def name_problem(name: str) -> Optional[str]:
+    """Why `name` cannot be written where the language takes a name (a schedule's, given on the command line),
+    or None when it can."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return f"'{name}' is not a name: a letter or '_', then letters, digits and '_'"
+    parser, _ = _lark()
+    words = {t.pattern.value for t in parser.terminals if t.pattern.type == "str"}
+    if name in words:
+        return f"'{name}' is a word of the language: it cannot be a name"
+    return None
 
 
 def parse(text: str, filename: str = "<string>") -> ast.Program:

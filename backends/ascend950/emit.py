@@ -267,7 +267,8 @@ class Ascend950Printer(KernelPrinter):
         lanes = [self.lane(n) for n in range(len(shape))]
         self.emit(f"# {op.stmt}: {op.op} over tile axes {red} (vector core, one lane per result, in order)")
         self.enter_vector()
-        outer = [lanes[n] for n in keep] or [self.lane(0)]
+        # a result of rank 0 still needs one lane; it is numbered past the reduced axes' lanes, which it encloses
+        outer = [lanes[n] for n in keep] or [self.lane(len(shape))]
         self.emit(f"for {', '.join(outer)} in T.Parallel({', '.join(str(shape[n]) for n in keep) or '1'}):")
         depth = 1
         for n in red:

@@ -40,6 +40,8 @@ def parse_sizes(text: Optional[str]) -> dict:
         name, eq, value = item.strip().partition("=")
         if not eq or not name.strip().isidentifier():
             raise TdslError(f"--size expects NAME=VALUE pairs separated by commas, got '{item.strip()}'")
+        if name.strip() in sizes:
+            raise TdslError(f"--size gives {name.strip()} twice; give each size once")
         try:
             sizes[name.strip()] = int(value)
         except ValueError:
@@ -47,6 +49,27 @@ def parse_sizes(text: Optional[str]) -> dict:
         if sizes[name.strip()] < 1:
             raise TdslError(f"--size {name.strip()}: sizes must be positive")
     return sizes
+
+
+def int_in(low: int, high: Optional[int] = None, what: str = "a whole number"):
+    """An argparse type: an integer from `low` to `high` (inclusive; no bound above when None); anything else
+    is a usage error (exit 2) that says the range."""
+    span = f"from {low} to {high}" if high is not None else f"{low} or more"
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number: give {what} {span}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value} is out of range: give {what} {span}")
+        return value
+
+    convert.__name__ = "integer"  # argparse names the type in its messages
+    return convert
+
+
+SEED = int_in(0, what="a seed")
 
 
 def _program(args):
@@ -432,6 +455,8 @@ def cmd_cost(args) -> int:
     from tdsl.compiler.analysis.cost import analyze, plot_kernels
     from tdsl.compiler.targets import get_target
 
+    if args.plot:
+        _check_plot_output(args.plot, args.program)
     prog = _program(args)
     name = _default_schedule(prog, args.schedule)
     target = get_target(args.target)
@@ -452,6 +477,19 @@ def cmd_cost(args) -> int:
         print(f"tdsl: error: {CapacityError(target.name, cost.violations, name)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _check_plot_output(output: str, program: str) -> None:
+    """`cost --plot OUTPUT` names a picture file: not a folder, not PROG itself, with a suffix that picks the
+    format (checked before the costing, so a mistake costs nothing)."""
+    from tdsl.compiler.analysis.cost.plot import plot_format
+
+    if os.path.isdir(output) or output.endswith(("/", os.sep)):
+        raise TdslError(f"--plot {output} is a folder: give the picture's file name (e.g. {Path(output) / 'roofline.png'})")
+    if _same_file(Path(output), Path(program)):
+        raise TdslError(f"--plot {output} is the same file as the input {program}; refusing to overwrite the program "
+                        f"with the picture")
+    plot_format(output)
 
 
 def _cost_sweep(prog, name: Optional[str], target, args) -> int:
@@ -553,7 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "device (compiler/verify/ascend_sim)")
     p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend"), default=None,
                    help="code generator for --target (default: the target's first; TileLang on NVIDIA needs a GPU)")
-    p.add_argument("--seed", type=int, default=0, help="random seed for the inputs")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed for the inputs")
     p.add_argument("--all", action="store_true", help="with --interp: every schedule block of PROG (an illegal one "
                    "is reported, not run)")
     p.set_defaults(func=cmd_run)
@@ -579,7 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", metavar="T", help="also check that each legal fusion can be generated for target T "
                    "(the names compile takes)")
     p.add_argument("--no-run", action="store_true", help="skip the interpreter evidence at small sizes")
-    p.add_argument("--seed", type=int, default=0, help="random seed for the interpreter evidence")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed for the interpreter evidence")
     p.set_defaults(func=cmd_fuse)
 
     p = sub.add_parser("cost", help="buffers, occupancy, traffic, FLOPs and roofline of a schedule on a target")
@@ -587,7 +625,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="h100", metavar="T",
                    help="h100 (default; also named nvidia), h200, rtx-pro-6000, ascend-910b or ascend-950")
     p.add_argument("--json", action="store_true", help="the report as JSON")
-    p.add_argument("--regs", type=int, metavar="N", help="registers per thread for the occupancy (default: estimated)")
+    p.add_argument("--regs", type=int_in(1, 255, "registers per thread"), metavar="N",
+                   help="registers per thread for the occupancy, 1 to 255 (default: estimated)")
     p.add_argument("--sweep", action="append", metavar="LOOPS=V1,V2", help="cost every factor of the split/tile "
                    "loops named (io,jo=32,64,128 sets both together); repeat for a product; factors that make the "
                    "same schedule are one row")

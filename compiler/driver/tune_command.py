@@ -13,22 +13,26 @@ from pathlib import Path
 from typing import Optional
 
 from tdsl.frontend.diagnostics import TdslError
+from tdsl.frontend.parser import name_problem
 
 TUNE_TARGETS = ("nvidia", "h100", "h200", "rtx-pro-6000")  # the targets whose kernels the tuner can measure
 
 
 def add_parser(sub, common) -> None:
+    from tdsl.compiler.driver.cli import SEED, int_in
+
     p = sub.add_parser("tune", help="search schedules by the cost model, measure the best on the GPU, print the winner")
     common(p, schedule=False)
     p.add_argument("--target", choices=TUNE_TARGETS, default="nvidia", metavar="T",
                    help="the GPU to tune for: h100, h200, rtx-pro-6000 (nvidia: the default NVIDIA device, h100)")
     p.add_argument("--backend", choices=("triton", "tilelang"), default=None, help="code generator (default: triton)")
-    p.add_argument("--trials", type=int, metavar="N",
+    p.add_argument("--trials", type=int_in(0, what="a count of candidates"), metavar="N",
                    help="candidates to measure, the log's earlier ones included (default: 64 with a GPU; 0 "
                         "without, when the model alone ranks -- give N to check N candidates in the interpreter)")
-    p.add_argument("--samples", type=int, default=256, metavar="N",
+    p.add_argument("--samples", type=int_in(1, what="a count of candidates"), default=256, metavar="N",
                    help="candidates drawn from the space before the model's local search (default 256)")
-    p.add_argument("--workers", type=int, metavar="N", help="measuring processes (default: one per local GPU, else 1)")
+    p.add_argument("--workers", type=int_in(1, what="a count of processes"), metavar="N",
+                   help="measuring processes (default: one per local GPU, else 1)")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="where measurements run: local processes, or a Ray cluster (pip install 'tdsl[ray]')")
     p.add_argument("--ray-address", metavar="ADDR",
@@ -37,7 +41,7 @@ def add_parser(sub, common) -> None:
                    "a rerun skips those already there")
     p.add_argument("--name", metavar="NAME", help="the winner's schedule name (default: tuned_<target>)")
     p.add_argument("--append", action="store_true", help="append the winner's schedule block to PROG")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the sampling and of the inputs")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed of the sampling and of the inputs")
     p.add_argument("--no-blocks", action="store_true", help="do not measure PROG's own schedule blocks (by default "
                    "those that pass the checks are measured first, so the winner is never one measured slower)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -50,6 +54,9 @@ def cmd_tune(args) -> int:
     from tdsl.compiler.tune.executors import executor
     from tdsl.compiler.tune.tuner import tune
 
+    problem = args.name is not None and name_problem(args.name)
+    if problem:
+        raise TdslError(f"--name {problem}")
     prog = load(args.program, sizes=parse_sizes(args.size))
     if args.append and args.name and args.name in prog.schedule_names:
         raise TdslError(f"{prog.filename} already has a schedule '{args.name}'; choose another --name")

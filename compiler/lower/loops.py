@@ -74,7 +74,7 @@ class KernelLoops:
             policy = self.model.stmt(stmt_name).combine or ""
             if policy.startswith("segments"):
                 raise BackendError(
-                    f"reduction {stmt_name} declares `combine {policy}`: its terms must be summed in those segments; "
+                    f"reduction {stmt_name} declares `combine {policy}`: its terms must be combined in those segments; "
                     f"apply rfactor({stmt_name}.<loop>, segments=...) so the kernel computes exactly them")
         for loop in chain:
             for stmt_name in statements_under(loop):

@@ -41,21 +41,51 @@ class Workload:
 
 def read(path: Path) -> list[dict]:
     """Every record of a log (a missing file is an empty log; a torn last line, from a run killed while
-    writing, is skipped)."""
+    writing, is skipped).  Anything else that is not a log -- a folder, bytes that are not UTF-8, a line that is
+    not a record -- is a TdslError that says where."""
     path = Path(path)
     if not path.exists():
         return []
+    if path.is_dir():
+        raise TdslError(f"{path} is a folder, not a tuning log (give the log's file)")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise TdslError(f"{path}: not a tuning log (byte {err.start} is not UTF-8 text)") from None
+    except OSError as err:
+        raise TdslError(f"{path}: cannot be read ({err.strerror})") from None
     records = []
-    lines = path.read_text(encoding="utf-8").splitlines()
     for n, text in enumerate(lines, 1):
         if not text.strip():
             continue
         try:
-            records.append(json.loads(text))
-        except json.JSONDecodeError:
+            record = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
             if n < len(lines):
                 raise TdslError(f"{path}:{n}: not a tuning log line (JSON expected)") from None
+            continue
+        problem = _record_problem(record)
+        if problem:
+            raise TdslError(f"{path}:{n}: not a tuning log line ({problem})")
+        records.append(record)
     return records
+
+
+# The fields the tuner and `compile --tuned` read, and the JSON types each may have (exact: true is no number).
+_FIELD_TYPES = {"steps": (str,), "ok": (bool,), "us": (int, float, type(None)), "t_estimate": (int, float),
+                "sizes": (dict,), "kernel": (str,), "target": (str,), "backend": (str,),
+                "source_sha256": (str,), "block": (str, type(None)), "choice": (dict,)}
+
+
+def _record_problem(record) -> Optional[str]:
+    if type(record) is not dict:
+        return f"a JSON object expected, found {json.dumps(record)[:40]}"
+    if "steps" not in record:
+        return "no 'steps', the schedule's text"
+    for key, types in _FIELD_TYPES.items():
+        if key in record and type(record[key]) not in types:
+            return f"its '{key}' is {json.dumps(record[key])[:40]}"
+    return None
 
 
 def append(path: Path, workload: Workload, record: dict, version: str) -> dict:
@@ -63,9 +93,12 @@ def append(path: Path, workload: Workload, record: dict, version: str) -> dict:
             "logged": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     line.pop("trace", None)  # the worker's traceback stays out of the log; `detail` keeps the message
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(line, sort_keys=True) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(line, sort_keys=True) + "\n")
+    except OSError as err:
+        raise TdslError(f"{path}: cannot write the tuning log ({err.strerror})") from None
     return line
 
 

@@ -105,3 +105,20 @@ def test_a_file_name_with_dollars_is_drawn_as_written(tmp_path, capsys):
     prog.write_text((COST / "gemm_tiles.tdsl").read_text())
     status, _, err = run(["cost", prog, "--schedule", "tiles", "--plot", tmp_path / "r.png"], capsys)
     assert status == 0 and (tmp_path / "r.png").exists(), err
+
+
+def test_cli_plot_names_a_picture_file_it_writes_exactly(tmp_path, capsys):
+    """A folder, a name without a format's suffix, and the program itself are refused before any costing;
+    the file reported is the file written."""
+    pytest.importorskip("matplotlib")
+    prog = tmp_path / "gemm.svg"
+    prog.write_text((COST / "gemm_tiles.tdsl").read_text())
+    base = ["cost", prog, "--schedule", "tiles", "--plot"]
+    for out, says in [(tmp_path, "is a folder"), (tmp_path / "noext", "has no suffix"),
+                      (tmp_path / "x.xyz", "ends in '.xyz'"), (prog, "is the same file as the input")]:
+        status, _, err = run([*base, out], capsys)
+        assert status == 2 and says in err, err
+    assert prog.read_text() == (COST / "gemm_tiles.tdsl").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemm.svg"]
+    status, out, _ = run([*base, tmp_path / "r.pdf"], capsys)
+    assert status == 0 and f"wrote {tmp_path / 'r.pdf'}" in out and (tmp_path / "r.pdf").read_bytes()[:4] == b"%PDF"

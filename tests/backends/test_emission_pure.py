@@ -10,6 +10,7 @@ from tdsl.compiler.lower.build import lower
 
 from catalog import CHAPTER_SIZES, EXAMPLES, KERNEL_SIZES, LEGAL, LEGAL_IDS
 from fuzz.emission import emit_all
+from fuzz.oracles import rebound_loop_variables
 
 BACKENDS = ["triton", "tilelang", "ascend-950", "ascend-910b"]
 
@@ -26,6 +27,7 @@ def test_emitting_twice_in_any_order_gives_the_same_text(example, name, sizes):
     assert first.texts, "no backend emitted this schedule"
     for backend, text in first.texts.items():
         assert second.texts[backend] == text, f"{backend}: the second emission differs"
+        assert not rebound_loop_variables(text), f"{backend}: {rebound_loop_variables(text)}"
     assert program == fresh, "emitting changed the tile program"
 
 

@@ -323,3 +323,26 @@ def test_run_says_what_a_target_cannot_run_here():
     proc = tdsl("run", "examples/gemm_silu.tdsl", "--schedule", "silu_in_ko", "--size", "M=8,N=8,K=64", "--target",
                 "ascend-950")
     assert proc.returncode == 1 and "[rule reduction-incomplete]" in proc.stderr  # illegal: refused before anything runs
+
+
+@pytest.mark.parametrize("args,says", [
+    (("run", "examples/gemm.tdsl", "--interp", "--seed", "-1"), "argument --seed: -1 is out of range: give a seed 0 or more"),
+    (("fuse", "examples/gemm.tdsl", "--seed", "-3"), "argument --seed: -3 is out of range"),
+    (("cost", "examples/gemm.tdsl", "--regs", "0"), "argument --regs: 0 is out of range: give registers per thread from 1 to 255"),
+    (("cost", "examples/gemm.tdsl", "--regs", "256"), "argument --regs: 256 is out of range"),
+    (("cost", "examples/gemm.tdsl", "--regs", "-5"), "argument --regs: -5 is out of range"),
+    (("run", "examples/gemm.tdsl", "--interp", "--size", "M=3,M=4"), "--size gives M twice; give each size once"),
+])
+def test_numbers_out_of_their_range_are_usage_errors(args, says):
+    proc = tdsl(*args)
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("step", ["io, ii = split(B.i, factor=4, factor=5)", "pipeline(B.i, stages=2, stages=3)"])
+def test_a_keyword_given_twice_in_a_step_is_a_located_error(tmp_path, step):
+    prog = tmp_path / "twice.tdsl"
+    prog.write_text(f"const N = 8\nkernel k(A: f32[N]) -> (B: f32[N]) {{\n  B[i] = A[i]\n}}\nschedule s {{\n  {step}\n}}\n")
+    proc = tdsl("check", str(prog))
+    keyword = step.rsplit("=", 2)[-2].rsplit(" ", 1)[-1]
+    assert proc.returncode == 2 and f"{prog}:6:" in proc.stderr, proc.stderr
+    assert f"'{keyword}' is given twice in this step" in proc.stderr and "^" in proc.stderr

@@ -8,6 +8,8 @@
 * Every backend's kernel matches the interpreter, or the backend refuses with a `TdslError` that says why:
   Triton under its interpreter (with NaN guard regions around every output), both Ascend dialects through
   the NumPy execution model, TileLang for NVIDIA through `tilelang.lower`.
+* No loop of a generated module rebinds the variable of a loop around it (TVMScript and Python would read the
+  inner value where the outer one is meant).
 * Emission is a pure function of the tile program: emitting one lowered program twice, with other backends
   in between, gives identical text.
 * The buffer plan, which the cost model counts, keeps the same fused intermediates in global memory as the
@@ -16,8 +18,8 @@
 
 from __future__ import annotations
 
+import ast
 import re
-
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -266,12 +268,33 @@ def check_backend(case: Case, backend: str, original, refs: dict, workdir: Path,
         return internal(f"{backend} generate (second time)", err)
     if again != text:
         return Finding("emission", backend, "generating the same schedule twice gives different text")
+    rebound = rebound_loop_variables(text)
+    if rebound:
+        return Finding("emission", backend, f"a loop rebinds the variable of a loop around it: {rebound}")
     runner = {"triton": _run_triton, "triton-sm90": _compile_sm90, "tilelang": _run_tilelang,
               "ascend-950": _run_ascend, "ascend-910b": _run_ascend}[backend]
     finding = runner(case, backend, text, original, refs, workdir)
     ill_conditioned = any(backend in ref.widened for ref in refs.values())
     outcome[backend] = "finding" if finding else "checked (ill-conditioned)" if ill_conditioned else "checked"
     return finding
+
+
+def rebound_loop_variables(text: str) -> list[str]:
+    """`for` loops of a module that bind a name a `for` around them already binds, as 'name (line n)'."""
+    found: list[str] = []
+
+    def walk(node, bound: frozenset) -> None:
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            names = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            found.extend(f"{n} (line {node.lineno})" for n in sorted(names & bound))
+            bound = bound | names
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            bound = frozenset()  # a new scope
+        for child in ast.iter_child_nodes(node):
+            walk(child, bound)
+
+    walk(ast.parse(text), frozenset())
+    return found
 
 
 def _compare_outputs(backend: str, original, ref: Reference, got: dict, dist: str) -> Optional[Finding]:

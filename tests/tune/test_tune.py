@@ -307,3 +307,46 @@ def test_tune_says_how_the_winner_compares_with_the_programs_blocks():
     assert line == ", 1.25x the program's fastest schedule 'fast' (10.0 us)"
     assert _versus_blocks(SimpleNamespace(logged=logged, winner_block="fast", winner_us=10.0)) == ""
     assert _versus_blocks(SimpleNamespace(logged=logged[2:], winner_block=None, winner_us=8.0)) == ""
+
+
+@pytest.mark.parametrize("content,says", [
+    (b"[1, 2]\n", ":1: not a tuning log line (a JSON object expected, found [1, 2])"),
+    (b'{"steps": 3}\n{"ok": true}\n', ":1: not a tuning log line (its 'steps' is 3)"),
+    (b'{"steps": "bind(Y.i, grid.x)", "ok": 1}\n', "its 'ok' is 1"),
+    (b'{"steps": "bind(Y.i, grid.x)", "us": true}\n', "its 'us' is true"),
+    (b'{"ok": true}\n{"steps": "x"}\n', ":1: not a tuning log line (no 'steps', the schedule's text)"),
+    (b"\xff\xfe{}\n", "not a tuning log (byte 0 is not UTF-8 text)"),
+    (None, "is a folder, not a tuning log"),
+])
+def test_a_file_that_is_no_tuning_log_is_a_usage_error_for_tune_and_compile(tmp_path, content, says):
+    """Whatever --log or --tuned names, a log that is not one is one located line, exit 2, never a traceback."""
+    log = tmp_path / "given.jsonl"
+    if content is None:
+        log.mkdir()
+    else:
+        log.write_bytes(content)
+    proc = _cli("compile", str(EXAMPLES / "softmax.tdsl"), "--target", "h200", "--tuned", str(log), "-o",
+                str(tmp_path / "k.py"))
+    assert proc.returncode == 2 and says in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    proc = _cli("tune", str(EXAMPLES / "softmax.tdsl"), "--size", "M=3,N=5", "--quiet", "--samples", "2",
+                "--trials", "0", "--log", str(log))
+    assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("name,says", [("1bad", "is not a name"), ("kernel", "is a word of the language"),
+                                       ("a-b", "is not a name"), ("", "is not a name")])
+def test_tune_refuses_a_name_no_schedule_block_can_have_before_touching_the_program(tmp_path, name, says):
+    prog = tmp_path / "p.tdsl"
+    prog.write_text((EXAMPLES / "softmax.tdsl").read_text())
+    before = prog.read_bytes()
+    proc = _cli("tune", str(prog), "--size", "M=3,N=5", "--quiet", "--samples", "2", "--trials", "0", "--name",
+                name, "--append")
+    assert proc.returncode == 2 and f"--name '{name}' {says}" in proc.stderr, proc.stderr
+    assert prog.read_bytes() == before
+
+
+@pytest.mark.parametrize("flag,value", [("--trials", "-1"), ("--samples", "0"), ("--workers", "0"),
+                                        ("--seed", "-1"), ("--seed", "x")])
+def test_tune_counts_and_seeds_out_of_range_are_usage_errors(flag, value):
+    proc = _cli("tune", str(EXAMPLES / "softmax.tdsl"), "--size", "M=3,N=5", "--quiet", flag, value)
+    assert proc.returncode == 2 and f"argument {flag}:" in proc.stderr, proc.stderr

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 from tdsl.frontend.diagnostics import TdslError
@@ -118,11 +119,26 @@ def _draw(points: list[Point], target: Target, dtypes: list, path: str, title: s
                               if p.local is not None])
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=8, frameon=False)
     try:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        fig.savefig(path, format=plot_format(path), dpi=120, bbox_inches="tight")
     except (OSError, ValueError) as err:
         raise TdslError(f"cannot write the plot {path}: {getattr(err, 'strerror', None) or err}") from None
     finally:
         plt.close(fig)
+
+
+def plot_format(path: str) -> str:
+    """The picture format `path`'s suffix names (png, svg, pdf, ...); a TdslError for a path without one, or
+    with one matplotlib cannot write (it would add '.png' to the name, or refuse, after the work is done)."""
+    _pyplot()  # says how to install matplotlib when it is missing
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in formats:
+        named = f"ends in '.{suffix}'" if suffix else "has no suffix"
+        raise TdslError(f"--plot {path} {named}: give a file name ending in .png, .svg or .pdf (the suffix picks "
+                        f"the format; also {', '.join(f for f in formats if f not in ('png', 'svg', 'pdf'))})")
+    return suffix
 
 
 def _plain(text: str) -> str:

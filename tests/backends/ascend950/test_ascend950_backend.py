@@ -103,3 +103,39 @@ def test_flash_attention_runs_both_products_on_the_cube(example):
     assert "acc_U[l0, l1] = acc_U[l0, l1] * alpha_U" in text  # the rescaling, in UB
     head = next(line for line in text.splitlines() if line.startswith("def "))
     assert re.findall(r"(\w+): T\.Tensor", head) == ["Q", "K", "V", "O"]  # no workspace, no L x L tensor
+
+
+ROW_SUM_PER_ROW = """
+const M = 6, N = 8
+kernel rows(X: f32[M, N]) -> (Y: f32[M, N]) {
+  S[i]: f32 = sum(j) X[i, j] combine reassoc
+  Y[i, j] = X[i, j] / S[i]
+}
+schedule per_row {
+  compute_at(S, Y.i)
+  bind(Y.i, grid.x)
+}
+"""
+
+
+def test_a_reduction_to_one_value_per_program_keeps_its_lane_apart_from_the_reduced_ones(tmp_path):
+    """S reduced to a rank-0 tile (one row per program): its one lane was named like the reduced axis's lane
+    (`for l0 in T.Parallel(1): for l0 in T.serial(8)`), a loop rebinding the loop around it."""
+    import numpy as np
+
+    from fuzz.oracles import rebound_loop_variables
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.verify.ascend_sim import simulate
+
+    prog = loads(ROW_SUM_PER_ROW, "rows.tdsl")
+    text = generate(prog, "per_row", target="ascend-950")
+    assert "T.Parallel(1)" in text and rebound_loop_variables(text) == []
+    order = prog.schedule()
+    inputs = random_inputs(order.model, seed=3)
+    want = interpret(order.model, order.time_map(), inputs)["Y"]
+    np.testing.assert_allclose(simulate(text, inputs, "ascend-950").tensors["Y"], want, rtol=1e-6)
+    if pytest.importorskip("tilelang"):
+        from tdsl.backends.tilelang.lowering import lower_module
+
+        assert lower_module(load_module(text, tmp_path / "rows.py"), "ascend")

@@ -76,7 +76,7 @@ def attention_1(m: T.Tensor((8192,), "float32"), S: T.Tensor((8192, 8192), "floa
                 p_m[l0] = T.if_then_else((l_i >= l0), T.Cast("float32", S[(l_i), l0]), (-T.infinity("float32")))
         # m: max over tile axes [0] (vector core, one lane per result, in order)
         with T.SimtVF(threads=128):  # vector core (AIV)
-            for l0 in T.Parallel(1):
+            for l1 in T.Parallel(1):
                 for l0 in T.serial(8192):
                     acc_m[0] = T.max(acc_m[0], p_m[l0])
         # m: the reduction is complete; round to f32 as the store would (stored)
@@ -120,7 +120,7 @@ def attention_3(l: T.Tensor((8192,), "float32"), P: T.Tensor((8192, 8192), "floa
                 p_l[l0] = T.if_then_else((l_i >= l0), T.Cast("float32", P[(l_i), l0]), 0.0)
         # l: sum over tile axes [0] (vector core, one lane per result, in order)
         with T.SimtVF(threads=128):  # vector core (AIV)
-            for l0 in T.Parallel(1):
+            for l1 in T.Parallel(1):
                 for l0 in T.serial(8192):
                     acc_l[0] = acc_l[0] + p_l[l0]
         # l: the reduction is complete; round to f32 as the store would (stored)

@@ -95,7 +95,7 @@ def mha_1(m: T.Tensor((2, 4, 4096), "float32"), S: T.Tensor((2, 4, 4096, 4096), 
                     p_m[l0] = T.Cast("float32", S[(mbh_0), (mbh_1), (l_i), ((128 * mo) + l0)])
             # m: max over tile axes [0] (vector core, one lane per result, in order)
             with T.SimtVF(threads=128):  # vector core (AIV)
-                for l0 in T.Parallel(1):
+                for l1 in T.Parallel(1):
                     for l0 in T.serial(128):
                         acc_m[0] = T.max(acc_m[0], p_m[l0])
         # m: the reduction is complete; round to f32 as the store would (stored)
@@ -144,7 +144,7 @@ def mha_3(l: T.Tensor((2, 4, 4096), "float32"), P: T.Tensor((2, 4, 4096, 4096), 
                     p_l[l0] = T.Cast("float32", P[(lbh_0), (lbh_1), (l_i), ((128 * lo) + l0)])
             # l: sum over tile axes [0] (vector core, one lane per result, in order)
             with T.SimtVF(threads=128):  # vector core (AIV)
-                for l0 in T.Parallel(1):
+                for l1 in T.Parallel(1):
                     for l0 in T.serial(128):
                         acc_l[0] = acc_l[0] + p_l[l0]
         # l: the reduction is complete; round to f32 as the store would (stored)

@@ -40,7 +40,7 @@ def quant_gemm_0(amax: T.Tensor((4096,), "float32"), A: T.Tensor((4096, 4096), "
                 p_amax[l0] = T.abs(T.Cast("float32", A[(l_i), l0]))
         # amax: max over tile axes [0] (vector core, one lane per result, in order)
         with T.SimtVF(threads=128):  # vector core (AIV)
-            for l0 in T.Parallel(1):
+            for l1 in T.Parallel(1):
                 for l0 in T.serial(4096):
                     acc_amax[0] = T.max(acc_amax[0], p_amax[l0])
         # amax: the reduction is complete; round to f32 as the store would (stored)

@@ -36,7 +36,7 @@ def rmsnorm_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
                 p_ss[l0] = (T.Cast("float32", X[(l_i), l0]) * T.Cast("float32", X[(l_i), l0]))
         # ss: sum over tile axes [0] (vector core, one lane per result, in order)
         with T.SimtVF(threads=128):  # vector core (AIV)
-            for l0 in T.Parallel(1):
+            for l1 in T.Parallel(1):
                 for l0 in T.serial(4096):
                     acc_ss[0] = acc_ss[0] + p_ss[l0]
         # ss: the reduction is complete; round to f32 as the store would (kept on chip)

@@ -39,7 +39,7 @@ def softmax_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
                 p_m[l0] = T.Cast("float32", X[(l_i), l0])
         # m: max over tile axes [0] (vector core, one lane per result, in order)
         with T.SimtVF(threads=128):  # vector core (AIV)
-            for l0 in T.Parallel(1):
+            for l1 in T.Parallel(1):
                 for l0 in T.serial(4096):
                     acc_m[0] = T.max(acc_m[0], p_m[l0])
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
@@ -58,7 +58,7 @@ def softmax_0(X: T.Tensor((1024, 4096), "bfloat16"), Y: T.Tensor((1024, 4096), "
                 p_s[l0] = v_e[l0]
         # s: sum over tile axes [0] (vector core, one lane per result, in order)
         with T.SimtVF(threads=128):  # vector core (AIV)
-            for l0 in T.Parallel(1):
+            for l1 in T.Parallel(1):
                 for l0 in T.serial(4096):
                     acc_s[0] = acc_s[0] + p_s[l0]
         # s: the reduction is complete; round to f32 as the store would (kept on chip)
