@@ -48,7 +48,7 @@ def test_ascend950_lowers_to_ascendc(example, name, tmp_path, golden):
     module = load_module(text, tmp_path / f"{example}__{name}.py")
     sources = lower_module(module, "ascend")
     for kernel, src in sources.items():
-        assert f'extern "C" __global__' in src
+        assert 'extern "C" __global__' in src
         if "asc_mmad" in src and "__cube__" not in src:  # mixed: the product on the AIC, its epilogue on the AIV
             aic, aiv = src.index("if ASC_IS_AIC"), src.index("if ASC_IS_AIV")
             assert aic < src.index("asc_mmad") < aiv and "asc_vf_call" in src[aiv:]
