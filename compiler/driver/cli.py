@@ -65,7 +65,6 @@ def int_in(low: int, high: Optional[int] = None, what: str = "a whole number"):
             raise argparse.ArgumentTypeError(f"{value} is out of range: give {what} {span}")
         return value
 
-    convert.__name__ = "integer"  # argparse names the type in its messages
     return convert
 
 
