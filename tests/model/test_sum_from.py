@@ -144,19 +144,36 @@ schedule split_k {
 
 def test_rfactor_starts_the_partial_sums_from_zero_and_their_sum_from_the_value(tmp_path):
     prog = loads(_PARTIALS)
-    lone = prog.schedule("lone_terms")  # strict, one term per partial sum: the program's own additions
-    inputs = random_inputs(lone.model, seed=4)
+    split_k = prog.schedule("split_k")  # reassoc: split-K on the grid, the start value added by the second pass
+    combine = split_k.model.stmt("D")
+    assert expr_text(combine.init) == "beta * C_in[i, j]" and split_k.model.stmt("D_rf").init is None
+    assert "C_in" in {r.tensor for r in combine.reads}
+    assert "C_in" not in {r.tensor for r in split_k.model.stmt("D_rf").reads}
+    inputs = random_inputs(split_k.model, seed=4)
     original = prog.schedule()
     want = interpret(original.model, original.time_map(), inputs)
-    got = interpret(lone.model, lone.time_map(), inputs)
-    assert np.array_equal(want["C"].view(np.uint32), got["C"].view(np.uint32))
-    combine = lone.model.stmt("C")
-    assert expr_text(combine.init) == "beta * C_in[i, j]" and lone.model.stmt("C_rf").init is None
-    assert "C_in" in {r.tensor for r in combine.reads} and "C_in" not in {r.tensor for r in lone.model.stmt("C_rf").reads}
-    split_k = prog.schedule("split_k")  # reassoc: split-K on the grid, the start value added by the second pass
     module = load_module(generate(prog, "split_k"), tmp_path / "split_k.py")
     outputs = run_generated(module, split_k.model, inputs, guard=5)
     assert all(c.ok for c in compare_outputs(split_k.model, want, outputs).values())
+
+
+def test_a_strict_sum_from_a_value_is_not_rfactored_even_into_partial_sums_of_one_term():
+    """Each partial sum is 0 + t, and 0 + (-0.0) = +0.0: the program keeps -0.0 + -0.0 = -0.0 where the
+    rfactored sum gives +0.0 (found by a probe, 2026-12-06; it had been accepted as the program's own additions).
+    The same steps on D, which declares `combine reassoc`, show the counterexample in the interpreter."""
+    prog = loads(_PARTIALS)
+    with pytest.raises(TdslError, match=r"(?s)reduction-grouping.*C\(i=0, j=0, k=0\) with beta \* C_in\[i, j\] = "
+                                        r"-0.0 and a term of -0.0"):
+        prog.schedule("lone_terms")
+    lone = loads(_PARTIALS + "schedule lone_d {\n  ko, kk = split(D.k, 1)\n  rfactor(D.ko)\n}\n").schedule("lone_d")
+    original = prog.schedule()
+    inputs = random_inputs(original.model, seed=4)
+    inputs["C_in"][0, 0] = -0.0
+    inputs["A"][0, :] = -0.0
+    inputs["B"][:, 0] = 1.0  # every term of D[0, 0] is -0.0 * 1.0 = -0.0
+    want = interpret(original.model, original.time_map(), inputs)["D"][0, 0]
+    got = interpret(lone.model, lone.time_map(), inputs)["D"][0, 0]
+    assert want == 0.0 and np.signbit(want) and not np.signbit(got)
 
 
 @pytest.mark.parametrize("schedule,dot", [("gpu", True), ("small", False)])

@@ -22,7 +22,9 @@ that dtype, compiler/legality/grids.py).
 Legality depends on the reduction's `combine` policy (docs/legality.md):
 
 * strict (default): only if the grouping does not change (one segment, or
-  segments of one term) -- else rule reduction-grouping;
+  segments of one term) and the sum starts from no value (0 + t is +0.0
+  for a term of -0.0, which a start value of -0.0 would keep) -- else rule
+  reduction-grouping;
 * reassoc: always;
 * deterministic: if the segment count does not depend on a size
   (``segments=M``) -- else rule segment-count;
@@ -182,6 +184,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         ctx, f"{prefix}{{ {name}[{', '.join(stmt.iters)}] -> [{', '.join(lhs)}, floor({k}/{factor})] }}"
     ).align_params(stmt.domain.get_space()).intersect_domain(stmt.domain)
     check_grouping(model, stmt, sigma, "rfactor", size, f"{rf}[{', '.join(lhs + [seg_it])}]")
+    _lone_terms_signed_zero(stmt)
     _lone_terms_rounded(model, stmt, sigma)
     if dtype != (stmt.accum_dtype or "f32"):
         _partial_rounding(model, stmt, dtype)
@@ -299,7 +302,8 @@ def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
     """A strict sum keeps its grouping only when every partial sum after an element's first holds one term; that
     term then passes through the partial's accumulator on its own (0 + t, rounded to the accumulator) before it
     meets the running sum, which the program adds it to unrounded.  Exact only if the term already lies on the
-    accumulator's grid (always, for an f32 accumulator)."""
+    accumulator's grid (always, for an f32 accumulator); with a start value, not even then
+    (`_lone_terms_signed_zero`)."""
     from tdsl.compiler.model.dependences import order_independent, policy
     from tdsl.compiler.errors import RoundingAdded
     from tdsl.compiler.legality.grids import on_grid
@@ -318,6 +322,30 @@ def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
         f"accumulator on their own: each such term would be rounded to {accum} before it is added, which the "
         f"program does not do",
         f"{first_instance(stmt)} adds a term: {witness_text('f32', accum, 'term')}",
+    )
+
+
+def _lone_terms_signed_zero(stmt: Stmt) -> None:
+    """A strict sum that starts from a value: its partial sums hold one term each (check_grouping), and each is
+    0 + t, which is t except for t = -0.0 (IEEE round to nearest: +0.0 + -0.0 = +0.0).  The program adds -0.0
+    to a start value of -0.0 and keeps -0.0; the rfactored sum adds +0.0 and gives +0.0.  Without a start
+    value the running sum starts at +0.0 and never becomes -0.0, so adding +0.0 or -0.0 to it is the same."""
+    from tdsl.compiler.errors import ReductionGrouping
+    from tdsl.compiler.legality.rounding import first_instance
+    from tdsl.compiler.model.dependences import order_independent, policy
+    from tdsl.frontend.printer import expr_text
+
+    if stmt.init is None or policy(stmt)[0] != "strict" or order_independent(stmt):
+        return
+    start = expr_text(stmt.init)
+    raise ReductionGrouping(
+        "rfactor",
+        [stmt.name],
+        f"{stmt.name} starts from {start} and declares no combine policy (strict order): each partial sum adds "
+        f"its one term to zero first, which turns a term of -0.0 into +0.0, where the program adds the term "
+        f"itself to the running sum",
+        f"{first_instance(stmt)} with {start} = -0.0 and a term of -0.0: the program gives -0.0 + -0.0 = -0.0; "
+        f"the partial sum is 0 + -0.0 = +0.0, and -0.0 + +0.0 = +0.0",
     )
 
 
