@@ -624,9 +624,9 @@ def _check_size(text: str) -> None:
 def name_problem(name: str) -> Optional[str]:
     """Why `name` cannot be written where the language takes a name (a schedule's, given on the command line),
     or None when it can."""
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        return f"'{name}' is not a name: a letter or '_', then letters, digits and '_'"
     parser, _ = _lark()
+    if not re.fullmatch(parser.get_terminal("NAME").pattern.to_regexp(), name):
+        return f"'{name}' is not a name: a letter or '_', then letters, digits and '_'"
     words = {t.pattern.value for t in parser.terminals if t.pattern.type == "str"}
     if name in words:
         return f"'{name}' is a word of the language: it cannot be a name"

@@ -38,16 +38,17 @@ def parse_sizes(text: Optional[str]) -> dict:
     sizes = {}
     for item in text.split(","):
         name, eq, value = item.strip().partition("=")
-        if not eq or not name.strip().isidentifier():
+        name = name.strip()
+        if not eq or not name.isidentifier():
             raise TdslError(f"--size expects NAME=VALUE pairs separated by commas, got '{item.strip()}'")
-        if name.strip() in sizes:
-            raise TdslError(f"--size gives {name.strip()} twice; give each size once")
+        if name in sizes:
+            raise TdslError(f"--size gives {name} twice; give each size once")
         try:
-            sizes[name.strip()] = int(value)
+            sizes[name] = int(value)
         except ValueError:
-            raise TdslError(f"--size {name.strip()}: '{value}' is not an integer") from None
-        if sizes[name.strip()] < 1:
-            raise TdslError(f"--size {name.strip()}: sizes must be positive")
+            raise TdslError(f"--size {name}: '{value}' is not an integer") from None
+        if sizes[name] < 1:
+            raise TdslError(f"--size {name}: sizes must be positive")
     return sizes
 
 
@@ -113,9 +114,7 @@ def _tree_output(args) -> Optional[Path]:
     """Where `tree -o` writes: None for stdout; never the program itself."""
     if args.output == STDOUT:
         return None
-    if _same_file(Path(args.output), Path(args.program)):
-        raise TdslError(f"-o {args.output} is the same file as the input {args.program}; refusing to overwrite "
-                        f"the program with its tree")
+    _refuse_overwriting_program(f"-o {args.output}", Path(args.output), args.program, "its tree")
     return Path(args.output)
 
 
@@ -227,14 +226,24 @@ def output_path(output: str, program: str) -> Optional[Path]:
     if output == STDOUT:
         return None
     out = Path(output)
-    into_folder = os.path.isdir(out) or output.endswith(("/", os.sep))
+    into_folder = _names_a_folder(output)
     if into_folder:
         out = out / f"{Path(program).stem}.py"
-    if _same_file(out, Path(program)):
-        named = f"{output} (that is {out})" if into_folder else output
-        raise TdslError(f"-o {named} is the same file as the input {program}; refusing to overwrite the program "
-                        f"with the generated module")
+    named = f"{output} (that is {out})" if into_folder else output
+    _refuse_overwriting_program(f"-o {named}", out, program, "the generated module")
     return out
+
+
+def _names_a_folder(output: str) -> bool:
+    """An existing folder, or any path written with a trailing separator."""
+    return os.path.isdir(output) or output.endswith(("/", os.sep))
+
+
+def _refuse_overwriting_program(shown: str, out: Path, program: str, what: str) -> None:
+    """An output option (`shown`, as the user wrote it) that names PROG itself is a user error."""
+    if _same_file(out, Path(program)):
+        raise TdslError(f"{shown} is the same file as the input {program}; refusing to overwrite the program "
+                        f"with {what}")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -483,11 +492,9 @@ def _check_plot_output(output: str, program: str) -> None:
     format (checked before the costing, so a mistake costs nothing)."""
     from tdsl.compiler.analysis.cost.plot import plot_format
 
-    if os.path.isdir(output) or output.endswith(("/", os.sep)):
+    if _names_a_folder(output):
         raise TdslError(f"--plot {output} is a folder: give the picture's file name (e.g. {Path(output) / 'roofline.png'})")
-    if _same_file(Path(output), Path(program)):
-        raise TdslError(f"--plot {output} is the same file as the input {program}; refusing to overwrite the program "
-                        f"with the picture")
+    _refuse_overwriting_program(f"--plot {output}", Path(output), program, "the picture")
     plot_format(output)
 
 

@@ -27,7 +27,8 @@ def test_emitting_twice_in_any_order_gives_the_same_text(example, name, sizes):
     assert first.texts, "no backend emitted this schedule"
     for backend, text in first.texts.items():
         assert second.texts[backend] == text, f"{backend}: the second emission differs"
-        assert not rebound_loop_variables(text), f"{backend}: {rebound_loop_variables(text)}"
+        rebound = rebound_loop_variables(text)
+        assert not rebound, f"{backend}: loops rebind enclosing loops' variables: {rebound}"
     assert program == fresh, "emitting changed the tile program"
 
 

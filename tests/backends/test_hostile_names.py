@@ -358,7 +358,8 @@ def assert_nothing_shadowed(text: str) -> None:
     module, functions, bindings = _scopes(tree)
     twice = {n for n in bindings if bindings.count(n) > 1}
     assert not twice, f"bound twice at module level: {twice}"
-    assert not rebound_loop_variables(text), f"loops rebind enclosing loops' variables: {rebound_loop_variables(text)}"
+    rebound = rebound_loop_variables(text)
+    assert not rebound, f"loops rebind enclosing loops' variables: {rebound}"
     # names some part of the module reads as module-level names or builtins
     globals_read = module.loaded | {n for s in functions.values() for n in s.loaded - s.bound}
     python = set(dir(builtins)) | set(keyword.kwlist)

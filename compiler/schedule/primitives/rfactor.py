@@ -184,8 +184,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         ctx, f"{prefix}{{ {name}[{', '.join(stmt.iters)}] -> [{', '.join(lhs)}, floor({k}/{factor})] }}"
     ).align_params(stmt.domain.get_space()).intersect_domain(stmt.domain)
     check_grouping(model, stmt, sigma, "rfactor", size, f"{rf}[{', '.join(lhs + [seg_it])}]")
-    _lone_terms_signed_zero(stmt)
-    _lone_terms_rounded(model, stmt, sigma)
+    _lone_terms(model, stmt, sigma)
     if dtype != (stmt.accum_dtype or "f32"):
         _partial_rounding(model, stmt, dtype)
     check_dependences(state.model, state.deps, tree, "rfactor")
@@ -298,45 +297,29 @@ def _text(exprs) -> str:
     return ", ".join(expr_text(e) for e in exprs)
 
 
-def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
-    """A strict sum keeps its grouping only when every partial sum after an element's first holds one term; that
-    term then passes through the partial's accumulator on its own (0 + t, rounded to the accumulator) before it
-    meets the running sum, which the program adds it to unrounded.  Exact only if the term already lies on the
-    accumulator's grid (always, for an f32 accumulator); with a start value, not even then
-    (`_lone_terms_signed_zero`)."""
+def _lone_terms(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
+    """A strict sum keeps its grouping only when every partial sum after an element's first holds one term
+    (check_grouping; every partial sum, when the sum starts from a value).  Such a term then passes through the
+    partial's accumulator on its own, 0 + t, before it meets the running sum, which the program adds it to
+    directly.  That is exact only without a start value (`_signed_zero`) and for a term on the accumulator's
+    grid (`_lone_terms_rounded`)."""
     from tdsl.compiler.model.dependences import order_independent, policy
-    from tdsl.compiler.errors import RoundingAdded
-    from tdsl.compiler.legality.grids import on_grid
-    from tdsl.compiler.legality.rounding import first_instance, witness_text
 
-    accum = stmt.accum_dtype or "f32"
-    if policy(stmt)[0] != "strict" or order_independent(stmt) or on_grid(model, stmt.value, accum, stmt.iters):
+    if policy(stmt)[0] != "strict" or order_independent(stmt):
         return
-    same_element = stmt.write.relation.apply_range(stmt.write.relation.reverse())
-    if stmt.init is None and same_element.is_subset(sigma.apply_range(sigma.reverse())):
-        return  # one partial sum per element: the program's own running sum (from zero, as the partial starts)
-    raise RoundingAdded(
-        "rfactor",
-        [stmt.name],
-        f"the partial sums of {stmt.name} after the first hold one term each and pass through its {accum} "
-        f"accumulator on their own: each such term would be rounded to {accum} before it is added, which the "
-        f"program does not do",
-        f"{first_instance(stmt)} adds a term: {witness_text('f32', accum, 'term')}",
-    )
+    if stmt.init is not None:
+        _signed_zero(stmt)
+    _lone_terms_rounded(model, stmt, sigma)
 
 
-def _lone_terms_signed_zero(stmt: Stmt) -> None:
-    """A strict sum that starts from a value: its partial sums hold one term each (check_grouping), and each is
-    0 + t, which is t except for t = -0.0 (IEEE round to nearest: +0.0 + -0.0 = +0.0).  The program adds -0.0
-    to a start value of -0.0 and keeps -0.0; the rfactored sum adds +0.0 and gives +0.0.  Without a start
-    value the running sum starts at +0.0 and never becomes -0.0, so adding +0.0 or -0.0 to it is the same."""
+def _signed_zero(stmt: Stmt) -> None:
+    """0 + t is t except for t = -0.0 (IEEE round to nearest: +0.0 + -0.0 = +0.0).  The program adds -0.0 to a
+    start value of -0.0 and keeps -0.0; the rfactored sum adds +0.0 and gives +0.0.  Without a start value the
+    running sum starts at +0.0 and never becomes -0.0, so adding +0.0 or -0.0 to it is the same."""
     from tdsl.compiler.errors import ReductionGrouping
     from tdsl.compiler.legality.rounding import first_instance
-    from tdsl.compiler.model.dependences import order_independent, policy
     from tdsl.frontend.printer import expr_text
 
-    if stmt.init is None or policy(stmt)[0] != "strict" or order_independent(stmt):
-        return
     start = expr_text(stmt.init)
     raise ReductionGrouping(
         "rfactor",
@@ -346,6 +329,29 @@ def _lone_terms_signed_zero(stmt: Stmt) -> None:
         f"itself to the running sum",
         f"{first_instance(stmt)} with {start} = -0.0 and a term of -0.0: the program gives -0.0 + -0.0 = -0.0; "
         f"the partial sum is 0 + -0.0 = +0.0, and -0.0 + +0.0 = +0.0",
+    )
+
+
+def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
+    """A lone term rounded to the partial's accumulator, which the program adds unrounded: exact only if the
+    term already lies on the accumulator's grid (always, for an f32 accumulator)."""
+    from tdsl.compiler.errors import RoundingAdded
+    from tdsl.compiler.legality.grids import on_grid
+    from tdsl.compiler.legality.rounding import first_instance, witness_text
+
+    accum = stmt.accum_dtype or "f32"
+    if on_grid(model, stmt.value, accum, stmt.iters):
+        return
+    same_element = stmt.write.relation.apply_range(stmt.write.relation.reverse())
+    if same_element.is_subset(sigma.apply_range(sigma.reverse())):
+        return  # one partial sum per element: the program's own running sum (from zero, as the partial starts)
+    raise RoundingAdded(
+        "rfactor",
+        [stmt.name],
+        f"the partial sums of {stmt.name} after the first hold one term each and pass through its {accum} "
+        f"accumulator on their own: each such term would be rounded to {accum} before it is added, which the "
+        f"program does not do",
+        f"{first_instance(stmt)} adds a term: {witness_text('f32', accum, 'term')}",
     )
 
 
