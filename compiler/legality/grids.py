@@ -10,6 +10,9 @@ at that place is the identity, and a step may drop it (`compute_inline(T, round=
   (`max` / `min`, see docs/interpreter.md), which lies on every grid: they keep the grids all operands share;
 * a constant lies on the grids that represent it; a cast `D(x)` lies on D's grid (and on x's grids when x
   already lies on D's grid, since the cast is then the identity);
+* an integer value -- iterators, integer constants and sizes combined by `+ - *`, `abs`, `max`, `min`, `where`
+  and casts -- lies on every grid that holds each integer it takes over the statement's domain
+  (compiler/legality/integers.py): `T[i]: f8e4m3 = i` for i < 17 stores exactly what it computes;
 * anything else (arithmetic, exp, ...) only on the f32 grid, which holds every value.
 
 The grids nest exactly (checked bit for bit over every value of every dtype in tests/legality/test_relaxations.py):
@@ -32,6 +35,7 @@ import numpy as np
 
 from tdsl.frontend import ast
 
+from tdsl.compiler.legality.integers import integer_grids, iterator_ranges
 from tdsl.compiler.model import dtypes as dt
 from tdsl.compiler.model import reduce_ops
 
@@ -72,7 +76,11 @@ def constant_grids(value) -> frozenset:
 
 
 def value_grids(model, expr, iters=(), _visiting: frozenset = frozenset()) -> frozenset:
-    """The grids the value of `expr` lies on, whatever the inputs; `iters` are the statement's iterator names."""
+    """The grids the value of `expr` lies on, whatever the inputs.  `iters` are the statement's iterators: their
+    names, or `iterator_ranges(stmt)`, which lets an integer value of the iterators lie on narrow grids."""
+    integers = integer_grids(model, expr, iters)
+    if integers is not None:
+        return integers | ONLY_F32
     if isinstance(expr, (ast.IntLit, ast.FloatLit)):
         return constant_grids(expr.value)
     if isinstance(expr, ast.Name):
@@ -101,7 +109,7 @@ def tensor_grids(model, tensor: str, _visiting: frozenset = frozenset()) -> froz
     visiting = _visiting | {tensor}
     if writer.is_reduction:
         return rounded(accumulator_grids(model, writer, visiting), writer.dtype)
-    return rounded(value_grids(model, writer.value, writer.iters, visiting), writer.dtype)
+    return rounded(value_grids(model, writer.value, iterator_ranges(writer), visiting), writer.dtype)
 
 
 def accumulator_grids(model, stmt, _visiting: frozenset = frozenset()) -> frozenset:
@@ -114,7 +122,7 @@ def accumulator_grids(model, stmt, _visiting: frozenset = frozenset()) -> frozen
     accum = stmt.accum_dtype or "f32"
     if not reduce_ops.selecting(stmt.reduce_op):
         return closure(accum)
-    return rounded(value_grids(model, stmt.value, stmt.iters, _visiting), accum)
+    return rounded(value_grids(model, stmt.value, iterator_ranges(stmt), _visiting), accum)
 
 
 # ---------------------------------------------------------------- helpers
@@ -122,7 +130,7 @@ def accumulator_grids(model, stmt, _visiting: frozenset = frozenset()) -> frozen
 
 def _name_grids(model, name: str, iters) -> frozenset:
     if name in iters:
-        return ONLY_F32  # an iterator's value: not analysed
+        return ONLY_F32  # an iterator of unknown range (`integer_range` took those it knows)
     value = model.sizes.get(name)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return constant_grids(value)

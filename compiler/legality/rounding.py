@@ -72,6 +72,7 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
     A rounding the buffer adds or drops is harmless where the values already lie on that dtype's grid
     (compiler/legality/grids.py): then the rounding is the identity."""
     from tdsl.compiler.legality.grids import accumulator_grids, tensor_grids, value_grids
+    from tdsl.compiler.legality.integers import iterator_ranges
 
     dtype = getattr(buf, "dtype", None)
     if dtype is None:
@@ -112,15 +113,17 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
                 f"{witness_text(dtype, store)}",
             )
         return
-    exact = value_grids(model, writer.value, writer.iters)  # roundings to these dtypes change no value
+    exact = value_grids(model, writer.value, iterator_ranges(writer))  # roundings to these dtypes change no value
     if readers and dtype != store and not {dtype, store} <= exact:
         reader, inst, element = first_read(model, readers, buf.tensor)
         if holds(dtype, store):
+            changed, why = value_rounding_witness(model, writer, store)
+            reader, inst, element = first_read(model, readers, buf.tensor, changed)
             _raise_rounding(
                 RoundingRemoved, model, tree, primitive, [writer.name, reader],
                 f"{reader} would read {buf.tensor} from the {dtype} {buf.scope} copy inside loop {buf.at.name}, "
                 f"skipping the rounding of {writer.name} to {store}",
-                f"{inst} reads {element}: the program rounds it to {store} first; {witness_text(dtype, store)}",
+                f"{inst} reads {element}: the program rounds it to {store} first; {why}",
             )
         _raise_rounding(
             RoundingAdded, model, tree, primitive, [writer.name, reader],
@@ -144,10 +147,11 @@ def _selecting_accumulator_on_grid(model: KernelModel, writer, dtype: str) -> bo
     roundings are the identity on the extrema of its terms (the terms lie on both grids, and an extremum is one
     of its terms)."""
     from tdsl.compiler.legality.grids import value_grids
+    from tdsl.compiler.legality.integers import iterator_ranges
 
     if not reduce_ops.selecting(writer.reduce_op):
         return False
-    terms = value_grids(model, writer.value, writer.iters)
+    terms = value_grids(model, writer.value, iterator_ranges(writer))
     return {dtype, writer.accum_dtype or "f32"} <= terms
 
 
@@ -197,16 +201,35 @@ def buffer_semantics(model: KernelModel, tree: Tree) -> KernelModel:
                        model.params, model.ctx)
 
 
-def first_read(model: KernelModel, readers: list[str], tensor: str) -> tuple[str, str, str]:
-    """The first reader instance of `tensor` among `readers`: (reader, 'Y(i=0, j=0)', 'C[0, 0]')."""
+def first_read(model: KernelModel, readers: list[str], tensor: str,
+               element: Optional[isl.Set] = None) -> tuple[str, str, str]:
+    """The first reader instance of `tensor` (of `element` of it, if given) among `readers`:
+    (reader, 'Y(i=0, j=0)', 'C[0, 0]')."""
     from tdsl.compiler.model.program import first_pair
 
     for name in readers:
         for acc in model.stmt(name).reads:
-            if acc.tensor == tensor and not acc.relation.is_empty():
-                inst, element = first_pair(acc.relation)
-                return name, inst, element
+            if acc.tensor != tensor:
+                continue
+            relation = acc.relation if element is None else acc.relation.intersect_range(element)
+            if not relation.is_empty():
+                inst, shown = first_pair(relation)
+                return name, inst, shown
+    if element is not None:
+        return first_read(model, readers, tensor)
     return readers[0], readers[0], tensor
+
+
+def value_rounding_witness(model: KernelModel, writer, dtype: str) -> tuple[Optional[isl.Set], str]:
+    """Why rounding the value of an elementwise `writer` to `dtype` changes it: for an integer value of the
+    iterators, the instance whose value changes (and the element it writes); else a value of f32 that changes."""
+    from tdsl.compiler.legality.integers import integer_counterexample, iterator_ranges
+
+    found = integer_counterexample(model, writer.value, iterator_ranges(writer), dtype)
+    if found is None:
+        return None, witness_text("f32", dtype)
+    element = written_element(writer, list(found.coords)) if found.coords else None
+    return element, found.text()
 
 
 def first_coords(stmt) -> list[int]:
@@ -219,9 +242,14 @@ def first_instance(stmt) -> str:
     return instance_text(stmt.name, stmt.iters, first_coords(stmt))
 
 
-def element_of(stmt, coords: list[int]) -> str:
+def written_element(stmt, coords: list[int]) -> isl.Set:
+    """The element one instance of a statement writes."""
     rel = stmt.write.relation
     for pos, value in enumerate(coords):
         rel = rel.fix_val(isl.dim_type.in_, pos, isl.Val.int_from_si(rel.get_ctx(), value))
-    _, element = first_point(rel.range())
+    return rel.range()
+
+
+def element_of(stmt, coords: list[int]) -> str:
+    _, element = first_point(written_element(stmt, coords))
     return f"{stmt.write.tensor}[{', '.join(map(str, element))}]"

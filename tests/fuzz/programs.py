@@ -5,7 +5,8 @@ A random kernel works on three iteration spaces -- MN (i, j), MK (i, k), KN (k, 
 its edges (`sum`/`max`/`min`, optionally over a triangle `j <= i`, a sum sometimes from a start value, with an
 accumulator dtype and a combine policy),
 matrix products MK x KN -> MN, recurrences (a statement reading its own earlier elements), time loops (a `for`
-block of two statements, each step reading the last step's values and its neighbours), and maps on the edges.  Every read is in bounds and every iterator is indexed
+block of two statements, each step reading the last step's values and its neighbours), maps whose value is an
+integer of the iterators chosen by data, and maps on the edges.  Every read is in bounds and every iterator is indexed
 plainly somewhere, so every generated program passes the frontend's checks; the last one or two statements
 become the kernel's results, sometimes kept in an input's array (`-> (Y: f32[M, N] in XMN)`, where the program
 order allows it).
@@ -148,6 +149,37 @@ class _Builder:
         cond = " : j <= i" if triangle else ""
         self.add(name, space, f"{cond}]{self._annot()} = {body}", self._dtype(), triangle)
 
+    def integer_map(self) -> None:
+        """An elementwise map whose value is an integer of the iterators (an index, a distance, a count), chosen
+        by a comparison of data: the narrow dtypes hold it exactly only while its integers are small, which
+        decides whether its rounding may be dropped (compiler/legality/integers.py)."""
+        space = self.rng.choice(["MN", "MN", "MK", "M", "N"])
+        full = self.values(space)
+        if not full:
+            return
+        t = self.rng.choice(full)
+        anchor = f"{t.name}[{', '.join(it for it, _ in SPACES[space]) if space in SPACES else EDGES[space]}]"
+        iters = [it for it, _ in SPACES[space]] if space in SPACES else [EDGES[space]]
+        other = self.integer_expr(iters + _edges(space)) if self.rng.random() < 0.6 else anchor
+        value = f"where({anchor} > 0.0, {self.integer_expr(iters + _edges(space))}, {other})"
+        self.add(self.fresh("T"), space, f"]{self._annot()} = {value}", self._dtype())
+
+    def integer_expr(self, names: list, depth: int = 0) -> str:
+        """An integer value of `names` (iterators and sizes) and small constants."""
+        iters = [n for n in names if n.islower()]
+        roll = self.rng.random()
+        if depth >= 2 or roll < 0.3:
+            return self.rng.choice(names + ["1", "2", "3", "17", "(-5)"])
+        if roll < 0.7:
+            op = self.rng.choice(["+", "-", "*"])
+            return f"({self.integer_expr(names, depth + 1)} {op} {self.integer_expr(names, depth + 1)})"
+        if roll < 0.8:
+            return f"abs({self.integer_expr(names, depth + 1)})"
+        a, b = self.integer_expr(names, depth + 1), self.integer_expr(names, depth + 1)
+        if roll < 0.9:
+            return f"{self.rng.choice(['max', 'min'])}({a}, {b})"
+        return f"where({self.rng.choice(iters)} {self.rng.choice(['<', '==', '>='])} {self.rng.choice(['2', '5'])}, {a}, {b})"
+
     def reduction(self) -> None:
         space = self.rng.choice(["MN", "MN", "MK", "KN"])
         (a, ea), (b, eb) = SPACES[space]
@@ -282,7 +314,8 @@ def random_program(rng: random.Random) -> str:
     for space in dict.fromkeys(spaces):
         b.tensors.append(_Tensor(f"X{space}", space, rng.choice(DTYPES), is_input=True))
     for _ in range(rng.randint(1, 5)):
-        rng.choice([b.elementwise, b.elementwise, b.reduction, b.matmul, b.softmax, b.recurrence, b.time_loop])()
+        rng.choice([b.elementwise, b.elementwise, b.reduction, b.matmul, b.softmax, b.recurrence, b.time_loop,
+                    b.integer_map])()
     full = [s for s in b.stmts if not s.triangle and not s.block]
     while not full:
         b.elementwise()

@@ -521,6 +521,7 @@ def test_value_grids_of_expressions():
     assert grids("bf16(X[i, j])") == set(DTYPES)  # the identity on an f8e4m3 value
     assert grids("X[i, j] * 1.0") == {"f32"} and grids("exp(X[i, j])") == {"f32"}
     assert grids("max(X[i, j], 0.1)") == {"f32"}
-    assert grids("where(X[i, j] > 0.0, X[i, j], i)") == {"f32"}  # an iterator's value is not analysed
+    assert grids("where(X[i, j] > 0.0, X[i, j], i)") == {"f32"}  # names without ranges: not analysed
+    # (with the statement's iterator ranges: tests/legality/test_integer_values.py)
     assert tensor_grids(model, "T") == set(DTYPES)  # T: bf16 = X[i, j] stores f8e4m3 values
     assert tensor_grids(model, "W") == {"f32"}

@@ -29,6 +29,7 @@ from tdsl.frontend import ast
 from tdsl.compiler.model.dependences import compute_dependences
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.grids import on_grid
+from tdsl.compiler.legality.integers import iterator_ranges
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import Access, KernelModel
 from tdsl.compiler.schedule.primitives.common import State, check_stmt, flag
@@ -67,22 +68,23 @@ def compute_inline(state: State, stmt: str, round=True) -> None:
     check_storage_order(state.model, "compute_inline")  # folded or shared storage, in the new program
     state.deps = compute_dependences(state.model)
     rederive(state, "compute_inline")  # a running maximum's readers and sums, in the new program
-    if not keep and readers and not on_grid(model, target.value, target.dtype, target.iters):
+    if not keep and readers and not on_grid(model, target.value, target.dtype, iterator_ranges(target)):
         _rounding_removed(model, target, readers)  # with no reader, or a cast that changes nothing, nothing is lost
     check_dependences(state.model, state.deps, state.tree, "compute_inline")
 
 
 def _rounding_removed(model, target, readers) -> None:
     from tdsl.compiler.errors import RoundingRemoved
-    from tdsl.compiler.legality.rounding import first_read, witness_text
+    from tdsl.compiler.legality.rounding import first_read, value_rounding_witness
 
-    reader, inst, element = first_read(model, [r.name for r in readers], target.name)
+    changed, why = value_rounding_witness(model, target, target.dtype)
+    reader, inst, element = first_read(model, [r.name for r in readers], target.name, changed)
     raise RoundingRemoved(
         "compute_inline",
         sorted({target.name, reader}),
         f"{reader} would use the value of {target.name} unrounded, but the program rounds {target.name} to "
         f"{target.dtype} when it stores it",
-        f"{inst} reads {element}, which the program rounds to {target.dtype}: {witness_text('f32', target.dtype)}",
+        f"{inst} reads {element}, which the program rounds to {target.dtype}: {why}",
     )
 
 
