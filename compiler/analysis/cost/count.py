@@ -166,16 +166,21 @@ def _sum_linear(s: isl.Set, lins) -> int:
     used = [d for d in range(n) if any(c[d] != 0 for c, _ in lins)]
     if not used:
         return int(prod(k for _, k in lins)) * _card(s)
+    los, his = _box(s)
+    if _is_box(s, los, his):
+        return int(_sum_over_box(los, his, lins))
     if n == 1:
         total = Fraction(0)
         for b in s.make_disjoint().get_basic_sets():
             bs = isl.Set.from_basic_set(b)
             (lo,), (hi,) = _box(bs)
+            if _is_box(bs, [lo], [hi]):
+                total += _sum_over_box([lo], [hi], lins)
+                continue
             if hi - lo + 1 > MAX_ENUMERATION:
                 raise CountError(f"cannot sum over {bs}: too many points")
-            dense = _is_box(bs, [lo], [hi])
             for x in range(lo, hi + 1):
-                if dense or not bs.fix_val(isl.dim_type.set, 0, isl.Val.int_from_si(s.get_ctx(), x)).is_empty():
+                if not bs.fix_val(isl.dim_type.set, 0, isl.Val.int_from_si(s.get_ctx(), x)).is_empty():
                     total += prod(c[0] * x + k for c, k in lins)
         return int(total)
     d = used[0]
@@ -188,6 +193,43 @@ def _sum_linear(s: isl.Set, lins) -> int:
         if not sv.is_empty():
             total += _sum_linear(sv, [(c[:d] + [Fraction(0)] + c[d + 1:], k + c[d] * v) for c, k in lins])
     return total
+
+
+def _sum_over_box(los, his, lins) -> Fraction:
+    """Sum over the points of a box of a product of linear functions, in closed form: the product expanded into
+    monomials, each summed dimension by dimension with power sums (no enumeration, whatever the extents)."""
+    n = len(los)
+    poly = {(0,) * n: Fraction(1)}
+    for coeffs, const in lins:
+        expanded: dict = {}
+        for mono, c in poly.items():
+            if const:
+                expanded[mono] = expanded.get(mono, 0) + c * const
+            for d, a in enumerate(coeffs):
+                if a:
+                    raised = mono[:d] + (mono[d] + 1,) + mono[d + 1:]
+                    expanded[raised] = expanded.get(raised, 0) + c * a
+        poly = expanded
+    return sum((c * prod(_power_sum(k, lo, hi) for k, lo, hi in zip(mono, los, his)) for mono, c in poly.items()),
+               Fraction(0))
+
+
+def _power_sum(k: int, lo: int, hi: int) -> Fraction:
+    """x^k summed over the integers lo .. hi."""
+    return _power_prefix(k, hi) - _power_prefix(k, lo - 1)
+
+
+def _power_prefix(k: int, n: int) -> Fraction:
+    """The polynomial S_k(n) = 0^k + 1^k + ... + n^k, at any integer n (negative too: the same polynomial).
+
+    From (n + 1)^(k + 1) = sum over j <= k of C(k + 1, j) S_j(n), which telescopes (x + 1)^(k + 1) - x^(k + 1)."""
+    from math import comb
+
+    sums: list = []
+    for j in range(k + 1):
+        rest = sum((comb(j + 1, i) * sums[i] for i in range(j)), Fraction(0))
+        sums.append((Fraction(n + 1) ** (j + 1) - rest) / (j + 1))
+    return sums[k]
 
 
 def _enumerate(s: isl.Set, affs) -> int:
