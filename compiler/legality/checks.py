@@ -36,6 +36,7 @@ from tdsl.compiler.errors import (
 )
 from tdsl.compiler.legality.overlap import check_overlap
 from tdsl.compiler.legality.rounding import check_buffer_rounding, element_of
+from tdsl.compiler.legality.start_values import check_start_values
 from tdsl.compiler.model.program import KernelModel, first_point
 from tdsl.compiler.schedule.tree import Buffer, Loop, Tree, statements_under
 
@@ -66,6 +67,7 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
             detail = f"the updates of the reduction {dep.src} would be combined in a different order"
         example = f"{src} must run before {dst} ({_touch(dep, element)}) but would run after"
         raise cls(primitive, sorted({dep.src, dep.dst}), detail, example, explanation)
+    check_start_values(model, tree, times, primitive)  # read before the walk over the terms, not at a term
     from tdsl.compiler.legality.online import check_online
 
     check_online(model, tree, primitive)  # the orders of a running maximum that are not dependences

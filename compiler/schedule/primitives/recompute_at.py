@@ -26,8 +26,7 @@ copies of different tiles share nothing, so binding the tile loop is legal where
 independent.
 
 Refused (`ScheduleError`): a reduction (its whole sum would be repeated per tile: rfactor or compute_at it), a
-recurrence (a statement reading its own earlier elements: each copy would need all of them), a producer a sum's
-start value reads when the tile is chosen by the loop over the sum's terms (the start value is read before it),
+recurrence (a statement reading its own earlier elements: each copy would need all of them),
 a kernel output (stored once, as the caller sees it), a statement of a `for` block, one with a storage
 decision, a cache buffer or a running maximum, a reader outside the target loop (it would need the elements
 computed once), tile loops that are not affine in a reader's iterators, or sizes left as run-time parameters.
@@ -243,7 +242,6 @@ def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop], tiles: isl.Ma
     P[e] -> P[t(c), e - origin(t(c))]."""
     on_tiles = isl.PwMultiAff.from_map(tiles)
     index = [_reader_ast(reader, on_tiles.get_pw_aff(k), path) for k in range(tiles.dim(isl.dim_type.out))]
-    _check_start_value(reader, producer, index, path)
     starts = [None if o is None else _reader_ast(reader, o.pullback_pw_multi_aff(on_tiles), path) for o in origins]
     fresh = {}
 
@@ -266,21 +264,6 @@ def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop], tiles: isl.Ma
         pair = tiles.range_product(a.relation).flatten_range().set_tuple_name(isl.dim_type.out, producer.name)
         reads.append(Access(a.tensor, pair.apply_range(shift), fresh.get(id(a.node), a.node)))
     return replace(reader, value=value, init=init, reads=reads)
-
-
-def _check_start_value(reader: Stmt, producer: Stmt, index: list, path: list[Loop]) -> None:
-    """A sum's start value (`sum(k) ... from P[j]`) is read once, before the loops over its terms: it cannot read
-    the copy of a tile that one of those loops chooses, since no such copy exists yet."""
-    if reader.init is None or not any(isinstance(e, ast.Access) and e.tensor == producer.name
-                                      for e in ast.walk(reader.init)):
-        return
-    chosen_by = sorted({e.name for x in index for e in ast.walk(x) if isinstance(e, ast.Name)} & set(reader.red_iters))
-    if chosen_by:
-        loops = ", ".join(loop.name for loop in path)
-        raise ScheduleError(NAME, f"{reader.name} starts its sum from a value that reads {producer.name}, before it "
-                                  f"walks its terms over {', '.join(chosen_by)}; a copy of {producer.name} per tile of "
-                                  f"{loops} is made inside that walk, after the start value is read; recompute at a "
-                                  f"loop outside the walk over {', '.join(chosen_by)}, or compute_at {producer.name}")
 
 
 def _reader_ast(reader: Stmt, pa: isl.PwAff, path: list[Loop]) -> ast.Expr:

@@ -166,18 +166,22 @@ kernel k(A: f32[N]) -> (C: f32[N]) {
   }
   C[i] = B[S - 1, i]
 }""", "io, ii = split(C.i, 4)\nrecompute_at(B, C.io)", "B is a statement of a `for` block"),
-    # fuzz seed 5509: the start value is read before the walk over k that would make the copy it reads
-    ("""const M = 4, N = 4, K = 8
-kernel k(A: f32[M, K], B: f32[K, N], X: f32[N]) -> (C: f32[M, N]) {
-  T[j] = X[j] * 2.0
-  C[i, j] = sum(k) A[i, k] * B[k, j] from T[j]
-}""", "ko, ki = split(C.k, 4)\nrecompute_at(T, C.ko)",
-     "C starts its sum from a value that reads T, before it walks its terms over k"),
 ])
 def test_misuses_are_schedule_errors(source, steps, message):
     prog = loads(source.split("schedule overlapped")[0] + "\nschedule misuse {\n" + steps + "\n}\n")
     with pytest.raises(TdslError, match=r"recompute_at: .*" + message.replace("(", r"\(").replace(")", r"\)")):
         prog.schedule("misuse")
+
+
+def test_a_start_value_cannot_read_a_copy_made_inside_the_walk_over_its_terms():
+    """Fuzz seed 5509: the start value is read before the walk over k that would make the copy it reads."""
+    prog = loads("""const M = 4, N = 4, K = 8
+kernel k(A: f32[M, K], B: f32[K, N], X: f32[N]) -> (C: f32[M, N]) {
+  T[j] = X[j] * 2.0
+  C[i, j] = sum(k) A[i, k] * B[k, j] from T[j]
+}""")
+    assert_illegal(prog, "ko, ki = split(C.k, 4)\nrecompute_at(T, C.ko)", rule="dependence", primitive="recompute_at",
+                   match="C starts its sum from a value that reads T, before loop ko walks its terms")
 
 
 def test_a_start_value_may_read_a_copy_made_outside_the_walk_over_its_terms():
