@@ -44,16 +44,23 @@ class Iterators(Mapping):
         self.statement = stmt.name
         self.names = list(stmt.iters)
         self.domain = stmt.domain
-        self._ranges = {name: _dim_range(stmt.domain, pos) for pos, name in enumerate(self.names)}
+        self._ranges: dict = {}  # computed when a value first uses the iterator
 
     def __getitem__(self, name):
+        if name not in self.names:
+            raise KeyError(name)
+        if name not in self._ranges:
+            self._ranges[name] = _dim_range(self.domain, self.names.index(name))
         return self._ranges[name]
 
+    def __contains__(self, name):
+        return name in self.names
+
     def __iter__(self):
-        return iter(self._ranges)
+        return iter(self.names)
 
     def __len__(self):
-        return len(self._ranges)
+        return len(self.names)
 
 
 def iterator_ranges(stmt) -> Iterators:
