@@ -30,6 +30,7 @@ Size: the printer for every tile op in the TileLang dialect, plus the helpers th
 from __future__ import annotations
 
 import math
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -185,6 +186,18 @@ def index_code(e: T.Expr, names: dict, disjunction: str = "T.Or({}, {})",
         return f"({a} {e.op} {b})"
     raise BackendError(f"{expr_text(e)} is used where an index or a lane condition is needed (a comparison of tensor "
                        f"values, or a value as an index), which this printer does not generate")
+
+
+def bound_constant(e: T.Expr, names: dict) -> T.Expr:
+    """An iterator bound to a constant here (the one value of a loop of extent 1) as that constant: TVM sees the
+    literal and folds it like one (`x * j` with j = 0 into 0, GPU fuzz seed 39), so the printer must treat it as
+    one (ieee.py)."""
+    if isinstance(e, T.Var) and e.name in names and _INTEGER.fullmatch(names[e.name]):
+        return T.Const(float(int(names[e.name].strip("()"))))
+    return e
+
+
+_INTEGER = re.compile(r"\(*-?\d+\)*")
 
 
 def var_code(name: str, names: dict) -> str:
@@ -1083,6 +1096,7 @@ class KernelPrinter(TileLangDialect):
 
     def value(self, e: T.Expr, tile: T.Tile, lane_vars: list, names: dict) -> str:
         v = lambda x: self.value(x, tile, lane_vars, names)  # noqa: E731
+        e = bound_constant(e, names)
         if isinstance(e, T.Const):
             code = float_code(e.value)
             return f"({code})" if code.startswith("-T.") else code  # -inf parenthesised inside expressions
@@ -1097,6 +1111,7 @@ class KernelPrinter(TileLangDialect):
                 return f"T.{e.op}({v(e.lhs)}, {v(e.rhs)})"
             if e.op in ("//", "%"):
                 raise BackendError(f"'{e.op}' on values has no TileLang form here")
+            e = replace(e, lhs=bound_constant(e.lhs, names), rhs=bound_constant(e.rhs, names))
             return "({} {} {})".format(*self.operands(e, v))
         if isinstance(e, T.Select):
             return f"T.if_then_else({self.cond(e.cond, tile, lane_vars, names)}, {v(e.then)}, {v(e.other)})"

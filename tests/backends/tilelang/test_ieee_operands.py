@@ -176,3 +176,26 @@ def test_a_max_over_a_register_tile_reduces_keys(tmp_path):
     import shutil
     if shutil.which("nvcc") or os.environ.get("CUDA_HOME"):
         assert "tdsl_max_key" in compile_cubin(load_module(text, tmp_path / "softmax_c.py"), "softmax_0").get_kernel_source()
+
+
+# A loop of extent 1 binds its iterator to the constant 0, which TVM folds like a literal (GPU fuzz seed 39:
+# `max(XMN[i, j], XM[i]) * (j / (abs(XMN[i, j]) + 1.0))` at N = 1 gave 0 where XMN was inf, not NaN).
+ONE_COLUMN = """const M = 100, N = 1
+kernel k(X: f32[M, N], Y: f32[M, N]) -> (R: f32[M, N]) {{
+  R[i, j] = {form} + Y[i, j]
+}}
+schedule s {{
+  io, ii = split(R.i, 32)
+  bind(R.io, grid.x)
+}}
+"""
+
+
+@pytest.mark.parametrize("target", ["nvidia", "ascend-950"])
+@pytest.mark.parametrize("form", ["X[i, j] * j", "j * X[i, j]", "j / X[i, j]", "X[i, j] * (j / (abs(X[i, j]) + 1.0))"])
+def test_an_iterator_bound_to_zero_folds_nothing(form, target, tmp_path):
+    text = generate(loads(ONE_COLUMN.format(form=form), "column.tdsl"), "s", target=target,
+                    **({"backend": "tilelang"} if target == "nvidia" else {}))
+    module = load_module(text, tmp_path / "column.py")
+    (source,) = lower_module(module, "sm_90a" if target == "nvidia" else "ascend").values()
+    assert _reads(source, "X"), f"{form}: TVM folded the reads of X away (inf * 0 and 0 / 0 are NaN)"
