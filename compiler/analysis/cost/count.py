@@ -8,7 +8,8 @@ A set that cannot be counted (unbounded, depending on free parameters, too many 
 from __future__ import annotations
 
 from fractions import Fraction
-from math import prod
+from functools import lru_cache
+from math import comb, prod
 
 import islpy as isl
 
@@ -219,12 +220,11 @@ def _power_sum(k: int, lo: int, hi: int) -> Fraction:
     return _power_prefix(k, hi) - _power_prefix(k, lo - 1)
 
 
+@lru_cache(maxsize=4096)
 def _power_prefix(k: int, n: int) -> Fraction:
     """The polynomial S_k(n) = 0^k + 1^k + ... + n^k, at any integer n (negative too: the same polynomial).
 
     From (n + 1)^(k + 1) = sum over j <= k of C(k + 1, j) S_j(n), which telescopes (x + 1)^(k + 1) - x^(k + 1)."""
-    from math import comb
-
     sums: list = []
     for j in range(k + 1):
         rest = sum((comb(j + 1, i) * sums[i] for i in range(j)), Fraction(0))
