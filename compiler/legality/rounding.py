@@ -117,7 +117,7 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
     if readers and dtype != store and not {dtype, store} <= exact:
         reader, inst, element = first_read(model, readers, buf.tensor)
         if holds(dtype, store):
-            changed, why = value_rounding_witness(model, writer, store)
+            changed, why = value_rounding_witness(model, writer, store, held_in=dtype)
             reader, inst, element = first_read(model, readers, buf.tensor, changed)
             _raise_rounding(
                 RoundingRemoved, model, tree, primitive, [writer.name, reader],
@@ -220,14 +220,16 @@ def first_read(model: KernelModel, readers: list[str], tensor: str,
     return readers[0], readers[0], tensor
 
 
-def value_rounding_witness(model: KernelModel, writer, dtype: str) -> tuple[Optional[isl.Set], str]:
-    """Why rounding the value of an elementwise `writer` to `dtype` changes it: for an integer value of the
-    iterators, the instance whose value changes (and the element it writes); else a value of f32 that changes."""
+def value_rounding_witness(model: KernelModel, writer, dtype: str,
+                           held_in: str = "f32") -> tuple[Optional[isl.Set], str]:
+    """Why rounding the value of an elementwise `writer` (held in `held_in`) to `dtype` changes it: for an
+    integer value of the iterators, the instance whose value changes (and the element it writes); else a value of
+    `held_in` that the rounding changes."""
     from tdsl.compiler.legality.integers import integer_counterexample, iterator_ranges
 
     found = integer_counterexample(model, writer.value, iterator_ranges(writer), dtype)
     if found is None:
-        return None, witness_text("f32", dtype)
+        return None, witness_text(held_in, dtype)
     element = written_element(writer, list(found.coords)) if found.coords else None
     return element, found.text()
 
