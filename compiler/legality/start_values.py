@@ -52,10 +52,18 @@ def _walk_entry(model: KernelModel, tree: Tree, stmt: Stmt) -> Optional[tuple[Lo
     for level, loop in enumerate(path):
         parts.append(const_on(stmt.domain, positions[level]))
         exprs = loop.exprs[stmt.name]
-        if any(e.involves_dims(isl.dim_type.in_, d, 1) for e in exprs for d in reduced):
+        if any(_depends_on(e, reduced) for e in exprs):
             return loop, pw_affs_to_map(parts, stmt.domain)
         parts.extend(exprs)
     return None
+
+
+def _depends_on(expr: isl.PwAff, dims: list) -> bool:
+    """Whether the loop's value varies with one of `dims`: a piece's function uses it.  (`involves_dims` of the
+    piecewise function also counts the pieces' domains, where `0 <= k <= 5` is a bound, not a dependence.)"""
+    uses = []
+    expr.foreach_piece(lambda _where, aff: uses.append(any(aff.involves_dims(isl.dim_type.in_, d, 1) for d in dims)))
+    return any(uses)
 
 
 def _raise(model, primitive, stmt, writer, read, loop, late: isl.Map) -> None:

@@ -30,6 +30,9 @@ class Access:
     tensor: str
     relation: isl.Map  # statement instance -> tensor element
     node: Optional[ast.Access] = None  # where in the source (None for a write)
+    # a read of the value a sum starts from (`sum(k) ... from x`): read once per element, before the terms.  A
+    # flag, not the node's identity: the steps that rewrite expressions (compute_inline) make new nodes.
+    start: bool = False
 
 
 @dataclass
@@ -184,10 +187,7 @@ def collect_accesses(expr: ast.Expr) -> list[ast.Access]:
 
 def start_reads(stmt: "Stmt") -> list["Access"]:
     """The reads of the value a sum starts from (`sum(k) ... from x`); empty for any other statement."""
-    if stmt.init is None:
-        return []
-    start = {id(a) for a in collect_accesses(stmt.init)}
-    return [r for r in stmt.reads if id(r.node) in start]
+    return [r for r in stmt.reads if r.start]
 
 
 def resolve_sizes(decls: dict, overrides: Optional[dict] = None) -> dict:
@@ -313,7 +313,7 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
     reads = []
     for expr in [value] + ([init] if init is not None else []):
         taken = taken_domains(expr, domain, values, prefix, tup)
-        reads += [Access(acc.tensor, _access_map(acc, values, prefix, tup, taken[id(acc)]), acc)
+        reads += [Access(acc.tensor, _access_map(acc, values, prefix, tup, taken[id(acc)]), acc, expr is init)
                   for acc in collect_accesses(expr)]
     write_rel = isl.Map.read_from_str(ctx, f"{prefix}{{ {tup} -> {stmt.target}[{', '.join(lhs)}] }}").intersect_domain(domain)
     if init is not None:  # the elements: the left-hand ranges and conditions, without the reduction's

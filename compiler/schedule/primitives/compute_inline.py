@@ -97,7 +97,9 @@ def _inline_into(reader, target, keep_rounding: bool = True):
         # reader instance -> element of target -> target instance -> what the target reads there
         to_target = r.relation.apply_range(target.write.relation.reverse())
         for inner in target.reads:
-            reads.append(Access(inner.tensor, to_target.apply_range(inner.relation), _reindexed(inner.node, target, r)))
+            # a read of the target in the start value (`from T[j]`) inlines into reads of the start value
+            reads.append(Access(inner.tensor, to_target.apply_range(inner.relation), _reindexed(inner.node, target, r),
+                                start=r.start))
     init = None if reader.init is None else substitute_reads(reader.init, target, keep_rounding)
     return replace(reader, value=value, init=init, reads=reads)
 

@@ -200,7 +200,7 @@ def _per_tile_producer(model: KernelModel, producer: Stmt, footprint: isl.Map, t
         extents.append(int(hi.to_python()) + 1)
     widths = [int(domain.dim_max_val(len(tiles) + d).to_python()) + 1 for d in range(len(producer.iters))]
     back = shift.reverse().apply_range(_drop_tiles(ctx, name, tiles, producer.iters, pairs))  # copy -> original
-    reads = [Access(a.tensor, back.apply_range(a.relation), a.node) for a in producer.reads]
+    reads = [replace(a, relation=back.apply_range(a.relation)) for a in producer.reads]
     write = isl.Map.read_from_str(ctx, f"{{ {name}[{', '.join(iters)}] -> {name}[{', '.join(iters)}] }}")
     starts = {it: ast.BinOp("+", ast.Name(it), _affine_ast(o)) for it, o in zip(producer.iters, origins)
               if o is not None}
@@ -262,7 +262,7 @@ def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop], tiles: isl.Ma
             reads.append(a)
             continue
         pair = tiles.range_product(a.relation).flatten_range().set_tuple_name(isl.dim_type.out, producer.name)
-        reads.append(Access(a.tensor, pair.apply_range(shift), fresh.get(id(a.node), a.node)))
+        reads.append(replace(a, relation=pair.apply_range(shift), node=fresh.get(id(a.node), a.node)))
     return replace(reader, value=value, init=init, reads=reads)
 
 

@@ -118,9 +118,6 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     rf_domain = to_orig.intersect_range(stmt.domain).domain()
     to_orig = to_orig.intersect_domain(rf_domain)
     sub = ast.BinOp("+", ast.BinOp("*", ast.IntLit(factor), ast.Name(seg_it)), ast.Name(inner_it))
-    # the partial sums start from zero: the start value's reads go to the combining sum
-    from_start = {id(r.node) for r in start_reads(stmt)}
-
     value = rename_iterators(stmt.value, {k: sub})
     # each read keeps the node the partial's value holds (re-indexed by factor*seg + inner), as the lowering sees it
     renamed = {id(old): new for old, new in zip(collect_accesses(stmt.value), collect_accesses(value))}
@@ -137,8 +134,9 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         reduce_op=stmt.reduce_op,
         accum_dtype=stmt.accum_dtype,
         combine=_policy_after(stmt),
-        reads=[Access(a.tensor, to_orig.apply_range(a.relation), renamed.get(id(a.node), a.node)) for a in stmt.reads
-               if id(a.node) not in from_start],
+        # the partial sums start from zero: the start value's reads go to the combining sum
+        reads=[replace(a, relation=to_orig.apply_range(a.relation), node=renamed.get(id(a.node), a.node))
+               for a in stmt.reads if not a.start],
         write=Access(rf, rf_write),
         span=stmt.span,
     )
@@ -274,7 +272,7 @@ def _combiner_start_reads(stmt: Stmt, c_domain: isl.Set, c_iters: list, ctx, pre
         return []
     same_element = _map(ctx, prefix, stmt.name, c_iters, stmt.name, stmt.iters).align_params(
         c_domain.get_space()).intersect_domain(c_domain).intersect_range(stmt.domain)
-    return [Access(r.tensor, same_element.apply_range(r.relation), r.node) for r in start_reads(stmt)]
+    return [replace(r, relation=same_element.apply_range(r.relation)) for r in start_reads(stmt)]
 
 
 
