@@ -31,7 +31,7 @@ from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.grids import on_grid
 from tdsl.compiler.legality.integers import iterator_ranges
 from tdsl.compiler.legality.checks import check_dependences
-from tdsl.compiler.model.program import Access, KernelModel
+from tdsl.compiler.model.program import Access, KernelModel, collect_accesses
 from tdsl.compiler.schedule.primitives.common import State, check_stmt, flag
 from tdsl.compiler.legality.storage import check_storage_order
 from tdsl.compiler.schedule.primitives.online import rederive
@@ -90,6 +90,8 @@ def _rounding_removed(model, target, readers) -> None:
 
 def _inline_into(reader, target, keep_rounding: bool = True):
     value = substitute_reads(reader.value, target, keep_rounding)
+    init = None if reader.init is None else substitute_reads(reader.init, target, keep_rounding)
+    _check_value_operators(reader, target, value, init)
     reads = [r for r in reader.reads if r.tensor != target.name]
     for r in reader.reads:
         if r.tensor != target.name:
@@ -100,8 +102,49 @@ def _inline_into(reader, target, keep_rounding: bool = True):
             # a read of the target in the start value (`from T[j]`) inlines into reads of the start value
             reads.append(Access(inner.tensor, to_target.apply_range(inner.relation), _reindexed(inner.node, target, r),
                                 start=r.start))
-    init = None if reader.init is None else substitute_reads(reader.init, target, keep_rounding)
-    return replace(reader, value=value, init=init, reads=reads)
+    return replace(reader, value=value, init=init, reads=_nodes_in(reads, value, init))
+
+
+def _nodes_in(reads: list, value: ast.Expr, init: Optional[ast.Expr]) -> list:
+    """The reads with their nodes taken from the new value and start value (the same object, or an equal one:
+    an inlined read is re-indexed as the value is), so that later steps that find a read by its node's identity
+    (rfactor, recompute_at, the register plan) find it."""
+    pools = {False: collect_accesses(value), True: [] if init is None else collect_accesses(init)}
+    rebound = []
+    for r in reads:
+        pool = pools[r.start]
+        found = next((k for k, n in enumerate(pool) if n is r.node), None)
+        if found is None:
+            found = next((k for k, n in enumerate(pool) if n == r.node), None)
+        rebound.append(r if found is None else replace(r, node=pool.pop(found)))
+    return rebound
+
+
+def _check_value_operators(reader, target, value: ast.Expr, init: Optional[ast.Expr]) -> None:
+    """`//` and `%` belong to indices: a target that uses its iterators as values (`where(i > 2, ...)`,
+    `X[i] * i`), read at `T[i // 2]`, would compute with them once inlined."""
+    for expr in [value] + ([init] if init is not None else []):
+        found = _index_operator_in_value(expr)
+        if found is not None:
+            from tdsl.frontend.printer import expr_text
+
+            raise ScheduleError(
+                "compute_inline",
+                f"{target.name} uses its iterators as values, and {reader.name} reads it at an index with "
+                f"`{found.op}`: inlined, the value would compute `{expr_text(found)}`, and `{found.op}` is only "
+                f"allowed in indices; compute_at {target.name} instead")
+
+
+def _index_operator_in_value(e: ast.Expr) -> Optional[ast.BinOp]:
+    if isinstance(e, ast.Access):
+        return None  # its indices may divide
+    if isinstance(e, ast.BinOp) and e.op in ("//", "%"):
+        return e
+    for child in ast.children(e):
+        found = _index_operator_in_value(child)
+        if found is not None:
+            return found
+    return None
 
 
 def _reindexed(node: Optional[ast.Access], target, read) -> Optional[ast.Access]:
@@ -117,7 +160,9 @@ def substitute_reads(expr: ast.Expr, target, keep_rounding: bool = True) -> ast.
     """Replace every read of the target tensor by its (rounded) defining expression."""
 
     def inline(e):
-        if not (isinstance(e, ast.Access) and e.tensor == target.name):
+        if isinstance(e, ast.Access) and e.tensor != target.name:
+            return e  # the same node: the statement's reads refer to it
+        if not isinstance(e, ast.Access):
             return None
         inlined = rename_iterators(target.value, dict(zip(target.lhs_iters, e.indices)))
         if target.dtype == "f32" or not keep_rounding:
