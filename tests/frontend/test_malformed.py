@@ -243,8 +243,13 @@ def _refused(candidate: Candidate, tmp_dir) -> bool:
 
 
 def test_at_least_300_candidates_are_refused(tmp_dir):
-    refused = [c.name for c in CANDIDATES if _refused(c, tmp_dir)]
-    assert len(refused) >= MIN_REFUSED, f"only {len(refused)} of {len(CANDIDATES)} candidates exit with 2"
+    """Stops at the 300th (about half of the 626 candidates; the whole walk took 45 s on the CI machine)."""
+    refused = 0
+    for candidate in CANDIDATES:
+        refused += _refused(candidate, tmp_dir)
+        if refused >= MIN_REFUSED:
+            return
+    pytest.fail(f"only {refused} of {len(CANDIDATES)} candidates exit with 2")
 
 
 def test_known_failures_name_existing_candidates():
