@@ -51,6 +51,7 @@ def add_parser(sub, common) -> None:
 def cmd_tune(args) -> int:
     from tdsl.compiler.driver.api import load
     from tdsl.compiler.driver.cli import parse_sizes
+    from tdsl.compiler.tune import log as tuning_log
     from tdsl.compiler.tune.executors import executor
     from tdsl.compiler.tune.tuner import tune
 
@@ -60,6 +61,8 @@ def cmd_tune(args) -> int:
     prog = load(args.program, sizes=parse_sizes(args.size))
     if args.append and args.name and args.name in prog.schedule_names:
         raise TdslError(f"{prog.filename} already has a schedule '{args.name}'; choose another --name")
+    if args.log:
+        tuning_log.read(Path(args.log))  # a file that is no tuning log is refused before the GPUs are looked for
     runner = executor(args.executor, args.workers, args.ray_address)
     try:
         result = tune(prog, kernel=args.kernel, target=args.target, backend=args.backend, trials=args.trials,
