@@ -157,9 +157,8 @@ class _Builder:
         full = self.values(space)
         if not full:
             return
-        t = self.rng.choice(full)
-        anchor = f"{t.name}[{', '.join(it for it, _ in SPACES[space]) if space in SPACES else EDGES[space]}]"
         iters = [it for it, _ in SPACES[space]] if space in SPACES else [EDGES[space]]
+        anchor = f"{self.rng.choice(full).name}[{', '.join(iters)}]"
         other = self.integer_expr(iters + _edges(space)) if self.rng.random() < 0.6 else anchor
         value = f"where({anchor} > 0.0, {self.integer_expr(iters + _edges(space))}, {other})"
         self.add(self.fresh("T"), space, f"]{self._annot()} = {value}", self._dtype())
@@ -178,7 +177,8 @@ class _Builder:
         a, b = self.integer_expr(names, depth + 1), self.integer_expr(names, depth + 1)
         if roll < 0.9:
             return f"{self.rng.choice(['max', 'min'])}({a}, {b})"
-        return f"where({self.rng.choice(iters)} {self.rng.choice(['<', '==', '>='])} {self.rng.choice(['2', '5'])}, {a}, {b})"
+        cond = f"{self.rng.choice(iters)} {self.rng.choice(['<', '==', '>='])} {self.rng.choice(['2', '5'])}"
+        return f"where({cond}, {a}, {b})"
 
     def reduction(self) -> None:
         space = self.rng.choice(["MN", "MN", "MK", "KN"])
