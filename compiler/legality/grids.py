@@ -94,9 +94,9 @@ def value_grids(model, expr, iters=(), _visiting: frozenset = frozenset()) -> fr
     return ONLY_F32  # + - * /, comparisons: a new value
 
 
-def on_grid(model, expr, dtype: str, iters=()) -> bool:
-    """Rounding the value of `expr` to `dtype` is the identity for every input."""
-    return dtype in value_grids(model, expr, iters)
+def statement_grids(model, stmt, _visiting: frozenset = frozenset()) -> frozenset:
+    """The grids a statement's value (a reduction's body) lies on, its iterators' ranges known."""
+    return value_grids(model, stmt.value, iterator_ranges(stmt), _visiting)
 
 
 def tensor_grids(model, tensor: str, _visiting: frozenset = frozenset()) -> frozenset:
@@ -109,7 +109,7 @@ def tensor_grids(model, tensor: str, _visiting: frozenset = frozenset()) -> froz
     visiting = _visiting | {tensor}
     if writer.is_reduction:
         return rounded(accumulator_grids(model, writer, visiting), writer.dtype)
-    return rounded(value_grids(model, writer.value, iterator_ranges(writer), visiting), writer.dtype)
+    return rounded(statement_grids(model, writer, visiting), writer.dtype)
 
 
 def accumulator_grids(model, stmt, _visiting: frozenset = frozenset()) -> frozenset:
@@ -122,7 +122,7 @@ def accumulator_grids(model, stmt, _visiting: frozenset = frozenset()) -> frozen
     accum = stmt.accum_dtype or "f32"
     if not reduce_ops.selecting(stmt.reduce_op):
         return closure(accum)
-    return rounded(value_grids(model, stmt.value, iterator_ranges(stmt), _visiting), accum)
+    return rounded(statement_grids(model, stmt, _visiting), accum)
 
 
 # ---------------------------------------------------------------- helpers

@@ -71,8 +71,7 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
 
     A rounding the buffer adds or drops is harmless where the values already lie on that dtype's grid
     (compiler/legality/grids.py): then the rounding is the identity."""
-    from tdsl.compiler.legality.grids import accumulator_grids, tensor_grids, value_grids
-    from tdsl.compiler.legality.integers import iterator_ranges
+    from tdsl.compiler.legality.grids import accumulator_grids, statement_grids, tensor_grids
 
     dtype = getattr(buf, "dtype", None)
     if dtype is None:
@@ -113,7 +112,7 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
                 f"{witness_text(dtype, store)}",
             )
         return
-    exact = value_grids(model, writer.value, iterator_ranges(writer))  # roundings to these dtypes change no value
+    exact = statement_grids(model, writer)  # roundings to these dtypes change no value
     if readers and dtype != store and not {dtype, store} <= exact:
         reader, inst, element = first_read(model, readers, buf.tensor)
         if holds(dtype, store):
@@ -146,12 +145,11 @@ def _selecting_accumulator_on_grid(model: KernelModel, writer, dtype: str) -> bo
     """A `max` or `min` accumulator kept in `dtype` instead of its accum dtype holds the same values: both
     roundings are the identity on the extrema of its terms (the terms lie on both grids, and an extremum is one
     of its terms)."""
-    from tdsl.compiler.legality.grids import value_grids
-    from tdsl.compiler.legality.integers import iterator_ranges
+    from tdsl.compiler.legality.grids import statement_grids
 
     if not reduce_ops.selecting(writer.reduce_op):
         return False
-    terms = value_grids(model, writer.value, iterator_ranges(writer))
+    terms = statement_grids(model, writer)
     return {dtype, writer.accum_dtype or "f32"} <= terms
 
 

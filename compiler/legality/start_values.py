@@ -16,7 +16,7 @@ import islpy as isl
 
 from tdsl.compiler.errors import DependenceViolation
 from tdsl.compiler.model.program import KernelModel, Stmt, first_point, instance_text, start_reads
-from tdsl.compiler.schedule.tree import Loop, Tree, const_on, pw_affs_to_map
+from tdsl.compiler.schedule.tree import Loop, Tree, const_on, pw_affs_to_map, walks_reduction
 
 
 def check_start_values(model: KernelModel, tree: Tree, times: dict, primitive: str) -> None:
@@ -27,7 +27,7 @@ def check_start_values(model: KernelModel, tree: Tree, times: dict, primitive: s
         reads = [r for r in start_reads(stmt) if r.tensor in writers and writers[r.tensor] is not stmt]
         if not reads:
             continue
-        entry = _walk_entry(model, tree, stmt)
+        entry = _walk_entry(tree, stmt)
         if entry is None:
             continue
         loop, before = entry
@@ -39,34 +39,25 @@ def check_start_values(model: KernelModel, tree: Tree, times: dict, primitive: s
             written_at = written_at.project_out(isl.dim_type.out, width, written_at.dim(isl.dim_type.out) - width)
             late = pairs.intersect(written_at.lex_ge_map(before))
             if not late.is_empty():
-                _raise(model, primitive, stmt, writer, read, loop, late)
+                _raise(primitive, stmt, writer, read, loop, late)
 
 
-def _walk_entry(model: KernelModel, tree: Tree, stmt: Stmt) -> Optional[tuple[Loop, isl.Map]]:
+def _walk_entry(tree: Tree, stmt: Stmt) -> Optional[tuple[Loop, isl.Map]]:
     """The outermost loop around `stmt` whose iterations run different terms of it, and the map from `stmt`'s
     instances to the time at which that loop is entered (the time dims above it and its position among its
     siblings)."""
     positions, path = tree.locate(stmt.name)
-    reduced = [stmt.iters.index(it) for it in stmt.red_iters]
     parts = []
     for level, loop in enumerate(path):
         parts.append(const_on(stmt.domain, positions[level]))
         exprs = loop.exprs[stmt.name]
-        if any(_depends_on(e, reduced) for e in exprs):
+        if any(walks_reduction(stmt, e) for e in exprs):  # its pieces' functions, not their domains
             return loop, pw_affs_to_map(parts, stmt.domain)
         parts.extend(exprs)
     return None
 
 
-def _depends_on(expr: isl.PwAff, dims: list) -> bool:
-    """Whether the loop's value varies with one of `dims`: a piece's function uses it.  (`involves_dims` of the
-    piecewise function also counts the pieces' domains, where `0 <= k <= 5` is a bound, not a dependence.)"""
-    uses = []
-    expr.foreach_piece(lambda _where, aff: uses.append(any(aff.involves_dims(isl.dim_type.in_, d, 1) for d in dims)))
-    return any(uses)
-
-
-def _raise(model, primitive, stmt, writer, read, loop, late: isl.Map) -> None:
+def _raise(primitive, stmt, writer, read, loop, late: isl.Map) -> None:
     params, coords = first_point(late.wrap())
     n = len(writer.iters)
     produced = instance_text(writer.name, writer.iters, coords[:n])

@@ -28,8 +28,7 @@ from tdsl.frontend import ast
 
 from tdsl.compiler.model.dependences import compute_dependences
 from tdsl.compiler.errors import ScheduleError
-from tdsl.compiler.legality.grids import on_grid
-from tdsl.compiler.legality.integers import iterator_ranges
+from tdsl.compiler.legality.grids import statement_grids
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import Access, KernelModel, collect_accesses
 from tdsl.compiler.schedule.primitives.common import State, check_stmt, flag
@@ -68,7 +67,7 @@ def compute_inline(state: State, stmt: str, round=True) -> None:
     check_storage_order(state.model, "compute_inline")  # folded or shared storage, in the new program
     state.deps = compute_dependences(state.model)
     rederive(state, "compute_inline")  # a running maximum's readers and sums, in the new program
-    if not keep and readers and not on_grid(model, target.value, target.dtype, iterator_ranges(target)):
+    if not keep and readers and target.dtype not in statement_grids(model, target):
         _rounding_removed(model, target, readers)  # with no reader, or a cast that changes nothing, nothing is lost
     check_dependences(state.model, state.deps, state.tree, "compute_inline")
 

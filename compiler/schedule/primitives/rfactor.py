@@ -334,12 +334,11 @@ def _lone_terms_rounded(model: KernelModel, stmt: Stmt, sigma: isl.Map) -> None:
     """A lone term rounded to the partial's accumulator, which the program adds unrounded: exact only if the
     term already lies on the accumulator's grid (always, for an f32 accumulator)."""
     from tdsl.compiler.errors import RoundingAdded
-    from tdsl.compiler.legality.grids import on_grid
-    from tdsl.compiler.legality.integers import iterator_ranges
+    from tdsl.compiler.legality.grids import statement_grids
     from tdsl.compiler.legality.rounding import first_instance, witness_text
 
     accum = stmt.accum_dtype or "f32"
-    if on_grid(model, stmt.value, accum, iterator_ranges(stmt)):
+    if accum in statement_grids(model, stmt):
         return
     same_element = stmt.write.relation.apply_range(stmt.write.relation.reverse())
     if same_element.is_subset(sigma.apply_range(sigma.reverse())):
