@@ -104,6 +104,7 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
     info: dict = field(default_factory=dict)  # UB buffer -> (shape, dtype)
     allocated: dict = field(default_factory=dict)  # buffer -> (shape, dtype, scope)
     expr_temps: set = field(default_factory=set)  # buffers holding one subexpression, read once by its parent
+    proven: list = field(default_factory=list)  # comparisons the guard around the statement being emitted ensures
 
     def __post_init__(self):
         if self.names is None:
@@ -250,6 +251,13 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         parts = [a for a in self._end_lanes_test(tile, mask) if not always_holds(a, self.loop_lowers)]
         return self._condition(parts, self._scalar_names(tile)) if parts else None
 
+    def _some_lane_atoms(self, tile: T.Tile, mask) -> list:
+        """The comparisons of `mask` that, when one fails, fail at every lane of the tile: those on loop variables
+        and sizes only, and `_end_lanes_test`'s; less what the loops' lower bounds prove."""
+        axes = [a.iter for a in tile.axes]
+        whole = [a for a in atoms(mask) if not any(mentions(a, it) for it in axes)]
+        return [a for a in whole + self._end_lanes_test(tile, mask) if not always_holds(a, self.loop_lowers)]
+
     def _whole_tile_condition(self, tile: T.Tile) -> str | None:
         """The comparisons of the tile's mask that involve none of its axes (loop variables and sizes only: a
         fused loop runs past the statement's range), as one condition on the whole statement -- a tile without
@@ -377,12 +385,14 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
             self.load_uses = _load_uses(op[1] if isinstance(op, tuple) else op)
             self.tracking = [] if not self.loops else None
             depth, guard = self.depth, len(self.lines)
+            self.proven = []
             if not (isinstance(op, tuple) and op[0] in ("decode", "to-cube", "cube-step")):  # every step, whole
                 work = op[1] if isinstance(op, tuple) else op
                 # a tile (or this vector core's half) whose first row is past an upper bound lies wholly outside
                 # the domain -- a fused loop runs past the statement's range -- and a copy whose GM region lies
                 # wholly outside is not clipped to nothing
                 whole = self._whole_tile_condition(work.tile)
+                self.proven = self._some_lane_atoms(work.tile, work.tile.mask)  # a masked load need not test them
                 first = self._end_lanes_condition(work.tile, work.tile.mask) if work.tile.axes else None
                 rows = "this vector core's rows start" if split else "the tile starts"
                 why = {(True, False): "this tile is inside the domain", (False, True): f"{rows} inside the domain",

@@ -229,12 +229,31 @@ class Values:
         layout = tile_layout(e.tensor, e.indices, axes, "load")
         raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
         region = ", ".join(index_code(simplify(i), names) for i in e.indices)
+        depth, guard = self.depth, self._load_guard(e, tile)
+        if guard:
+            self.emit(f"if {guard}:  # some lane of the tile reads {e.tensor}")
+            self.depth += 1
         if layout == "column":
             self._load_column(e.tensor, region, raw, shape[0], arg.dtype)
         else:
             clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
             self.emit(f"T.copy({self.tensor(e.tensor)}[{region}], {raw})  # GM -> UB{clipped}")
-        return _Opnd("tile", self._widen(raw, arg.dtype, shape))
+        value = self._widen(raw, arg.dtype, shape)
+        if guard:
+            self.depth = depth
+            self.emit("else:  # every lane takes the masked value")
+            self.emit(f"    T.tile.fill({value}, {float_code(e.other)})")
+        return _Opnd("tile", value)
+
+    def _load_guard(self, e: T.Load, tile: T.Tile) -> str | None:
+        """The condition under which some lane of a masked load's tile reads the tensor, where the statement's own
+        guard does not already ensure it: a tile may read its tensor past the end for some iterations of the loops
+        around it (`where(i < M - 1, X[i + 1, j], 0.0)` at the last i), and a copy whose GM region lies wholly
+        outside the tensor is not clipped to nothing."""
+        if e.mask is None:
+            return None
+        parts = [a for a in self._some_lane_atoms(tile, e.mask) if a not in self.proven]
+        return self._condition(parts, self._scalar_names(tile)) if parts else None
 
     def _guarded_scalar(self, read: str, e: T.Load, names: dict) -> _Opnd:
         """A scalar read under its load's mask (the tensor's bounds, where a `where` branch is not taken): `other`

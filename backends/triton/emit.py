@@ -288,7 +288,7 @@ class _KernelPrinter(PrinterBase):
             offsets = ", ".join(index_code(simplify(axes[it].offset), self.top) for it in op.lhs)
             value = self.value_name(op.stmt) + (".T" if [a.iter for a in tile.axes] != list(op.lhs) else "")
             self.emit(f"{self.descriptor_name(op.stmt, op.store_box)}.store([{offsets}], "
-                      f"{value}.to({TL_DTYPES[dtype]}))")
+                      f"{self._narrow(value, dtype)})")
             return
         pointer = self._pointer(op.stmt, [T.Var(it) for it in op.lhs], frame)
         value = self.value_name(op.stmt)  # already rounded to the storage dtype: the conversion is exact
@@ -298,7 +298,7 @@ class _KernelPrinter(PrinterBase):
             self.emit(f"_store_f8e4m3({pointer}, {value}, {code}, INTERPRET)")
             return
         mask = f", mask={mask_code(tile.mask, frame, lhs)}" if tile.mask is not None else ""
-        self.emit(f"tl.store({pointer}, {value}.to({TL_DTYPES[dtype]}){mask})")
+        self.emit(f"tl.store({pointer}, {self._narrow(value, dtype)}{mask})")
 
     def _pointer(self, tensor: str, indices, frame: Frame) -> str:
         arg = next(t for t in self.kernel.tensors if t.name == tensor)
@@ -318,8 +318,16 @@ class _KernelPrinter(PrinterBase):
 
     @staticmethod
     def _widen(code: str, dtype: str) -> str:
-        """A loaded tile as f32 (E4M3 through _widen_f8e4m3: NaN stays NaN under the interpreter too)."""
-        return f"_widen_f8e4m3({code}, INTERPRET)" if dtype == "f8e4m3" else f"{code}.to(tl.float32)"
+        """A loaded tile as f32 (E4M3 and bf16 through _widen_f8e4m3 and _widen_bf16: NaN and subnormals keep their
+        values under the interpreter too)."""
+        helper = {"f8e4m3": "_widen_f8e4m3", "bf16": "_widen_bf16"}.get(dtype)
+        return f"{helper}({code}, INTERPRET)" if helper else f"{code}.to(tl.float32)"
+
+    @staticmethod
+    def _narrow(code: str, dtype: str) -> str:
+        """A value held in f32, already rounded to `dtype`, in `dtype` for a store (exact; bf16 through _to_bf16,
+        whose interpreter path keeps subnormals)."""
+        return f"_to_bf16({code}, INTERPRET)" if dtype == "bf16" else f"{code}.to({TL_DTYPES[dtype]})"
 
     def _round(self, dtype: str, code: str) -> str:
         if dtype == "f32":

@@ -30,8 +30,8 @@ import triton.tools.tensor_descriptor  # triton, and the TMA descriptors the lau
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and f32 -> bf16 / f8 conversions are
-# unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and round to bf16 / E4M3 in software.
+# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and conversions between f32 and bf16 / f8
+# are unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and convert in software.
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -86,6 +86,26 @@ def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
     """Loaded E4M3 values as f32 (decoded from their bits under the interpreter, which turns NaN into 480)."""
     if SOFTWARE:
         return _from_f8e4m3_bits(x.to(tl.uint8, bitcast=True))
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
+def _to_bf16(x, SOFTWARE: tl.constexpr):
+    """bf16 values held in f32 (rounded already: exact) as a bf16 tile.  The interpreter's conversion turns
+    subnormals into other numbers: there the upper 16 bits are taken (NaN as the quiet NaN)."""
+    if SOFTWARE:
+        bits = tl.where(x != x, 0x7FC00000, x.to(tl.uint32, bitcast=True))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _widen_bf16(x, SOFTWARE: tl.constexpr):
+    """Loaded bf16 values as f32 (from their bits under the interpreter, whose conversion changes subnormals)."""
+    if SOFTWARE:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
     else:
         return x.to(tl.float32)
 
@@ -172,10 +192,10 @@ def attention_0(S, Q, K, Q_desc: "tensordesc<bf16[64, 128]>", K_desc: "tensordes
     Sp_d = 0 + tl.arange(0, 128)
     t_Q_1 = Q_desc.load([(64 * io), 0])
     if INTERPRET:
-        t_Q_1 = t_Q_1.to(tl.float32)
+        t_Q_1 = _widen_bf16(t_Q_1, INTERPRET)
     t_K_2 = K_desc.load([(64 * jo), 0]).T
     if INTERPRET:
-        t_K_2 = t_K_2.to(tl.float32)
+        t_K_2 = _widen_bf16(t_K_2, INTERPRET)
     acc_S = tl.dot(t_Q_1, t_K_2, acc_S)
     # S: the reduction is complete; round to f32 as the store would (stored)
     v_S = acc_S
@@ -245,7 +265,7 @@ def attention_4(U, P, V, V_desc: "tensordesc<bf16[64, 128]>", INTERPRET: tl.cons
         Up_j = (64 * ko) + tl.arange(0, 64)
         t_P_1 = tl.load(P + Up_i[:, None] * 8192 + Up_j[None, :], mask=(Up_i[:, None] >= Up_j[None, :]), other=0.0)
         t_V_2 = V_desc.load([(64 * ko), 0])
-        t_V_2 = t_V_2.to(tl.float32)  # operands of different dtypes meet in f32
+        t_V_2 = _widen_bf16(t_V_2, INTERPRET)  # operands of different dtypes meet in f32
         # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: where t_V_2 holds one, the tile is computed term by term
         if (ko == uo):
             if _any_nonfinite(t_V_2):
@@ -269,7 +289,7 @@ def attention_5(O, U, l, INTERPRET: tl.constexpr):
     O_i = l_i
     O_c = 0 + tl.arange(0, 128)
     v_O = _round_bf16(tl.div_rn(tl.load(U + O_i * 128 + O_c).to(tl.float32), tl.load(l + O_i).to(tl.float32)), INTERPRET)
-    tl.store(O + O_i * 128 + O_c, v_O.to(tl.bfloat16))
+    tl.store(O + O_i * 128 + O_c, _to_bf16(v_O, INTERPRET))
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}

@@ -21,8 +21,8 @@ import triton.tools.tensor_descriptor  # triton, and the TMA descriptors the lau
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and f32 -> bf16 / f8 conversions are
-# unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and round to bf16 / E4M3 in software.
+# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and conversions between f32 and bf16 / f8
+# are unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and convert in software.
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -82,6 +82,26 @@ def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
 
 
 @triton.jit
+def _to_bf16(x, SOFTWARE: tl.constexpr):
+    """bf16 values held in f32 (rounded already: exact) as a bf16 tile.  The interpreter's conversion turns
+    subnormals into other numbers: there the upper 16 bits are taken (NaN as the quiet NaN)."""
+    if SOFTWARE:
+        bits = tl.where(x != x, 0x7FC00000, x.to(tl.uint32, bitcast=True))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _widen_bf16(x, SOFTWARE: tl.constexpr):
+    """Loaded bf16 values as f32 (from their bits under the interpreter, whose conversion changes subnormals)."""
+    if SOFTWARE:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
 def _round_bf16(x, SOFTWARE: tl.constexpr):
     """f32 -> nearest bf16 value (ties to even), returned as f32.  The Triton interpreter converts by
     truncation, so there the rounding is done on the bits (NaN stays NaN)."""
@@ -136,10 +156,10 @@ def gemm_0(C, A, B, A_desc: "tensordesc<bf16[128, 64]>", B_desc: "tensordesc<bf1
         Cp_k = (64 * ko) + tl.arange(0, 64)
         t_A_1 = A_desc.load([(128 * io), (64 * ko)])
         if INTERPRET:
-            t_A_1 = t_A_1.to(tl.float32)
+            t_A_1 = _widen_bf16(t_A_1, INTERPRET)
         t_B_2 = B_desc.load([(64 * ko), (128 * jo)])
         if INTERPRET:
-            t_B_2 = t_B_2.to(tl.float32)
+            t_B_2 = _widen_bf16(t_B_2, INTERPRET)
         acc_C = tl.dot(t_A_1, t_B_2, acc_C)
     # C: the reduction is complete; round to f32 as the store would (stored)
     v_C = acc_C

@@ -24,8 +24,8 @@ import triton.tools.tensor_descriptor  # triton, and the TMA descriptors the lau
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and f32 -> bf16 / f8 conversions are
-# unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and round to bf16 / E4M3 in software.
+# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and conversions between f32 and bf16 / f8
+# are unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and convert in software.
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -85,6 +85,26 @@ def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
 
 
 @triton.jit
+def _to_bf16(x, SOFTWARE: tl.constexpr):
+    """bf16 values held in f32 (rounded already: exact) as a bf16 tile.  The interpreter's conversion turns
+    subnormals into other numbers: there the upper 16 bits are taken (NaN as the quiet NaN)."""
+    if SOFTWARE:
+        bits = tl.where(x != x, 0x7FC00000, x.to(tl.uint32, bitcast=True))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _widen_bf16(x, SOFTWARE: tl.constexpr):
+    """Loaded bf16 values as f32 (from their bits under the interpreter, whose conversion changes subnormals)."""
+    if SOFTWARE:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
 def _round_bf16(x, SOFTWARE: tl.constexpr):
     """f32 -> nearest bf16 value (ties to even), returned as f32.  The Triton interpreter converts by
     truncation, so there the rounding is done on the bits (NaN stays NaN)."""
@@ -139,10 +159,10 @@ def gemm_silu_0(A, W, Y, A_desc: "tensordesc<bf16[64, 32]>", W_desc: "tensordesc
         Cp_k = (32 * ko) + tl.arange(0, 32)
         t_A_1 = A_desc.load([(64 * io), (32 * ko)])
         if INTERPRET:
-            t_A_1 = t_A_1.to(tl.float32)
+            t_A_1 = _widen_bf16(t_A_1, INTERPRET)
         t_W_2 = W_desc.load([(32 * ko), (64 * jo)])
         if INTERPRET:
-            t_W_2 = t_W_2.to(tl.float32)
+            t_W_2 = _widen_bf16(t_W_2, INTERPRET)
         acc_C = tl.dot(t_A_1, t_W_2, acc_C)
     # C: the reduction is complete; round to bf16 as the store would (kept in registers)
     v_C = _round_bf16(acc_C, INTERPRET)
@@ -150,7 +170,7 @@ def gemm_silu_0(A, W, Y, A_desc: "tensordesc<bf16[64, 32]>", W_desc: "tensordesc
     Y_i = (64 * io) + tl.arange(0, 64)
     Y_j = (64 * jo) + tl.arange(0, 64)
     v_Y = _round_bf16((v_C * tl.div_rn(1.0, (1.0 + tl.exp((-v_C))))), INTERPRET)
-    Y_desc.store([(64 * io), (64 * jo)], v_Y.to(tl.bfloat16))
+    Y_desc.store([(64 * io), (64 * jo)], _to_bf16(v_Y, INTERPRET))
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}

@@ -44,8 +44,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and f32 -> bf16 / f8 conversions are
-# unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and round to bf16 / E4M3 in software.
+# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and conversions between f32 and bf16 / f8
+# are unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and convert in software.
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -100,6 +100,26 @@ def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
     """Loaded E4M3 values as f32 (decoded from their bits under the interpreter, which turns NaN into 480)."""
     if SOFTWARE:
         return _from_f8e4m3_bits(x.to(tl.uint8, bitcast=True))
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
+def _to_bf16(x, SOFTWARE: tl.constexpr):
+    """bf16 values held in f32 (rounded already: exact) as a bf16 tile.  The interpreter's conversion turns
+    subnormals into other numbers: there the upper 16 bits are taken (NaN as the quiet NaN)."""
+    if SOFTWARE:
+        bits = tl.where(x != x, 0x7FC00000, x.to(tl.uint32, bitcast=True))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _widen_bf16(x, SOFTWARE: tl.constexpr):
+    """Loaded bf16 values as f32 (from their bits under the interpreter, whose conversion changes subnormals)."""
+    if SOFTWARE:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
     else:
         return x.to(tl.float32)
 
@@ -164,10 +184,10 @@ def mha_0(S, Q, K, INTERPRET: tl.constexpr):
     Sp_d = 0 + tl.arange(0, 128)
     t_Q_1 = tl.load(Q + Sp_b * 2097152 + Sp_h * 524288 + Sp_i[:, None] * 128 + Sp_d[None, :])
     if INTERPRET:
-        t_Q_1 = t_Q_1.to(tl.float32)
+        t_Q_1 = _widen_bf16(t_Q_1, INTERPRET)
     t_K_2 = tl.load(K + Sp_b * 2097152 + Sp_h * 524288 + Sp_j[None, :] * 128 + Sp_d[:, None])
     if INTERPRET:
-        t_K_2 = t_K_2.to(tl.float32)
+        t_K_2 = _widen_bf16(t_K_2, INTERPRET)
     acc_S = tl.dot(t_Q_1, t_K_2, acc_S)
     # S: the reduction is complete; round to f32 as the store would (stored)
     v_S = acc_S
@@ -222,7 +242,7 @@ def mha_2(P, S, m, INTERPRET: tl.constexpr):
     P_i = (64 * po) + tl.arange(0, 64)
     P_j = (64 * qo) + tl.arange(0, 64)
     v_P = _round_bf16(tl.exp(((tl.load(S + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :]).to(tl.float32) - tl.load(m + P_b * 16384 + P_h * 4096 + P_i[:, None]).to(tl.float32)) * 0.08838834764831845)), INTERPRET)
-    tl.store(P + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :], v_P.to(tl.bfloat16))
+    tl.store(P + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :], _to_bf16(v_P, INTERPRET))
 
 
 @triton.jit
@@ -244,7 +264,7 @@ def mha_3(l, P, INTERPRET: tl.constexpr):
         lp_h = lbh_1
         lp_i = l_i
         lp_j = (128 * lo) + tl.arange(0, 128)
-        acc_l = acc_l + tl.sum(tl.load(P + lp_b * 67108864 + lp_h * 16777216 + lp_i * 4096 + lp_j).to(tl.float32), axis=0)
+        acc_l = acc_l + tl.sum(_widen_bf16(tl.load(P + lp_b * 67108864 + lp_h * 16777216 + lp_i * 4096 + lp_j), INTERPRET), axis=0)
     # l: the reduction is complete; round to f32 as the store would (stored)
     v_l = acc_l
     l_b = lbh_0
@@ -275,10 +295,10 @@ def mha_4(U, P, V, INTERPRET: tl.constexpr):
         Up_j = (64 * ko) + tl.arange(0, 64)
         t_P_1 = tl.load(P + Up_b * 67108864 + Up_h * 16777216 + Up_i[:, None] * 4096 + Up_j[None, :])
         if INTERPRET:
-            t_P_1 = t_P_1.to(tl.float32)
+            t_P_1 = _widen_bf16(t_P_1, INTERPRET)
         t_V_2 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
-            t_V_2 = t_V_2.to(tl.float32)
+            t_V_2 = _widen_bf16(t_V_2, INTERPRET)
         acc_U = tl.dot(t_P_1, t_V_2, acc_U)
     # U: the reduction is complete; round to f32 as the store would (stored)
     v_U = acc_U
@@ -304,7 +324,7 @@ def mha_5(O, U, l, INTERPRET: tl.constexpr):
     O_i = l_i
     O_c = 0 + tl.arange(0, 128)
     v_O = _round_bf16(tl.div_rn(tl.load(U + O_b * 2097152 + O_h * 524288 + O_i * 128 + O_c).to(tl.float32), tl.load(l + O_b * 16384 + O_h * 4096 + O_i).to(tl.float32)), INTERPRET)
-    tl.store(O + O_b * 2097152 + O_h * 524288 + O_i * 128 + O_c, v_O.to(tl.bfloat16))
+    tl.store(O + O_b * 2097152 + O_h * 524288 + O_i * 128 + O_c, _to_bf16(v_O, INTERPRET))
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}

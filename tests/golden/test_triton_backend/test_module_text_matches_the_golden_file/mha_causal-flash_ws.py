@@ -31,8 +31,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and f32 -> bf16 / f8 conversions are
-# unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and round to bf16 / E4M3 in software.
+# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and conversions between f32 and bf16 / f8
+# are unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and convert in software.
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -87,6 +87,26 @@ def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
     """Loaded E4M3 values as f32 (decoded from their bits under the interpreter, which turns NaN into 480)."""
     if SOFTWARE:
         return _from_f8e4m3_bits(x.to(tl.uint8, bitcast=True))
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
+def _to_bf16(x, SOFTWARE: tl.constexpr):
+    """bf16 values held in f32 (rounded already: exact) as a bf16 tile.  The interpreter's conversion turns
+    subnormals into other numbers: there the upper 16 bits are taken (NaN as the quiet NaN)."""
+    if SOFTWARE:
+        bits = tl.where(x != x, 0x7FC00000, x.to(tl.uint32, bitcast=True))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _widen_bf16(x, SOFTWARE: tl.constexpr):
+    """Loaded bf16 values as f32 (from their bits under the interpreter, whose conversion changes subnormals)."""
+    if SOFTWARE:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
     else:
         return x.to(tl.float32)
 
@@ -188,7 +208,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
     pre0_d = 0 + tl.arange(0, 128)
     t_pre0 = tl.load(Q + pre0_b * 2097152 + pre0_h * 524288 + pre0_i[:, None] * 128 + pre0_d[None, :], mask=((0 + tl.zeros([1], tl.int32)) < qo), other=0.0)
     if INTERPRET:
-        t_pre0 = t_pre0.to(tl.float32)
+        t_pre0 = _widen_bf16(t_pre0, INTERPRET)
     # loop ko: pipeline stages=2 warp_specialize=true (TileLang's arrangement; the other backends run the loop pipelined): the iterations with full tiles (no masks)
     for ko in tl.range(0, qo, num_stages=2):
         # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
@@ -202,7 +222,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         Sp_d = 0 + tl.arange(0, 128)
         t_K_1 = tl.load(K + Sp_b * 2097152 + Sp_h * 524288 + Sp_j[None, :] * 128 + Sp_d[:, None])
         if INTERPRET:
-            t_K_1 = t_K_1.to(tl.float32)
+            t_K_1 = _widen_bf16(t_K_1, INTERPRET)
         acc_S = tl.dot(t_pre0, t_K_1, acc_S)
         # S: the reduction is complete; round to f32 as the store would (kept in registers)
         v_S = acc_S
@@ -243,7 +263,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
             t_P_4 = t_P_4.to(tl.bfloat16)
         t_V_5 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
-            t_V_5 = t_V_5.to(tl.float32)
+            t_V_5 = _widen_bf16(t_V_5, INTERPRET)
         acc_U = tl.dot(t_P_4, t_V_5, acc_U)
     # Q: the same tile in every iteration of the loop below, loaded once
     pre1_b = bh_0
@@ -252,7 +272,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
     pre1_d = 0 + tl.arange(0, 128)
     t_pre1 = tl.load(Q + pre1_b * 2097152 + pre1_h * 524288 + pre1_i[:, None] * 128 + pre1_d[None, :], mask=((qo + tl.zeros([1], tl.int32)) < (qo + 1)), other=0.0)
     if INTERPRET:
-        t_pre1 = t_pre1.to(tl.float32)
+        t_pre1 = _widen_bf16(t_pre1, INTERPRET)
     # loop ko: the other iterations (masked; not pipelined)
     for ko in range(qo, (qo + 1)):
         # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
@@ -266,7 +286,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         Sp_d = 0 + tl.arange(0, 128)
         t_K_6 = tl.load(K + Sp_b * 2097152 + Sp_h * 524288 + Sp_j[None, :] * 128 + Sp_d[:, None])
         if INTERPRET:
-            t_K_6 = t_K_6.to(tl.float32)
+            t_K_6 = _widen_bf16(t_K_6, INTERPRET)
         acc_S = tl.dot(t_pre1, t_K_6, acc_S)
         # S: the reduction is complete; round to f32 as the store would (kept in registers)
         v_S = acc_S
@@ -313,7 +333,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
             t_P_9 = t_P_9.to(tl.bfloat16)
         t_V_10 = tl.load(V + Up_b * 2097152 + Up_h * 524288 + Up_j[:, None] * 128 + Up_c[None, :])
         if INTERPRET:
-            t_V_10 = t_V_10.to(tl.float32)
+            t_V_10 = _widen_bf16(t_V_10, INTERPRET)
         # U: lanes outside the program's terms multiply a masked 0 by the other operand, which is NaN for an infinite or NaN element: where t_V_10 holds one, the tile is computed term by term
         if _any_nonfinite(t_V_10):
             acc_U = acc_U + _product_by_terms(tl.zeros([128, 128], tl.float32), t_P_9, ((Up_i[:, None] >= Up_j[None, :])) & tl.full([128, 128], 1, tl.int1), t_V_10, tl.full([128, 128], 1, tl.int1))
@@ -331,7 +351,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
     O_i = (128 * qo) + tl.arange(0, 128)
     O_c = 0 + tl.arange(0, 128)
     v_O = _round_bf16(tl.div_rn(v_U, v_l[:, None]), INTERPRET)
-    tl.store(O + O_b * 2097152 + O_h * 524288 + O_i[:, None] * 128 + O_c[None, :], v_O.to(tl.bfloat16))
+    tl.store(O + O_b * 2097152 + O_h * 524288 + O_i[:, None] * 128 + O_c[None, :], _to_bf16(v_O, INTERPRET))
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}

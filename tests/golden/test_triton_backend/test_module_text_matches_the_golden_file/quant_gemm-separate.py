@@ -23,8 +23,8 @@ import triton.tools.tensor_descriptor  # triton, and the TMA descriptors the lau
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and f32 -> bf16 / f8 conversions are
-# unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and round to bf16 / E4M3 in software.
+# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and conversions between f32 and bf16 / f8
+# are unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and convert in software.
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -79,6 +79,26 @@ def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
     """Loaded E4M3 values as f32 (decoded from their bits under the interpreter, which turns NaN into 480)."""
     if SOFTWARE:
         return _from_f8e4m3_bits(x.to(tl.uint8, bitcast=True))
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
+def _to_bf16(x, SOFTWARE: tl.constexpr):
+    """bf16 values held in f32 (rounded already: exact) as a bf16 tile.  The interpreter's conversion turns
+    subnormals into other numbers: there the upper 16 bits are taken (NaN as the quiet NaN)."""
+    if SOFTWARE:
+        bits = tl.where(x != x, 0x7FC00000, x.to(tl.uint32, bitcast=True))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _widen_bf16(x, SOFTWARE: tl.constexpr):
+    """Loaded bf16 values as f32 (from their bits under the interpreter, whose conversion changes subnormals)."""
+    if SOFTWARE:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
     else:
         return x.to(tl.float32)
 

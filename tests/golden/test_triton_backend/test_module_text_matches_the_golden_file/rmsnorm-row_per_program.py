@@ -17,8 +17,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and f32 -> bf16 / f8 conversions are
-# unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and round to bf16 / E4M3 in software.
+# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and conversions between f32 and bf16 / f8
+# are unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and convert in software.
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -78,6 +78,26 @@ def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
 
 
 @triton.jit
+def _to_bf16(x, SOFTWARE: tl.constexpr):
+    """bf16 values held in f32 (rounded already: exact) as a bf16 tile.  The interpreter's conversion turns
+    subnormals into other numbers: there the upper 16 bits are taken (NaN as the quiet NaN)."""
+    if SOFTWARE:
+        bits = tl.where(x != x, 0x7FC00000, x.to(tl.uint32, bitcast=True))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _widen_bf16(x, SOFTWARE: tl.constexpr):
+    """Loaded bf16 values as f32 (from their bits under the interpreter, whose conversion changes subnormals)."""
+    if SOFTWARE:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
 def _round_bf16(x, SOFTWARE: tl.constexpr):
     """f32 -> nearest bf16 value (ties to even), returned as f32.  The Triton interpreter converts by
     truncation, so there the rounding is done on the bits (NaN stays NaN)."""
@@ -126,7 +146,7 @@ def rmsnorm_0(X, Y, g, INTERPRET: tl.constexpr):
     # ss: partial result of one tile [tile j:4096] by tile sum
     ssp_i = l_i
     ssp_j = 0 + tl.arange(0, 4096)
-    acc_ss = acc_ss + tl.sum((tl.load(X + ssp_i * 4096 + ssp_j).to(tl.float32) * tl.load(X + ssp_i * 4096 + ssp_j).to(tl.float32)), axis=0)
+    acc_ss = acc_ss + tl.sum((_widen_bf16(tl.load(X + ssp_i * 4096 + ssp_j), INTERPRET) * _widen_bf16(tl.load(X + ssp_i * 4096 + ssp_j), INTERPRET)), axis=0)
     # ss: the reduction is complete; round to f32 as the store would (kept in registers)
     v_ss = acc_ss
     # r[i]: f32 = rsqrt(ss[i] / N + eps)
@@ -135,8 +155,8 @@ def rmsnorm_0(X, Y, g, INTERPRET: tl.constexpr):
     # Y[i, j]: bf16 = X[i, j] * r[i] * g[j] [tile j:4096]
     Y_i = l_i
     Y_j = 0 + tl.arange(0, 4096)
-    v_Y = _round_bf16(((tl.load(X + Y_i * 4096 + Y_j).to(tl.float32) * v_r) * tl.load(g + Y_j).to(tl.float32)), INTERPRET)
-    tl.store(Y + Y_i * 4096 + Y_j, v_Y.to(tl.bfloat16))
+    v_Y = _round_bf16(((_widen_bf16(tl.load(X + Y_i * 4096 + Y_j), INTERPRET) * v_r) * _widen_bf16(tl.load(g + Y_j), INTERPRET)), INTERPRET)
+    tl.store(Y + Y_i * 4096 + Y_j, _to_bf16(v_Y, INTERPRET))
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}

@@ -19,8 +19,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and f32 -> bf16 / f8 conversions are
-# unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and round to bf16 / E4M3 in software.
+# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and conversions between f32 and bf16 / f8
+# are unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and convert in software.
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -80,6 +80,26 @@ def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
 
 
 @triton.jit
+def _to_bf16(x, SOFTWARE: tl.constexpr):
+    """bf16 values held in f32 (rounded already: exact) as a bf16 tile.  The interpreter's conversion turns
+    subnormals into other numbers: there the upper 16 bits are taken (NaN as the quiet NaN)."""
+    if SOFTWARE:
+        bits = tl.where(x != x, 0x7FC00000, x.to(tl.uint32, bitcast=True))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _widen_bf16(x, SOFTWARE: tl.constexpr):
+    """Loaded bf16 values as f32 (from their bits under the interpreter, whose conversion changes subnormals)."""
+    if SOFTWARE:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
 def _round_bf16(x, SOFTWARE: tl.constexpr):
     """f32 -> nearest bf16 value (ties to even), returned as f32.  The Triton interpreter converts by
     truncation, so there the rounding is done on the bits (NaN stays NaN)."""
@@ -128,13 +148,13 @@ def softmax_0(X, Y, INTERPRET: tl.constexpr):
     # m: partial result of one tile [tile j:4096] by tile max
     mp_i = l_i
     mp_j = 0 + tl.arange(0, 4096)
-    acc_m = tl.maximum(acc_m, _max_nan(tl.load(X + mp_i * 4096 + mp_j).to(tl.float32), axis=0), propagate_nan=tl.PropagateNan.ALL)
+    acc_m = tl.maximum(acc_m, _max_nan(_widen_bf16(tl.load(X + mp_i * 4096 + mp_j), INTERPRET), axis=0), propagate_nan=tl.PropagateNan.ALL)
     # m: the reduction is complete; round to f32 as the store would (kept in registers)
     v_m = acc_m
     # e[i, j]: f32 = exp(X[i, j] - m[i]) [tile j:4096]
     e_i = l_i
     e_j = 0 + tl.arange(0, 4096)
-    v_e = tl.exp((tl.load(X + e_i * 4096 + e_j).to(tl.float32) - v_m))
+    v_e = tl.exp((_widen_bf16(tl.load(X + e_i * 4096 + e_j), INTERPRET) - v_m))
     # s[i]: f32 = sum(j) e[i, j] accum f32
     # s: sum accumulator (f32), tile []
     acc_s = tl.full([], 0.0, tl.float32)
@@ -148,7 +168,7 @@ def softmax_0(X, Y, INTERPRET: tl.constexpr):
     Y_i = l_i
     Y_j = 0 + tl.arange(0, 4096)
     v_Y = _round_bf16(tl.div_rn(v_e, v_s), INTERPRET)
-    tl.store(Y + Y_i * 4096 + Y_j, v_Y.to(tl.bfloat16))
+    tl.store(Y + Y_i * 4096 + Y_j, _to_bf16(v_Y, INTERPRET))
 
 
 _TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3": torch.float8_e4m3fn}

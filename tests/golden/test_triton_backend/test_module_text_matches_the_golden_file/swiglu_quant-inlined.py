@@ -19,8 +19,8 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and f32 -> bf16 / f8 conversions are
-# unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and round to bf16 / E4M3 in software.
+# Under the Triton interpreter (TRITON_INTERPRET=1) bf16 matrix operands and conversions between f32 and bf16 / f8
+# are unreliable: kernels take INTERPRET=True there, widen dot operands to f32 and convert in software.
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
@@ -80,6 +80,26 @@ def _widen_f8e4m3(x, SOFTWARE: tl.constexpr):
 
 
 @triton.jit
+def _to_bf16(x, SOFTWARE: tl.constexpr):
+    """bf16 values held in f32 (rounded already: exact) as a bf16 tile.  The interpreter's conversion turns
+    subnormals into other numbers: there the upper 16 bits are taken (NaN as the quiet NaN)."""
+    if SOFTWARE:
+        bits = tl.where(x != x, 0x7FC00000, x.to(tl.uint32, bitcast=True))
+        return (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        return x.to(tl.bfloat16)
+
+
+@triton.jit
+def _widen_bf16(x, SOFTWARE: tl.constexpr):
+    """Loaded bf16 values as f32 (from their bits under the interpreter, whose conversion changes subnormals)."""
+    if SOFTWARE:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
 def _round_bf16(x, SOFTWARE: tl.constexpr):
     """f32 -> nearest bf16 value (ties to even), returned as f32.  The Triton interpreter converts by
     truncation, so there the rounding is done on the bits (NaN stays NaN)."""
@@ -126,7 +146,7 @@ def swiglu_quant_0(Q, U, G, INTERPRET: tl.constexpr):
     # Q[i, j]: f8e4m3 = bf16(bf16(silu(G[i, j])) * U[i, j]) / scale [tile i:4 x j:1024]
     Q_i = (4 * io) + tl.arange(0, 4)
     Q_j = (1024 * jo) + tl.arange(0, 1024)
-    v_Q = _round_f8e4m3((_round_bf16((_round_bf16((tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32) * tl.div_rn(1.0, (1.0 + tl.exp((-tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32)))))), INTERPRET) * tl.load(U + Q_i[:, None] * 12288 + Q_j[None, :]).to(tl.float32)), INTERPRET) * 4.0), INTERPRET)
+    v_Q = _round_f8e4m3((_round_bf16((_round_bf16((_widen_bf16(tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]), INTERPRET) * tl.div_rn(1.0, (1.0 + tl.exp((-_widen_bf16(tl.load(G + Q_i[:, None] * 12288 + Q_j[None, :]), INTERPRET)))))), INTERPRET) * _widen_bf16(tl.load(U + Q_i[:, None] * 12288 + Q_j[None, :]), INTERPRET)), INTERPRET) * 4.0), INTERPRET)
     _store_f8e4m3(Q + Q_i[:, None] * 12288 + Q_j[None, :], v_Q, None, INTERPRET)
 
 
