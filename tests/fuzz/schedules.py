@@ -264,9 +264,12 @@ def gen_cache_write(p: _Pick) -> Optional[Step]:
 
 def gen_fold_storage(p: _Pick) -> Optional[Step]:
     model = p.model()
-    temps = [s for s in model.stmts if s.name in p.stmts() and model.tensors[s.name].kind == "temp" and s.lhs_iters]
-    if not temps or p.rng.random() < 0.05:  # sometimes an output or input (refused)
+    temps = [s for s in model.stmts if s.name in p.stmts() and model.tensors[s.name].kind == "temp" and s.lhs_iters
+             and not s.is_reduction]  # what fold_storage takes: a temporary a plain statement writes
+    if p.rng.random() < 0.05:  # sometimes any tensor (mostly refused)
         return Step("fold_storage", (p.rng.choice(list(model.tensors)), "i", 1))
+    if not temps:
+        return None
     stmt = p.rng.choice(temps)
     dim = stmt.loops[0] if stmt.loops and p.rng.random() < 0.7 else p.rng.choice(stmt.lhs_iters)  # a time loop's
     extent = model.tensors[stmt.name].shape[stmt.lhs_iters.index(dim)]
