@@ -20,6 +20,7 @@ Rules (see docs/legality.md):
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional
 
 import islpy as isl
@@ -49,10 +50,10 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
         # times faster on tiled, skewed maps; one lex_ge map serves every dependence between two statements).
         pair = (dep.src, dep.dst)
         if pair not in backward:
-            backward[pair] = times[dep.src].lex_ge_map(times[dep.dst])
-        broken = dep.relation.intersect(backward[pair])
-        if broken.is_empty():
+            backward[pair] = _not_forward(times[dep.src], times[dep.dst])
+        if _none_of(dep.relation, backward[pair]):
             continue
+        broken = dep.relation.intersect(backward[pair])
         src, dst, element = concrete_pair(model, dep, broken)
         cls = _violation_class(model, dep)
         detail = f"{dep.describe()}, but {dep.dst} would run first"
@@ -73,6 +74,19 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
     check_online(model, tree, primitive)  # the orders of a running maximum that are not dependences
 
 
+# Every step checks every dependence again, and most statements' time maps did not change: the answers are cached by
+# value (isl objects hash and compare by value).
+@lru_cache(maxsize=4096)
+def _not_forward(src_times: isl.Map, dst_times: isl.Map) -> isl.Map:
+    """The pairs of instances whose times do not increase from src to dst."""
+    return src_times.lex_ge_map(dst_times)
+
+
+@lru_cache(maxsize=4096)
+def _none_of(relation: isl.Map, pairs: isl.Map) -> bool:
+    return relation.intersect(pairs).is_empty()
+
+
 def carried_by(model: KernelModel, deps: list[Dependence], tree: Tree, loop: Loop, times=None) -> list[tuple]:
     """The dependences `loop` carries, each with its carried pairs (Dependence, isl.Map): instances in different
     iterations of `loop` within one iteration of its outer loops.  `times`: (inner, outer) from `_loop_times`."""
@@ -82,13 +96,24 @@ def carried_by(model: KernelModel, deps: list[Dependence], tree: Tree, loop: Loo
     for dep in deps:
         if dep.src not in under or dep.dst not in under:
             continue
-        same_inner = inner[dep.src].apply_range(inner[dep.dst].reverse())
-        rel = dep.relation.subtract(same_inner)
+        rel = _in_different_iterations(dep.relation, inner[dep.src], inner[dep.dst])
         if outer is not None:
-            rel = rel.intersect(outer[dep.src].apply_range(outer[dep.dst].reverse()))
+            rel = _in_one_iteration(rel, outer[dep.src], outer[dep.dst])
         if not rel.is_empty():
             carried.append((dep, rel))
     return carried
+
+
+@lru_cache(maxsize=4096)
+def _in_different_iterations(relation: isl.Map, src_times: isl.Map, dst_times: isl.Map) -> isl.Map:
+    """The pairs of `relation` whose times (down to a loop) differ."""
+    return relation.subtract(src_times.apply_range(dst_times.reverse()))
+
+
+@lru_cache(maxsize=4096)
+def _in_one_iteration(relation: isl.Map, src_times: isl.Map, dst_times: isl.Map) -> isl.Map:
+    """The pairs of `relation` whose times (down to a loop) are equal."""
+    return relation.intersect(src_times.apply_range(dst_times.reverse()))
 
 
 def check_parallel(model: KernelModel, deps: list[Dependence], tree: Tree, loop: Loop, primitive: str) -> None:

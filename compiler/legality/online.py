@@ -14,6 +14,8 @@ rewrite needs, own term first and complete maximum before a reader of the sums, 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import islpy as isl
 
 from tdsl.compiler.errors import OnlineOrder
@@ -33,10 +35,10 @@ def check_online(model: KernelModel, tree: Tree, primitive: str) -> None:
         exp_stmt, m = model.stmt(acc.rescale.exponential), model.stmt(acc.rescale.stat)
         adds = term_origin(model, acc, acc.rescale).reverse()  # P instance -> the update adding it (or its rounding)
         same_row = _exponential_row(model, exp_stmt, m)  # P instance -> the updates of its element of m
+        if _terms_in_order(same_row, adds, times[exp_stmt.name], times[m.name], times[acc.name]):
+            continue
         moved_on = same_row.intersect(times[exp_stmt.name].lex_lt_map(times[m.name]))
         stale = moved_on.apply_range(times[m.name].lex_lt_map(times[acc.name])).intersect(adds)
-        if stale.is_empty():
-            continue
         _, coords = first_point(stale.wrap())
         n = len(exp_stmt.iters)
         p_inst = instance_text(exp_stmt.name, exp_stmt.iters, coords[:n])
@@ -59,13 +61,10 @@ def _check_last_update(model: KernelModel, acc, times: dict, primitive: str) -> 
 
     m = model.stmt(acc.rescale.stat)
     element_max = acc.write.relation.reverse().apply_range(accumulator_maximum(model, acc, acc.rescale))
-    last = acc.write.relation.reverse().apply_range(times[acc.name]).lexmax()  # element -> its last update's time
-    max_times = element_max.apply_range(m.write.relation.reverse()).apply_range(times[m.name])
-    later = last.lex_lt_map(max_times)  # element -> elements whose maximum is updated after the first's last update
-    stale = later.intersect(isl.Map.identity(later.get_space()))  # ... the same element
+    stale = _stale_elements(acc.write.relation, element_max, m.write.relation, times[acc.name], times[m.name])
     if stale.is_empty():
         return
-    _, coords = first_point(stale.domain())
+    _, coords = first_point(stale)
     element = f"{acc.name}[{', '.join(map(str, coords))}]"
     raise OnlineOrder(
         primitive,
@@ -73,6 +72,25 @@ def _check_last_update(model: KernelModel, acc, times: dict, primitive: str) -> 
         f"the last update of {acc.name} would come before the running maximum {m.name} is complete",
         f"{element} would be read rescaled to a maximum that {m.name} raises later (its last term is added first)",
     )
+
+
+# The checks run after every step on time maps that mostly did not change: cached by value (isl objects hash and
+# compare by value).
+@lru_cache(maxsize=4096)
+def _terms_in_order(same_row: isl.Map, adds: isl.Map, exp_times: isl.Map, m_times: isl.Map, acc_times: isl.Map) -> bool:
+    """No term is added after the maximum its exponential used has moved on."""
+    moved_on = same_row.intersect(exp_times.lex_lt_map(m_times))
+    return moved_on.apply_range(m_times.lex_lt_map(acc_times)).intersect(adds).is_empty()
+
+
+@lru_cache(maxsize=4096)
+def _stale_elements(acc_write: isl.Map, element_max: isl.Map, m_write: isl.Map, acc_times: isl.Map,
+                    m_times: isl.Map) -> isl.Set:
+    """The elements of a rescaled sum whose last update comes before an update of their maximum."""
+    last = acc_write.reverse().apply_range(acc_times).lexmax()  # element -> its last update's time
+    max_times = element_max.apply_range(m_write.reverse()).apply_range(m_times)
+    later = last.lex_lt_map(max_times)  # element -> elements whose maximum is updated after the first's last update
+    return later.intersect(isl.Map.identity(later.get_space())).domain()  # ... the same element
 
 
 def _exponential_row(model: KernelModel, exp_stmt, m):
