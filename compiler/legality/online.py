@@ -77,7 +77,8 @@ def _check_last_update(model: KernelModel, acc, times: dict, primitive: str) -> 
 # The checks run after every step on time maps that mostly did not change: cached by value (isl objects hash and
 # compare by value).
 @lru_cache(maxsize=4096)
-def _terms_in_order(same_row: isl.Map, adds: isl.Map, exp_times: isl.Map, m_times: isl.Map, acc_times: isl.Map) -> bool:
+def _terms_in_order(same_row: isl.Map, adds: isl.Map, exp_times: isl.Map, m_times: isl.Map,
+                    acc_times: isl.Map) -> bool:
     """No term is added after the maximum its exponential used has moved on."""
     moved_on = same_row.intersect(exp_times.lex_lt_map(m_times))
     return moved_on.apply_range(m_times.lex_lt_map(acc_times)).intersect(adds).is_empty()

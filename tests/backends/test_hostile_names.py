@@ -383,6 +383,35 @@ def test_reserved_names_cover_python_and_triton_launch_options():
     assert set(dir(builtins)) | set(keyword.kwlist) | TRITON_KERNEL <= RESERVED
 
 
+@pytest.mark.parametrize("example, schedule, target, backend", [
+    ("gemm_silu", "fused", "h100", "triton"),  # bf16 loads, stores and rounding
+    ("quant_gemm", "separate", "h100", "triton"),  # E4M3
+    ("mha_fa", "flash", "h100", "triton"),
+    ("gemm_silu", "fused", "h100", "tilelang"),
+    ("quant_gemm", "separate", "ascend-910b", None),
+    ("rmsnorm", "row_per_program", "ascend-950", None),
+])
+def test_every_module_level_name_of_the_templates_is_reserved(example, schedule, target, backend):
+    """The helpers, tables and imports a generated module defines at its top level are reserved
+    (`names.MODULE_LEVEL`), so no program name can shadow them: a new template helper must be added there."""
+    from tdsl.backends.common.names import MODULE_LEVEL
+
+    prog = load(EXAMPLES / f"{example}.tdsl")
+    tree = ast.parse(generate(prog, schedule, target=target, backend=backend))
+    defined = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Assign):
+            defined |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    # the program's own names (its kernel and the kernels derived from it) are printed as the program spells them
+    ours = {n for n in defined if n.startswith("_") or n.isupper() or n in ("os", "math", "np", "torch", "triton",
+                                                                             "tl", "tilelang", "T", "libdevice")}
+    assert ours and ours <= MODULE_LEVEL, sorted(ours - MODULE_LEVEL)
+
+
 def test_reserved_names_cover_the_helpers_tilelang_kernels_call():
     """A program name spelled like a function of CUDA_HELPERS would be a kernel parameter that hides it."""
     from tdsl.backends.common.names import free_name
