@@ -20,12 +20,12 @@ Rules (see docs/legality.md):
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Optional
 
 import islpy as isl
 
 from tdsl.compiler.model.dependences import Dependence
+from tdsl.compiler.model.isl_memo import by_text
 from tdsl.compiler.errors import (
     AtomicCombine,
     CacheConflict,
@@ -74,15 +74,15 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
     check_online(model, tree, primitive)  # the orders of a running maximum that are not dependences
 
 
-# Every step checks every dependence again, and most statements' time maps did not change: the answers are cached by
-# value (isl objects hash and compare by value).
-@lru_cache(maxsize=4096)
+# Every step checks every dependence again, and most statements' time maps did not change: the answers are cached
+# (compiler/model/isl_memo.py).
+@by_text(maxsize=4096)
 def _not_forward(src_times: isl.Map, dst_times: isl.Map) -> isl.Map:
     """The pairs of instances whose times do not increase from src to dst."""
     return src_times.lex_ge_map(dst_times)
 
 
-@lru_cache(maxsize=4096)
+@by_text(maxsize=4096)
 def _none_of(relation: isl.Map, pairs: isl.Map) -> bool:
     return relation.intersect(pairs).is_empty()
 
@@ -104,13 +104,13 @@ def carried_by(model: KernelModel, deps: list[Dependence], tree: Tree, loop: Loo
     return carried
 
 
-@lru_cache(maxsize=4096)
+@by_text(maxsize=4096)
 def _in_different_iterations(relation: isl.Map, src_times: isl.Map, dst_times: isl.Map) -> isl.Map:
     """The pairs of `relation` whose times (down to a loop) differ."""
     return relation.subtract(src_times.apply_range(dst_times.reverse()))
 
 
-@lru_cache(maxsize=4096)
+@by_text(maxsize=4096)
 def _in_one_iteration(relation: isl.Map, src_times: isl.Map, dst_times: isl.Map) -> isl.Map:
     """The pairs of `relation` whose times (down to a loop) are equal."""
     return relation.intersect(src_times.apply_range(dst_times.reverse()))

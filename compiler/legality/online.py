@@ -14,11 +14,10 @@ rewrite needs, own term first and complete maximum before a reader of the sums, 
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import islpy as isl
 
 from tdsl.compiler.errors import OnlineOrder
+from tdsl.compiler.model.isl_memo import by_text
 from tdsl.compiler.model.online import term_origin
 from tdsl.compiler.model.program import KernelModel, first_point, instance_text
 from tdsl.compiler.schedule.tree import Tree
@@ -74,9 +73,8 @@ def _check_last_update(model: KernelModel, acc, times: dict, primitive: str) -> 
     )
 
 
-# The checks run after every step on time maps that mostly did not change: cached by value (isl objects hash and
-# compare by value).
-@lru_cache(maxsize=4096)
+# The checks run after every step on time maps that mostly did not change: cached (compiler/model/isl_memo.py).
+@by_text(maxsize=4096)
 def _terms_in_order(same_row: isl.Map, adds: isl.Map, exp_times: isl.Map, m_times: isl.Map,
                     acc_times: isl.Map) -> bool:
     """No term is added after the maximum its exponential used has moved on."""
@@ -84,7 +82,7 @@ def _terms_in_order(same_row: isl.Map, adds: isl.Map, exp_times: isl.Map, m_time
     return moved_on.apply_range(m_times.lex_lt_map(acc_times)).intersect(adds).is_empty()
 
 
-@lru_cache(maxsize=4096)
+@by_text(maxsize=4096)
 def _stale_elements(acc_write: isl.Map, element_max: isl.Map, m_write: isl.Map, acc_times: isl.Map,
                     m_times: isl.Map) -> isl.Set:
     """The elements of a rescaled sum whose last update comes before an update of their maximum."""

@@ -19,11 +19,11 @@ builds the corresponding `isl.Schedule`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Optional, Union
 
 import islpy as isl
 
+from tdsl.compiler.model.isl_memo import by_text
 from tdsl.compiler.model.program import KernelModel
 
 
@@ -167,19 +167,18 @@ class Tree:
 
 
 # Legality checks rebuild the time maps of mostly unchanged trees after every step: the same expressions on the same
-# domains.  isl objects hash and compare by value, so the maps are cached by their parts (about 2 us a lookup against
-# 0.2-1 ms a build).
-@lru_cache(maxsize=4096)
+# domains, cached (compiler/model/isl_memo.py: a lookup costs microseconds, a build 0.2-1 ms).
+@by_text(maxsize=4096)
 def const_on(domain: isl.Set, value: int) -> isl.PwAff:
     return isl.PwAff.val_on_domain(domain, isl.Val.int_from_si(domain.get_ctx(), value))
 
 
 def pw_affs_to_map(parts: list[isl.PwAff], domain: isl.Set) -> isl.Map:
-    return _pw_affs_to_map(tuple(parts), domain)
+    return _pw_affs_to_map(domain, *parts)
 
 
-@lru_cache(maxsize=4096)
-def _pw_affs_to_map(parts: tuple, domain: isl.Set) -> isl.Map:
+@by_text(maxsize=4096)
+def _pw_affs_to_map(domain: isl.Set, *parts: isl.PwAff) -> isl.Map:
     result = None
     for pa in parts:
         m = isl.Map.from_pw_aff(pa)
