@@ -48,8 +48,22 @@ def check_index_range(program: T.TileProgram, names: ModuleNames) -> list[str]:
     return lines
 
 
+def check_size_limit(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    """Refuse at launch a run-time size beyond the program's limit: its `where` conditions compare iterators and sizes
+    as f32 values, which the model checked as exact up to that size (compiler/model/program.py SIZE_LIMIT)."""
+    if program.size_limit is None:
+        return []
+    lines = []
+    for p in [n for n, v in program.sizes.items() if v is None]:
+        lines.append(f"if {names.var(p)} > {program.size_limit}:")
+        lines.append(f'    raise ValueError(f"{names.entry}: {p} = {{{names.var(p)}}} is beyond {program.size_limit}: '
+                     f'the where conditions of {program.name} compare iterators and sizes as f32 values, exact only '
+                     f'up to there")')
+    return lines
+
+
 def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
-    lines = bind_params(program, names) + check_index_range(program, names)
+    lines = bind_params(program, names) + check_index_range(program, names) + check_size_limit(program, names)
     holders = {t.stored_in: t.name for t in program.outputs if t.stored_in}
     for t in program.inputs:
         x = names.tensor(t.name)

@@ -100,7 +100,7 @@ def lower(schedule: Schedule) -> TileProgram:
     temp_args = [_tensor_arg(model, name, "temp") for name in temps]
     statements = {s.name: _statement_text(s) for s in model.stmts}
     return TileProgram(model.name, kernels, inputs, outputs, temp_args, dict(model.sizes), str(schedule.trace),
-                       statements)
+                       statements, model.size_limit)
 
 
 def _buffer_plans(schedule: Schedule, serial: SerialLoops) -> list[list]:

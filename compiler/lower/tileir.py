@@ -507,6 +507,7 @@ class TileProgram(_Value):
     sizes: dict  # size name -> int (compile-time) or None (run-time argument)
     schedule: str = ""  # the schedule's trace, for comments
     statements: dict = field(default_factory=dict)  # statement -> its .tdsl text, for comments
+    size_limit: Optional[int] = None  # the largest run-time size the launcher accepts (KernelModel.size_limit)
 
 
 def value_operands(e) -> list:

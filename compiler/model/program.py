@@ -89,6 +89,9 @@ class KernelModel:
     sizes: dict[str, object]  # name -> int/float value (bound) or None (symbolic param)
     params: list[str]  # names that remain isl parameters
     ctx: isl.Context = None
+    # The largest value of a run-time size the launcher accepts, where a `where` compares iterators and sizes
+    # (`SIZE_LIMIT`); None: no such limit.
+    size_limit: Optional[int] = None
 
     def stmt(self, name: str) -> Stmt:
         for s in self.stmts:
@@ -259,6 +262,8 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
 
     stmts = [_lower_statement(si, values, prefix, positive, ctx) for si in kinfo.stmts]
     model = KernelModel(kinfo.kernel.name, stmts, tensors, values, params, ctx)
+    if params and any(_compares_indices(s, values) for s in stmts):
+        model.size_limit = SIZE_LIMIT
     _check_domains_not_empty(model)
     _check_writes_in_bounds(model)
     _check_reads_in_bounds(model)
@@ -407,13 +412,32 @@ def _condition_set(cond: ast.Expr, domain: isl.Set, sizes: dict, prefix: str, tu
         return None  # not affine (a product of two iterators)
 
 
+# A `where` compares f32 values, exact for integers up to 2^24.  In a kernel with run-time sizes whose conditions
+# compare iterators and sizes, the launcher refuses a size beyond 2^23 (backends/common/launcher.py): then an
+# iterator plus an offset, or twice a size, still compares exactly, and a boundary read guarded by
+# `where(i < N - 1, ...)` is checked as guarded, as it is at every size the kernel runs at.
+SIZE_LIMIT = 2 ** 23
+
+
 def _exact_f32(cond: ast.Compare, domain: isl.Set, sizes: dict, prefix: str, tup: str) -> isl.Set:
     """The instances where both sides of the comparison are integers of at most 2^24 in magnitude: exact in f32, so
-    the comparison of values (the interpreter's and the kernels') agrees with isl's comparison of integers."""
+    the comparison of values (the interpreter's and the kernels') agrees with isl's comparison of integers.  With
+    run-time sizes, also those at sizes beyond SIZE_LIMIT, which the launcher refuses (the kernel never runs them)."""
     bound = 2 ** 24
     sides = [affine_text(side, sizes) for side in (cond.lhs, cond.rhs)]
     text = " and ".join(f"{-bound} <= {side} <= {bound}" for side in sides)
+    params = [domain.get_dim_name(isl.dim_type.param, k) for k in range(domain.dim(isl.dim_type.param))]
+    refused = [f"{p} > {SIZE_LIMIT}" for p in params]
+    text = " or ".join([f"({text})"] + refused)
     return isl.Set.read_from_str(domain.get_ctx(), f"{prefix}{{ {tup} : {text} }}").intersect(domain)
+
+
+def _compares_indices(stmt: "Stmt", sizes: dict) -> bool:
+    """Does a `where` of the statement compare iterators and sizes (an affine condition)?"""
+    exprs = [stmt.value] + ([stmt.init] if stmt.init is not None else [])
+    return any(isinstance(e, ast.Call) and e.func == "where" and len(e.args) == 3
+               and isinstance(e.args[0], ast.Compare) and _affine_only(e.args[0], stmt.domain, sizes)
+               for x in exprs for e in ast.walk(x))
 
 
 def _affine_only(cond: ast.Compare, domain: isl.Set, sizes: dict) -> bool:

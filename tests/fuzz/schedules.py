@@ -17,7 +17,7 @@ from typing import Optional
 from tdsl.compiler.schedule.schedule import Schedule
 from tdsl.frontend import ast
 from tdsl.compiler.schedule.schedule import Step as TraceStep
-from tdsl.compiler.schedule.tree import Leaf, Loop, walk_loops
+from tdsl.compiler.schedule.tree import Leaf, Loop, walk_loops, walks_reduction
 
 FACTORS = (1, 1, 2, 2, 3, 4, 4, 5, 7, 8, 8, 16, 16, 32, 64, 128, 1000)
 HUGE_FACTORS = (2**31 - 1, 2**31, 2**40)  # the largest integer a schedule block can write, and beyond
@@ -332,9 +332,12 @@ def gen_rfactor(p: _Pick) -> Optional[Step]:
     if not reductions:
         return None
     stmt = p.rng.choice(reductions)
-    loop = p.rng.choice(p.path(stmt))
+    # Mostly a loop over the terms (rfactor takes the outer piece of a split of them, or the loop itself with
+    # segments=), sometimes any loop (refused).
+    walking = [loop for loop in p.path(stmt) if any(walks_reduction(model.stmt(stmt), pa) for pa in loop.exprs[stmt])]
+    loop = p.rng.choice(walking) if walking and p.rng.random() < 0.8 else p.rng.choice(p.path(stmt))
     kwargs = []
-    if p.rng.random() < 0.3:
+    if p.rng.random() < (0.5 if loop in walking else 0.3):
         kwargs.append(("segments", p.rng.choice((1, 2, 3, 4, 8))))
     if p.rng.random() < 0.2:
         kwargs.append(("dtype", p.rng.choice(DTYPES)))

@@ -6,7 +6,7 @@ shared memory the buffer plan predicts."""
 import os
 import pytest
 
-from tdsl.compiler.driver.api import load
+from tdsl.compiler.driver.api import load, loads
 from tdsl.compiler.driver.generate import generate, load_module, run_generated
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
@@ -313,6 +313,46 @@ def test_a_run_time_length_past_32_bit_indexing_is_refused_at_launch(tmp_path):
     with pytest.raises(ValueError, match=r"L = 23171 makes S hold 2147580964 elements; the generated kernels index "
                                          r"in 32 bits"):
         module.mha_causal(q, q, q)
+
+
+STENCIL_ANY_LENGTH = """
+const T = 3
+param N
+kernel smooth(X: f32[N]) -> (Y: f32[N]) {
+  for t < T {
+    A[t, i] = where(t == 0, X[i], Y_[t - 1, i])
+    Y_[t, i] = where(i == 0, A[t, i], where(i == N - 1, A[t, i], (A[t, i - 1] + A[t, i] + A[t, i + 1]) / 3.0))
+  }
+  Y[i] = Y_[T - 1, i]
+}
+schedule tiles {
+  ao, ai = split(A.i, 32)
+  yo, yi = split(Y_.i, 32)
+  zo, zi = split(Y.i, 32)
+}
+"""
+
+
+def test_a_stencil_guarded_by_where_runs_at_every_run_time_length(tmp_path):
+    """`where(i == N - 1, ...)` compares f32 values, exact up to 2^24: with a run-time N the model counts the guard
+    exact because the launcher refuses an N beyond 2^23 (compiler/model/program.py SIZE_LIMIT); before, every such
+    program was refused at compile time, with a counterexample at N = 16777218."""
+    import torch
+
+    prog = loads(STENCIL_ANY_LENGTH)
+    assert prog.schedule().model.size_limit == 2 ** 23
+    module = load_module(generate(prog, "tiles"), tmp_path / "smooth_any_length.py")
+    for n in (1, 2, 37):
+        bound = loads(STENCIL_ANY_LENGTH.replace("param N", f"const N = {n}")).schedule("tiles")
+        inputs = random_inputs(bound.model, seed=n)
+        result = compare(interpret(bound.model, bound.time_map(), inputs)["Y"], run_generated(module, bound.model, inputs,
+                                                                                            guard=7)["Y"], "f32")
+        assert result.ok, f"N={n}: {result.summary()}"
+    with pytest.raises(ValueError, match=r"N = 8388609 is beyond 8388608: the where conditions of smooth compare "
+                                         r"iterators and sizes as f32 values"):
+        module.smooth(torch.zeros(2 ** 23 + 1))
+    plain = "param N\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = 2.0 * X[i]\n}\nschedule s {\n  io, ii = split(Y.i, 32)\n}\n"
+    assert "8388608" not in generate(loads(plain), "s")  # no limit without such a condition
 
 
 # ---------------------------------------------------------------- masks Triton can vectorise
