@@ -195,8 +195,7 @@ def buffer_semantics(model: KernelModel, tree: Tree) -> KernelModel:
         for name, stmt in list(stmts.items()):
             if name != writer.name and name not in under and any(r.tensor == buf.tensor for r in stmt.reads):
                 stmts[name] = cast_reads(stmt, buf.tensor, writer.dtype)
-    return KernelModel(model.name, [stmts[s.name] for s in model.stmts], model.tensors, model.sizes,
-                       model.params, model.ctx)
+    return replace(model, stmts=[stmts[s.name] for s in model.stmts])
 
 
 def first_read(model: KernelModel, readers: list[str], tensor: str,

@@ -398,7 +398,7 @@ def own_term(model: KernelModel, form: OnlineForm, reader: Stmt) -> isl.Map:
 def with_rescales(model: KernelModel, form: OnlineForm) -> KernelModel:
     stmts = [replace(s, rescale=form.accumulators[s.name]) if s.name in form.accumulators else s
              for s in model.stmts]
-    return KernelModel(model.name, stmts, model.tensors, model.sizes, model.params, model.ctx)
+    return replace(model, stmts=stmts)
 
 
 def running_dependences(model: KernelModel, form: OnlineForm, deps: list[Dependence]) -> list[Dependence]:

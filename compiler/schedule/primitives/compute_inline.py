@@ -30,7 +30,7 @@ from tdsl.compiler.model.dependences import compute_dependences
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.grids import statement_grids
 from tdsl.compiler.legality.checks import check_dependences
-from tdsl.compiler.model.program import Access, KernelModel, collect_accesses
+from tdsl.compiler.model.program import Access, collect_accesses
 from tdsl.compiler.schedule.primitives.common import State, check_stmt, flag
 from tdsl.compiler.legality.storage import check_storage_order
 from tdsl.compiler.schedule.primitives.online import rederive
@@ -62,7 +62,7 @@ def compute_inline(state: State, stmt: str, round=True) -> None:
             s = _inline_into(s, target, keep)
         new_stmts.append(s)
     tensors = {k: v for k, v in model.tensors.items() if k != stmt}
-    state.model = KernelModel(model.name, new_stmts, tensors, model.sizes, model.params, model.ctx)
+    state.model = replace(model, stmts=new_stmts, tensors=tensors)
     _remove_leaf(state, stmt)
     check_storage_order(state.model, "compute_inline")  # folded or shared storage, in the new program
     state.deps = compute_dependences(state.model)

@@ -32,7 +32,6 @@ from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.legality.storage import check_storage_order
 from tdsl.compiler.model.dependences import compute_dependences
-from tdsl.compiler.model.program import KernelModel
 from tdsl.compiler.schedule.primitives.common import State, positive_int
 from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import DIM, INT, TENSOR, arg, primitive
@@ -64,8 +63,7 @@ def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
         raise ScheduleError("fold_storage", f"dimension {dim} of {tensor} has {_count(extent, 'element')}; "
                                             f"{_count(planes, 'plane')} would keep them all")
     folded = replace(t, fold=tuple(sorted({**dict(t.fold), axis: planes}.items())))
-    new = KernelModel(model.name, model.stmts, {**model.tensors, tensor: folded}, model.sizes, model.params,
-                      model.ctx)
+    new = replace(model, tensors={**model.tensors, tensor: folded})
     state.model = new  # a rejected step carries what it would have run (LegalityError.rejected)
     check_storage_order(new, "fold_storage")
     state.deps = compute_dependences(new)

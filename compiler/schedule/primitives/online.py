@@ -72,8 +72,7 @@ def rederive(state: State, primitive: str) -> None:
     rescaled, the running dependences -- or the step refused if the rewrite no longer applies."""
     if not state.tree.online:
         return
-    model = KernelModel(state.model.name, [replace(s, rescale=None) for s in state.model.stmts], state.model.tensors,
-                        state.model.sizes, state.model.params, state.model.ctx)
+    model = replace(state.model, stmts=[replace(s, rescale=None) for s in state.model.stmts])
     deps = state.deps
     for stat in state.tree.online:
         model, deps, _ = _rewrite(model, deps, stat, primitive)

@@ -72,8 +72,7 @@ def recompute_at(state: State, stmt: str, loop: LoopLike) -> None:
     stmts = [new_producer if s.name == stmt else
              (_read_own_tile(s, producer, path, tile_of[s.name], origins, shift) if s in readers else s)
              for s in model.stmts]
-    state.model = KernelModel(model.name, stmts, {**model.tensors, stmt: tensor}, model.sizes, model.params,
-                              model.ctx)
+    state.model = replace(model, stmts=stmts, tensors={**model.tensors, stmt: tensor})
     _remove_leaf(state, stmt)
     tree.body.insert(0, _statement_nest(new_producer))  # moved into the target loop below
     state.deps = compute_dependences(state.model)

@@ -160,7 +160,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     box = isl.Set.read_from_str(ctx, f"{prefix}{{ {rf}[{', '.join(f'a{n}' for n in range(len(part_shape)))}] }}")
     tensors = dict(model.tensors)
     tensors[rf] = Tensor(rf, dtype, part_shape, "temp", box.intersect(rf_write.range()).coalesce())
-    state.model = KernelModel(model.name, stmts, tensors, model.sizes, model.params, ctx)
+    state.model = replace(model, stmts=stmts, tensors=tensors, ctx=ctx)
 
     # The tree: C_rf takes C's place, with C's loops re-expressed over its iterators; C gets a nest of its own.
     ma = isl.MultiAff.read_from_str(ctx, f"{prefix}{{ {rf}[{', '.join(rf_iters)}] -> {name}[{', '.join(orig_index)}] }}")

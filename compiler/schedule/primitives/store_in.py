@@ -48,8 +48,7 @@ def store_in(state: State, output: str, array: str) -> None:
     model = state.model
     x, y = _tensor(model, output, "output"), _tensor(model, array, "input")
     _check_pair(model, x, y)
-    new = KernelModel(model.name, model.stmts, {**model.tensors, x.name: replace(x, stored_in=y.name)},
-                      model.sizes, model.params, model.ctx)
+    new = replace(model, tensors={**model.tensors, x.name: replace(x, stored_in=y.name)})
     state.model = new  # a rejected step carries what it would have run (LegalityError.rejected)
     check_storage_order(new, "store_in")
     added = overwrite_dependences(new, x.name)  # the only ones the decision adds: checked against the schedule
