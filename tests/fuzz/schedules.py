@@ -17,7 +17,7 @@ from typing import Optional
 from tdsl.compiler.schedule.schedule import Schedule
 from tdsl.frontend import ast
 from tdsl.compiler.schedule.schedule import Step as TraceStep
-from tdsl.compiler.schedule.tree import Leaf, Loop, walk_loops, walks_reduction
+from tdsl.compiler.schedule.tree import Leaf, Loop, statements_under, walk_loops, walks_reduction
 
 FACTORS = (1, 1, 2, 2, 3, 4, 4, 5, 7, 8, 8, 16, 16, 32, 64, 128, 1000)
 HUGE_FACTORS = (2**31 - 1, 2**31, 2**40)  # the largest integer a schedule block can write, and beyond
@@ -188,7 +188,9 @@ def gen_distribute(p: _Pick) -> Optional[Step]:
     several = [(s, l) for s, l in loops if len(l.body) > 1]
     if several and p.rng.random() < 0.9:
         return Step("distribute", (p.loop_ref(*p.rng.choice(several)),))
-    return Step("distribute", (p.loop_ref(*p.rng.choice(loops)),)) if loops else None
+    if loops and p.rng.random() < 0.1:  # sometimes a loop around one node (refused)
+        return Step("distribute", (p.loop_ref(*p.rng.choice(loops)),))
+    return None
 
 
 def gen_compute_at(p: _Pick) -> Optional[Step]:
@@ -212,6 +214,8 @@ def _placement(p: _Pick, primitive: str, producer_moves: bool) -> Optional[Step]
                 pairs.append((r.tensor, s.name))  # producer, consumer
     leaves = set(p.stmts())
     pairs = [(a, b) for a, b in pairs if a in leaves and b in leaves and a != b]
+    if primitive == "recompute_at" and p.rng.random() < 0.9:  # mostly what it takes: a temporary, not a sum
+        pairs = [(a, b) for a, b in pairs if model.tensors[a].kind == "temp" and not model.stmt(a).is_reduction]
     served = {s for b in p.sched.tree.buffers for s in b.stmts if s in leaves}
     if served and p.rng.random() < 0.4:  # move a statement that a cache buffer serves (out of its loop, or not)
         moved = p.rng.choice(sorted(served))
@@ -223,9 +227,11 @@ def _placement(p: _Pick, primitive: str, producer_moves: bool) -> Optional[Step]
         names = sorted(leaves)
         moved, target = p.rng.choice(names), p.rng.choice(names)
     path = p.path(target)
-    if not path:
+    if not path or (moved == target and p.rng.random() < 0.9):  # a statement placed in its own loop (refused)
         return None
-    return Step(primitive, (moved, p.loop_ref(target, p.rng.choice(path))))
+    outside = [loop for loop in path if moved not in statements_under(loop)]  # not a loop of the moved statement
+    loop = p.rng.choice(outside) if outside and p.rng.random() < 0.9 else p.rng.choice(path)
+    return Step(primitive, (moved, p.loop_ref(target, loop)))
 
 
 def gen_compute_inline(p: _Pick) -> Optional[Step]:
