@@ -178,7 +178,8 @@ def _write(folder: Path, case, text: str, model, refs: dict) -> None:
             np.savez(folder / f"{name}_{dist}.npz",
                      **{t["name"]: np.asarray(values[t["name"]], dtype=np.float32) for t in outputs})
     meta = {"kernel": model.name, "inputs": inputs, "outputs": outputs, "distributions": list(refs),
-            "variants": len(next(iter(refs.values())).variants) if refs else 0,
+            # per distribution: 4 variants, or 16 where 4 change an element's kind (compiler/verify/compare.py)
+            "variants": {dist: len(ref.variants) for dist, ref in refs.items()},
             "case": json.loads(case.to_json())}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1))
 
