@@ -248,22 +248,22 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
     def _end_lanes_condition(self, tile: T.Tile, mask) -> str | None:
         """`_end_lanes_test` as code, less what the loops' lower bounds prove: the tile does not lie wholly outside
         the domain."""
-        parts = [a for a in self._end_lanes_test(tile, mask) if not always_holds(a, self.loop_lowers)]
+        parts = self._unproven(self._end_lanes_test(tile, mask))
         return self._condition(parts, self._scalar_names(tile)) if parts else None
 
     def _some_lane_atoms(self, tile: T.Tile, mask) -> list:
         """The comparisons of `mask` that, when one fails, fail at every lane of the tile: those on loop variables
         and sizes only, and `_end_lanes_test`'s; less what the loops' lower bounds prove."""
-        axes = [a.iter for a in tile.axes]
-        whole = [a for a in atoms(mask) if not any(mentions(a, it) for it in axes)]
-        return [a for a in whole + self._end_lanes_test(tile, mask) if not always_holds(a, self.loop_lowers)]
+        return self._unproven(_lane_free_atoms(tile, mask) + self._end_lanes_test(tile, mask))
+
+    def _unproven(self, parts: list) -> list:
+        return [a for a in parts if not always_holds(a, self.loop_lowers)]
 
     def _whole_tile_condition(self, tile: T.Tile) -> str | None:
         """The comparisons of the tile's mask that involve none of its axes (loop variables and sizes only: a
         fused loop runs past the statement's range), as one condition on the whole statement -- a tile without
         axes has no lanes to mask, and its scalar reads and stores must not happen outside the domain."""
-        axes = [a.iter for a in tile.axes]
-        parts = [a for a in atoms(tile.mask) if not any(mentions(a, it) for it in axes)]
+        parts = _lane_free_atoms(tile, tile.mask)
         return self._condition(parts, self._scalar_names(tile)) if parts else None
 
     def _head(self) -> None:
@@ -466,3 +466,9 @@ def emit_module(program: T.TileProgram, **common) -> str:
     return module_text(TEMPLATES, program, names, kernels, **common, launches=launch_order(program, names),
                        workspaces=sorted({w for k in kernels for w in k.get("workspaces", [])}),
                        e4m3=sorted({n for k in kernels for n in k.get("e4m3", [])}))
+
+
+def _lane_free_atoms(tile: T.Tile, mask) -> list:
+    """The comparisons of `mask` that involve none of the tile's axes (loop variables and sizes only)."""
+    axes = [a.iter for a in tile.axes]
+    return [a for a in atoms(mask) if not any(mentions(a, it) for it in axes)]

@@ -34,10 +34,9 @@ def check_online(model: KernelModel, tree: Tree, primitive: str) -> None:
         exp_stmt, m = model.stmt(acc.rescale.exponential), model.stmt(acc.rescale.stat)
         adds = term_origin(model, acc, acc.rescale).reverse()  # P instance -> the update adding it (or its rounding)
         same_row = _exponential_row(model, exp_stmt, m)  # P instance -> the updates of its element of m
-        if _terms_in_order(same_row, adds, times[exp_stmt.name], times[m.name], times[acc.name]):
+        moved_on, stale = _late_terms(same_row, adds, times[exp_stmt.name], times[m.name], times[acc.name])
+        if stale.is_empty():
             continue
-        moved_on = same_row.intersect(times[exp_stmt.name].lex_lt_map(times[m.name]))
-        stale = moved_on.apply_range(times[m.name].lex_lt_map(times[acc.name])).intersect(adds)
         _, coords = first_point(stale.wrap())
         n = len(exp_stmt.iters)
         p_inst = instance_text(exp_stmt.name, exp_stmt.iters, coords[:n])
@@ -75,11 +74,12 @@ def _check_last_update(model: KernelModel, acc, times: dict, primitive: str) -> 
 
 # The checks run after every step on time maps that mostly did not change: cached (compiler/model/isl_memo.py).
 @by_text(maxsize=4096)
-def _terms_in_order(same_row: isl.Map, adds: isl.Map, exp_times: isl.Map, m_times: isl.Map,
-                    acc_times: isl.Map) -> bool:
-    """No term is added after the maximum its exponential used has moved on."""
+def _late_terms(same_row: isl.Map, adds: isl.Map, exp_times: isl.Map, m_times: isl.Map,
+                acc_times: isl.Map) -> tuple[isl.Map, isl.Map]:
+    """(exponential instance -> the updates of its maximum after it, the terms added after the maximum their
+    exponential used has moved on: exponential instance -> accumulator instance)."""
     moved_on = same_row.intersect(exp_times.lex_lt_map(m_times))
-    return moved_on.apply_range(m_times.lex_lt_map(acc_times)).intersect(adds).is_empty()
+    return moved_on, moved_on.apply_range(m_times.lex_lt_map(acc_times)).intersect(adds)
 
 
 @by_text(maxsize=4096)
