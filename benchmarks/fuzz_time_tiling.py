@@ -89,7 +89,7 @@ def check(text: str, steps: list[str], tmp: Path) -> str:
     from tdsl.compiler.driver.api import loads
     from tdsl.compiler.driver.generate import generate, load_module, run_generated
     from tdsl.compiler.errors import BackendError, LegalityError, StepError, TdslError
-    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.reference.interpreter import interpret, program_order_inputs, random_inputs
 
     source = text + "\nschedule s {\n  " + "\n  ".join(steps) + "\n}\n"
     prog = loads(source, "stencil.tdsl")
@@ -100,7 +100,7 @@ def check(text: str, steps: list[str], tmp: Path) -> str:
         return f"illegal: {e.rule}" if isinstance(e, LegalityError) else f"misused: {str(e).splitlines()[0][:80]}"
     original = loads(text, "stencil.tdsl").schedule()
     inputs = random_inputs(original.model, seed=1)
-    want = interpret(original.model, original.time_map(), inputs)
+    want = interpret(original.model, original.time_map(), program_order_inputs(sched.model, inputs))
     got = interpret(sched.model, sched.time_map(), inputs)
     if not np.array_equal(want["Y"], got["Y"], equal_nan=True):
         return "MISMATCH interpreter: the schedule differs from program order"

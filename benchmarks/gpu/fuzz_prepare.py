@@ -85,7 +85,7 @@ def main(argv=None) -> int:
             text, refusal = oracles.generate_text(case, "triton")
             prog, sched, finding = oracles.apply_steps(case)
             original = prog.schedule(kernel=case.kernel)
-            refs = oracles.references(case, original)
+            refs = oracles.references(case, original, sched)
         except Exception:  # noqa: BLE001 - the CPU fuzzer reports these; here only clean cases travel
             failed += 1
             continue
@@ -127,7 +127,7 @@ def _saved(paths: list[Path], seeds: int, out: Path, extra: list[str]) -> int:
                 break
             original = prog.schedule(kernel=case.kernel)
             folder = out / f"case_{n:03d}_{extra_seed:03d}"
-            _write(folder, case, text, original.model, oracles.references(case, original))
+            _write(folder, case, text, original.model, oracles.references(case, original, sched))
             for backend in extra:
                 other, _ = oracles.generate_text(case, backend)
                 if other is not None:

@@ -42,7 +42,7 @@ def main() -> None:
 
     from tdsl.compiler.driver.api import loads
     from tdsl.compiler.driver.generate import generate, load_module, run_generated
-    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.reference.interpreter import interpret, program_order_inputs, random_inputs
     from tdsl.compiler.verify import compare_outputs
 
     parser = argparse.ArgumentParser()
@@ -56,7 +56,7 @@ def main() -> None:
             prog = loads(source)
             s = prog.schedule(schedule)
             inputs = random_inputs(s.model, seed=11)
-            want = interpret(prog.schedule().model, prog.schedule().time_map(), inputs)
+            want = interpret(prog.schedule().model, prog.schedule().time_map(), program_order_inputs(s.model, inputs))
             module = load_module(generate(prog, schedule, backend="tilelang"), tmp / f"case{n}.py")
             got = run_generated(module, s.model, inputs, device="cuda", guard=16)
             checks = compare_outputs(s.model, want, got)

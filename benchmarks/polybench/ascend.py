@@ -28,7 +28,7 @@ def check(path: Path, target: str, schedule: str) -> tuple[str, str]:
     from tdsl.compiler.driver.api import loads
     from tdsl.compiler.driver.generate import generate
     from tdsl.compiler.errors import TdslError
-    from tdsl.compiler.reference.interpreter import interpret
+    from tdsl.compiler.reference.interpreter import interpret, program_order_inputs
     from tdsl.compiler.verify import compare_outputs
     from tdsl.compiler.verify.ascend_sim import simulate
 
@@ -38,7 +38,11 @@ def check(path: Path, target: str, schedule: str) -> tuple[str, str]:
     model = prog.schedule().model
     sizes = {k: v for k, v in model.sizes.items() if isinstance(v, int)}
     inputs = polybench._rounded(port.init(sizes), model)
-    want = interpret(model, prog.schedule().time_map(), inputs)
+    try:
+        start = program_order_inputs(prog.schedule(schedule).model, inputs)  # outputs kept in inputs start so
+    except TdslError:
+        start = inputs  # the schedule's own error is reported by `generate` below
+    want = interpret(model, prog.schedule().time_map(), start)
     try:
         module = generate(prog, schedule, target=target)
     except TdslError as err:

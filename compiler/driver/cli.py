@@ -328,6 +328,7 @@ def cmd_run_target(args) -> int:
     model = original.model
     kind, backend, device_name = resolve_target(args.target, args.backend)
     inputs, reference, count = _interpreter_reference(original, args)
+    start, reference = _reference_for(prog.schedule(name, kernel=args.kernel), original, inputs, reference)
     text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
     if kind == "nvidia":
         outputs, where = _run_on_nvidia(text, model, inputs, backend)
@@ -336,7 +337,7 @@ def cmd_run_target(args) -> int:
     print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
     status = 0
     results = compare_outputs(model, reference, outputs, variants=lambda: rounding_variants(
-        model, original.time_map(), inputs, reference))
+        model, original.time_map(), start, reference))
     for t in model.outputs():
         result = results[t.name]
         print(f"  {t.name} {list(outputs[t.name].shape)} {t.dtype}: {'ok' if result.ok else 'MISMATCH'} ({result.summary()})")
@@ -425,8 +426,9 @@ def cmd_run(args) -> int:
             status = 1
             continue
         result = interpret(sched.model, sched.time_map(), inputs)
+        _, want = _reference_for(sched, original, inputs, reference)
         for tensor in model.outputs():
-            a, b = reference[tensor.name], result[tensor.name]
+            a, b = want[tensor.name], result[tensor.name]
             same = np.array_equal(a.view(np.uint8), b.view(np.uint8))
             bound = None if same or not sched.tree.online else online_bound(model, tensor.name, a, b)
             verdict = "bit-identical" if same else "DIFFERENT"
@@ -437,6 +439,18 @@ def cmd_run(args) -> int:
                 print("    " + describe_difference(a, b))
                 status = 1
     return status
+
+
+def _reference_for(sched, original, inputs: dict, reference: dict) -> tuple[dict, dict]:
+    """(the interpreter's inputs, the program-order result) a run of `sched` is compared with: `reference`, or
+    where the schedule stores an output in an input, program order with the output starting from the input's
+    values (interpreter.py `program_order_inputs`: what the kernel leaves where the program writes no element)."""
+    from tdsl.compiler.reference.interpreter import interpret, program_order_inputs
+
+    start = program_order_inputs(sched.model, inputs)
+    if start.keys() == inputs.keys():
+        return inputs, reference
+    return start, interpret(original.model, original.time_map(), start)
 
 
 def _print_outputs(model, outputs) -> None:

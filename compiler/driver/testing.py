@@ -118,7 +118,7 @@ def run_differences(prog, schedule, *, kernel: Optional[str] = None, seed: int =
     """Run program order and `schedule` (a `Schedule`, or the `State` a rejected step carries in `err.rejected`)
     in the interpreter on the same random inputs; a line per output that differs (empty: bit-identical).
     With `tries` > 1 (up to 5), more seeds and inputs scaled by 30 and 100 are tried until one differs."""
-    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.reference.interpreter import interpret, program_order_inputs, random_inputs
 
     original = _program(prog, None).schedule(None, kernel=kernel)
     model, tree = schedule.model, schedule.tree
@@ -126,7 +126,7 @@ def run_differences(prog, schedule, *, kernel: Optional[str] = None, seed: int =
     lines: list[str] = []
     for s, scale in attempts if inputs is None else [(seed, 1.0)]:
         data = inputs if inputs is not None else random_inputs(original.model, s, scale)
-        want = interpret(original.model, original.time_map(), data)
+        want = interpret(original.model, original.time_map(), program_order_inputs(model, data))
         got = interpret(model, tree.union_map(model), data)
         lines = []
         for t in original.model.outputs():
@@ -210,12 +210,12 @@ def _within_online_bound(program, sched, kernel, seed) -> bool:
     (docs/rules/online-policy.md: the rewrite moves roundings, by a few units in the last place)."""
     if not sched.tree.online:
         return False
-    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.reference.interpreter import interpret, program_order_inputs, random_inputs
     from tdsl.compiler.verify import online_bound
 
     original = program.schedule(None, kernel=kernel)
     inputs = random_inputs(original.model, seed)
-    reference = interpret(original.model, original.time_map(), inputs)
+    reference = interpret(original.model, original.time_map(), program_order_inputs(sched.model, inputs))
     result = interpret(sched.model, sched.time_map(), inputs)
     return all(online_bound(original.model, t.name, reference[t.name], result[t.name]).ok
                for t in original.model.outputs())

@@ -178,9 +178,9 @@ class _Small:
             self.kernel = kernel
             self.base = self.prog.schedule(schedule, kernel=kernel)
             self.original = self.prog.schedule(None, kernel=kernel)
-            from tdsl.compiler.reference.interpreter import interpret, random_inputs
+            from tdsl.compiler.reference.interpreter import interpret, program_order_inputs, random_inputs
 
-            self._interpret, self._random = interpret, random_inputs
+            self._interpret, self._random, self._start = interpret, random_inputs, program_order_inputs
         except (TdslError, OSError, ValueError) as err:
             self.error = f"the program does not load at {getattr(self, 'size_text', 'small sizes')}: {err}"
         # Every attempt is compared with the same program-order run, and several attempts often build the
@@ -207,13 +207,16 @@ class _Small:
         if target and verdict == "fused":
             attempt.lines.append(f"{target}: " + self._generate(trial, target))
 
-    def _reference(self, seed: int, scale: float) -> tuple[dict, dict]:
-        """Random inputs and the program-order outputs on them, computed once per (seed, scale)."""
-        key = (seed, scale)
+    def _reference(self, seed: int, scale: float, scheduled) -> tuple[dict, dict]:
+        """Random inputs and the program-order outputs on them that a run of the `scheduled` model is compared
+        with (its outputs stored in inputs start from their values), computed once per (seed, scale, storage)."""
+        stored = tuple(sorted((t.name, t.stored_in) for t in scheduled.tensors.values() if t.stored_in))
+        key = (seed, scale, stored)
         if key not in self._references:
             model = self.original.model
             inputs = self._random(model, seed, scale)
-            self._references[key] = inputs, self._interpret(model, self.original.time_map(), inputs)
+            start = self._start(scheduled, inputs)
+            self._references[key] = inputs, self._interpret(model, self.original.time_map(), start)
         return self._references[key]
 
     def _run(self, state, seed: int, scale: float, inputs: dict) -> dict:
@@ -225,7 +228,7 @@ class _Small:
         return self._runs[key][1]
 
     def _diffs(self, state, seed: int, scale: float) -> list[str]:
-        inputs, want = self._reference(seed, scale)
+        inputs, want = self._reference(seed, scale, state.model)
         got = self._run(state, seed, scale, inputs)
         diffs = []
         for t in self.original.model.outputs():

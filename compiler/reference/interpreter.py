@@ -29,7 +29,11 @@ Semantics
   semantics like isl), evaluated with Python ints and bounds-checked (an
   out-of-range index raises `IndexError`).
 * Tensors other than inputs start NaN-filled.  Reading a never-written
-  element therefore yields NaN.
+  element therefore yields NaN.  An output may be given first contents in
+  `inputs`: a kernel's result keeps what its array held where the program
+  writes no element, and a schedule that stores an output in an input
+  (`store_in`) makes that the input's values; `program_order_inputs` gives
+  them to a program-order run that a scheduled kernel is compared with.
 * A plain statement instance computes its value and stores it rounded to the
   statement's storage dtype at `tensor[lhs iterators]`.
 * A reduction (`sum` / `max` / `min`) keeps one accumulator per output
@@ -80,6 +84,7 @@ __all__ = [
     "instances_in_order",
     "interpret",
     "program_order",
+    "program_order_inputs",
     "random_inputs",
     "run",
     "tensor_shape",
@@ -101,7 +106,7 @@ def run(
 
     A point lists the statement's iterators in `stmt.iters` order (LHS, then reduction).
     `inputs` holds every input tensor (any float array; values are rounded to the
-    tensor's dtype).  Returns every output and temp tensor as an array of its
+    tensor's dtype), and may hold an output's first contents (`program_order_inputs`).  Returns every output and temp tensor as an array of its
     `Tensor.dtype` storage numpy dtype (stores round to `Stmt.dtype`; the two agree in
     a well-formed model).  Never-written elements are NaN.  With `trace=Trace()`, fills
     the per-element instance counts and the early reads.
@@ -195,6 +200,18 @@ def _results(model: KernelModel, state, trace: Optional[Trace], n: int) -> dict[
     for name, t in model.tensors.items():
         if t.kind != "input":
             out[name] = dt.to_storage(t.dtype, state.values[name])
+    return out
+
+
+def program_order_inputs(scheduled: KernelModel, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The inputs of the program-order run a kernel of the `scheduled` model is compared with: `inputs`, and each
+    output the schedule stores in an input (`store_in`) starting from that input's values.  Where the program
+    writes no element of the output (an empty sum, a domain smaller than the shape), the kernel leaves the
+    caller's value there; program order, which keeps the input apart, must start the output from it too."""
+    out = dict(inputs)
+    for t in scheduled.tensors.values():
+        if t.stored_in is not None and t.stored_in in inputs:
+            out[t.name] = inputs[t.stored_in]
     return out
 
 

@@ -327,15 +327,18 @@ def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
     for name, t in model.tensors.items():
         shape = tensor_shape(t)
         dt.numpy_dtype(t.dtype)
-        if t.kind == "input":
-            if name not in inputs:
-                raise ValueError(f"missing input tensor {name!r}")
+        if t.kind == "input" and name not in inputs:
+            raise ValueError(f"missing input tensor {name!r}")
+        if t.kind == "temp" and name in inputs:
+            raise ValueError(f"{name!r} is a temporary of the kernel: it has no contents before the kernel runs")
+        if name in inputs:  # an input, or an output's first contents (`program_order_inputs`)
             arr = np.asarray(inputs[name])
             if arr.shape != shape:
-                raise ValueError(f"input {name!r} has shape {arr.shape}, expected {shape}")
+                raise ValueError(f"{t.kind} {name!r} has shape {arr.shape}, expected {shape}")
             values[name] = np.array(dt.round_to(t.dtype, arr), dtype=np.float32, copy=True)
         else:
             values[name] = np.full(tuple(stored_shape(t)), np.nan, dtype=np.float32)  # folded: fewer planes
+        if t.kind != "input":
             counts[name] = np.zeros(shape, dtype=np.int64)
     for name, t in model.tensors.items():
         if t.stored_in:  # `store_in`: the output's elements are written over the input's (a read after shows it)

@@ -89,7 +89,8 @@ def _program(job: Job, sizes: dict):
 
 def _check(job: Job) -> dict:
     from tdsl.compiler.driver.generate import generate, kernel_device, load_module, run_generated
-    from tdsl.compiler.reference.interpreter import interpret, random_inputs, rounding_variants
+    from tdsl.compiler.reference.interpreter import (interpret, program_order_inputs, random_inputs,
+                                                     rounding_variants)
     from tdsl.compiler.verify import compare_outputs
 
     full = _program(job, job.sizes)
@@ -98,14 +99,15 @@ def _check(job: Job) -> dict:
     original = prog.schedule(None, kernel=job.kernel)
     model = original.model
     inputs = random_inputs(model, job.seed)
-    reference = interpret(model, original.time_map(), inputs)
+    start = program_order_inputs(prog.schedule("__candidate", kernel=job.kernel).model, inputs)
+    reference = interpret(model, original.time_map(), start)
     text = generate(prog, "__candidate", target=job.target, backend=job.backend, kernel=job.kernel)
     device = kernel_device()
     with tempfile.TemporaryDirectory() as tmp:
         module = load_module(text, Path(tmp) / f"{model.name}_candidate.py")
         outputs = run_generated(module, model, inputs, device=device, guard=64)
     results = compare_outputs(model, reference, outputs, variants=lambda: rounding_variants(
-        model, original.time_map(), inputs, reference))
+        model, original.time_map(), start, reference))
     ok = all(r.ok for r in results.values())
     lines = [f"{name}: {r.summary()}" for name, r in results.items()]
     where = "GPU" if device == "cuda" else "Triton interpreter"

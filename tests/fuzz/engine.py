@@ -200,7 +200,7 @@ class Fuzzer:
             return finding
         try:
             original = prog.schedule(kernel=case.kernel)
-            refs = oracles.references(case, original)
+            refs = oracles.references(case, original, sched)
         except Exception as err:  # noqa: BLE001
             return oracles.internal("interpreter (program order)", err)
         finding = oracles.check_interpreter(case, original, sched, refs)

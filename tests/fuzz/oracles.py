@@ -184,8 +184,9 @@ class Reference:
     sums' terms in other orders, the GPU's exp), which tell an ill-conditioned output from a wrong one
     (compiler/verify/compare.py VARIANTS), are computed the first time a comparison fails."""
 
-    def __init__(self, original, inputs: dict, outputs: dict):
-        self.original, self.inputs, self.outputs = original, inputs, outputs
+    def __init__(self, original, inputs: dict, start: dict, outputs: dict):
+        # `start`: the program-order run's inputs (an output the schedule stores in an input starts from it)
+        self.original, self.inputs, self.start, self.outputs = original, inputs, start, outputs
         self._variants = None
         self.widened: set = set()  # the backends whose outputs passed only with the conditioning allowance
 
@@ -194,19 +195,20 @@ class Reference:
         from tdsl.compiler.reference.interpreter import rounding_variants
 
         if self._variants is None:
-            self._variants = rounding_variants(self.original.model, self.original.time_map(), self.inputs,
+            self._variants = rounding_variants(self.original.model, self.original.time_map(), self.start,
                                                self.outputs)
         return self._variants
 
 
-def references(case: Case, original) -> dict:
-    """dist -> `Reference` for every input distribution."""
-    from tdsl.compiler.reference.interpreter import interpret
+def references(case: Case, original, sched) -> dict:
+    """dist -> `Reference` for every input distribution, as a kernel of the schedule `sched` is held to it."""
+    from tdsl.compiler.reference.interpreter import interpret, program_order_inputs
 
     out = {}
     for dist in case.distributions:
         inputs = inputs_for(original.model, case.seed, dist)
-        out[dist] = Reference(original, inputs, interpret(original.model, original.time_map(), inputs))
+        start = program_order_inputs(sched.model, inputs)
+        out[dist] = Reference(original, inputs, start, interpret(original.model, original.time_map(), start))
     return out
 
 

@@ -18,14 +18,14 @@ def check_schedule(prog, schedule: Optional[str], target: str, seed: int = 0, re
     interpreter's result on program order for these inputs) may be passed in to reuse it.
     """
     from tdsl.compiler.driver.generate import generate
-    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.reference.interpreter import interpret, program_order_inputs, random_inputs
 
     text = generate(prog, schedule, target=target)
     original = prog.schedule()
     model = original.model
     inputs = inputs if inputs is not None else random_inputs(model, seed=seed)
     if reference is None:
-        reference = interpret(model, original.time_map(), inputs)
+        reference = interpret(model, original.time_map(), program_order_inputs(prog.schedule(schedule).model, inputs))
     sim = simulate(text, inputs, target)
     result = {}
     for name, t in model.tensors.items():

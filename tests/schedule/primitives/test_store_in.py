@@ -348,3 +348,51 @@ def test_the_step_adds_exactly_the_dependences_a_full_recomputation_finds(source
     # the stencil and the two statements read the input before it is replaced; the gemm reads its start value
     # once, in the element's own place, before its first term: no dependence
     assert bool(overwrite_dependences(s.model, output)) == (output == "Y")
+
+
+# An output whose sum is empty at some elements (r[j] for j >= M): the program writes nothing there, so the kernel
+# leaves the caller's array as it was (docs/language.md, "an element whose range is empty").  CPU fuzz seed 5521.
+EMPTY_SUMS = """const M = 3, N = 5
+kernel k(X: f32[M, N], Y: f32[N]) -> (r: f32[N]) {
+  R[i, j] = X[i, j] + Y[j]
+  r[j] = sum(i : j <= i) R[i, j] * 0.5
+}
+schedule in_place {
+  store_in(r, Y)
+}
+"""
+
+
+def test_an_element_the_program_never_writes_keeps_the_inputs_value(tmp_path):
+    """Program order, which the schedule is compared with, starts r from Y's values (`program_order_inputs`):
+    the scheduled interpreter, `tdsl.testing`, the Triton kernel and both Ascend models agree with it, and r[3:]
+    is Y[3:].  Before, program order left r[3:] NaN and every check called the schedule wrong."""
+    from tdsl.compiler.reference.interpreter import program_order_inputs
+    from tdsl.compiler.driver.testing import run_differences
+    from tdsl.compiler.verify.ascend_sim.check import check_schedule
+
+    prog = loads(EMPTY_SUMS)
+    s, original = prog.schedule("in_place"), prog.schedule()
+    inputs = random_inputs(s.model, seed=4)
+    want = interpret(original.model, original.time_map(), program_order_inputs(s.model, inputs))
+    assert np.array_equal(want["r"][3:], inputs["Y"][3:]) and not np.isnan(want["r"][:3]).any()
+    assert np.array_equal(interpret(s.model, s.time_map(), inputs)["r"], want["r"])
+    assert run_differences(prog, s, tries=5) == []
+    assert_legal(prog, "in_place")
+    got = run_generated(load_module(generate(prog, "in_place"), tmp_path / "in_place.py"), s.model, inputs)
+    assert all(c.ok for c in compare_outputs(s.model, want, got).values())
+    for target in ("ascend-950", "ascend-910b"):
+        assert all(c.ok for c in check_schedule(prog, "in_place", target, seed=4).values()), target
+
+
+def test_only_an_output_may_be_given_first_contents():
+    """An output's first contents come in with the inputs; a temporary has none (the kernel's own array)."""
+    prog = loads(EMPTY_SUMS)
+    model = prog.schedule().model
+    inputs = random_inputs(model, seed=1)
+    first = interpret(model, prog.schedule().time_map(), {**inputs, "r": np.full(5, 7.0, np.float32)})["r"]
+    assert np.all(first[3:] == 7.0) and not np.isnan(first[:3]).any()
+    with pytest.raises(ValueError, match="'R' is a temporary of the kernel"):
+        interpret(model, prog.schedule().time_map(), {**inputs, "R": np.zeros((3, 5), np.float32)})
+    with pytest.raises(ValueError, match="output 'r' has shape"):
+        interpret(model, prog.schedule().time_map(), {**inputs, "r": np.zeros(4, np.float32)})
