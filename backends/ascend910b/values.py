@@ -12,7 +12,8 @@ from tdsl.backends.tilelang.emit import float_code
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import atoms, check_affine, mentions, expr_text as _expr_text
-from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, layout as tile_layout
+from tdsl.compiler.lower.passes.ascend910b import (BYTES, UB_ROW_BYTES, layout as tile_layout, shift_of,
+                                                   shifted_axis)
 from tdsl.compiler.lower.tileir import expr_vars
 from tdsl.compiler.lower.tileir import simplify
 
@@ -140,8 +141,7 @@ class Values:
         for atom in parts:
             check_affine(atom)  # a comparison of values (floyd_warshall's shortest path) is refused here
         if any(mentions(a, ax.iter) for a in parts for ax in tile.axes):
-            raise BackendError(f"a masked value with a computed fallback ({_expr_text(e.other)}) under a condition "
-                               f"on the tile's lanes has no ascend-910b form")
+            return self._select_lanes(e, tile)
         shape = [a.size for a in tile.axes]
         out = (self.temp("t", shape, note="one branch of a where") if shape else
                self.alloc(self.fresh("branch_scalar"), [8], "f32", "UB", "one branch of a where", pooled=False))
@@ -150,6 +150,27 @@ class Values:
         self.emit("else:")
         self._branch(e.other, tile, out, shape)
         return _Opnd("tile", out) if shape else _Opnd("scalar", f"{out}[0]")
+
+    def _select_lanes(self, e: T.Select, tile: T.Tile) -> _Opnd:
+        """`where(c, a, b)` with a computed b and a condition on the tile's lanes (a stencil's boundary): both
+        branches over the whole tile, then b's lanes where c fails (T.tile.compare, T.tile.select: bits picked,
+        nothing rounded).  A branch's loads keep every lane inside its tensor (compiler/lower/loads.py), so the
+        lanes that do not take it read nothing outside; their values are dropped."""
+        shape = [a.size for a in tile.axes]
+        then = self._value(e.then, tile)
+        then = then if then.kind == "tile" else self._materialise(then, shape)
+        if then.code in self.expr_temps:  # only this select reads it: its lanes are replaced in place
+            out = then.code
+        else:
+            out = self.temp("t", shape, note="one branch of a where, the other's lanes put in")
+            self.emit(f"T.copy({then.code}, {out})  # UB -> UB")
+        self.expr_temps.discard(out)  # kept while the other branch is computed
+        other = self._value(e.other, tile)
+        other = other if other.kind == "tile" else self._materialise(other, shape)
+        self._mask_lanes(out, tile, e.cond, tensor=other.code)
+        self.done(other)
+        self.expr_temps.add(out)
+        return _Opnd("tile", out)
 
     def _branch(self, value: T.Expr, tile: T.Tile, out: str, shape) -> None:
         """One branch of `_select_computed`, one level deeper: its value into `out`.  Loads stay inside it (a
@@ -233,17 +254,76 @@ class Values:
         if guard:
             self.emit(f"if {guard}:  # some lane of the tile reads {e.tensor}")
             self.depth += 1
-        if layout == "column":
-            self._load_column(e.tensor, region, raw, shape[0], arg.dtype)
+        starts = self._starts_maybe_before(e, tile)
+        if starts is None:  # the region starts before the tensor (a copy clips only its end)
+            self._load_lanes(e, tile, raw, arg.dtype)
         else:
-            clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
-            self.emit(f"T.copy({self.tensor(e.tensor)}[{region}], {raw})  # GM -> UB{clipped}")
+            if starts:
+                self.emit(f"if {self._condition([T.Bin('>=', s, T.Const(0)) for s in starts], names)}:  # the "
+                          f"region starts inside {e.tensor}")
+                self.depth += 1
+            if layout == "column":
+                self._load_column(e.tensor, region, raw, shape[0], arg.dtype)
+            else:
+                clipped = " (clipped to the tensor, zero-padded)" if e.mask is not None else ""
+                self.emit(f"T.copy({self.tensor(e.tensor)}[{region}], {raw})  # GM -> UB{clipped}")
+            if starts:
+                self.depth -= 1
+                self.emit(f"else:  # the region starts before {e.tensor} (a copy clips only its end)")
+                self.depth += 1
+                self._load_lanes(e, tile, raw, arg.dtype)
+                self.depth -= 1
         value = self._widen(raw, arg.dtype, shape)
         if guard:
             self.depth = depth
             self.emit("else:  # every lane takes the masked value")
             self.emit(f"    T.tile.fill({value}, {float_code(e.other)})")
         return _Opnd("tile", value)
+
+    @staticmethod
+    def _starts_maybe_before(e: T.Load, tile: T.Tile) -> list | None:
+        """The starts of a masked load's region (over loop variables and sizes), along the tensor's dimensions
+        that a tile axis walks shifted back (`X[i, j - 1]`: `j0 - 1`), that may lie before the tensor; None when
+        one surely does (`j - 1` with j's tile at 0).  An unmasked load reads inside its tensor everywhere, and
+        an axis shifted forward by a constant starts at or after the axis's start."""
+        if e.mask is None:
+            return []
+        offsets = {a.iter: a.offset for a in tile.axes}
+        out = []
+        for index in e.indices:
+            axis = shifted_axis(index, list(offsets))
+            shift = shift_of(index, axis) if axis is not None else None
+            if shift is None or (isinstance(shift, T.Const) and shift.value >= 0):
+                continue
+            start = simplify(T.Bin("+", offsets[axis], shift))
+            if isinstance(start, T.Const) and start.value < 0:
+                return None
+            if not isinstance(start, T.Const):
+                out.append(start)
+        return out
+
+    def _load_lanes(self, e: T.Load, tile: T.Tile, raw: str, dtype: str) -> None:
+        """A tile of `e` element by element (the scalar unit): each lane the load's mask keeps reads its element,
+        the others take the masked value, as a clipped, padded copy leaves them."""
+        if dtype == "f8e4m3" and e.other != 0.0:
+            raise BackendError(f"a load of the FP8 tensor {e.tensor} that may start before the tensor, masked to "
+                               f"{e.other}, has no ascend-910b form")
+        names = self._region_names(tile)
+        lanes = []
+        for n, a in enumerate(tile.axes):
+            lane = self.fresh("l")
+            why = f"  # {e.tensor} lane by lane: its region starts before it" if n == 0 else ""
+            self.emit(f"for {lane} in T.serial({a.size}):{why}")
+            self.depth += 1
+            names[a.iter] = f"({names[a.iter]} + {lane})"
+            lanes.append(lane)
+        indices = ", ".join(index_code(simplify(i), names) for i in e.indices)
+        self.emit(f"if {self._condition(atoms(e.mask), names)}:")
+        self.emit(f"    {raw}[{', '.join(lanes)}] = {self.tensor(e.tensor)}[{indices}]")
+        self.emit("else:")
+        masked = 0 if dtype == "f8e4m3" else float_code(e.other)  # E4M3 is bytes here: 0 is +0.0
+        self.emit(f'    {raw}[{", ".join(lanes)}] = T.Cast("{TL_DTYPES[dtype]}", {masked})')
+        self.depth -= len(tile.axes)
 
     def _load_guard(self, e: T.Load, tile: T.Tile) -> str | None:
         """The condition under which some lane of a masked load's tile reads the tensor, where the statement's own

@@ -232,12 +232,25 @@ def test_the_910b_runs_first_order_recurrences_bit_for_bit():
     assert all(np.array_equal(got[name], want[name]) for name in ("y", "s", "t"))
 
 
-def test_the_910b_refuses_these_recurrences_for_their_lane_conditions():
-    """The 910B orders values through memory (T.barrier_all), but these recurrences start with a `where` whose
-    condition varies along the tile's lanes and whose other branch is computed."""
-    with pytest.raises(BackendError, match=r"a masked value with a computed fallback \(u\[j\]\) under a condition "
-                                           r"on the tile's lanes has no ascend-910b form"):
-        generate(loads(RECURRENCES, sizes={"M": 8, "N": 16}), "tiled", target="ascend-910b")
+@pytest.mark.parametrize("sizes", [{"M": 8, "N": 16}, {"M": 5, "N": 37}])
+def test_the_910b_runs_the_recurrences_whose_where_varies_along_the_lanes(sizes):
+    """u's and w's `where` has a condition on the tile's lanes and a computed branch (`u[j]`, `w[i - 1, j + 1]`,
+    read shifted along the lanes): both branches over the whole tile, then one's lanes put into the other's
+    (T.tile.compare, T.tile.select).  In the NumPy model: y, s, t and w bit for bit, u within the tolerance of
+    a tile's terms added in the vector unit's order (T.reduce_sum)."""
+    from tdsl.backends.ascend910b.api import check_module
+    from tdsl.compiler.verify import compare_outputs
+    from tdsl.compiler.verify.ascend_sim import simulate
+
+    prog = loads(RECURRENCES, sizes=sizes)
+    sched_ = prog.schedule("tiled")
+    text = generate(prog, "tiled", target="ascend-910b")
+    assert "VSEL_TENSOR_TENSOR_MODE" in text and check_module(text) == []
+    inputs = random_inputs(sched_.model, seed=3)
+    want = interpret(sched_.model, sched_.time_map(), inputs)
+    got = simulate(text, inputs, "ascend-910b").tensors
+    assert all(np.array_equal(got[name], want[name]) for name in ("y", "s", "t", "w"))
+    assert all(c.ok for c in compare_outputs(sched_.model, want, got).values())
 
 
 # ---------------------------------------------------------------- steps that would rewrite a recurrence

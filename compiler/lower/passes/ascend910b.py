@@ -26,7 +26,7 @@ from typing import Optional
 
 from tdsl.compiler.model.dtypes import BYTES as DTYPE_BYTES
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.lower.lane_masks import atoms, conjunction, mentions
+from tdsl.compiler.lower.lane_masks import atoms, conjunction, expr_of, linear, mentions
 from tdsl.compiler.analysis.placement import MATRIX, matrix_statements, operand_layout, unit_of
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.passes.recurrence import passes_through_memory
@@ -354,9 +354,11 @@ def layout(tensor: str, indices, axes, what: str) -> str:
     """How a tile with `axes` lies in `tensor` indexed by `indices`: "direct" when the axes are the tensor's
     last dimensions in the tile's order (a T.copy of the UB tile moves exactly that region: TileLang
     right-aligns the tile's extents on the GM point), "column" for a 1-D tile along the dimension before the
-    last with the last one fixed (its elements are a row apart: the printer's `_load_column`, `_store_column`)."""
+    last with the last one fixed (its elements are a row apart: the printer's `_load_column`, `_store_column`).
+    An index may be its axis shifted by what does not vary along the tile (`X[i + 1, j]`, `X[t - 1, i, j - 1]`):
+    the region starts there (`shifted_axis`)."""
     at = [n for n, i in enumerate(indices) if any(v.name in axes for v in expr_vars(i))]
-    order = [indices[n].name if isinstance(indices[n], T.Var) else None for n in at]
+    order = [shifted_axis(indices[n], axes) for n in at]
     if order != list(axes):
         raise BackendError(f"{what} of {tensor} is not a whole tile in the tile's axis order; no T.copy form for "
                            f"ascend-910b")
@@ -367,6 +369,22 @@ def layout(tensor: str, indices, axes, what: str) -> str:
     raise BackendError(f"{what} of {tensor}: the tile's axes {', '.join(axes)} are not the last dimensions of "
                        f"{tensor}, so its elements are not one T.copy region of the tile's shape; no ascend-910b "
                        f"form (make them the innermost iterators of {tensor}'s indices)")
+
+
+def shifted_axis(index, axes) -> Optional[str]:
+    """The tile axis an index walks one element a lane (`j`, `j - 1`, `i + t + 2`), or None (`2 * j`, `i + j`,
+    `j // 2`): an affine index with coefficient 1 on one of the tile's axes and 0 on the others."""
+    form = linear(simplify(index))
+    if form is None:
+        return None
+    along = [name for name, c in form[0].items() if name in axes and c != 0]
+    return along[0] if len(along) == 1 and form[0][along[0]] == 1 else None
+
+
+def shift_of(index, axis: str) -> T.Expr:
+    """`index` less its axis (`j - 1` -> -1, `t + j` -> t): where the region starts, from the axis's start."""
+    coefs, const = linear(simplify(index))
+    return expr_of(({name: c for name, c in coefs.items() if name != axis}, const))
 
 
 # ---------------------------------------------------------------- helpers
