@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from tdsl.backends.ascend910b import e4m3
-from tdsl.backends.ascend910b.common import _Opnd, _atom_text, ROW
+from tdsl.backends.ascend910b.common import _Opnd, ROW
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import atoms, conjunction, mentions
@@ -31,8 +31,8 @@ class Stores:
         extra = [a for a in atoms(conjunction(list(unclipped))) if any(mentions(a, it) for it in axes)]
         if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra):
             return self._store_rows(stmt, tile, lhs, src, unclipped)
-        if extra and not column:  # read-modify-write: the GM tile is kept where the mask is false
-            self._check_read_modify_write(stmt, tile, extra)
+        lanewise = bool(extra) and not column and self._lanes_of_another_block(extra)
+        if extra and not column and not lanewise:  # read-modify-write: the GM tile is kept where the mask is false
             if arg.dtype == "f8e4m3":
                 raise BackendError(f"{stmt}: a store of FP8 bytes under a mask other than the tensor's bounds is not "
                                    f"generated for ascend-910b")
@@ -58,6 +58,8 @@ class Stores:
             src = _Opnd("tile", out)
         if column:
             self._store_column(stmt, tile, lhs, src.code, arg.dtype)
+        elif lanewise:
+            self._store_lanes(stmt, tile, lhs, src.code, arg.dtype)
         else:
             clipped = " (clipped to the tensor)" if tile.mask is not None else ""
             self.emit(f"T.copy({src.code}, {region})  # UB -> GM{clipped}")
@@ -85,21 +87,37 @@ class Stores:
         self.vars[ROW] = saved
         self.done(src)
 
-    def _check_read_modify_write(self, stmt, tile, extra) -> None:
-        """A masked store writes the lanes outside its mask back as they were in GM.  That is right only if no
-        other core writes them meanwhile: lanes outside the statement's domain, or those of a neighbouring tile
-        that this core stores itself (a serial loop) -- not a neighbour another block stores at the same time."""
+    def _lanes_of_another_block(self, extra) -> bool:
+        """Whether the lanes outside a masked store's mask may be a neighbouring tile that another block stores
+        at the same time (the mask mentions a grid axis: a tile size that is not a power of two).  A store that
+        writes them back as they were (read-modify-write) is right only if no other core writes them meanwhile:
+        lanes outside the statement's domain, or a neighbouring tile this core stores itself (a serial loop).
+        Otherwise the tile is stored lane by lane (`_store_lanes`)."""
         grid = {v for axis in self.kernel.grid for v in axis.vars}
-        for atom in extra:
-            shared = sorted(v for v in grid if mentions(atom, v))
-            if shared:
-                col = tile.axes[-1]
-                raise BackendError(
-                    f"{stmt}: its tile of {col.size} lanes along {col.iter} reaches into the tile of the next "
-                    f"{'/'.join(shared)} (the mask {_atom_text(atom)}), which another block stores at the same "
-                    f"time; the 910B stores whole rows of lanes, so the store would write that block's lanes back "
-                    f"as they were. Use a tile size that is a power of two along {col.iter} (or a serial loop for "
-                    f"{'/'.join(shared)})")
+        return any(mentions(atom, v) for atom in extra for v in grid)
+
+    def _store_lanes(self, stmt, tile, lhs, src: str, dtype: str) -> None:
+        """A tile whose last lanes are another block's (`_lanes_of_another_block`), element by element: each lane
+        inside the tile's mask into the first lane of a row of whole 32-byte blocks (a UB -> GM copy starts on
+        one), copied to its own GM element.  The other lanes are not written at all.  Slow (a copy a lane), and
+        only where the tile size is not a power of two."""
+        *rows_axis, col = tile.axes
+        staged = self._column_rows(stmt, col.size, dtype)
+        names = self._scalar_names(tile)
+        depth, at = self.depth, []
+        for axis in (*rows_axis, col):
+            v = self.fresh("r" if axis is not col else "w")
+            self.emit(f"for {v} in T.serial({axis.size}):" + (f"  # {stmt} lane by lane: its last lanes are "
+                                                                 f"another block's" if not at else ""))
+            self.depth += 1
+            names[axis.iter] = self._row_code(axis, v)
+            at.append(v)
+        self.emit(f"if {self._condition(atoms(tile.mask), names)}:  # lanes inside the domain")
+        self.emit(f"    {staged}[{at[-1]}, 0] = {_element(src, at)}")
+        self.emit(f"    T.copy({staged}[{at[-1]}, 0:1], {self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}])"
+                  f"  # UB -> GM")
+        self.depth = depth
+        self.done(staged)
 
     def _neighbour_stored_earlier(self, extra) -> bool:
         """Whether the lanes a masked store keeps may belong to the tile an earlier iteration of a serial loop
@@ -128,3 +146,10 @@ class Stores:
         self.emit(f"T.copy({rows}[{r}, 0:1], {self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}])  # UB -> GM")
         self.depth = depth
         self.done(rows)
+
+
+def _element(src: str, lanes: list) -> str:
+    """The element at `lanes` of a UB tile, or of a row of one (`t[r, :]`, as `_store_rows` passes it)."""
+    if src.endswith(", :]"):
+        return f"{src[:-2]}{', '.join(lanes)}]"
+    return f"{src}[{', '.join(lanes)}]"

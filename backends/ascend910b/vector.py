@@ -21,7 +21,7 @@ from tdsl.compiler.lower.lane_masks import (
     lane_test,
     mentions,
 )
-from tdsl.compiler.lower.passes.ascend910b import expr_vars
+from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, expr_vars
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.model import reduce_ops
 
@@ -346,9 +346,10 @@ class VectorSide:
                                f"[{red.iter}, {col.iter}] tiles")
         self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}: on the vector core, row by row")
         a_rows = order(lhs) == [row.iter, red.iter]
-        a = self._operand_f32(lhs, op.tile, [row.size, red.size] if a_rows else [red.size, row.size])
+        a = self._operand_f32(lhs, op.tile, [row.size, red.size] if a_rows else [red.size, row.size], by_element=True)
         b_rows = order(rhs) == [red.iter, col.iter]
-        b = self._operand_f32(rhs, op.tile, [red.size, col.size] if b_rows else [col.size, red.size])
+        b = self._operand_f32(rhs, op.tile, [red.size, col.size] if b_rows else [col.size, red.size],
+                              by_element=not b_rows)
         if not b_rows:  # the product needs rows of B along the columns: transpose the tile (scalar loop)
             name = rhs.stmt if isinstance(rhs, T.Reg) else rhs.tensor
             bt = self.alloc(self.fresh(f"{name}_t"), [red.size, col.size], "f32", "UB", f"{name} transposed")
@@ -399,10 +400,13 @@ class VectorSide:
             self.emit(f'T.tile.cast({acc}[{r}, :], {low}, "CAST_NONE", {col.size})')
         self.depth = depth
 
-    def _operand_f32(self, load, tile: T.Tile, shape) -> str:
+    def _operand_f32(self, load, tile: T.Tile, shape, by_element: bool = False) -> str:
         """An operand tile GM -> UB (clipped, zero-padded), widened to f32, or the f32 tile the vector cores hold
         (a `Reg`).  The product reads it element by element and row by row, so E4M3 bytes may come in a buffer
-        of more rows than the tile: their decoding compares whole 256-byte repeats of f16 (128 values)."""
+        of more rows than the tile: their decoding compares whole 256-byte repeats of f16 (128 values).  An
+        operand read element by element (`by_element`) comes in rows of whole 32-byte blocks, as a GM -> UB copy
+        of several rows needs: a row of one vector core's half of two rows is one f32 (covariance at M = 2,
+        fuzz seed 5522); the lanes past the tile are read (clipped at the tensor) and not used."""
         if isinstance(load, T.Reg):
             value = self.values.get(load.stmt)
             if value is None or value.kind != "tile" or list(self.shapes.get(load.stmt, [])) != list(shape):
@@ -412,6 +416,14 @@ class VectorSide:
         arg = next(t for t in self.kernel.tensors if t.name == load.tensor)
         names = self._region_names(tile)
         rows, cols = shape
+        block = UB_ROW_BYTES // BYTES[arg.dtype]
+        if by_element and rows > 1 and cols % block:
+            cols = -(-cols // block) * block
+            last = load.indices[-1]
+            tile = T.Tile(axes=[T.Axis(a.iter, a.offset, cols, a.offset_isl)
+                                if isinstance(last, T.Var) and a.iter == last.name else a for a in tile.axes],
+                          scalars=tile.scalars, mask=tile.mask)
+        shape = [rows, cols]
         held = [max(rows, 128 // cols), cols] if arg.dtype == "f8e4m3" and rows * cols < 128 else shape
         raw = self.alloc(self.fresh(f"{load.tensor}_ub"), held, arg.dtype, "UB", f"tile of {load.tensor}")
         if len(load.indices) > 2:  # batch indices at their one value, the tile's two axes as slices

@@ -147,8 +147,11 @@ def lane_test(atom: T.Bin, column: str, offset: T.Expr) -> LaneTest | None:
         raise BackendError(f"the mask comparison {expr_text(atom)} scales the tile's column {column} by {a}; only +-1 is "
                            f"generated for ascend-910b")
     off = linear(offset)
-    if off is None:
-        raise BackendError(f"the tile offset {expr_text(offset)} is not affine; no ascend-910b form")
+    if off is None:  # a tile that starts at a maximum (a triangular loop's first full tile): a run-time threshold
+        # a * lane + a * offset + rest OP 0, with `rest` the atom's other terms
+        if a == 1:
+            return LaneTest(MODES[atom.op], T.Bin("-", expr_of(_scale((coefs, const), -1)), offset))
+        return LaneTest(MODES[_FLIP[atom.op]], T.Bin("-", expr_of((coefs, const)), offset))
     rest = _add((coefs, const), _scale(off, a))  # a * lane + rest OP 0
     if a == 1:
         return LaneTest(MODES[atom.op], expr_of(_scale(rest, -1)))

@@ -29,6 +29,12 @@ def _flat_of(buf, where) -> np.ndarray:
     indices."""
     if isinstance(where, tuple) and all(isinstance(k, (int, np.integer)) for k in where):
         return np.array([np.ravel_multi_index(where, buf.shape)])
+    if isinstance(where, tuple) and all(isinstance(k, (int, np.integer, slice)) for k in where):
+        # the region's own indices, not the whole tensor's (a copy of one element of a large tensor is common)
+        parts = list(where) + [slice(None)] * (len(buf.shape) - len(where))
+        axes = [np.arange(*k.indices(n)) if isinstance(k, slice) else np.array([int(k)])
+                for k, n in zip(parts, buf.shape)]
+        return np.ravel_multi_index(np.ix_(*axes), buf.shape).reshape(-1)
     if isinstance(where, tuple):
         return np.arange(buf.data.size).reshape(buf.shape)[where].reshape(-1)
     return np.asarray(where).reshape(-1)

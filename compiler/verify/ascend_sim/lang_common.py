@@ -16,9 +16,11 @@ import numpy as np
 
 from tdsl.compiler.model import dtypes as dt
 
-from tdsl.compiler.verify.ascend_sim.buffers import (SimulationError, TensorSpec, Unsupported, _dtype, _is_int, _is_int_dtype, _scalar,
-                      _storage)
+from tdsl.compiler.verify.ascend_sim.buffers import (INT_DTYPES, SimulationError, TensorSpec, Unsupported, _dtype, _is_int,
+                                                     _is_int_dtype, _scalar, _storage)
 from tdsl.compiler.verify.ascend_sim.machine import _Machine
+
+_INT_RANGE: dict = {}  # integer dtype -> (min, max): a cast of an integer in range is the integer
 
 
 class _Frame:
@@ -141,6 +143,11 @@ class _Common:
     def _cast(self, dtype, value):
         d = _dtype(dtype)
         if _is_int_dtype(d):  # TIR's float -> int Cast truncates toward zero
+            if isinstance(value, (bool, int, np.bool_, np.integer)):  # an index or a condition (most casts)
+                kind = INT_DTYPES[d]
+                low, high = _INT_RANGE.setdefault(d, (np.iinfo(kind).min, np.iinfo(kind).max))
+                if low <= int(value) <= high:
+                    return kind.type(int(value))
             a = np.asarray(value)
             a = a if a.dtype.kind in "iu" else np.trunc(a.astype(np.float64))
             return _scalar(_storage(d, a, f"T.Cast(\"{dtype}\", ...)"))
