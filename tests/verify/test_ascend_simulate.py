@@ -611,3 +611,16 @@ def test_the_910b_reads_shifted_tiles_and_picks_computed_values_along_the_lanes(
     want = interpret(model, prog.schedule().time_map(), inputs)
     got = simulate(text, inputs, "ascend-910b").tensors
     assert np.isnan(want["Y"]).any() and all(c.ok for c in compare_outputs(model, want, got).values())
+
+
+@pytest.mark.parametrize("where", [(1, slice(2, 5)), (slice(None), 3), (slice(1, 4), slice(0, 7, 2), 2),
+                                   (-1, slice(None)), (2,), (1, 2, 0), (slice(4, 9),)])
+def test_the_cross_core_check_takes_a_regions_own_elements(where):
+    """The elements a copy writes or reads, as flat indices of the region alone (not of the whole tensor, which
+    made a copy of one element cost the tensor's size): the same indices, in the same order, as numpy's."""
+    from types import SimpleNamespace
+
+    from tdsl.compiler.verify.ascend_sim.cross_core import _flat_of
+
+    buf = SimpleNamespace(shape=(5, 7, 3), data=np.zeros((5, 7, 3)))
+    assert np.array_equal(_flat_of(buf, where), np.arange(105).reshape(5, 7, 3)[where].reshape(-1))

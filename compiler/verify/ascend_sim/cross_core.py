@@ -27,12 +27,13 @@ CORE_NAME = {1: "cube", 2: "vector core 0", 3: "vector core 1"}
 def _flat_of(buf, where) -> np.ndarray:
     """Flat element indices of `where`: a tuple of slices or of one element's indices, or (an array of) flat
     indices."""
-    if isinstance(where, tuple) and all(isinstance(k, (int, np.integer)) for k in where):
+    if isinstance(where, tuple) and len(where) == len(buf.shape) and all(isinstance(k, (int, np.integer))
+                                                                         for k in where):
         return np.array([np.ravel_multi_index(where, buf.shape)])
     if isinstance(where, tuple) and all(isinstance(k, (int, np.integer, slice)) for k in where):
         # the region's own indices, not the whole tensor's (a copy of one element of a large tensor is common)
         parts = list(where) + [slice(None)] * (len(buf.shape) - len(where))
-        axes = [np.arange(*k.indices(n)) if isinstance(k, slice) else np.array([int(k)])
+        axes = [np.arange(*k.indices(n)) if isinstance(k, slice) else np.array([int(k) % n])  # numpy's wrap
                 for k, n in zip(parts, buf.shape)]
         return np.ravel_multi_index(np.ix_(*axes), buf.shape).reshape(-1)
     if isinstance(where, tuple):
