@@ -8,7 +8,7 @@ import math
 
 from tdsl.backends.ascend910b import e4m3
 from tdsl.backends.ascend910b.common import _Opnd, ROW
-from tdsl.compiler.errors import BackendError
+from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import atoms, conjunction, mentions
 from tdsl.compiler.lower.tileir import simplify
@@ -73,6 +73,7 @@ class Stores:
         r = self.fresh("r")
         parts = atoms(tile.mask)
         row_parts = [a for a in parts if not mentions(a, col.iter) and mentions(a, row.iter)]
+        row_parts += self._row_inside(stmt, row.iter, lhs)
         scalars = {**tile.scalars, row.iter: simplify(T.Bin("+", row.offset, T.Var(ROW)))}
         sub = T.Tile(axes=[col], scalars=scalars, mask=conjunction([a for a in parts if a not in row_parts]))
         saved, self.vars[ROW] = self.vars.get(ROW), r
@@ -86,6 +87,19 @@ class Stores:
         self.depth = depth
         self.vars[ROW] = saved
         self.done(src)
+
+    def _row_inside(self, stmt, row: str, lhs) -> list:
+        """The comparisons that keep a stored row inside its tensor.  A mask leaves out the tensor's bounds, which
+        a copy clips; but a row wholly past them is not clipped to nothing (a copy of valid extent 0 writes the
+        whole row), so a row-by-row store tests them itself (seidel-2d's skewed rows at N = 14)."""
+        if row not in lhs:
+            return []
+        at = list(lhs).index(row)
+        dim, shape = self.facts.dims(stmt)[at], next(t for t in self.kernel.tensors if t.name == stmt).shape[at]
+        extent = T.Const(dim) if dim is not None else T.Var(shape) if str(shape).isidentifier() else None
+        if extent is None:
+            raise InternalError(f"{stmt}: the extent {shape} of its dimension {at} is neither a number nor a size")
+        return [T.Bin(">=", T.Var(row), T.Const(0)), T.Bin("<", T.Var(row), extent)]
 
     def _lanes_of_another_block(self, extra) -> bool:
         """Whether the lanes outside a masked store's mask may be a neighbouring tile that another block stores
