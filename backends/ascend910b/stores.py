@@ -8,7 +8,7 @@ import math
 
 from tdsl.backends.ascend910b import e4m3
 from tdsl.backends.ascend910b.common import _Opnd, ROW
-from tdsl.compiler.errors import BackendError, InternalError
+from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import atoms, conjunction, mentions
 from tdsl.compiler.lower.tileir import simplify
@@ -94,11 +94,7 @@ class Stores:
         whole row), so a row-by-row store tests them itself (seidel-2d's skewed rows at N = 14)."""
         if row not in lhs:
             return []
-        at = list(lhs).index(row)
-        dim, shape = self.facts.dims(stmt)[at], next(t for t in self.kernel.tensors if t.name == stmt).shape[at]
-        extent = T.Const(dim) if dim is not None else T.Var(shape) if str(shape).isidentifier() else None
-        if extent is None:
-            raise InternalError(f"{stmt}: the extent {shape} of its dimension {at} is neither a number nor a size")
+        extent = self._extents(stmt)[list(lhs).index(row)]
         return [T.Bin(">=", T.Var(row), T.Const(0)), T.Bin("<", T.Var(row), extent)]
 
     def _lanes_of_another_block(self, extra) -> bool:
@@ -126,7 +122,9 @@ class Stores:
             self.depth += 1
             names[axis.iter] = self._row_code(axis, v)
             at.append(v)
-        self.emit(f"if {self._condition(atoms(tile.mask), names)}:  # lanes inside the domain")
+        inside = [T.Bin(op, T.Var(it), bound) for it, extent in zip(lhs, self._extents(stmt))
+                  for op, bound in ((">=", T.Const(0)), ("<", extent))]  # the mask may leave them to clipping
+        self.emit(f"if {self._condition(atoms(tile.mask) + inside, names)}:  # lanes inside the domain")
         self.emit(f"    {staged}[{at[-1]}, 0] = {_element(src, at)}")
         self.emit(f"    T.copy({staged}[{at[-1]}, 0:1], {self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}])"
                   f"  # UB -> GM")
