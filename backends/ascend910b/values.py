@@ -221,7 +221,7 @@ class Values:
             if tuple(read_axes) == (0, 1) and rank == 2:
                 return _Opnd("tile", f"{value.code}[{self.row}, :]")
             if tuple(read_axes) == (1,) and rank == 1:
-                return value
+                return self._fitted(value, held, shape[-1:])  # the row's lanes
             if tuple(read_axes) == (0,) and rank == 1:
                 return _Opnd("scalar", f"{value.code}[{self.row}]")
             raise BackendError(f"reading {stmt} (axes {read_axes}) row by row has no ascend-910b form")
@@ -231,7 +231,23 @@ class Values:
                 return self._arrange(value.code, list(read_axes), shape)
             raise BackendError(f"reading {stmt} broadcast along some tile axes has no whole-tile T.tile form "
                                f"for ascend-910b")
-        return value
+        return self._fitted(value, held, shape)
+
+    def _fitted(self, value: _Opnd, held, shape) -> _Opnd:
+        """A held tile as the reading tile's shape: the same buffer where they agree; where an axis was widened
+        for one of them and not the other (a 1-D tile of 4 lanes read along a row widened to 8: cholesky at
+        N = 4, fuzz seed 5524), its elements copied into a buffer of the reader's shape by the scalar unit, the
+        lanes past them 0 (lanes outside the reader's mask)."""
+        if list(held) == list(shape) or len(held) != len(shape):
+            return value
+        out = self.temp("t", shape, note="a held tile in the reader's shape")
+        self.emit(f"T.tile.fill({out}, 0.0)")
+        lanes = [self.fresh("c") for _ in shape]
+        for n, (lane, extent) in enumerate(zip(lanes, map(min, held, shape))):
+            self.emit("    " * n + f"for {lane} in T.serial({extent}):  # {value.code} into the reader's shape"
+                      if n == 0 else "    " * n + f"for {lane} in T.serial({extent}):")
+        self.emit("    " * len(lanes) + f"{out}[{', '.join(lanes)}] = {value.code}[{', '.join(lanes)}]")
+        return _Opnd("tile", out)
 
     def _load(self, e, tile, shape, axes) -> _Opnd:
         used = {x.name for idx in e.indices for x in expr_vars(idx)}
