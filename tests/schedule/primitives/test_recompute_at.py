@@ -125,10 +125,9 @@ def test_tilelang_lowers_the_overlapped_tiles(tmp_path):
 
 def test_the_ascend_backends_say_why_they_refuse():
     # the 950 does not order a value read back in the kernel that stores it; the 910B does (T.barrier_all), and
-    # refuses BLUR's tile of B for its overlap: 64 lanes wide for a tile of 32 and its neighbours, it would write
-    # lanes another block stores
+    # refuses BLUR's read of B back from GM, whose index is not the tile's axis one lane apart
     for target, why in (("ascend-950", "read back from global memory in the kernel that stores it"),
-                        ("ascend-910b", "B: its tile of 64 lanes along i reaches into the tile of the next l_io")):
+                        ("ascend-910b", "load of B is not a whole tile in the tile's axis order")):
         with pytest.raises(BackendError, match=why):
             generate(loads(BLUR), "overlapped", target=target)
 
