@@ -242,11 +242,14 @@ class Values:
             return value
         out = self.temp("t", shape, note="a held tile in the reader's shape")
         self.emit(f"T.tile.fill({out}, 0.0)")
-        lanes = [self.fresh("c") for _ in shape]
-        for n, (lane, extent) in enumerate(zip(lanes, map(min, held, shape))):
-            self.emit("    " * n + f"for {lane} in T.serial({extent}):  # {value.code} into the reader's shape"
-                      if n == 0 else "    " * n + f"for {lane} in T.serial({extent}):")
-        self.emit("    " * len(lanes) + f"{out}[{', '.join(lanes)}] = {value.code}[{', '.join(lanes)}]")
+        depth, lanes = self.depth, []
+        for extent in map(min, held, shape):
+            lanes.append(self.fresh("c"))
+            why = f"  # {value.code} into the reader's shape" if len(lanes) == 1 else ""
+            self.emit(f"for {lanes[-1]} in T.serial({extent}):{why}")
+            self.depth += 1
+        self.emit(f"{out}[{', '.join(lanes)}] = {value.code}[{', '.join(lanes)}]")
+        self.depth = depth
         return _Opnd("tile", out)
 
     def _load(self, e, tile, shape, axes) -> _Opnd:
