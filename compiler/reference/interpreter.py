@@ -137,6 +137,7 @@ def interpret(
     inputs: dict[str, np.ndarray],
     trace: Optional[Trace] = None,
     variant: Optional[int] = None,
+    lanes: Optional[int] = None,
 ) -> dict[str, np.ndarray]:
     """`run(model, instances_in_order(model, schedule), inputs, trace)`, executed from the sorted arrays
     (`ordered_instances`): each statement's points become lists once and its instances take them in turn,
@@ -144,7 +145,10 @@ def interpret(
 
     With `variant` (a seed), the result with the roundings an allowed kernel may do otherwise: every sum adds
     its terms of one element in another order (`sums_reordered`), and exp / exp2 are off by as much as the GPU's
-    (runtime.py `_approximate_exponentials`).  Not the program's result: how far those freedoms move it."""
+    (runtime.py `_approximate_exponentials`).  With `lanes` (a power of two), every plain sum adds its terms as
+    a tile reduction of that many lanes does: term n of an element into lane n % lanes, the lanes in pairs
+    (statements.py `_pairwise`), an association no order of single additions gives.  Neither is the program's
+    result: they show how far those freedoms move it."""
     names, sidx, pts = ordered_instances(model, schedule)
     if variant is not None:
         order = sums_reordered(model, sidx, pts, variant)
@@ -155,7 +159,7 @@ def interpret(
         for stmt, rows in zip(model.stmts, mine):
             if stmt.name in state.expected:
                 _count_instances(state.expected[stmt.name], pts[rows, : len(stmt.lhs_iters)])
-    fns = compile_statements(model, state, trace, variant)
+    fns = compile_statements(model, state, trace, variant, lanes)
     calls = [fns[name] for name in names]
     points = [iter(pts[rows, : len(stmt.iters)].tolist()).__next__ for stmt, rows in zip(model.stmts, mine)]
     with np.errstate(all="ignore"):
@@ -172,13 +176,14 @@ def variants(model: KernelModel, schedule, inputs: dict[str, np.ndarray], count:
 
 def rounding_variants(model: KernelModel, schedule, inputs: dict[str, np.ndarray], reference: dict) -> list[dict]:
     """The variants a kernel's outputs are judged against (compiler/verify/compare.py VARIANTS), and
-    MORE_VARIANTS further ones where the first already turn an element of `reference` (the program-order
-    result) into another kind of value."""
-    from tdsl.compiler.verify.compare import MORE_VARIANTS, VARIANTS, kinds_change
+    MORE_VARIANTS further orders and the sums as tile reductions of TREE_LANES lanes where the first already turn
+    an element of `reference` (the program-order result) into another kind of value."""
+    from tdsl.compiler.verify.compare import MORE_VARIANTS, TREE_LANES, VARIANTS, kinds_change
 
     out = variants(model, schedule, inputs, VARIANTS)
     if kinds_change(reference, out):
         out += variants(model, schedule, inputs, MORE_VARIANTS, first=VARIANTS)
+        out += [interpret(model, schedule, inputs, lanes=n) for n in TREE_LANES]
     return out
 
 

@@ -55,8 +55,10 @@ def tensor_shape(t: Tensor) -> tuple[int, ...]:
 class _Compiler:
     """Turns one statement into Python source for `def inst(p): ...`."""
 
-    def __init__(self, model: KernelModel, stmt: Stmt, state: "_State", ns: dict, trace: bool):
+    def __init__(self, model: KernelModel, stmt: Stmt, state: "_State", ns: dict, trace: bool,
+                 lanes: Optional[int] = None):
         self.model = model
+        self.lanes = lanes
         self.stmt = stmt
         self.state = state
         self.ns = ns
@@ -254,7 +256,15 @@ class _Compiler:
             if stmt.init is not None:  # evaluated once, at the element's first instance
                 init = racc_call(self.value(stmt.init))
             lines.append(f"    n = {cnt}[{key}]")  # instances of this element before this one
-            if seg is None:
+            if self.lanes and self.tree_sum(seg):
+                # a tile's lanes (`interpret(..., lanes=L)`): term n of the element into lane n % L, the element
+                # the lanes added in pairs, as a kernel reduces a tile that walked the terms L at a time
+                parts = self.const(np.zeros(self.state.accs[stmt.name].shape + (self.lanes,), np.float32), "L")
+                lane = f"{parts}[{key} + (n % {self.lanes},)]"
+                lines.append(f"    {lane} = {racc_call(combine(lane, 'v'))}")
+                lines.append(f"    a = {self.const(_pairwise, 'f')}({parts}[{key}], {racc})")
+                lines.append(f"    {acc}[{key}] = a")
+            elif seg is None:
                 lines.append(f"    a = {acc}[{key}] if n else {init}")
                 if stmt.rescale is not None:
                     lines += self.rescale_lines(key, racc_call)
@@ -279,6 +289,13 @@ class _Compiler:
         fn.__tdsl_source__ = src
         return fn
 
+
+    def tree_sum(self, seg) -> bool:
+        """Whether a tree of lanes stands for another order of this statement's terms: a plain sum (no start
+        value, no segments, no rescaling by a running maximum: those fix more of the order)."""
+        stmt = self.stmt
+        return (reduce_ops.combine(stmt.reduce_op) == "+" and seg is None and stmt.init is None
+                and stmt.rescale is None)
 
     def rescale_lines(self, key: str, racc_call) -> list[str]:
         """A sum that follows a running maximum (`online`, compiler/model/online.py): before the update, an
@@ -359,10 +376,19 @@ def _init_state(model: KernelModel, inputs: dict[str, np.ndarray]) -> _State:
 
 
 def compile_statements(model: KernelModel, state: _State, trace: Optional[Trace] = None,
-                       variant: Optional[int] = None) -> dict[str, Callable]:
+                       variant: Optional[int] = None, lanes: Optional[int] = None) -> dict[str, Callable]:
     ns = _runtime_namespace(trace, variant)
     fns = {}
     for stmt in model.stmts:
         _check_stmt(stmt)
-        fns[stmt.name] = _Compiler(model, stmt, state, ns, trace is not None).compile()
+        fns[stmt.name] = _Compiler(model, stmt, state, ns, trace is not None, lanes).compile()
     return fns
+
+
+def _pairwise(lanes: np.ndarray, rounded) -> np.float32:
+    """A power-of-two row of lanes added as a tile reduction adds them: neighbours in pairs, then the pairs'
+    sums in pairs, each sum rounded to the accumulator (`rounded`)."""
+    row = list(lanes)
+    while len(row) > 1:
+        row = [rounded(row[k] + row[k + 1]) for k in range(0, len(row), 2)]
+    return row[0]

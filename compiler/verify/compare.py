@@ -54,6 +54,11 @@ VARIANTS = 4
 # before a kernel is judged there.  Four were too few: on the GPU a kernel's order turned 3 NaNs of gramschmidt
 # at M = 3, N = 16 into numbers that no one of the 4 did, and 3 of 16 did (GPU fuzz seed 38).
 MORE_VARIANTS = 12
+# ... and the sums added as tile reductions of these many lanes add them (`interpret(..., lanes=n)`): a tree of
+# pairs is an association that no order of single additions gives, and where a sum is rounding noise it decides
+# which elements come out NaN (the 910B's reduction of 8-lane f32 rows in gramschmidt at M = 4, N = 31, CPU
+# fuzz seed 5525: 33 elements NaN or infinite where all 16 orders gave numbers, or the reverse).
+TREE_LANES = (2, 4, 8, 16, 32, 64, 128)
 
 
 @dataclass

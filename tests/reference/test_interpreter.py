@@ -177,6 +177,24 @@ def test_sum_order_dependence_is_visible():
     assert bwd == F32(1 + 2.0**-23)
 
 
+@pytest.mark.parametrize("lanes, want", [(2, 0.0), (4, 0.0), (8, 0.5)])
+def test_sums_as_tile_reductions_of_some_lanes(lanes, want):
+    # X = [1, 2^25, -2^25, 1, 0.5] (f32 spacing 4 at 2^25): in order the first 1 is lost, the second kept (1.5).
+    # 2 lanes: ((1 - 2^25) + 0.5) + (2^25 + 1) = -2^25 + 2^25; 4 lanes: ((1.5 + 2^25) + (-2^25 + 1)) = 0; 8 lanes:
+    # ((1 + 2^25) + (-2^25 + 1)) + 0.5 = 0.5
+    d = dom("{ C[i, k] : i = 0 and 0 <= k < 5 }")
+    m = KernelModel(
+        "s",
+        [Stmt("C", ["i"], ["k"], d, rd("X", "k"), "f32", "sum")],
+        {"X": Tensor("X", "f32", [5], "input"), "C": Tensor("C", "f32", [1], "output")},
+        {},
+        [],
+    )
+    x = np.array([1.0, 2.0**25, -(2.0**25), 1.0, 0.5], np.float32)
+    assert interp.interpret(m, interp.program_order(m), {"X": x})["C"][0] == F32(1.5)
+    assert interp.interpret(m, interp.program_order(m), {"X": x}, lanes=lanes)["C"][0] == F32(want)
+
+
 # ------------------------------------------------------------------ fused pipelines
 
 
