@@ -12,8 +12,8 @@ from tdsl.backends.tilelang.emit import float_code
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import atoms, check_affine, mentions, expr_text as _expr_text
-from tdsl.compiler.lower.passes.ascend910b import (BYTES, UB_ROW_BYTES, layout as tile_layout, shift_of,
-                                                   shifted_axis)
+from tdsl.compiler.lower.passes.ascend910b import (BYTES, UB_ROW_BYTES, NoCopyForm, layout as tile_layout,
+                                                   shift_of, shifted_axis)
 from tdsl.compiler.lower.tileir import expr_vars
 from tdsl.compiler.lower.tileir import simplify
 
@@ -266,16 +266,21 @@ class Values:
         plain = all(isinstance(i, T.Var) for i in e.indices if used & set(axes) & {v.name for v in expr_vars(i)})
         if order != list(axes) and plain and len(set(order)) == len(order) and len(axes) == 2:
             return self._load_arranged(e, tile, order)
-        layout = tile_layout(e.tensor, e.indices, axes, "load")
+        try:
+            layout = tile_layout(e.tensor, e.indices, axes, "load")
+        except NoCopyForm:  # reversed (`X[N - 1 - j]`), transposed in 3-D, strided: no one copy moves it
+            layout = "lanes"
         raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
         region = ", ".join(index_code(simplify(i), names) for i in e.indices)
         depth, guard = self.depth, self._load_guard(e, tile)
         if guard:
             self.emit(f"if {guard}:  # some lane of the tile reads {e.tensor}")
             self.depth += 1
-        starts = self._starts_maybe_before(e, tile)
-        if starts is None:  # the region starts before the tensor (a copy clips only its end)
-            self._load_lanes(e, tile, raw, arg.dtype)
+        starts = self._starts_maybe_before(e, tile) if layout != "lanes" else None
+        if layout == "lanes":
+            self._load_lanes(e, tile, raw, arg.dtype, "no T.copy moves its region")
+        elif starts is None:  # the region starts before the tensor (a copy clips only its end)
+            self._load_lanes(e, tile, raw, arg.dtype, "its region starts before it")
         else:
             if starts:
                 self.emit(f"if {self._condition([T.Bin('>=', s, T.Const(0)) for s in starts], names)}:  # the "
@@ -290,7 +295,7 @@ class Values:
                 self.depth -= 1
                 self.emit(f"else:  # the region starts before {e.tensor} (a copy clips only its end)")
                 self.depth += 1
-                self._load_lanes(e, tile, raw, arg.dtype)
+                self._load_lanes(e, tile, raw, arg.dtype, "its region starts before it")
                 self.depth -= 1
         value = self._widen(raw, arg.dtype, shape)
         if guard:
@@ -321,20 +326,22 @@ class Values:
                 out.append(start)
         return out
 
-    def _load_lanes(self, e: T.Load, tile: T.Tile, raw: str, dtype: str) -> None:
-        """A tile of `e` element by element (the scalar unit): each lane that the load's mask keeps and that lies
-        inside the tensor reads its element, the others take the masked value, as a clipped, padded copy leaves
-        them.  (The mask may leave the tensor's bounds to the copy's clipping: a tile widened to whole 32-byte
-        rows has lanes past them, jacobi-2d at N = 3, fuzz seed 5523.)"""
+    def _load_lanes(self, e: T.Load, tile: T.Tile, raw: str, dtype: str, why: str) -> None:
+        """A tile of `e` element by element (the scalar unit), where no copy reads it: a region that starts
+        before the tensor (a copy clips only its end), or one that is not a block of the tensor in the tile's
+        axis order (`X[N - 1 - j]`, `A[k, i]` along a 3-D tile).  Each lane that the load's mask keeps and that
+        lies inside the tensor reads its element, the others take the masked value, as a clipped, padded copy
+        leaves them.  (The mask may leave the tensor's bounds to the copy's clipping: a tile widened to whole
+        32-byte rows has lanes past them, jacobi-2d at N = 3, fuzz seed 5523.)  Slow, one scalar read a lane."""
         if dtype == "f8e4m3" and e.other != 0.0:
-            raise BackendError(f"a load of the FP8 tensor {e.tensor} that may start before the tensor, masked to "
+            raise BackendError(f"a load of the FP8 tensor {e.tensor} read lane by lane ({why}), masked to "
                                f"{e.other}, has no ascend-910b form")
         names = self._region_names(tile)
         lanes = []
         for n, a in enumerate(tile.axes):
             lane = self.fresh("l")
-            why = f"  # {e.tensor} lane by lane: its region starts before it" if n == 0 else ""
-            self.emit(f"for {lane} in T.serial({a.size}):{why}")
+            note = f"  # {e.tensor} lane by lane: {why}" if n == 0 else ""
+            self.emit(f"for {lane} in T.serial({a.size}):{note}")
             self.depth += 1
             names[a.iter] = f"({names[a.iter]} + {lane})"
             lanes.append(lane)

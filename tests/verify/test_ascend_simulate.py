@@ -613,6 +613,29 @@ def test_the_910b_reads_shifted_tiles_and_picks_computed_values_along_the_lanes(
     assert np.isnan(want["Y"]).any() and all(c.ok for c in compare_outputs(model, want, got).values())
 
 
+REVERSED = """
+const M = 13, N = 37
+kernel rv(X: DT[M, N], V: DT[N], W: DT[M, 2 * N]) -> (Y: f32[M, N]) {
+  Y[i, j] = X[i, N - 1 - j] + where(j >= 1, X[M - 1 - i, j - 1], 0.5) * V[N - 1 - j] + W[i, 2 * j + 1]
+}
+""" + STENCIL[STENCIL.index("schedule tiles"):]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("schedule", ["tiles", "rows", "column", None])
+def test_the_910b_reads_reversed_and_strided_indices_lane_by_lane(dtype, schedule):
+    """Reversed (`X[i, N - 1 - j]`, `X[M - 1 - i, j - 1]`) and strided (`W[i, 2 * j + 1]`) reads are no one T.copy
+    region of the tile: the scalar unit reads them element by element (values.py `_load_lanes`), inside the
+    tensor and under the load's mask; bit for bit the interpreter's result in the NumPy model."""
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.verify.ascend_sim import check_schedule
+
+    prog = loads(REVERSED.replace("DT", dtype))
+    assert "lane by lane: no T.copy moves its region" in generate(prog, schedule, target="ascend-910b")
+    results = check_schedule(prog, schedule, "ascend-910b", seed=5)
+    assert results and all(r.ok and r.max_abs == 0 for r in results.values()), results
+
+
 @pytest.mark.parametrize("where", [(1, slice(2, 5)), (slice(None), 3), (slice(1, 4), slice(0, 7, 2), 2),
                                    (-1, slice(None)), (2,), (1, 2, 0), (slice(4, 9),)])
 def test_the_cross_core_check_takes_a_regions_own_elements(where):

@@ -350,6 +350,11 @@ class Kernel910B:
         return layout(stmt, [T.Var(it) if it in axes else T.Const(0) for it in lhs], axes, "store")
 
 
+class NoCopyForm(BackendError):
+    """A region that no one T.copy moves (`layout`): a load of it is read lane by lane instead (values.py); a
+    store of it is refused with this message."""
+
+
 def layout(tensor: str, indices, axes, what: str) -> str:
     """How a tile with `axes` lies in `tensor` indexed by `indices`: "direct" when the axes are the tensor's
     last dimensions in the tile's order (a T.copy of the UB tile moves exactly that region: TileLang
@@ -360,13 +365,13 @@ def layout(tensor: str, indices, axes, what: str) -> str:
     at = [n for n, i in enumerate(indices) if any(v.name in axes for v in expr_vars(i))]
     order = [shifted_axis(indices[n], axes) for n in at]
     if order != list(axes):
-        raise BackendError(f"{what} of {tensor} is not a whole tile in the tile's axis order; no T.copy form for "
+        raise NoCopyForm(f"{what} of {tensor} is not a whole tile in the tile's axis order; no T.copy form for "
                            f"ascend-910b")
     if at == list(range(len(indices) - len(axes), len(indices))):
         return "direct"
     if len(axes) == 1 and at == [len(indices) - 2]:
         return "column"
-    raise BackendError(f"{what} of {tensor}: the tile's axes {', '.join(axes)} are not the last dimensions of "
+    raise NoCopyForm(f"{what} of {tensor}: the tile's axes {', '.join(axes)} are not the last dimensions of "
                        f"{tensor}, so its elements are not one T.copy region of the tile's shape; no ascend-910b "
                        f"form (make them the innermost iterators of {tensor}'s indices)")
 
