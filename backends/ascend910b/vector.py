@@ -212,9 +212,6 @@ class VectorSide:
         if not tile.axes:
             raise InternalError("a lane mask on a tile without axes (a masked scalar is _select_scalar's)")
         col, rows = tile.axes[-1], tile.axes[:-1]
-        if len(rows) > 1:
-            raise BackendError(f"a mask on a {len(tile.axes)}-D tile has no ascend-910b form (rows of 1-D and 2-D "
-                               f"tiles only)")
         tests, whole = [], []
         for atom in atoms(cond):
             t = lane_test(atom, col.iter, col.offset)
@@ -227,14 +224,16 @@ class VectorSide:
             self.emit(f"T.tile.createvecindex({lanes}, 0.0)  # lane positions 0, 1, ...")
         depth = self.depth
         dst, alt, alt_row = buf, tensor, tensor
-        if rows:
-            r = self.fresh("r")
-            self.emit(f"for {r} in T.serial({rows[0].size}):")
-            self.depth += 1
-            names[rows[0].iter] = self._row_code(rows[0], r)
-            dst = f"{buf}[{r}, :]"
+        if rows:  # row by row, along every axis before the last
+            at = []
+            for row in rows:
+                at.append(self.fresh("r"))
+                self.emit(f"for {at[-1]} in T.serial({row.size}):")
+                self.depth += 1
+                names[row.iter] = self._row_code(row, at[-1])
+            dst = f"{buf}[{', '.join(at)}, :]"
             if tensor is not None:
-                alt = f"{tensor}[{r}, :]"
+                alt = f"{tensor}[{', '.join(at)}, :]"
                 if tests:  # T.tile.select takes a whole buffer as its tensor operand (ascend_tile.py:673)
                     alt_row = self.scratch("f32", [col.size], "row")
                     self.emit(f"T.copy({alt}, {alt_row})  # UB -> UB")

@@ -636,6 +636,31 @@ def test_the_910b_reads_reversed_and_strided_indices_lane_by_lane(dtype, schedul
     assert results and all(r.ok and r.max_abs == 0 for r in results.values()), results
 
 
+def test_the_910b_masks_the_lanes_of_a_3d_tile_row_by_row():
+    """A sum of three factors over a 16 x 16 tile on the vector cores keeps its reduction axis in the tile (a 3-D
+    tile, ragged at 21 x 19 x 11): its lane masks go row by row along both leading axes (vector.py `_mask_lanes`;
+    PolyBench's 2mm was refused for it), and the reads of A and B, whose axes are not the tile's last ones, lane
+    by lane.  The interpreter's result within the sums' tolerance, in the NumPy model."""
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.verify.ascend_sim import check_schedule
+
+    prog = loads("""
+const M = 21, N = 19, K = 11
+kernel m3(A: f32[M, K], B: f32[K, N]) -> (Y: f32[M, N]) {
+  Y[i, j] = sum(k) 1.5 * A[i, k] * B[k, j]
+}
+schedule tiles {
+  io, jo, ii, jj = tile(Y.i, Y.j, 16, 16)
+  bind(Y.io, grid.x)
+  bind(Y.jo, grid.y)
+}
+""")
+    text = generate(prog, "tiles", target="ascend-910b")
+    assert "T.tile.select(" in text and "A lane by lane" in text
+    results = check_schedule(prog, "tiles", "ascend-910b", seed=2)
+    assert results and all(r.ok for r in results.values()), results
+
+
 @pytest.mark.parametrize("where", [(1, slice(2, 5)), (slice(None), 3), (slice(1, 4), slice(0, 7, 2), 2),
                                    (-1, slice(None)), (2,), (1, 2, 0), (slice(4, 9),)])
 def test_the_cross_core_check_takes_a_regions_own_elements(where):
