@@ -103,6 +103,8 @@ def _load_uses(op) -> dict:
             walk(e.rhs)
         elif isinstance(e, T.Reduce):
             walk(e.operand)
+        elif isinstance(e, T.Select):  # a comparison of values reads its loads too
+            walk(e.cond)
         for c in subexpressions(e):
             walk(c)
 

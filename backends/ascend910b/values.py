@@ -9,6 +9,7 @@ import math
 from tdsl.backends.ascend910b import e4m3
 from tdsl.backends.ascend910b.common import index_code, _Opnd, _exact_reciprocal, TL_DTYPES
 from tdsl.backends.tilelang.emit import float_code
+from tdsl.backends.ascend910b.vector import compares_values
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import atoms, check_affine, mentions, expr_text as _expr_text
@@ -97,6 +98,8 @@ class Values:
                 self.expr_temps.discard(result.code)  # read again: nobody may overwrite it
             return result
         if isinstance(e, T.Select):
+            if any(compares_values(a) for a in atoms(e.cond)):
+                return self._select_values(e, tile)
             if not isinstance(e.other, T.Const):
                 return self._select_computed(e, tile)
             return self._select(e.cond, v(e.then), e.other, tile)

@@ -13,6 +13,7 @@ from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import (
     check_affine,
+    MODES,
     NEGATE,
     expr_text as _expr_text,
     atoms,
@@ -279,6 +280,92 @@ class VectorSide:
             self.emit(f"    {held}[0] = {float_code(other.value)}")
         return _Opnd("scalar", f"{held}[0]")
 
+    def _select_values(self, e: T.Select, tile: T.Tile) -> _Opnd:
+        """`where(c, a, b)` whose condition compares values (`X[i, j] > 0.0`, `S[j] <= X[i, j] * 2.0`): a over the
+        tile, then for each comparison of values its two sides compared lane by lane and b's lanes put in where
+        it fails (`_lanes_where`); comparisons of loop variables in the same condition as lane masks
+        (`_mask_lanes`).  A comparison with a NaN is false, so such a lane takes b, as in the interpreter."""
+        parts = atoms(e.cond)
+        by_value = [a for a in parts if compares_values(a)]
+        by_lanes = [a for a in parts if not compares_values(a)]
+        for atom in by_lanes:
+            check_affine(atom)
+        if not tile.axes:
+            return self._select_values_scalar(e, tile, by_value, by_lanes)
+        shape = [a.size for a in tile.axes]
+        then = self._value(e.then, tile)
+        then = then if then.kind == "tile" else self._materialise(then, shape)
+        if then.code in self.expr_temps:  # only this select reads it: b's lanes are put in in place
+            out = then.code
+        else:
+            out = self.temp("t", shape, note="a where on values: a, b's lanes put in")
+            self.emit(f"T.copy({then.code}, {out})  # UB -> UB")
+        self.expr_temps.discard(out)  # kept while b and the comparisons are computed
+        other = self._value(e.other, tile)
+        fill = {"scalar": other.code} if other.kind == "scalar" else {"tensor": other.code}
+        if by_lanes:
+            self._mask_lanes(out, tile, conjunction(by_lanes), **fill)
+        for atom in by_value:
+            lhs, rhs, op = self._value(atom.lhs, tile), self._value(atom.rhs, tile), atom.op
+            if lhs.kind == "scalar" and rhs.kind == "tile":  # T.tile.compare takes a scalar second only
+                lhs, rhs, op = rhs, lhs, {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}[op]
+            if lhs.kind == "scalar":  # a comparison of two values fixed along the tile
+                self.emit(f"if not ({lhs.code} {op} {rhs.code}):")
+                self.emit(f"    T.tile.fill({out}, {other.code})" if other.kind == "scalar" else
+                          f"    T.copy({other.code}, {out})  # UB -> UB")
+            else:
+                self._lanes_where(out, tile, lhs.code, rhs, op, other)
+            self.done(lhs, rhs)
+        self.done(other)
+        self.expr_temps.add(out)
+        return _Opnd("tile", out)
+
+    def _lanes_where(self, out: str, tile: T.Tile, lhs: str, rhs: _Opnd, op: str, other: _Opnd) -> None:
+        """out's lanes where `lhs op rhs` fails become other's, one row at a time (every axis before the last):
+        the row's sides copied into buffers of whole 256-byte repeats (T.tile.compare's unit; the lanes past the
+        row are compared and not used), compared (`T.tile.compare`), and the lanes selected (`T.tile.select`)."""
+        col, rows = tile.axes[-1], tile.axes[:-1]
+        width = -(-col.size // 64) * 64
+        mask = self.mask_buffer(width, "values")
+        left = self.scratch("f32", [width], "cmp_lhs")
+        right = self.scratch("f32", [width], "cmp_rhs") if rhs.kind == "tile" else None
+        alt = self.scratch("f32", [col.size], "row") if other.kind == "tile" else None
+        depth, at = self.depth, []
+        for row in rows:
+            at.append(self.fresh("r"))
+            self.emit(f"for {at[-1]} in T.serial({row.size}):  # a where on values, row by row")
+            self.depth += 1
+        row = (lambda buf: f"{buf}[{', '.join(at)}, :]") if at else (lambda buf: buf)
+        self.emit(f"T.copy({row(lhs)}, {left}[0:{col.size}])  # UB -> UB")
+        if right is not None:
+            self.emit(f"T.copy({row(rhs.code)}, {right}[0:{col.size}])  # UB -> UB")
+        self.emit(f'T.tile.compare({mask}, {left}, {right if right is not None else rhs.code}, "{MODES[op]}")')
+        if alt is not None:  # T.tile.select takes a whole buffer as its tensor operand (ascend_tile.py:673)
+            self.emit(f"T.copy({row(other.code)}, {alt})  # UB -> UB")
+            self.emit(f'T.tile.select({row(out)}, {mask}, {row(out)}, {alt}, "VSEL_TENSOR_TENSOR_MODE")')
+        else:
+            self.emit(f'T.tile.select({row(out)}, {mask}, {row(out)}, {other.code}, "VSEL_TENSOR_SCALAR_MODE")')
+        self.depth = depth
+
+    def _select_values_scalar(self, e: T.Select, tile: T.Tile, by_value: list, by_lanes: list) -> _Opnd:
+        """`_select_values` for a tile without axes: b in a UB element of its own, replaced by a where every
+        comparison holds (a NaN's comparison fails, so b stays)."""
+        then, other = self._value(e.then, tile), self._value(e.other, tile)
+        scalar = lambda v: v.code if v.kind == "scalar" else f"{v.code}[0]"  # noqa: E731
+        held = self.alloc(self.fresh("where_scalar"), [8], "f32", "UB", "a where on values", pooled=False)
+        self.emit(f"{held}[0] = {scalar(other)}")
+        names = self._scalar_names(tile)
+        conds = [f"{index_code(a.lhs, names)} {a.op} {index_code(a.rhs, names)}" for a in by_lanes]
+        for atom in by_value:
+            lhs, rhs = self._value(atom.lhs, tile), self._value(atom.rhs, tile)
+            conds.append(f"{scalar(lhs)} {atom.op} {scalar(rhs)}")
+        cond = conds[0]
+        for c in conds[1:]:
+            cond = f"T.And({cond}, {c})"
+        self.emit(f"if {cond}:")
+        self.emit(f"    {held}[0] = {scalar(then)}")
+        return _Opnd("scalar", f"{held}[0]")
+
     def _tile_reduce(self, op: T.AccUpdate) -> None:
         acc, acc_shape = self.accs[op.stmt]
         if isinstance(op.partial, T.Dot):
@@ -445,3 +532,9 @@ class VectorSide:
         self.expr_temps.add(raw)
         self.done(raw)
         return wide
+
+
+def compares_values(atom: T.Bin) -> bool:
+    """Whether a comparison reads values (a tensor, an earlier statement's register, a running maximum), not
+    loop variables and sizes alone."""
+    return any(T.nodes_in(side, (T.Load, T.Reg, T.Running, T.Reference)) for side in (atom.lhs, atom.rhs))
