@@ -24,14 +24,16 @@ class Stores:
         shape = [a.size for a in tile.axes]
         src = value if value.kind == "tile" else self._materialise(value, shape)
         names = self._region_names(tile)
-        region = f"{self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}]"
+        region = self.gm_element(stmt, [names[it] for it in lhs])  # a folded dimension at its plane
         column = self.facts.store_layout(stmt, tile, lhs) == "column"
         axes = [a.iter for a in tile.axes]
         # the comparisons on no lane are the whole statement's condition, tested around it
         extra = [a for a in atoms(conjunction(list(unclipped))) if any(mentions(a, it) for it in axes)]
-        if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra):
+        # fold_storage: lane by lane (a region could cross the planes' wrap-around; one element cannot)
+        folded = bool(self.facts.planes(stmt)) and bool(axes)
+        if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra) and not folded:
             return self._store_rows(stmt, tile, lhs, src, unclipped)
-        lanewise = bool(extra) and not column and self._lanes_of_another_block(extra)
+        lanewise = folded or (bool(extra) and not column and self._lanes_of_another_block(extra))
         if extra and not column and not lanewise:  # read-modify-write: the GM tile is kept where the mask is false
             if arg.dtype == "f8e4m3":
                 raise BackendError(f"{stmt}: a store of FP8 bytes under a mask other than the tensor's bounds is not "
@@ -56,10 +58,10 @@ class Stores:
             self.emit(f'T.tile.cast({out}, {src.code}, "CAST_RINT", {math.prod(shape or [1])})')
             self.done(src)
             src = _Opnd("tile", out)
-        if column:
-            self._store_column(stmt, tile, lhs, src.code, arg.dtype)
-        elif lanewise:
+        if lanewise:
             self._store_lanes(stmt, tile, lhs, src.code, arg.dtype)
+        elif column:
+            self._store_column(stmt, tile, lhs, src.code, arg.dtype)
         else:
             clipped = " (clipped to the tensor)" if tile.mask is not None else ""
             self.emit(f"T.copy({src.code}, {region})  # UB -> GM{clipped}")
@@ -107,27 +109,25 @@ class Stores:
         return any(mentions(atom, v) for atom in extra for v in grid)
 
     def _store_lanes(self, stmt, tile, lhs, src: str, dtype: str) -> None:
-        """A tile whose last lanes are another block's (`_lanes_of_another_block`), element by element: each lane
-        inside the tile's mask into the first lane of a row of whole 32-byte blocks (a UB -> GM copy starts on
-        one), copied to its own GM element.  The other lanes are not written at all.  Slow (a copy a lane), and
-        only where the tile size is not a power of two."""
+        """A tile whose last lanes are another block's (`_lanes_of_another_block`), or of a folded tensor (at its
+        plane: `gm_element`), element by element: each lane inside the tile's mask into the first lane of a row
+        of whole 32-byte blocks (a UB -> GM copy starts on one), copied to its own GM element.  The other lanes
+        are not written at all.  Slow (a copy a lane)."""
         *rows_axis, col = tile.axes
         staged = self._column_rows(stmt, col.size, dtype)
         names = self._scalar_names(tile)
         depth, at = self.depth, []
         for axis in (*rows_axis, col):
             v = self.fresh("r" if axis is not col else "w")
-            self.emit(f"for {v} in T.serial({axis.size}):" + (f"  # {stmt} lane by lane: its last lanes are "
-                                                                 f"another block's" if not at else ""))
+            why = "its storage is folded" if self.facts.planes(stmt) else "its last lanes are another block's"
+            self.emit(f"for {v} in T.serial({axis.size}):" + (f"  # {stmt} lane by lane: {why}" if not at else ""))
             self.depth += 1
             names[axis.iter] = self._row_code(axis, v)
             at.append(v)
-        inside = [T.Bin(op, T.Var(it), bound) for it, extent in zip(lhs, self._extents(stmt))
-                  for op, bound in ((">=", T.Const(0)), ("<", extent))]  # the mask may leave them to clipping
+        inside = self._inside(stmt, [T.Var(it) for it in lhs])  # the mask may leave them to clipping
         self.emit(f"if {self._condition(atoms(tile.mask) + inside, names)}:  # lanes inside the domain")
         self.emit(f"    {staged}[{at[-1]}, 0] = {_element(src, at)}")
-        self.emit(f"    T.copy({staged}[{at[-1]}, 0:1], {self.tensor(stmt)}[{', '.join(names[it] for it in lhs)}])"
-                  f"  # UB -> GM")
+        self.emit(f"    T.copy({staged}[{at[-1]}, 0:1], {self.gm_element(stmt, [names[it] for it in lhs])})  # UB -> GM")
         self.depth = depth
         self.done(staged)
 

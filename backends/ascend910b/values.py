@@ -262,8 +262,7 @@ class Values:
         if not used & set(axes):
             if arg.dtype == "f8e4m3":
                 raise BackendError(f"a scalar read of the FP8 tensor {e.tensor} has no ascend-910b form")
-            indices = ", ".join(index_code(simplify(i), names) for i in e.indices)
-            read = f'T.Cast("float32", {self.tensor(e.tensor)}[{indices}])'
+            read = f'T.Cast("float32", {self.gm_element(e.tensor, [index_code(simplify(i), names) for i in e.indices])})'
             return _Opnd("scalar", read) if e.mask is None else self._guarded_scalar(read, e, names)
         order = [i.name for i in e.indices if isinstance(i, T.Var) and i.name in axes]
         plain = all(isinstance(i, T.Var) for i in e.indices if used & set(axes) & {v.name for v in expr_vars(i)})
@@ -273,6 +272,8 @@ class Values:
             layout = tile_layout(e.tensor, e.indices, axes, "load")
         except NoCopyForm:  # reversed (`X[N - 1 - j]`), transposed in 3-D, strided: no one copy moves it
             layout = "lanes"
+        if self.facts.planes(e.tensor):
+            layout = "lanes"  # folded (fold_storage): a region could cross the planes' wrap-around
         raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
         region = ", ".join(index_code(simplify(i), names) for i in e.indices)
         depth, guard = self.depth, self._load_guard(e, tile)
@@ -281,7 +282,8 @@ class Values:
             self.depth += 1
         starts = self._starts_maybe_before(e, tile) if layout != "lanes" else None
         if layout == "lanes":
-            self._load_lanes(e, tile, raw, arg.dtype, "no T.copy moves its region")
+            self._load_lanes(e, tile, raw, arg.dtype, "no T.copy moves its region" if not self.facts.planes(e.tensor)
+                             else "its storage is folded")
         elif starts is None:  # the region starts before the tensor (a copy clips only its end)
             self._load_lanes(e, tile, raw, arg.dtype, "its region starts before it")
         else:
@@ -348,15 +350,28 @@ class Values:
             self.depth += 1
             names[a.iter] = f"({names[a.iter]} + {lane})"
             lanes.append(lane)
-        indices = ", ".join(index_code(simplify(i), names) for i in e.indices)
-        inside = [T.Bin(op, simplify(i), bound) for i, extent in zip(e.indices, self._extents(e.tensor))
-                  for op, bound in ((">=", T.Const(0)), ("<", extent))]
+        element = self.gm_element(e.tensor, [index_code(simplify(i), names) for i in e.indices])
+        inside = self._inside(e.tensor, [simplify(i) for i in e.indices])
         self.emit(f"if {self._condition(atoms(e.mask) + inside, names)}:")
-        self.emit(f"    {raw}[{', '.join(lanes)}] = {self.tensor(e.tensor)}[{indices}]")
+        self.emit(f"    {raw}[{', '.join(lanes)}] = {element}")
         self.emit("else:")
         masked = 0 if dtype == "f8e4m3" else float_code(e.other)  # E4M3 is bytes here: 0 is +0.0
         self.emit(f'    {raw}[{", ".join(lanes)}] = T.Cast("{TL_DTYPES[dtype]}", {masked})')
         self.depth -= len(tile.axes)
+
+    def gm_element(self, tensor: str, parts: list) -> str:
+        """A GM tensor's element at the index texts `parts`; a dimension the schedule folds (fold_storage) at its
+        plane, `(t) % planes` (compiler/model/storage.py)."""
+        planes = self.facts.planes(tensor)
+        idx = [(f"({p}) % {planes[k]}" if planes[k] > 1 else "0") if k in planes else p for k, p in enumerate(parts)]
+        return f"{self.tensor(tensor)}[{', '.join(idx)}]"
+
+    def _inside(self, tensor: str, indices: list) -> list:
+        """The comparisons that keep an element's indices inside its tensor (a mask may leave them to a copy's
+        clipping); a folded dimension's index is its plane's, any index at or above 0."""
+        planes = self.facts.planes(tensor)
+        return [T.Bin(op, i, bound) for k, (i, extent) in enumerate(zip(indices, self._extents(tensor)))
+                for op, bound in ((">=", T.Const(0)), ("<", extent)) if not (k in planes and op == "<")]
 
     def _extents(self, tensor: str) -> list:
         """A tensor's extents as expressions: bound sizes as numbers, run-time sizes by name."""

@@ -25,8 +25,8 @@ from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow
 from tdsl.compiler.lower.passes.tma import mark_descriptors
 from tdsl.compiler.lower.passes.warp_specialize import check_warp_specialized, plain_pipelines
-from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_deep_copies, split_vector_rows,
-                                                   widen_narrow_tiles)
+from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_deep_copies, refuse_folded_products,
+                                                   split_vector_rows, widen_narrow_tiles)
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
 from tdsl.compiler.lower.build import lower
 from tdsl.compiler.lower.tileir import TileProgram
@@ -73,7 +73,7 @@ TARGET_PASSES = {
     ),
     "ascend-910b": (
         plain_pipelines,
-        refuse_folded_storage,
+        refuse_folded_products,  # folded tensors go lane by lane; a product's operand tiles are whole regions
         refuse_cube_recurrences,  # values through memory are ordered on the vector cores (T.barrier_all)
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
         split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows

@@ -1,6 +1,7 @@
 """Tile-program passes for the Ascend 910B's vector cores, and the facts about its kernels that they and the
 910B printer share.
 
+    program = refuse_folded_products(program)  # folded tensors go lane by lane, except a product's operands
     program = widen_narrow_tiles(program)   # rows of 32 bytes (GM <-> UB copies), 128 elements with E4M3
     program = split_vector_rows(program)    # each of the AI core's two vector cores takes half the rows
     program = refuse_deep_copies(program)   # no GM <-> UB copy of more than two tile axes
@@ -82,6 +83,22 @@ def refuse_deep_copies(program: T.TileProgram) -> T.TileProgram:
                         f"element ({', '.join(deep)}), but the 910B's GM <-> UB copies move 2-D regions (rows and "
                         f"columns); give each tile one value of {', '.join(deep[:-2])} (bind or host its loop, or "
                         f"split it so that the tile holds one element of it)")
+    return program
+
+
+def refuse_folded_products(program: T.TileProgram) -> T.TileProgram:
+    """BackendError for a matrix product (on the cube or the vector cores) that reads a tensor the schedule
+    folds: its operand tiles are copied as whole regions, which could cross the planes' wrap-around.  Other
+    statements read and write folded tensors lane by lane (values.py `_load_lanes`, stores.py `_store_lanes`)."""
+    for kernel in program.kernels:
+        facts = Kernel910B(program, kernel)
+        for op in T.walk_ops(kernel.body):
+            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+                for load in [n for side in (op.partial.lhs, op.partial.rhs) for n in T.nodes_in(side, T.Load)]:
+                    if facts.planes(load.tensor):
+                        raise BackendError(f"{op.stmt}: a matrix product reads {load.tensor}, whose storage the "
+                                           f"schedule folds (fold_storage); the 910B copies operand tiles as whole "
+                                           f"regions; leave out fold_storage of {load.tensor}, or generate for NVIDIA")
     return program
 
 
@@ -183,6 +200,12 @@ class Kernel910B:
     def dims(self, tensor: str) -> list:
         return tensor_dims(self.program, next(t for t in self.kernel.tensors if t.name == tensor))
 
+    def planes(self, tensor: str) -> dict:
+        """Dimension -> planes of a tensor the schedule folds (fold_storage; {} when it does not): index d of the
+        dimension is stored at d mod planes, so the printer reads and writes its tiles lane by lane (a copy
+        region could cross the planes' wrap-around)."""
+        return dict(next((t.fold for t in self.kernel.tensors if t.name == tensor), ()))
+
     # ------------------------------------------------------------ which core runs an op
 
     def on_cube(self, op) -> bool:
@@ -205,8 +228,8 @@ class Kernel910B:
         """Does a finished cube reduction pass through the vector core (scaling, rounding, masking, a register
         value), or can L0C go straight to GM?"""
         if not (op.store and not op.keep and op.dtype == "f32" and op.scale == 1.0
-                and list(op.lhs) == [a.iter for a in op.tile.axes]):
-            return True
+                and list(op.lhs) == [a.iter for a in op.tile.axes]) or self.planes(op.stmt):
+            return True  # (a folded tensor is stored lane by lane by the vector cores)
         return bool(op.unclipped)  # lanes inside the tensor that the store must leave as they are
 
     def vector_ops(self, ops):
