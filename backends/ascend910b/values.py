@@ -268,24 +268,25 @@ class Values:
         plain = all(isinstance(i, T.Var) for i in e.indices if used & set(axes) & {v.name for v in expr_vars(i)})
         if order != list(axes) and plain and len(set(order)) == len(order) and len(axes) == 2:
             return self._load_arranged(e, tile, order)
-        try:
-            layout = tile_layout(e.tensor, e.indices, axes, "load")
-        except NoCopyForm:  # reversed (`X[N - 1 - j]`), transposed in 3-D, strided: no one copy moves it
-            layout = "lanes"
-        if self.facts.planes(e.tensor):
-            layout = "lanes"  # folded (fold_storage): a region could cross the planes' wrap-around
+        layout, lanes_why = None, None  # lanes_why: why the scalar unit reads the tile lane by lane
+        if self.facts.planes(e.tensor):  # fold_storage: a region could cross the planes' wrap-around
+            lanes_why = "its storage is folded"
+        else:
+            try:
+                layout = tile_layout(e.tensor, e.indices, axes, "load")
+            except NoCopyForm:  # reversed (`X[N - 1 - j]`), transposed in 3-D, strided: no one copy moves it
+                lanes_why = "no T.copy moves its region"
         raw = self.alloc(self.fresh(f"{e.tensor}_ub"), shape, arg.dtype, "UB", f"tile of {e.tensor}")
         region = ", ".join(index_code(simplify(i), names) for i in e.indices)
         depth, guard = self.depth, self._load_guard(e, tile)
         if guard:
             self.emit(f"if {guard}:  # some lane of the tile reads {e.tensor}")
             self.depth += 1
-        starts = self._starts_maybe_before(e, tile) if layout != "lanes" else None
-        if layout == "lanes":
-            self._load_lanes(e, tile, raw, arg.dtype, "no T.copy moves its region" if not self.facts.planes(e.tensor)
-                             else "its storage is folded")
-        elif starts is None:  # the region starts before the tensor (a copy clips only its end)
-            self._load_lanes(e, tile, raw, arg.dtype, "its region starts before it")
+        starts = self._starts_maybe_before(e, tile) if lanes_why is None else None
+        if lanes_why is None and starts is None:  # a copy clips only the region's end
+            lanes_why = "its region starts before it"
+        if lanes_why is not None:
+            self._load_lanes(e, tile, raw, arg.dtype, lanes_why)
         else:
             if starts:
                 self.emit(f"if {self._condition([T.Bin('>=', s, T.Const(0)) for s in starts], names)}:  # the "

@@ -308,7 +308,7 @@ class VectorSide:
         for atom in by_value:
             lhs, rhs, op = self._value(atom.lhs, tile), self._value(atom.rhs, tile), atom.op
             if lhs.kind == "scalar" and rhs.kind == "tile":  # T.tile.compare takes a scalar second only
-                lhs, rhs, op = rhs, lhs, {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}[op]
+                lhs, rhs, op = rhs, lhs, MIRRORED[op]
             if lhs.kind == "scalar":  # a comparison of two values fixed along the tile
                 self.emit(f"if not ({lhs.code} {op} {rhs.code}):")
                 self.emit(f"    T.tile.fill({out}, {other.code})" if other.kind == "scalar" else
@@ -532,6 +532,9 @@ class VectorSide:
         self.expr_temps.add(raw)
         self.done(raw)
         return wide
+
+
+MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}  # a op b == b MIRRORED[op] a
 
 
 def compares_values(atom: T.Bin) -> bool:
