@@ -91,6 +91,26 @@ def _loop_lowers(kernel: T.TileKernel) -> dict:
     return out
 
 
+def _loop_uppers(kernel: T.TileKernel) -> dict:
+    """Loop variable -> its last value, where that is a constant (grid axes and serial loops)."""
+    out = {}
+    for axis in kernel.grid:
+        for var, lo, n in zip(axis.vars, axis.lowers, axis.extents):
+            lo, n = simplify(lo), simplify(n)
+            if isinstance(lo, T.Const) and isinstance(n, T.Const):
+                out[var] = lo.value + n.value - 1
+
+    def walk(ops):
+        for op in ops:
+            if isinstance(op, T.SerialLoop):
+                if isinstance(simplify(op.upper), T.Const):
+                    out[op.var] = simplify(op.upper).value - 1
+                walk(op.body)
+
+    walk(kernel.body)
+    return out
+
+
 def _load_uses(op) -> dict:
     """repr(load) -> how often the op's expression reads it (a load read once may be overwritten by its reader)."""
     uses: dict = {}

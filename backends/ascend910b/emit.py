@@ -58,7 +58,8 @@ from pathlib import Path
 
 from tdsl.backends.common.launcher import launch_order
 from tdsl.backends.common.module import module_text
-from tdsl.backends.ascend910b.common import TL_DTYPES, _and_code, _load_uses, _loop_lowers, _Opnd, index_code
+from tdsl.backends.ascend910b.common import (TL_DTYPES, _and_code, _load_uses, _loop_lowers, _loop_uppers, _Opnd,
+                                             index_code)
 from tdsl.compiler.lower.tileir import registers_read
 from tdsl.backends.ascend910b.cube import CubeSide
 from tdsl.backends.ascend910b.stores import Stores
@@ -68,7 +69,8 @@ from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
 from tdsl.backends.common.names import ModuleNames
 from tdsl.backends.tilelang.emit import TileLangDialect, kernel_arrays, shape_code
 from tdsl.compiler.lower import tileir as T
-from tdsl.compiler.lower.lane_masks import always_holds, atoms, lower_bound_on, mentions, substitute, upper_bound_on
+from tdsl.compiler.lower.lane_masks import (always_holds, atoms, conjunction, lower_bound_on, mentions, substitute,
+                                            upper_bound_on)
 from tdsl.compiler.lower.passes.ascend910b import BYTES, VID, Kernel910B
 from tdsl.compiler.lower.tileir import simplify
 
@@ -142,7 +144,7 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         self.fp8_dots = self.facts.fp8_dots
         self.cross_core = {(c.stmt, c.kind): c for c in k.cross_core}  # workspaces and flags (assign_cross_core)
         self.half = k.vector_rows
-        self.loop_lowers = _loop_lowers(k)
+        self.loop_lowers, self.loop_uppers = _loop_lowers(k), _loop_uppers(k)
         self._head()
         self._body(k.body)
         check_capacity(k.name, TARGETS["ascend-910b"], self.footprint)
@@ -233,6 +235,25 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
                     out.append(substitute(a, axis.iter, axis.offset))
                 elif lower_bound_on(a, axis.iter):
                     out.append(substitute(a, axis.iter, last))
+        return out
+
+    def _in_tensor(self, op) -> list:
+        """The bounds of the tensor an op's statement writes, on the tile's axes: its domain lies inside them, but
+        its mask may leave them out where the domain's own conditions imply them (`Cu[i, j : j >= i]` has no
+        `i < M`: j < M implies it), so a vector core's half of a ragged tile could lie wholly past the tensor
+        unguarded (covariance at M = 3 with `split(Cu.i, 2)`, CPU fuzz seed 5528)."""
+        lhs = getattr(op, "lhs", None)
+        if lhs is None or not any(t.name == op.stmt for t in self.kernel.tensors):
+            return []
+        axes = {a.iter: a for a in op.tile.axes}
+        lowers, uppers = {**self.loop_lowers, VID: 0}, {**self.loop_uppers, VID: 1}  # VID: the vector core
+        out = []
+        for it, extent in zip(lhs, self._extents(op.stmt)):
+            if it in axes:  # the first lane against the end, the last against the start (`_end_lanes_test`)
+                first, last = axes[it].offset, simplify(T.Bin("+", axes[it].offset, T.Const(axes[it].size - 1)))
+                out += [bound for bound, lane in ((T.Bin(">=", T.Var(it), T.Const(0)), last),
+                                                  (T.Bin("<", T.Var(it), extent), first))
+                        if not always_holds(substitute(bound, it, lane), lowers, uppers)]
         return out
 
     def _guard_end_lanes(self, tile: T.Tile, mask) -> bool:
@@ -393,7 +414,8 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
                 # wholly outside is not clipped to nothing
                 whole = self._whole_tile_condition(work.tile)
                 self.proven = self._some_lane_atoms(work.tile, work.tile.mask)  # a masked load need not test them
-                first = self._end_lanes_condition(work.tile, work.tile.mask) if work.tile.axes else None
+                first = (self._end_lanes_condition(work.tile, conjunction(atoms(work.tile.mask) + self._in_tensor(work)))
+                         if work.tile.axes else None)
                 rows = "this vector core's rows start" if split else "the tile starts"
                 why = {(True, False): "this tile is inside the domain", (False, True): f"{rows} inside the domain",
                        (True, True): f"this tile is inside the domain, and {rows} inside it"}

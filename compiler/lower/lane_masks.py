@@ -216,18 +216,24 @@ def substitute(e: T.Expr, name: str, value: T.Expr) -> T.Expr:
     return e
 
 
-def always_holds(atom: T.Bin, lowers: dict) -> bool:
+def always_holds(atom: T.Bin, lowers: dict, uppers: dict | None = None) -> bool:
     """Whether the comparison holds for all values of its variables, each at least its lower bound in `lowers`
-    (a loop's first value): `l_i >= 0` for a loop from 0.  False for a comparison that is not affine (a bound
-    with a `where`, the maximum of two loop-dependent bounds): nothing is proven, the test stays."""
+    (a loop's first value) and, where `uppers` is given, at most its upper bound there (a loop's last value):
+    `l_i >= 0` for a loop from 0, `64 * qo < 4096` for qo up to 63.  False for a comparison that is not affine
+    (a bound with a `where`, the maximum of two loop-dependent bounds): nothing is proven, the test stays."""
     try:
         coefs, const = _difference(atom)  # lhs - rhs = sum(coefs * vars) + const
     except BackendError:
         return False
     sign = {">=": 1, ">": 1, "<=": -1, "<": -1}.get(atom.op)
-    if sign is None or any(n not in lowers or sign * c < 0 for n, c in coefs.items()):
+    if sign is None:
         return False
-    least = sign * (const + sum(c * lowers[n] for n, c in coefs.items()))  # the smallest value of sign * diff
+    least = sign * const  # the smallest value of sign * diff: each term at the bound that makes it least
+    for n, c in coefs.items():
+        bound = lowers.get(n) if sign * c >= 0 else (uppers or {}).get(n)
+        if bound is None:
+            return False
+        least += sign * c * bound
     return least >= 0 if atom.op in (">=", "<=") else least > 0
 
 

@@ -311,3 +311,18 @@ def test_a_comparison_whose_variable_cancels_is_written_without_it():
     assert atom == T.Bin(">", T.Const(0), T.Const(0)) and not mentions(atom, "j")
     [kept] = atoms(T.Bin("<=", T.Var("j"), T.Var("i")))
     assert kept == T.Bin("<=", T.Var("j"), T.Var("i"))  # nothing cancels: unchanged
+
+
+def test_a_comparison_always_holds_over_the_loops_ranges():
+    """`always_holds` with the loops' first values, and their last ones where given: the whole-tile guard leaves
+    out a tensor bound the loop's range already keeps (`64 * qo < 4096` for qo up to 63) and keeps the others."""
+    from tdsl.compiler.lower import tileir as T
+    from tdsl.compiler.lower.lane_masks import always_holds
+
+    start = T.Bin("*", T.Const(64), T.Var("qo"))
+    below = T.Bin("<", start, T.Const(4096))
+    assert always_holds(below, {"qo": 0}, {"qo": 63})
+    assert not always_holds(below, {"qo": 0}, {"qo": 64})
+    assert not always_holds(below, {"qo": 0})  # no last value: nothing proven
+    assert always_holds(T.Bin(">=", start, T.Const(0)), {"qo": 0})
+    assert not always_holds(T.Bin("<", T.Bin("+", start, T.Var("vid")), T.Const(4096)), {"qo": 0}, {"qo": 63})
