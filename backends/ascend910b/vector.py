@@ -309,8 +309,8 @@ class VectorSide:
             lhs, rhs, op = self._value(atom.lhs, tile), self._value(atom.rhs, tile), atom.op
             if lhs.kind == "scalar" and rhs.kind == "tile":  # T.tile.compare takes a scalar second only
                 lhs, rhs, op = rhs, lhs, MIRRORED[op]
-            if lhs.kind == "scalar":  # a comparison of two values fixed along the tile
-                self.emit(f"if not ({lhs.code} {op} {rhs.code}):")
+            if lhs.kind == "scalar":  # a comparison of two values fixed along the tile (no T.Not: as an integer)
+                self.emit(f'if T.Cast("int32", {lhs.code} {op} {rhs.code}) == 0:')
                 self.emit(f"    T.tile.fill({out}, {other.code})" if other.kind == "scalar" else
                           f"    T.copy({other.code}, {out})  # UB -> UB")
             else:

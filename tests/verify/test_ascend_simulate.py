@@ -664,7 +664,7 @@ schedule tiles {
 VALUE_WHERE = """
 const M = 13, N = 37
 kernel lr(X: DT[M, N], S: f32[N]) -> (Y: f32[M, N], Z: f32[1]) {
-  Y[i, j] = where(X[i, j] > 0.0, X[i, j], 0.125 * X[i, j]) + where(S[j] <= X[i, j] * 2.0, 1.0, where(S[0] < S[j], S[j], -1.0))
+  Y[i, j] = where(X[i, j] > 0.0, X[i, j], 0.125 * X[i, j]) + where(S[j] <= X[i, j] * 2.0, 1.0, where(S[0] < S[j], S[j], -1.0)) + where(S[1] >= S[2], X[i, j], 0.5)
   Z[z] = where(S[0] > S[1], S[1], S[2] * 2.0)
 }
 """ + STENCIL[STENCIL.index("schedule tiles"):STENCIL.index("schedule column")].replace("8, 16", "8, 32")  # E4M3: 32
@@ -684,7 +684,8 @@ def test_the_910b_selects_on_comparisons_of_values(dtype, schedule):
 
     prog = loads(VALUE_WHERE.replace("DT", dtype))
     text = generate(prog, schedule, target="ascend-910b")
-    assert "a where on values, row by row" in text and "where_scalar" in text
+    assert "a where on values, row by row" in text and "where_scalar" in text and 'if T.Cast("int32", ' in text
+    assert not api910b.check_module(text)  # every T.* call binds to tilelang-ascend 0.1.4's signatures
     model = prog.schedule().model
     for dist in ("normal", "special"):
         inputs = inputs_for(model, 7, dist)
