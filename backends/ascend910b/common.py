@@ -72,43 +72,30 @@ def _atom_text(atom: T.Bin) -> str:
     return f"{index_code(simplify(atom.lhs), names)} {atom.op} {index_code(simplify(atom.rhs), names)}"
 
 
-def _loop_lowers(kernel: T.TileKernel) -> dict:
-    """Loop variable -> its first value, where that is a constant (grid axes and serial loops)."""
-    out = {}
+def _loop_bounds(kernel: T.TileKernel) -> tuple[dict, dict]:
+    """(loop variable -> its first value, loop variable -> its last value), each where it is a constant (grid
+    axes and serial loops)."""
+    lowers, uppers = {}, {}
+
+    def add(var, lower, end):  # end: one past the last value
+        lower, end = simplify(lower), simplify(end)
+        if isinstance(lower, T.Const):
+            lowers[var] = lower.value
+        if isinstance(end, T.Const):
+            uppers[var] = end.value - 1
+
     for axis in kernel.grid:
-        for var, lo in zip(axis.vars, axis.lowers):
-            if isinstance(simplify(lo), T.Const):
-                out[var] = simplify(lo).value
+        for var, lower, n in zip(axis.vars, axis.lowers, axis.extents):
+            add(var, lower, T.Bin("+", lower, n))
 
     def walk(ops):
         for op in ops:
             if isinstance(op, T.SerialLoop):
-                if isinstance(simplify(op.lower), T.Const):
-                    out[op.var] = simplify(op.lower).value
+                add(op.var, op.lower, op.upper)
                 walk(op.body)
 
     walk(kernel.body)
-    return out
-
-
-def _loop_uppers(kernel: T.TileKernel) -> dict:
-    """Loop variable -> its last value, where that is a constant (grid axes and serial loops)."""
-    out = {}
-    for axis in kernel.grid:
-        for var, lo, n in zip(axis.vars, axis.lowers, axis.extents):
-            lo, n = simplify(lo), simplify(n)
-            if isinstance(lo, T.Const) and isinstance(n, T.Const):
-                out[var] = lo.value + n.value - 1
-
-    def walk(ops):
-        for op in ops:
-            if isinstance(op, T.SerialLoop):
-                if isinstance(simplify(op.upper), T.Const):
-                    out[op.var] = simplify(op.upper).value - 1
-                walk(op.body)
-
-    walk(kernel.body)
-    return out
+    return lowers, uppers
 
 
 def _load_uses(op) -> dict:

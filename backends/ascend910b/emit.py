@@ -58,8 +58,7 @@ from pathlib import Path
 
 from tdsl.backends.common.launcher import launch_order
 from tdsl.backends.common.module import module_text
-from tdsl.backends.ascend910b.common import (TL_DTYPES, _and_code, _load_uses, _loop_lowers, _loop_uppers, _Opnd,
-                                             index_code)
+from tdsl.backends.ascend910b.common import TL_DTYPES, _and_code, _load_uses, _loop_bounds, _Opnd, index_code
 from tdsl.compiler.lower.tileir import registers_read
 from tdsl.backends.ascend910b.cube import CubeSide
 from tdsl.backends.ascend910b.stores import Stores
@@ -144,7 +143,7 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         self.fp8_dots = self.facts.fp8_dots
         self.cross_core = {(c.stmt, c.kind): c for c in k.cross_core}  # workspaces and flags (assign_cross_core)
         self.half = k.vector_rows
-        self.loop_lowers, self.loop_uppers = _loop_lowers(k), _loop_uppers(k)
+        self.loop_lowers, self.loop_uppers = _loop_bounds(k)
         self._head()
         self._body(k.body)
         check_capacity(k.name, TARGETS["ascend-910b"], self.footprint)
@@ -247,14 +246,14 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
             return []
         axes = {a.iter: a for a in op.tile.axes}
         lowers, uppers = {**self.loop_lowers, VID: 0}, {**self.loop_uppers, VID: 1}  # VID: the vector core
-        out = []
-        for it, extent in zip(lhs, self._extents(op.stmt)):
-            if it in axes:  # the first lane against the end, the last against the start (`_end_lanes_test`)
-                first, last = axes[it].offset, simplify(T.Bin("+", axes[it].offset, T.Const(axes[it].size - 1)))
-                out += [bound for bound, lane in ((T.Bin(">=", T.Var(it), T.Const(0)), last),
-                                                  (T.Bin("<", T.Var(it), extent), first))
-                        if not always_holds(substitute(bound, it, lane), lowers, uppers)]
-        return out
+
+        def kept_by_the_loops(bound: T.Bin) -> bool:  # at the lane `_end_lanes_test` takes it at
+            it = axes[bound.lhs.name]
+            lane = it.offset if bound.op == "<" else simplify(T.Bin("+", it.offset, T.Const(it.size - 1)))
+            return always_holds(substitute(bound, it.iter, lane), lowers, uppers)
+
+        dims = [k for k, it in enumerate(lhs) if it in axes]
+        return [b for b in self._inside(op.stmt, [T.Var(it) for it in lhs], dims) if not kept_by_the_loops(b)]
 
     def _guard_end_lanes(self, tile: T.Tile, mask) -> bool:
         """`if <this vector core's half of the tile is not wholly outside mask>:` (entered; False if no test) --

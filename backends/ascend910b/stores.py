@@ -96,8 +96,7 @@ class Stores:
         whole row), so a row-by-row store tests them itself (seidel-2d's skewed rows at N = 14)."""
         if row not in lhs:
             return []
-        extent = self._extents(stmt)[list(lhs).index(row)]
-        return [T.Bin(">=", T.Var(row), T.Const(0)), T.Bin("<", T.Var(row), extent)]
+        return self._inside(stmt, [T.Var(it) for it in lhs], [list(lhs).index(row)])
 
     def _lanes_of_another_block(self, extra) -> bool:
         """Whether the lanes outside a masked store's mask may be a neighbouring tile that another block stores

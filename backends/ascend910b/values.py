@@ -367,11 +367,13 @@ class Values:
         idx = [(f"({p}) % {planes[k]}" if planes[k] > 1 else "0") if k in planes else p for k, p in enumerate(parts)]
         return f"{self.tensor(tensor)}[{', '.join(idx)}]"
 
-    def _inside(self, tensor: str, indices: list) -> list:
+    def _inside(self, tensor: str, indices: list, dims=None) -> list:
         """The comparisons that keep an element's indices inside its tensor (a mask may leave them to a copy's
-        clipping); a folded dimension's index is its plane's, any index at or above 0."""
+        clipping), along `dims` (default: all); a folded dimension's index is its plane's, any index at or
+        above 0."""
         planes = self.facts.planes(tensor)
         return [T.Bin(op, i, bound) for k, (i, extent) in enumerate(zip(indices, self._extents(tensor)))
+                if dims is None or k in dims
                 for op, bound in ((">=", T.Const(0)), ("<", extent)) if not (k in planes and op == "<")]
 
     def _extents(self, tensor: str) -> list:

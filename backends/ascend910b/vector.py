@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from tdsl.backends.ascend910b import e4m3
-from tdsl.backends.ascend910b.common import index_code, _Opnd, subexpressions, ROW
+from tdsl.backends.ascend910b.common import _and_code, index_code, _Opnd, subexpressions, ROW
 from tdsl.backends.tilelang.emit import float_code, region_indices
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
@@ -195,11 +195,7 @@ class VectorSide:
     @staticmethod
     def _condition(parts, names) -> str:
         """A conjunction of comparisons as a scalar condition."""
-        conds = [f"{index_code(a.lhs, names)} {a.op} {index_code(a.rhs, names)}" for a in parts]
-        out = conds[0]
-        for c in conds[1:]:
-            out = f"T.And({out}, {c})"
-        return out
+        return _and_code([f"{index_code(a.lhs, names)} {a.op} {index_code(a.rhs, names)}" for a in parts])
 
     def _threshold(self, expr, names) -> str:
         e = simplify(expr)
@@ -359,10 +355,7 @@ class VectorSide:
         for atom in by_value:
             lhs, rhs = self._value(atom.lhs, tile), self._value(atom.rhs, tile)
             conds.append(f"{scalar(lhs)} {atom.op} {scalar(rhs)}")
-        cond = conds[0]
-        for c in conds[1:]:
-            cond = f"T.And({cond}, {c})"
-        self.emit(f"if {cond}:")
+        self.emit(f"if {_and_code(conds)}:")
         self.emit(f"    {held}[0] = {scalar(then)}")
         return _Opnd("scalar", f"{held}[0]")
 

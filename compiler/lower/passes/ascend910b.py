@@ -91,11 +91,11 @@ def refuse_folded_products(program: T.TileProgram) -> T.TileProgram:
     folds: its operand tiles are copied as whole regions, which could cross the planes' wrap-around.  Other
     statements read and write folded tensors lane by lane (values.py `_load_lanes`, stores.py `_store_lanes`)."""
     for kernel in program.kernels:
-        facts = Kernel910B(program, kernel)
+        folded = {t.name for t in kernel.tensors if t.fold}
         for op in T.walk_ops(kernel.body):
             if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
                 for load in [n for side in (op.partial.lhs, op.partial.rhs) for n in T.nodes_in(side, T.Load)]:
-                    if facts.planes(load.tensor):
+                    if load.tensor in folded:
                         raise BackendError(f"{op.stmt}: a matrix product reads {load.tensor}, whose storage the "
                                            f"schedule folds (fold_storage); the 910B copies operand tiles as whole "
                                            f"regions; leave out fold_storage of {load.tensor}, or generate for NVIDIA")
