@@ -44,7 +44,9 @@ SIMT_THREADS = 128
 
 
 class Ascend950Printer(KernelPrinter):
-    BARRIER = None  # recurrences are refused for the Ascend backends (compiler/lower/passes/recurrence.py)
+    # every pipe of the core completes what it was given (AscendC `asc_sync()`): values through memory are the
+    # vector cores' alone (compiler/lower/passes/recurrence.py `refuse_cube_recurrences`), each reading its own
+    BARRIER = 'T.ascend_pipe_barrier("PIPE_ALL")'
     vector_scope = "UB"
     functions = FUNCTIONS  # the AscendC spellings (NVIDIA's __expf has no counterpart here)
     helper_functions = frozenset()  # no CUDA source here
@@ -66,6 +68,9 @@ class Ascend950Printer(KernelPrinter):
         check_capacity(self.kernel.name, self.target, self.footprint)
         out["cube"] = sorted(self.cube)
         return out
+
+    def barrier_code(self, what: str) -> str:
+        return self.BARRIER  # no reload helper: the vector functions read GM through pointers the barrier orders
 
     def _params(self) -> list[str]:
         params = [f'{self.tensor(t.name)}: T.Tensor({self.names.shape(t.shape)}, "{TL_DTYPES[t.dtype]}")'
@@ -235,12 +240,26 @@ class Ascend950Printer(KernelPrinter):
             self.emit(f"T.copy({ub}, {buf})  # UB -> L1 (vector cores to the cube)")
             return buf
         shape, cache = list(st.shape), st.cache
+        if self._planes(load.tensor):
+            return self._folded_l1(op, load, shape, st.dtype)
         note = (f"cache_read {load.tensor} -> {cache.scope} at {cache.loop}" if cache
                 else f"{load.tensor} staged for the cube (no cache_read in the schedule)")
         buf = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_l1"), shape, st.dtype, st.scope,
                          note + (f", x{st.stages} stages" if st.stages > 1 else ""))
         self.footprint["L1"] += math.prod(shape) * BYTES[st.dtype] * (st.stages - 1)
         self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})  # GM -> L1")
+        return buf
+
+    def _folded_l1(self, op, load: T.Load, shape: list, dtype: str) -> str:
+        """A cube operand read from a tensor the schedule folds (fold_storage): its tile gathered element by element
+        at its planes into UB by the vector cores (a GM -> L1 region could cross the planes' wrap-around), then
+        UB -> L1."""
+        ub = self.alloc(self.local(("folded operand", load.tensor), f"{load.tensor}_ub"), shape, dtype, "UB",
+                        f"{load.tensor}, folded: gathered element by element")
+        self.copy_in(op, load, ub, shape, dtype)
+        buf = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_l1"), shape, dtype, "L1",
+                         f"{load.tensor} from the vector cores")
+        self.emit(f"T.copy({ub}, {buf})  # UB -> L1 (vector cores to the cube)")
         return buf
 
     def _vector_dot(self, op: T.AccUpdate) -> None:
@@ -253,7 +272,7 @@ class Ascend950Printer(KernelPrinter):
         self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
 
     def copy_in(self, op, load, buf, shape, dtype) -> None:
-        if load.mask is None:
+        if load.mask is None and not self._planes(load.tensor):
             scope = self.allocated[buf][2]
             self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})  # GM -> "
                       f"{scope}")
@@ -323,7 +342,7 @@ def _store(self, stmt, tile, lhs, dtype, buf) -> None:
     """DMA copies cannot convert: values are cast to the tensor's dtype in UB (inside a VF) before T.copy."""
     arg = next(t for t in self.kernel.tensors if t.name == stmt)
     axes = [a.iter for a in tile.axes]
-    plain = tile.mask is None and axes and list(lhs) == axes
+    plain = tile.mask is None and axes and list(lhs) == axes and not self._planes(stmt)
     if arg.dtype == "f32" or not plain:
         return KernelPrinter.store(self, stmt, tile, lhs, dtype, buf)
     shape = [a.size for a in tile.axes]

@@ -18,14 +18,14 @@ from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
 from tdsl.compiler.lower.passes.masked_scores import mask_scores_once
-from tdsl.compiler.lower.passes.recurrence import refuse_cube_recurrences, refuse_recurrences
+from tdsl.compiler.lower.passes.recurrence import refuse_cube_recurrences
 from tdsl.compiler.lower.passes.rounded_operands import read_rounded_sources
-from tdsl.compiler.lower.passes.storage import refuse_folded_storage
+from tdsl.compiler.lower.passes.storage import refuse_folded_products
 from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow
 from tdsl.compiler.lower.passes.tma import mark_descriptors
 from tdsl.compiler.lower.passes.warp_specialize import check_warp_specialized, plain_pipelines
-from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_deep_copies, refuse_folded_products,
+from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_deep_copies,
                                                    split_vector_rows, widen_narrow_tiles)
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
 from tdsl.compiler.lower.build import lower
@@ -68,8 +68,7 @@ TARGET_PASSES = {
     ),
     "ascend-950": (
         plain_pipelines,
-        refuse_folded_storage,
-        refuse_recurrences,  # a recurrence's elements would pass between the MTE3 and MTE2 pipes unordered
+        refuse_cube_recurrences,  # values through memory are ordered on the vector cores (a PIPE_ALL barrier)
     ),
     "ascend-910b": (
         plain_pipelines,

@@ -1,7 +1,7 @@
 """Recurrences (a statement reading its own earlier elements) and guarded reads (`where` branches read only where
 taken): the model proves the reads, the interpreter runs them in program order, the legality checks keep the
 loop-carried dependences, the tile lowering runs the carrying loops serially with a barrier, and the generated
-Triton kernels match the interpreter; TileLang lowers them; the Ascend backends refuse them with a reason."""
+Triton kernels match the interpreter; TileLang lowers them; the Ascend backends order them with barriers."""
 
 import re
 
@@ -191,11 +191,15 @@ def test_tilelang_lowers_the_recurrences(tmp_path):
     assert len(sources) == 5 and all("__syncthreads()" in s for s in sources.values())
 
 
-def test_the_ascend_950_refuses_recurrences_naming_the_reason():
-    with pytest.raises(BackendError, match=r"passes values from one iteration to the next through "
-                                           r"global memory \(a recurrence, or a `for` block\), which the Ascend backends "
-                                           r"do not synchronise yet"):
-        generate(loads(RECURRENCES, sizes={"M": 8, "N": 16}), "tiled", target="ascend-950")
+@pytest.mark.parametrize("sizes", [{"M": 8, "N": 16}, {"M": 5, "N": 37}])
+def test_the_950_orders_the_recurrences_with_a_barrier_of_every_pipe(sizes, tmp_path):
+    """Every loop that carries a recurrence ends with `T.ascend_pipe_barrier("PIPE_ALL")`: in the NumPy model
+    every form bit for bit (the 950 adds a tile's terms one lane at a time, in order), refused without the
+    barriers; lowered by TileLang with `asc_sync()` in each loop."""
+    from ascend950_memory import check_950_orders_memory
+
+    text = check_950_orders_memory(loads(RECURRENCES, sizes=sizes), "tiled", ("y", "s", "t", "u", "w"), tmp_path)
+    assert text.count('T.ascend_pipe_barrier("PIPE_ALL")') == 6
 
 
 FIRST_ORDER = """

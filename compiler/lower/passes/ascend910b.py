@@ -1,7 +1,6 @@
 """Tile-program passes for the Ascend 910B's vector cores, and the facts about its kernels that they and the
 910B printer share.
 
-    program = refuse_folded_products(program)  # folded tensors go lane by lane, except a product's operands
     program = widen_narrow_tiles(program)   # rows of 32 bytes (GM <-> UB copies), 128 elements with E4M3
     program = split_vector_rows(program)    # each of the AI core's two vector cores takes half the rows
     program = refuse_deep_copies(program)   # no GM <-> UB copy of more than two tile axes
@@ -83,22 +82,6 @@ def refuse_deep_copies(program: T.TileProgram) -> T.TileProgram:
                         f"element ({', '.join(deep)}), but the 910B's GM <-> UB copies move 2-D regions (rows and "
                         f"columns); give each tile one value of {', '.join(deep[:-2])} (bind or host its loop, or "
                         f"split it so that the tile holds one element of it)")
-    return program
-
-
-def refuse_folded_products(program: T.TileProgram) -> T.TileProgram:
-    """BackendError for a matrix product (on the cube or the vector cores) that reads a tensor the schedule
-    folds: its operand tiles are copied as whole regions, which could cross the planes' wrap-around.  Other
-    statements read and write folded tensors lane by lane (values.py `_load_lanes`, stores.py `_store_lanes`)."""
-    for kernel in program.kernels:
-        folded = {t.name for t in kernel.tensors if t.fold}
-        for op in T.walk_ops(kernel.body):
-            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
-                for load in [n for side in (op.partial.lhs, op.partial.rhs) for n in T.nodes_in(side, T.Load)]:
-                    if load.tensor in folded:
-                        raise BackendError(f"{op.stmt}: a matrix product reads {load.tensor}, whose storage the "
-                                           f"schedule folds (fold_storage); the 910B copies operand tiles as whole "
-                                           f"regions; leave out fold_storage of {load.tensor}, or generate for NVIDIA")
     return program
 
 

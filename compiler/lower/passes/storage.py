@@ -1,11 +1,11 @@
-"""Storage decisions on the backends whose printers do not generate them yet: refused, naming why.
+"""Folded storage (`fold_storage`) on the backends that copy tiles as whole regions.
 
-Folded storage (`fold_storage`): the Triton printer applies the fold where it computes every address
-(backends/triton/emit.py `_pointer`), the TileLang NVIDIA printer where it indexes an element, reading and
-writing a folded tensor's tiles element by element (`KernelPrinter.element`: a T.copy region could cross the
-planes' wrap-around), the 910B's lane by lane (backends/ascend910b/values.py `gm_element`; its products' operands
-are refused over a folded tensor: compiler/lower/passes/ascend910b.py `refuse_folded_products`).  The 950's
-printer moves tiles between GM and UB/L1 as regions only, so it refuses a folded tensor for now.
+The Triton printer applies the fold where it computes every address (backends/triton/emit.py `_pointer`), the
+TileLang printers (NVIDIA and the 950) where they index an element, reading and writing a folded tensor's tiles
+element by element (`KernelPrinter.element`: a T.copy region could cross the planes' wrap-around), the 910B's lane
+by lane (backends/ascend910b/values.py `gm_element`).  The Ascend backends stage a matrix product's operand tiles
+with whole-region copies (GM -> L1 for the cube, GM -> UB for the vector cores), so a product that reads a folded
+tensor is refused there (`refuse_folded_products`).
 
 (An output stored in an input, `store_in`, is generated everywhere: Triton takes the input's array through both
 parameters, the TileLang printers and the 910B's declare the output as a view of it, backends/tilelang/emit.py
@@ -18,11 +18,18 @@ from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
 
 
-def refuse_folded_storage(program: T.TileProgram) -> T.TileProgram:
-    for k in program.kernels:
-        for t in k.tensors:
-            if t.fold:
-                raise BackendError(f"{k.comment}: the schedule folds the storage of {t.name} (fold_storage), which "
-                                   f"the Ascend backends do not generate yet; generate it for NVIDIA (Triton or "
-                                   f"TileLang), or leave out fold_storage")
+def refuse_folded_products(program: T.TileProgram) -> T.TileProgram:
+    """BackendError for a matrix product (on the cube or the vector cores) that reads a tensor the schedule
+    folds: its operand tiles are copied as whole regions, which could cross the planes' wrap-around.  Other
+    statements read and write folded tensors element by element."""
+    for kernel in program.kernels:
+        folded = {t.name for t in kernel.tensors if t.fold}
+        for op in T.walk_ops(kernel.body):
+            if isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot):
+                for load in [n for side in (op.partial.lhs, op.partial.rhs) for n in T.nodes_in(side, T.Load)]:
+                    if load.tensor in folded:
+                        raise BackendError(f"{op.stmt}: a matrix product reads {load.tensor}, whose storage the "
+                                           f"schedule folds (fold_storage); the Ascend backends copy operand tiles "
+                                           f"as whole regions; leave out fold_storage of {load.tensor}, or generate "
+                                           f"for NVIDIA")
     return program

@@ -9,6 +9,11 @@ element the core itself changed needs a `T.barrier_all()` between them (a store 
 a masked store writes back the lanes it keeps, changes nothing a load could see).  Flags
 follow CrossCoreSetFlag's mode 2 (see the package docstring).  It uses the machine's `target`, `core` ("C" |
 "V" inside a `T.Scope`) and `vid` (the vector core running now).
+
+On the 950 only the second rule is modelled: its modules pass values through memory only on the vector cores
+(compiler/lower/passes/recurrence.py), so a block is one core, and reading back an element it changed needs a
+`T.ascend_pipe_barrier("PIPE_ALL")` between the store and the load.  Which core runs what, and the flags between
+them, are the dialect's (it inserts them itself) and not checked.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from tdsl.compiler.verify.ascend_sim.buffers import Buffer, SimulationError, Uns
 MAX_CROSS_FLAG = 10  # CrossCoreSetFlag flag ids 0..10 on Atlas A2 (the 910B)
 CORE_CODE = {"C": 1, "V0": 2, "V1": 3}  # who wrote a GM element (0: nobody, in this block)
 CORE_NAME = {1: "cube", 2: "vector core 0", 3: "vector core 1"}
+ORDERED = ("ascend-910b", "ascend-950")  # the targets whose GM stores and later loads are checked for a barrier
+BLOCK = "block"  # the 950's one core of a block, as far as the order of its stores and loads goes
 
 
 def _flat_of(buf, where) -> np.ndarray:
@@ -79,7 +86,7 @@ class _CrossCore:
     def _gm_store(self, buf: Buffer, pipe, where, value) -> None:
         """Store `value` at `where` (a tuple of slices or indices) of a buffer; on the 910B, for a GM one, record
         the elements this core wrote on `pipe` and which of them the store changed."""
-        if buf.scope != "GM" or self.target != "ascend-910b":
+        if buf.scope != "GM" or self.target not in ORDERED:
             buf.data[where] = value
             return
         flat = _flat_of(buf, where)
@@ -89,7 +96,7 @@ class _CrossCore:
 
     def _gm_store_flat(self, buf: Buffer, pipe, flat: np.ndarray, value) -> None:
         """`_gm_store` at flat element indices."""
-        old = buf.data.reshape(-1)[flat].copy() if buf.scope == "GM" and self.target == "ascend-910b" else None
+        old = buf.data.reshape(-1)[flat].copy() if buf.scope == "GM" and self.target in ORDERED else None
         buf.data.reshape(-1)[flat] = value
         if old is not None:
             self._gm_write(buf, pipe, flat, old)
@@ -97,6 +104,10 @@ class _CrossCore:
     def _gm_write(self, buf: Buffer, pipe, flat: np.ndarray, old: np.ndarray) -> None:
         """Record the GM elements (flat indices) this core wrote on `pipe`; `old`: their values before, to tell
         which elements the store changed."""
+        changed = _differs(buf.data.reshape(-1)[flat], old)
+        if self.target == "ascend-950":
+            _elements(self.unordered[BLOCK], buf)[flat] |= changed
+            return
         w = self.written_by.get(buf.name)
         if w is None:
             w = self.written_by[buf.name] = np.zeros(buf.data.size, dtype=np.int8)
@@ -109,12 +120,15 @@ class _CrossCore:
         w[flat] = me
         _elements(self.pending[(self.who, pipe)], buf)[flat] = True
         # a load before the next barrier may still see the old value where the store changed it
-        _elements(self.unordered[self.who], buf)[flat] |= _differs(buf.data.reshape(-1)[flat], old)
+        _elements(self.unordered[self.who], buf)[flat] |= changed
 
     def _gm_read(self, buf: Buffer, where) -> None:
-        """Reading GM elements the other core wrote in this block needs a flag set after those writes."""
-        if self.target != "ascend-910b" or buf.scope != "GM":
+        """Reading GM elements the other core wrote in this block needs a flag set after those writes; reading back
+        what this core changed, a barrier after the store."""
+        if self.target not in ORDERED or buf.scope != "GM":
             return
+        if self.target == "ascend-950":
+            return self._read_after_barrier_950(buf, where)
         w = self.written_by.get(buf.name)
         if w is None:
             return
@@ -140,6 +154,21 @@ class _CrossCore:
             raise SimulationError(f"the {reader} core reads {buf.name}, which the "
                                   f"{writer} core wrote in this block (element {_pt(at, buf.shape)}), without "
                                   f"waiting for a cross-core flag set after that write on its pipe")
+
+    def _read_after_barrier_950(self, buf: Buffer, where) -> None:
+        mine = self.unordered[BLOCK].get(buf.name)
+        if mine is None:
+            return
+        flat = _flat_of(buf, where)
+        if mine[flat].any():
+            at = int(np.reshape(flat, -1)[int(np.argmax(mine[flat]))])
+            raise SimulationError(f"the block reads {buf.name} element {_pt(at, buf.shape)}, which it changed, "
+                                  f"without T.ascend_pipe_barrier(\"PIPE_ALL\") between the store and the load")
+
+    def pipe_barrier_all(self) -> None:
+        """The 950's T.ascend_pipe_barrier("PIPE_ALL"): every pipe of the core completes what it was given, so the
+        block's stores are visible to its later loads."""
+        self.unordered.pop(BLOCK, None)
 
     @property
     def who(self) -> str:

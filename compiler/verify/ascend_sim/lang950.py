@@ -63,6 +63,11 @@ class Lang950(_Common):
              unit_flag_ctrl=None, annotations=None):
         self._m.matmul(A, B, C, bool(transpose_A), bool(transpose_B), clear_accum, "T.gemm")
 
+    def ascend_pipe_barrier(self, pipe_t):
+        if pipe_t != "PIPE_ALL":
+            raise Unsupported(f"T.ascend_pipe_barrier({pipe_t!r}): only PIPE_ALL (every pipe) is modelled")
+        self._m.pipe_barrier_all()
+
     def Pipelined(self, start, stop=None, num_stages=0, order=None, stage=None, annotations=None):  # noqa: N802
         return self._pipelined(start, stop, num_stages)
 

@@ -228,7 +228,7 @@ class _Machine(_Regions, _CrossCore):
             self._gm_read(buf, np.ravel_multi_index(key, buf.shape))
             return buf.data[key]
         shape, idx, active = self._indices(buf, key)
-        if buf.scope == "GM" and self.target == "ascend-910b":
+        if buf.scope == "GM":
             flat = np.ravel_multi_index(idx, buf.shape)
             self._gm_read(buf, flat[active] if active is not None else flat)
         if lanes is not None and lanes.size > 1:

@@ -5,6 +5,8 @@ dependence, through the anti and output dependences folding creates, at the step
 and at every later step.  Each rejected case is run in the interpreter to show the result changes.
 """
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -162,11 +164,67 @@ def test_tilelang_indexes_the_folded_arrays_element_by_element(source, steps, pl
     lower_module(module, "sm_90a")
 
 
-def test_the_950_refuses_folded_storage():
-    prog = loads(SWEEPS + "schedule folded {\nfold_storage(T, t, 1)\n" + ON_HOST + "\n}\n")
-    with pytest.raises(BackendError, match=r"folds the storage of T \(fold_storage\), which the Ascend backends "
-                                           r"do not generate yet"):
-        generate(prog, "folded", target="ascend-950")
+@pytest.mark.parametrize("source, steps, planes", [
+    (SWEEPS, "fold_storage(T, t, 1)\nfold_storage(U, t, 1)\n" + ON_HOST, {"T": 1, "U": 1}),
+    (SWEEPS, "fold_storage(T, t, 1)\nfold_storage(U, t, 1)", {"T": 1, "U": 1}),
+    (TWO_STEPS, "fold_storage(T, t, 2)\nfold_storage(U, t, 1)", {"T": 2, "U": 1}),
+])
+def test_the_950_reads_and_writes_folded_tensors_element_by_element(source, steps, planes, tmp_path):
+    """The 950: a folded tensor kept in memory is a parameter of `planes` rows, every element at its plane, never a
+    T.copy region; the interpreter's bits in the NumPy model; lowered by TileLang."""
+    from tdsl.compiler.driver.generate import python_name
+    from tdsl.compiler.verify.ascend_sim import check_schedule
+
+    prog = loads(source + f"schedule folded {{\n{steps}\n}}\n")
+    text = generate(prog, "folded", target="ascend-950")
+    module = load_module(text, tmp_path / "folded_950.py")
+    in_memory = {name: p for name, p in planes.items() if f"{python_name(module, name)}: T.Tensor(" in text}
+    assert in_memory
+    for name, p in in_memory.items():
+        ident = python_name(module, name)
+        assert f"{ident}: T.Tensor(({p}, " in text and f") % {p}, " in text
+        assert not any(f"{ident}[" in line for line in text.splitlines() if "T.copy(" in line)  # never a region
+    results = check_schedule(prog, "folded", "ascend-950", seed=4)
+    assert "Y" in results and all(r.ok and r.max_abs == 0 for r in results.values()), results
+    if importlib.util.find_spec("tilelang"):
+        from tdsl.backends.tilelang.lowering import lower_module
+
+        lower_module(module, "ascend")
+
+
+# A product over a tensor the schedule folds: the step loop on the host, so that the product's operand is U's one
+# plane in global memory.
+FOLDED_OPERAND = """
+const S = 3, M = 16, K = 16, N = 16
+kernel steps(X: bf16[S, M, K], W: bf16[K, N]) -> (Y: f32[M, N]) {
+  for t < S {
+    U[t, i, k]: bf16 = X[t, i, k] * 2.0
+    V[t, i, j] = sum(k) U[t, i, k] * W[k, j]
+  }
+  Y[i, j] = V[S - 1, i, j]
+}
+schedule folded {
+  fold_storage(U, t, 1)
+  host(U.t)
+}
+"""
+
+
+def test_a_product_over_a_folded_tensor_on_the_ascend_cores():
+    """The 950 gathers the folded operand's tile element by element into UB and copies it to L1 for the cube
+    (within the tolerance of the cube's sum); the 910B, whose operand copies are whole regions, refuses it."""
+    from tdsl.compiler.verify.ascend_sim import check_schedule
+
+    prog = loads(FOLDED_OPERAND)
+    text = generate(prog, "folded", target="ascend-950")
+    assert "U_ub[l0, l1] = U[(l_t) % 1, l0, l1]" in text and "T.copy(U_ub, U_l1)  # UB -> L1" in text
+    assert "T.gemm(U_l0a, W_l0b" in text
+    results = check_schedule(prog, "folded", "ascend-950", seed=4)
+    assert "Y" in results and all(r.ok for r in results.values()), results
+    with pytest.raises(BackendError, match=r"V: a matrix product reads U, whose storage the schedule folds "
+                                           r"\(fold_storage\); the Ascend backends copy operand tiles as whole "
+                                           r"regions"):
+        generate(prog, "folded", target="ascend-910b")
 
 
 @pytest.mark.parametrize("source, steps, planes", [
