@@ -84,8 +84,8 @@ class _CrossCore:
                                   f"mode 2 a flag the cube sets reaches both vector cores, and each must wait for it")
 
     def _gm_store(self, buf: Buffer, pipe, where, value) -> None:
-        """Store `value` at `where` (a tuple of slices or indices) of a buffer; on the 910B, for a GM one, record
-        the elements this core wrote on `pipe` and which of them the store changed."""
+        """Store `value` at `where` (a tuple of slices or indices) of a buffer; on the Ascend targets, for a GM one,
+        record the elements this core wrote on `pipe` and which of them the store changed."""
         if buf.scope != "GM" or self.target not in ORDERED:
             buf.data[where] = value
             return
