@@ -25,15 +25,21 @@ class Stores:
         src = value if value.kind == "tile" else self._materialise(value, shape)
         names = self._region_names(tile)
         region = self.gm_element(stmt, [names[it] for it in lhs])  # a folded dimension at its plane
-        column = self.facts.store_layout(stmt, tile, lhs) == "column"
+        form, lanes_why = self.facts.store_form(stmt, tile, lhs)
+        column = form == "column"
         axes = [a.iter for a in tile.axes]
         # the comparisons on no lane are the whole statement's condition, tested around it
         extra = [a for a in atoms(conjunction(list(unclipped))) if any(mentions(a, it) for it in axes)]
-        # fold_storage: lane by lane (a region could cross the planes' wrap-around; one element cannot)
+        # fold_storage: lane by lane (a region could cross the planes' wrap-around; one element cannot); so is a
+        # region no one copy moves (`store_form`)
         folded = bool(self.facts.planes(stmt)) and bool(axes)
-        if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra) and not folded:
+        if folded:
+            lanes_why = "its storage is folded"
+        if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra) and not folded and form != "lanes":
             return self._store_rows(stmt, tile, lhs, src, unclipped)
-        lanewise = folded or (bool(extra) and not column and self._lanes_of_another_block(extra))
+        if lanes_why is None and extra and not column and self._lanes_of_another_block(extra):
+            lanes_why = "its last lanes are another block's"
+        lanewise = lanes_why is not None
         if extra and not column and not lanewise:  # read-modify-write: the GM tile is kept where the mask is false
             if arg.dtype == "f8e4m3":
                 raise BackendError(f"{stmt}: a store of FP8 bytes under a mask other than the tensor's bounds is not "
@@ -59,7 +65,7 @@ class Stores:
             self.done(src)
             src = _Opnd("tile", out)
         if lanewise:
-            self._store_lanes(stmt, tile, lhs, src.code, arg.dtype)
+            self._store_lanes(stmt, tile, lhs, src.code, arg.dtype, lanes_why)
         elif column:
             self._store_column(stmt, tile, lhs, src.code, arg.dtype)
         else:
@@ -107,9 +113,9 @@ class Stores:
         grid = {v for axis in self.kernel.grid for v in axis.vars}
         return any(mentions(atom, v) for atom in extra for v in grid)
 
-    def _store_lanes(self, stmt, tile, lhs, src: str, dtype: str) -> None:
-        """A tile whose last lanes are another block's (`_lanes_of_another_block`), or of a folded tensor (at its
-        plane: `gm_element`), element by element: each lane inside the tile's mask into the first lane of a row
+    def _store_lanes(self, stmt, tile, lhs, src: str, dtype: str, why: str) -> None:
+        """A tile whose last lanes are another block's (`_lanes_of_another_block`), of a folded tensor (at its
+        plane: `gm_element`), or that no one copy moves (`store_form`), element by element: each lane inside the tile's mask into the first lane of a row
         of whole 32-byte blocks (a UB -> GM copy starts on one), copied to its own GM element.  The other lanes
         are not written at all.  Slow (a copy a lane)."""
         *rows_axis, col = tile.axes
@@ -118,7 +124,6 @@ class Stores:
         depth, at = self.depth, []
         for axis in (*rows_axis, col):
             v = self.fresh("r" if axis is not col else "w")
-            why = "its storage is folded" if self.facts.planes(stmt) else "its last lanes are another block's"
             self.emit(f"for {v} in T.serial({axis.size}):" + (f"  # {stmt} lane by lane: {why}" if not at else ""))
             self.depth += 1
             names[axis.iter] = self._row_code(axis, v)

@@ -13,8 +13,8 @@ from tdsl.backends.ascend910b.vector import compares_values
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import atoms, check_affine, mentions, expr_text as _expr_text
-from tdsl.compiler.lower.passes.ascend910b import (BYTES, UB_ROW_BYTES, NoCopyForm, layout as tile_layout,
-                                                   shift_of, shifted_axis)
+from tdsl.compiler.lower.passes.ascend910b import (BYTES, DEEP_REGION, UB_ROW_BYTES, NoCopyForm, deep_axes,
+                                                   layout as tile_layout, shift_of, shifted_axis)
 from tdsl.compiler.lower.tileir import expr_vars
 from tdsl.compiler.lower.tileir import simplify
 
@@ -271,6 +271,8 @@ class Values:
         layout, lanes_why = None, None  # lanes_why: why the scalar unit reads the tile lane by lane
         if self.facts.planes(e.tensor):  # fold_storage: a region could cross the planes' wrap-around
             lanes_why = "its storage is folded"
+        elif len(deep_axes(e.indices, tile)) > 2:
+            lanes_why = DEEP_REGION
         else:
             try:
                 layout = tile_layout(e.tensor, e.indices, axes, "load")

@@ -3,7 +3,7 @@
 
     program = widen_narrow_tiles(program)   # rows of 32 bytes (GM <-> UB copies), 128 elements with E4M3
     program = split_vector_rows(program)    # each of the AI core's two vector cores takes half the rows
-    program = refuse_deep_copies(program)   # no GM <-> UB copy of more than two tile axes
+    program = refuse_deep_copies(program)   # no product operand over more than two tile axes
     program = assign_cross_core(program)    # GM workspaces and cross-core flags between cube and vector cores
 
 All are pure (`TileProgram -> TileProgram`) and run in compiler/lower/pipeline.py after the units are assigned
@@ -31,7 +31,7 @@ from tdsl.compiler.analysis.placement import MATRIX, matrix_statements, operand_
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.passes.recurrence import passes_through_memory
 from tdsl.compiler.lower.passes.store_masks import tensor_dims, unclipped_atoms
-from tdsl.compiler.lower.tileir import expr_vars, op_expressions, simplify
+from tdsl.compiler.lower.tileir import expr_vars, simplify
 from tdsl.compiler.model import reduce_ops
 
 VID = "__vid"  # the vector core (0 or 1) of a tile whose rows the two vector cores share
@@ -61,27 +61,34 @@ def split_vector_rows(program: T.TileProgram) -> T.TileProgram:
     return dataclasses.replace(program, kernels=out)
 
 
+DEEP_REGION = "it spans more than two tile axes, and a T.copy moves rows and columns"  # why it goes lane by lane
+
+
+def deep_axes(indices, tile: T.Tile) -> list:
+    """The tile axes of more than one element that `indices` walk, in order of appearance.  More than two: no one
+    GM <-> UB copy moves the region (it moves validRow x validCol of the region's last two dimensions only,
+    compiler/verify/ascend_sim/copy_rules.py), so the printer reads and writes it lane by lane."""
+    sizes = {a.iter: a.size for a in tile.axes}
+    return list(dict.fromkeys(v.name for i in indices for v in expr_vars(i) if sizes.get(v.name, 1) > 1))
+
+
 def refuse_deep_copies(program: T.TileProgram) -> T.TileProgram:
-    """BackendError for a vector statement that loads or stores a region of more than two tile axes of more than
-    one element (a 3-D tensor in program order: X[a, b, c] over a 2 x 8 x 8 tile).  The 910B's GM <-> UB copy
-    moves validRow x validCol of the region's last two dimensions only (compiler/verify/ascend_sim/copy_rules.py),
-    so one T.copy cannot move it, and the printer makes no loop of copies."""
+    """BackendError for a product on the vector cores whose operand is a region of more than two tile axes of more
+    than one element (`deep_axes`): its operand tiles are copied whole.  Other loads and stores of such regions go
+    lane by lane (values.py `_load`, stores.py `_store`)."""
     for kernel in program.kernels:
         facts = Kernel910B(program, kernel)
         for op in facts.vector_ops(kernel.body):
-            sizes = {a.iter: a.size for a in op.tile.axes}
-            regions = [(load.tensor, load.indices, "load")
-                       for e in op_expressions(op) for load in T.nodes_in(e, T.Load)]
-            if getattr(op, "store", False):
-                regions.append((op.stmt, [T.Var(it) for it in op.lhs], "store"))
-            for tensor, indices, what in regions:
-                deep = list(dict.fromkeys(v.name for i in indices for v in expr_vars(i) if sizes.get(v.name, 1) > 1))
+            if not (isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot)):
+                continue
+            for load in [n for side in (op.partial.lhs, op.partial.rhs) for n in T.nodes_in(side, T.Load)]:
+                deep = deep_axes(load.indices, op.tile)
                 if len(deep) > 2:
                     raise BackendError(
-                        f"the {what} of {tensor} in statement {op.stmt} covers {len(deep)} tile axes of more than one "
-                        f"element ({', '.join(deep)}), but the 910B's GM <-> UB copies move 2-D regions (rows and "
-                        f"columns); give each tile one value of {', '.join(deep[:-2])} (bind or host its loop, or "
-                        f"split it so that the tile holds one element of it)")
+                        f"the load of {load.tensor} in statement {op.stmt} covers {len(deep)} tile axes of more "
+                        f"than one element ({', '.join(deep)}), but the 910B's GM <-> UB copies move 2-D regions "
+                        f"(rows and columns); give each tile one value of {', '.join(deep[:-2])} (bind or host its "
+                        f"loop, or split it so that the tile holds one element of it)")
     return program
 
 
@@ -317,8 +324,8 @@ class Kernel910B:
         if not narrow:
             return op
         extra = [T.Bin("<=", T.Var(a.iter), simplify(T.Bin("+", a.offset, T.Const(a.size - 1)))) for a in narrow]
-        if getattr(op, "store", False) and self.store_layout(op.stmt, op.tile, op.lhs) != "column":
-            self._check_widened_store(op, narrow, size)
+        if getattr(op, "store", False) and self.store_form(op.stmt, op.tile, op.lhs)[0] == "direct":
+            self._check_widened_store(op, narrow, size)  # a column or lane-by-lane store writes only its lanes
         axes = [T.Axis(a.iter, a.offset, size[a.iter], a.offset_isl) for a in op.tile.axes]
         tile = T.Tile(axes=axes, scalars=op.tile.scalars, mask=conjunction(atoms(op.tile.mask) + extra))
         changes = {"tile": tile}
@@ -350,15 +357,22 @@ class Kernel910B:
 
     # ------------------------------------------------------------ how a tile lies in a tensor
 
-    def store_layout(self, stmt, tile, lhs) -> str:
-        """`layout` for a store of `tile` to stmt[lhs] (the fixed iterators as constants: only the axes matter)."""
+    def store_form(self, stmt, tile, lhs) -> tuple:
+        """(form, why) of a store of `tile` to stmt[lhs]: `layout`'s "direct" or "column", or "lanes" where no one
+        T.copy moves the region (more than two tile axes, `deep_axes`, or no copy form: `NoCopyForm`), with why.
+        The fixed iterators count as constants: only the axes matter."""
+        if len(deep_axes([T.Var(it) for it in lhs], tile)) > 2:
+            return "lanes", DEEP_REGION
         axes = [a.iter for a in tile.axes]
-        return layout(stmt, [T.Var(it) if it in axes else T.Const(0) for it in lhs], axes, "store")
+        try:
+            return layout(stmt, [T.Var(it) if it in axes else T.Const(0) for it in lhs], axes, "store"), None
+        except NoCopyForm:
+            return "lanes", "no T.copy moves its region"
 
 
 class NoCopyForm(BackendError):
-    """A region that no one T.copy moves (`layout`): a load of it is read lane by lane instead (values.py); a
-    store of it is refused with this message."""
+    """A region that no one T.copy moves (`layout`): a load or a store of it goes lane by lane instead (values.py
+    `_load`, `Kernel910B.store_form`)."""
 
 
 def layout(tensor: str, indices, axes, what: str) -> str:
