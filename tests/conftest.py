@@ -1,5 +1,5 @@
 """pytest setup for tdsl's tests: the environment generated kernels need, tests/ on sys.path (for the plain
-helper modules catalog.py, primitive_helpers.py and docs_runner.py), and the `golden` fixture with its
+helper modules catalog.py, primitive_helpers.py, ascend950_memory.py and docs_runner.py), and the `golden` fixture with its
 `--update-golden` option (docs/testing.md, "Golden files")."""
 
 import os
