@@ -22,7 +22,7 @@ from tdsl.compiler.lower.lane_masks import (
     lane_test,
     mentions,
 )
-from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, expr_vars
+from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, axes_not_last, expr_vars
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.model import reduce_ops
 
@@ -505,6 +505,11 @@ class VectorSide:
         shape = [rows, cols]
         held = [max(rows, 128 // cols), cols] if arg.dtype == "f8e4m3" and rows * cols < 128 else shape
         raw = self.alloc(self.fresh(f"{load.tensor}_ub"), held, arg.dtype, "UB", f"tile of {load.tensor}")
+        lanes = axes_not_last(load.indices, tile)
+        if lanes:  # a fixed index after a tile axis (A[r, q, s] at one q): no one copy moves the two axes
+            sub = T.Tile(axes=lanes, scalars=tile.scalars, mask=None)
+            self._load_lanes(load, sub, raw, arg.dtype, "its tile axes are not the tensor's last two dimensions")
+            return self._widen(raw, arg.dtype, held)
         if len(load.indices) > 2:  # batch indices at their one value, the tile's two axes as slices
             region = ", ".join(region_indices(load, tile, self.vars))
         else:
@@ -534,3 +539,4 @@ def compares_values(atom: T.Bin) -> bool:
     """Whether a comparison reads values (a tensor, an earlier statement's register, a running maximum), not
     loop variables and sizes alone."""
     return any(T.nodes_in(side, (T.Load, T.Reg, T.Running, T.Reference)) for side in (atom.lhs, atom.rhs))
+

@@ -34,6 +34,7 @@ from tdsl.compiler.analysis.placement import VECTOR, matrix_statements, unit_of
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.errors import InternalError
 from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.lower.passes.ascend910b import axes_not_last
 
 from tdsl.backends.ascend910b.common import subexpressions
 from tdsl.compiler.lower.tileir import registers_read
@@ -240,8 +241,8 @@ class Ascend950Printer(KernelPrinter):
             self.emit(f"T.copy({ub}, {buf})  # UB -> L1 (vector cores to the cube)")
             return buf
         shape, cache = list(st.shape), st.cache
-        if self._planes(load.tensor):
-            return self._folded_l1(op, load, shape, st.dtype)
+        if not self.region_copy(op, load):  # (the cube's operands are unmasked)
+            return self._gathered_l1(op, load, shape, st.dtype)
         note = (f"cache_read {load.tensor} -> {cache.scope} at {cache.loop}" if cache
                 else f"{load.tensor} staged for the cube (no cache_read in the schedule)")
         buf = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_l1"), shape, st.dtype, st.scope,
@@ -250,12 +251,13 @@ class Ascend950Printer(KernelPrinter):
         self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})  # GM -> L1")
         return buf
 
-    def _folded_l1(self, op, load: T.Load, shape: list, dtype: str) -> str:
-        """A cube operand read from a tensor the schedule folds (fold_storage): its tile gathered element by element
-        at its planes into UB by the vector cores (a GM -> L1 region could cross the planes' wrap-around), then
-        UB -> L1."""
-        ub = self.alloc(self.local(("folded operand", load.tensor), f"{load.tensor}_ub"), shape, dtype, "UB",
-                        f"{load.tensor}, folded: gathered element by element")
+    def _gathered_l1(self, op, load: T.Load, shape: list, dtype: str) -> str:
+        """A cube operand no one GM -> L1 copy moves: a tile of a tensor the schedule folds (fold_storage: a region
+        could cross the planes' wrap-around), or one whose axes are not the tensor's last dimensions (`A[i, q, k]`
+        at one q: a copy moves the region's last two).  Gathered element by element into UB by the vector cores
+        (`copy_in`), then UB -> L1."""
+        ub = self.alloc(self.local(("gathered operand", load.tensor), f"{load.tensor}_ub"), shape, dtype, "UB",
+                        f"{load.tensor}, gathered element by element")
         self.copy_in(op, load, ub, shape, dtype)
         buf = self.alloc(self.local(("L1", load.tensor), f"{load.tensor}_l1"), shape, dtype, "L1",
                          f"{load.tensor} from the vector cores")
@@ -271,8 +273,12 @@ class Ascend950Printer(KernelPrinter):
         b = self.stage_operand(op, 1, "ub")
         self._fma_loop(op, a, ta, b, tb, acc, size[i], size[j], size[k])
 
+    def region_copy(self, op, load) -> bool:
+        # the Ascend copies move the region's last dimensions: a fixed index after a tile axis goes by element
+        return super().region_copy(op, load) and not axes_not_last(load.indices, op.tile)
+
     def copy_in(self, op, load, buf, shape, dtype) -> None:
-        if load.mask is None and not self._planes(load.tensor):
+        if self.region_copy(op, load):
             scope = self.allocated[buf][2]
             self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})  # GM -> "
                       f"{scope}")

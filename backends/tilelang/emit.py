@@ -737,10 +737,15 @@ class KernelPrinter(TileLangDialect):
         tiles are read and written element by element (a T.copy region could cross the planes' wrap-around)."""
         return dict(next((t.fold for t in self.kernel.tensors if t.name == tensor), ()))
 
+    def region_copy(self, op, load: T.Load) -> bool:
+        """Whether one T.copy moves the box of `load` in `op`'s tile: unmasked, and not of a folded tensor (a region
+        could cross the planes' wrap-around).  Otherwise it is copied element by element."""
+        return load.mask is None and not self._planes(load.tensor)
+
     def copy_in(self, op, load: T.Load, buf: str, shape, dtype: str) -> None:
         """Copy the box of `load` in `op`'s tile (a product's, or a Preload's) into `buf`."""
         _, names = self.lanes(op.tile)
-        if load.mask is None and not self._planes(load.tensor):
+        if self.region_copy(op, load):
             self.emit(f"T.copy({operand_region(self.tensor(load.tensor), load, op.tile, self.vars)}, {buf})")
             return
         lanes = iter([self.lane(n) for n in range(len(shape))])

@@ -26,7 +26,7 @@ from typing import Optional
 
 from tdsl.compiler.model.dtypes import BYTES as DTYPE_BYTES
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.lower.lane_masks import atoms, conjunction, expr_of, linear, mentions
+from tdsl.compiler.lower.lane_masks import atoms, conjunction, expr_of, expr_text, linear, mentions
 from tdsl.compiler.analysis.placement import MATRIX, matrix_statements, operand_layout, unit_of
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.passes.recurrence import passes_through_memory
@@ -72,18 +72,37 @@ def deep_axes(indices, tile: T.Tile) -> list:
     return list(dict.fromkeys(v.name for i in indices for v in expr_vars(i) if sizes.get(v.name, 1) > 1))
 
 
+def axes_not_last(indices, tile: T.Tile) -> list:
+    """The tile axes a product operand's `indices` walk, in index order, when they are not its tensor's last
+    dimensions (a fixed index after one of them: `A[i, q, k]` over i and k at one q); [] when they are, so that
+    one copy of the region's last two dimensions moves the tile."""
+    by_name = {a.iter: a for a in tile.axes}
+    at = [n for n, i in enumerate(indices) if any(v.name in by_name for v in expr_vars(i))]
+    if at == list(range(len(indices) - len(at), len(indices))):
+        return []
+    return [by_name[v.name] for n in at for v in expr_vars(indices[n]) if v.name in by_name]
+
+
 def refuse_deep_copies(program: T.TileProgram) -> T.TileProgram:
-    """BackendError for a product on the vector cores whose operand is a region of more than two tile axes of more
-    than one element (`deep_axes`): its operand tiles are copied whole.  Other loads and stores of such regions go
+    """BackendError for a product whose operand tiles no one copy moves: on the vector cores a region of more than
+    two tile axes of more than one element (`deep_axes`; one whose axes are not the tensor's last dimensions is
+    read lane by lane, vector.py `_operand_f32`), on the cube one whose axes are not the tensor's last dimensions
+    (`axes_not_last`: the GM -> L1 copy moves the region's last two).  Other loads and stores of such regions go
     lane by lane (values.py `_load`, stores.py `_store`)."""
     for kernel in program.kernels:
-        facts = Kernel910B(program, kernel)
-        for op in facts.vector_ops(kernel.body):
+        cube = matrix_statements(kernel)
+        for op in T.walk_ops(kernel.body):
             if not (isinstance(op, T.AccUpdate) and isinstance(op.partial, T.Dot)):
                 continue
             for load in [n for side in (op.partial.lhs, op.partial.rhs) for n in T.nodes_in(side, T.Load)]:
+                if op.stmt in cube and axes_not_last(load.indices, op.tile):
+                    raise BackendError(
+                        f"{op.stmt}: the matrix product's operand {expr_text(load)} "
+                        f"has a fixed index after its tile's axes, and the 910B's GM -> L1 copy moves the region's "
+                        f"last two dimensions; make the tile's axes the last indices of {load.tensor}, or generate "
+                        f"for NVIDIA or ascend-950")
                 deep = deep_axes(load.indices, op.tile)
-                if len(deep) > 2:
+                if op.stmt not in cube and len(deep) > 2:
                     raise BackendError(
                         f"the load of {load.tensor} in statement {op.stmt} covers {len(deep)} tile axes of more "
                         f"than one element ({', '.join(deep)}), but the 910B's GM <-> UB copies move 2-D regions "

@@ -168,6 +168,37 @@ def test_910b_moves_what_no_copy_moves_lane_by_lane(sizes):
     assert set(results) == {"Y", "Z", "V"} and all(r.ok and r.max_abs == 0 for r in results.values()), results
 
 
+# A product whose operand has a fixed index after its tile's axes (A[i, q, k] at one q: fuzz seed 5533's doitgen).
+# One copy of the region's last two dimensions does not move the tile.
+MIDDLE_INDEX = """
+kernel k(A: bf16[M, Q, K], B: bf16[K, N]) -> (C: f32[M, Q, N]) {
+  C[i, q, j] = sum(k) A[i, q, k] * B[k, j]
+}
+"""
+
+
+def test_a_product_operand_with_a_fixed_index_after_its_tile_axes():
+    """On the vector cores (a small tile) it is read lane by lane, bit for bit in the model, on both Ascend
+    targets; on the cube the 950 gathers it into UB element by element and copies it to L1 (within the cube's
+    tolerance), and the 910B, whose cube operands come from GM, refuses it naming the way out."""
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.verify.ascend_sim import check_schedule
+
+    small = loads("const M = 5, Q = 1, K = 7, N = 3" + MIDDLE_INDEX)
+    assert "A lane by lane: its tile axes are not the tensor's last two dimensions" in generate(
+        small, None, target="ascend-910b")
+    for target in ("ascend-910b", "ascend-950"):
+        results = check_schedule(small, None, target, seed=1)
+        assert results["C"].ok and results["C"].max_abs == 0, (target, results)
+    cube = loads("const M = 32, Q = 1, K = 32, N = 32" + MIDDLE_INDEX)
+    text = generate(cube, None, target="ascend-950")
+    assert "T.copy(A_ub, A_l1)  # UB -> L1" in text and "T.copy(A[" not in text
+    assert check_schedule(cube, None, "ascend-950", seed=1)["C"].ok
+    with pytest.raises(BackendError, match=re.escape("C: the matrix product's operand A[i, q, k] has a fixed index "
+                                                     "after its tile's axes")):
+        generate(cube, None, target="ascend-910b")
+
+
 def test_910b_runs_a_3d_tensor_once_each_tile_has_one_value_of_its_first_axis():
     """A 3-D tensor with its loop over a bound to the grid: each tile copies one 4 x 5 region."""
     import numpy as np
