@@ -115,8 +115,9 @@ class Stores:
 
     def _store_lanes(self, stmt, tile, lhs, src: str, dtype: str, why: str) -> None:
         """A tile whose last lanes are another block's (`_lanes_of_another_block`), of a folded tensor (at its
-        plane: `gm_element`), or that no one copy moves (`store_form`), element by element: each lane inside the tile's mask into the first lane of a row
-        of whole 32-byte blocks (a UB -> GM copy starts on one), copied to its own GM element.  The other lanes
+        plane: `gm_element`), or that no one copy moves (`store_form`), element by element: each lane inside the
+        tile's mask into the first lane of a row of whole 32-byte blocks (a UB -> GM copy starts on one), copied to
+        its own GM element.  The other lanes
         are not written at all.  Slow (a copy a lane)."""
         *rows_axis, col = tile.axes
         staged = self._column_rows(stmt, col.size, dtype)

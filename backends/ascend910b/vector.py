@@ -556,4 +556,3 @@ def compares_values(atom: T.Bin) -> bool:
     """Whether a comparison reads values (a tensor, an earlier statement's register, a running maximum), not
     loop variables and sizes alone."""
     return any(T.nodes_in(side, (T.Load, T.Reg, T.Running, T.Reference)) for side in (atom.lhs, atom.rhs))
-

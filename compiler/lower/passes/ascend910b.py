@@ -75,7 +75,8 @@ def deep_axes(indices, tile: T.Tile) -> list:
 def axes_not_last(indices, tile: T.Tile) -> list:
     """The tile axes a product operand's `indices` walk, in index order, when they are not its tensor's last
     dimensions (a fixed index after one of them: `A[i, q, k]` over i and k at one q); [] when they are, so that
-    one copy of the region's last two dimensions moves the tile."""
+    one copy of the region's last two dimensions moves the tile.  Both Ascend printers ask it (the 950's copies
+    move the region's last dimensions too)."""
     by_name = {a.iter: a for a in tile.axes}
     at = [n for n, i in enumerate(indices) if any(v.name in by_name for v in expr_vars(i))]
     if at == list(range(len(indices) - len(at), len(indices))):
