@@ -245,15 +245,22 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         if lhs is None or not any(t.name == op.stmt for t in self.kernel.tensors):
             return []
         axes = {a.iter: a for a in op.tile.axes}
-        lowers, uppers = {**self.loop_lowers, VID: 0}, {**self.loop_uppers, VID: 1}  # VID: the vector core
 
-        def kept_by_the_loops(bound: T.Bin) -> bool:  # at the lane `_end_lanes_test` takes it at
+        def at_its_lane(bound: T.Bin) -> T.Bin:  # the lane `_end_lanes_test` takes it at
             it = axes[bound.lhs.name]
             lane = it.offset if bound.op == "<" else simplify(T.Bin("+", it.offset, T.Const(it.size - 1)))
-            return always_holds(substitute(bound, it.iter, lane), lowers, uppers)
+            return substitute(bound, it.iter, lane)
 
         dims = [k for k, it in enumerate(lhs) if it in axes]
-        return [b for b in self._inside(op.stmt, [T.Var(it) for it in lhs], dims) if not kept_by_the_loops(b)]
+        return [b for b in self._inside(op.stmt, [T.Var(it) for it in lhs], dims)
+                if not self._kept_by_the_loops(at_its_lane(b))]
+
+    def _kept_by_the_loops(self, atom: T.Bin, ranges: dict | None = None) -> bool:
+        """Whether `atom` holds at every value of the kernel's loops and of the vector core (`VID`, 0 or 1), and of
+        the variables in `ranges` (name -> (first, last))."""
+        ranges = {VID: (0, 1), **(ranges or {})}
+        return always_holds(atom, {**self.loop_lowers, **{n: lo for n, (lo, _) in ranges.items()}},
+                            {**self.loop_uppers, **{n: hi for n, (_, hi) in ranges.items()}})
 
     def _guard_end_lanes(self, tile: T.Tile, mask) -> bool:
         """`if <this vector core's half of the tile is not wholly outside mask>:` (entered; False if no test) --

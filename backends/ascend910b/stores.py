@@ -32,10 +32,9 @@ class Stores:
         extra = [a for a in atoms(conjunction(list(unclipped))) if any(mentions(a, it) for it in axes)]
         # fold_storage: lane by lane (a region could cross the planes' wrap-around; one element cannot); so is a
         # region no one copy moves (`store_form`)
-        folded = bool(self.facts.planes(stmt)) and bool(axes)
-        if folded:
+        if self.facts.planes(stmt) and axes:
             lanes_why = "its storage is folded"
-        if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra) and not folded and form != "lanes":
+        if len(axes) == 2 and any(not mentions(a, axes[-1]) for a in extra) and lanes_why is None:
             return self._store_rows(stmt, tile, lhs, src, unclipped)
         if lanes_why is None and extra and not column and self._lanes_of_another_block(extra):
             lanes_why = "its last lanes are another block's"

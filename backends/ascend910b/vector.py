@@ -12,7 +12,6 @@ from tdsl.backends.tilelang.emit import float_code, region_indices
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.lane_masks import (
-    always_holds,
     check_affine,
     MODES,
     NEGATE,
@@ -24,7 +23,7 @@ from tdsl.compiler.lower.lane_masks import (
     mentions,
     substitute,
 )
-from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, VID, axes_not_last, expr_vars
+from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, axes_not_last, expr_vars
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.model import reduce_ops
 
@@ -203,11 +202,9 @@ class VectorSide:
     def _row_inside_unproven(self, stmt, row: T.Axis, lhs) -> list:
         """`_row_inside` (stores.py) for the row `row.offset + ROW` of a tile walked row by row, less the comparisons
         the loops' ranges and the row's own (0 .. size - 1) already keep."""
-        lowers = {**self.loop_lowers, VID: 0, ROW: 0}
-        uppers = {**self.loop_uppers, VID: 1, ROW: row.size - 1}
         at = simplify(T.Bin("+", row.offset, T.Var(ROW)))
         return [a for a in self._row_inside(stmt, row.iter, lhs)
-                if not always_holds(substitute(a, row.iter, at), lowers, uppers)]
+                if not self._kept_by_the_loops(substitute(a, row.iter, at), {ROW: (0, row.size - 1)})]
 
     @staticmethod
     def _condition(parts, names) -> str:

@@ -25,7 +25,7 @@ from tdsl.compiler.lower.passes.store_masks import mark_unclipped
 from tdsl.compiler.lower.passes.persistent import refuse_persistent_overflow
 from tdsl.compiler.lower.passes.tma import mark_descriptors
 from tdsl.compiler.lower.passes.warp_specialize import check_warp_specialized, plain_pipelines
-from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_deep_copies,
+from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_uncopyable_operands,
                                                    split_vector_rows, widen_narrow_tiles)
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
 from tdsl.compiler.lower.build import lower
@@ -76,7 +76,7 @@ TARGET_PASSES = {
         refuse_cube_recurrences,  # values through memory are ordered on the vector cores (T.barrier_all)
         widen_narrow_tiles,  # vector tile rows of whole 32-byte blocks (GM <-> UB copies), 128 elements with E4M3
         split_vector_rows,  # each of the AI core's two vector cores takes half of every vector tile's rows
-        refuse_deep_copies,  # no GM <-> UB copy of more than two tile axes of more than one element
+        refuse_uncopyable_operands,  # no product operand that no one copy moves (others go lane by lane)
         assign_cross_core,  # GM workspaces and cross-core flags for tiles passed between cube and vector cores
     ),
 }

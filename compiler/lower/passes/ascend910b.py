@@ -3,7 +3,7 @@
 
     program = widen_narrow_tiles(program)   # rows of 32 bytes (GM <-> UB copies), 128 elements with E4M3
     program = split_vector_rows(program)    # each of the AI core's two vector cores takes half the rows
-    program = refuse_deep_copies(program)   # no product operand over more than two tile axes
+    program = refuse_uncopyable_operands(program)  # no product operand that no one copy moves
     program = assign_cross_core(program)    # GM workspaces and cross-core flags between cube and vector cores
 
 All are pure (`TileProgram -> TileProgram`) and run in compiler/lower/pipeline.py after the units are assigned
@@ -84,7 +84,7 @@ def axes_not_last(indices, tile: T.Tile) -> list:
     return [by_name[v.name] for n in at for v in expr_vars(indices[n]) if v.name in by_name]
 
 
-def refuse_deep_copies(program: T.TileProgram) -> T.TileProgram:
+def refuse_uncopyable_operands(program: T.TileProgram) -> T.TileProgram:
     """BackendError for a product whose operand tiles no one copy moves: on the vector cores a region of more than
     two tile axes of more than one element (`deep_axes`; one whose axes are not the tensor's last dimensions is
     read lane by lane, vector.py `_operand_f32`), on the cube one whose axes are not the tensor's last dimensions

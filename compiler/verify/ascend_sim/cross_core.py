@@ -128,14 +128,17 @@ class _CrossCore:
         if self.target not in ORDERED or buf.scope != "GM":
             return
         if self.target == "ascend-950":
-            return self._read_after_barrier_950(buf, where)
+            at = self._changed_before_a_barrier(BLOCK, buf, where)
+            if at is not None:
+                raise SimulationError(f"the block reads {buf.name} element {_pt(at, buf.shape)}, which it changed, "
+                                      f"without T.ascend_pipe_barrier(\"PIPE_ALL\") between the store and the load")
+            return
         w = self.written_by.get(buf.name)
         if w is None:
             return
         flat = _flat_of(buf, where)
-        mine = self.unordered[self.who].get(buf.name)
-        if mine is not None and mine[flat].any():
-            at = int(np.reshape(flat, -1)[int(np.argmax(mine[flat]))])
+        at = self._changed_before_a_barrier(self.who, buf, flat)
+        if at is not None:
             raise SimulationError(f"{CORE_NAME[CORE_CODE[self.who]]} reads {buf.name} element {_pt(at, buf.shape)}, "
                                   f"which it changed in this block, without T.barrier_all() between the store and "
                                   f"the load (different pipes: MTE3 or FIX, then MTE2)")
@@ -155,15 +158,14 @@ class _CrossCore:
                                   f"{writer} core wrote in this block (element {_pt(at, buf.shape)}), without "
                                   f"waiting for a cross-core flag set after that write on its pipe")
 
-    def _read_after_barrier_950(self, buf: Buffer, where) -> None:
-        mine = self.unordered[BLOCK].get(buf.name)
+    def _changed_before_a_barrier(self, key: str, buf: Buffer, where):
+        """The first of the elements at `where` that core `key` changed since its last barrier (flat), or None."""
+        mine = self.unordered[key].get(buf.name)
         if mine is None:
-            return
-        flat = _flat_of(buf, where)
-        if mine[flat].any():
-            at = int(np.reshape(flat, -1)[int(np.argmax(mine[flat]))])
-            raise SimulationError(f"the block reads {buf.name} element {_pt(at, buf.shape)}, which it changed, "
-                                  f"without T.ascend_pipe_barrier(\"PIPE_ALL\") between the store and the load")
+            return None
+        flat = np.reshape(_flat_of(buf, where), -1)
+        hit = mine[flat]
+        return int(flat[int(np.argmax(hit))]) if hit.any() else None
 
     def pipe_barrier_all(self) -> None:
         """The 950's T.ascend_pipe_barrier("PIPE_ALL"): every pipe of the core completes what it was given, so the
