@@ -5,17 +5,33 @@ Each limit protects a later stage:
 * `MAX_SOURCE_CHARS`: the parser reads about 70,000 tokens a second, so a
   64 KiB program (at most 64 Ki tokens) gets its answer in about a second;
   a larger one is refused before it is parsed.
+* `MAX_NAME_CHARS`: generated functions and modules are named after
+  the program's names with prefixes and suffixes, and Triton and
+  TileLang cache a kernel in files named after its function; a file
+  name has at most 255 bytes.
 * `MAX_EXPR_DEPTH`: the reference interpreter and the generated Python
-  (Triton, TileLang) nest parentheses about once per operator, and
-  Python's parser refuses 200 nested parentheses.  Measured: the
-  interpreter fails at 199 levels, a generated Triton module stops
-  being valid Python at about 300, Triton compiles it for sm_90 at 190;
-  100 leaves a factor of two.
+  (Triton, TileLang, the Ascend modules) nest parentheses once per
+  level, and Python's parser refuses 200 nested parentheses.  A level is
+  what the generated code nests: one per operator, call or read, more
+  for the constructs in `LEVELS` (measured on every backend, the most
+  any of them nests; tests/frontend/test_frontend_limits.py generates
+  each construct at the limit for every backend).  100 leaves a factor
+  of two.
+* `MAX_EXPR_OPERATIONS`: a composed function computes its argument as
+  many times as its definition uses it (silu(x) = x * (1 / (1 + exp(-x)))
+  twice), and the generated code spells it out each time, so nested
+  compositions grow the code exponentially: 4,096 operations keep a
+  module small enough to compile in seconds.
+Both are checked where a statement's expression is written (the parser)
+and where a schedule builds one from several (compute_inline,
+recompute_at): `expression_problem`.
 * `MAX_INT`: indices, sizes and offsets are 32-bit integers in generated
   kernels, so every integer literal, size, tensor dimension and tensor
   element count is at most 2^31 - 1.
-* `MAX_FLOAT`: the widest dtype is f32; a literal beyond its largest
-  finite value would be infinity in every dtype (write `inf` for that).
+* `MAX_FLOAT`: the widest dtype is f32; a literal that rounds beyond its
+  largest finite value would be infinity in every dtype (write `inf` for
+  that); one that rounds to it (3.4028235e+38, as f32 is usually printed)
+  is it.
 
 Reserved words: generated kernels are Python modules, so no name may be a
 Python keyword; iteration domains, sizes and loops are written as isl
@@ -26,12 +42,18 @@ with `__` are left to the compiler's own generated names.
 from __future__ import annotations
 
 import keyword
+import math
 from typing import Optional
 
+from tdsl.frontend import ast
+
 MAX_SOURCE_CHARS = 64 * 1024
+MAX_NAME_CHARS = 64
 MAX_EXPR_DEPTH = 100
+MAX_EXPR_OPERATIONS = 4096
 MAX_INT = 2**31 - 1
 MAX_FLOAT = 3.4028234663852886e38  # the largest finite f32
+F32_OVERFLOW = 2.0**128 - 2.0**103  # half an ulp above MAX_FLOAT: a literal this large rounds to infinity in f32
 
 PYTHON_KEYWORDS = frozenset(keyword.kwlist)
 # The words isl's reader (isl_stream.c) turns into tokens, compared without case.
@@ -44,6 +66,10 @@ ISL_ROLES = frozenset({"iterator", "size", "loop"})
 
 def reserved_name_problem(name: str, role: str) -> Optional[str]:
     """Why `name` cannot name a `role` (tensor, kernel, size, constant, iterator, loop), or None when it can."""
+    if len(name) > MAX_NAME_CHARS:
+        return (f"the {role} name '{name[:16]}...' is {len(name)} characters long, more than the limit of "
+                f"{MAX_NAME_CHARS} (generated functions and the files compilers cache them in are named after it); "
+                f"use a shorter name")
     if name in PYTHON_KEYWORDS:
         return f"'{name}' is a Python keyword and cannot name {_a(role)} (generated kernels are Python)"
     if role in ISL_ROLES and name.lower() in ISL_KEYWORDS:
@@ -77,10 +103,125 @@ def int_problem(digits: str) -> Optional[str]:
 
 def float_problem(text: str, value: float) -> Optional[str]:
     """Why the float literal `text` (parsed as `value`) is out of range, or None."""
-    if abs(value) <= MAX_FLOAT:
+    if abs(value) < F32_OVERFLOW:
         return None
     shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]}"
     return (
-        f"float {shown} is out of range: a float literal must be at most 3.4028235e+38 in magnitude "
-        "(the largest f32); write 'inf' for infinity"
+        f"float {shown} is out of range: a float literal must round to a finite f32, so its magnitude must be "
+        "below 3.40282357e+38 (3.4028235e+38 is the largest f32); write 'inf' for infinity"
     )
+
+
+def float_value(value: float) -> float:
+    """A literal's value in range (`float_problem`), with the literals that round to the largest f32 made it, so
+    that every stage sees the f32 the literal stands for."""
+    return math.copysign(MAX_FLOAT, value) if abs(value) > MAX_FLOAT else value
+
+
+# ---------------------------------------------------------------- the size of an expression
+
+# Levels of generated code a construct nests where that is more than one: the most any backend nests it.
+# TileLang and the 950 keep TVM from folding a difference or a comparison's operands
+# (T.Cast("float32", T.Cast("float64", a - b))), and spell a conversion as casts and clamps.
+SUBTRACTION_LEVELS = 3
+COMPARISON_LEVELS = 3
+CAST_LEVELS = {"bf16": 2, "f16": 2, "f8e4m3": 4}
+
+
+class _Expansion:
+    """The algebra of compiler/model/functions.py over (levels above the argument, operations besides the
+    argument's, uses of the argument): what a composed function adds to its argument's size."""
+
+    NONE = (-1, 0, 0)  # a constant: below the argument, no operation, no use
+
+    def one(self):
+        return self.NONE
+
+    def neg(self, x):
+        return self.call("neg", x)
+
+    def call(self, func, x):
+        return (x[0] + 1, x[1] + 1, x[2])
+
+    def add(self, x, y):
+        return (max(x[0], y[0]) + 1, x[1] + y[1] + 1, x[2] + y[2])
+
+    mul = div = add
+
+
+def _composition_shapes() -> dict:
+    from tdsl.compiler.model.functions import COMPOSITIONS
+
+    return {name: define((0, 0, 1), _Expansion()) for name, define in COMPOSITIONS.items()}
+
+
+COMPOSITION_SHAPES = _composition_shapes()  # sigmoid: 4 levels, 4 operations, x once; silu: 5, 5, twice
+
+
+def node_levels(node) -> int:
+    """The levels of generated code `node` nests around its deepest operand."""
+    if isinstance(node, ast.BinOp) and node.op == "-":
+        return SUBTRACTION_LEVELS
+    if isinstance(node, ast.Compare):
+        return COMPARISON_LEVELS
+    if isinstance(node, ast.Call):
+        if node.func in COMPOSITION_SHAPES:
+            return COMPOSITION_SHAPES[node.func][0]
+        return CAST_LEVELS.get(node.func, 1)
+    return 1
+
+
+def node_operations(node, operands: list) -> int:
+    """The operations the generated code spells for `node`, given its operands' (`operands`)."""
+    if isinstance(node, ast.Call) and node.func in COMPOSITION_SHAPES:
+        _, own, uses = COMPOSITION_SHAPES[node.func]
+        return own + uses * sum(operands)
+    if isinstance(node, (ast.IntLit, ast.FloatLit, ast.Name)):
+        return 0
+    return 1 + sum(operands)
+
+
+def expression_size(expr) -> tuple[int, int]:
+    """(levels, operations) of an expression, counted as `node_levels` and `node_operations` do, walked without
+    recursion (an expression built by inlining may be deeper than Python's stack)."""
+    sizes: dict[int, tuple[int, int]] = {}
+    stack = [(expr, False)]
+    while stack:
+        node, ready = stack.pop()
+        parts = ast.children(node)
+        if not ready:
+            stack.append((node, True))
+            stack.extend((c, False) for c in parts)
+            continue
+        inner = [sizes[id(c)] for c in parts]
+        levels = node_levels(node) + max((d for d, _ in inner), default=0) if inner else 1
+        sizes[id(node)] = (levels, node_operations(node, [n for _, n in inner]))
+    return sizes[id(expr)]
+
+
+def too_deep_message(levels: int) -> str:
+    return (
+        f"this expression nests {levels} levels deep, more than the limit of {MAX_EXPR_DEPTH} (each operator, call "
+        f"or tensor read is a level, a subtraction or comparison 3, a conversion to bf16 or f16 2, to f8e4m3 4, "
+        f"sigmoid and fast_sigmoid 4, silu and fast_silu 5, rsqrt 2: what the generated code nests; "
+        f"'A[i] + A[i] + ...' of N terms nests N + 1); split it into several statements, e.g. T[i] = (first terms) "
+        f"then Y[i] = T[i] + (the rest)"
+    )
+
+
+def too_many_operations_message(operations: int) -> str:
+    return (
+        f"this expression computes {operations:,} operations, more than the limit of {MAX_EXPR_OPERATIONS:,} "
+        f"(silu and fast_silu compute their argument twice, so nesting them doubles the code each time); compute "
+        f"the argument in a statement of its own, e.g. T[i] = silu(X[i]) then Y[i] = silu(T[i])"
+    )
+
+
+def expression_problem(expr) -> Optional[str]:
+    """Why `expr` is too large for the generated code, or None."""
+    levels, operations = expression_size(expr)
+    if levels > MAX_EXPR_DEPTH:
+        return too_deep_message(levels)
+    if operations > MAX_EXPR_OPERATIONS:
+        return too_many_operations_message(operations)
+    return None

@@ -23,7 +23,9 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, Unex
 
 from tdsl.frontend import ast
 from tdsl.frontend.diagnostics import SourceError, escape_char
-from tdsl.frontend.limits import MAX_EXPR_DEPTH, MAX_SOURCE_CHARS, float_problem, int_problem, reserved_name_problem
+from tdsl.frontend.limits import (MAX_EXPR_DEPTH, MAX_EXPR_OPERATIONS, MAX_SOURCE_CHARS, float_problem, float_value,
+                                  int_problem, node_levels, node_operations, reserved_name_problem,
+                                  too_deep_message, too_many_operations_message)
 from tdsl.frontend.printer import expr_text
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -160,7 +162,7 @@ def _float(tok: Token) -> float:
     problem = float_problem(str(tok), value)
     if problem is not None:
         raise SourceError(problem, _tok_span(tok))
-    return value
+    return float_value(value)
 
 
 def _present(items) -> list:
@@ -182,14 +184,6 @@ def _check_dtype(tok: Token) -> str:
     return str(tok)
 
 
-def _too_deep_message(depth: int) -> str:
-    return (
-        f"this expression nests {depth} levels deep, more than the limit of {MAX_EXPR_DEPTH} "
-        f"(each operator, call or tensor read is a level: 'A[i] + A[i] + ...' of N terms nests N + 1); "
-        f"split it into several statements, e.g. T[i] = (first terms) then Y[i] = T[i] + (the rest)"
-    )
-
-
 @v_args(meta=True)
 class _ToAst(Transformer_NonRecursive):
     """Builds `ast` nodes bottom-up; each callback gets the rule's meta (positions).
@@ -200,17 +194,24 @@ class _ToAst(Transformer_NonRecursive):
 
     def __init__(self) -> None:
         super().__init__()
-        self._depths: dict[int, tuple[int, object]] = {}  # id(node) -> (depth, node kept alive); leaves: 1
+        # id(node) -> (levels, operations, node kept alive); leaves: (1, 0)
+        self._sizes: dict[int, tuple[int, int, object]] = {}
 
-    def _depth(self, node) -> int:
-        return self._depths.get(id(node), (1, None))[0]
+    def _size(self, node) -> tuple[int, int]:
+        levels, operations, _ = self._sizes.get(id(node), (1, 0, None))
+        return levels, operations
 
     def _nested(self, node, children: list, span: Optional[ast.Span] = None):
-        """Record `node`'s nesting depth (one more than its deepest child); refuse it past the limit."""
-        depth = 1 + max((self._depth(c) for c in children), default=0)
-        if depth > MAX_EXPR_DEPTH:
-            raise SourceError(_too_deep_message(depth), span or node.span)
-        self._depths[id(node)] = (depth, node)
+        """Record `node`'s size (limits.py: the levels and operations of the code generated for it); refuse it
+        past a limit, at the first subexpression that is."""
+        inner = [self._size(c) for c in children]
+        levels = node_levels(node) + max((d for d, _ in inner), default=0)
+        operations = node_operations(node, [n for _, n in inner])
+        if levels > MAX_EXPR_DEPTH:
+            raise SourceError(too_deep_message(levels), span or node.span)
+        if operations > MAX_EXPR_OPERATIONS:
+            raise SourceError(too_many_operations_message(operations), span or node.span)
+        self._sizes[id(node)] = (levels, operations, node)
         return node
 
     # -------------------------------------------------- program

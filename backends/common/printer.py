@@ -17,11 +17,24 @@ being printed, innermost last).
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.errors import InternalError
 from tdsl.compiler.model.functions import PRIMITIVES
+
+
+def float_literal(value, spellings: dict) -> str:
+    """A float constant as code in a dialect that spells "inf", "-inf" and "nan" as `spellings` says: `repr`
+    would write the bare names `inf` and `nan`, which no module defines (a program's `0.0 / 0.0` folds to NaN,
+    compiler/lower/loads.py `fold_constants`)."""
+    value = float(value)
+    if math.isnan(value):
+        return spellings["nan"]
+    if math.isinf(value):
+        return spellings["inf" if value > 0 else "-inf"]
+    return repr(value)
 
 
 def call_code(spellings: dict, func: str, args: list) -> str:

@@ -41,7 +41,7 @@ from tdsl.backends.common.dtypes import TILELANG
 from tdsl.backends.common.launcher import epilogue, host_loops, prologue
 from tdsl.backends.common.module import dynamic_sizes, launcher_fields, module_text
 from tdsl.backends.common.names import ModuleNames
-from tdsl.backends.common.printer import PrinterBase, call_code
+from tdsl.backends.common.printer import PrinterBase, call_code, float_literal
 from tdsl.compiler.analysis.placement import VECTOR, unit_of
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
@@ -1276,9 +1276,8 @@ def kernel_arrays(kernel: T.TileKernel) -> list[T.TensorArg]:
 
 
 def float_code(value) -> str:
-    """A float constant as TileLang code, infinities as T.infinity (also the 910B dialect's spelling)."""
-    value = float(value)
-    if math.isinf(value):
-        return 'T.infinity("float32")' if value > 0 else '-T.infinity("float32")'
-    return repr(value)
+    """A float constant as TileLang code, infinities as T.infinity (also the 910B dialect's spelling), NaN as
+    Python's NaN cast to f32 (TVM's CUDA printer writes CUDART_NAN_F)."""
+    return float_literal(value, {"inf": 'T.infinity("float32")', "-inf": '-T.infinity("float32")',
+                                 "nan": 'T.Cast("float32", float("nan"))'})
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from tdsl.backends.common.dtypes import TRITON
 from tdsl.backends.common.module import launcher_fields, module_text
 from tdsl.backends.common.names import ModuleNames
-from tdsl.backends.common.printer import PrinterBase, call_code
+from tdsl.backends.common.printer import PrinterBase, call_code, float_literal
 from tdsl.backends.triton.index import Frame, condition_code, index_code, mask_code, strides
 from tdsl.backends.triton.launcher import GRID_AXES, launcher
 from tdsl.compiler.analysis.placement import VECTOR, unit_of
@@ -576,8 +576,5 @@ def _call(func: str, args: list) -> str:
 
 
 def _literal(value) -> str:
-    """A float constant as Triton code (infinities as float("inf"))."""
-    value = float(value)
-    if math.isinf(value):
-        return 'float("inf")' if value > 0 else 'float("-inf")'
-    return repr(value)
+    """A float constant as Triton code (Python's own spellings of infinity and NaN)."""
+    return float_literal(value, {"inf": 'float("inf")', "-inf": 'float("-inf")', "nan": 'float("nan")'})

@@ -54,6 +54,30 @@ class Program:
                 err.located(self.ast.source, self.ast.filename)
             raise
 
+    def block_kernel(self, block: ast.ScheduleBlock, kernel: Optional[str] = None) -> str:
+        """The kernel a schedule block applies to; `kernel`, where given, must be that one."""
+        if kernel is not None and block.kernel not in (None, kernel):
+            self.kernel_name(kernel)  # an unknown kernel is reported as such
+            raise TdslError(f"schedule '{block.name}' is for kernel {block.kernel}, not {kernel}: name one of "
+                            f"{kernel}'s schedules ({', '.join(self.schedules_of(kernel)) or 'it has none'}) or "
+                            f"--kernel {block.kernel}")
+        return block.kernel or self.kernel_name(kernel)
+
+    def schedules_of(self, kernel: str) -> list[str]:
+        """The names of the schedule blocks written for `kernel`, in the file's order."""
+        return [b.name for b in self.ast.schedules if b.kernel in (None, kernel)]
+
+    def select(self, kernel: Optional[str] = None, schedule: Optional[str] = None) -> tuple[str, Optional[str]]:
+        """(kernel, schedule block name or None for program order) that a command works on.  A named block
+        fixes the kernel; otherwise the kernel (named, or the program's only one) and its first block, or
+        program order for `schedule == "none"` or a kernel without blocks."""
+        if schedule not in (None, "none"):
+            return self.block_kernel(self.block(schedule), kernel), schedule
+        kernel = self.kernel_name(kernel)
+        if schedule == "none":
+            return kernel, None
+        return kernel, next(iter(self.schedules_of(kernel)), None)
+
     def block(self, name: str) -> ast.ScheduleBlock:
         for block in self.ast.schedules:
             if block.name == name:
@@ -66,7 +90,7 @@ class Program:
         if name is None:
             return Schedule(self.model(kernel, sizes), program=self)
         block = self.block(name)
-        sched = Schedule(self.model(block.kernel or kernel, sizes), name, program=self)
+        sched = Schedule(self.model(self.block_kernel(block, kernel), sizes), name, program=self)
         return apply_block(sched, block, self.ast.source, self.ast.filename)
 
 

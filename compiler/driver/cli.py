@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -32,6 +33,14 @@ from tdsl.compiler.errors import InternalError
 MAX_INTERPRETED_INSTANCES = 2_000_000
 
 
+def decimal(text: str) -> int:
+    """A whole number written in ASCII decimal digits, with an optional sign; anything else (Python's int()
+    also takes '1_000' and other scripts' digits, '１０') is a ValueError."""
+    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", text):
+        raise ValueError(text)
+    return int(text)
+
+
 def parse_sizes(text: Optional[str]) -> dict:
     if not text:
         return {}
@@ -44,7 +53,7 @@ def parse_sizes(text: Optional[str]) -> dict:
         if name in sizes:
             raise TdslError(f"--size gives {name} twice; give each size once")
         try:
-            sizes[name] = int(value)
+            sizes[name] = decimal(value)
         except ValueError:
             raise TdslError(f"--size {name}: '{value}' is not an integer") from None
         if sizes[name] < 1:
@@ -59,7 +68,7 @@ def int_in(low: int, high: Optional[int] = None, what: str = "a whole number"):
 
     def convert(text: str) -> int:
         try:
-            value = int(text)
+            value = decimal(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"'{text}' is not a whole number: give {what} {span}") from None
         if value < low or (high is not None and value > high):
@@ -78,11 +87,20 @@ def _program(args):
     return load(args.program, sizes=parse_sizes(getattr(args, "size", None)))
 
 
-def _default_schedule(prog, name: Optional[str]) -> Optional[str]:
-    """The schedule a command works on: the one named, else the program's first."""
-    if name is not None:
-        return None if name == "none" else name
-    return prog.schedule_names[0] if prog.schedule_names else None
+def _default_schedule(prog, args) -> Optional[str]:
+    """The schedule a command works on: the one named, else its kernel's first (None: program order).  Sets
+    `args.kernel` to the kernel that schedule is for, so that every later step works on the same kernel."""
+    args.kernel, name = prog.select(args.kernel, args.schedule)
+    return name
+
+
+def _all_schedules(prog, args) -> list[str]:
+    """`--all`: every schedule block of the kernel named with --kernel, or of every kernel."""
+    if args.schedule is not None:
+        raise TdslError("choose --all or --schedule, not both")
+    if args.kernel is None:
+        return prog.schedule_names
+    return prog.schedules_of(prog.kernel_name(args.kernel))
 
 
 # ---------------------------------------------------------------- commands
@@ -91,7 +109,7 @@ def _default_schedule(prog, name: Optional[str]) -> Optional[str]:
 def cmd_tree(args) -> int:
     out = _tree_output(args)  # refused before any work
     prog = _program(args)
-    name = _default_schedule(prog, args.schedule)
+    name = _default_schedule(prog, args)
     views = [("before: program order", prog.schedule(None, kernel=args.kernel))]
     if name is not None:  # errors before any output
         views.append((f"after: schedule {name}", prog.schedule(name, kernel=args.kernel)))
@@ -151,7 +169,7 @@ def cmd_check(args) -> int:
         deps = len(prog.schedule(None, kernel=args.kernel).deps)
         print(f"program order: legal (0 steps, {deps} dependence{'s' * (deps != 1)})")
         return 0
-    names = prog.schedule_names if args.all else [_default_schedule(prog, args.schedule)]
+    names = _all_schedules(prog, args) if args.all else [_default_schedule(prog, args)]
     names = [n for n in names if n is not None]
     if not names:
         raise TdslError(f"{prog.filename} has no schedule to check")
@@ -198,7 +216,7 @@ def cmd_compile(args) -> int:
 
     out = output_path(args.output, args.program)  # refused before the (slow) compilation
     prog = _program(args)
-    name = _default_schedule(prog, args.schedule)
+    name = _default_schedule(prog, args)
     if args.tuned:
         from tdsl.compiler.driver.tune_command import tuned_program
 
@@ -323,7 +341,7 @@ def cmd_run_target(args) -> int:
     from tdsl.compiler.verify import compare_outputs
 
     prog = _program(args)
-    name = _default_schedule(prog, args.schedule)
+    name = _default_schedule(prog, args)
     original = prog.schedule(None, kernel=args.kernel)
     model = original.model
     kind, backend, device_name = resolve_target(args.target, args.backend)
@@ -400,7 +418,8 @@ def cmd_run(args) -> int:
     from tdsl.compiler.verify import online_bound
 
     prog = _program(args)
-    name = _default_schedule(prog, args.schedule)
+    names = _all_schedules(prog, args) if args.all else None
+    name = _default_schedule(prog, args)
     original = prog.schedule(None, kernel=args.kernel)
     model = original.model
     if model.params:
@@ -414,7 +433,7 @@ def cmd_run(args) -> int:
     inputs = random_inputs(model, args.seed)
     reference = interpret(model, original.time_map(), inputs)
     print(f"kernel {model.name}: {count:,} instances, seed {args.seed}")
-    names = prog.schedule_names if args.all else [name]
+    names = [name] if names is None else names
     if names == [None]:
         _print_outputs(model, reference)
         return 0
@@ -480,7 +499,7 @@ def cmd_cost(args) -> int:
     if args.plot:
         _check_plot_output(args.plot, args.program)
     prog = _program(args)
-    name = _default_schedule(prog, args.schedule)
+    name = _default_schedule(prog, args)
     target = get_target(args.target)
     if args.sweep or args.fit:
         return _cost_sweep(prog, name, target, args)
@@ -520,6 +539,10 @@ def _cost_sweep(prog, name: Optional[str], target, args) -> int:
         raise TdslError("--sweep and --fit need a schedule block whose split/tile factors they change")
     generator, backend = _cost_backend(args)
     axes = [_sweep_axis(text) for text in args.sweep or []]
+    named = [loop for loops, _ in axes for loop in loops]
+    twice = sorted({loop for loop in named if named.count(loop) > 1})
+    if twice:
+        raise TdslError(f"--sweep names {', '.join(twice)} more than once; give each loop's values in one --sweep")
     rows = sweep(prog, name, target, axes, fit_loop=args.fit, kernel=args.kernel, regs=args.regs, backend=backend)
     if args.json:
         import json
@@ -549,7 +572,7 @@ def _sweep_axis(text: str):
     loops, eq, values = text.partition("=")
     names = [n.strip() for n in loops.split(",") if n.strip()]
     try:
-        numbers = [int(v) for v in values.split(",") if v.strip()]
+        numbers = [decimal(v) for v in values.split(",") if v.strip()]
     except ValueError:
         numbers = []
     if not eq or not names or not numbers or any(v < 1 for v in numbers):

@@ -35,7 +35,12 @@ def atoms(mask: T.Expr | None) -> list:
         return atoms(mask.lhs) + atoms(mask.rhs)
     if isinstance(mask, T.Bin) and mask.op in MODES:
         return [_without_cancelled(mask)]
-    raise BackendError(f"the mask {expr_text(mask)} is not a conjunction of comparisons; no ascend-910b form")
+    raise BackendError(
+        f"the elements of this tile are chosen by {expr_text(mask)} (l_x is loop x of the schedule), which is not "
+        f"a conjunction of comparisons: the 910B's vector core selects lanes by comparisons joined with 'and' only. "
+        f"Such a condition usually comes from a statement computed at a loop where its instances fall at several "
+        f"offsets (compute_at or recompute_at of a stencil's producer): keep that statement in a loop nest of its "
+        f"own, or compile for ascend-950 or nvidia")
 
 
 def _without_cancelled(atom: T.Bin) -> T.Bin:

@@ -69,8 +69,8 @@ class ValueLowering:
             if e.func == "where":
                 return Select(v(e.args[0]), v(e.args[1]), v(e.args[2]))
             if e.func in COMPOSITIONS:  # backends implement primitives only (compiler/model/functions.py)
-                return expand_tile(e.func, v(e.args[0]))
-            return Call(e.func, tuple(v(a) for a in e.args))
+                return _folded(expand_tile(e.func, v(e.args[0])))
+            return fold_constants(Call(e.func, tuple(v(a) for a in e.args)))
         if isinstance(e, ast.Access):
             return self._access(e, stmt, tile, context)
         raise BackendError(f"{expr_source(e)}: no tile form for this expression")
@@ -224,23 +224,39 @@ class ValueLowering:
 
 
 def fold_constants(e: Expr) -> Expr:
-    """Arithmetic and roundings of constants, computed now with the program's f32 semantics (each operation
-    rounded to f32; a cast rounds to its dtype), so no backend evaluates them in another precision (Python
-    floats are f64) or has to apply a rounding helper to a plain number."""
+    """Arithmetic, roundings and primitive functions of constants, computed now with the program's f32 semantics
+    (each operation rounded to f32; a cast rounds to its dtype; a function as the reference interpreter computes
+    it), so no backend evaluates them in another precision (Python floats are f64), has to apply a rounding
+    helper to a plain number, or hands Python a constant expression it refuses (`1.0 / 0.0` of
+    `fast_inverse(0.0)` raises ZeroDivisionError where the interpreter's f32 division gives infinity)."""
     import numpy as np
 
     from tdsl.compiler.model import dtypes
+    from tdsl.compiler.reference.runtime import primitive_function
 
     def value(x):
         return np.float32(x.value) if isinstance(x, Const) else None
 
     with np.errstate(all="ignore"):
+        if isinstance(e, Call) and all(value(a) is not None for a in e.args):  # the interpreter's own function
+            return Const(float(primitive_function(e.func)(*(value(a) for a in e.args))))
         if isinstance(e, Neg) and value(e.operand) is not None:
             return Const(float(-value(e.operand)))
         if isinstance(e, Round) and value(e.operand) is not None:
             return Const(float(dtypes.round_to(e.dtype, value(e.operand))))
         if isinstance(e, Bin) and e.op in _F32_OPS and value(e.lhs) is not None and value(e.rhs) is not None:
             return Const(float(_F32_OPS[e.op](value(e.lhs), value(e.rhs))))
+    return e
+
+
+def _folded(e: Expr) -> Expr:
+    """`fold_constants` from the leaves up, over an expression built at once (a composition's expansion)."""
+    if isinstance(e, Neg):
+        return fold_constants(Neg(_folded(e.operand)))
+    if isinstance(e, Bin):
+        return fold_constants(Bin(e.op, _folded(e.lhs), _folded(e.rhs)))
+    if isinstance(e, Call):
+        return fold_constants(Call(e.func, tuple(_folded(a) for a in e.args)))
     return e
 
 

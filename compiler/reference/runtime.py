@@ -219,6 +219,12 @@ def _approximate_exponentials(variant: int) -> tuple:
     return exp, exp2
 
 
+def primitive_function(func: str):
+    """The f32 function of the primitive `func` (compiler/model/functions.py PRIMITIVES) that the interpreter
+    calls; also what the lowering folds a call of constants with (compiler/lower/loads.py `fold_constants`)."""
+    return _runtime_namespace(None)[f"_f{func}" if func in ("max", "min") else f"_{func}"]
+
+
 def _runtime_namespace(trace: Optional[Trace], variant: Optional[int] = None) -> dict:
     """The statements' namespace; with `variant`, exp and exp2 approximate (`_approximate_exponentials`)."""
     exp, exp2 = _approximate_exponentials(variant) if variant is not None else (_exp, _exp2)

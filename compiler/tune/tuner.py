@@ -76,6 +76,10 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
     records = tuning_log.of_workload(tuning_log.read(log_path), workload) if log_path else []
     gpus = getattr(runner, "gpus", 0) if runner else 0
     budget = max(0, ((DEFAULT_TRIALS if gpus else 0) if trials is None else trials) - len(records))
+    if budget and runner is not None and backend == "tilelang" and not gpus:
+        raise TdslError("TileLang kernels run only on an NVIDIA GPU, and the executor has none: leave --trials out "
+                        "(or give 0) to rank by the model alone, or tune --backend triton, whose candidates are "
+                        "checked under Triton's interpreter on the CPU")
     if budget and runner is not None:
         result.blocks = program_blocks(prog, kernel, sizes, found) if blocks else []
         result.executor = runner.describe()

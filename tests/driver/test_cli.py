@@ -332,6 +332,12 @@ def test_run_says_what_a_target_cannot_run_here():
     (("cost", "examples/gemm.tdsl", "--regs", "256"), "argument --regs: 256 is out of range"),
     (("cost", "examples/gemm.tdsl", "--regs", "-5"), "argument --regs: -5 is out of range"),
     (("run", "examples/gemm.tdsl", "--interp", "--size", "M=3,M=4"), "--size gives M twice; give each size once"),
+    # Python's int() also reads other scripts' digits and underscores
+    (("run", "examples/gemm.tdsl", "--interp", "--size", "M=\uff18"), "--size M: '\uff18' is not an integer"),
+    (("run", "examples/gemm.tdsl", "--interp", "--size", "M=1_0"), "--size M: '1_0' is not an integer"),
+    (("run", "examples/gemm.tdsl", "--interp", "--seed", "1_0"), "'1_0' is not a whole number"),
+    (("cost", "examples/gemm.tdsl", "--sweep", "io=32", "--sweep", "io=64"), "--sweep names io more than once"),
+    (("check", "examples/gemm.tdsl", "--all", "--schedule", "tiled"), "choose --all or --schedule, not both"),
 ])
 def test_numbers_out_of_their_range_are_usage_errors(args, says):
     proc = tdsl(*args)
@@ -346,3 +352,57 @@ def test_a_keyword_given_twice_in_a_step_is_a_located_error(tmp_path, step, keyw
     proc = tdsl("check", str(prog))
     assert proc.returncode == 2 and f"{prog}:6:" in proc.stderr, proc.stderr
     assert f"'{keyword}' is given twice in this step" in proc.stderr and "^" in proc.stderr
+
+
+TWO_KERNELS = """\
+const N = 8
+kernel f(X: f32[N]) -> (Y: f32[N]) {
+  Y[i] = X[i] + 1.0
+}
+kernel g(X: f32[N]) -> (Y: f32[N]) {
+  Y[i] = X[i] * 2.0
+}
+schedule s for g {
+  io, ii = split(Y.i, 4)
+}
+schedule t for f {
+  bind(Y.i, grid.x)
+}
+"""
+
+
+def test_a_kernel_named_with_kernel_gets_its_own_schedule_and_never_another_kernels(tmp_path):
+    # Once the file's first block (`s`, for g) was used with --kernel f: run reported a MISMATCH (g's kernel
+    # against f's interpreter), compile wrote g's module for f, check called s legal for f.
+    prog = tmp_path / "two.tdsl"
+    prog.write_text(TWO_KERNELS)
+    proc = tdsl("compile", str(prog), "--kernel", "f", "-o", str(tmp_path / "f.py"))
+    assert proc.returncode == 0 and "schedule t" in proc.stdout, proc.stderr
+    assert "# kernel f(" in (tmp_path / "f.py").read_text()
+    proc = tdsl("run", str(prog), "--kernel", "f", "--interp")
+    assert proc.returncode == 0 and "schedule t vs program order: bit-identical" in proc.stdout, proc.stdout
+    for command in (["check"], ["compile", "-o", str(tmp_path / "x.py")], ["cost"], ["tree"], ["fuse"],
+                    ["run", "--interp"]):
+        proc = tdsl(command[0], str(prog), "--kernel", "f", "--schedule", "s", *command[1:])
+        assert proc.returncode == 2, (command, proc.stdout)
+        assert "schedule 's' is for kernel g, not f: name one of f's schedules (t) or --kernel g" in proc.stderr
+    # a block names its kernel: without --kernel it is used on that one; without either, every command asks
+    proc = tdsl("check", str(prog), "--schedule", "s")
+    assert proc.returncode == 0 and "schedule s: legal" in proc.stdout
+    extra = {"run": ["--interp"], "compile": ["-o", str(tmp_path / "x.py")]}
+    for command in ("check", "compile", "cost", "tree", "run"):
+        proc = tdsl(command, str(prog), *extra.get(command, []))
+        assert proc.returncode == 2 and "has several kernels (f, g); name one" in proc.stderr, (command, proc.stderr)
+    proc = tdsl("check", str(prog), "--all", "--kernel", "g")
+    assert proc.returncode == 0 and "schedule s: legal" in proc.stdout and "schedule t" not in proc.stdout
+
+
+def test_tune_checks_tilelang_candidates_only_on_a_gpu(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    proc = tdsl("tune", "examples/softmax.tdsl", "--size", "M=8,N=16", "--trials", "1", "--samples", "4", "--quiet",
+                "--backend", "tilelang")
+    assert proc.returncode == 2
+    assert "TileLang kernels run only on an NVIDIA GPU, and the executor has none" in proc.stderr, proc.stderr

@@ -311,7 +311,7 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:10: error: this expression nests 101 levels deep, more than the limit of 100 (each operator, call or tensor read is a level: 'A[i] + A[i] + ...' of N terms nests N + 1); split it into several statements, e.g. T[i] = (first terms) then Y[i] = T[i] + (the rest)
+        prog.tdsl:3:10: error: this expression nests 101 levels deep, more than the limit of 100 (each operator, call or tensor read is a level, a subtraction or comparison 3, a conversion to bf16 or f16 2, to f8e4m3 4, sigmoid and fast_sigmoid 4, silu and fast_silu 5, rsqrt 2: what the generated code nests; 'A[i] + A[i] + ...' of N terms nests N + 1); split it into several statements, e.g. T[i] = (first terms) then Y[i] = T[i] + (the rest)
             Y[i] = """ + "1 + " * 37 + "1 +..." + """
                    """ + "^" * 151 + """
         """,
@@ -348,7 +348,7 @@ CASES = {
         kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] * big }
         """,
         """
-        prog.tdsl:2:14: error: float 1e999 is out of range: a float literal must be at most 3.4028235e+38 in magnitude (the largest f32); write 'inf' for infinity
+        prog.tdsl:2:14: error: float 1e999 is out of range: a float literal must round to a finite f32, so its magnitude must be below 3.40282357e+38 (3.4028235e+38 is the largest f32); write 'inf' for infinity
           const big = -1e999
                        ^^^^^
         """,

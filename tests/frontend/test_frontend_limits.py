@@ -43,7 +43,8 @@ AT_THE_LIMIT = {
     "negations": PROGRAM % ("-" * LEVELS + "A[i]"),
     "calls": PROGRAM % ("exp(" * LEVELS + "A[i]" + ")" * LEVELS),
     "right_nested_sum": PROGRAM % ("A[i] + (" * LEVELS + "A[i]" + ")" * LEVELS),
-    "casts_and_where": PROGRAM % ("bf16(where(i < 4, " * (LEVELS // 2) + "A[i]" + ", 1.0))" * (LEVELS // 2)),
+    # a conversion to bf16 nests 2 levels of generated code, `where` 1
+    "casts_and_where": PROGRAM % ("bf16(where(i < 4, " * (LEVELS // 3) + "A[i]" + ", 1.0))" * (LEVELS // 3)),
 }
 
 
@@ -58,6 +59,142 @@ def test_an_expression_at_the_depth_limit_goes_through_the_interpreter_and_the_t
     code, output = _cli("compile", str(path), "--target", "nvidia", "-o", str(out))
     assert code == 0, output
     compile(out.read_text(), str(out), "exec")  # Python accepts the generated module's nesting
+
+
+# Every construct of an expression, nested around a read: `{}` is the expression inside.
+CONSTRUCTS = {
+    "add": "{} + 1.0", "sub": "{} - 1.0", "mul": "{} * 1.5", "div": "{} / 1.5", "neg": "-{}",
+    "compare": "where({} < 1.0, 1.0, 2.0)", "where": "where(i < 4, {}, 1.0)", "max": "max({}, A[i])",
+    "min": "min(A[i], {})", "exp": "exp({})", "log": "log({})", "sqrt": "sqrt({})", "abs": "abs({})",
+    "tanh": "tanh({})", "exp2": "exp2({})", "fma": "fma({}, 1.5, A[i])", "fast_inverse": "fast_inverse({})",
+    "bf16": "bf16({})", "f16": "f16({})", "f8e4m3": "f8e4m3({})", "rsqrt": "rsqrt({})", "sigmoid": "sigmoid({})",
+    "fast_sigmoid": "fast_sigmoid({})", "silu": "silu({})", "fast_silu": "fast_silu({})",
+}
+# Levels of generated code per construct (frontend/limits.py: the most any backend nests), and where the
+# count at the limit is not LEVELS over them: `where`'s condition `i < 4` is 4 levels deep itself, and the
+# compositions that compute their argument twice are bounded by their operations (6 * 2^n - 5 <= 4096).
+LEVELS_OF = {"sub": 3, "compare": 4, "bf16": 2, "f16": 2, "f8e4m3": 4, "rsqrt": 2, "sigmoid": 4, "fast_sigmoid": 4}
+NESTED_AT_MOST = {"where": LEVELS - 2, "silu": 9, "fast_silu": 9}
+# What a backend refuses whatever the nesting, with its reason (the Ascend targets spell no tanh, exp2 or fma;
+# the 910B converts to E4M3 in whole 256-byte repeats).
+REFUSED = {("ascend-910b", "tanh"), ("ascend-910b", "exp2"), ("ascend-950", "exp2"), ("ascend-910b", "fma"),
+           ("ascend-950", "fma"), ("ascend-910b", "f8e4m3")}
+
+
+def _nested(construct: str, times: int) -> str:
+    e = "A[i]"
+    for _ in range(times):
+        e = CONSTRUCTS[construct].format(e)
+    return PROGRAM % e
+
+
+@pytest.mark.parametrize("construct", list(CONSTRUCTS))
+def test_every_construct_nested_to_the_limit_generates_python_on_every_backend(construct, tmp_path):
+    # The limit counts what the generated code nests, so a module at the limit is valid Python on every
+    # backend (the 950 and TileLang nest a difference 3 levels deep, a conversion to E4M3 4) and one more
+    # level is refused with its position, never a module Python cannot read.
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.driver.generate import generate
+    from tdsl.compiler.errors import BackendError
+
+    times = NESTED_AT_MOST.get(construct, LEVELS // LEVELS_OF.get(construct, 1))
+    with pytest.raises(SourceError, match="levels deep|operations, more than the limit"):
+        load_source(_nested(construct, times + 1), "deep.tdsl")
+    prog = loads(_nested(construct, times), "deep.tdsl")
+    for target, backend in (("nvidia", "triton"), ("nvidia", "tilelang"), ("ascend-910b", None),
+                            ("ascend-950", None)):
+        try:
+            text = generate(prog, "halves", target=target, backend=backend)
+        except BackendError as err:
+            assert (target, construct) in REFUSED, f"{target}: {err}"
+            continue
+        assert (target, construct) not in REFUSED
+        compile(text, f"{target}-{backend}.py", "exec")
+
+
+def test_nested_compositions_past_the_operation_limit_are_refused_with_their_position(tmp_path):
+    # silu computes its argument twice: ten nested calls would spell out 6,139 operations.
+    path = tmp_path / "silu.tdsl"
+    path.write_text(_nested("silu", 10))
+    code, output = _cli("compile", str(path), "--target", "nvidia", "-o", str(tmp_path / "silu.py"))
+    assert code == 2
+    assert output.startswith(f"{path}:3:10: error: this expression computes 6,139 operations, more than the limit "
+                             f"of 4,096")
+
+
+def test_inlining_past_a_limit_is_refused_by_the_primitive(tmp_path):
+    # Each statement is within the limits; inlined into one another they would not be (the generated code of
+    # three inlined statements used to be a module Python refused: "too many nested parentheses").
+    chain = " - 1.0" * 12  # 38 levels each: two inlined 74, three 110
+    path = tmp_path / "inline.tdsl"
+    path.write_text(f"""\
+const N = 8
+kernel f(X: f32[N]) -> (Y: f32[N]) {{
+  A[i] = X[i]{chain}
+  B[i] = A[i]{chain}
+  Y[i] = B[i]{chain}
+}}
+schedule one {{
+  compute_inline(A)
+}}
+schedule two {{
+  compute_inline(A)
+  compute_inline(B)
+}}
+""")
+    code, output = _cli("check", str(path), "--schedule", "two")
+    assert code == 2, output
+    assert f"{path}:12:3: error: compute_inline: Y would compute an expression too large to generate: this " \
+           f"expression nests 110 levels deep" in output
+    assert "or keep B stored (compute_at it instead of inlining it)" in output
+    code, output = _cli("check", str(path), "--schedule", "one")
+    assert code == 0, output
+    nested = "silu(" * 6 + "{}" + ")" * 6
+    path.write_text(f"""\
+const N = 8
+kernel f(X: f32[N]) -> (Y: f32[N]) {{
+  B[i] = {nested.format("X[i]")}
+  Y[i] = {nested.format("B[i]")}
+}}
+schedule s {{
+  compute_inline(B)
+}}
+""")
+    code, output = _cli("check", str(path))
+    assert code == 2, output
+    assert "compute_inline: Y would compute an expression too large to generate: this expression computes " \
+           "24,571 operations" in output
+
+
+@pytest.mark.parametrize("length, ok", [(64, True), (65, False)])
+def test_names_are_at_most_64_characters(length, ok, tmp_path):
+    # Generated functions and the files Triton and TileLang cache them in are named after the kernel: a
+    # 300-character name made `tdsl run` fail on "File name too long".
+    name = "k" * length
+    text = f"const N = 8\nkernel {name}(X: f32[N]) -> (Y: f32[N]) {{\n  Y[i] = X[i] * 2.0\n}}\n"
+    if ok:
+        load_source(text, "long.tdsl")
+        return
+    with pytest.raises(SourceError) as info:
+        load_source(text, "long.tdsl")
+    assert str(info.value).startswith(f"long.tdsl:2:8: error: the kernel name '{'k' * 16}...' is 65 characters "
+                                      f"long, more than the limit of 64")
+
+
+@pytest.mark.parametrize("literal, value", [("3.4028235e+38", 3.4028234663852886e38),
+                                            ("3.40282356e+38", 3.4028234663852886e38),
+                                            ("3.4028235E38", 3.4028234663852886e38),
+                                            ("3.40282357e+38", None), ("1e39", None)])
+def test_a_float_literal_that_rounds_to_a_finite_f32_is_that_f32(literal, value):
+    # 3.4028235e+38 is how the largest f32 is usually printed; it is slightly above it as a double, and was
+    # refused with a message that quoted it as the limit.
+    text = f"const N = 8\nkernel f(X: f32[N]) -> (Y: f32[N]) {{\n  Y[i] = X[i] + {literal}\n}}\n"
+    if value is None:
+        with pytest.raises(SourceError, match="must round to a finite f32"):
+            load_source(text, "big.tdsl")
+        return
+    program, _ = load_source(text, "big.tdsl")
+    assert program.kernels[0].body[0].value.rhs.value == value
 
 
 def test_a_flat_sum_is_not_rebalanced():

@@ -103,7 +103,7 @@ def build_block(prog, block: ast.ScheduleBlock, kernel=None) -> Schedule:
     """The schedule a (rewritten) block describes, applied to the program's model of its kernel."""
     from tdsl.compiler.schedule.schedule import apply_block
 
-    sched = Schedule(prog.model(block.kernel or kernel), block.name)
+    sched = Schedule(prog.model(prog.block_kernel(block, kernel)), block.name)
     return apply_block(sched, block, prog.ast.source, prog.ast.filename)
 
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Optional, Union
 
 from tdsl.frontend.ast import LoopRef
-from tdsl.frontend.limits import MAX_INT, reserved_name_problem
+from tdsl.frontend.limits import MAX_INT, expression_problem, reserved_name_problem
 from tdsl.frontend.parser import GRAMMAR_PATH
 
 from tdsl.compiler.model.dependences import Dependence
@@ -198,6 +198,17 @@ def _buffer_users(state: State, buf, under: set, leaves: set) -> list[str]:
     if buf.kind == "read":
         users += [s for s in under if any(r.tensor == buf.tensor for r in state.model.stmt(s).reads)]
     return users
+
+
+def check_expression_size(primitive: str, stmt: str, exprs: list, instead: str) -> None:
+    """A statement's expressions built by a primitive from several (inlined, recomputed) stay within the limits
+    the parser keeps written ones to (frontend/limits.py: the code generated for them must stay valid Python
+    of a size that compiles)."""
+    for expr in exprs:
+        problem = None if expr is None else expression_problem(expr)
+        if problem is not None:
+            raise ScheduleError(primitive, f"{stmt} would compute an expression too large to generate: {problem}; "
+                                           f"or {instead}")
 
 
 def flag(primitive: str, name: str, value) -> bool:

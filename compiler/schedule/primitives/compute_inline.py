@@ -31,7 +31,7 @@ from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.grids import statement_grids
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import Access, collect_accesses
-from tdsl.compiler.schedule.primitives.common import State, check_stmt, flag
+from tdsl.compiler.schedule.primitives.common import State, check_expression_size, check_stmt, flag
 from tdsl.compiler.legality.storage import check_storage_order
 from tdsl.compiler.schedule.primitives.online import rederive
 from tdsl.compiler.schedule.primitives.registry import FLAG, STMT, arg, option, primitive
@@ -91,6 +91,8 @@ def _inline_into(reader, target, keep_rounding: bool = True):
     value = substitute_reads(reader.value, target, keep_rounding)
     init = None if reader.init is None else substitute_reads(reader.init, target, keep_rounding)
     _check_value_operators(reader, target, value, init)
+    check_expression_size("compute_inline", reader.name, [value, init],
+                          f"keep {target.name} stored (compute_at it instead of inlining it)")
     reads = [r for r in reader.reads if r.tensor != target.name]
     for r in reader.reads:
         if r.tensor != target.name:

@@ -45,7 +45,8 @@ from tdsl.compiler.lower import tileir
 from tdsl.compiler.model.dependences import compute_dependences
 from tdsl.compiler.model.isl_code import as_params, integer_bounds, pw_aff_to_expr
 from tdsl.compiler.model.program import Access, KernelModel, Stmt, Tensor
-from tdsl.compiler.schedule.primitives.common import LoopLike, State, check_stmt, find_loop, fresh_loop_name
+from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_expression_size, check_stmt, find_loop,
+                                                     fresh_loop_name)
 from tdsl.compiler.schedule.primitives.compute_at import _move
 from tdsl.compiler.schedule.primitives.compute_inline import _remove_leaf, rename_iterators
 from tdsl.compiler.schedule.primitives.online import rederive
@@ -204,6 +205,7 @@ def _per_tile_producer(model: KernelModel, producer: Stmt, footprint: isl.Map, t
     starts = {it: ast.BinOp("+", ast.Name(it), _affine_ast(o)) for it, o in zip(producer.iters, origins)
               if o is not None}
     value = rename_iterators(producer.value, starts)
+    check_expression_size(NAME, name, [value], "compute_at it")
     new = replace(producer, lhs_iters=list(iters), domain=domain, value=value, reads=reads,
                   write=Access(name, write.intersect_domain(domain)))
     shape = extents + widths
@@ -255,6 +257,7 @@ def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop], tiles: isl.Ma
 
     value = ast.rewrite(reader.value, own_tile)
     init = None if reader.init is None else ast.rewrite(reader.init, own_tile)
+    check_expression_size(NAME, reader.name, [value, init], f"compute_at {producer.name}")
     reads = []
     for a in reader.reads:
         if a.tensor != producer.name:
