@@ -95,11 +95,23 @@ def append(path: Path, workload: Workload, record: dict, version: str) -> dict:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _drop_torn_line(path)
         with path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(line, sort_keys=True) + "\n")
     except OSError as err:
         raise TdslError(f"{path}: cannot write the tuning log ({err.strerror})") from None
     return line
+
+
+def _drop_torn_line(path: Path) -> None:
+    """Cut a last line without its newline (a run killed while writing it) off the log, so that the next record
+    starts a line of its own: appended to the torn one, both would be lost, and `read` would refuse the log."""
+    if not path.exists():
+        return
+    with path.open("rb+") as f:
+        data = f.read()
+        if data and not data.endswith(b"\n"):
+            f.truncate(data.rfind(b"\n") + 1)
 
 
 def of_workload(records: list[dict], workload: Workload) -> list[dict]:

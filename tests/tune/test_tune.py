@@ -86,6 +86,18 @@ def test_a_torn_last_line_is_skipped(tmp_path):
         tuning_log.read(path)
 
 
+def test_a_record_appended_after_a_torn_line_starts_a_line_of_its_own(tmp_path):
+    # It used to continue the torn line: both records were lost and the log refused from then on.
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"ok": true, "steps": "x"}\n{"ok": tr')
+    workload = tuning_log.Workload.of("src", "k", {"N": 8}, "h200", "triton")
+    tuning_log.append(path, workload, {"ok": True, "steps": "y", "us": 1.0}, "v")
+    assert [r["steps"] for r in tuning_log.read(path)] == ["x", "y"]
+    path.write_text('{"ok": tr')  # a torn first line: the log is empty after it
+    tuning_log.append(path, workload, {"ok": True, "steps": "z", "us": 1.0}, "v")
+    assert [r["steps"] for r in tuning_log.read(path)] == ["z"]
+
+
 def _cli(*args, cwd=ROOT):
     proc = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", *args], capture_output=True, text=True,
                           cwd=cwd)
