@@ -13,6 +13,7 @@ through `_traced_read`, which records the reads of elements that were not comple
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -222,7 +223,12 @@ def _approximate_exponentials(variant: int) -> tuple:
 def primitive_function(func: str):
     """The f32 function of the primitive `func` (compiler/model/functions.py PRIMITIVES) that the interpreter
     calls; also what the lowering folds a call of constants with (compiler/lower/loads.py `fold_constants`)."""
-    return _runtime_namespace(None)[f"_f{func}" if func in ("max", "min") else f"_{func}"]
+    return _plain_namespace()[f"_f{func}" if func in ("max", "min") else f"_{func}"]
+
+
+@functools.lru_cache(maxsize=1)
+def _plain_namespace() -> dict:
+    return _runtime_namespace(None)
 
 
 def _runtime_namespace(trace: Optional[Trace], variant: Optional[int] = None) -> dict:
