@@ -16,7 +16,8 @@ from tdsl.backends.common.names import ModuleNames
 
 
 def bind_params(program: T.TileProgram, names: ModuleNames) -> list[str]:
-    """Run-time sizes are read off the input shapes (the first input dim equal to the size's name)."""
+    """Run-time sizes are read off the input shapes (the first input dim equal to the size's name), and refused
+    below 1, as every size is (docs/language.md)."""
     lines = []
     for p in [n for n, v in program.sizes.items() if v is None]:
         where = next(((t.name, d) for t in program.inputs for d, dim in enumerate(t.shape) if dim == p), None)
@@ -25,6 +26,10 @@ def bind_params(program: T.TileProgram, names: ModuleNames) -> list[str]:
                                f"from their shapes; give it a value (--size {p}=...), declare it `const`, or add an "
                                f"input with a dimension {p}")
         lines.append(f"{names.var(p)} = {names.tensor(where[0])}.shape[{where[1]}]")
+        # an empty dimension launches no program and would return outputs never written
+        lines.append(f"if {names.var(p)} < 1:")
+        lines.append(f'    raise ValueError(f"{names.entry}: {p} = {{{names.var(p)}}} (dimension {where[1]} of '
+                     f'{where[0]}): a size is at least 1")')
     return lines
 
 

@@ -45,6 +45,7 @@ def assert_legal(prog, schedule: ScheduleSpec = None, *, kernel: Optional[str] =
     `online` (then every output must agree within the kernels' tolerance of its dtype).
     """
     program = _program(prog, sizes)
+    _check_seed(seed)
     try:
         sched = _build(program, schedule, kernel)
     except LegalityError as err:
@@ -78,6 +79,10 @@ def assert_illegal(prog, schedule: ScheduleSpec, rule: Optional[str] = None, *, 
     A misused primitive (a `ScheduleError`: unknown loop, bad factor) is not an illegal schedule and fails.
     """
     program = _program(prog, sizes)
+    _check_seed(seed)
+    fragments = [match] if isinstance(match, str) else list(match or [])
+    if not all(isinstance(f, str) for f in fragments):
+        raise TypeError(f"match must be a string or a list of strings, got {match!r}")
     try:
         sched = _build(program, schedule, kernel)
     except LegalityError as err:
@@ -91,7 +96,7 @@ def assert_illegal(prog, schedule: ScheduleSpec, rule: Optional[str] = None, *, 
     text = _text(error)
     if rule is not None and rule not in error.rules():
         raise AssertionError(f"expected rule {rule}, got rule {error.rule}:\n{text}")
-    for fragment in [match] if isinstance(match, str) else (match or []):
+    for fragment in fragments:
         if fragment not in text:
             raise AssertionError(f"the message does not contain {fragment!r}:\n{text}")
     if primitive is not None and error.primitive != primitive:
@@ -115,12 +120,20 @@ def assert_illegal(prog, schedule: ScheduleSpec, rule: Optional[str] = None, *, 
 
 def run_differences(prog, schedule, *, kernel: Optional[str] = None, seed: int = 0, tries: int = 1,
                     inputs: Optional[dict] = None) -> list[str]:
-    """Run program order and `schedule` (a `Schedule`, or the `State` a rejected step carries in `err.rejected`)
-    in the interpreter on the same random inputs; a line per output that differs (empty: bit-identical).
-    With `tries` > 1 (up to 5), more seeds and inputs scaled by 30 and 100 are tried until one differs."""
+    """Run program order and `schedule` (a `Schedule`, the `State` a rejected step carries in `err.rejected`, or
+    any schedule the helpers above take: a block's name, steps, a function) in the interpreter on the same random
+    inputs; a line per output that differs (empty: bit-identical).  With `tries` > 1 (up to 5), more seeds and
+    inputs scaled by 30 and 100 are tried until one differs."""
     from tdsl.compiler.reference.interpreter import interpret, program_order_inputs, random_inputs
 
-    original = _program(prog, None).schedule(None, kernel=kernel)
+    _check_seed(seed)
+    program = _program(prog, None)
+    original = program.schedule(None, kernel=kernel)
+    if original.model.params:
+        raise TdslError(f"running the interpreter needs a value for every run-time size: give sizes="
+                        f"{{{', '.join(repr(p) + ': ...' for p in original.model.params)}}}")
+    if not (hasattr(schedule, "model") and hasattr(schedule, "tree")):
+        schedule = _build(program, schedule, kernel)
     model, tree = schedule.model, schedule.tree
     attempts = [(seed, 1.0), (seed + 1, 1.0), (seed, 30.0), (seed + 1, 30.0), (seed, 100.0)][: max(1, tries)]
     lines: list[str] = []
@@ -174,7 +187,16 @@ def _build(program, schedule: ScheduleSpec, kernel: Optional[str]):
         raise
 
 
+def _check_seed(seed) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TypeError(f"seed must be a whole number 0 or more, got {seed!r}")
+
+
 def _build_unwrapped(program, schedule: ScheduleSpec, kernel: Optional[str]):
+    if not (schedule is None or callable(schedule) or isinstance(schedule, str) or
+            (isinstance(schedule, (list, tuple)) and all(isinstance(step, str) for step in schedule))):
+        raise TypeError(f"a schedule is None (program order), a schedule block's name, steps in .tdsl syntax (a "
+                        f"string, or a list of strings) or a function of a Schedule; got {schedule!r}")
     if schedule is None:
         return program.schedule(None, kernel=kernel)
     if callable(schedule):

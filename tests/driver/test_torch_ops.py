@@ -145,3 +145,10 @@ def test_an_op_of_a_kernel_without_run_time_sizes_has_fixed_fake_shapes():
 
     with FakeTensorMode():
         assert kernel(torch.empty(8)).shape == (8,)
+
+
+def test_a_run_time_size_of_zero_is_refused_at_launch():
+    # An empty dimension launched no program and returned outputs that were never written.
+    norm = tdsl.compile(loads(RMSNORM, "rmsnorm.tdsl"), "rows")
+    with pytest.raises(ValueError, match=r"rmsnorm: M = 0 \(dimension 0 of X\): a size is at least 1"):
+        norm(torch.empty(0, 96, dtype=torch.bfloat16), torch.empty(96, dtype=torch.bfloat16))
