@@ -50,7 +50,10 @@ class CubeSide:
             name = operand_name(load)
             if transposed and scope == "L0A":
                 raise BackendError(f"{op.stmt}: operand {name} is stored [K, M]; T.mma takes L0A [M, K] and "
-                                   f"this backend emits the transposing L1 -> L0 copy only for L0B")
+                                   f"this backend emits the transposing L1 -> L0 copy only for L0B: store {name} "
+                                   f"as [M, K] (or swap the operands, computing the transposed product), keep the "
+                                   f"product off the cube (tiles below its smallest), or compile for ascend-950 or "
+                                   f"nvidia")
             cache = op.staged[n].cache
             note = f"cache_read {name} -> {cache.scope} at {cache.loop}" if cache else "staged for the cube"
             dtype = "f16" if fp8 else dtype

@@ -232,8 +232,12 @@ class Values:
             if (len(axes) == 2 and [shape[p] for p in read_axes] == list(held)
                     and list(read_axes) in ([1, 0], [1], [0])):
                 return self._arrange(value.code, list(read_axes), shape)
-            raise BackendError(f"reading {stmt} broadcast along some tile axes has no whole-tile T.tile form "
-                               f"for ascend-910b")
+            raise BackendError(f"reading {stmt} broadcast along some tile axes (it varies along axes "
+                               f"{list(read_axes)} of this {len(axes)}-axis tile) has no whole-tile T.tile form for "
+                               f"ascend-910b: its vector core broadcasts a row or a column of a 2-D tile only; give "
+                               f"the reading statement tiles in which {stmt} is such a row or column (for instance "
+                               f"compute {stmt} at a loop inside the reader's tile loops), or compile for "
+                               f"ascend-950 or nvidia")
         return self._fitted(value, held, shape)
 
     def _fitted(self, value: _Opnd, held, shape) -> _Opnd:

@@ -436,7 +436,11 @@ class VectorSide:
             lhs, rhs = rhs, lhs
         if set(order(lhs)) != {row.iter, red.iter} or set(order(rhs)) != {red.iter, col.iter}:
             raise BackendError(f"{op.stmt}: the operands of sum({red.iter}) are not [{row.iter}, {red.iter}] and "
-                               f"[{red.iter}, {col.iter}] tiles")
+                               f"[{red.iter}, {col.iter}] tiles: the 910B's vector cores multiply tiles indexed by "
+                               f"the tile's loop variables alone, and an operand here is read at an offset or a "
+                               f"combination of them (after a split or rfactor of the reduction, `A[i, 8 * ko + kk]`; "
+                               f"a convolution's `X[i, j + k]`); keep the reduction whole in one tile, or compile "
+                               f"for ascend-950 or nvidia")
         self.emit(f"# {self.program.statements.get(op.stmt, op.stmt)}: on the vector core, row by row")
         a_rows = order(lhs) == [row.iter, red.iter]
         a = self._operand_f32(lhs, op.tile, [row.size, red.size] if a_rows else [red.size, row.size], by_element=True)

@@ -130,8 +130,10 @@ def check_affine(atom: T.Bin) -> None:
 def _difference(atom: T.Bin):
     lhs, rhs = linear(atom.lhs), linear(atom.rhs)
     if lhs is None or rhs is None:
-        raise BackendError(f"the mask comparison {expr_text(atom)} is not affine (a comparison of values, or a "
-                           f"division of indices); no ascend-910b form")
+        raise BackendError(f"the mask comparison {expr_text(atom)} is not affine (a piecewise bound, as `reverse` "
+                           f"and then `split` of one loop give, a comparison of values, or a division of indices); "
+                           f"no ascend-910b form: split a loop before reversing it, keep the masked loop whole in "
+                           f"one tile, or compile for ascend-950 or nvidia")
     return _add(lhs, _scale(rhs, -1))
 
 

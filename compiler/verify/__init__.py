@@ -10,7 +10,7 @@ imported here.
 """
 
 from .compare import (TOLERANCE_BITS, ULPS, Comparison, compare, compare_outputs, online_bound,  # relative: see above
-                      reordered_terms, tolerance_dtype, ulp)
+                      reordered_terms, reordering_bound, tolerance_dtype, ulp)
 
 __all__ = ["TOLERANCE_BITS", "ULPS", "Comparison", "compare", "compare_outputs", "online_bound", "reordered_terms",
-           "tolerance_dtype", "ulp"]
+           "reordering_bound", "tolerance_dtype", "ulp"]

@@ -14,6 +14,7 @@ f32: 24 widened to 2^-16 relative because long f32 reductions reorder).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -222,3 +223,14 @@ def online_bound(model, tensor: str, reference, result) -> Comparison:
     exponentials add no cancelling terms, so it holds for every input."""
     return compare(np.asarray(reference, dtype=np.float32), np.asarray(result, dtype=np.float32),
                    tolerance_dtype(model, tensor))
+
+
+def reordering_bound(model, tensor: str, reference, result) -> Optional[Comparison]:
+    """A schedule that sums a relaxed reduction (`combine reassoc` / `deterministic`) upstream of `tensor` in
+    another order, against program order: the allowance the backend oracles give it (`reordered_terms`); None
+    when no such reduction feeds `tensor` (then only the same bits will do)."""
+    terms = reordered_terms(model, tensor)
+    if terms <= 1:
+        return None
+    return compare(np.asarray(reference, dtype=np.float32), np.asarray(result, dtype=np.float32),
+                   tolerance_dtype(model, tensor), terms)

@@ -406,3 +406,27 @@ def test_tune_checks_tilelang_candidates_only_on_a_gpu(tmp_path):
                 "--backend", "tilelang")
     assert proc.returncode == 2
     assert "TileLang kernels run only on an NVIDIA GPU, and the executor has none" in proc.stderr, proc.stderr
+
+
+def test_run_interp_holds_a_declared_reordering_to_its_bound(tmp_path):
+    # `check` accepts reordering a `combine deterministic` sum; `run --interp` compared bit for bit and said
+    # DIFFERENT (exit 1) where every backend's oracle allows the reordering.
+    prog = tmp_path / "det.tdsl"
+    prog.write_text("""\
+const M = 13, N = 70, K = 33
+kernel g(A: bf16[M, K], B: bf16[K, N]) -> (D: bf16[M, N]) {
+  D[i, j] = sum(k) A[i, k] * B[k, j] accum bf16 combine deterministic
+}
+schedule rf_det {
+  ko, kk = split(D.k, 8)
+  rfactor(D.ko)
+  reorder(D_rf, ko, i, j, kk)
+  bind(D_rf.ko, grid.x)
+}
+""")
+    proc = tdsl("run", str(prog), "--interp")
+    assert proc.returncode == 0, proc.stdout
+    assert "schedule rf_det vs program order: within the reordering bound (" in proc.stdout
+    strict = tmp_path / "strict.tdsl"  # the same schedule of a strict sum is refused: no bound to be within
+    strict.write_text(prog.read_text().replace(" combine deterministic", ""))
+    assert tdsl("check", str(strict)).returncode == 1

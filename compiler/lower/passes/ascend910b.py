@@ -367,13 +367,23 @@ class Kernel910B:
             if a.iter in op.lhs:
                 dim = dims[list(op.lhs).index(a.iter)]
                 if not isinstance(dim, int) or dim > a.size:
-                    why = (f"a tile row copied between GM and UB is a whole number of 32-byte blocks ({self.min_row} "
-                           f"lanes of this kernel's narrowest dtype)" if size[a.iter] == self.min_row else
-                           "the E4M3 conversions compare whole 256-byte repeats (128 f16 values)")
+                    why = self._widening_reason(op, a, size[a.iter])
                     raise BackendError(
                         f"{op.stmt}: its tile of {a.size} along {a.iter} would be widened to {size[a.iter]} lanes "
                         f"({why}), and the wider tile would write lanes of the neighbouring tile; use tiles of at "
                         f"least {size[a.iter]} along {a.iter} (or one tile spanning the dimension)")
+
+    def _widening_reason(self, op, axis, width: int) -> str:
+        """Why `axis` of `op`'s tile is `width` lanes wide (`_want_width`): its own row of 32 bytes, the E4M3
+        conversions' 128 elements, or the width another statement of the kernel gives the same axis."""
+        own = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
+        if own[axis.iter] == width:
+            return (f"a tile row copied between GM and UB is a whole number of 32-byte blocks ({self.min_row} lanes "
+                    f"of this kernel's narrowest dtype)")
+        if self.e4m3_tiles and math.prod(own.values()) < E4M3_TILE:
+            return "the E4M3 conversions compare whole 256-byte repeats (128 f16 values)"
+        return (f"another statement of the kernel needs this axis {width} lanes wide, and the tiles of a kernel "
+                f"share one width per axis so that the values they pass keep one shape")
 
     # ------------------------------------------------------------ how a tile lies in a tensor
 

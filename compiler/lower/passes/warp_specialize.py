@@ -149,8 +149,11 @@ def _check_body(kernel: T.TileKernel, loop: T.SerialLoop) -> None:
 def _check_product(kernel: T.TileKernel, loop: T.SerialLoop, op: T.AccUpdate, operand_from_registers: bool) -> None:
     dot = op.partial
     if not isinstance(dot, T.Dot):  # a sum of one term at these sizes is lowered as an elementwise product
-        raise _refuse(loop, f"{op.stmt} is not lowered as a matrix product (a sum of one term at these sizes is "
-                            f"an elementwise product)", f"use sizes at which {op.stmt}'s sum has more than one term")
+        sizes = " x ".join(str(a.size) for a in op.tile.axes)
+        raise _refuse(loop, f"{op.stmt} is not lowered as a matrix product: its tile ({sizes}) is below the "
+                            f"smallest the tensor cores multiply (placement.makes_dot: 16 rows and columns, 16 "
+                            f"terms for bf16), its operands are not plain [i, k] and [k, j] reads, or its sum has "
+                            f"one term at these sizes", "use blocks of at least 16 rows and 16 keys")
     if dot.unit != "matrix" or not dot.warp_rows or dot.sum_on_vector or op.accum != "f32":
         raise _refuse(loop, f"the product of {op.stmt} is not on the tensor cores with whole rows per warp and an "
                             f"f32 accumulator", "use blocks of at least 16 rows per warp and bf16 or f16 operands")
