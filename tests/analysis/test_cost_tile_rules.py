@@ -149,3 +149,40 @@ def test_a_fit_that_finds_nothing_is_a_row_that_says_so(capsys):
     lines = out.splitlines()
     assert status == 0 and lines[3].split()[:3] == ["8192", "-", "-"] and lines[3].endswith("no [1]")
     assert lines[4] == "[1] no factor of io fits rtx-pro-6000 with the tile rules of triton"
+
+
+ASCEND_GEMM = """\
+const M = 2000, N = 3000, K = 1000
+kernel g2(A: bf16[M, K], B: bf16[K, N]) -> (C: bf16[M, N]) {
+  C[i, j] = sum(k) A[i, k] * B[k, j] accum f32
+}
+schedule s {
+  io, ii = split(C.i, 128)
+  jo, jj = split(C.j, 128)
+  ko, kk = split(C.k, 64)
+  reorder(C, io, jo, ko, ii, jj, kk)
+  cache_read(A, shared, at=C.ko)
+  cache_read(B, shared, at=C.ko)
+  cache_write(C, register, at=C.jo)
+  pipeline(C.ko, stages=4)
+  bind(C.io, grid.x)
+  bind(C.jo, grid.y)
+}
+"""
+
+
+def test_a_fitted_ascend_950_factor_compiles_and_the_next_does_not(tmp_path):
+    """The 950's printer sizes its UB buffers as it prints them: the fit once checked the lowering alone and
+    proposed 512 rows, which `tdsl compile` refused for UB."""
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.driver.generate import generate
+    from tdsl.compiler.errors import BackendError
+
+    prog = loads(ASCEND_GEMM, "g2.tdsl")
+    best = fit(prog, "s", "ascend-950", "io", backend="ascend-950")
+    assert best is not None
+    text = ASCEND_GEMM.replace("split(C.i, 128)", f"split(C.i, {best})")
+    generate(loads(text, "g2.tdsl"), "s", target="ascend-950")
+    with pytest.raises(BackendError, match="UB need"):
+        generate(loads(ASCEND_GEMM.replace("split(C.i, 128)", f"split(C.i, {2 * best})"), "g2.tdsl"), "s",
+                 target="ascend-950")

@@ -7,7 +7,8 @@ A candidate the backend can use:
 
 * has a padded working set (each buffer's shape rounded up to its lanes, shared and live as planned) that
   fits every hard scope of the target, and
-* passes the backend's lowering (`compiler/lower/pipeline.lower_for`, what `tdsl compile` runs), and
+* passes the backend's lowering and printer (`compiler/lower/pipeline.lower_for`, then the backend's
+  `emit_module`: what `tdsl compile` runs), and
 * for Triton and TileLang on NVIDIA, fits the shared memory with the operand copies they make themselves
   (cost/staging.py: product operands the schedule leaves in registers, one copy per operand and pipeline
   stage), which the plan does not hold, every tile padded to its lanes.
@@ -92,13 +93,16 @@ def _shape(shape) -> str:
 
 
 def lowering_refusal(schedule, target: Target, backend: str) -> Optional[str]:
-    """The backend's own refusal of the schedule (what `tdsl compile` would say), without the module's text."""
+    """The backend's own refusal of the schedule: what `tdsl compile` would say, from its lowering and from its
+    printer (the Ascend printers size their UB, L1 and L0 buffers as they print them; a factor the lowering
+    alone accepted was proposed by `--fit` and refused by `tdsl compile`)."""
+    from tdsl.backends import emit_module
     from tdsl.compiler.analysis.buffer_plan import CapacityError
     from tdsl.compiler.errors import BackendError
     from tdsl.compiler.lower.pipeline import lower_for
 
     try:
-        lower_for(schedule, backend, target.name)
+        emit_module(backend, lower_for(schedule, backend, target.name))
     except BackendError as err:
         return err.reason
     except CapacityError as err:
