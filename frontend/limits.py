@@ -181,6 +181,12 @@ def node_operations(node, operands: list) -> int:
     return 1 + sum(operands)
 
 
+def node_size(node, operands: list) -> tuple[int, int]:
+    """(levels, operations) of `node` given its operands' (a leaf: one level, no operation)."""
+    levels = node_levels(node) + max((d for d, _ in operands), default=0)
+    return levels, node_operations(node, [n for _, n in operands])
+
+
 def expression_size(expr) -> tuple[int, int]:
     """(levels, operations) of an expression, counted as `node_levels` and `node_operations` do, walked without
     recursion (an expression built by inlining may be deeper than Python's stack)."""
@@ -193,9 +199,7 @@ def expression_size(expr) -> tuple[int, int]:
             stack.append((node, True))
             stack.extend((c, False) for c in parts)
             continue
-        inner = [sizes[id(c)] for c in parts]
-        levels = node_levels(node) + max((d for d, _ in inner), default=0) if inner else 1
-        sizes[id(node)] = (levels, node_operations(node, [n for _, n in inner]))
+        sizes[id(node)] = node_size(node, [sizes[id(c)] for c in parts])
     return sizes[id(expr)]
 
 

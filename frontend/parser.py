@@ -24,7 +24,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, Unex
 from tdsl.frontend import ast
 from tdsl.frontend.diagnostics import SourceError, escape_char
 from tdsl.frontend.limits import (MAX_EXPR_DEPTH, MAX_EXPR_OPERATIONS, MAX_SOURCE_CHARS, float_problem, float_value,
-                                  int_problem, node_levels, node_operations, reserved_name_problem,
+                                  int_problem, node_size, reserved_name_problem,
                                   too_deep_message, too_many_operations_message)
 from tdsl.frontend.printer import expr_text
 
@@ -204,9 +204,7 @@ class _ToAst(Transformer_NonRecursive):
     def _nested(self, node, children: list, span: Optional[ast.Span] = None):
         """Record `node`'s size (limits.py: the levels and operations of the code generated for it); refuse it
         past a limit, at the first subexpression that is."""
-        inner = [self._size(c) for c in children]
-        levels = node_levels(node) + max((d for d, _ in inner), default=0)
-        operations = node_operations(node, [n for _, n in inner])
+        levels, operations = node_size(node, [self._size(c) for c in children])
         if levels > MAX_EXPR_DEPTH:
             raise SourceError(too_deep_message(levels), span or node.span)
         if operations > MAX_EXPR_OPERATIONS:

@@ -26,7 +26,7 @@ from tdsl.frontend import ast
 from tdsl.frontend.printer import expr_text as expr_source
 
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.model.functions import COMPOSITIONS, expand_tile
+from tdsl.compiler.model.functions import COMPOSITIONS, TileAlgebra, expand_tile
 from tdsl.compiler.model.program import Stmt, read_relation
 from tdsl.compiler.lower.geometry import _Geometry, _embed, _mask_expr, _project_onto, _total_map
 from tdsl.compiler.lower.tileir import Bin, Call, Const, Expr, Load, Neg, Round, Select, Tile, Var
@@ -69,7 +69,7 @@ class ValueLowering:
             if e.func == "where":
                 return Select(v(e.args[0]), v(e.args[1]), v(e.args[2]))
             if e.func in COMPOSITIONS:  # backends implement primitives only (compiler/model/functions.py)
-                return _folded(expand_tile(e.func, v(e.args[0])))
+                return expand_tile(e.func, v(e.args[0]), _FOLDING)
             return fold_constants(Call(e.func, tuple(v(a) for a in e.args)))
         if isinstance(e, ast.Access):
             return self._access(e, stmt, tile, context)
@@ -249,15 +249,27 @@ def fold_constants(e: Expr) -> Expr:
     return e
 
 
-def _folded(e: Expr) -> Expr:
-    """`fold_constants` from the leaves up, over an expression built at once (a composition's expansion)."""
-    if isinstance(e, Neg):
-        return fold_constants(Neg(_folded(e.operand)))
-    if isinstance(e, Bin):
-        return fold_constants(Bin(e.op, _folded(e.lhs), _folded(e.rhs)))
-    if isinstance(e, Call):
-        return fold_constants(Call(e.func, tuple(_folded(a) for a in e.args)))
-    return e
+class _FoldingAlgebra(TileAlgebra):
+    """Builds a composition's expansion with each new node folded (`fold_constants`), as `_value` folds the
+    program's own operators: `silu(0.0 / 0.0)` becomes one constant, and the argument is not walked again."""
+
+    def neg(self, x):
+        return fold_constants(super().neg(x))
+
+    def add(self, x, y):
+        return fold_constants(super().add(x, y))
+
+    def mul(self, x, y):
+        return fold_constants(super().mul(x, y))
+
+    def div(self, x, y):
+        return fold_constants(super().div(x, y))
+
+    def call(self, func, x):
+        return fold_constants(super().call(func, x))
+
+
+_FOLDING = _FoldingAlgebra()
 
 
 _F32_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}

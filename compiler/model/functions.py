@@ -83,10 +83,11 @@ class TileAlgebra:
         return self.t.Call(func, (x,))
 
 
-def expand_tile(func: str, x):
+def expand_tile(func: str, x, algebra: TileAlgebra | None = None):
     """A composed function applied to a tile expression, as tile expressions of primitives (x appears as given,
-    possibly several times: bind it to a name first where evaluating it twice costs)."""
-    return COMPOSITIONS[func](x, TileAlgebra())
+    possibly several times: bind it to a name first where evaluating it twice costs), built by `algebra` (the
+    lowering's folds constants as it builds)."""
+    return COMPOSITIONS[func](x, algebra or TileAlgebra())
 
 
 class PythonAlgebra:

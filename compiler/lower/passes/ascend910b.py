@@ -313,13 +313,18 @@ class Kernel910B:
         it keep one shape (a row maximum over [16, 32] lanes goes into 16 lanes of its accumulator, not 128)."""
         if self._keeps_its_width(op):
             return op
-        size = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
+        size = self._row_widths(op)
         if self.e4m3_tiles and math.prod(size.values()) < E4M3_TILE:
             last = op.tile.axes[-1].iter
             size[last] *= E4M3_TILE // math.prod(size.values())
         for a in op.tile.axes:
             widths[_axis_key(a)] = max(widths.get(_axis_key(a), a.size), size[a.iter])
         return op
+
+    def _row_widths(self, op) -> dict:
+        """Each axis of `op`'s tile at its own size, every axis after the first (the rows copied to UB) at least 32
+        bytes of the kernel's narrowest dtype."""
+        return {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
 
     def _keeps_its_width(self, op) -> bool:
         """A barrier (no tile), an op the cube alone runs, or a tile without axes is never widened.  A cube result
@@ -376,7 +381,7 @@ class Kernel910B:
     def _widening_reason(self, op, axis, width: int) -> str:
         """Why `axis` of `op`'s tile is `width` lanes wide (`_want_width`): its own row of 32 bytes, the E4M3
         conversions' 128 elements, or the width another statement of the kernel gives the same axis."""
-        own = {a.iter: (max(a.size, self.min_row) if n else a.size) for n, a in enumerate(op.tile.axes)}
+        own = self._row_widths(op)
         if own[axis.iter] == width:
             return (f"a tile row copied between GM and UB is a whole number of 32-byte blocks ({self.min_row} lanes "
                     f"of this kernel's narrowest dtype)")
