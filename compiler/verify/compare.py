@@ -97,9 +97,9 @@ def ulp(values: np.ndarray, dtype: str, bits_of: dict = TOLERANCE_BITS) -> np.nd
 
 def tolerance_dtype(model, tensor: str) -> str:
     """The dtype whose units a kernel's `tensor` may differ in: the coarsest the value passes through on its
-    way -- its own, and the store and accumulator dtypes of every statement it depends on.  A tile's sum
-    added in the hardware's order may differ in the last f32 bit; stored in f16 on the way, that bit can
-    become one f16 unit, which the f32 output then shows."""
+    way -- its own, and the store, accumulator and cast dtypes of every statement it depends on.  A tile's sum
+    added in the hardware's order may differ in the last f32 bit; stored in f16 on the way (or cast to it in an
+    expression: the same rounding), that bit can become one f16 unit, which the f32 output then shows."""
     writers = {s.name: s for s in model.stmts}
     seen, todo, dtypes = set(), [tensor], [model.tensors[tensor].dtype]
     while todo:
@@ -107,11 +107,19 @@ def tolerance_dtype(model, tensor: str) -> str:
         if stmt is None or stmt.name in seen:
             continue
         seen.add(stmt.name)
-        dtypes += [stmt.dtype] + ([stmt.accum_dtype or "f32"] if stmt.is_reduction else [])
+        dtypes += [stmt.dtype] + ([stmt.accum_dtype or "f32"] if stmt.is_reduction else []) + _casts(stmt)
         if (stmt.combine or "").startswith("fast_accum"):  # FP8 products held in the tensor core's narrower accumulator
             dtypes.append(FAST_ACCUMULATOR)
         todo += [r.tensor for r in stmt.reads]
     return min(dtypes, key=lambda d: TOLERANCE_BITS[d])
+
+
+def _casts(stmt) -> list[str]:
+    """The dtypes a statement's expressions cast to (`bf16(x)`): each rounds as a store in that dtype does."""
+    from tdsl.frontend import ast  # here, not above: the GPU machine runs this module with numpy alone
+
+    exprs = [stmt.value] + ([stmt.init] if stmt.init is not None else [])
+    return [e.func for x in exprs for e in ast.walk(x) if isinstance(e, ast.Call) and e.func in TOLERANCE_BITS]
 
 
 def reordered_terms(model, tensor: str) -> int:

@@ -1,9 +1,11 @@
 """compiler/verify/compare.py: the tolerance a generated result is held to."""
 
 import numpy as np
+import pytest
 
 from tdsl.compiler.driver.api import loads
-from tdsl.compiler.verify import compare, reordered_terms
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.compiler.verify import compare, online_bound, reordered_terms, tolerance_dtype
 
 SUMS = """
 const M = 4, N = 11
@@ -186,3 +188,40 @@ def test_variants_that_keep_every_kind_are_not_extended():
     inputs = random_inputs(sched.model, 1)
     ref = interpret(sched.model, sched.time_map(), inputs)
     assert len(rounding_variants(sched.model, sched.time_map(), inputs, ref)) == VARIANTS
+
+
+ROUNDED_TERMS = """
+const M = 4, N = 10
+kernel sumexp(X: f32[M, N]) -> (s: f32[M]) {{
+  S[i, j] = X[i, j] * 2.0
+  m[i] = max(j) S[i, j] combine online
+  P[i, j] = exp(S[i, j] - m[i])
+  {rounded}
+  s[i] = sum(j) D[i, j] accum f32
+}}
+schedule one_pass {{
+  online(m)
+  jo, jj = split(s.j, 4)
+  compute_at(D, s.jo)
+  compute_at(P, s.jo)
+  compute_at(m, s.jo)
+}}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f8e4m3", "bf16", "f16"])
+def test_a_cast_in_an_expression_rounds_like_a_store(dtype):
+    """A cast rounds as a store does, so an f32 output computed through `bf16(x)` is held to bf16's units like
+    one computed through a bf16 tensor.  The one-pass softmax (`online`) moves that rounding: with the cast
+    written in the expression, `check` accepted the schedule and its own bound then called the result different
+    (probe of the 24th session; 3 of 4 elements off by 146 times the f32 tolerance for f8e4m3)."""
+    cast = loads(ROUNDED_TERMS.format(rounded=f"D[i, j] = {dtype}(P[i, j])"), "cast.tdsl")
+    stored = loads(ROUNDED_TERMS.format(rounded=f"D[i, j]: {dtype} = P[i, j]"), "stored.tdsl")
+    assert tolerance_dtype(cast.schedule().model, "s") == tolerance_dtype(stored.schedule().model, "s") == dtype
+    original, one_pass = cast.schedule(), cast.schedule("one_pass")
+    for seed in range(6):
+        inputs = random_inputs(original.model, seed=seed)
+        want = interpret(original.model, original.time_map(), inputs)["s"]
+        got = interpret(one_pass.model, one_pass.time_map(), inputs)["s"]
+        assert online_bound(original.model, "s", want, got).ok
+    assert not online_bound(original.model, "s", want, want * np.float32(2)).ok  # a wrong sum is still wrong
