@@ -119,12 +119,43 @@ class _IndexChecks:
                     acc.span,
                 )
         iters = list(stmt.iters) + (list(reduce.iters) if reduce is not None else [])
+        conditions = list(stmt.conditions) + (list(reduce.conditions) if reduce is not None else [])
+        self._bound_by_conditions([it.name for it in iters if it.name not in known], conditions, known)
         for it in iters:
             if it.name not in known:
                 n = it.name
                 _fail(f"cannot infer the range of iterator '{n}': index a tensor with it directly (A[{n}]) or "
-                      f"backwards (A[N - 1 - {n}] for a dimension of extent N), or run it in a loop block", it.span)
+                      f"backwards (A[N - 1 - {n}] for a dimension of extent N), bound it above by a condition ({n} < N, "
+                      f"or {n} <= an iterator that has a range), or run it in a loop block", it.span)
         return {it.name: known[it.name][0] for it in iters}
+
+    def _bound_by_conditions(self, unknown: list[str], conditions: list[ast.Compare], known: dict) -> None:
+        """Extents for the iterators of `unknown` that no tensor dimension sizes, from the conditions that bound
+        them above: `k < E` gives E and `k <= E` gives E + 1 for E over sizes, `k < i` and `k <= i` give i's
+        extent (the condition keeps the domain exact).  Repeated, as a bound may be an iterator sized this way."""
+        progress = True
+        while progress:
+            progress = False
+            for cond in conditions:
+                for name, inclusive, limit in _upper_bounds(cond):
+                    extent = self._extent_below(limit, inclusive, known) if name in unknown and name not in known else None
+                    if extent is not None:
+                        known[name] = (extent, format_expr(cond))
+                        progress = True
+
+    def _extent_below(self, limit: ast.Expr, inclusive: bool, known: dict) -> Optional[ast.Expr]:
+        """The extent an iterator takes when it is below `limit` (at most `limit` when `inclusive`), or None when
+        the limit is neither an expression over sizes nor an iterator of known extent."""
+        if isinstance(limit, ast.Name) and limit.name in known:
+            return known[limit.name][0]
+        if any(isinstance(e, ast.Name) and e.name not in self.sizes for e in ast.walk(limit)):
+            return None  # another iterator, not (yet) sized
+        if not inclusive:
+            return limit
+        if isinstance(limit, ast.BinOp) and limit.op == "-" and isinstance(limit.rhs, ast.IntLit) and limit.rhs.value >= 1:
+            rest = limit.rhs.value - 1  # k <= N - 1 gives N, k <= N - 3 gives N - 2
+            return limit.lhs if rest == 0 else ast.BinOp("-", limit.lhs, ast.IntLit(rest, limit.span), limit.span)
+        return ast.BinOp("+", limit, ast.IntLit(1, limit.span), limit.span)
 
     def _same_extent(self, a: ast.Expr, b: ast.Expr) -> bool:
         if format_expr(a) == format_expr(b):
@@ -155,3 +186,12 @@ class _IndexChecks:
             if expr.op in ("//", "%") and rhs > 0:
                 return lhs // rhs if expr.op == "//" else lhs % rhs
         return None
+
+
+def _upper_bounds(cond: ast.Compare) -> list[tuple[str, bool, ast.Expr]]:
+    """(name, inclusive, limit) for each bare name the condition bounds above: `k < E`, `k <= E`, `E > k`,
+    `E >= k`, `k == E` (both sides)."""
+    flipped = {">": "<", ">=": "<=", "==": "=="}
+    sides = ((cond.op, cond.lhs, cond.rhs), (flipped.get(cond.op), cond.rhs, cond.lhs))
+    return [(lhs.name, op != "<", rhs) for op, lhs, rhs in sides if op in ("<", "<=", "==") and isinstance(lhs, ast.Name)]
+

@@ -1178,7 +1178,7 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:5: error: cannot infer the range of iterator 'i': index a tensor with it directly (A[i]) or backwards (A[N - 1 - i] for a dimension of extent N), or run it in a loop block
+        prog.tdsl:3:5: error: cannot infer the range of iterator 'i': index a tensor with it directly (A[i]) or backwards (A[N - 1 - i] for a dimension of extent N), bound it above by a condition (i < N, or i <= an iterator that has a range), or run it in a loop block
             T[i] = 2 * i
               ^
         """,
@@ -1191,7 +1191,7 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:14: error: cannot infer the range of iterator 'k': index a tensor with it directly (A[k]) or backwards (A[N - 1 - k] for a dimension of extent N), or run it in a loop block
+        prog.tdsl:3:14: error: cannot infer the range of iterator 'k': index a tensor with it directly (A[k]) or backwards (A[N - 1 - k] for a dimension of extent N), bound it above by a condition (k < N, or k <= an iterator that has a range), or run it in a loop block
             Y[i] = sum(k) A[i, 2 * k]
                        ^
         """,
