@@ -161,6 +161,28 @@ def fresh_loop_name(base: str, taken: set[str]) -> str:
     return candidate
 
 
+def grid_bindings(tree: Tree, stmts) -> dict[str, dict[str, str]]:
+    """{statement: {grid axis: loop name}}: the axes each statement runs on, from its enclosing bound loops."""
+    return {s: {loop.bind: loop.name for loop in tree.path(s) if loop.bind} for s in stmts}
+
+
+def check_bindings_kept(state: State, primitive: str, before: dict[str, dict[str, str]]) -> None:
+    """A step that moves a statement into other loops (compute_at, reverse_compute_at, recompute_at, fuse) keeps
+    every grid axis it ran on.  The loops it merges into may not be bound, and a binding dropped with its loop
+    would silently turn parallel work serial; the user binds the loop they mean after the step."""
+    leaves = set(state.tree.leaves())
+    for stmt, axes in before.items():
+        if stmt not in leaves:
+            continue
+        now = {loop.bind for loop in state.tree.path(stmt) if loop.bind}
+        for axis, loop in axes.items():
+            if axis not in now:
+                raise ScheduleError(primitive, f"{stmt}.{loop} is bound to grid.{axis}, and after this step no loop "
+                                               f"around {stmt} would be: {primitive} merges {stmt}'s loop {loop} into "
+                                               f"loops that are not bound, dropping the binding; apply {primitive} "
+                                               f"first, then bind the loop that should run on grid.{axis}")
+
+
 def check_buffers_in_place(state: State, primitive: str) -> None:
     """The invariant every step keeps: each cache buffer's loop exists and encloses every statement it serves.
 

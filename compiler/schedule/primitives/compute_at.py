@@ -27,7 +27,8 @@ from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import first_point, instance_text
 from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under
-from tdsl.compiler.schedule.primitives.common import LoopLike, State, check_buffers_in_place, check_stmt, find_loop, fresh_loop_name
+from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_bindings_kept, check_buffers_in_place,
+                                                     check_stmt, find_loop, fresh_loop_name, grid_bindings)
 from tdsl.compiler.schedule.primitives.registry import LOOP, STMT, arg, primitive
 
 # The statement to move, and the loop (of another statement) to move it into: `compute_at(P, C.ko)` or
@@ -49,6 +50,7 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
     stmt = check_stmt(state, primitive, stmt)
     target, target_stmt = find_loop(state, primitive, loop)
     tree, model = state.tree, state.model
+    bindings = grid_bindings(tree, [stmt])
     moved = _exclusive_subtree(tree, stmt)
     if any(target is l for l in _loops_in(moved)):
         raise ScheduleError(primitive, f"loop {target.name} belongs to {stmt} itself")
@@ -77,6 +79,7 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
     for level, node in enumerate(target_path):
         node.exprs[stmt] = placement[level]
     check_buffers_in_place(state, primitive)  # a buffer left behind is a misuse, whatever the dependences say
+    check_bindings_kept(state, primitive, bindings)
     check_dependences(model, state.deps, tree, primitive)
 
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.schedule.tree import Loop, statements_under, walk_loops
-from tdsl.compiler.schedule.primitives.common import LoopLike, State, check_new_names, find_loop, single_name
+from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_bindings_kept, check_new_names, find_loop,
+                                                     grid_bindings, single_name)
 from tdsl.compiler.schedule.primitives.registry import LOOP, arg, primitive
 
 
@@ -38,7 +39,9 @@ def fuse(state: State, first: LoopLike, second: LoopLike, names=None) -> str:
             raise ScheduleError("fuse", f"loop {loop.name} runs on the host; fuse loops before host(...)")
     if a.body == [b]:
         return _fuse_nested(state, a, b, name)  # same lexicographic order: legal by construction
+    bindings = grid_bindings(state.tree, statements_under(a) + statements_under(b))
     result = _fuse_siblings(state, a, b, name)
+    check_bindings_kept(state, "fuse", bindings)  # the fused loop is the first: a binding of the second is refused
     check_dependences(state.model, state.deps, state.tree, "fuse")
     return result
 

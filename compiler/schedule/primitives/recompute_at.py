@@ -45,8 +45,8 @@ from tdsl.compiler.lower import tileir
 from tdsl.compiler.model.dependences import compute_dependences
 from tdsl.compiler.model.isl_code import as_params, integer_bounds, pw_aff_to_expr
 from tdsl.compiler.model.program import Access, KernelModel, Stmt, Tensor
-from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_expression_size, check_stmt, find_loop,
-                                                     fresh_loop_name)
+from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_bindings_kept, check_expression_size,
+                                                     check_stmt, find_loop, fresh_loop_name, grid_bindings)
 from tdsl.compiler.schedule.primitives.compute_at import _move
 from tdsl.compiler.schedule.primitives.compute_inline import _remove_leaf, rename_iterators
 from tdsl.compiler.schedule.primitives.online import rederive
@@ -63,6 +63,7 @@ def recompute_at(state: State, stmt: str, loop: LoopLike) -> None:
     model, tree = state.model, state.tree
     producer = model.stmt(stmt)
     _check_producer(state, producer, target)
+    bindings = grid_bindings(tree, [stmt])
     path = tree.enclosing_loops(target) + [target]
     readers = _readers(model, producer, target)
     tiles = _tile_names(producer, path, model)
@@ -79,6 +80,7 @@ def recompute_at(state: State, stmt: str, loop: LoopLike) -> None:
     state.deps = compute_dependences(state.model)
     rederive(state, NAME)
     _move(state, NAME, stmt, loop, after=False)
+    check_bindings_kept(state, NAME, bindings)
 
 
 def _check_producer(state: State, producer: Stmt, target: Loop) -> None:

@@ -112,3 +112,40 @@ def test_an_unknown_grid_axis_is_named_as_written():
     with pytest.raises(StepError, match=r"unknown grid axis 'threadIdx\.x'; use grid\.x, grid\.y or grid\.z"):
         loads("const M = 8\nkernel f(A: f32[M]) -> (C: f32[M]) { C[i] = A[i] * 2.0 }\n"
               "schedule s { bind(C.i, threadIdx.x) }\n").schedule("s")
+
+
+# A producer and its reader, each its own loop nest: the steps below move one into the other's loop.
+PAIR = """
+const N = 8, M = 12
+kernel pair(X: f32[N, M]) -> (Z: f32[N, M]) {
+  Y[i, j] = X[i, j] * 2.0
+  Z[i, j] = Y[i, j] + 1.0
+}
+"""
+
+
+@pytest.mark.parametrize("steps, lost", [
+    ("bind(Y.i, grid.x)\ncompute_at(Y, Z.i)", "Y.i"),
+    ("bind(Z.i, grid.x)\nreverse_compute_at(Z, Y.i)", "Z.i"),
+    ("bind(Y.i, grid.x)\nrecompute_at(Y, Z.i)", "Y.i"),
+    ("bind(Z.i, grid.x)\nfuse(Y.i, Z.i)", "Z.i"),
+    ("bind(Y.i, grid.x)\nbind(Z.i, grid.y)\ncompute_at(Y, Z.i)", "Y.i"),  # it would run on grid.y instead
+])
+def test_a_step_that_would_drop_a_statements_grid_binding_is_refused(steps, lost):
+    """The loop a step merges into another statement's loops took its binding with it, silently: deriche's rows,
+    bound to grid.x and moved by compute_at, ran serially (probe of the 24th session)."""
+    primitive = steps.splitlines()[-1].split("(")[0]
+    with pytest.raises(StepError, match=rf"{primitive}: {lost} is bound to grid.x, and after this step no loop "
+                                        rf"around {lost[0]} would be.*bind the loop that should run on grid.x"):
+        loads(PAIR + "schedule s {\n" + steps + "\n}\n").schedule("s")
+
+
+@pytest.mark.parametrize("steps", [
+    "compute_at(Y, Z.i)\nbind(Z.i, grid.x)",  # bound after the step, as the refusal says
+    "bind(Y.i, grid.x)\nbind(Z.i, grid.x)\ncompute_at(Y, Z.i)",  # the target runs on the same axis
+    "bind(Y.j, grid.x)\ncompute_at(Y, Z.i)",  # Y keeps its own loop j, bound, inside Z.i
+    "bind(Y.i, grid.x)\nfuse(Y.i, Z.i)",  # the fused loop is Y's, bound: Z runs on grid.x too
+])
+def test_a_step_that_keeps_every_grid_binding_is_accepted(steps):
+    sched = assert_legal(PAIR, steps, sizes={}, run=True)
+    assert any(loop.bind == "x" for loop in sched.tree.path("Y"))
