@@ -419,6 +419,7 @@ def _staged(op: AccUpdate, backend: str, scope: str, loops: list, kernel: TileKe
                               loop.var if loop is not None else "", None))
             continue
         cache = next((b for b in owned if b.tensor == load.tensor and b.kind == "read"), None)
+        _check_no_outer_copy(op, load.tensor, backend, around, kernel, loop)
         tensor_shape = next((t.shape for t in kernel.tensors if t.name == load.tensor), ())
         dims = tile_dims(load, op)  # a batched operand's plan box is 1 along its batch indices
         planned = [d for n, d in enumerate(cache.shape) if n in dims] if cache is not None else []
@@ -429,6 +430,23 @@ def _staged(op: AccUpdate, backend: str, scope: str, loops: list, kernel: TileKe
         out.append(Staged(load.tensor, scope, tuple(shape), transposed, dtype, stages,
                           loop.var if loop is not None else "", cache))
     return tuple(out)
+
+
+def _check_no_outer_copy(op: AccUpdate, tensor: str, backend: str, around: list, kernel: TileKernel, loop) -> None:
+    """Refuse a `cache_read` of a product operand at a loop outside the one its copies are made in.  The backend
+    copies the operand in each iteration of the innermost loop around the product, from global memory; a copy
+    planned further out (the chapter's 5.4.5: L1 filled per `ko1`, L0A per `ko0` from it) would not be made,
+    while `tdsl cost` counts its buffer and its traffic."""
+    outer = [b for l in around[:-1] for b in l.buffers] + (list(kernel.buffers) if loop is not None else [])
+    cache = next((b for b in outer if b.tensor == tensor and b.kind == "read"), None)
+    if cache is None:
+        return
+    inner = f"loop {loop.var}" if loop is not None else "the program"
+    raise BackendError(f"{op.stmt}: the schedule copies {tensor} to {cache.scope} at loop {cache.loop or 'of the program'} "
+                       f"(cache_read), but {backend} copies a product's operands from global memory in each iteration "
+                       f"of the innermost loop around the product ({inner}), so that copy would not be made (and "
+                       f"`tdsl cost` counts it): put the cache_read at {op.stmt}.{loop.var if loop is not None else '...'}"
+                       f" instead, or split the reduction loop once")
 
 
 def _same_box(planned: list, shape, tensor_shape: list) -> bool:
