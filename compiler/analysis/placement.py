@@ -437,16 +437,18 @@ def _check_no_outer_copy(op: AccUpdate, tensor: str, backend: str, around: list,
     copies the operand in each iteration of the innermost loop around the product, from global memory; a copy
     planned further out (the chapter's 5.4.5: L1 filled per `ko1`, L0A per `ko0` from it) would not be made,
     while `tdsl cost` counts its buffer and its traffic."""
-    outer = [b for l in around[:-1] for b in l.buffers] + (list(kernel.buffers) if loop is not None else [])
+    if loop is None:  # copied once per program: nothing is further out
+        return
+    outer = [b for l in around[:-1] for b in l.buffers] + list(kernel.buffers)
     cache = next((b for b in outer if b.tensor == tensor and b.kind == "read"), None)
     if cache is None:
         return
-    inner = f"loop {loop.var}" if loop is not None else "the program"
-    raise BackendError(f"{op.stmt}: the schedule copies {tensor} to {cache.scope} at loop {cache.loop or 'of the program'} "
-                       f"(cache_read), but {backend} copies a product's operands from global memory in each iteration "
-                       f"of the innermost loop around the product ({inner}), so that copy would not be made (and "
-                       f"`tdsl cost` counts it): put the cache_read at {op.stmt}.{loop.var if loop is not None else '...'}"
-                       f" instead, or split the reduction loop once")
+    where = f"loop {cache.loop}" if cache.loop else "the program's start"
+    raise BackendError(f"{op.stmt}: the schedule copies {tensor} to {cache.scope} at {where} (cache_read), but "
+                       f"{backend} copies a product's operands from global memory in each iteration of the innermost "
+                       f"loop around the product (loop {loop.var}), so that copy would not be made (and `tdsl cost` "
+                       f"counts it): put the cache_read at {op.stmt}.{loop.var} instead, or split the reduction loop "
+                       f"once")
 
 
 def _same_box(planned: list, shape, tensor_shape: list) -> bool:
