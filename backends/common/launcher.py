@@ -93,9 +93,26 @@ def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
         lines.append(f'    raise ValueError("{names.entry}: output {x} must be contiguous")')
         lines.append("else:")
         lines.append(f'    _check({x}, "{x}", "{t.dtype}", {names.shape(t.shape)})')
+    lines += check_no_overlap(program, names)
     for t in program.temps:
         lines.append(f"{names.tensor(t.name)} = torch.empty({names.shape(t.shape)}, "
                      f"dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})  # intermediate between launches")
+    return lines
+
+
+def check_no_overlap(program: T.TileProgram, names: ModuleNames) -> list[str]:
+    """Refuse at launch an output whose memory overlaps an input it does not update in place, or another output:
+    the kernels write it while other programs still read the input, so the result would depend on their order
+    (an in-place gemm called as k(a, a, b) returned garbage; torch.mm(a, b, out=a) refuses the same).  The
+    tensors are contiguous by now (the inputs checked, the outputs refused otherwise), so each is one byte range."""
+    outputs = [(names.tensor(t.name), t.stored_in) for t in program.outputs]
+    pairs = [(x, names.tensor(t.name), "input", "read") for x, own in outputs for t in program.inputs if t.name != own]
+    pairs += [(x, y, "output", "written") for n, (x, _) in enumerate(outputs) for y, _ in outputs[n + 1:]]
+    lines = []
+    for x, y, role, use in pairs:
+        lines.append(f"if _overlaps({x}, {y}):")
+        lines.append(f'    raise ValueError("{names.entry}: output {x} overlaps {role} {y} in memory, and the kernels '
+                     f'write {x} while {y} is {use}: pass tensors that do not share memory")')
     return lines
 
 

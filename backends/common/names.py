@@ -50,7 +50,8 @@ MODULE_LEVEL = frozenset({
     "_INTERPRET", "_round_f8e4m3", "_round_bf16", "_sigmoid", "_silu", "_tanh", "_max_nan", "_maximum_nan",
     "_f8e4m3_bits", "_from_f8e4m3_bits", "_store_f8e4m3", "_widen_f8e4m3", "_to_bf16", "_widen_bf16",
     "libdevice",
-    "_TORCH_DTYPES", "_check", "KERNELS", "_COMPILED", "_kernel", "compile_kernels", "E4M3_BYTES", "RENAMED",
+    "_TORCH_DTYPES", "_check", "_overlaps", "KERNELS", "_COMPILED", "_kernel", "compile_kernels", "E4M3_BYTES",
+    "RENAMED",
     "IN_PLACE", "launches", "_programs", "PASS_CONFIGS", "CUDA_SOURCE",
 })
 # A Triton kernel's parameters share one namespace with its launch keywords (every option of CUDAOptions,

@@ -15,9 +15,11 @@ off the input shapes by the module's launcher, so one kernel serves every size.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -56,6 +58,27 @@ def cache_dir() -> Path:
     return Path(base)
 
 
+@functools.lru_cache(maxsize=None)
+def code_digest() -> str:
+    """A digest of tdsl's own code (its Python files and templates): a cached module is reused only by the code
+    that generated it, also in a checkout whose version number does not change."""
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for path in sorted(p for d in ("frontend", "compiler", "backends") for p in (root / d).rglob("*")
+                       if p.suffix in (".py", ".j2", ".lark")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write `path` so that no reader sees it in part: a killed run or two processes compiling the same kernel
+    once left a truncated module that every later compile loaded (a SyntaxError until the cache was deleted)."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as f:
+        f.write(text)
+    os.replace(f.name, path)
+
+
 def compile_schedule(prog, sched, target: str = "nvidia", backend: Optional[str] = None,
                      schedule_name: str = "") -> Kernel:
     """The `Kernel` of a schedule of one of `prog`'s kernels (a block replayed, or built through the API)."""
@@ -64,7 +87,7 @@ def compile_schedule(prog, sched, target: str = "nvidia", backend: Optional[str]
 
     model = sched.model
     key = hashlib.sha256(json.dumps({
-        "version": __version__, "source": prog.ast.source, "kernel": model.name,
+        "version": __version__, "code": code_digest(), "source": prog.ast.source, "kernel": model.name,
         "sizes": {k: v for k, v in model.sizes.items()}, "steps": str(sched.trace),
         "target": target, "backend": backend,
     }, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -74,7 +97,7 @@ def compile_schedule(prog, sched, target: str = "nvidia", backend: Optional[str]
     else:
         text = generate_schedule(prog, sched, target, backend, schedule_name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        _write_whole(path, text)
     module = load_module(text, path)
     inputs = [t.name for t in model.inputs()]
     in_place = tuple((n, inputs.index(t.stored_in)) for n, t in enumerate(model.outputs()) if t.stored_in)

@@ -152,3 +152,58 @@ def test_a_run_time_size_of_zero_is_refused_at_launch():
     norm = tdsl.compile(loads(RMSNORM, "rmsnorm.tdsl"), "rows")
     with pytest.raises(ValueError, match=r"rmsnorm: M = 0 \(dimension 0 of X\): a size is at least 1"):
         norm(torch.empty(0, 96, dtype=torch.bfloat16), torch.empty(96, dtype=torch.bfloat16))
+
+
+IN_PLACE_GEMM = """
+param M, N, K
+kernel gemm(C_in: f32[M, N], A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N] in C_in) {
+  C[i, j] = sum(k) A[i, k] * B[k, j] from C_in[i, j]
+}
+schedule tiles {
+  io, jo, ii, jj = tile(C.i, C.j, 16, 16)
+  ko, kk = split(C.k, 16)
+  reorder(C, io, jo, ko, ii, jj, kk)
+  bind(C.io, grid.x)
+  bind(C.jo, grid.y)
+}
+"""
+
+
+def test_an_output_that_shares_memory_with_an_input_it_does_not_update_is_refused():
+    """k(a, a, b) wrote C over A while other programs still read A: 2,964 off, silently (probe of the 24th
+    session).  torch.mm(a, b, out=a) refuses the same."""
+    gemm = tdsl.compile(loads(IN_PLACE_GEMM, "gemm.tdsl"), "tiles")
+    a, b, c = torch.randn(64, 64), torch.randn(64, 64), torch.randn(64, 64)
+    for args, other in (((a, a, b), "A"), ((b, a, b), "B")):
+        with pytest.raises(ValueError, match=rf"gemm: output C overlaps input {other} in memory, and the kernels "
+                                             rf"write C while {other} is read"):
+            gemm(*args)
+    assert torch.allclose(gemm(c.clone(), a, b), c + a @ b, rtol=1e-5, atol=1e-4)  # its own input: in place
+    columns = a[:, :32]  # not contiguous: the launcher reads a copy, which shares nothing with C
+    assert torch.allclose(gemm(a[:, :32].contiguous(), columns, b[:32, :32]), columns + columns @ b[:32, :32],
+                          rtol=1e-5, atol=1e-4)
+    two = tdsl.compile(loads("const N = 8\nkernel two(X: f32[N]) -> (Y: f32[N], Z: f32[N]) {\n  Y[i] = X[i] * 2.0\n"
+                             "  Z[i] = X[i] + 1.0\n}\n", "two.tdsl"))
+    out = torch.empty(8)
+    with pytest.raises(ValueError, match=r"two: output Y overlaps output Z in memory"):
+        two.module.two(torch.ones(8), Y=out, Z=out)
+
+
+def test_the_tilelang_launcher_checks_the_same_overlaps():
+    from tdsl.compiler.driver.generate import generate
+
+    text = generate(loads(IN_PLACE_GEMM, "gemm.tdsl", sizes={"M": 64, "N": 64, "K": 64}), "tiles", backend="tilelang")
+    assert "if _overlaps(C, A):" in text and "if _overlaps(C, B):" in text and "_overlaps(C, C_in)" not in text
+
+
+def test_a_cached_module_is_written_whole_and_belongs_to_the_code_that_generated_it(cache, monkeypatch):
+    """A module truncated by a killed run was loaded by every later compile (probe of the 24th session); and the
+    cache key held tdsl's version only, so a checkout's edited code kept loading modules of its old code."""
+    from tdsl.compiler.driver import kernels
+
+    tdsl.compile(EXAMPLES / "rmsnorm.tdsl", "row_per_program", sizes={"M": 4, "N": 64})
+    (module,) = cache.glob("*/rmsnorm.py")
+    assert not list(cache.glob("*/*.tmp"))
+    monkeypatch.setattr(kernels, "code_digest", lambda: "other code")
+    tdsl.compile(EXAMPLES / "rmsnorm.tdsl", "row_per_program", sizes={"M": 4, "N": 64})
+    assert len(list(cache.glob("*/rmsnorm.py"))) == 2

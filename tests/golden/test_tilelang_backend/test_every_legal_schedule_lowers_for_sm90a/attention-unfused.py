@@ -180,6 +180,14 @@ def _check(tensor, name, dtype, shape):
     return tensor.contiguous()
 
 
+def _overlaps(a, b):
+    """Whether two contiguous tensors share memory."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
 def attention(Q, K, V, O=None):
     """kernel attention(Q: bf16[L, D], K: bf16[L, D], V: bf16[L, D]) -> (O: bf16[L, D]); returns O."""
     Q = _check(Q, "Q", "bf16", (8192, 128))
@@ -191,6 +199,12 @@ def attention(Q, K, V, O=None):
         raise ValueError("attention: output O must be contiguous")
     else:
         _check(O, "O", "bf16", (8192, 128))
+    if _overlaps(O, Q):
+        raise ValueError("attention: output O overlaps input Q in memory, and the kernels write O while Q is read: pass tensors that do not share memory")
+    if _overlaps(O, K):
+        raise ValueError("attention: output O overlaps input K in memory, and the kernels write O while K is read: pass tensors that do not share memory")
+    if _overlaps(O, V):
+        raise ValueError("attention: output O overlaps input V in memory, and the kernels write O while V is read: pass tensors that do not share memory")
     S = torch.empty((8192, 8192), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     m = torch.empty((8192,), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches
     P = torch.empty((8192, 8192), dtype=_TORCH_DTYPES["f32"], device=Q.device)  # intermediate between launches

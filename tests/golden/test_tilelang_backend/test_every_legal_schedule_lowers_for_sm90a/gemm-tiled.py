@@ -70,6 +70,14 @@ def _check(tensor, name, dtype, shape):
     return tensor.contiguous()
 
 
+def _overlaps(a, b):
+    """Whether two contiguous tensors share memory."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
 def gemm(A, B, C=None):
     """kernel gemm(A: bf16[M, K], B: bf16[K, N]) -> (C: f32[M, N]); returns C."""
     A = _check(A, "A", "bf16", (4096, 4096))
@@ -80,6 +88,10 @@ def gemm(A, B, C=None):
         raise ValueError("gemm: output C must be contiguous")
     else:
         _check(C, "C", "f32", (4096, 4096))
+    if _overlaps(C, A):
+        raise ValueError("gemm: output C overlaps input A in memory, and the kernels write C while A is read: pass tensors that do not share memory")
+    if _overlaps(C, B):
+        raise ValueError("gemm: output C overlaps input B in memory, and the kernels write C while B is read: pass tensors that do not share memory")
     _kernel("gemm_0")(C, A, B)
     return C
 

@@ -82,6 +82,14 @@ def _check(tensor, name, dtype, shape):
     return tensor.contiguous()
 
 
+def _overlaps(a, b):
+    """Whether two contiguous tensors share memory."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
 def gemm_silu(A, W, Y=None):
     """kernel gemm_silu(A: bf16[M, K], W: bf16[K, N]) -> (Y: bf16[M, N]); returns Y."""
     A = _check(A, "A", "bf16", (1024, 4096))
@@ -92,6 +100,10 @@ def gemm_silu(A, W, Y=None):
         raise ValueError("gemm_silu: output Y must be contiguous")
     else:
         _check(Y, "Y", "bf16", (1024, 12288))
+    if _overlaps(Y, A):
+        raise ValueError("gemm_silu: output Y overlaps input A in memory, and the kernels write Y while A is read: pass tensors that do not share memory")
+    if _overlaps(Y, W):
+        raise ValueError("gemm_silu: output Y overlaps input W in memory, and the kernels write Y while W is read: pass tensors that do not share memory")
     _kernel("gemm_silu_0")(A, W, Y)
     return Y
 

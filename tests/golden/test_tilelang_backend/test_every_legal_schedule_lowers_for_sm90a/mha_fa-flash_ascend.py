@@ -164,6 +164,14 @@ def _check(tensor, name, dtype, shape):
     return tensor.contiguous()
 
 
+def _overlaps(a, b):
+    """Whether two contiguous tensors share memory."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
 def mha_fa(Q, K, V, O=None):
     """kernel mha_fa(Q: bf16[B, H, L, D], K: bf16[B, H, L, D], V: bf16[B, H, L, D]) -> (O: bf16[B, H, L, D]); returns O."""
     Q = _check(Q, "Q", "bf16", (2, 4, 4096, 128))
@@ -175,6 +183,12 @@ def mha_fa(Q, K, V, O=None):
         raise ValueError("mha_fa: output O must be contiguous")
     else:
         _check(O, "O", "bf16", (2, 4, 4096, 128))
+    if _overlaps(O, Q):
+        raise ValueError("mha_fa: output O overlaps input Q in memory, and the kernels write O while Q is read: pass tensors that do not share memory")
+    if _overlaps(O, K):
+        raise ValueError("mha_fa: output O overlaps input K in memory, and the kernels write O while K is read: pass tensors that do not share memory")
+    if _overlaps(O, V):
+        raise ValueError("mha_fa: output O overlaps input V in memory, and the kernels write O while V is read: pass tensors that do not share memory")
     _kernel("mha_fa_0")(Q, K, V, O)
     return O
 

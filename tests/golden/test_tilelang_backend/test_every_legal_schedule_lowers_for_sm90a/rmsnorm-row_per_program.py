@@ -74,6 +74,14 @@ def _check(tensor, name, dtype, shape):
     return tensor.contiguous()
 
 
+def _overlaps(a, b):
+    """Whether two contiguous tensors share memory."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
 def rmsnorm(X, g, Y=None):
     """kernel rmsnorm(X: bf16[M, N], g: bf16[N]) -> (Y: bf16[M, N]); returns Y."""
     X = _check(X, "X", "bf16", (1024, 4096))
@@ -84,6 +92,10 @@ def rmsnorm(X, g, Y=None):
         raise ValueError("rmsnorm: output Y must be contiguous")
     else:
         _check(Y, "Y", "bf16", (1024, 4096))
+    if _overlaps(Y, X):
+        raise ValueError("rmsnorm: output Y overlaps input X in memory, and the kernels write Y while X is read: pass tensors that do not share memory")
+    if _overlaps(Y, g):
+        raise ValueError("rmsnorm: output Y overlaps input g in memory, and the kernels write Y while g is read: pass tensors that do not share memory")
     _kernel("rmsnorm_0")(X, Y, g)
     return Y
 

@@ -217,6 +217,14 @@ def _check(tensor, name, dtype, shape):
     return tensor.contiguous()
 
 
+def _overlaps(a, b):
+    """Whether two contiguous tensors share memory."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
 def quant_gemm(A, W, Out=None):
     """kernel quant_gemm(A: f16[M, K], W: f8e4m3[K, N]) -> (Out: f16[M, N]); returns Out."""
     A = _check(A, "A", "f16", (4096, 4096))
@@ -227,6 +235,10 @@ def quant_gemm(A, W, Out=None):
         raise ValueError("quant_gemm: output Out must be contiguous")
     else:
         _check(Out, "Out", "f16", (4096, 1536))
+    if _overlaps(Out, A):
+        raise ValueError("quant_gemm: output Out overlaps input A in memory, and the kernels write Out while A is read: pass tensors that do not share memory")
+    if _overlaps(Out, W):
+        raise ValueError("quant_gemm: output Out overlaps input W in memory, and the kernels write Out while W is read: pass tensors that do not share memory")
     amax = torch.empty((4096,), dtype=_TORCH_DTYPES["f32"], device=A.device)  # intermediate between launches
     Aq = torch.empty((4096, 4096), dtype=_TORCH_DTYPES["f8e4m3"], device=A.device)  # intermediate between launches
     Out_given = None

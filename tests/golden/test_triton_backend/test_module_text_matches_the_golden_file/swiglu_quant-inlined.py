@@ -167,6 +167,14 @@ def _check(tensor, name, dtype, shape):
     return tensor.contiguous()
 
 
+def _overlaps(a, b):
+    """Whether two contiguous tensors share memory."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
 def swiglu_quant(G, U, Q=None):
     """kernel swiglu_quant(G: bf16[M, N], U: bf16[M, N]) -> (Q: f8e4m3[M, N]); returns Q."""
     G = _check(G, "G", "bf16", (1024, 12288))
@@ -177,6 +185,10 @@ def swiglu_quant(G, U, Q=None):
         raise ValueError("swiglu_quant: output Q must be contiguous")
     else:
         _check(Q, "Q", "f8e4m3", (1024, 12288))
+    if _overlaps(Q, G):
+        raise ValueError("swiglu_quant: output Q overlaps input G in memory, and the kernels write Q while G is read: pass tensors that do not share memory")
+    if _overlaps(Q, U):
+        raise ValueError("swiglu_quant: output Q overlaps input U in memory, and the kernels write Q while U is read: pass tensors that do not share memory")
     swiglu_quant_0[((256), (12),)](Q, U, G, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)
     return Q
 
