@@ -215,6 +215,8 @@ def cmd_compile(args) -> int:
     from tdsl.compiler.driver.generate import generate
 
     out = output_path(args.output, args.program)  # refused before the (slow) compilation
+    if out is not None and args.tuned:
+        _refuse_overwriting_program(f"-o {args.output}", out, args.tuned, "the generated module", "the tuning log")
     prog = _program(args)
     name = _default_schedule(prog, args)
     if args.tuned:
@@ -257,10 +259,11 @@ def _names_a_folder(output: str) -> bool:
     return os.path.isdir(output) or output.endswith(("/", os.sep))
 
 
-def _refuse_overwriting_program(shown: str, out: Path, program: str, what: str) -> None:
-    """An output option (`shown`, as the user wrote it) that names PROG itself is a user error."""
+def _refuse_overwriting_program(shown: str, out: Path, program: str, what: str, role: str = "the program") -> None:
+    """An output option (`shown`, as the user wrote it) that names an input (PROG itself, the --tuned log) is a
+    user error."""
     if _same_file(out, Path(program)):
-        raise TdslError(f"{shown} is the same file as the input {program}; refusing to overwrite the program "
+        raise TdslError(f"{shown} is the same file as the input {program}; refusing to overwrite {role} "
                         f"with {what}")
 
 

@@ -95,6 +95,7 @@ def cmd_tune(args) -> int:
     if args.append:
         if args.name is None and result.name in prog.schedule_names:
             raise TdslError(f"{prog.filename} already has a schedule '{result.name}'; give --name")
+        _check_for_every_size(args.program, result)
         with open(args.program, "a", encoding="utf-8") as f:
             f.write(f"\n{result.block}")
         print(f"appended schedule {result.name} to {args.program}")
@@ -137,6 +138,22 @@ def _print_measured(records: list, top: int = 10) -> None:
         print(f"  FAILED: {r.get('detail', '')[:300]}")
     if len(failed) > 5:
         print(f"  ... and {len(failed) - 5} more failed")
+
+
+def _check_for_every_size(program: str, result) -> None:
+    """The block `--append` writes is part of the program for every size it runs at, and the search checked it
+    at the tuned ones only: a split whose loop had one iteration there was legal to bind, and the file's own
+    `tdsl check` then refused the tuner's block (probe of the 24th session).  Replayed with the run-time sizes
+    unbound, or refused with the reason (the winner stays in the log for `compile --tuned` at those sizes)."""
+    from tdsl.compiler.driver.api import load, loads
+
+    prog = load(program)
+    try:
+        loads(f"{prog.ast.source.rstrip()}\n\n{result.block}", prog.filename).schedule(result.name)
+    except TdslError as err:
+        first = str(err).splitlines()[0]
+        raise TdslError(f"not appended: the winner is legal at the tuned sizes but not at every size the program "
+                        f"runs at ({first}); `tdsl compile --tuned LOG --size ...` uses it at those sizes") from None
 
 
 def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kernel: Optional[str]):

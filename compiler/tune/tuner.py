@@ -41,6 +41,7 @@ class TuneResult:
     winner_block: Optional[str] = None  # the program's own schedule block the winner is, if it is one
     blocks: list = field(default_factory=list)  # the program's schedule blocks screened in as candidates
     executor: str = ""
+    kernel: Optional[str] = None  # named in the block (`schedule NAME for KERNEL`) when the program has several
 
     @property
     def timed(self) -> bool:
@@ -49,7 +50,8 @@ class TuneResult:
     @property
     def block(self) -> str:
         body = "\n".join(f"  {line}" for line in self.winner_steps.splitlines())
-        return f"schedule {self.name} {{\n{body}\n}}\n"
+        head = f"schedule {self.name} for {self.kernel}" if self.kernel else f"schedule {self.name}"
+        return f"{head} {{\n{body}\n}}\n"
 
 
 def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, target: str = "h200",
@@ -70,7 +72,8 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
         bar.close()
     model = found.screen.base.model
     workload = tuning_log.Workload.of(prog.ast.source, model.name, _numbers(model.sizes), device, backend)
-    result = TuneResult(found, workload, name or f"tuned_{device.replace('-', '_')}")
+    result = TuneResult(found, workload, name or f"tuned_{device.replace('-', '_')}",
+                        kernel=model.name if len(prog.kernels) > 1 else None)
     if not found.ranked:
         return result
     records = tuning_log.of_workload(tuning_log.read(log_path), workload) if log_path else []

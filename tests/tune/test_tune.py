@@ -362,3 +362,29 @@ def test_tune_refuses_a_name_no_schedule_block_can_have_before_touching_the_prog
 def test_tune_counts_and_seeds_out_of_range_are_usage_errors(flag, value):
     proc = _cli("tune", str(EXAMPLES / "softmax.tdsl"), "--size", "M=3,N=5", "--quiet", flag, value)
     assert proc.returncode == 2 and f"argument {flag}:" in proc.stderr, proc.stderr
+
+
+def test_an_appended_block_is_legal_at_every_size_and_names_its_kernel(tmp_path):
+    """Three ways `tune --append` broke the file it wrote to, and `compile --tuned LOG -o LOG` its log (probe of
+    the 24th session)."""
+    stencil = tmp_path / "sten.tdsl"
+    stencil.write_text("param N\nkernel st(X_in: f32[N], B: f32[N]) -> (Y: f32[N] in X_in) {\n"
+                       "  Y[i : i < N - 1] = X_in[i] + X_in[i + 1] + B[i]\n}\n")
+    before = stencil.read_text()
+    proc = _cli("tune", str(stencil), "--size", "N=100", "--target", "h200", "--append", "--name", "tw")
+    # at N = 100 a split by 128 has one iteration, so binding it is legal there and not at N = 130
+    assert proc.returncode == 2 and "not appended: the winner is legal at the tuned sizes but not at every size" \
+        in proc.stderr and "parallel-dependence" in proc.stderr
+    assert stencil.read_text() == before
+    two = tmp_path / "two.tdsl"
+    two.write_text("const M = 40, N = 96\nkernel first(X: f32[M, N]) -> (Y: f32[M, N]) {\n  Y[i, j] = X[i, j] * 2.0\n}\n"
+                   "kernel second(X: f32[M, N]) -> (Y: f32[M, N]) {\n  ss[i] = sum(j) X[i, j] * X[i, j] accum f32\n"
+                   "  Y[i, j] = X[i, j] * rsqrt(ss[i] / N + 1e-6)\n}\n")
+    proc = _cli("tune", str(two), "--target", "h200", "--kernel", "second", "--append", "--name", "ts")
+    assert proc.returncode == 0, proc.stderr
+    assert "schedule ts for second {" in two.read_text()
+    assert _cli("check", str(two), "--kernel", "second", "--schedule", "ts").returncode == 0
+    log = tmp_path / "tune.jsonl"
+    log.write_text("")
+    proc = _cli("compile", str(two), "--kernel", "second", "--tuned", str(log), "-o", str(log))
+    assert proc.returncode == 2 and "refusing to overwrite" in proc.stderr and log.read_text() == ""
