@@ -207,3 +207,20 @@ def test_a_cached_module_is_written_whole_and_belongs_to_the_code_that_generated
     monkeypatch.setattr(kernels, "code_digest", lambda: "other code")
     tdsl.compile(EXAMPLES / "rmsnorm.tdsl", "row_per_program", sizes={"M": 4, "N": 64})
     assert len(list(cache.glob("*/rmsnorm.py"))) == 2
+
+
+def test_an_output_whose_size_is_an_expression_of_a_run_time_size_has_a_fake_shape():
+    """`Y: f32[N + 1]`: the fake implementation passed the text '(N + 1)' to torch.empty, so FakeTensorMode and
+    torch.compile failed where the eager call worked (probe of the 24th session)."""
+    text = ("param N\nkernel k(X: f32[N], Z: f32[N + 1]) -> (Y: f32[N + 1], W: f32[N]) {\n  Y[i] = Z[i] * 2.0\n"
+            "  W[i] = X[i] + 1.0\n}\nschedule s {\n  io, ii = split(Y.i, 16)\n  bind(Y.io, grid.x)\n"
+            "  jo, ji = split(W.i, 16)\n  bind(W.jo, grid.x)\n}\n")
+    kernel = tdsl.compile(loads(text, "k.tdsl"), "s")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        y, w = kernel(torch.empty(4), torch.empty(5))
+        assert y.shape == (5,) and w.shape == (4,)
+    x, z = torch.randn(6), torch.randn(7)
+    y, w = torch.compile(lambda x, z: kernel(x, z), fullgraph=True)(x, z)
+    assert torch.equal(y, z * 2) and torch.equal(w, x + 1)
