@@ -28,6 +28,7 @@ from types import ModuleType
 from typing import Callable, Optional
 
 from tdsl.backends.common.dtypes import TORCH_NAMES
+from tdsl.frontend.diagnostics import TdslError
 
 _OPS: dict[str, Callable] = {}  # op name -> the registered op (a name can be registered once per process)
 
@@ -98,8 +99,12 @@ def compile_schedule(prog, sched, target: str = "nvidia", backend: Optional[str]
         text = path.read_text()
     else:
         text = generate_schedule(prog, sched, target, backend, schedule_name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_whole(path, text)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_whole(path, text)
+        except OSError as err:
+            raise TdslError(f"cannot write the kernel cache at {cache_dir()}: {err.strerror or err}; set "
+                            f"TDSL_CACHE_DIR to a folder this process can write") from None
     module = load_module(text, path)
     inputs = [t.name for t in model.inputs()]
     in_place = tuple((n, inputs.index(t.stored_in)) for n, t in enumerate(model.outputs()) if t.stored_in)

@@ -109,7 +109,14 @@ class RayExecutor:
         self.ray = ray
         if not ray.is_initialized():
             options = {"address": address} if address else {"num_cpus": workers or os.cpu_count() or 1}
-            ray.init(ignore_reinit_error=True, log_to_driver=False, **options)
+            try:
+                ray.init(ignore_reinit_error=True, log_to_driver=False, **options)
+            except Exception as err:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ImportError (ray://)
+                reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+                raise TdslError(f"--executor ray: cannot start or reach {where}: {reason} (start a cluster with "
+                                f"`ray start --head` and pass its address, or leave --ray-address out for a local "
+                                f"instance)") from None
         self.gpus = int(ray.cluster_resources().get("GPU", 0))
 
     def describe(self) -> str:
@@ -131,6 +138,8 @@ class RayExecutor:
 
 def executor(kind: str, workers: Optional[int] = None, address: Optional[str] = None):
     if kind == "local":
+        if address:
+            raise TdslError("--ray-address is for --executor ray; the local executor runs on this machine")
         return LocalExecutor(workers)
     if kind == "ray":
         return RayExecutor(address, workers)

@@ -224,3 +224,14 @@ def test_an_output_whose_size_is_an_expression_of_a_run_time_size_has_a_fake_sha
     x, z = torch.randn(6), torch.randn(7)
     y, w = torch.compile(lambda x, z: kernel(x, z), fullgraph=True)(x, z)
     assert torch.equal(y, z * 2) and torch.equal(w, x + 1)
+
+
+def test_a_cache_folder_that_cannot_be_written_is_a_one_line_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("TDSL_CACHE_DIR", str(blocker))
+    from tdsl.frontend.diagnostics import TdslError
+
+    with pytest.raises(TdslError, match=r"cannot write the kernel cache at .*a_file: Not a directory; set "
+                                        r"TDSL_CACHE_DIR to a folder this process can write"):
+        tdsl.compile(EXAMPLES / "rmsnorm.tdsl", "row_per_program", sizes={"M": 4, "N": 64})

@@ -388,3 +388,17 @@ def test_an_appended_block_is_legal_at_every_size_and_names_its_kernel(tmp_path)
     log.write_text("")
     proc = _cli("compile", str(two), "--kernel", "second", "--tuned", str(log), "-o", str(log))
     assert proc.returncode == 2 and "refusing to overwrite" in proc.stderr and log.read_text() == ""
+
+
+def test_ray_addresses_that_reach_no_cluster_are_one_line_errors(tmp_path):
+    """`--ray-address auto` without a cluster printed Ray's traceback; `--ray-address` without `--executor ray` was
+    ignored (probe of the 24th session)."""
+    pytest.importorskip("ray")
+    prog = tmp_path / "softmax.tdsl"
+    shutil.copy(EXAMPLES / "softmax.tdsl", prog)
+    args = ("tune", str(prog), "--size", "M=20,N=70", "--target", "h200", "--trials", "2")
+    proc = _cli(*args, "--executor", "ray", "--ray-address", "auto")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--executor ray: cannot start or reach the Ray cluster at auto" in proc.stderr
+    proc = _cli(*args, "--ray-address", "auto")
+    assert proc.returncode == 2 and "--ray-address is for --executor ray" in proc.stderr
