@@ -18,19 +18,32 @@ from tdsl.backends.common.names import ModuleNames
 def bind_params(program: T.TileProgram, names: ModuleNames) -> list[str]:
     """Run-time sizes are read off the input shapes (the first input dim equal to the size's name), and refused
     below 1, as every size is (docs/language.md)."""
-    lines = []
+    lines, read = [], set()
     for p in [n for n, v in program.sizes.items() if v is None]:
         where = next(((t.name, d) for t in program.inputs for d, dim in enumerate(t.shape) if dim == p), None)
         if where is None:
             raise BackendError(f"run-time size {p} is not a dimension of any input, so the launcher cannot read it "
                                f"from their shapes; give it a value (--size {p}=...), declare it `const`, or add an "
                                f"input with a dimension {p}")
+        if where[0] not in read:  # its shape is read before _check sees it: a tensor of another rank, said so
+            read.add(where[0])
+            lines += _check_rank(next(t for t in program.inputs if t.name == where[0]), names)
         lines.append(f"{names.var(p)} = {names.tensor(where[0])}.shape[{where[1]}]")
         # an empty dimension launches no program and would return outputs never written
         lines.append(f"if {names.var(p)} < 1:")
         lines.append(f'    raise ValueError(f"{names.entry}: {p} = {{{names.var(p)}}} (dimension {where[1]} of '
                      f'{where[0]}): a size is at least 1")')
     return lines
+
+
+def _check_rank(t, names: ModuleNames) -> list[str]:
+    x, rank = names.tensor(t.name), len(t.shape)
+    dims = ", ".join(str(d) for d in t.shape)
+    return [f"if not isinstance({x}, torch.Tensor):",
+            f'    raise TypeError(f"{names.entry}: {x} must be a torch.Tensor, got {{type({x}).__name__}}")',
+            f"if {x}.dim() != {rank}:",
+            f'    raise ValueError(f"{names.entry}: {x} must have {rank} dimension{"s" * (rank != 1)} [{dims}], got '
+            f'{{{x}.dim()}} (shape {{tuple({x}.shape)}})")']
 
 
 INT32_MAX = 2**31 - 1

@@ -45,8 +45,10 @@ class Kernel:
     # returns only the other outputs; the call gives back the updated input in the output's place
     in_place: tuple = ()
     outputs: int = 1  # how many outputs the kernel has
+    inputs: tuple = ()  # the kernel's input names, in order (a call may pass them by name)
 
-    def __call__(self, *inputs):
+    def __call__(self, *args, **named):
+        inputs = self._arguments(args, named)
         got = self.op(*inputs)
         if not self.in_place:
             return got
@@ -54,6 +56,23 @@ class Kernel:
         rest = iter(got if isinstance(got, (tuple, list)) else (() if got is None else (got,)))
         outs = [inputs[held[n]] if n in held else next(rest) for n in range(self.outputs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _arguments(self, args: tuple, named: dict) -> tuple:
+        """The inputs in order, from positions and names (the op itself knows them only as a0, a1, ...)."""
+        takes = f"{self.name} takes {len(self.inputs)} input{'s' * (len(self.inputs) != 1)} ({', '.join(self.inputs)})"
+        unknown = [k for k in named if k not in self.inputs]
+        if unknown:
+            raise TypeError(f"{takes}; no input is named {', '.join(unknown)}")
+        if len(args) > len(self.inputs):
+            raise TypeError(f"{takes}, got {len(args)}")
+        twice = [k for k in self.inputs[:len(args)] if k in named]
+        if twice:
+            raise TypeError(f"{takes}; {', '.join(twice)} given by position and by name")
+        values = list(args) + [named.get(k) for k in self.inputs[len(args):]]
+        missing = [k for k, v in zip(self.inputs, values) if v is None]
+        if missing:
+            raise TypeError(f"{takes}; missing {', '.join(missing)}")
+        return tuple(values)
 
 
 def cache_dir() -> Path:
@@ -108,7 +127,8 @@ def compile_schedule(prog, sched, target: str = "nvidia", backend: Optional[str]
     module = load_module(text, path)
     inputs = [t.name for t in model.inputs()]
     in_place = tuple((n, inputs.index(t.stored_in)) for n, t in enumerate(model.outputs()) if t.stored_in)
-    return Kernel(model.name, text, module, _custom_op(model, module, key), in_place, len(model.outputs()))
+    return Kernel(model.name, text, module, _custom_op(model, module, key), in_place, len(model.outputs()),
+                  tuple(inputs))
 
 
 def _custom_op(model, module, key: str) -> Callable:

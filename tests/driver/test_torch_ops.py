@@ -235,3 +235,19 @@ def test_a_cache_folder_that_cannot_be_written_is_a_one_line_error(tmp_path, mon
     with pytest.raises(TdslError, match=r"cannot write the kernel cache at .*a_file: Not a directory; set "
                                         r"TDSL_CACHE_DIR to a folder this process can write"):
         tdsl.compile(EXAMPLES / "rmsnorm.tdsl", "row_per_program", sizes={"M": 4, "N": 64})
+
+
+def test_a_call_with_a_tensor_of_another_rank_or_the_wrong_arguments_says_which():
+    """A rank-1 X was reported as "must have shape (64, 64)" (a shape read off the wrong tensor), a rank-0 one
+    as a bare IndexError, a missing input as the op's argument 'a1'; inputs could not be passed by name (probe of
+    the 24th session)."""
+    norm = tdsl.compile(loads(RMSNORM, "rmsnorm.tdsl"), "rows")
+    x, g = torch.randn(4, 96).to(torch.bfloat16), torch.ones(96, dtype=torch.bfloat16)
+    for wrong, rank in ((torch.randn(96), 1), (torch.randn(2, 4, 96), 3), (torch.tensor(1.0), 0)):
+        with pytest.raises(ValueError, match=rf"rmsnorm: X must have 2 dimensions \[M, 96\], got {rank}"):
+            norm(wrong.to(torch.bfloat16), g)
+    assert torch.equal(norm(X=x, g=g), norm(x, g)) and torch.equal(norm(x, g=g), norm(x, g))
+    for args, named, says in (((x,), {}, "missing g"), ((x, g, g), {}, "got 3"), ((x,), {"h": g}, "no input is named h"),
+                              ((x, g), {"X": x}, "X given by position and by name")):
+        with pytest.raises(TypeError, match=rf"rmsnorm takes 2 inputs \(X, g\)[;,] {says}"):
+            norm(*args, **named)
