@@ -168,8 +168,17 @@ def _custom_op(model, module, key: str) -> Callable:
         return made[0] if len(made) == 1 else (tuple(made) if made else None)
 
     op.register_fake(fake)
+    if not mutated:  # torch.compile traces a call with inputs that require grad through the op's autograd formula
+        op.register_autograd(functools.partial(_no_backward, model.name))
     _OPS[name] = op
     return op
+
+
+def _no_backward(kernel: str, ctx, *grads):
+    """The op's autograd formula: the forward runs (also under torch.compile with parameters that require grad,
+    which failed without a formula: probe of the 24th session), a backward pass is refused."""
+    raise RuntimeError(f"{kernel}: a tdsl kernel has no backward; call it under torch.no_grad(), on tensors that "
+                       f"do not require grad, or write the gradient as its own kernel")
 
 
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,

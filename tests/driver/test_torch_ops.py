@@ -251,3 +251,14 @@ def test_a_call_with_a_tensor_of_another_rank_or_the_wrong_arguments_says_which(
                               ((x, g), {"X": x}, "X given by position and by name")):
         with pytest.raises(TypeError, match=rf"rmsnorm takes 2 inputs \(X, g\)[;,] {says}"):
             norm(*args, **named)
+
+
+def test_a_backward_through_a_kernel_is_refused_with_what_to_do():
+    """Parameters that require grad made torch.compile fail with "no autograd formula was registered" (probe of
+    the 24th session); the formula now refuses the backward pass itself, saying what to do."""
+    norm = tdsl.compile(loads(RMSNORM, "rmsnorm.tdsl"), "rows")
+    g = torch.nn.Parameter(torch.ones(96, dtype=torch.bfloat16))
+    y = norm(torch.randn(4, 96).to(torch.bfloat16), g)
+    assert y.requires_grad
+    with pytest.raises(RuntimeError, match=r"rmsnorm: a tdsl kernel has no backward; call it under torch.no_grad\(\)"):
+        y.float().sum().backward()
