@@ -168,7 +168,7 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
         raise TdslError(f"--tuned {log_file}: no such tuning log")
     model = prog.schedule(None, kernel=kernel).model
     sizes = {k: v for k, v in model.sizes.items() if isinstance(v, (int, float))}
-    workload = tuning_log.Workload.of(prog.ast.source, model.name, sizes, device, backend)
+    workload = tuning_log.Workload.of(tuning_log.kernels_text(prog), model.name, sizes, device, backend)
     records = tuning_log.read(Path(log_file))
     best = tuning_log.best(tuning_log.of_workload(records, workload))
     if best is None:

@@ -39,6 +39,15 @@ class Workload:
         return all(line.get(k) == v for k, v in self.fields().items())
 
 
+def kernels_text(prog) -> str:
+    """The program's text without its schedule blocks and blank lines, which a workload's records are keyed by:
+    a block the user adds or edits (`tune --append` writes one) changes no kernel, and it made the log unusable
+    for the same program (probe of the 24th session)."""
+    blocks = {n for b in prog.ast.schedules for n in range(b.span.line, (b.span.end_line or b.span.line) + 1)}
+    kept = (line.rstrip() for n, line in enumerate(prog.ast.source.splitlines(), 1) if n not in blocks)
+    return "\n".join(line for line in kept if line) + "\n"  # blank lines, as between blocks, change nothing
+
+
 def read(path: Path) -> list[dict]:
     """Every record of a log (a missing file is an empty log; a torn last line, from a run killed while
     writing, is skipped).  Anything else that is not a log -- a folder, bytes that are not UTF-8, a line that is

@@ -71,7 +71,8 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
     if bar:
         bar.close()
     model = found.screen.base.model
-    workload = tuning_log.Workload.of(prog.ast.source, model.name, _numbers(model.sizes), device, backend)
+    workload = tuning_log.Workload.of(tuning_log.kernels_text(prog), model.name, _numbers(model.sizes), device,
+                                        backend)
     result = TuneResult(found, workload, name or f"tuned_{device.replace('-', '_')}",
                         kernel=model.name if len(prog.kernels) > 1 else None)
     if not found.ranked:

@@ -108,7 +108,7 @@ def _cli(*args, cwd=ROOT):
 def test_compile_tuned_takes_the_logs_fastest_schedule(tmp_path):
     prog = softmax()
     model = prog.model()
-    workload = tuning_log.Workload.of(prog.ast.source, "softmax", dict(model.sizes), "h200", "triton")
+    workload = tuning_log.Workload.of(tuning_log.kernels_text(prog), "softmax", dict(model.sizes), "h200", "triton")
     steps = "compute_at(s, Y.i)\ncompute_at(e, Y.i)\ncompute_at(m, Y.i)\nbind(Y.i, grid.x)\nlaunch(Y, warps={})"
     log = tmp_path / "tune.jsonl"
     for warps, us in ((2, 5.0), (8, 3.0), (16, 1.0)):
@@ -121,6 +121,12 @@ def test_compile_tuned_takes_the_logs_fastest_schedule(tmp_path):
     assert "schedule tuned" in text and "num_warps=8" in text  # the correct 3.0 us one, not the failed 1.0 us one
     proc = _cli("compile", str(EXAMPLES / "softmax.tdsl"), "--target", "h200", "--tuned", str(log), "-o", str(out))
     assert proc.returncode != 0 and "M=20,N=70" in proc.stderr  # other sizes: it says what the log holds
+    # a block added to the program (as `tune --append` does) changes no kernel: the log still serves it
+    edited = tmp_path / "softmax.tdsl"
+    edited.write_text((EXAMPLES / "softmax.tdsl").read_text() + "\nschedule mine {\n  bind(Y.i, grid.x)\n}\n")
+    proc = _cli("compile", str(edited), "--size", "M=20,N=70", "--target", "h200", "--tuned", str(log), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "num_warps=8" in out.read_text()
 
 
 def test_cli_tune_without_gpu_names_the_models_choice_and_appends(tmp_path):
