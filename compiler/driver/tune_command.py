@@ -181,4 +181,12 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
     while name in prog.schedule_names:
         name += "_"
     text = block_source(prog.ast.source, name, best["steps"], kernel)
-    return loads(text, prog.filename, sizes=prog.sizes), name
+    tuned = loads(text, prog.filename, sizes=prog.sizes)
+    try:  # the steps come from the log: an error in them is the log's, not at a line of the program
+        tuned.schedule(name)
+    except TdslError as err:
+        steps = "; ".join(best["steps"].splitlines())
+        reason = str(err).splitlines()[0].split(": error: ", 1)[-1]
+        raise TdslError(f"{log_file}: its fastest correct record of kernel {model.name} does not apply to "
+                        f"{prog.filename} ({reason}); its steps: {steps}") from None
+    return tuned, name

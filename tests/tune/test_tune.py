@@ -408,3 +408,23 @@ def test_ray_addresses_that_reach_no_cluster_are_one_line_errors(tmp_path):
     assert "--executor ray: cannot start or reach the Ray cluster at auto" in proc.stderr
     proc = _cli(*args, "--ray-address", "auto")
     assert proc.returncode == 2 and "--ray-address is for --executor ray" in proc.stderr
+
+
+@pytest.mark.parametrize("steps, says", [
+    ("bind(Y.nope, grid.x)", "no loop 'nope'"),
+    ("compute_at(s, Y.i)\nbind(Y.i, grid.x)\nbind(Y.i, grid.y)", "already bound"),
+])
+def test_a_log_record_whose_steps_do_not_apply_is_the_logs_error(tmp_path, steps, says):
+    """The error was located at lines of the program that do not exist (the steps appended to it), and named
+    neither the log nor the record (probe of the 24th session)."""
+    prog = softmax()
+    workload = tuning_log.Workload.of(tuning_log.kernels_text(prog), "softmax", dict(prog.model().sizes), "h200",
+                                      "triton")
+    log = tmp_path / "tune.jsonl"
+    tuning_log.append(log, workload, {"ok": True, "us": 1.0, "steps": steps}, "test")
+    proc = _cli("compile", str(EXAMPLES / "softmax.tdsl"), "--size", "M=20,N=70", "--target", "h200", "--tuned",
+                str(log), "-o", str(tmp_path / "k.py"))
+    assert proc.returncode == 2, proc.stderr
+    assert f"{log}: its fastest correct record of kernel softmax does not apply to {EXAMPLES / 'softmax.tdsl'} (" \
+        in proc.stderr
+    assert says in proc.stderr and "softmax.tdsl:3" not in proc.stderr
