@@ -15,11 +15,9 @@ off the input shapes by the module's launcher, so one kernel serves every size.
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import json
-import operator
 import os
 import tempfile
 from dataclasses import dataclass
@@ -181,27 +179,13 @@ def _no_backward(kernel: str, ctx, *grads):
                        f"do not require grad, or write the gradient as its own kernel")
 
 
-_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-              ast.Mod: operator.mod}
-
-
 def _dimension(d, sizes: dict):
     """A declared dimension at the sizes a fake call reads off its inputs (symbolic under torch.compile): a
     number, a run-time size, or an affine expression of sizes as the model writes it (`(N + 1)`, an output of
     one more element than its input: it was passed to torch.empty as text, probe of the 24th session)."""
-
-    def value(node):
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.Name):
-            return sizes[node.id]
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -value(node.operand)
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
-        raise TypeError(f"a dimension of an unexpected form: {d!r}")
-
-    return d if isinstance(d, int) else value(ast.parse(str(d), mode="eval").body)
+    if isinstance(d, int):
+        return d
+    return eval(str(d), {"__builtins__": {}}, dict(sizes))  # noqa: S307 - the model's affine text: sizes, + - * // %
 
 
 def _param_positions(model) -> dict:

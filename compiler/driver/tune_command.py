@@ -95,7 +95,7 @@ def cmd_tune(args) -> int:
     if args.append:
         if args.name is None and result.name in prog.schedule_names:
             raise TdslError(f"{prog.filename} already has a schedule '{result.name}'; give --name")
-        _check_for_every_size(args.program, result)
+        _check_for_every_size(prog, result)
         with open(args.program, "a", encoding="utf-8") as f:
             f.write(f"\n{result.block}")
         print(f"appended schedule {result.name} to {args.program}")
@@ -140,15 +140,14 @@ def _print_measured(records: list, top: int = 10) -> None:
         print(f"  ... and {len(failed) - 5} more failed")
 
 
-def _check_for_every_size(program: str, result) -> None:
+def _check_for_every_size(prog, result) -> None:
     """The block `--append` writes is part of the program for every size it runs at, and the search checked it
     at the tuned ones only: a split whose loop had one iteration there was legal to bind, and the file's own
     `tdsl check` then refused the tuner's block (probe of the 24th session).  Replayed with the run-time sizes
     unbound, or refused with the reason (the winner stays in the log for `compile --tuned` at those sizes)."""
-    from tdsl.compiler.driver.api import load, loads
+    from tdsl.compiler.driver.api import loads
 
-    prog = load(program)
-    try:
+    try:  # the program's text without the tuned sizes: its run-time sizes unbound
         loads(f"{prog.ast.source.rstrip()}\n\n{result.block}", prog.filename).schedule(result.name)
     except TdslError as err:
         first = str(err).splitlines()[0]

@@ -32,7 +32,7 @@ from tdsl.compiler.lower.geometry import _Geometry, _embed, _mask_expr, _project
 from tdsl.compiler.lower.tileir import Bin, Call, Const, Expr, Load, Neg, Round, Select, Tile, Var
 from tdsl.compiler.schedule.tree import Loop
 
-CASTS = {"bf16", "f16", "f32", "f8e4m3"}
+CASTS = ast.DTYPES  # the casts of the language, one per dtype
 
 
 class NeedsMemory(Exception):

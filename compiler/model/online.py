@@ -51,7 +51,7 @@ from tdsl.compiler.model.program import KernelModel, Stmt, read_relation
 REF = "__online_ref"
 MAX = "__online_max"
 
-CASTS = ("bf16", "f16", "f32", "f8e4m3")  # the casts of the language: a rounding, linear in what it rounds
+CASTS = ast.DTYPES  # the casts of the language (one per dtype): a rounding, linear in what it rounds
 
 
 @dataclass(frozen=True)

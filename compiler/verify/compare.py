@@ -119,7 +119,7 @@ def _casts(stmt) -> list[str]:
     from tdsl.frontend import ast  # here, not above: the GPU machine runs this module with numpy alone
 
     exprs = [stmt.value] + ([stmt.init] if stmt.init is not None else [])
-    return [e.func for x in exprs for e in ast.walk(x) if isinstance(e, ast.Call) and e.func in TOLERANCE_BITS]
+    return [e.func for x in exprs for e in ast.walk(x) if isinstance(e, ast.Call) and e.func in ast.DTYPES]
 
 
 def reordered_terms(model, tensor: str) -> int:
