@@ -94,8 +94,6 @@ def _header(block: ast.ScheduleBlock) -> ast.Span:
 def _collect_sizes(decls: list[ast.SizeDecl]) -> dict[str, ast.SizeDecl]:
     sizes: dict[str, ast.SizeDecl] = {}
     for decl in decls:
-        if decl.name == "inf":
-            _fail("'inf' is reserved for the float infinity and cannot name a size", decl.span)
         if decl.name in sizes:
             first = sizes[decl.name].span.line
             _fail(f"duplicate definition of size '{decl.name}' (first defined at line {first})", decl.span)
@@ -126,6 +124,9 @@ def _attach_schedules(blocks: list[ast.ScheduleBlock], kernels: dict[str, Kernel
     """Resolve which kernel each schedule block applies to (steps are the scheduler's business)."""
     seen: dict[str, ast.ScheduleBlock] = {}
     for block in blocks:
+        if block.name == "none":  # `--schedule none` on the command line means program order
+            _fail("a schedule cannot be called 'none': `--schedule none` means program order; rename the block",
+                  _header(block))
         if block.name in seen:
             first = seen[block.name].span.line
             _fail(f"duplicate definition of schedule '{block.name}' (first defined at line {first})", _header(block))

@@ -79,6 +79,8 @@ def reserved_name_problem(name: str, role: str) -> Optional[str]:
         )
     if name.startswith("__"):
         return f"'{name}' starts with '__', which is reserved for names the compiler generates; rename the {role}"
+    if name == "inf":  # read as the float infinity wherever an expression is
+        return f"'inf' is reserved for the float infinity and cannot name {_a(role)}"
     return None
 
 

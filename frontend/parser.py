@@ -149,6 +149,12 @@ def _check_name(name: str, span: ast.Span, role: str) -> None:
         raise SourceError(problem, span)
 
 
+def _check_not_infinity(expr: ast.Expr, role: str) -> None:
+    """`inf` where a name is defined: the parser has already read it as the float infinity."""
+    if isinstance(expr, ast.FloatLit) and math.isinf(expr.value):
+        raise SourceError(reserved_name_problem("inf", role), expr.span)
+
+
 def _int(tok: Token) -> int:
     """An INT token's value, refused (with its place) beyond the 32-bit range."""
     problem = int_problem(str(tok))
@@ -293,6 +299,7 @@ class _ToAst(Transformer_NonRecursive):
     @staticmethod
     def _lhs_iterator(expr: ast.Expr) -> ast.Name:
         # Left-hand indices define the statement's iterators, so they must be names.
+        _check_not_infinity(expr, "iterator")
         if not isinstance(expr, ast.Name):
             raise SourceError(
                 f"left-hand index '{format_expr(expr)}' must be a plain iterator name "
@@ -371,6 +378,7 @@ class _ToAst(Transformer_NonRecursive):
 
     @staticmethod
     def _reduction_iterator(expr: ast.Expr) -> ast.Name:
+        _check_not_infinity(expr, "iterator")
         if not isinstance(expr, ast.Name):
             raise SourceError(f"reduction iterator '{format_expr(expr)}' must be a plain name", expr.span)
         _check_name(expr.name, expr.span, "iterator")

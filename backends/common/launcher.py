@@ -9,6 +9,8 @@ what it calls (`_check`, `torch`, Python's `ValueError`) is reserved, so no para
 
 from __future__ import annotations
 
+import re
+
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
 
@@ -56,14 +58,22 @@ def check_index_range(program: T.TileProgram, names: ModuleNames) -> list[str]:
     params = [n for n, v in program.sizes.items() if v is None]
     lines = []
     for t in [*program.inputs, *program.outputs, *program.temps]:
-        if not any(dim in params for dim in t.shape):
+        # a dimension is a number, a run-time size, or an expression of them (`N + 1`: a probe of the 25th
+        # session met a KeyError where only plain sizes were expected)
+        used = [p for p in params if any(not isinstance(d, int) and p in _size_names(d) for d in t.shape)]
+        if not used:
             continue
-        count = " * ".join(names.var(d) if isinstance(d, str) else str(d) for d in t.shape)
-        given = ", ".join(f"{p} = {{{names.var(p)}}}" for p in params if p in t.shape)
+        count = " * ".join(names.dim(d) for d in t.shape)  # each a name, a number or a parenthesised expression
+        given = ", ".join(f"{p} = {{{names.var(p)}}}" for p in used)
         lines.append(f"if {count} > {INT32_MAX}:")
         lines.append(f'    raise ValueError(f"{names.entry}: {given} makes {t.name} hold {{{count}}} elements; the '
                      f'generated kernels index in 32 bits (at most {INT32_MAX})")')
     return lines
+
+
+def _size_names(dim: str) -> set:
+    """The names a symbolic dimension's text holds."""
+    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", dim))
 
 
 def check_size_limit(program: T.TileProgram, names: ModuleNames) -> list[str]:
@@ -140,7 +150,7 @@ def host_loops(program: T.TileProgram, names: ModuleNames, lines: list[str]):
             shared += 1
         del open_loops[shared:]
         for loop in kernel.host[shared:]:
-            lo, hi = (python_code(T.simplify(e), names, _outer(open_loops, kernel)) for e in (loop.lower, loop.upper))
+            lo, hi = (names.code(T.simplify(e), _outer(open_loops, kernel)) for e in (loop.lower, loop.upper))
             var = names.var(loop.var)
             lines.append("    " * len(open_loops) + f"for {var} in range({lo}, {hi}):  # host loop")
             open_loops.append((loop.key, var))
@@ -150,24 +160,6 @@ def host_loops(program: T.TileProgram, names: ModuleNames, lines: list[str]):
 def _outer(open_loops: list, kernel: T.TileKernel) -> dict:
     """The kernel's names of the host loops open now -> the launcher's variables for them."""
     return {h.var: var for h, (_, var) in zip(kernel.host, open_loops)}
-
-
-def python_code(e: T.Expr, names: ModuleNames, outer: dict) -> str:
-    """An integer expression of sizes and host loop variables as Python (whose // and % floor, as tdsl's do);
-    `outer`: the launcher's variables of the enclosing host loops, by the kernel's names for them."""
-    if isinstance(e, T.Const):
-        return repr(e.value)
-    if isinstance(e, T.Var):
-        return outer.get(e.name) or names.var(e.name)
-    if isinstance(e, T.Neg):
-        return f"(-{python_code(e.operand, names, outer)})"
-    if isinstance(e, T.Select):
-        c, a, b = (python_code(x, names, outer) for x in (e.cond, e.then, e.other))
-        return f"({a} if {c} else {b})"
-    if isinstance(e, T.Bin):
-        a, b = python_code(e.lhs, names, outer), python_code(e.rhs, names, outer)
-        return f"{e.op}({a}, {b})" if e.op in ("min", "max") else f"({a} {e.op} {b})"
-    raise TypeError(f"not an index expression: {e!r}")
 
 
 def epilogue(program: T.TileProgram, names: ModuleNames) -> list[str]:

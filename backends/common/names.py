@@ -40,6 +40,7 @@ import builtins
 import keyword
 import re
 from dataclasses import dataclass, field
+from typing import Optional
 
 from tdsl.compiler.lower import tileir as T
 
@@ -107,7 +108,6 @@ def reserved(name: str) -> bool:
     return (name in RESERVED or C_RESERVED_FORMS.fullmatch(name) is not None
             or name.startswith(C_RESERVED_PREFIXES))
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def free_name(preferred: str, taken) -> str:
@@ -168,10 +168,19 @@ class ModuleNames:
         return self.variables[name]
 
     def dim(self, d) -> str:
-        """A tensor dimension as code: a number, or a symbolic size's text with its sizes' identifiers."""
-        if isinstance(d, int):
-            return str(d)
-        return _NAME.sub(lambda m: self.variables.get(m.group(0), m.group(0)), str(d))
+        """A tensor dimension as code: a number, or the model's affine text of sizes (isl's syntax: `(N + 1)`,
+        `floor((N)/2)`, which reached Python as `floor`: probe of the 25th session) as Python."""
+        from tdsl.compiler.model.isl_code import dimension_python
+
+        return str(d) if isinstance(d, int) else dimension_python(str(d), self.var)
+
+    def code(self, e: T.Expr, outer: Optional[dict] = None) -> str:
+        """An integer expression of sizes (and host loop variables) as Python; `outer`: the identifiers of the
+        launcher's enclosing host loops, by the kernel's names for them."""
+        from tdsl.compiler.model.isl_code import python_text
+
+        outer = outer or {}
+        return python_text(e, lambda n: outer.get(n) or self.var(n))
 
     def shape(self, shape) -> str:
         dims = [self.dim(d) for d in shape]

@@ -45,7 +45,7 @@ class Kernel:
     outputs: int = 1  # how many outputs the kernel has
     inputs: tuple = ()  # the kernel's input names, in order (a call may pass them by name)
 
-    def __call__(self, *args, **named):
+    def __call__(self, /, *args, **named):  # `self` positional only: an input may be called `self`
         inputs = self._arguments(args, named)
         got = self.op(*inputs)
         if not self.in_place:
@@ -183,9 +183,12 @@ def _dimension(d, sizes: dict):
     """A declared dimension at the sizes a fake call reads off its inputs (symbolic under torch.compile): a
     number, a run-time size, or an affine expression of sizes as the model writes it (`(N + 1)`, an output of
     one more element than its input: it was passed to torch.empty as text, probe of the 24th session)."""
+    from tdsl.compiler.model.isl_code import dimension_python
+
     if isinstance(d, int):
         return d
-    return eval(str(d), {"__builtins__": {}}, dict(sizes))  # noqa: S307 - the model's affine text: sizes, + - * // %
+    # the model's affine text as Python: sizes, numbers, + - * // %, min, max
+    return eval(dimension_python(str(d)), {"__builtins__": {"min": min, "max": max}}, dict(sizes))  # noqa: S307
 
 
 def _param_positions(model) -> dict:

@@ -56,6 +56,8 @@ def cmd_tune(args) -> int:
     from tdsl.compiler.tune.tuner import tune
 
     problem = args.name is not None and name_problem(args.name)
+    if args.name == "none":
+        problem = "'none' means program order (`--schedule none`): it cannot name a schedule"
     if problem:
         raise TdslError(f"--name {problem}")
     prog = load(args.program, sizes=parse_sizes(args.size))
@@ -95,9 +97,9 @@ def cmd_tune(args) -> int:
     if args.append:
         if args.name is None and result.name in prog.schedule_names:
             raise TdslError(f"{prog.filename} already has a schedule '{result.name}'; give --name")
-        _check_for_every_size(prog, result)
+        block = _block_for_every_size(prog, result, args.target, args.backend)
         with open(args.program, "a", encoding="utf-8") as f:
-            f.write(f"\n{result.block}")
+            f.write(f"\n{block}")
         print(f"appended schedule {result.name} to {args.program}")
     return 0
 
@@ -128,11 +130,18 @@ def _print_correction(records: list) -> None:
         print(f"measured / model, by knob value (the largest corrections): {moved}")
 
 
+def _which(record: dict) -> str:
+    """Which candidate a record is: the program's block by name, else its knobs (as the model's ranking prints)."""
+    if record.get("block"):
+        return f"schedule {record['block']}"
+    return " ".join(f"{k}={v}" for k, v in (record.get("choice") or {}).items()) or "(no knobs)"
+
+
 def _print_measured(records: list, top: int = 10) -> None:
     ok = sorted((r for r in records if r.get("ok")), key=lambda r: (r.get("us") is None, r.get("us") or 0.0))
     for r in ok[:top]:
         us = f"{r['us']:10.2f} us" if r.get("us") is not None else "  not timed"
-        print(f"  {us}  (model {r['t_estimate'] * 1e6:.4g} us)  {r.get('timing', '')}")
+        print(f"  {us}  (model {r['t_estimate'] * 1e6:.4g} us)  {_which(r)}  {r.get('timing', '')}".rstrip())
     failed = [r for r in records if not r.get("ok")]
     for r in failed[:5]:
         print(f"  FAILED: {r.get('detail', '')[:300]}")
@@ -140,19 +149,56 @@ def _print_measured(records: list, top: int = 10) -> None:
         print(f"  ... and {len(failed) - 5} more failed")
 
 
-def _check_for_every_size(prog, result) -> None:
-    """The block `--append` writes is part of the program for every size it runs at, and the search checked it
-    at the tuned ones only: a split whose loop had one iteration there was legal to bind, and the file's own
-    `tdsl check` then refused the tuner's block (probe of the 24th session).  Replayed with the run-time sizes
-    unbound, or refused with the reason (the winner stays in the log for `compile --tuned` at those sizes)."""
-    from tdsl.compiler.driver.api import loads
+def _block_for_every_size(prog, result, target: str, backend: Optional[str]) -> str:
+    """The block `--append` writes is part of the program at every size it runs at, and the search checked its
+    candidates at the tuned ones only: a split with one iteration there was legal to bind (probe of the 24th
+    session), and a whole row was a tile of fixed size (probe of the 25th).  The winner's block if it is legal
+    and compiles with the run-time sizes unbound; else the fastest candidate that does, said so; else refused
+    with the winner's reason (the log keeps the winner for `compile --tuned LOG --size ...`)."""
+    from dataclasses import replace
 
-    try:  # the program's text without the tuned sizes: its run-time sizes unbound
-        loads(f"{prog.ast.source.rstrip()}\n\n{result.block}", prog.filename).schedule(result.name)
+    reason = _every_size_problem(prog, result, target, backend)
+    if reason is None:
+        return result.block
+    for steps in _runners_up(result):
+        other = replace(result, winner_steps=steps)
+        if _every_size_problem(prog, other, target, backend) is None:
+            print(f"the winner is right at the tuned sizes only ({reason}); appended instead the fastest "
+                  f"candidate that holds at every size:")
+            print(other.block, end="")
+            return other.block
+    raise TdslError(f"not appended: the winner holds at the tuned sizes but not at every size the program runs at "
+                    f"({reason}), and no other candidate does; `tdsl compile --tuned LOG --size ...` uses it at "
+                    f"those sizes")
+
+
+def _every_size_problem(prog, result, target: str, backend: Optional[str]) -> Optional[str]:
+    """Why `result.block` appended to the program (its run-time sizes unbound) is illegal or does not compile
+    for the tuned backend, or None."""
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.driver.generate import generate
+
+    try:
+        program = loads(f"{prog.ast.source.rstrip()}\n\n{result.block}", prog.filename)
+        generate(program, result.name, target=target, backend=backend, kernel=result.kernel)
     except TdslError as err:
-        first = str(err).splitlines()[0]
-        raise TdslError(f"not appended: the winner is legal at the tuned sizes but not at every size the program "
-                        f"runs at ({first}); `tdsl compile --tuned LOG --size ...` uses it at those sizes") from None
+        return _first_line(err)
+    return None
+
+
+def _first_line(err: TdslError) -> str:
+    """The message of a located error without its `file:line:col: error:` head and its source lines."""
+    first = str(err).splitlines()[0]
+    return first.split(" error: ", 1)[-1]
+
+
+def _runners_up(result) -> list:
+    """The steps of the other candidates, fastest first: timed ones by their time, else by the model's estimate."""
+    ok = [r for r in result.logged if r.get("ok") and r["steps"] != result.winner_steps]
+    if result.timed:
+        ok = sorted((r for r in ok if r.get("us") is not None), key=lambda r: (r["us"], r["steps"]))
+        return [r["steps"] for r in ok]
+    return [v.text for v in result.search.ranked if v.text != result.winner_steps]
 
 
 def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kernel: Optional[str]):

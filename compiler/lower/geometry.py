@@ -91,10 +91,7 @@ class TileGeometry:
             span = rel.dim_max(pos).sub(lo.align_params(rel.get_space().domain())).coalesce()
             extent = integer_bounds(span)[1]
             if not extent.is_int():
-                raise BackendError(
-                    f"the tile of {stmt.name} along {it} has no fixed size ({span}): "
-                    f"split the loop over {it} (tiles must have constant sizes)"
-                )
+                raise BackendError(self._no_fixed_size(stmt, it, span))
             size = extent.to_python() + 1
             offsets.append(lo)
             sizes.append(lanes(size))
@@ -109,6 +106,23 @@ class TileGeometry:
         if not exact and names:
             box = box.union(self._idle_lanes(facts, rel, names, kept, box))
         return _Geometry(stmt, names, kept, offsets, sizes, rel, members, facts, box, exact)
+
+    def _no_fixed_size(self, stmt: Stmt, it: str, span: isl.PwAff) -> str:
+        """Why a tile has no constant size along `it`, and what to change: split the loop that walks it, where
+        one of the statement's loops is that iterator; else (a skewed or fused loop walks it with another
+        iterator) bind the sizes it depends on."""
+        space = span.get_space()
+        sizes = [space.get_dim_name(isl.dim_type.param, k) for k in range(space.dim(isl.dim_type.param))
+                 if span.involves_dims(isl.dim_type.param, k, 1)]
+        depends = f"its extent depends on {', '.join(sizes)}" if sizes else "its extent depends on the loops around it"
+        loops = [l.name for l in self.tree.path(stmt.name)]
+        if it in loops:
+            advice = f"split loop {it} of {stmt.name} by a constant"
+        else:
+            given = ", ".join(f"{n}=..." for n in sizes) or "..."
+            advice = (f"no loop of {stmt.name} ({', '.join(loops) or 'none'}) walks {it} alone, so give the sizes "
+                      f"values (--size {given})")
+        return f"the tile of {stmt.name} along {it} has no fixed size ({depends}): {advice} (tiles must have constant sizes)"
 
     @staticmethod
     def _idle_lanes(facts: isl.Set, rel: isl.Map, names: list, kept: list, box: isl.Set) -> isl.Set:

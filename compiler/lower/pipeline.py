@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from tdsl.compiler.analysis.buffer_plan import require_bound_sizes
 from tdsl.compiler.analysis.buffer_records import CapacityError
+from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.passes.hoist import hoist_invariant_operands
 from tdsl.compiler.lower.passes.int32 import check_int32
 from tdsl.compiler.lower.passes.masked_scores import mask_scores_once
@@ -98,8 +98,13 @@ def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] 
 
 
 def _passes(program: TileProgram, schedule, backend: str, device: Optional[str]) -> TileProgram:
-    if backend != "triton":  # only the Triton launcher reads run-time sizes from the tensors
-        require_bound_sizes(schedule)
+    if backend != "triton" and schedule.model.params:  # only the Triton launcher reads sizes off the tensors
+        sizes = ", ".join(schedule.model.params)
+        raise BackendError(f"the {backend} kernels are compiled for fixed sizes, and {sizes} "
+                           f"{'is a run-time size' if len(schedule.model.params) == 1 else 'are run-time sizes'}: "
+                           f"give {'it a value' if len(schedule.model.params) == 1 else 'them values'} (--size "
+                           f"{schedule.model.params[0]}=..., or tdsl.load(..., sizes=...)); only Triton's kernels "
+                           f"(--target nvidia --backend triton) take sizes at run time", backend)
     program = with_stages(program, schedule, device or DEVICE[backend])  # buffers checked against the device
     program = assign_units(program, backend)  # the unit of every tile product (compiler/analysis/placement.py)
     for rewrite in OPERAND_PASSES.get(backend, ()):

@@ -280,10 +280,10 @@ def same_segment(stmt: Stmt) -> isl.Map:
     params = [space.get_dim_name(isl.dim_type.param, i) for i in range(space.dim(isl.dim_type.param))]
     prefix = f"[{', '.join(params)}] -> " if params else ""
     a = ", ".join(stmt.iters)
-    b = ", ".join(f"{it}_" for it in stmt.iters)
+    b = ", ".join(f"__{it}" for it in stmt.iters)  # '__' names are the compiler's: no size is called so
     cond = "true"
     if seg is not None:
         k = seg.iterator
-        cond = f"floor({k}/{seg.length}) = floor({k}_/{seg.length})"
+        cond = f"floor({k}/{seg.length}) = floor(__{k}/{seg.length})"
     text = f"{prefix}{{ {stmt.name}[{a}] -> {stmt.name}[{b}] : {cond} }}"
     return isl.Map.read_from_str(stmt.domain.get_ctx(), text)

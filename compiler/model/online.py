@@ -429,3 +429,33 @@ def running_dependences(model: KernelModel, form: OnlineForm, deps: list[Depende
                 if not rel.is_empty():
                     added.append(Dependence("final", form.stat, z.name, name, rel.coalesce()))
     return kept + added
+
+
+def negative_infinity_source(model: KernelModel, stat: str) -> Optional[str]:
+    """The statement, among the maximum's term and the temporaries it is computed from, whose value writes -inf
+    (`where(j > i - W, T, -inf)`), or None.  A row whose first terms are all -inf has a running maximum of -inf,
+    and the exponentials computed with it are NaN (probe of the 25th session)."""
+    producers = {s.name: s for s in model.stmts}
+    todo, seen = [a.tensor for a in model.stmt(stat).reads], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in producers or name == stat:
+            continue
+        seen.add(name)
+        stmt = producers[name]
+        if any(_is_negative_infinity(e, model.sizes) for x in (stmt.value, stmt.init) if x is not None
+               for e in ast.walk(x)):
+            return name
+        todo += [a.tensor for a in stmt.reads]
+    return None
+
+
+def _is_negative_infinity(e: ast.Expr, sizes: dict) -> bool:
+    """-inf written as a literal, the negation of inf, or a float constant of that value."""
+    if isinstance(e, ast.FloatLit):
+        return e.value == -math.inf
+    if isinstance(e, ast.Neg):
+        inner = e.operand
+        return (isinstance(inner, ast.FloatLit) and inner.value == math.inf) or (
+            isinstance(inner, ast.Name) and sizes.get(inner.name) == math.inf)
+    return isinstance(e, ast.Name) and sizes.get(e.name) == -math.inf

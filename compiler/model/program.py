@@ -200,7 +200,8 @@ def resolve_sizes(decls: dict, overrides: Optional[dict] = None) -> dict:
     if unknown:
         from tdsl.frontend.diagnostics import TdslError
 
-        raise TdslError(f"--size names unknown sizes: {', '.join(unknown)} (known: {', '.join(decls) or 'none'})")
+        known = [n for n, d in decls.items() if not isinstance(d.value, float)]  # a float constant is no size
+        raise TdslError(f"--size names unknown sizes: {', '.join(unknown)} (known: {', '.join(known) or 'none'})")
     sizes = {}
     for name, decl in decls.items():
         if name in overrides:

@@ -32,7 +32,7 @@ def storage_array(tensor: Tensor) -> str:
 def storage_map(tensor: Tensor) -> isl.Map:
     """Element -> location, on the tensor's box: { X[a0, a1] -> X[a0 mod p, a1] }, { X[a0, a1] -> Y[a0, a1] } for
     X stored in Y (identity when neither)."""
-    dims = [f"a{k}" for k in range(len(tensor.shape))]
+    dims = [f"__a{k}" for k in range(len(tensor.shape))]  # '__' names are the compiler's: no size is called so
     where = location(tensor, dims, "mod")
     params = [tensor.box.get_dim_name(isl.dim_type.param, i) for i in range(tensor.box.dim(isl.dim_type.param))]
     prefix = f"[{', '.join(params)}] -> " if params else ""

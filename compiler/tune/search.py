@@ -55,7 +55,7 @@ def search(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, tar
         given = ",".join(f"{p}=..." for p in base.model.params)
         raise TdslError(f"tuning measures one size of every dimension: give a value to each param ({given}; "
                         f"--size {given} on the command line)")
-    sk = sketch(base.model)
+    sk = sketch(base.model, free=_run_time_model(prog, kernel))
     screen = Screen(base, device, kind, backend)
     result = SearchResult(sk, [], screen)
     _judge_all(result, space.sample(sk, samples, seed), progress)
@@ -70,6 +70,13 @@ def search(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, tar
         best = improved
     result.ranked = sorted((v for v in result.judged.values() if v.accepted), key=_rank)
     return result
+
+
+def _run_time_model(prog, kernel: Optional[str]):
+    """The kernel with the program's run-time sizes (`param`) unbound: the sizes a tuned block must hold at."""
+    from tdsl.compiler.driver.api import Program
+
+    return Program(prog.ast, prog.kernels).model(kernel)
 
 
 def neighbours(result: SearchResult, choice: dict) -> list[Verdict]:

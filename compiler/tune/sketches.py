@@ -119,15 +119,21 @@ class Flow:
     model: KernelModel
     readers: dict = field(default_factory=dict)  # tensor -> statements reading it, in program order
     extents: dict = field(default_factory=dict)  # (statement, iterator) -> number of iterations
+    # (statement, iterator) whose number of iterations is a run-time size of the program (a `param` tuned at one
+    # value): a loop left whole there is a tile of no fixed size, which no backend compiles
+    run_time: set = field(default_factory=set)
 
     @classmethod
-    def of(cls, model: KernelModel) -> "Flow":
+    def of(cls, model: KernelModel, free: Optional[KernelModel] = None) -> "Flow":
+        """`free`: the same kernel with the program's run-time sizes unbound (None: they are all bound)."""
         flow = cls(model)
         for s in model.stmts:
             for tensor in dict.fromkeys(a.tensor for a in s.reads):
                 flow.readers.setdefault(tensor, []).append(s.name)
             for k, name in enumerate(s.iters):
                 flow.extents[s.name, name] = _extent(s, k)
+        for s in (free.stmts if free is not None else []):
+            flow.run_time.update((s.name, name) for k, name in enumerate(s.iters) if _extent(s, k) == UNKNOWN_EXTENT)
         return flow
 
     def stmt(self, name: str) -> Stmt:
@@ -175,9 +181,10 @@ def _reads_row(consumer: Stmt, producer: Stmt) -> bool:
 # ---------------------------------------------------------------- the rules
 
 
-def sketch(model: KernelModel) -> Sketch:
-    """The kernel's statements partitioned into groups, each with its rule's template (NoSketch if one has none)."""
-    flow = Flow.of(model)
+def sketch(model: KernelModel, free: Optional[KernelModel] = None) -> Sketch:
+    """The kernel's statements partitioned into groups, each with its rule's template (NoSketch if one has none).
+    `free`: the kernel with its run-time sizes unbound, so that no loop whose length is one is left whole."""
+    flow = Flow.of(model, free)
     grouped: set = set()
     groups: list[Group] = []
     for s in model.stmts:
@@ -392,10 +399,12 @@ def _root_group(flow: Flow, root: Stmt, grouped: set) -> Group:
     if rule == "rows":
         return _rows_group(flow, root, members)
     if rule == "single" and root.red_iters:
-        params = [Param(f"{name}.warps", WARPS)]
+        segments = _run_time_segments(flow, root, root.red_iters)
+        params = [Param(f"{name}.warps", WARPS), *segments.params]
 
         def build(c: dict) -> list[Step]:
-            return _bind_outer(root, root.lhs_iters) + [Step("launch", (name,), {"warps": c[f"{name}.warps"]})]
+            return (segments.steps(c) + _bind_outer(root, root.lhs_iters)
+                    + [Step("launch", (name,), {"warps": c[f"{name}.warps"]})])
 
         return Group(rule, name, [name], params, build)
     params = _tile_params(flow, root, f"{name}.")
@@ -419,12 +428,18 @@ def _rows_group(flow: Flow, root: Stmt, members: list[str]) -> Group:
     at a time (serial) or as one R-row tile (block); the root's columns whole or in segments."""
     name, iters = root.name, root.lhs_iters
     params = [Param(f"{name}.warps", WARPS)]
+    column_free = (name, iters[-1]) in flow.run_time
     if len(iters) >= 2:
         row_knob = Param(f"{name}.rows", _tiles(ROW_TILES[:5], flow.extents[name, iters[-2]]))
-        columns = _tiles(COLUMN_TILES[3:], flow.extents[name, iters[-1]])[:-1]  # the last one: the whole row
+        columns = _tiles(COLUMN_TILES[3:], flow.extents[name, iters[-1]])
+        # The last column tile covers the tuned row: at a fixed length that is the whole row; at a run-time
+        # length the whole row is no tile, and that segment (one at the tuned length) takes its place.
+        segments = columns if column_free else ("whole", *columns[:-1])
         params = [row_knob, *[Param(f"{name}.rows_at", ("serial", "block"), (row_knob.name, r))
                               for r in row_knob.values[1:]],
-                  Param(f"{name}.segment", ("whole", *columns)), *params]
+                  Param(f"{name}.segment", segments), *params]
+    columns_of = {m: _column(flow.stmt(m), len(iters)) for m in members}
+    members_free = [(m, it) for m, it in columns_of.items() if (m, it) in flow.run_time]
     taken = set(root.iters)
     row = iters[-2] if len(iters) >= 2 else iters[0]
     ro, ri = _fresh(row + "o", taken), _fresh(row + "i", taken)
@@ -437,12 +452,49 @@ def _rows_group(flow: Flow, root: Stmt, members: list[str]) -> Group:
             steps.append(Step("split", (f"{name}.{row}", rows), {}, (ro, ri)))
             at, grid_row = (ro if c[f"{name}.rows_at"] == "block" else ri), ro
         steps += [Step("compute_at", (m, f"{name}.{at}"), {}) for m in reversed(members)]
-        if c.get(f"{name}.segment", "whole") != "whole":
-            steps.append(Step("split", (f"{name}.{iters[-1]}", c[f"{name}.segment"]), {}, (co, ci)))
+        segment = c.get(f"{name}.segment", "whole")
+        if segment != "whole":
+            steps.append(Step("split", (f"{name}.{iters[-1]}", segment), {}, (co, ci)))
+            steps += [_split_fresh(flow.stmt(m), it, segment) for m, it in members_free]
         outer = [grid_row if it == row else it for it in (iters[:-1] or iters)]
         return steps + _bind_outer(root, outer) + [Step("launch", (name,), {"warps": c[f"{name}.warps"]})]
 
     return Group("rows", name, [name, *members], params, build)
+
+
+def _column(stmt: Stmt, rank: int) -> Optional[str]:
+    """The loop along a row of a row group's member (the root has `rank` iterators): the last iterator of one
+    shaped like the root, the one reduction of a row statistic, else None (a row's scalar: no such loop)."""
+    if len(stmt.lhs_iters) == rank:
+        return stmt.lhs_iters[-1]
+    return stmt.red_iters[0] if len(stmt.red_iters) == 1 else None
+
+
+def _split_fresh(stmt: Stmt, it: str, factor: int) -> Step:
+    """`split(stmt.it, factor)` into loops named apart from the statement's iterators."""
+    taken = set(stmt.iters)
+    return Step("split", (f"{stmt.name}.{it}", factor), {}, (_fresh(it + "o", taken), _fresh(it + "i", taken)))
+
+
+@dataclass
+class _Segments:
+    """Segments of a statement's loops whose lengths are run-time sizes: one knob and one split per loop."""
+
+    stmt: Stmt
+    loops: list
+    params: list
+
+    def steps(self, choice: dict) -> list[Step]:
+        return [_split_fresh(self.stmt, it, choice[f"{self.stmt.name}.{it}_segment"]) for it in self.loops]
+
+
+def _run_time_segments(flow: Flow, stmt: Stmt, iters: list) -> _Segments:
+    """A loop of run-time length cannot be one whole tile: it is walked in segments of a fixed length, drawn
+    like a row group's (the last covers the tuned length)."""
+    loops = [it for it in iters if (stmt.name, it) in flow.run_time]
+    params = [Param(f"{stmt.name}.{it}_segment", _tiles(COLUMN_TILES[3:], flow.extents[stmt.name, it]))
+              for it in loops]
+    return _Segments(stmt, loops, params)
 
 
 def _fusable_producers(flow: Flow, root: Stmt, grouped: set) -> list[str]:

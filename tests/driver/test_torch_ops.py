@@ -253,6 +253,14 @@ def test_a_call_with_a_tensor_of_another_rank_or_the_wrong_arguments_says_which(
             norm(*args, **named)
 
 
+def test_an_input_may_be_called_self_and_passed_by_name():
+    """`kern(self=a, ...)` met the method's own `self` (TypeError: multiple values; probe of the 25th session)."""
+    kern = tdsl.compile(loads("const M = 4, N = 8\nkernel k(self: f32[M, N], args: f32[M, N]) -> (Y: f32[M, N]) {\n"
+                              "  Y[i, j] = self[i, j] - args[i, j]\n}\n", "selfish.tdsl"), None)
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    assert torch.equal(kern(self=a, args=b), kern(a, b)) and torch.equal(kern(a, b), a - b)
+
+
 def test_a_backward_through_a_kernel_is_refused_with_what_to_do():
     """Parameters that require grad made torch.compile fail with "no autograd formula was registered" (probe of
     the 24th session); the formula now refuses the backward pass itself, saying what to do."""

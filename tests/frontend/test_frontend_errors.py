@@ -387,6 +387,66 @@ CASES = {
                            ^^^^
         """,
     ),
+    # `inf` is read as the float infinity in an expression, so it names nothing (probe of the 25th session: as an
+    # iterator the message said "must be a plain iterator name"; as a tensor `inf[i]` read it and `-inf` did not)
+    "inf_as_an_iterator": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[inf] = A[inf] }
+        """,
+        """
+        prog.tdsl:2:38: error: 'inf' is reserved for the float infinity and cannot name an iterator
+          kernel f(A: f32[N]) -> Y: f32[N] { Y[inf] = A[inf] }
+                                               ^^^
+        """,
+    ),
+    "inf_as_a_reduction_iterator": (
+        """
+        const N = 8
+        kernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(inf) A[i, inf] }
+        """,
+        """
+        prog.tdsl:2:50: error: 'inf' is reserved for the float infinity and cannot name an iterator
+          kernel f(A: f32[N, N]) -> Y: f32[N] { Y[i] = sum(inf) A[i, inf] }
+                                                           ^^^
+        """,
+    ),
+    "inf_as_a_tensor": (
+        """
+        const N = 8
+        kernel f(inf: f32[N]) -> Y: f32[N] { Y[i] = inf[i] }
+        """,
+        """
+        prog.tdsl:2:10: error: 'inf' is reserved for the float infinity and cannot name a tensor
+          kernel f(inf: f32[N]) -> Y: f32[N] { Y[i] = inf[i] }
+                   ^^^
+        """,
+    ),
+    "inf_as_a_loop": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        schedule s { inf, ii = split(Y.i, 4) }
+        """,
+        """
+        prog.tdsl:3:14: error: 'inf' is reserved for the float infinity and cannot name a loop
+          schedule s { inf, ii = split(Y.i, 4) }
+                       ^^^
+        """,
+    ),
+    # `--schedule none` means program order, so a block called so could never be chosen (probe of the 25th session)
+    "schedule_named_none": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] { Y[i] = A[i] }
+        schedule none { io, ii = split(Y.i, 4) }
+        """,
+        """
+        prog.tdsl:3:1: error: a schedule cannot be called 'none': `--schedule none` means program order; rename the block
+          schedule none { io, ii = split(Y.i, 4) }
+          ^^^^^^^^
+        """,
+    ),
     # ------------------------------------------------------------ declarations
     "inf_is_reserved": (
         """
@@ -395,7 +455,7 @@ CASES = {
         """
         prog.tdsl:1:7: error: 'inf' is reserved for the float infinity and cannot name a size
           const inf = 3
-                ^^^^^^^
+                ^^^
         """,
     ),
     "size_out_of_range": (

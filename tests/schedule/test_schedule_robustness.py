@@ -465,6 +465,12 @@ def test_a_loop_may_not_take_a_size_name():
             s.split("s.k", 4, names=[name, "kk"])
     with pytest.raises(ScheduleError, match=r"'M' is a size"):
         s.fuse("s.i", "s.k", names=["M"])
+    # a float constant is no size, and the messages do not call it one (probe of the 25th session)
+    eps = loads(text.replace("const M = 4", "const M = 4, eps = 0.5")).schedule()
+    with pytest.raises(ScheduleError, match=r"split: 'eps' is a float constant of the kernel; loops need fresh names"):
+        eps.split("s.k", 4, names=["eps", "kk"])
+    with pytest.raises(TdslError, match=r"--size names unknown sizes: Y \(known: K, M\)$"):
+        loads(text.replace("const M = 4", "const M = 4, eps = 0.5")).model(sizes={"Y": 3})
 
 
 def test_a_statement_without_instances_is_refused_with_the_reason():

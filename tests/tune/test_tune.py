@@ -379,8 +379,8 @@ def test_an_appended_block_is_legal_at_every_size_and_names_its_kernel(tmp_path)
     before = stencil.read_text()
     proc = _cli("tune", str(stencil), "--size", "N=100", "--target", "h200", "--append", "--name", "tw")
     # at N = 100 a split by 128 has one iteration, so binding it is legal there and not at N = 130
-    assert proc.returncode == 2 and "not appended: the winner is legal at the tuned sizes but not at every size" \
-        in proc.stderr and "parallel-dependence" in proc.stderr
+    assert proc.returncode == 2 and "not appended: the winner holds at the tuned sizes but not at every size" \
+        in proc.stderr and "parallel-dependence" in proc.stderr and "no other candidate does" in proc.stderr
     assert stencil.read_text() == before
     two = tmp_path / "two.tdsl"
     two.write_text("const M = 40, N = 96\nkernel first(X: f32[M, N]) -> (Y: f32[M, N]) {\n  Y[i, j] = X[i, j] * 2.0\n}\n"
@@ -394,6 +394,30 @@ def test_an_appended_block_is_legal_at_every_size_and_names_its_kernel(tmp_path)
     log.write_text("")
     proc = _cli("compile", str(two), "--kernel", "second", "--tuned", str(log), "-o", str(log))
     assert proc.returncode == 2 and "refusing to overwrite" in proc.stderr and log.read_text() == ""
+
+
+def test_a_row_of_run_time_length_is_walked_in_segments_and_the_appended_block_compiles(tmp_path):
+    """A `param` softmax tuned at N = 70 appended a block keeping each row whole: legal, but a whole row of
+    run-time length is a tile of no fixed size, which `tdsl compile` refused (probe of the 24th session).  The
+    search now walks such a row in segments of fixed length (one at the tuned length), and `--append` checks that
+    the block compiles with the sizes unbound."""
+    prog = tmp_path / "softmax.tdsl"
+    prog.write_text((EXAMPLES / "softmax.tdsl").read_text().replace("const M = 1024, N = 4096", "param M, N"))
+    proc = _cli("tune", str(prog), "--size", "M=20,N=70", "--target", "h200", "--append", "--name", "tp")
+    assert proc.returncode == 0, proc.stderr
+    assert "Y.segment=whole" not in proc.stdout and "Y.segment=512" in proc.stdout
+    assert _cli("check", str(prog), "--schedule", "tp").returncode == 0
+    assert _cli("compile", str(prog), "--schedule", "tp", "-o", str(tmp_path / "k.py")).returncode == 0
+    # at a fixed length the whole row stays a candidate
+    fixed = tmp_path / "fixed.tdsl"
+    fixed.write_text((EXAMPLES / "softmax.tdsl").read_text().replace("const M = 1024, N = 4096", "const M = 20, N = 70"))
+    assert "Y.segment=whole" in _cli("tune", str(fixed), "--target", "h200").stdout
+
+
+def test_tune_refuses_to_name_its_winner_none(tmp_path):
+    """`none` means program order on the command line, so a block called so could never be chosen."""
+    proc = _cli("tune", str(EXAMPLES / "softmax.tdsl"), "--size", "M=3,N=5", "--quiet", "--name", "none")
+    assert proc.returncode == 2 and "--name 'none' means program order" in proc.stderr, proc.stderr
 
 
 def test_ray_addresses_that_reach_no_cluster_are_one_line_errors(tmp_path):

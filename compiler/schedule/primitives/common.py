@@ -126,7 +126,8 @@ def check_new_names(state: State, primitive: str, loops: list[Loop], new: list[s
     for name in new:
         problem = loop_name_problem(name)
         if problem is None and name in state.model.sizes:
-            problem = f"'{name}' is a size of the kernel; loops need fresh names"
+            what = "a float constant" if isinstance(state.model.sizes[name], float) else "a size"
+            problem = f"'{name}' is {what} of the kernel; loops need fresh names"
         if problem is not None:
             raise ScheduleError(primitive, problem + yours)
     if len(set(new)) != len(new):

@@ -47,6 +47,7 @@ import islpy as isl
 from tdsl.frontend import ast
 
 from tdsl.compiler.model.dependences import compute_dependences, policy
+from tdsl.compiler.model.isl_code import dimension_text
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences, check_grouping
 from tdsl.compiler.model.program import Access, KernelModel, Stmt, Tensor, collect_accesses, start_reads
@@ -100,9 +101,12 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     rf = f"{name}_rf"
     if rf in model.tensors:
         raise ScheduleError("rfactor", f"a tensor named {rf} already exists")
+    if rf in model.sizes:
+        raise ScheduleError("rfactor", f"rfactor names the partial results {rf}, and '{rf}' is a size of the kernel: "
+                                       f"rename the size")
 
     seg_it = node.name
-    inner_it = _inner_name(tree, stmt, k, factor, node)
+    inner_it = _inner_name(tree, model, stmt, k, factor, node)
     taken = set(stmt.iters) - {k}
     for n in (seg_it, inner_it):
         if n in taken:
@@ -157,7 +161,8 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     stmts = []
     for s in model.stmts:
         stmts.extend([partial, combine] if s is stmt else [s])
-    box = isl.Set.read_from_str(ctx, f"{prefix}{{ {rf}[{', '.join(f'a{n}' for n in range(len(part_shape)))}] }}")
+    # '__' names are the compiler's (no size can be called so): a dimension named like a size would be the size
+    box = isl.Set.read_from_str(ctx, f"{prefix}{{ {rf}[{', '.join(f'__a{n}' for n in range(len(part_shape)))}] }}")
     tensors = dict(model.tensors)
     tensors[rf] = Tensor(rf, dtype, part_shape, "temp", box.intersect(rf_write.range()).coalesce())
     state.model = replace(model, stmts=stmts, tensors=tensors, ctx=ctx)
@@ -234,16 +239,19 @@ def _factor(node: Loop, stmt: Stmt, k: str):
     return None
 
 
-def _inner_name(tree, stmt: Stmt, k: str, factor: int, segment_loop: Loop) -> str:
+def _inner_name(tree, model, stmt: Stmt, k: str, factor: int, segment_loop: Loop) -> str:
     """The name of the loop over k mod F (the split's inner loop), or a fresh one.  The segment loop itself is
-    never it, even where it takes one value (an extent of 1 makes k and k mod F the same function)."""
+    never it, even where it takes one value (an extent of 1 makes k and k mod F the same function).  A fresh name
+    is no size or tensor of the kernel: it becomes an iterator of the partial sums, and an iterator named like a
+    size is that size in isl's text (a size `k_in` made a legal schedule compute wrong values: probe of the 25th
+    session)."""
     want = iterator_aff(stmt.domain, f"{k} mod {factor}").intersect_domain(stmt.domain)
     path = tree.path(stmt.name)
     for l in path if factor > 1 else []:  # k mod 1 is 0: no loop is "the inner one", whatever is constant
         exprs = l.exprs.get(stmt.name)
         if l is not segment_loop and exprs and len(exprs) == 1 and exprs[0].intersect_domain(stmt.domain).is_equal(want):
             return l.name
-    taken = {l.name for l in path} | set(stmt.iters)
+    taken = {l.name for l in path} | set(stmt.iters) | set(model.sizes) | set(model.params) | set(model.tensors)
     name = f"{k}_in"
     while name in taken:
         name += "_"
@@ -262,7 +270,7 @@ def _count_of(domain: isl.Set, position: int):
         values = []
         top.foreach_piece(lambda _s, aff: values.append(aff.get_constant_val().to_python()))
         return int(max(values)) + 1
-    return f"({top}) + 1"
+    return dimension_text(top.add_constant_val(isl.Val.one(top.get_ctx())))
 
 
 def _combiner_start_reads(stmt: Stmt, c_domain: isl.Set, c_iters: list, ctx, prefix: str) -> list:

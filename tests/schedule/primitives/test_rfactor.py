@@ -6,6 +6,9 @@ Rules rfactor can break: reduction-grouping (a strict reduction regrouped), segm
 are not the program's declared segments) and rounding-added (partial results stored in a narrower dtype).
 """
 
+import pytest
+
+from tdsl.compiler.errors import ScheduleError
 from tdsl.testing import assert_illegal, assert_legal
 
 from primitive_helpers import assert_round_trip, sched, tree_change
@@ -78,3 +81,33 @@ def test_the_partial_sums_reads_are_the_accesses_its_value_holds():
     partial = s.model.stmt("C_rf")
     in_value = {id(a) for a in collect_accesses(partial.value)}
     assert partial.reads and all(id(r.node) in in_value for r in partial.reads)
+
+
+def test_the_partial_sums_iterator_is_named_apart_from_the_sizes():
+    """rfactor named the partial sums' new iterator `k_in` without looking at the sizes: with a size `k_in` that
+    iterator was the size in isl's text, and a schedule `check` called legal computed other values (probe of the
+    25th session).  The partial sums' other names are kept apart the same way."""
+    program = """
+const M = 4, k_in = 6
+kernel r(X: f32[M, k_in]) -> (s: f32[M]) {
+  s[i] = sum(k) X[i, k] * (k_in + 0.5) accum f32 combine segments(6)
+}
+"""
+    s = assert_legal(program, "ko, kk = split(s.k, 1)\nrfactor(s.ko)", run=True)
+    assert "k_in" not in s.model.stmt("s_rf").iters
+    with pytest.raises(ScheduleError, match="'s_rf' is a size of the kernel: rename the size"):
+        sched(program.replace("k_in", "s_rf")).rfactor("s.k", segments=6)
+
+
+def test_a_run_time_size_named_like_a_primed_iterator_leaves_segments_alone():
+    """The segments' pairs were read from isl text naming the second instance's iterators `k_`: a run-time size
+    `k_` made rfactor into the declared 3 segments illegal ("would make 3 partial sums")."""
+    program = """
+param k_
+const K = 12
+kernel r(X: f32[k_, K]) -> (s: f32[k_]) {
+  s[i] = sum(k) X[i, k] accum f32 combine segments(3)
+}
+"""
+    assert_legal(program, "rfactor(s.k, segments=3)", sizes={"k_": 5}, run=True)
+    assert_legal(program, "rfactor(s.k, segments=3)")
