@@ -183,7 +183,7 @@ def _reads_row(consumer: Stmt, producer: Stmt) -> bool:
 
 def sketch(model: KernelModel, free: Optional[KernelModel] = None) -> Sketch:
     """The kernel's statements partitioned into groups, each with its rule's template (NoSketch if one has none).
-    `free`: the kernel with its run-time sizes unbound, so that no loop whose length is one is left whole."""
+    `free`: the kernel with its run-time sizes unbound, so that no loop of run-time length is left whole."""
     flow = Flow.of(model, free)
     grouped: set = set()
     groups: list[Group] = []
