@@ -9,10 +9,9 @@ what it calls (`_check`, `torch`, Python's `ValueError`) is reserved, so no para
 
 from __future__ import annotations
 
-import re
-
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower import tileir as T
+from tdsl.compiler.model.isl_code import dimension_sizes
 
 from tdsl.backends.common.names import ModuleNames
 
@@ -60,7 +59,8 @@ def check_index_range(program: T.TileProgram, names: ModuleNames) -> list[str]:
     for t in [*program.inputs, *program.outputs, *program.temps]:
         # a dimension is a number, a run-time size, or an expression of them (`N + 1`: a probe of the 25th
         # session met a KeyError where only plain sizes were expected)
-        used = [p for p in params if any(not isinstance(d, int) and p in _size_names(d) for d in t.shape)]
+        named = set().union(*(dimension_sizes(d) for d in t.shape if not isinstance(d, int)))
+        used = [p for p in params if p in named]
         if not used:
             continue
         count = " * ".join(names.dim(d) for d in t.shape)  # each a name, a number or a parenthesised expression
@@ -69,11 +69,6 @@ def check_index_range(program: T.TileProgram, names: ModuleNames) -> list[str]:
         lines.append(f'    raise ValueError(f"{names.entry}: {given} makes {t.name} hold {{{count}}} elements; the '
                      f'generated kernels index in 32 bits (at most {INT32_MAX})")')
     return lines
-
-
-def _size_names(dim: str) -> set:
-    """The names a symbolic dimension's text holds."""
-    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", dim))
 
 
 def check_size_limit(program: T.TileProgram, names: ModuleNames) -> list[str]:

@@ -42,6 +42,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from tdsl.backends.common.python_expr import dimension_python, python_text
 from tdsl.compiler.lower import tileir as T
 
 # Module-level names of the generated modules (backends/*/templates): imports and API namespaces, helpers,
@@ -168,17 +169,12 @@ class ModuleNames:
         return self.variables[name]
 
     def dim(self, d) -> str:
-        """A tensor dimension as code: a number, or the model's affine text of sizes (isl's syntax: `(N + 1)`,
-        `floor((N)/2)`, which reached Python as `floor`: probe of the 25th session) as Python."""
-        from tdsl.compiler.model.isl_code import dimension_python
-
-        return str(d) if isinstance(d, int) else dimension_python(str(d), self.var)
+        """A tensor dimension as code: a number, or the model's text of sizes as Python (python_expr.py)."""
+        return dimension_python(d, self.var)
 
     def code(self, e: T.Expr, outer: Optional[dict] = None) -> str:
         """An integer expression of sizes (and host loop variables) as Python; `outer`: the identifiers of the
         launcher's enclosing host loops, by the kernel's names for them."""
-        from tdsl.compiler.model.isl_code import python_text
-
         outer = outer or {}
         return python_text(e, lambda n: outer.get(n) or self.var(n))
 

@@ -183,12 +183,12 @@ def _dimension(d, sizes: dict):
     """A declared dimension at the sizes a fake call reads off its inputs (symbolic under torch.compile): a
     number, a run-time size, or an affine expression of sizes as the model writes it (`(N + 1)`, an output of
     one more element than its input: it was passed to torch.empty as text, probe of the 24th session)."""
-    from tdsl.compiler.model.isl_code import dimension_python
+    from tdsl.backends.common.python_expr import dimension_python
 
     if isinstance(d, int):
         return d
     # the model's affine text as Python: sizes, numbers, + - * // %, min, max
-    return eval(dimension_python(str(d)), {"__builtins__": {"min": min, "max": max}}, dict(sizes))  # noqa: S307
+    return eval(dimension_python(d), {"__builtins__": {"min": min, "max": max}}, dict(sizes))  # noqa: S307
 
 
 def _param_positions(model) -> dict:

@@ -98,13 +98,12 @@ def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] 
 
 
 def _passes(program: TileProgram, schedule, backend: str, device: Optional[str]) -> TileProgram:
-    if backend != "triton" and schedule.model.params:  # only the Triton launcher reads sizes off the tensors
-        sizes = ", ".join(schedule.model.params)
-        raise BackendError(f"the {backend} kernels are compiled for fixed sizes, and {sizes} "
-                           f"{'is a run-time size' if len(schedule.model.params) == 1 else 'are run-time sizes'}: "
-                           f"give {'it a value' if len(schedule.model.params) == 1 else 'them values'} (--size "
-                           f"{schedule.model.params[0]}=..., or tdsl.load(..., sizes=...)); only Triton's kernels "
-                           f"(--target nvidia --backend triton) take sizes at run time", backend)
+    params = schedule.model.params
+    if backend != "triton" and params:  # only the Triton launcher reads sizes off the tensors
+        are, give = ("is a run-time size", "it a value") if len(params) == 1 else ("are run-time sizes", "them values")
+        raise BackendError(f"the {backend} kernels are compiled for fixed sizes, and {', '.join(params)} {are}: "
+                           f"give {give} (--size {params[0]}=..., or tdsl.load(..., sizes=...)); only Triton's "
+                           f"kernels (--target nvidia --backend triton) take sizes at run time", backend)
     program = with_stages(program, schedule, device or DEVICE[backend])  # buffers checked against the device
     program = assign_units(program, backend)  # the unit of every tile product (compiler/analysis/placement.py)
     for rewrite in OPERAND_PASSES.get(backend, ()):

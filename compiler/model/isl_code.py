@@ -10,6 +10,7 @@ parameters first, so the expressions only mention names.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import islpy as isl
 
@@ -97,8 +98,9 @@ def integer_bounds(pa: isl.PwAff) -> tuple[isl.Val, isl.Val]:
 
 # A symbolic tensor dimension is kept in the model as affine text in isl's syntax (`(N + 1)`, `floor((N)/2)`):
 # the model reads it back into isl sets.  Generated code needs it in its own syntax, so both go through the
-# expression tree: `dimension_text` writes one for the model, `dimension_expr` reads one for the printers.
-_ISL_OPS = {"+": "+", "-": "-", "*": "*"}
+# expression tree: `dimension_text` writes one for the model, `dimension_expr` reads one for the printers
+# (backends/common/python_expr.py prints it as Python).
+_ISL_WORDS = frozenset({"floor", "mod", "min", "max"})  # the words of a dimension's text that name no size
 
 
 def dimension_text(pa: isl.PwAff) -> str:
@@ -113,7 +115,7 @@ def _isl_text(e: Expr) -> str:
         return e.name
     if isinstance(e, Neg):
         return f"(-{_isl_text(e.operand)})"
-    if isinstance(e, Bin) and e.op in _ISL_OPS:
+    if isinstance(e, Bin) and e.op in ("+", "-", "*"):
         return f"({_isl_text(e.lhs)} {e.op} {_isl_text(e.rhs)})"
     if isinstance(e, Bin) and e.op == "//":
         return f"floor(({_isl_text(e.lhs)})/{_isl_text(e.rhs)})"
@@ -124,30 +126,15 @@ def _isl_text(e: Expr) -> str:
     raise ValueError(f"not a dimension: {e!r}")
 
 
-def dimension_expr(text: str, params) -> Expr:
-    """The model's dimension text over the sizes `params` as an expression tree (what printers print)."""
-    prefix = f"[{', '.join(params)}] -> " if params else ""
+def dimension_sizes(text: str) -> frozenset:
+    """The sizes a dimension's text names."""
+    return frozenset(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) - _ISL_WORDS
+
+
+@lru_cache(maxsize=None)
+def dimension_expr(text: str) -> Expr:
+    """The model's dimension text as an expression tree (what printers print); read once per text, as every
+    printer asks for the same few dimensions many times."""
+    sizes = sorted(dimension_sizes(text))
+    prefix = f"[{', '.join(sizes)}] -> " if sizes else ""
     return pw_aff_to_expr(isl.PwAff.read_from_str(isl.DEFAULT_CONTEXT, f"{prefix}{{ [({text})] }}"))
-
-
-def python_text(e: Expr, name=lambda n: n) -> str:
-    """An integer expression of sizes as Python, whose // and % floor as tdsl's do; `name` spells a variable."""
-    if isinstance(e, Const):
-        return repr(e.value)
-    if isinstance(e, Var):
-        return name(e.name)
-    if isinstance(e, Neg):
-        return f"(-{python_text(e.operand, name)})"
-    if isinstance(e, Select):
-        c, a, b = (python_text(x, name) for x in (e.cond, e.then, e.other))
-        return f"({a} if {c} else {b})"
-    if isinstance(e, Bin):
-        a, b = python_text(e.lhs, name), python_text(e.rhs, name)
-        return f"{e.op}({a}, {b})" if e.op in ("min", "max") else f"({a} {e.op} {b})"
-    raise TypeError(f"not an index expression: {e!r}")
-
-
-def dimension_python(text: str, name=lambda n: n) -> str:
-    """The model's dimension text (isl's syntax) as Python; `name` spells a size."""
-    sizes = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) - {"floor", "mod", "min", "max"})
-    return python_text(dimension_expr(text, sizes), name)

@@ -443,19 +443,9 @@ def negative_infinity_source(model: KernelModel, stat: str) -> Optional[str]:
             continue
         seen.add(name)
         stmt = producers[name]
-        if any(_is_negative_infinity(e, model.sizes) for x in (stmt.value, stmt.init) if x is not None
+        if any(constant(model, e) == -math.inf for x in (stmt.value, stmt.init) if x is not None
                for e in ast.walk(x)):
             return name
         todo += [a.tensor for a in stmt.reads]
     return None
 
-
-def _is_negative_infinity(e: ast.Expr, sizes: dict) -> bool:
-    """-inf written as a literal, the negation of inf, or a float constant of that value."""
-    if isinstance(e, ast.FloatLit):
-        return e.value == -math.inf
-    if isinstance(e, ast.Neg):
-        inner = e.operand
-        return (isinstance(inner, ast.FloatLit) and inner.value == math.inf) or (
-            isinstance(inner, ast.Name) and sizes.get(inner.name) == math.inf)
-    return isinstance(e, ast.Name) and sizes.get(e.name) == -math.inf
