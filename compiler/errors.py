@@ -210,15 +210,6 @@ class OnlineOrder(OnlineViolation):
     )
 
 
-class OnlineInfinity(OnlineViolation):
-    rule = "online-infinity"
-    explanation = (
-        "a running maximum is -inf on a row that has met only -inf terms so far, and there exp((x - m)·c) is "
-        "exp(-inf - (-inf)) = NaN where the complete maximum gives exp(-inf) = 0; a mask written as a condition "
-        "of the scores' domain leaves those terms out instead, which the one-pass form skips"
-    )
-
-
 class InternalError(Exception):
     """A broken invariant of tdsl itself: a bug to report, never a user's mistake (not a TdslError, so no
     caller mistakes it for a refusal; `tdsl` exits with code 3 and asks for a report)."""

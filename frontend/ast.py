@@ -84,6 +84,9 @@ class Access:
     tensor: str
     indices: list["Expr"]
     span: Span = NOSPAN
+    # read as 0 where the element is -inf: the maximum m of a factor exp((X - m)·c), when m declares `combine
+    # online` (FlashAttention's convention, set by compiler/model/online.py `mark_exponent_reads`)
+    neg_inf_as_zero: bool = False
 
 
 @dataclass
@@ -296,7 +299,7 @@ def rewrite(e: Expr, fn) -> Expr:
     if isinstance(e, Neg):
         return Neg(r(e.operand), e.span)
     if isinstance(e, Access):
-        return Access(e.tensor, [r(i) for i in e.indices], e.span)
+        return Access(e.tensor, [r(i) for i in e.indices], e.span, e.neg_inf_as_zero)
     if isinstance(e, Call):
         return Call(e.func, [r(a) for a in e.args], e.span)
     if isinstance(e, Reduce):

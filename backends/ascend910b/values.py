@@ -83,6 +83,8 @@ class Values:
         if isinstance(e, T.Running):  # a running maximum: its accumulator now, rounded as a store would
             acc, held = self.accs[e.stmt]
             return self._round(e.dtype, self._held(e.stmt, _Opnd("tile", acc), held, e.axes, axes, shape), shape)
+        if isinstance(e, T.NegInfAsZero):
+            return self._neg_inf_as_zero(e.operand, tile)
         if isinstance(e, T.Reference):  # the maximum a rescaled sum was last brought to
             ref = self.refs[e.stmt]
             return self._held(e.stmt, _Opnd("tile", ref), self.accs[e.stmt][1][:1], e.axes, axes, shape)
@@ -135,6 +137,45 @@ class Values:
         if isinstance(e, T.Var):
             return self._iterator_value(e.name, tile)
         raise BackendError(f"{_expr_text(e)}: comparisons and where on values have no T.tile form for ascend-910b")
+
+    def _neg_inf_as_zero(self, operand: T.Expr, tile: T.Tile) -> _Opnd:
+        """A maximum read by its exponential, 0 where it is -inf (tileir.NegInfAsZero).  The vector unit of
+        tilelang-ascend 0.1.4 has no select of values, so the scalar unit puts the 0s in: into a row's own
+        value (row by row), into a copy of the running maximum's elements before they are broadcast (one per
+        row), or else into a copy of the value as read."""
+        shape = [a.size for a in tile.axes]
+        if isinstance(operand, T.Running) and self.row is None:
+            acc, held = self.accs[operand.stmt]
+            copy = self.temp("t", list(held), note=f"{operand.stmt}, 0 where -inf")
+            self.emit(f"T.copy({acc}, {copy})  # UB -> UB")
+            self._zero_where_neg_inf(copy, list(held))
+            self.expr_temps.discard(copy)  # read through the broadcast below, maybe in place
+            held_value = self._held(operand.stmt, _Opnd("tile", copy), held, operand.axes,
+                                    [a.iter for a in tile.axes], shape)
+            return self._round(operand.dtype, held_value, shape)
+        x = self._value(operand, tile)
+        if x.kind == "scalar":
+            out = self.alloc(self.fresh("finite_scalar"), [8], "f32", "UB", "a maximum, 0 where -inf", pooled=False)
+            self.emit(f"{out}[0] = {x.code}")
+            self._zero_where_neg_inf(out, [])
+            return _Opnd("scalar", f"{out}[0]")
+        out = self.temp("t", shape, note="a maximum, 0 where -inf")
+        self.emit(f"T.copy({x.code}, {out})  # UB -> UB")
+        self.done(x)
+        self._zero_where_neg_inf(out, shape)
+        return _Opnd("tile", out)
+
+    def _zero_where_neg_inf(self, buffer: str, shape) -> None:
+        """Each element of `buffer` (its first, for shape []) that is -inf set to 0, by the scalar unit."""
+        depth, lanes = self.depth, ["0"] if not shape else []
+        for extent in shape:
+            lanes.append(self.fresh("c"))
+            self.emit(f"for {lanes[-1]} in T.serial({extent}):")
+            self.depth += 1
+        element = f"{buffer}[{', '.join(lanes)}]"
+        self.emit(f"if {element} == {float_code(-math.inf)}:")
+        self.emit(f"    {element} = 0.0")
+        self.depth = depth
 
     def _select_computed(self, e: T.Select, tile: T.Tile) -> _Opnd:
         """`where(c, a, b)` with a computed b and a condition on loop variables only (the first step of a time

@@ -1120,6 +1120,9 @@ class KernelPrinter(TileLangDialect):
             return "({} {} {})".format(*self.operands(e, v))
         if isinstance(e, T.Select):
             return f"T.if_then_else({self.cond(e.cond, tile, lane_vars, names)}, {v(e.then)}, {v(e.other)})"
+        if isinstance(e, T.NegInfAsZero):
+            x = v(e.operand)
+            return f"T.if_then_else({x} == {float_code(-math.inf)}, 0.0, {x})"
         if isinstance(e, T.Load):
             element = self.element(e.tensor, [index_code(simplify(x), names) for x in e.indices])
             load = f'T.Cast("float32", {element})'

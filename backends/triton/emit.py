@@ -492,6 +492,9 @@ class _KernelPrinter(PrinterBase):
             return self._broadcast(self._round(e.dtype, self.acc_name(e.stmt)), e.axes, frame)
         if isinstance(e, T.Reference):
             return self._broadcast(self.ref_name(e.stmt), e.axes, frame)
+        if isinstance(e, T.NegInfAsZero):  # on the maximum's own shape (one value per row), before broadcasting
+            x = v(e.operand)
+            return f"tl.where({x} == float(\"-inf\"), 0.0, {x})"
         if isinstance(e, T.Call):
             return _call(e.func, [v(a) for a in e.args])
         if isinstance(e, T.Round):

@@ -154,7 +154,6 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
     deps: list = field(default_factory=list)  # the schedule's dependences (legality computed them)
     serial_loops: Optional[SerialLoops] = None  # which loops run serially: the plan's rule, passed by lower()
-    met_cache: dict = field(default_factory=dict)  # (maximum, loops, split part) -> registers.py _met_every_row
     memory_reads: set = field(default_factory=set)  # tensors of this kernel read back from memory (loads.py)
     host: list = field(default_factory=list)  # the host loops around this kernel, outermost first (Launch.host)
 

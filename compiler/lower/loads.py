@@ -29,7 +29,7 @@ from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.functions import COMPOSITIONS, TileAlgebra, expand_tile
 from tdsl.compiler.model.program import Stmt, read_relation
 from tdsl.compiler.lower.geometry import _Geometry, _embed, _mask_expr, _project_onto, _total_map
-from tdsl.compiler.lower.tileir import Bin, Call, Const, Expr, Load, Neg, Round, Select, Tile, Var
+from tdsl.compiler.lower.tileir import Bin, Call, Const, Expr, Load, NegInfAsZero, Neg, Round, Select, Tile, Var
 from tdsl.compiler.schedule.tree import Loop
 
 CASTS = ast.DTYPES  # the casts of the language, one per dtype
@@ -97,6 +97,10 @@ class ValueLowering:
         raise BackendError(f"the index {expr_source(e)} is not an affine expression of iterators and sizes")
 
     def _access(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
+        read = self._read(e, stmt, tile, context)
+        return NegInfAsZero(read) if e.neg_inf_as_zero and not isinstance(read, Const) else read
+
+    def _read(self, e: ast.Access, stmt: Stmt, tile: Tile, context: list[Loop]) -> Expr:
         if _never_taken(e, stmt):
             # a `where` branch no instance takes at these sizes: its value is never used, so it reads nothing --
             # no load, no stored temporary, no barrier (the buffer plan ignores such reads alike)

@@ -23,7 +23,7 @@ from tdsl.frontend import ast
 from tdsl.compiler.model.isl_code import integer_bounds
 from tdsl.compiler.model.program import Stmt
 from tdsl.compiler.lower.tileir import Axis, Reg, Running, Tile
-from tdsl.compiler.schedule.tree import iterator_aff, pw_affs_to_map
+from tdsl.compiler.schedule.tree import pw_affs_to_map
 
 
 @dataclass
@@ -76,39 +76,7 @@ class RegisterReuse:
         positions = _lanes(indices, stmt, tile, maximum, acc_tile)
         if positions is None:
             return None
-        key = (stat, tuple(id(l) for l in context), self._restriction_key())  # read by E and by each rescaling
-        if key not in self.met_cache:
-            self.met_cache[key] = self._met_every_row(maximum, context)
-        return Running(stat, tuple(positions), maximum.dtype, met=self.met_cache[key])
-
-    def _met_every_row(self, maximum: Stmt, context) -> bool:
-        """Has every row of the running maximum that has a term at all (an instance with those left-hand
-        indices, in this program of the grid) met one in this or an earlier iteration of the loops that walk it,
-        at every iteration the generated code may run (`_emitted_bounds`)?  Rows with no term anywhere are
-        padding lanes of the tile; a row that meets its first term only later (a sliding window) fails."""
-        _, acc_context = self.accumulating[maximum.name]
-        walk = context[len(acc_context):]
-        if any(maximum.name not in l.exprs for l in walk):
-            return False
-        outer = [pa for l in acc_context for pa in l.exprs[maximum.name]]
-        inner = [pa for l in walk for pa in l.exprs[maximum.name]]
-        rows = [iterator_aff(maximum.domain, it) for it in maximum.lhs_iters]
-        n_outer, n_rows, n_inner = len(outer), len(rows), len(inner)
-        if not n_inner:
-            return True  # read after the loops that walk it: every term is in
-        terms = pw_affs_to_map(outer + rows + inner, maximum.domain).range()  # (outer, row, walk) of each term
-        terms = _unnamed(terms)
-        by_row = isl.Map.from_range(terms).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, n_outer + n_rows)
-        walk_space = by_row.get_space().range()
-        seen = by_row.apply_range(isl.Map.lex_le(walk_space))  # (outer, row) -> every walk value at or after a term
-        visited = _unnamed(self._emitted_bounds(list(context)))  # (outer, walk) the code may run
-        runs = isl.Map.from_range(visited).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, n_outer)
-        runs = runs.insert_dims(isl.dim_type.in_, n_outer, n_rows)  # (outer, row) -> walk, for any row
-        try:
-            runs = runs.intersect_domain(by_row.domain().align_params(runs.get_space().domain()))
-            return runs.align_params(seen.get_space()).is_subset(seen.align_params(runs.get_space()))
-        except isl.Error:  # spaces isl will not line up (an unusual loop nest): not proved
-            return False
+        return Running(stat, tuple(positions), maximum.dtype)
 
     def _same_iteration(self, producer: _Produced, stmt: Stmt, e: ast.Access) -> bool:
         """Was every element this read takes written by the producer in the same iteration of the producer's
@@ -216,8 +184,3 @@ def _same_function(a, b) -> bool:
         return True
     lo, hi = integer_bounds(diff)
     return lo.is_zero() and hi.is_zero()
-
-
-def _unnamed(s: isl.Set) -> isl.Set:
-    """`s` with an anonymous tuple, so sets of different origins compare by position (isl ignores dim names)."""
-    return s.reset_tuple_id()

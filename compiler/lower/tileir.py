@@ -102,10 +102,15 @@ class Running:
     stmt: str
     axes: tuple = ()
     dtype: str = "f32"
-    # every row of the maximum that has a term at all has met one by each iteration this read is in, wherever
-    # the generated code runs them (isl: compiler/lower/registers.py `_met_every_row`): the value read is never
-    # -inf on those rows (compiler/lower/passes/masked_scores.py relies on it)
-    met: bool = False
+
+
+@dataclass(frozen=True)
+class NegInfAsZero:
+    """A maximum read by its exponential exp((X - m)·c) when it declares `combine online`: its value, 0 where it
+    is -inf (compiler/model/online.py `mark_exponent_reads`: exp(-inf - 0) = 0 on a row that has met only -inf
+    terms, not exp(-inf - (-inf)) = NaN)."""
+
+    operand: "Expr"
 
 
 @dataclass(frozen=True)
@@ -201,7 +206,7 @@ def promotion_interval(dot: Dot, k: int) -> Optional[int]:
     return min(dot.imprecise, k)
 
 
-Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, Reference, RegOperand, Preloaded, Call, Round, Reduce,
+Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, NegInfAsZero, Reference, RegOperand, Preloaded, Call, Round, Reduce,
              Dot]
 
 
@@ -514,7 +519,7 @@ def value_operands(e) -> list:
     """The sub-expressions a value expression computes from (a Select's condition is a mask, not one of them)."""
     if isinstance(e, Bin):
         return [e.lhs, e.rhs]
-    if isinstance(e, (Neg, Round, Reduce)):
+    if isinstance(e, (Neg, Round, Reduce, NegInfAsZero)):
         return [e.operand]
     if isinstance(e, Call):
         return list(e.args)

@@ -21,6 +21,7 @@ from tdsl.compiler.lower.tileir import (
     Dot,
     Load,
     Neg,
+    NegInfAsZero,
     Preload,
     Preloaded,
     Reduce,
@@ -202,6 +203,8 @@ def expr_text(e) -> str:
         return f"preloaded {e.name}"
     if isinstance(e, Running):
         return f"running {e.stmt}{list(e.axes)}" + (f" as {e.dtype}" if e.dtype != "f32" else "")
+    if isinstance(e, NegInfAsZero):
+        return f"({expr_text(e.operand)}, 0 where -inf)"
     if isinstance(e, Reference):
         return f"reference {e.stmt}{list(e.axes)}"
     if isinstance(e, RegOperand):

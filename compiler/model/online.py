@@ -144,6 +144,28 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
     return form
 
 
+def mark_exponent_reads(model: KernelModel) -> None:
+    """Mark every read of a `combine online` maximum m that is the m of a factor exp((X - m)·c) (X the
+    maximum's term, any written form `_split_exponent` knows) to be read as 0 where it is -inf, in every order.
+
+    A row whose terms so far are all -inf (a mask held in an input as -inf, `where(..., -inf)`) has a running
+    maximum of -inf, and exp((-inf) - (-inf)) is NaN where the complete maximum, finite once the row meets a
+    finite term, gives exp(-inf) = 0.  Reading m as 0 there gives exp(-inf - 0) = 0, which is what the complete
+    maximum gives, and changes nothing where m is finite (FlashAttention's convention).  A row with no finite
+    term at all gets 0 for its exponentials instead of NaN, in program order as after `online`, so the two
+    agree on every row.  The mark lives on the AST node, so it follows the read through every rewrite of the
+    program (compute_inline, compute_at's re-indexing)."""
+    for m in model.stmts:
+        if m.reduce_op != "max" or m.combine != "online" or not isinstance(m.value, ast.Access):
+            continue
+        for stmt in model.stmts:
+            for e in ast.walk(stmt.value):
+                if isinstance(e, ast.Call) and e.func in EXPONENTIALS and len(e.args) == 1:
+                    split = _split_exponent(model, e.args[0], m.name, m.value.tensor)
+                    if split is not None:
+                        split[1].neg_inf_as_zero = True
+
+
 # ---------------------------------------------------------------- matching the exponentials
 
 
@@ -429,23 +451,3 @@ def running_dependences(model: KernelModel, form: OnlineForm, deps: list[Depende
                 if not rel.is_empty():
                     added.append(Dependence("final", form.stat, z.name, name, rel.coalesce()))
     return kept + added
-
-
-def negative_infinity_source(model: KernelModel, stat: str) -> Optional[str]:
-    """The statement, among the maximum's term and the temporaries it is computed from, whose value writes -inf
-    (`where(j > i - W, T, -inf)`), or None.  A row whose first terms are all -inf has a running maximum of -inf,
-    and the exponentials computed with it are NaN (probe of the 25th session)."""
-    producers = {s.name: s for s in model.stmts}
-    todo, seen = [a.tensor for a in model.stmt(stat).reads], set()
-    while todo:
-        name = todo.pop()
-        if name in seen or name not in producers or name == stat:
-            continue
-        seen.add(name)
-        stmt = producers[name]
-        if any(constant(model, e) == -math.inf for x in (stmt.value, stmt.init) if x is not None
-               for e in ast.walk(x)):
-            return name
-        todo += [a.tensor for a in stmt.reads]
-    return None
-

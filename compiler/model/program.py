@@ -272,6 +272,9 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
 
     check_recurrences(model)
     _check_signature_storage(model, kinfo)
+    from tdsl.compiler.model.online import mark_exponent_reads
+
+    mark_exponent_reads(model)
     return model
 
 

@@ -109,6 +109,11 @@ _mtanh = math.tanh
 _msqrt = math.sqrt
 
 
+def _neg_inf_as_zero(x):
+    """A `combine online` maximum read by its exponential (compiler/model/online.py `mark_exponent_reads`)."""
+    return _ZERO32 if x == -math.inf else x
+
+
 def _exp(x):
     if x > 89.0:  # e**89 > f32 max; also keeps math.exp from raising OverflowError
         return _INF32
@@ -246,6 +251,7 @@ def _runtime_namespace(trace: Optional[Trace], variant: Optional[int] = None) ->
         "_tanh": _tanh,
         "_abs": _abs,
         "_fast_inverse": _fast_inverse,
+        "_neg_inf_as_zero": _neg_inf_as_zero,
         "_ONE": _ONE,
         "_oob": _oob,
     }

@@ -201,9 +201,9 @@ class _Compiler:
             read = f"_traced_read({arr_name}, {cnt}, {exp}, {key}, {where}, {e.tensor!r}, {self.stmt.name!r}, p)"
         else:
             read = f"{arr_name}[{where}]"
-        if cond == "True":
-            return read
-        return f"({read} if ({cond}) else _oob({oob}, {lam}, p))"
+        if cond != "True":
+            read = f"({read} if ({cond}) else _oob({oob}, {lam}, p))"
+        return f"_neg_inf_as_zero({read})" if e.neg_inf_as_zero else read
 
     # ---------------------------------------------------------- the statement
     def compile(self) -> Callable:

@@ -1,9 +1,9 @@
 """A finished score tile masked once (compiler/lower/passes/masked_scores.py): in the masked iterations of causal
 FlashAttention S is set to -inf outside its mask once, and the row max, the row sum and the product P·V read S
-and E without masks, because E = exp(...) of -inf is 0 there.  That needs the running maximum to be finite on
-every row with a key (`Running.met`, an isl proof); a sliding window, whose rows meet their first key in a later
-block, keeps its masks.  The kernels are run under the Triton interpreter against the reference interpreter with
-O in f32 and NaN guard regions."""
+and E without masks, because E = exp(...) of -inf is 0 there.  That needs the maximum E is computed with to be
+finite on every row, also on a row that has met no key yet (a sliding window's, a ragged tile's padding rows):
+an exponential reads its `combine online` maximum as 0 where it is -inf (`NegInfAsZero`).  The kernels are run
+under the Triton interpreter against the reference interpreter with O in f32 and NaN guard regions."""
 
 from pathlib import Path
 
@@ -12,10 +12,10 @@ import pytest
 
 from tdsl.compiler.driver.api import loads
 from tdsl.compiler.driver.generate import generate, load_module, run_generated
-from tdsl.compiler.lower.passes.masked_scores import FILL, FINITE, _outside, _Outside, _unmasked
+from tdsl.compiler.lower.passes.masked_scores import FILL, FINITE, _outside, _unmasked
 from tdsl.compiler.lower.pipeline import lower_for
-from tdsl.compiler.lower.tileir import (AccFinish, AccUpdate, Bin, Call, Compute, Const, Neg, Reduce, Reg, 
-                                        Running, Select, SerialLoop, walk_ops)
+from tdsl.compiler.lower.tileir import (AccFinish, AccUpdate, Bin, Call, Compute, Const, Neg, NegInfAsZero, Reduce,
+                                        Reg, Running, Select, SerialLoop, walk_ops)
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
 from tdsl.compiler.verify import compare_outputs
 
@@ -77,29 +77,31 @@ def test_the_ascend_backends_keep_their_masks():
     assert all(op.fill is None for loop in loops for op in loop.body if isinstance(op, AccFinish))
 
 
-def test_a_sliding_window_keeps_its_masks_its_rows_meet_their_first_key_late():
+def test_a_sliding_window_is_masked_once_too():
+    """Row 255 meets its first key (245) in block 1, after block 0: its running maximum is -inf in block 0, which
+    E reads as 0, so E is 0 outside the mask there as well."""
     rest = _loops(_program(keys=WINDOW), "flash", "triton")[-1]  # no block is full: one masked loop
-    running = [e for op in rest.body if isinstance(op, Compute) for e in _runnings(op.value)]
-    assert running and not any(r.met for r in running)  # row 255 meets its first key (245) in block 1, after block 0
-    assert _finish(rest, "S").fill is None and _masked_reads(rest) == ["m", "l", "U"]
+    assert _finish(rest, "S").fill == FILL and _masked_reads(rest) == ["U"]
 
 
-def test_the_running_maximum_is_proved_met_on_causal_rows():
-    for loop in _loops(_program(), "flash", "triton"):
-        running = [e for op in loop.body if isinstance(op, Compute) for e in _runnings(op.value)]
-        assert running and all(r.met for r in running)
+@pytest.mark.parametrize("keys", [None, WINDOW], ids=["causal", "window"])
+def test_every_exponential_reads_the_running_maximum_as_0_where_it_is_minus_infinity(keys):
+    for loop in _loops(_program(keys=keys), "flash", "triton"):
+        reads = [e for op in loop.body if isinstance(op, Compute) for e in _maxima(op.value)]
+        assert reads and all(isinstance(e, NegInfAsZero) and isinstance(e.operand, Running) for e in reads)
 
 
-def _runnings(e):
-    if isinstance(e, Running):
+def _maxima(e):
+    """The reads of the running maximum in a value, with the NegInfAsZero around them."""
+    if isinstance(e, (Running, NegInfAsZero)):
         return [e]
     parts = [getattr(e, name) for name in ("lhs", "rhs", "operand", "then", "other") if hasattr(e, name)]
     parts += list(getattr(e, "args", ()))
-    return [r for p in parts for r in _runnings(p)]
+    return [r for p in parts for r in _maxima(p)]
 
 
 @pytest.mark.parametrize("example, keys, once", [
-    ("mha_causal", None, True), ("mha_causal", WINDOW, False), ("mha_causal", "j >= i", True),
+    ("mha_causal", None, True), ("mha_causal", WINDOW, True), ("mha_causal", "j >= i", True),
     ("mha_fa", None, True),  # not causal: its masked block is the ragged last one
 ], ids=["causal", "window", "anticausal", "ragged"])
 def test_the_kernel_computes_the_program(tmp_path, example, keys, once):
@@ -117,7 +119,7 @@ def test_the_kernel_computes_the_program(tmp_path, example, keys, once):
 
 # ---------------------------------------------------------------- the values outside the mask, op by op
 
-S, M = Reg("S", (0, 1)), Running("m", (0,), met=True)
+S, M = Reg("S", (0, 1)), NegInfAsZero(Running("m", (0,)))
 
 
 @pytest.mark.parametrize("value, outside", [
@@ -125,18 +127,14 @@ S, M = Reg("S", (0, 1)), Running("m", (0,), met=True)
     (Call("exp", (Bin("*", Bin("-", S, M), Const(0.088)),)), 0.0),  # (S - m)·scale
     (Call("exp", (Bin("-", Bin("*", S, Const(0.5)), Bin("*", M, Const(0.5))),)), 0.0),  # S·c - m·c
     (Call("exp", (Bin("*", Bin("-", S, M), Const(-0.5)),)), None),  # a negative factor: exp(+inf)
-    (Call("exp", (Bin("-", S, Running("m", (0,))),)), None),  # a maximum not proved met: -inf - -inf
+    (Call("exp", (Bin("-", S, Running("m", (0,))),)), None),  # a maximum that may be -inf: -inf - -inf
     (Call("exp", (Bin("-", M, S),)), None),  # m - S = +inf
     (Bin("-", S, M), FILL),
     (Call("tanh", (S,)), None),
 ])
 def test_the_value_outside_the_mask(value, outside):
-    """(`updated`: m's update of this iteration comes first, as in the lowered loops)"""
-    found = _outside(value, {"S": _Outside(FILL)}, {"m"})
-    assert (found.value if found is not None and found.value != FINITE else None) == outside
-    if outside == 0.0:
-        assert found.rows == frozenset({0})  # exact only on the rows with a key
-        assert _outside(value, {"S": _Outside(FILL)}, set()) is None  # m read before its update: not proved
+    found = _outside(value, {"S": FILL})
+    assert (found if found != FINITE else None) == outside
 
 
 def test_a_read_without_the_mask_leaves_the_body_alone():
@@ -145,9 +143,9 @@ def test_a_read_without_the_mask_leaves_the_body_alone():
     update = next(op for op in rest.body if isinstance(op, AccUpdate) and op.stmt == "l")
     mask = _finish(rest, "S").tile.mask
     unmasked = AccUpdate("l", update.tile, Reduce("sum", Reg("E", (0, 1)), (1,)), "sum", "f32")
-    assert _unmasked(unmasked, mask, {"E": _Outside(0.0, frozenset({0}))}, {"i"}) is None
+    assert _unmasked(unmasked, mask, {"E": 0.0}) is None
     masked = AccUpdate("l", update.tile, Reduce("sum", Select(mask, Reg("E", (0, 1)), Const(0.0)), (1,)), "sum", "f32")
-    assert _unmasked(masked, mask, {"E": _Outside(0.0, frozenset({0}))}, {"i"}).operand == Reg("E", (0, 1))
-    # summed along its rows (axis 0), E's padding rows (NaN) would enter the sum: the mask stays
+    assert _unmasked(masked, mask, {"E": 0.0}).operand == Reg("E", (0, 1))
+    # E is 0 outside the mask on every row (its padding rows too): summed along its rows, the mask goes as well
     across = AccUpdate("l", update.tile, Reduce("sum", Select(mask, Reg("E", (0, 1)), Const(0.0)), (0,)), "sum", "f32")
-    assert _unmasked(across, mask, {"E": _Outside(0.0, frozenset({0}))}, {"j"}).operand == masked.partial.operand
+    assert _unmasked(across, mask, {"E": 0.0}).operand == Reg("E", (0, 1))

@@ -29,13 +29,13 @@ from dataclasses import replace
 import numpy as np
 
 from tdsl.frontend import ast
-from tdsl.compiler.errors import OnlineInfinity, OnlinePolicy, OnlineRescale, ScheduleError
+from tdsl.compiler.errors import OnlinePolicy, OnlineRescale, ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import KernelModel
 # the interpreter's functions: the counterexamples are its numbers
 from tdsl.compiler.reference.runtime import _exp, _exp2, _fma
-from tdsl.compiler.model.online import (CASTS, MAX, REF, NotOnline, OnlineForm, negative_infinity_source,
-                                       online_form, running_dependences, with_rescales)
+from tdsl.compiler.model.online import (CASTS, MAX, REF, NotOnline, OnlineForm, online_form, running_dependences,
+                                       with_rescales)
 from tdsl.compiler.schedule.primitives.common import State, check_stmt
 from tdsl.compiler.schedule.primitives.registry import STMT, arg, primitive
 from tdsl.compiler.model.recurrences import self_reads
@@ -62,26 +62,8 @@ def online(state: State, stmt: str) -> None:
                            f"{stmt} declares {_declared(model.stmt(stmt))}, so its readers must see the complete "
                            f"maximum (the rewrite would let {readers} read the running one and rescale "
                            f"{', '.join(form.accumulators)})", _policy_example(model, form))
-    _check_finite_terms(model, stmt, form)
     state.tree.online.append(stmt)
     check_dependences(state.model, state.deps, state.tree, "online")
-
-
-def _check_finite_terms(model: KernelModel, stat: str, form: OnlineForm) -> None:
-    """Refused where the program's own values make a term of the maximum -inf: a row can then meet only -inf
-    terms first, and its exponentials of the running maximum are NaN where program order's are 0."""
-    source = negative_infinity_source(model, stat)
-    if source is None:
-        return
-    exps = ", ".join(form.exponentials) or "the exponentials"
-    raise OnlineInfinity(
-        "online", [stat, source, *form.exponentials],
-        f"{source} can be -inf (its value writes -inf), so a row of {stat} whose first terms are all -inf has a "
-        f"running maximum of -inf, and {exps} computed with it would be exp(-inf - (-inf)) = NaN where the complete "
-        f"maximum gives 0; write the mask as a condition of {source}'s domain ({source}[i, j : CONDITION] = ...), "
-        f"which leaves the masked terms out of {stat} and of its sums",
-        "a row whose first block of terms is all -inf: exp((-inf - m)·c) is exp(-inf - (-inf)) = nan with the "
-        "running maximum -inf and exp(-inf) = 0.0 with a finite maximum of the whole row")
 
 
 def rederive(state: State, primitive: str) -> None:

@@ -254,7 +254,7 @@ def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop], tiles: isl.Ma
         if e.tensor != producer.name:
             return e  # kept as it is: the reads refer to their nodes
         local = [x if s is None else ast.BinOp("-", x, s) for x, s in zip(e.indices, starts)]
-        fresh[id(e)] = ast.Access(e.tensor, index + local, e.span)
+        fresh[id(e)] = ast.Access(e.tensor, index + local, e.span, e.neg_inf_as_zero)
         return fresh[id(e)]
 
     value = ast.rewrite(reader.value, own_tile)

@@ -103,10 +103,11 @@ def mha_1(m: T.Tensor((2, 4, 4096), "float32"), S: T.Tensor((2, 4, 4096, 4096), 
 
 @T.prim_func
 def mha_2(P: T.Tensor((2, 4, 4096, 4096), "bfloat16"), S: T.Tensor((2, 4, 4096, 4096), "float32"), m: T.Tensor((2, 4, 4096), "float32")):
-    # statements P; on-chip bytes: UB 384
+    # statements P; on-chip bytes: UB 416
     with T.Kernel(64 * 64 * 2 * 4, is_npu=True) as (cid, vid):
         S_ub_2 = T.alloc_ub((64,), "float32")  # UB: tile of S
-        t_bf16_6 = T.alloc_ub((64,), "bfloat16")  # UB
+        finite_scalar_3 = T.alloc_ub((8,), "float32")  # UB: a maximum, 0 where -inf
+        t_bf16_7 = T.alloc_ub((64,), "bfloat16")  # UB
         po = cid // (64 * 2 * 4) % 64
         qo = cid // (2 * 4) % 64
         Pbh_0 = cid // 4 % 2
@@ -115,13 +116,16 @@ def mha_2(P: T.Tensor((2, 4, 4096, 4096), "bfloat16"), S: T.Tensor((2, 4, 4096, 
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale)
             for r_1 in T.serial(32):  # row by row: P reads values broadcast along the row
                 T.copy(S[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1), (64 * qo)], S_ub_2)  # GM -> UB
-                T.tile.add(S_ub_2, S_ub_2, (-T.Cast("float32", m[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1)])))
+                finite_scalar_3[0] = T.Cast("float32", m[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1)])
+                if finite_scalar_3[0] == -T.infinity("float32"):
+                    finite_scalar_3[0] = 0.0
+                T.tile.add(S_ub_2, S_ub_2, (-finite_scalar_3[0]))
                 T.tile.mul(S_ub_2, S_ub_2, 0.08838834764831845)
                 T.tile.exp(S_ub_2, S_ub_2)
-                T.tile.cast(t_bf16_6, S_ub_2, "CAST_RINT", 64)  # round to bf16
-                T.tile.cast(S_ub_2, t_bf16_6, "CAST_NONE", 64)
-                T.tile.cast(t_bf16_6, S_ub_2, "CAST_RINT", 64)
-                T.copy(t_bf16_6, P[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1), (64 * qo)])  # UB -> GM
+                T.tile.cast(t_bf16_7, S_ub_2, "CAST_RINT", 64)  # round to bf16
+                T.tile.cast(S_ub_2, t_bf16_7, "CAST_NONE", 64)
+                T.tile.cast(t_bf16_7, S_ub_2, "CAST_RINT", 64)
+                T.copy(t_bf16_7, P[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1), (64 * qo)])  # UB -> GM
 
 
 @T.prim_func

@@ -121,14 +121,15 @@ def mha_causal_1(m: T.Tensor((2, 4, 4096), "float32"), S: T.Tensor((2, 4, 4096, 
 
 @T.prim_func
 def mha_causal_2(P: T.Tensor((2, 4, 4096, 4096), "bfloat16"), S: T.Tensor((2, 4, 4096, 4096), "float32"), m: T.Tensor((2, 4, 4096), "float32")):
-    # statements P; on-chip bytes: UB 1184
+    # statements P; on-chip bytes: UB 1216
     with T.Kernel(64 * 64 * 2 * 4, is_npu=True) as (cid, vid):
         S_ub_2 = T.alloc_ub((64,), "float32")  # UB: tile of S
-        t_bf16_6 = T.alloc_ub((64,), "bfloat16")  # UB
-        t_f32_9 = T.alloc_ub((64,), "float32")  # UB
-        P_new_10 = T.alloc_ub((64,), "float32")  # UB
-        lanes_11 = T.alloc_ub((64,), "float32")  # UB: lane positions
-        mask_cmp_12 = T.alloc_ub((32,), "uint8")  # UB: bit mask of 64 lanes
+        finite_scalar_3 = T.alloc_ub((8,), "float32")  # UB: a maximum, 0 where -inf
+        t_bf16_7 = T.alloc_ub((64,), "bfloat16")  # UB
+        t_f32_10 = T.alloc_ub((64,), "float32")  # UB
+        P_new_11 = T.alloc_ub((64,), "float32")  # UB
+        lanes_12 = T.alloc_ub((64,), "float32")  # UB: lane positions
+        mask_cmp_13 = T.alloc_ub((32,), "uint8")  # UB: bit mask of 64 lanes
         po = cid // (64 * 2 * 4) % 64
         qo = cid // (2 * 4) % 64
         Pbh_0 = cid // 4 % 2
@@ -137,19 +138,22 @@ def mha_causal_2(P: T.Tensor((2, 4, 4096, 4096), "bfloat16"), S: T.Tensor((2, 4,
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale)
             for r_1 in T.serial(32):  # row by row: P reads values broadcast along the row
                 T.copy(S[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1), (64 * qo)], S_ub_2)  # GM -> UB
-                T.tile.add(S_ub_2, S_ub_2, (-T.Cast("float32", m[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1)])))
+                finite_scalar_3[0] = T.Cast("float32", m[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1)])
+                if finite_scalar_3[0] == -T.infinity("float32"):
+                    finite_scalar_3[0] = 0.0
+                T.tile.add(S_ub_2, S_ub_2, (-finite_scalar_3[0]))
                 T.tile.mul(S_ub_2, S_ub_2, 0.08838834764831845)
                 T.tile.exp(S_ub_2, S_ub_2)
-                T.tile.cast(t_bf16_6, S_ub_2, "CAST_RINT", 64)  # round to bf16
-                T.tile.cast(S_ub_2, t_bf16_6, "CAST_NONE", 64)
-                T.copy(P[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1), (64 * qo)], t_bf16_6)  # GM -> UB: lanes outside the domain keep these values
-                T.tile.cast(t_f32_9, t_bf16_6, "CAST_NONE", 64)
-                T.copy(S_ub_2, P_new_10)  # UB -> UB
-                T.tile.createvecindex(lanes_11, 0.0)  # lane positions 0, 1, ...
-                T.tile.compare(mask_cmp_12, lanes_11, T.Cast("float32", ((((64 * po) + (vid * 32)) + r_1) + (-64 * qo))), "LE")
-                T.tile.select(P_new_10, mask_cmp_12, P_new_10, t_f32_9, "VSEL_TENSOR_TENSOR_MODE")
-                T.tile.cast(t_bf16_6, P_new_10, "CAST_RINT", 64)
-                T.copy(t_bf16_6, P[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1), (64 * qo)])  # UB -> GM (clipped to the tensor)
+                T.tile.cast(t_bf16_7, S_ub_2, "CAST_RINT", 64)  # round to bf16
+                T.tile.cast(S_ub_2, t_bf16_7, "CAST_NONE", 64)
+                T.copy(P[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1), (64 * qo)], t_bf16_7)  # GM -> UB: lanes outside the domain keep these values
+                T.tile.cast(t_f32_10, t_bf16_7, "CAST_NONE", 64)
+                T.copy(S_ub_2, P_new_11)  # UB -> UB
+                T.tile.createvecindex(lanes_12, 0.0)  # lane positions 0, 1, ...
+                T.tile.compare(mask_cmp_13, lanes_12, T.Cast("float32", ((((64 * po) + (vid * 32)) + r_1) + (-64 * qo))), "LE")
+                T.tile.select(P_new_11, mask_cmp_13, P_new_11, t_f32_10, "VSEL_TENSOR_TENSOR_MODE")
+                T.tile.cast(t_bf16_7, P_new_11, "CAST_RINT", 64)
+                T.copy(t_bf16_7, P[Pbh_0, Pbh_1, (((64 * po) + (vid * 32)) + r_1), (64 * qo)])  # UB -> GM (clipped to the tensor)
 
 
 @T.prim_func

@@ -110,7 +110,7 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 64):
-                    v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((S_ub[l0, l1] - acc_m[l0]) * 0.08838834764831845))))
+                    v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((S_ub[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))))
             # l follows the running maximum m: rescale what it holds to the current one
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):

@@ -116,7 +116,7 @@ def mha_2(P: T.Tensor((2, 4, 4096, 4096), "bfloat16"), S: T.Tensor((2, 4, 4096, 
         # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0, l1 in T.Parallel(64, 64):
-                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((T.Cast("float32", S[(Pbh_0), (Pbh_1), ((64 * po) + l0), ((64 * qo) + l1)]) - T.Cast("float32", m[(Pbh_0), (Pbh_1), ((64 * po) + l0)])) * 0.08838834764831845))))
+                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((T.Cast("float32", S[(Pbh_0), (Pbh_1), ((64 * po) + l0), ((64 * qo) + l1)]) - T.if_then_else(T.Cast("float32", m[(Pbh_0), (Pbh_1), ((64 * po) + l0)]) == -T.infinity("float32"), 0.0, T.Cast("float32", m[(Pbh_0), (Pbh_1), ((64 * po) + l0)]))) * 0.08838834764831845))))
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0, l1 in T.Parallel(64, 64):
                 P[(Pbh_0), (Pbh_1), ((64 * po) + l0), ((64 * qo) + l1)] = T.Cast("bfloat16", v_P[l0, l1])

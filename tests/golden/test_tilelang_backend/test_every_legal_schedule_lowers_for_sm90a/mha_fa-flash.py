@@ -95,7 +95,7 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
                 acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_2[l0]))
             # E[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
             for l0, l1 in T.Parallel(128, 128):
-                v_E[l0, l1] = T.__exp(((acc_S[l0, l1] - acc_m[l0]) * 0.08838834764831845))
+                v_E[l0, l1] = T.__exp(((acc_S[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))
             # l follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
                 alpha_l_3[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))

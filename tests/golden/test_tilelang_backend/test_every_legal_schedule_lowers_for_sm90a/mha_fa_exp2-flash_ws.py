@@ -110,7 +110,7 @@ def mha_fa_exp2_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4,
                 acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
             # E[b, h, i, j]: f32 = exp2(fma(S[b, h, i, j], c, -(m[b, h, i] * c))) [tile i:128 x j:128]
             for l0, l1 in T.Parallel(128, 128):
-                v_E[l0, l1] = T.call_extern("float32", "tdsl_ex2", T.ieee_fmaf(acc_S[l0, l1], 0.12751743082459868, (-(acc_m[l0] * 0.12751743082459868))))
+                v_E[l0, l1] = T.call_extern("float32", "tdsl_ex2", T.ieee_fmaf(acc_S[l0, l1], 0.12751743082459868, (-(T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0]) * 0.12751743082459868))))
             # l follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
                 alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.call_extern("float32", "tdsl_ex2", T.ieee_fmaf(ref_l[l0], 0.12751743082459868, (-(acc_m[l0] * 0.12751743082459868)))))
@@ -151,7 +151,7 @@ def mha_fa_exp2_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4,
                     acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
                 # E[b, h, i, j]: f32 = exp2(fma(S[b, h, i, j], c, -(m[b, h, i] * c))) [tile i:128 x j:128]
                 for l0, l1 in T.Parallel(128, 128):
-                    v_E[l0, l1] = T.call_extern("float32", "tdsl_ex2", T.ieee_fmaf(acc_S[l0, l1], 0.12751743082459868, (-(acc_m[l0] * 0.12751743082459868))))
+                    v_E[l0, l1] = T.call_extern("float32", "tdsl_ex2", T.ieee_fmaf(acc_S[l0, l1], 0.12751743082459868, (-(T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0]) * 0.12751743082459868))))
                 # l follows the running maximum m: rescale what it holds to the current one
                 for l0 in T.Parallel(128):
                     alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.call_extern("float32", "tdsl_ex2", T.ieee_fmaf(ref_l[l0], 0.12751743082459868, (-(acc_m[l0] * 0.12751743082459868)))))

@@ -241,7 +241,7 @@ def mha_2(P, S, m, INTERPRET: tl.constexpr):
     P_h = Pbh_1
     P_i = (64 * po) + tl.arange(0, 64)
     P_j = (64 * qo) + tl.arange(0, 64)
-    v_P = _round_bf16(tl.exp(((tl.load(S + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :]).to(tl.float32) - tl.load(m + P_b * 16384 + P_h * 4096 + P_i[:, None]).to(tl.float32)) * 0.08838834764831845)), INTERPRET)
+    v_P = _round_bf16(tl.exp(((tl.load(S + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :]).to(tl.float32) - tl.where(tl.load(m + P_b * 16384 + P_h * 4096 + P_i[:, None]).to(tl.float32) == float("-inf"), 0.0, tl.load(m + P_b * 16384 + P_h * 4096 + P_i[:, None]).to(tl.float32))) * 0.08838834764831845)), INTERPRET)
     tl.store(P + P_b * 67108864 + P_h * 16777216 + P_i[:, None] * 4096 + P_j[None, :], _to_bf16(v_P, INTERPRET))
 
 

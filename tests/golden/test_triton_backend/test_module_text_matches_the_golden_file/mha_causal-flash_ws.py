@@ -237,7 +237,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         P_h = bh_1
         P_i = (128 * qo) + tl.arange(0, 128)
         P_j = (128 * ko) + tl.arange(0, 128)
-        v_P = _round_bf16(tl.exp(((v_S - (acc_m)[:, None]) * 0.08838834764831845)), INTERPRET)
+        v_P = _round_bf16(tl.exp(((v_S - tl.where((acc_m)[:, None] == float("-inf"), 0.0, (acc_m)[:, None])) * 0.08838834764831845)), INTERPRET)
         # l follows the running maximum m: rescale what it holds to the current one
         alpha_l_2 = tl.where(ref_l == acc_m, 1.0, tl.exp(((ref_l - acc_m) * 0.08838834764831845)))
         acc_l = acc_l * alpha_l_2
@@ -307,7 +307,7 @@ def mha_causal_0(Q, K, V, O, INTERPRET: tl.constexpr):
         P_h = bh_1
         P_i = (128 * qo) + tl.arange(0, 128)
         P_j = (128 * ko) + tl.arange(0, 128)
-        v_P = _round_bf16(tl.exp(((v_S - (acc_m)[:, None]) * 0.08838834764831845)), INTERPRET)
+        v_P = _round_bf16(tl.exp(((v_S - tl.where((acc_m)[:, None] == float("-inf"), 0.0, (acc_m)[:, None])) * 0.08838834764831845)), INTERPRET)
         # l follows the running maximum m: rescale what it holds to the current one
         alpha_l_7 = tl.where(ref_l == acc_m, 1.0, tl.exp(((ref_l - acc_m) * 0.08838834764831845)))
         acc_l = acc_l * alpha_l_7

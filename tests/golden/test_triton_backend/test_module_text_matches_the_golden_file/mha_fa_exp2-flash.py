@@ -210,7 +210,7 @@ def mha_fa_exp2_0(Q, K, V, O, INTERPRET: tl.constexpr):
         E_h = bh_1
         E_i = (128 * qo) + tl.arange(0, 128)
         E_j = (128 * ko) + tl.arange(0, 128)
-        v_E = tl.exp2(tl.fma(v_S, 0.12751743082459868, (-((acc_m)[:, None] * 0.12751743082459868))))
+        v_E = tl.exp2(tl.fma(v_S, 0.12751743082459868, (-(tl.where((acc_m)[:, None] == float("-inf"), 0.0, (acc_m)[:, None]) * 0.12751743082459868))))
         # l follows the running maximum m: rescale what it holds to the current one
         alpha_l_2 = tl.where(ref_l == acc_m, 1.0, tl.exp2(tl.fma(ref_l, 0.12751743082459868, (-(acc_m * 0.12751743082459868)))))
         acc_l = acc_l * alpha_l_2
