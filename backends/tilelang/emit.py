@@ -288,6 +288,9 @@ class KernelPrinter(TileLangDialect):
     counter: int = 0
     values: dict = field(default_factory=dict)
     fragment_copies: dict = field(default_factory=dict)  # (stmt, lane pattern) -> its copy, in one T.Parallel
+    # running maximum -> its copy with 0 where it is -inf, made before the one T.Parallel that reads it so
+    # (`maxima_as_zero`)
+    maxima_as_zero_copies: dict = field(default_factory=dict)
     accs: dict = field(default_factory=dict)  # stmt -> (buffer, shape)
     acc_tiles: dict = field(default_factory=dict)  # stmt -> the accumulator's tile
     loops: list = field(default_factory=list)  # enclosing SerialLoops
@@ -576,7 +579,7 @@ class KernelPrinter(TileLangDialect):
 
     def tile_value(self, buf: str, tile: T.Tile, value: T.Expr, dtype: str) -> None:
         """`buf` (a vector buffer of the tile's shape) set lane by lane to `value`, rounded to `dtype`."""
-        with self.one_pattern_per_fragment(value):
+        with self.one_pattern_per_fragment(value), self.maxima_as_zero(value):
             self.enter_vector()
             lane_vars, names = self.parallel(tile)
             self.depth += 1
@@ -584,6 +587,28 @@ class KernelPrinter(TileLangDialect):
             self.emit(f"{buf}[{index}] = {self.round(dtype, self.value(value, tile, lane_vars, names))}")
             self.depth -= 1
             self.exit_vector()
+
+    @contextmanager
+    def maxima_as_zero(self, value):
+        """A running maximum that the value reads as 0 where it is -inf (tileir.NegInfAsZero) is copied so once
+        per row, before the loop over the tile, which reads the copy: one select per row, not one per lane."""
+        for node in T.nodes_in(value, T.NegInfAsZero):
+            running = node.operand
+            if not isinstance(running, T.Running) or running.stmt in self.maxima_as_zero_copies:
+                continue
+            acc, shape = self.accs[running.stmt]
+            copy = self.loop_buffer(f"{running.stmt}_finite", shape, "f32", self.vector_scope,
+                                    f"{running.stmt}, 0 where -inf")
+            at = ", ".join(self.lane_list(len(shape)))
+            self.enter_vector()
+            self.emit(f"for {at} in T.Parallel({', '.join(map(str, shape)) or '1'}):")
+            self.emit(f"    {copy}[{at}] = T.if_then_else({acc}[{at}] == {float_code(-math.inf)}, 0.0, {acc}[{at}])")
+            self.exit_vector()
+            self.maxima_as_zero_copies[running.stmt] = copy
+        try:
+            yield
+        finally:
+            self.maxima_as_zero_copies.clear()
 
     @contextmanager
     def one_pattern_per_fragment(self, value):
@@ -1121,6 +1146,10 @@ class KernelPrinter(TileLangDialect):
         if isinstance(e, T.Select):
             return f"T.if_then_else({self.cond(e.cond, tile, lane_vars, names)}, {v(e.then)}, {v(e.other)})"
         if isinstance(e, T.NegInfAsZero):
+            running = e.operand
+            if isinstance(running, T.Running) and running.stmt in self.maxima_as_zero_copies:
+                copy = self.maxima_as_zero_copies[running.stmt]
+                return self.round(running.dtype, f"{copy}[{', '.join(lane_vars[p] for p in running.axes) or '0'}]")
             x = v(e.operand)
             return f"T.if_then_else({x} == {float_code(-math.inf)}, 0.0, {x})"
         if isinstance(e, T.Load):

@@ -92,7 +92,7 @@ def test_flash_attention_runs_both_products_on_the_cube(example):
     added to the sum they keep in UB; Q is copied to L1 once per key loop; no L² tensor in GM."""
     text = generate(load(EXAMPLES / f"{example}.tdsl", sizes=CHAPTER_SIZES[example]), "flash_ascend",
                     target="ascend-950")
-    for line in ("T.copy(P_U_3, P_l1)  # UB -> L1 (vector cores to the cube)",
+    for line in ("T.copy(P_U_4, P_l1)  # UB -> L1 (vector cores to the cube)",
                  "T.gemm(P_l0a, V_l0b, part_U, clear_accum=True)  # cube core (AIC)",
                  "T.copy(part_U, part_U_ub)  # L0C -> UB",
                  "acc_U[l0, l1] = acc_U[l0, l1] + part_U_ub[l0, l1]",

@@ -201,7 +201,7 @@ def test_warp_specialized_flash_attention_lowers_for_sm90a(example, length, tmp_
                  "T.barrier_wait(K_empty[ko % 2], (ko // 2) % 2 ^ 1)",
                  "T.wgmma_gemm(Q_ws, K_ring[ko % 2, :, :], acc_S, transpose_B=True, "
                  "policy=T.GemmWarpPolicy.FullRow, clear_accum=True)",
-                 "T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)",
+                 "T.wgmma_gemm(P_f_4, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)",
                  "T.wait_wgmma(1)", "T.barrier_arrive(V_empty[(ko - 1) % 2])",
                  "PASS_CONFIGS = {'" + f"{example}_0': {{'tl.device_compile_flags': ['--fmad=false'], "
                  "'tl.disable_thread_storage_sync': True}}",

@@ -32,7 +32,7 @@ import tilelang.ascend.language as T
 
 @T.prim_func
 def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16")):
-    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 139264, UB 157184
+    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 139264, UB 157440
     with T.Kernel(64 * 2 * 4) as cid:
         acc_m = T.alloc_shared((64,), "float32")  # UB: vector accumulator
         acc_l = T.alloc_shared((64,), "float32")  # UB: vector accumulator
@@ -47,10 +47,11 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         S_ub = T.alloc_shared((64, 64), "float32")  # UB: cube result for the vector core
         p_m = T.alloc_shared((64, 64), "float32")  # UB: m: one tile's terms
         v_P = T.alloc_shared((64, 64), "float32")  # UB: P, rounded to bf16
-        alpha_l_1 = T.alloc_shared((64,), "float32")  # UB: l: rescaling factor per row
+        m_finite_1 = T.alloc_shared((64,), "float32")  # UB: m, 0 where -inf
+        alpha_l_2 = T.alloc_shared((64,), "float32")  # UB: l: rescaling factor per row
         p_l = T.alloc_shared((64, 64), "float32")  # UB: l: one tile's terms
-        alpha_U_2 = T.alloc_shared((64,), "float32")  # UB: U: rescaling factor per row
-        P_U_3 = T.alloc_shared((64, 64), "bfloat16")  # UB: P in bf16, as the product reads it
+        alpha_U_3 = T.alloc_shared((64,), "float32")  # UB: U: rescaling factor per row
+        P_U_4 = T.alloc_shared((64, 64), "bfloat16")  # UB: P in bf16, as the product reads it
         P_l1 = T.alloc_l1((64, 64), "bfloat16")  # L1: P from the vector cores
         V_l1 = T.alloc_l1((64, 128), "bfloat16")  # L1: V staged for the cube (no cache_read in the schedule), x3 stages
         P_l0a = T.alloc_l0a((64, 64), "bfloat16")  # L0A: cube operand
@@ -58,7 +59,7 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         part_U = T.alloc_l0c((64, 128), "float32")  # L0C: one step's product
         part_U_ub = T.alloc_shared((64, 128), "float32")  # UB: one step's product, for the vector cores
         Q_pre_1 = T.alloc_l1((64, 128), "bfloat16")  # L1: Q, loaded before the loop that reads it
-        V_ub_4 = T.alloc_shared((64, 128), "bfloat16")  # UB: V staged for the matrix unit (no cache_read in the schedule)
+        V_ub_5 = T.alloc_shared((64, 128), "bfloat16")  # UB: V staged for the matrix unit (no cache_read in the schedule)
         qo = cid // (2 * 4) % 64  # grid.x
         bh_0 = cid // 4 % 2  # grid.y
         bh_1 = cid % 4  # grid.y
@@ -111,14 +112,17 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         acc_m[l0] = T.max(acc_m[l0], p_m[l0, l1])
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
             with T.SimtVF(threads=128):  # vector core (AIV)
+                for l0 in T.Parallel(64):
+                    m_finite_1[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
+            with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 64):
-                    v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((S_ub[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))))
+                    v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((S_ub[l0, l1] - m_finite_1[l0]) * 0.08838834764831845))))
             # l follows the running maximum m: rescale what it holds to the current one
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):
-                    alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0 in T.Parallel(64):
-                    acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
+                    acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
                 for l0 in T.Parallel(64):
                     ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:64 x j:64] by tile sum
@@ -133,16 +137,16 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             # U follows the running maximum m: rescale what it holds to the current one
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):
-                    alpha_U_2[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0, l1 in T.Parallel(64, 128):
-                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_2[l0]
+                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_3[l0]
                 for l0 in T.Parallel(64):
                     ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 64):
-                    P_U_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
-            T.copy(P_U_3, P_l1)  # UB -> L1 (vector cores to the cube)
+                    P_U_4[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+            T.copy(P_U_4, P_l1)  # UB -> L1 (vector cores to the cube)
             T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_l1)  # GM -> L1
             T.copy(P_l1, P_l0a)  # L1 -> L0A
             T.copy(V_l1, V_l0b)  # L1 -> L0B
@@ -177,14 +181,17 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         acc_m[l0] = T.max(acc_m[l0], p_m[l0, l1])
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
             with T.SimtVF(threads=128):  # vector core (AIV)
+                for l0 in T.Parallel(64):
+                    m_finite_1[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
+            with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 64):
-                    v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((S_ub[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))))
+                    v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.exp(((S_ub[l0, l1] - m_finite_1[l0]) * 0.08838834764831845))))
             # l follows the running maximum m: rescale what it holds to the current one
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):
-                    alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0 in T.Parallel(64):
-                    acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
+                    acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
                 for l0 in T.Parallel(64):
                     ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:64 x j:64] by tile sum
@@ -199,21 +206,21 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             # U follows the running maximum m: rescale what it holds to the current one
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):
-                    alpha_U_2[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0, l1 in T.Parallel(64, 128):
-                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_2[l0]
+                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_3[l0]
                 for l0 in T.Parallel(64):
                     ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 64):
-                    P_U_3[l0, l1] = T.Cast("bfloat16", T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), v_P[l0, l1], 0.0))
-            T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_ub_4)  # GM -> UB
+                    P_U_4[l0, l1] = T.Cast("bfloat16", T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + l1)), v_P[l0, l1], 0.0))
+            T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_ub_5)  # GM -> UB
             # lanes the program has no term at (a masked 0 times the other operand, NaN for an infinite one): exact f32 multiply-add on the vector units, adding only the program's terms
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 128):
                     for kk in T.serial(64):
-                        acc_U[l0, l1] = T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + kk)), acc_U[l0, l1] + T.Cast("float32", P_U_3[l0, kk]) * T.Cast("float32", V_ub_4[kk, l1]), acc_U[l0, l1])
+                        acc_U[l0, l1] = T.if_then_else((((64 * qo) + l0) >= ((64 * ko) + kk)), acc_U[l0, l1] + T.Cast("float32", P_U_4[l0, kk]) * T.Cast("float32", V_ub_5[kk, l1]), acc_U[l0, l1])
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # l: the reduction is complete; round to f32 as the store would (kept on chip)
         # U: the reduction is complete; round to f32 as the store would (kept on chip)

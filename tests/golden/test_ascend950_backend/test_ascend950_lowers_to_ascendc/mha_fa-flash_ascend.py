@@ -34,7 +34,7 @@ import tilelang.ascend.language as T
 
 @T.prim_func
 def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16")):
-    # statements S, m, E, l, P, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 122880, UB 157184
+    # statements S, m, E, l, P, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 122880, UB 157440
     with T.Kernel(64 * 2 * 4) as cid:
         acc_m = T.alloc_shared((64,), "float32")  # UB: vector accumulator
         acc_l = T.alloc_shared((64,), "float32")  # UB: vector accumulator
@@ -49,11 +49,12 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
         S_ub = T.alloc_shared((64, 64), "float32")  # UB: cube result for the vector core
         p_m = T.alloc_shared((64, 64), "float32")  # UB: m: one tile's terms
         v_E = T.alloc_shared((64, 64), "float32")  # UB: E, rounded to f32
-        alpha_l_1 = T.alloc_shared((64,), "float32")  # UB: l: rescaling factor per row
+        m_finite_1 = T.alloc_shared((64,), "float32")  # UB: m, 0 where -inf
+        alpha_l_2 = T.alloc_shared((64,), "float32")  # UB: l: rescaling factor per row
         p_l = T.alloc_shared((64, 64), "float32")  # UB: l: one tile's terms
         v_P = T.alloc_shared((64, 64), "float32")  # UB: P, rounded to bf16
-        alpha_U_2 = T.alloc_shared((64,), "float32")  # UB: U: rescaling factor per row
-        P_U_3 = T.alloc_shared((64, 64), "bfloat16")  # UB: P in bf16, as the product reads it
+        alpha_U_3 = T.alloc_shared((64,), "float32")  # UB: U: rescaling factor per row
+        P_U_4 = T.alloc_shared((64, 64), "bfloat16")  # UB: P in bf16, as the product reads it
         P_l1 = T.alloc_l1((64, 64), "bfloat16")  # L1: P from the vector cores
         V_l1 = T.alloc_l1((64, 128), "bfloat16")  # L1: V staged for the cube (no cache_read in the schedule), x3 stages
         P_l0a = T.alloc_l0a((64, 64), "bfloat16")  # L0A: cube operand
@@ -112,14 +113,17 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
                         acc_m[l0] = T.max(acc_m[l0], p_m[l0, l1])
             # E[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
             with T.SimtVF(threads=128):  # vector core (AIV)
+                for l0 in T.Parallel(64):
+                    m_finite_1[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
+            with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 64):
-                    v_E[l0, l1] = T.exp(((S_ub[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))
+                    v_E[l0, l1] = T.exp(((S_ub[l0, l1] - m_finite_1[l0]) * 0.08838834764831845))
             # l follows the running maximum m: rescale what it holds to the current one
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):
-                    alpha_l_1[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0 in T.Parallel(64):
-                    acc_l[l0] = acc_l[l0] * alpha_l_1[l0]
+                    acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
                 for l0 in T.Parallel(64):
                     ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:64 x j:64] by tile sum
@@ -138,16 +142,16 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
             # U follows the running maximum m: rescale what it holds to the current one
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):
-                    alpha_U_2[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_U_3[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0, l1 in T.Parallel(64, 128):
-                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_2[l0]
+                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_3[l0]
                 for l0 in T.Parallel(64):
                     ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0, l1 in T.Parallel(64, 64):
-                    P_U_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
-            T.copy(P_U_3, P_l1)  # UB -> L1 (vector cores to the cube)
+                    P_U_4[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+            T.copy(P_U_4, P_l1)  # UB -> L1 (vector cores to the cube)
             T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_l1)  # GM -> L1
             T.copy(P_l1, P_l0a)  # L1 -> L0A
             T.copy(V_l1, V_l0b)  # L1 -> L0B

@@ -51,11 +51,12 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
         k_m = T.alloc_fragment((64, 64), "int32")  # m: one tile's terms as ordered keys (ORDERED_KEYS)
         r_m_2 = T.alloc_fragment((64,), "int32")
         v_P = T.alloc_fragment((64, 64), "float32")  # P, rounded to bf16
-        alpha_l_3 = T.alloc_fragment((64,), "float32")  # l: rescaling factor per row
+        m_finite_3 = T.alloc_fragment((64,), "float32")  # m, 0 where -inf
+        alpha_l_4 = T.alloc_fragment((64,), "float32")  # l: rescaling factor per row
         p_l = T.alloc_fragment((64, 64), "float32")  # l: one tile's terms
-        alpha_U_4 = T.alloc_fragment((64,), "float32")  # U: rescaling factor per row
-        P_s_5 = T.alloc_shared((64, 64), "bfloat16")  # P in bf16, as the product reads it
-        V_s_6 = T.alloc_shared((64, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
+        alpha_U_5 = T.alloc_fragment((64,), "float32")  # U: rescaling factor per row
+        P_s_6 = T.alloc_shared((64, 64), "bfloat16")  # P in bf16, as the product reads it
+        V_s_7 = T.alloc_shared((64, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
         v_O = T.alloc_fragment((64, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
         bh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -95,13 +96,15 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
             for l0 in T.Parallel(64):
                 acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_2[l0]))
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
+            for l0 in T.Parallel(64):
+                m_finite_3[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
             for l0, l1 in T.Parallel(64, 64):
-                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))))
+                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - m_finite_3[l0]) * 0.08838834764831845))))
             # l follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(64):
-                alpha_l_3[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_l_4[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0 in T.Parallel(64):
-                acc_l[l0] = acc_l[l0] * alpha_l_3[l0]
+                acc_l[l0] = acc_l[l0] * alpha_l_4[l0]
             for l0 in T.Parallel(64):
                 ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:64 x j:64] by tile sum
@@ -110,19 +113,19 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(64):
-                alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_U_5[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0, l1 in T.Parallel(64, 128):
-                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_5[l0]
             for l0 in T.Parallel(64):
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:64 x c:128 x j:64] by matrix product
             for l0, l1 in T.Parallel(64, 64):
-                P_s_5[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
-            T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_s_6)
+                P_s_6[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+            T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_s_7)
             # f32 / mixed-dtype operands: exact f32 multiply-add on the vector units (T.gemm would round f32 to tf32)
             for l0, l1 in T.Parallel(64, 128):
                 for kk in T.serial(64):
-                    acc_U[l0, l1] = acc_U[l0, l1] + T.Cast("float32", P_s_5[l0, kk]) * T.Cast("float32", V_s_6[kk, l1])
+                    acc_U[l0, l1] = acc_U[l0, l1] + T.Cast("float32", P_s_6[l0, kk]) * T.Cast("float32", V_s_7[kk, l1])
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # l: the reduction is complete; round to f32 as the store would (kept on chip)
         # U: the reduction is complete; round to f32 as the store would (kept on chip)

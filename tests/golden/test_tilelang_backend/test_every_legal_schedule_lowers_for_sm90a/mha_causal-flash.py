@@ -51,17 +51,18 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         k_m = T.alloc_fragment((128, 128), "int32")  # m: one tile's terms as ordered keys (ORDERED_KEYS)
         r_m_2 = T.alloc_fragment((128,), "int32")
         v_P = T.alloc_fragment((128, 128), "float32")  # P, rounded to bf16
-        alpha_l_3 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
+        m_finite_3 = T.alloc_fragment((128,), "float32")  # m, 0 where -inf
+        alpha_l_4 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
         p_l = T.alloc_fragment((128, 128), "float32")  # l: one tile's terms
-        alpha_U_4 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
-        P_f_5 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
-        V_s_6 = T.alloc_shared((128, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
+        alpha_U_5 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
+        P_f_6 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
+        V_s_7 = T.alloc_shared((128, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
         Q_pre_1 = T.alloc_shared((128, 128), "bfloat16")  # Q, loaded before the loop that reads it
-        K_s_7 = T.alloc_shared((128, 128), "bfloat16")  # K staged for the matrix unit (no cache_read in the schedule)
-        V_s_8 = T.alloc_shared((128, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
+        K_s_8 = T.alloc_shared((128, 128), "bfloat16")  # K staged for the matrix unit (no cache_read in the schedule)
+        V_s_9 = T.alloc_shared((128, 128), "bfloat16")  # V staged for the matrix unit (no cache_read in the schedule)
         any_U = T.alloc_local((1,), "int32")  # U: an infinite or NaN operand element meets a masked lane
         nf_U_1 = T.alloc_fragment((128, 128), "int32")  # 1 where the operand element is infinite or NaN
-        P_sx_9 = T.alloc_shared((128, 128), "bfloat16")  # P_f_5 in shared memory: the term-by-term product reads whole rows of it
+        P_sx_10 = T.alloc_shared((128, 128), "bfloat16")  # P_f_6 in shared memory: the term-by-term product reads whole rows of it
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
         bh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -98,13 +99,15 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             for l0 in T.Parallel(128):
                 acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_2[l0]))
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
+            for l0 in T.Parallel(128):
+                m_finite_3[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
             for l0, l1 in T.Parallel(128, 128):
-                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))))
+                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - m_finite_3[l0]) * 0.08838834764831845))))
             # l follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_l_3[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_l_4[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0 in T.Parallel(128):
-                acc_l[l0] = acc_l[l0] * alpha_l_3[l0]
+                acc_l[l0] = acc_l[l0] * alpha_l_4[l0]
             for l0 in T.Parallel(128):
                 ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -113,16 +116,16 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_U_5[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0, l1 in T.Parallel(128, 128):
-                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_5[l0]
             for l0 in T.Parallel(128):
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:128 x c:128 x j:128] by matrix product
             for l0, l1 in T.Parallel(128, 128):
-                P_f_5[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
-            T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_6)
-            T.gemm(P_f_5, V_s_6, acc_U, policy=T.GemmWarpPolicy.FullRow)
+                P_f_6[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+            T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_7)
+            T.gemm(P_f_6, V_s_7, acc_U, policy=T.GemmWarpPolicy.FullRow)
         # Q: the same tile in every iteration of the loop below, copied once
         if (qo < (qo + 1)):
             T.copy(Q[bh_0, bh_1, (128 * qo):(128 * qo) + 128, 0:128], Q_pre_1)
@@ -132,8 +135,8 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             # S: sum accumulator (f32), tile [128, 128]
             T.fill(acc_S, 0.0)
             # S: partial result of one tile [tile i:128 x j:128 x d:128] by matrix product
-            T.copy(K[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], K_s_7)
-            T.gemm(Q_pre_1, K_s_7, acc_S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+            T.copy(K[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], K_s_8)
+            T.gemm(Q_pre_1, K_s_8, acc_S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
             # S: the reduction is complete; round to f32 as the store would (kept on chip)
             # S outside its mask set once to -inf: what is computed from it needs no mask
             for l0, l1 in T.Parallel(128, 128):
@@ -145,13 +148,15 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             for l0 in T.Parallel(128):
                 acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_2[l0]))
             # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
+            for l0 in T.Parallel(128):
+                m_finite_3[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
             for l0, l1 in T.Parallel(128, 128):
-                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))))
+                v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - m_finite_3[l0]) * 0.08838834764831845))))
             # l follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_l_3[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_l_4[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0 in T.Parallel(128):
-                acc_l[l0] = acc_l[l0] * alpha_l_3[l0]
+                acc_l[l0] = acc_l[l0] * alpha_l_4[l0]
             for l0 in T.Parallel(128):
                 ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -160,28 +165,28 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_U_5[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0, l1 in T.Parallel(128, 128):
-                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_5[l0]
             for l0 in T.Parallel(128):
                 ref_U[l0] = acc_m[l0]
             # U: partial result of one tile [tile i:128 x c:128 x j:128] by matrix product
             for l0, l1 in T.Parallel(128, 128):
-                P_f_5[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
-            T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_8)
+                P_f_6[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
+            T.copy(V[bh_0, bh_1, (128 * ko):(128 * ko) + 128, 0:128], V_s_9)
             any_U[0] = 0
             for l0, l1 in T.Parallel(128, 128):
-                nf_U_1[l0, l1] = T.if_then_else(T.isfinite(T.Cast("float32", V_s_8[l0, l1])), 0, 1)
+                nf_U_1[l0, l1] = T.if_then_else(T.isfinite(T.Cast("float32", V_s_9[l0, l1])), 0, 1)
                 any_U[0] = any_U[0] | nf_U_1[l0, l1]
             any_U[0] = T.call_extern("int32", "tdsl_any", any_U[0], 9, 256)
             if any_U[0] != 0:  # U: an infinite or NaN element meets a masked lane: the exact product
                 for l0, l1 in T.Parallel(128, 128):
-                    P_sx_9[l0, l1] = P_f_5[l0, l1]
+                    P_sx_10[l0, l1] = P_f_6[l0, l1]
                 for l0, l1 in T.Parallel(128, 128):
                     for kk in T.serial(128):
-                        acc_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + kk)), acc_U[l0, l1] + T.Cast("float32", P_sx_9[l0, kk]) * T.Cast("float32", V_s_8[kk, l1]), acc_U[l0, l1])
+                        acc_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + kk)), acc_U[l0, l1] + T.Cast("float32", P_sx_10[l0, kk]) * T.Cast("float32", V_s_9[kk, l1]), acc_U[l0, l1])
             else:
-                T.gemm(P_f_5, V_s_8, acc_U, policy=T.GemmWarpPolicy.FullRow)
+                T.gemm(P_f_6, V_s_9, acc_U, policy=T.GemmWarpPolicy.FullRow)
         # m: the reduction is complete; round to f32 as the store would (kept on chip)
         # l: the reduction is complete; round to f32 as the store would (kept on chip)
         # U: the reduction is complete; round to f32 as the store would (kept on chip)

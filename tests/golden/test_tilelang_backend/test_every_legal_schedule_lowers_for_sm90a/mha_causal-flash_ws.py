@@ -57,13 +57,14 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         k_m = T.alloc_fragment((128, 128), "int32")  # m: one tile's terms as ordered keys (ORDERED_KEYS)
         r_m_1 = T.alloc_fragment((128,), "int32")
         v_P = T.alloc_fragment((128, 128), "float32")  # P, rounded to bf16
-        alpha_l_2 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
+        m_finite_2 = T.alloc_fragment((128,), "float32")  # m, 0 where -inf
+        alpha_l_3 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
         p_l = T.alloc_fragment((128, 128), "float32")  # l: one tile's terms
-        P_f_3 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
-        alpha_U_4 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
+        P_f_4 = T.alloc_fragment((128, 128), "bfloat16")  # P in bf16, as the product reads it
+        alpha_U_5 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
         any_U = T.alloc_local((1,), "int32")  # U: an infinite or NaN operand element meets a masked lane
         nf_U_1 = T.alloc_fragment((128, 128), "int32")  # 1 where the operand element is infinite or NaN
-        P_sx_5 = T.alloc_shared((128, 128), "bfloat16")  # P_f_3 in shared memory: the term-by-term product reads whole rows of it
+        P_sx_6 = T.alloc_shared((128, 128), "bfloat16")  # P_f_4 in shared memory: the term-by-term product reads whole rows of it
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
         bh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -124,13 +125,15 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     for l0 in T.Parallel(128):
                         acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
                 # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
+                for l0 in T.Parallel(128):
+                    m_finite_2[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
                 for l0, l1 in T.Parallel(128, 128):
-                    v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))))
+                    v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - m_finite_2[l0]) * 0.08838834764831845))))
                 # l follows the running maximum m: rescale what it holds to the current one
                 for l0 in T.Parallel(128):
-                    alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_l_3[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0 in T.Parallel(128):
-                    acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
+                    acc_l[l0] = acc_l[l0] * alpha_l_3[l0]
                 for l0 in T.Parallel(128):
                     ref_l[l0] = acc_m[l0]
                 # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -140,11 +143,11 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 if 0 < qo:  # the blocks with full tiles
                     # P of this block in bf16, for U's product in the next iteration
                     for l0, l1 in T.Parallel(128, 128):
-                        P_f_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                        P_f_4[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
                 else:  # the rest: masked
                     # P of this block in bf16, for U's product in the next iteration
                     for l0, l1 in T.Parallel(128, 128):
-                        P_f_3[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * 0) + l1)), v_P[l0, l1], 0.0))
+                        P_f_4[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * 0) + l1)), v_P[l0, l1], 0.0))
                 for ko in T.serial(1, (qo + 1)):
                     # S of block ko runs on the tensor cores while U of block ko - 1 is issued
                     # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32: block ko, issued (the accumulator cleared by the product)
@@ -153,20 +156,20 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     if (ko - 1) < qo:  # the blocks with full tiles
                         # U follows the running maximum m: rescale what it holds to the current one
                         for l0 in T.Parallel(128):
-                            alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                            alpha_U_5[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                         for l0, l1 in T.Parallel(128, 128):
-                            acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                            acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_5[l0]
                         for l0 in T.Parallel(128):
                             ref_U[l0] = acc_m[l0]
                         # U: block (ko - 1)'s product, issued
                         T.barrier_wait(V_full[(ko - 1) % 2], ((ko - 1) // 2) % 2)
-                        T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                        T.wgmma_gemm(P_f_4, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                     else:  # the rest: masked
                         # U follows the running maximum m: rescale what it holds to the current one
                         for l0 in T.Parallel(128):
-                            alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                            alpha_U_5[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                         for l0, l1 in T.Parallel(128, 128):
-                            acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                            acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_5[l0]
                         for l0 in T.Parallel(128):
                             ref_U[l0] = acc_m[l0]
                         # U: block (ko - 1)'s product, issued
@@ -179,14 +182,14 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         if any_U[0] != 0:  # U: an infinite or NaN element meets a masked lane: the exact product
                             T.wait_wgmma(0)
                             for l0, l1 in T.Parallel(128, 128):
-                                P_sx_5[l0, l1] = P_f_3[l0, l1]
+                                P_sx_6[l0, l1] = P_f_4[l0, l1]
                             T.sync_threads(1, 256)  # the copy is written
                             for l0, l1 in T.Parallel(128, 128):
                                 for kk in T.serial(128):
-                                    acc_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * (ko - 1)) + kk)), acc_U[l0, l1] + T.Cast("float32", P_sx_5[l0, kk]) * T.Cast("float32", V_ring[(ko - 1) % 2, kk, l1]), acc_U[l0, l1])
+                                    acc_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * (ko - 1)) + kk)), acc_U[l0, l1] + T.Cast("float32", P_sx_6[l0, kk]) * T.Cast("float32", V_ring[(ko - 1) % 2, kk, l1]), acc_U[l0, l1])
                             T.sync_threads(1, 256)  # the copy is read: the next one may be written
                         else:
-                            T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                            T.wgmma_gemm(P_f_4, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                     T.wait_wgmma(1)  # S of block ko; U's product still runs
                     T.barrier_arrive(K_empty[ko % 2])
                     if ko < qo:  # the blocks with full tiles
@@ -209,13 +212,15 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                         for l0 in T.Parallel(128):
                             acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
                     # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
+                    for l0 in T.Parallel(128):
+                        m_finite_2[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
                     for l0, l1 in T.Parallel(128, 128):
-                        v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))))
+                        v_P[l0, l1] = T.Cast("float32", T.Cast("bfloat16", T.__exp(((acc_S[l0, l1] - m_finite_2[l0]) * 0.08838834764831845))))
                     # l follows the running maximum m: rescale what it holds to the current one
                     for l0 in T.Parallel(128):
-                        alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                        alpha_l_3[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
                     for l0 in T.Parallel(128):
-                        acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
+                        acc_l[l0] = acc_l[l0] * alpha_l_3[l0]
                     for l0 in T.Parallel(128):
                         ref_l[l0] = acc_m[l0]
                     # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -227,29 +232,29 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     if ko < qo:  # the blocks with full tiles
                         # P of this block in bf16, for U's product in the next iteration
                         for l0, l1 in T.Parallel(128, 128):
-                            P_f_3[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
+                            P_f_4[l0, l1] = T.Cast("bfloat16", v_P[l0, l1])
                     else:  # the rest: masked
                         # P of this block in bf16, for U's product in the next iteration
                         for l0, l1 in T.Parallel(128, 128):
-                            P_f_3[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
+                            P_f_4[l0, l1] = T.Cast("bfloat16", T.if_then_else((((128 * qo) + l0) >= ((128 * ko) + l1)), v_P[l0, l1], 0.0))
                 # U of the last block
                 if ((qo + 1) - 1) < qo:  # the blocks with full tiles
                     # U follows the running maximum m: rescale what it holds to the current one
                     for l0 in T.Parallel(128):
-                        alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                        alpha_U_5[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                     for l0, l1 in T.Parallel(128, 128):
-                        acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                        acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_5[l0]
                     for l0 in T.Parallel(128):
                         ref_U[l0] = acc_m[l0]
                     # U: block ((qo + 1) - 1)'s product, issued
                     T.barrier_wait(V_full[((qo + 1) - 1) % 2], (((qo + 1) - 1) // 2) % 2)
-                    T.wgmma_gemm(P_f_3, V_ring[((qo + 1) - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                    T.wgmma_gemm(P_f_4, V_ring[((qo + 1) - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                 else:  # the rest: masked
                     # U follows the running maximum m: rescale what it holds to the current one
                     for l0 in T.Parallel(128):
-                        alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                        alpha_U_5[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                     for l0, l1 in T.Parallel(128, 128):
-                        acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                        acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_5[l0]
                     for l0 in T.Parallel(128):
                         ref_U[l0] = acc_m[l0]
                     # U: block ((qo + 1) - 1)'s product, issued
@@ -262,14 +267,14 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                     if any_U[0] != 0:  # U: an infinite or NaN element meets a masked lane: the exact product
                         T.wait_wgmma(0)
                         for l0, l1 in T.Parallel(128, 128):
-                            P_sx_5[l0, l1] = P_f_3[l0, l1]
+                            P_sx_6[l0, l1] = P_f_4[l0, l1]
                         T.sync_threads(1, 256)  # the copy is written
                         for l0, l1 in T.Parallel(128, 128):
                             for kk in T.serial(128):
-                                acc_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ((qo + 1) - 1)) + kk)), acc_U[l0, l1] + T.Cast("float32", P_sx_5[l0, kk]) * T.Cast("float32", V_ring[((qo + 1) - 1) % 2, kk, l1]), acc_U[l0, l1])
+                                acc_U[l0, l1] = T.if_then_else((((128 * qo) + l0) >= ((128 * ((qo + 1) - 1)) + kk)), acc_U[l0, l1] + T.Cast("float32", P_sx_6[l0, kk]) * T.Cast("float32", V_ring[((qo + 1) - 1) % 2, kk, l1]), acc_U[l0, l1])
                         T.sync_threads(1, 256)  # the copy is read: the next one may be written
                     else:
-                        T.wgmma_gemm(P_f_3, V_ring[((qo + 1) - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                        T.wgmma_gemm(P_f_4, V_ring[((qo + 1) - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                 T.wait_wgmma(0)
             # m: the reduction is complete; round to f32 as the store would (kept on chip)
             # l: the reduction is complete; round to f32 as the store would (kept on chip)

@@ -59,10 +59,11 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
         k_m = T.alloc_fragment((128, 128), "int32")  # m: one tile's terms as ordered keys (ORDERED_KEYS)
         r_m_1 = T.alloc_fragment((128,), "int32")
         v_E = T.alloc_fragment((128, 128), "float32")  # E, rounded to f32
-        alpha_l_2 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
+        m_finite_2 = T.alloc_fragment((128,), "float32")  # m, 0 where -inf
+        alpha_l_3 = T.alloc_fragment((128,), "float32")  # l: rescaling factor per row
         p_l = T.alloc_fragment((128, 128), "float32")  # l: one tile's terms
-        P_f_3 = T.alloc_fragment((128, 128), "bfloat16")  # P = E in bf16, as the product reads it
-        alpha_U_4 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
+        P_f_4 = T.alloc_fragment((128, 128), "bfloat16")  # P = E in bf16, as the product reads it
+        alpha_U_5 = T.alloc_fragment((128,), "float32")  # U: rescaling factor per row
         v_O = T.alloc_fragment((128, 128), "float32")  # O, rounded to bf16
         bh_0 = 0 + (by // ((4))) % (2)  # grid.y
         bh_1 = 0 + (by // (1)) % (4)  # grid.y
@@ -109,13 +110,15 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
             for l0 in T.Parallel(128):
                 acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
             # E[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
+            for l0 in T.Parallel(128):
+                m_finite_2[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
             for l0, l1 in T.Parallel(128, 128):
-                v_E[l0, l1] = T.__exp(((acc_S[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))
+                v_E[l0, l1] = T.__exp(((acc_S[l0, l1] - m_finite_2[l0]) * 0.08838834764831845))
             # l follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_l_3[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0 in T.Parallel(128):
-                acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
+                acc_l[l0] = acc_l[l0] * alpha_l_3[l0]
             for l0 in T.Parallel(128):
                 ref_l[l0] = acc_m[l0]
             # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -124,7 +127,7 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
             T.reduce_sum(p_l, acc_l, dim=1, clear=False)
             # P of this block in bf16, for U's product in the next iteration
             for l0, l1 in T.Parallel(128, 128):
-                P_f_3[l0, l1] = T.Cast("bfloat16", v_E[l0, l1])
+                P_f_4[l0, l1] = T.Cast("bfloat16", v_E[l0, l1])
             for ko in T.serial(1, 32):
                 # S of block ko runs on the tensor cores while U of block ko - 1 is issued
                 # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32: block ko, issued (the accumulator cleared by the product)
@@ -132,14 +135,14 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
                 T.wgmma_gemm(Q_ws, K_ring[ko % 2, :, :], acc_S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
                 # U follows the running maximum m: rescale what it holds to the current one
                 for l0 in T.Parallel(128):
-                    alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_U_5[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0, l1 in T.Parallel(128, 128):
-                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                    acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_5[l0]
                 for l0 in T.Parallel(128):
                     ref_U[l0] = acc_m[l0]
                 # U: block (ko - 1)'s product, issued
                 T.barrier_wait(V_full[(ko - 1) % 2], ((ko - 1) // 2) % 2)
-                T.wgmma_gemm(P_f_3, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+                T.wgmma_gemm(P_f_4, V_ring[(ko - 1) % 2, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
                 T.wait_wgmma(1)  # S of block ko; U's product still runs
                 T.barrier_arrive(K_empty[ko % 2])
                 # S: the reduction is complete; round to f32 as the store would (kept on chip)
@@ -150,13 +153,15 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
                 for l0 in T.Parallel(128):
                     acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_1[l0]))
                 # E[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
+                for l0 in T.Parallel(128):
+                    m_finite_2[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])
                 for l0, l1 in T.Parallel(128, 128):
-                    v_E[l0, l1] = T.__exp(((acc_S[l0, l1] - T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])) * 0.08838834764831845))
+                    v_E[l0, l1] = T.__exp(((acc_S[l0, l1] - m_finite_2[l0]) * 0.08838834764831845))
                 # l follows the running maximum m: rescale what it holds to the current one
                 for l0 in T.Parallel(128):
-                    alpha_l_2[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
+                    alpha_l_3[l0] = T.if_then_else((ref_l[l0] == acc_m[l0]), 1.0, T.__exp(((ref_l[l0] - acc_m[l0]) * 0.08838834764831845)))
                 for l0 in T.Parallel(128):
-                    acc_l[l0] = acc_l[l0] * alpha_l_2[l0]
+                    acc_l[l0] = acc_l[l0] * alpha_l_3[l0]
                 for l0 in T.Parallel(128):
                     ref_l[l0] = acc_m[l0]
                 # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -167,18 +172,18 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
                 T.barrier_arrive(V_empty[(ko - 1) % 2])
                 # P of this block in bf16, for U's product in the next iteration
                 for l0, l1 in T.Parallel(128, 128):
-                    P_f_3[l0, l1] = T.Cast("bfloat16", v_E[l0, l1])
+                    P_f_4[l0, l1] = T.Cast("bfloat16", v_E[l0, l1])
             # U of the last block
             # U follows the running maximum m: rescale what it holds to the current one
             for l0 in T.Parallel(128):
-                alpha_U_4[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
+                alpha_U_5[l0] = T.if_then_else((ref_U[l0] == acc_m[l0]), 1.0, T.__exp(((ref_U[l0] - acc_m[l0]) * 0.08838834764831845)))
             for l0, l1 in T.Parallel(128, 128):
-                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_4[l0]
+                acc_U[l0, l1] = acc_U[l0, l1] * alpha_U_5[l0]
             for l0 in T.Parallel(128):
                 ref_U[l0] = acc_m[l0]
             # U: block 31's product, issued
             T.barrier_wait(V_full[1], 1)
-            T.wgmma_gemm(P_f_3, V_ring[1, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
+            T.wgmma_gemm(P_f_4, V_ring[1, :, :], acc_U, policy=T.GemmWarpPolicy.FullRow)
             T.wait_wgmma(0)
             # m: the reduction is complete; round to f32 as the store would (kept on chip)
             # l: the reduction is complete; round to f32 as the store would (kept on chip)
