@@ -597,7 +597,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tdsl",
         description="tdsl: a polyhedral scheduling compiler for tensor kernels.",
-        epilog="Exit codes: 0 ok, 1 illegal schedule or mismatch, 2 usage/parse error.",
+        epilog=("Exit codes: 0 ok; 1 a verdict against the schedule (illegal, over capacity, not generated for "
+                "the target by check --target, a different result from run, no passing candidate from tune); 2 "
+                "usage, parse or schedule-misuse error, or a code generator's refusal in compile or run --target; "
+                "3 an internal error (a bug in tdsl). docs/legality.md, 'Exit codes and errors', has the table."),
     )
     from tdsl import __version__
 

@@ -145,6 +145,11 @@ class Flow:
     def producer(self, tensor: str) -> Optional[Stmt]:
         return next((s for s in self.model.stmts if s.name == tensor), None)
 
+    def in_use(self, stmt: Stmt) -> set:
+        """The names a loop made for `stmt` must avoid: its iterators, and the program's sizes and tensors (a split
+        whose new loop is named like a size is refused)."""
+        return set(stmt.iters) | set(self.model.sizes) | set(self.model.tensors)
+
     def operands(self, stmt: Stmt) -> Optional[tuple]:
         """The two operand reads when `stmt` is a matrix product (`placement.matrix_operands`), else None."""
         return matrix_operands(stmt, self.model.sizes)
@@ -232,7 +237,7 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
     epilogue = _epilogue(flow, s)
     inlinable = [t for t in _inlinable_operands(flow, s) if t not in grouped]  # not another product's epilogue
     grouped.update([s.name, *epilogue, *inlinable])
-    taken = set(s.iters)
+    taken = flow.in_use(s)
     io, jo, ii, jj, ko, kk = (_fresh(base, taken) for base in (i + "o", j + "o", i + "i", j + "i", k + "o", k + "i"))
     staged = [a.tensor for a in (lhs, rhs)]
     least_k = smallest_dot_tile([flow.model.tensors[t].dtype for t in staged])[1]
@@ -264,7 +269,7 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
             steps += [Step("compute_inline", (t,), {}) for t in inlinable]
         else:
             for t in inlinable:
-                steps += _grid_steps(flow.stmt(t), c, f"{t}.")
+                steps += _grid_steps(flow, flow.stmt(t), c, f"{t}.")
         steps += [
             Step("tile", (f"{name}.{i}", f"{name}.{j}", c[f"{name}.BM"], c[f"{name}.BN"]), {}, (io, jo, ii, jj)),
             Step("split", (f"{name}.{k}", c[f"{name}.BK"]), {}, (ko, kk)),
@@ -284,7 +289,7 @@ def _product_group(flow: Flow, s: Stmt, grouped: set) -> Group:
         steps.append(Step("launch", (name,), {"warps": c[f"{name}.warps"], **group, **persistent}))
         separate = epilogue if c.get(f"{name}.epilogue") == "separate" else []
         for e in separate:
-            steps += _grid_steps(flow.stmt(e), c, f"{name}.epilogue_")
+            steps += _grid_steps(flow, flow.stmt(e), c, f"{name}.epilogue_")
         return steps
 
     return Group("product", name, [*inlinable, name, *epilogue], params, build)
@@ -320,7 +325,7 @@ def _flash_group(flow: Flow, m: Stmt, grouped: set) -> Optional[Group]:
         return None
     grouped.update(members)
     batch, (i,), (j,) = l.lhs_iters[:-1], l.lhs_iters[-1:], l.red_iters
-    taken = set(l.iters)
+    taken = flow.in_use(l)
     bh, qo, qi, ko, kk = (_fresh(base, taken) for base in ("".join(batch) or "bh", i + "o", i + "i", j + "o", j + "i"))
     name = l.name
     params = [
@@ -414,11 +419,11 @@ def _root_group(flow: Flow, root: Stmt, grouped: set) -> Group:
     def build(c: dict) -> list[Step]:
         inline = c.get(f"{name}.producers") == "inlined"
         steps = [Step("compute_inline", (m,), {}) for m in members] if inline else []
-        tile_steps, outer = _tile_steps(root, c, f"{name}.")
+        tile_steps, outer = _tile_steps(flow, root, c, f"{name}.")
         steps += tile_steps
         if not inline:
             steps += [Step("compute_at", (m, f"{name}.{outer}"), {}) for m in reversed(members)]
-        return steps + _tile_binds(root, c, f"{name}.")
+        return steps + _tile_binds(flow, root, c, f"{name}.")
 
     return Group(rule, name, [name, *members], params, build)
 
@@ -440,7 +445,7 @@ def _rows_group(flow: Flow, root: Stmt, members: list[str]) -> Group:
                   Param(f"{name}.segment", segments), *params]
     columns_of = {m: _column(flow.stmt(m), len(iters)) for m in members}
     members_free = [(m, it) for m, it in columns_of.items() if (m, it) in flow.run_time]
-    taken = set(root.iters)
+    taken = flow.in_use(root)
     row = iters[-2] if len(iters) >= 2 else iters[0]
     ro, ri = _fresh(row + "o", taken), _fresh(row + "i", taken)
     co, ci = _fresh(iters[-1] + "o", taken), _fresh(iters[-1] + "i", taken)
@@ -455,7 +460,7 @@ def _rows_group(flow: Flow, root: Stmt, members: list[str]) -> Group:
         segment = c.get(f"{name}.segment", "whole")
         if segment != "whole":
             steps.append(Step("split", (f"{name}.{iters[-1]}", segment), {}, (co, ci)))
-            steps += [_split_fresh(flow.stmt(m), it, segment) for m, it in members_free]
+            steps += [_split_fresh(flow, flow.stmt(m), it, segment) for m, it in members_free]
         outer = [grid_row if it == row else it for it in (iters[:-1] or iters)]
         return steps + _bind_outer(root, outer) + [Step("launch", (name,), {"warps": c[f"{name}.warps"]})]
 
@@ -470,9 +475,9 @@ def _column(stmt: Stmt, rank: int) -> Optional[str]:
     return stmt.red_iters[0] if len(stmt.red_iters) == 1 else None
 
 
-def _split_fresh(stmt: Stmt, it: str, factor: int) -> Step:
-    """`split(stmt.it, factor)` into loops named apart from the statement's iterators."""
-    taken = set(stmt.iters)
+def _split_fresh(flow: Flow, stmt: Stmt, it: str, factor: int) -> Step:
+    """`split(stmt.it, factor)` into loops named apart from the statement's iterators and the program's names."""
+    taken = flow.in_use(stmt)
     return Step("split", (f"{stmt.name}.{it}", factor), {}, (_fresh(it + "o", taken), _fresh(it + "i", taken)))
 
 
@@ -480,12 +485,14 @@ def _split_fresh(stmt: Stmt, it: str, factor: int) -> Step:
 class _Segments:
     """Segments of a statement's loops whose lengths are run-time sizes: one knob and one split per loop."""
 
+    flow: Flow
     stmt: Stmt
     loops: list
     params: list
 
     def steps(self, choice: dict) -> list[Step]:
-        return [_split_fresh(self.stmt, it, choice[f"{self.stmt.name}.{it}_segment"]) for it in self.loops]
+        return [_split_fresh(self.flow, self.stmt, it, choice[f"{self.stmt.name}.{it}_segment"])
+                for it in self.loops]
 
 
 def _run_time_segments(flow: Flow, stmt: Stmt, iters: list) -> _Segments:
@@ -494,7 +501,7 @@ def _run_time_segments(flow: Flow, stmt: Stmt, iters: list) -> _Segments:
     loops = [it for it in iters if (stmt.name, it) in flow.run_time]
     params = [Param(f"{stmt.name}.{it}_segment", _tiles(COLUMN_TILES[3:], flow.extents[stmt.name, it]))
               for it in loops]
-    return _Segments(stmt, loops, params)
+    return _Segments(flow, stmt, loops, params)
 
 
 def _fusable_producers(flow: Flow, root: Stmt, grouped: set) -> list[str]:
@@ -530,18 +537,18 @@ def _tile_params(flow: Flow, root: Stmt, prefix: str, when: Optional[tuple] = No
     return params
 
 
-def _tile_loops(root: Stmt) -> list[tuple[str, str, str]]:
+def _tile_loops(flow: Flow, root: Stmt) -> list[tuple[str, str, str]]:
     """(iterator, outer loop, inner loop) of each tiled iterator of an elementwise root: its last two (one)."""
-    taken = set(root.iters)
+    taken = flow.in_use(root)
     tiled = root.lhs_iters[-2:]
     outer = [_fresh(it + "o", taken) for it in tiled]
     inner = [_fresh(it + "i", taken) for it in tiled]
     return list(zip(tiled, outer, inner))
 
 
-def _tile_steps(root: Stmt, c: dict, prefix: str) -> tuple[list[Step], str]:
+def _tile_steps(flow: Flow, root: Stmt, c: dict, prefix: str) -> tuple[list[Step], str]:
     """The tile (or split) of the root's last one or two iterators; returns the steps and the outer column loop."""
-    loops, name = _tile_loops(root), root.name
+    loops, name = _tile_loops(flow, root), root.name
     factors = [c[prefix + knob] for knob in ("TM", "TN")[-len(loops):]]
     primitive = "tile" if len(loops) == 2 else "split"
     results = tuple(o for _, o, _ in loops) + tuple(i for _, _, i in loops)
@@ -549,19 +556,19 @@ def _tile_steps(root: Stmt, c: dict, prefix: str) -> tuple[list[Step], str]:
     return [step], loops[-1][1]
 
 
-def _tile_binds(root: Stmt, c: dict, prefix: str) -> list[Step]:
+def _tile_binds(flow: Flow, root: Stmt, c: dict, prefix: str) -> list[Step]:
     """Grid binds of a tiled root: the row tiles on grid.x, column tiles on grid.y, a third outer axis on grid.z."""
-    loops, name = _tile_loops(root), root.name
+    loops, name = _tile_loops(flow, root), root.name
     binds = [Step("bind", (f"{name}.{outer}", f"grid.{axis}"), {}) for (_, outer, _), axis in zip(loops, "xy")]
     if len(loops) == 2:
         binds += _bind_outer(root, root.lhs_iters[:-2], axes=("z",))
     return binds + [Step("launch", (name,), {"warps": c[prefix + "warps"]})]
 
 
-def _grid_steps(s: Stmt, c: dict, prefix: str) -> list[Step]:
+def _grid_steps(flow: Flow, s: Stmt, c: dict, prefix: str) -> list[Step]:
     """A statement of the product's epilogue run as a kernel of its own, tiled as an elementwise root."""
-    steps, _ = _tile_steps(s, c, prefix)
-    return steps + _tile_binds(s, c, prefix)
+    steps, _ = _tile_steps(flow, s, c, prefix)
+    return steps + _tile_binds(flow, s, c, prefix)
 
 
 def _bind_outer(stmt: Stmt, iters: list[str], axes: tuple = ("x", "y", "z")) -> list[Step]:

@@ -84,6 +84,36 @@ kernel g(A: bf16[M, K], W: bf16[K, N]) -> (C: bf16[M, N]) {
     Trace(sk.steps(choice)).replay(sched)  # every step accepted
 
 
+@pytest.mark.parametrize("text", [
+    # sizes named like the loops the sketches make (io, jo, ko, ...): a split naming its new loop after a size is
+    # refused, which refused every candidate of these programs
+    """const io = 40, jo = 24, ko = 16
+kernel g(A: bf16[io, ko], W: bf16[ko, jo]) -> (C: bf16[io, jo]) {
+  C[i, j] = sum(k) A[i, k] * W[k, j] accum f32
+}
+""",
+    """const jo = 70, ji = 8, ii = 4
+kernel s(X: f32[ii, jo]) -> (Y: f32[ii, jo]) {
+  Y[i, j] = X[i, j] * 2.0
+}
+""",
+    """const jo = 70, io = 4, ii = 2
+kernel r(X: f32[io, jo]) -> (Y: f32[io, jo]) {
+  m[i] = max(j) X[i, j]
+  E[i, j] = exp(X[i, j] - m[i])
+  l[i] = sum(j) E[i, j] accum f32
+  Y[i, j] = E[i, j] / l[i]
+}
+""",
+])
+def test_loop_names_never_collide_with_the_programs_sizes(text):
+    from tdsl.compiler.schedule.schedule import Trace
+
+    sk = sketch(loads(text).model())
+    for seed in range(4):
+        Trace(sk.steps(space.draw(sk, __import__("random").Random(seed)))).replay(loads(text).schedule())
+
+
 @pytest.mark.parametrize("text, says", [
     ("const M = 8\nkernel r(X: f32[M]) -> (Y: f32[M]) {\n  Y[i] = where(i == 0, X[i], Y[i - 1] + X[i])\n}\n",
      "reads its own tensor"),

@@ -465,3 +465,13 @@ def test_a_reduction_of_terms_read_from_memory_lowers_beside_other_reductions(tm
     module = generate(prog, "fused_rows", target="nvidia", backend="tilelang")
     assert "T.reduce_sum(p_U" not in module
     lower_kernels(load_module(module, tmp_path / "fused_rows.py"), "sm_90a")
+
+
+def test_the_launcher_refuses_tensors_off_the_gpu(tmp_path):
+    """Before anything is compiled, as the Triton launcher does (TileLang has no interpreter: given CPU tensors
+    it used to compile and fail inside TileLang with the whole CUDA source)."""
+    torch = pytest.importorskip("torch")
+    program = loads("const M = 4\nkernel k(A: f32[M]) -> (B: f32[M]) {\n  B[i] = A[i] * 2.0\n}\n", "k.tdsl")
+    module = load_module(generate(program, None, target="nvidia", backend="tilelang"), tmp_path / "k.py")
+    with pytest.raises(ValueError, match=r"k: A is on cpu; TileLang kernels run on an NVIDIA GPU: move it there"):
+        module.k(torch.ones(4))
