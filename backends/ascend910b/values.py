@@ -19,6 +19,14 @@ from tdsl.compiler.lower.tileir import expr_vars
 from tdsl.compiler.lower.tileir import simplify
 
 
+# what to write instead of a primitive the 910B dialect cannot spell (each rounds differently from the original)
+UNSPELLED_HINTS = {
+    "exp2": "write exp((X - m) * c) for exp2((X - m) * c2) or exp2(fma(X, c2, -(m * c2))) (c = c2 * ln 2)",
+    "fma": "write the product and the sum apart (x * y + z)",
+    "tanh": "write it with exp (tanh(x) = 1 - 2 / (exp(2 * x) + 1))",
+}
+
+
 class Values:
     """Methods of `Ascend910BPrinter` (emit.py); `self` is the printer."""
 
@@ -122,8 +130,9 @@ class Values:
             # 910B computes the interpreter's steps, not its own T.tile.silu).
             fn = {"exp": "exp", "log": "ln", "sqrt": "sqrt", "abs": "abs"}.get(e.func)
             if fn is None:
-                raise BackendError(f"{e.func}() has no T.tile form in tilelang-ascend 0.1.4; write the program "
-                                   f"without it for this target (exp((X - m) * c) for exp2(fma(X, c2, -(m * c2))))")
+                raise BackendError(f"{e.func}() has no T.tile form in tilelang-ascend 0.1.4; "
+                                   f"{UNSPELLED_HINTS.get(e.func, 'write the program without it for this target')}, "
+                                   f"or compile for ascend-950 or nvidia")
             x = args[0]
             if x.kind == "scalar":
                 scal = {"exp": "T.exp({})", "ln": "T.log({})", "sqrt": "T.sqrt({})", "abs": "T.abs({})"}

@@ -87,8 +87,12 @@ class VectorSide:
         """The maximum a rescaled sum was last brought to (tileir.Reference): one value per row, -inf at first."""
         shape = self.accs[op.stmt][1]
         if tuple(op.follows.axes) != (0,) or not shape:
-            raise BackendError(f"{op.stmt} follows the running maximum {op.follows.stmt} along other axes than its "
-                               f"rows, which has no ascend-910b form")
+            raise BackendError(f"{op.stmt} follows the running maximum {op.follows.stmt}, and the 910B keeps one "
+                               f"maximum per row of a tile, but {op.stmt}'s tile "
+                               f"{'has no row axis' if not shape else 'follows it along other axes than its rows'}: "
+                               f"split the query loop and keep its inner loop in the tile (`qo, qi = split(l.i, 64)`, "
+                               f"qi inside the key loop, as the flash_ascend schedule of examples/mha.tdsl), or compile "
+                               f"for ascend-950 or nvidia (one query per program, as in decoding, needs one of those)")
         self.emit(f"# {op.stmt} follows the running maximum {op.follows.stmt}: the maximum it was built with")
         ref = self.alloc(self.local(("reference", op.stmt), f"ref_{op.stmt}"), shape[:1], "f32", "UB",
                          f"{op.stmt}: the maximum it was last rescaled to", pooled=False)

@@ -41,7 +41,43 @@ schedule s {
   bind(D.jo, grid.y)
 }
 """
+DECODE = """\
+const H = 4, Lq = 1, Lk = 256, D = 64
+const scale = 0.125
+kernel dec(Q: bf16[H, Lq, D], K: bf16[H, Lk, D], V: bf16[H, Lk, D]) -> (O: bf16[H, Lq, D]) {
+  S[h, i, j] = sum(d) Q[h, i, d] * K[h, j, d] accum f32
+  m[h, i] = max(j) S[h, i, j] combine online
+  P[h, i, j]: bf16 = exp((S[h, i, j] - m[h, i]) * scale)
+  l[h, i] = sum(j) P[h, i, j] accum f32
+  U[h, i, c] = sum(j) P[h, i, j] * V[h, j, c] accum f32
+  O[h, i, c] = U[h, i, c] / l[h, i]
+}
+schedule s {
+  online(m)
+  ko, kk = split(l.j, 64)
+  reorder(l, h, i, ko, kk)
+  bind(l.h, grid.x)
+  compute_at(P, l.ko)
+  reverse_compute_at(U, l.ko)
+  compute_at(m, l.ko)
+  compute_at(S, l.ko)
+  reverse_compute_at(O, l.i)
+}
+"""
+TANH = """\
+const M = 8, N = 64
+kernel t(X: f32[M, N]) -> (Y: f32[M, N]) {
+  Y[i, j] = tanh(X[i, j])
+}
+schedule s {
+  io, jo, ii, jj = tile(Y.i, Y.j, 8, 64)
+}
+"""
 CASES = {
+    "attention-with-one-query-per-program": (DECODE, ["l's tile has no row axis", "split the query loop",
+                                                      "compile for ascend-950 or nvidia"]),
+    "tanh": (TANH, ["tanh() has no T.tile form", "tanh(x) = 1 - 2 / (exp(2 * x) + 1)",
+                    "compile for ascend-950 or nvidia"]),
     "split-k-operands-at-an-offset": (GEMM % ("segments(8)", "  rfactor(C.k, segments=8)\n  reorder(C_rf, ko, i, j, kk)\n"
                                                             "  bind(C_rf.ko, grid.x)"),
                                       ["keep the reduction whole in one tile", "compile for ascend-950 or nvidia"]),
