@@ -265,7 +265,8 @@ def _mentions(*tensors: str):
 
 def _linear(e: ast.Expr, is_factor, mentions) -> bool:
     """`e` is the factor times (or divided by) expressions free of it: a product of it with other values, a
-    rounding of such a product (a cast rounds, it does not change the dependence on the factor)."""
+    rounding of such a product (a cast rounds, it does not change the dependence on the factor), such a value
+    where a condition free of it holds and 0 elsewhere."""
     if is_factor(e):
         return True
     if isinstance(e, ast.BinOp) and e.op == "*":
@@ -277,7 +278,16 @@ def _linear(e: ast.Expr, is_factor, mentions) -> bool:
         return _linear(e.operand, is_factor, mentions)
     if isinstance(e, ast.Call) and e.func in CASTS and len(e.args) == 1:
         return _linear(e.args[0], is_factor, mentions)
+    if isinstance(e, ast.Call) and e.func == "where" and len(e.args) == 3:
+        # where(c, x, 0) or where(c, 0, x): x where c picks it, 0 elsewhere, and a rescaled 0 stays 0
+        cond, then, other = e.args
+        return not mentions(cond) and ((_zero(other) and _linear(then, is_factor, mentions))
+                                       or (_zero(then) and _linear(other, is_factor, mentions)))
     return False
+
+
+def _zero(e: ast.Expr) -> bool:
+    return isinstance(e, (ast.IntLit, ast.FloatLit)) and e.value == 0
 
 
 def _summing_readers(model: KernelModel, chain: tuple, stat: str, values: str, factor: ast.Call):

@@ -313,3 +313,50 @@ def test_the_policy_counterexample_computes_exp2_of_the_fma():
     text = ATTENTION_FA.replace(" combine online", "").replace(EXP, f"exp2(fma(S[i, j], {C2}, -(m[i] * {C2})))")
     err = assert_illegal(text, "online(m)", "online-policy")
     assert "the sum l is" in str(err.counterexample) and "rescaled by exp2(fma(" in str(err.counterexample)
+
+
+MASKED_BY_WHERE = """\
+const L = 11, D = 4
+const scale = 0.5
+
+kernel attention(Q: bf16[L, D], K: bf16[L, D], V: bf16[L, D]) -> (O: f32[L, D]) {
+  S[i, j] = sum(d) Q[i, d] * K[j, d] accum f32
+  m[i] = max(j) S[i, j] combine online
+  P[i, j] = EXPONENTIAL
+  l[i] = sum(j) P[i, j] accum f32
+  U[i, c] = sum(j) P[i, j] * V[j, c] accum f32
+  O[i, c] = U[i, c] / l[i]
+}
+"""
+
+
+@pytest.mark.parametrize("written", [
+    "where(j <= i, exp((S[i, j] - m[i]) * scale), 0.0)",
+    "where(j > i, 0.0, exp((S[i, j] - m[i]) * scale))",
+    "where(S[i, j] > -4.0, exp((S[i, j] - m[i]) * scale), 0)",  # a condition on the scores, not on m
+])
+def test_an_exponential_kept_where_a_condition_holds_and_0_elsewhere_is_followed(written):
+    """where(c, exp((S - m)·c), 0) is linear in the exponential (0 rescales to 0), so its sums can follow the
+    running maximum (probe of the 25th session: refused as not linear)."""
+    text = MASKED_BY_WHERE.replace("EXPONENTIAL", written)
+    s = loads(text).schedule()
+    s.online("m")
+    assert {st.name for st in s.model.stmts if st.rescale is not None} == {"l", "U"}
+    assert_legal(text, "online(m)" + FLASH, run=True, seed=2)
+    # and the Triton kernel (under its interpreter) computes the program
+    from tdsl.compiler.driver.cli import _run_on_nvidia
+    from tdsl.compiler.driver.generate import generate
+    from tdsl.compiler.verify import compare_outputs
+
+    program = loads(text + "schedule flash {\n  online(m)" + FLASH + "}\n")
+    model = program.schedule(None).model
+    inputs = random_inputs(model, seed=4)
+    got, _ = _run_on_nvidia(generate(program, "flash", target="nvidia", backend="triton"), model, inputs, "triton")
+    reference = interpret(model, program.schedule(None).time_map(), inputs)
+    assert all(c.ok for c in compare_outputs(model, reference, got).values())
+
+
+def test_a_condition_that_reads_the_maximum_is_not_linear_in_the_exponential():
+    text = MASKED_BY_WHERE.replace("EXPONENTIAL", "where(S[i, j] > m[i] - 4.0, exp((S[i, j] - m[i]) * scale), 0.0)")
+    with pytest.raises(OnlineRescale, match=r"does not read m only inside one factor"):
+        loads(text).schedule().online("m")
