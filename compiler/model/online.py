@@ -19,7 +19,9 @@ why the program must declare `combine online` on the maximum.
 * the statistic `m = max(...) X[...]`: its term is one read of a tensor X;
 * the *exponentials*: plain statements whose value is linear in one factor exp((X[..] - m[..])·c) (also
   written exp(X - m), exp(c·(X - m)), exp((X - m) / c), exp(X·c - m·c), exp(fma(X, c, -(m·c))), and each with
-  exp2; c a positive constant), every reader of which is an accumulator;
+  exp2; c a positive constant), every reader of which is an accumulator.  Linear (`_linear`): the factor times
+  values free of it, rounded, or kept where a condition free of m holds and 0 elsewhere (`where(j <= i, ...,
+  0.0)`: a 0 rescales to 0);
 * the *derived exponentials*: plain statements linear in one read of an exponential (or of another derived
   one), every reader of which is again an accumulator or a derived exponential.  `P: bf16 = E` is one: it
   rounds E's values, made with the running maximum, which the sums of P then rescale like sums of E
