@@ -154,18 +154,40 @@ def mark_exponent_reads(model: KernelModel) -> None:
     maximum of -inf, and exp((-inf) - (-inf)) is NaN where the complete maximum, finite once the row meets a
     finite term, gives exp(-inf) = 0.  Reading m as 0 there gives exp(-inf - 0) = 0, which is what the complete
     maximum gives, and changes nothing where m is finite (FlashAttention's convention).  A row with no finite
-    term at all gets 0 for its exponentials instead of NaN, in program order as after `online`, so the two
-    agree on every row.  The mark lives on the AST node, so it follows the read through every rewrite of the
-    program (compute_inline, compute_at's re-indexing)."""
+    term at all gets 0 for its exponentials instead of NaN, in program order as after `online`.
+
+    The factor is looked for in each statement's value with the program's plain temporaries substituted
+    (`_substituted`), because `compute_inline` can make one: with `Z = S - m` and `E = exp(Z * c)`, the read of m
+    in Z is marked, so the program means the same before and after Z is inlined (probe of the 26th session).  The
+    mark lives on the AST node, so it follows the read through every rewrite of the program (compute_inline,
+    compute_at's re-indexing)."""
     for m in model.stmts:
         if m.reduce_op != "max" or m.combine != "online" or not isinstance(m.value, ast.Access):
             continue
+        values = m.value.tensor
+        temps = {s.name: s for s in model.stmts if not s.is_reduction and s.name != values
+                 and model.tensors[s.name].kind == "temp"}
         for stmt in model.stmts:
-            for e in ast.walk(stmt.value):
+            for e in ast.walk(_substituted(stmt.value, temps, {stmt.name})):
                 if isinstance(e, ast.Call) and e.func in EXPONENTIALS and len(e.args) == 1:
-                    split = _split_exponent(model, e.args[0], m.name, m.value.tensor)
+                    split = _split_exponent(model, e.args[0], m.name, values)
                     if split is not None:
                         split[1].neg_inf_as_zero = True
+
+
+def _substituted(e: ast.Expr, temps: dict, seen: set) -> ast.Expr:
+    """`e` with every read of a statement of `temps` replaced by that statement's value, recursively (not its
+    own, nor one already being substituted); every other read is the program's node itself, so that a mark put
+    on it marks the program."""
+
+    def substitute(x):
+        if not isinstance(x, ast.Access):
+            return None
+        if x.tensor in temps and x.tensor not in seen:
+            return _substituted(temps[x.tensor].value, temps, seen | {x.tensor})
+        return x
+
+    return ast.rewrite(e, substitute)
 
 
 # ---------------------------------------------------------------- matching the exponentials

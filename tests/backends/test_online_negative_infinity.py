@@ -123,3 +123,29 @@ def test_a_window_written_as_minus_infinity_is_legal_and_exact():
     text = generate(program, "flash", target="nvidia", backend="triton")
     got, _ = _run_on_nvidia(text, program.schedule(None).model, inputs, "triton")
     _assert_same(reference, np.asarray(got["O"]), [])
+
+
+# The exponent split over a temporary that compute_inline removes before online(m): the mark is found with the
+# temporaries substituted, so the read of m in the temporary carries it (probe of the 26th session: the fused
+# kernels were NaN on every row whose first key block is -inf).
+SPLIT_FORMS = {
+    "difference": ("  Z[i, j : j <= i] = S[i, j] - m[i]\n  E[i, j : j <= i] = exp(Z[i, j] * scale)\n", "Z"),
+    "copy": ("  mm[i] = m[i]\n  E[i, j : j <= i] = exp((S[i, j] - mm[i]) * scale)\n", "mm"),
+    "scaled-once-per-row": ("  nmc[i] = -(m[i] * 0.5)\n  E[i, j : j <= i] = exp2(fma(S[i, j], 0.5, nmc[i]))\n", "nmc"),
+}
+
+
+@pytest.mark.parametrize("form", list(SPLIT_FORMS))
+def test_an_exponent_split_over_a_temporary_inlined_before_online(form):
+    lines, temp = SPLIT_FORMS[form]
+    plain = "  E[i, j : j <= i] = exp((S[i, j] - m[i]) * scale)\n"
+    assert plain in WINDOW
+    text = WINDOW.replace(plain, lines).replace("schedule flash {\n", f"schedule flash {{\n  compute_inline({temp})\n")
+    program = loads(text, "split.tdsl")
+    inputs = _inputs(seed=3, mask=False)
+    reference = _program_order(program, inputs)
+    fused = program.schedule("flash")
+    _assert_same(reference, interpret(fused.model, fused.time_map(), inputs)["O"], [])
+    got, _ = _run_on_nvidia(generate(program, "flash", target="nvidia", backend="triton"),
+                            program.schedule(None).model, inputs, "triton")
+    _assert_same(reference, np.asarray(got["O"]), [])

@@ -162,6 +162,9 @@ def _check(tensor, name, dtype, shape):
         raise TypeError(f"mha: {name} must have dtype {_TORCH_DTYPES[dtype]}, got {tensor.dtype}")
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"mha: {name} must have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+    if not tensor.is_cuda:
+        raise ValueError(f"mha: {name} is on {tensor.device}; TileLang kernels run on an NVIDIA GPU: move it "
+                         f"there ({name}.cuda()), or compile with --backend triton, whose interpreter runs on the CPU")
     return tensor.contiguous()
 
 
