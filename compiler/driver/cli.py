@@ -458,6 +458,9 @@ def cmd_run(args) -> int:
             elif not same:  # a reduction declared `combine reassoc` / `deterministic` may sum in another order
                 bound, allowance = reordering_bound(model, tensor.name, a, b), "the reordering bound"
             verdict = "bit-identical" if same else "DIFFERENT"
+            nans = int((np.isnan(a) & np.isnan(b)).sum())
+            if nans:  # (a bound's summary says it too)
+                verdict += f" ({nans} of {a.size} elements NaN in both)"
             if bound is not None and bound.ok:
                 verdict = f"within {allowance} ({bound.summary()})"
             print(f"  {tensor.name} {list(a.shape)} {tensor.dtype}: schedule {name} vs program order: {verdict}")

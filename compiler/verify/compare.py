@@ -73,6 +73,7 @@ class Comparison:
     nan_mismatch: int = 0
     inf_mismatch: int = 0  # an infinity where the other has a number or the opposite infinity
     undetermined: int = 0  # elements another allowed rounding moves too far to check (UNDETERMINED)
+    nan_both: int = 0  # NaN in the reference and in the result alike (agreeing, but worth saying)
 
     def summary(self) -> str:
         text = f"max abs err {self.max_abs:.4g}, worst {self.worst:.2f} of tolerance, {self.n_bad}/{self.n} elements outside"
@@ -82,6 +83,8 @@ class Comparison:
             text += f", {self.inf_mismatch} infinity mismatches"
         if self.first_bad:
             text += f", first at {self.first_bad}"
+        if self.nan_both:
+            text += f", {self.nan_both} NaN in both"
         if self.undetermined:
             text += (f"; {self.undetermined} elements not checked: another allowed rounding (the sums in another "
                      f"order, the GPU's exp) moves them by more than {UNDETERMINED} units of the largest value")
@@ -179,6 +182,7 @@ def compare(ref, got, dtype: str, terms: int = 1, variants=None) -> Comparison:
         nan_mismatch=int((nan_mismatch & ~unchecked).sum()),
         inf_mismatch=int((inf_mismatch & ~unchecked).sum()),
         undetermined=int(unchecked.sum()),
+        nan_both=int((np.isnan(r) & np.isnan(g) & ~unchecked).sum()),
     )
 
 

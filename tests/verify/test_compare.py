@@ -49,6 +49,15 @@ def test_infinities_must_be_where_the_reference_has_them():
     assert not compare(np.array([1.0], dtype=np.float32), np.array([np.inf], dtype=np.float32), "f32").ok
 
 
+def test_nans_in_both_agree_and_are_said():
+    """A row the program makes NaN (attention with every key masked) agrees, and the summary says how many, so
+    that `ok` is not read as "all numbers" (probe of the 26th session)."""
+    ref = np.array([np.nan, np.nan, 1.0], dtype=np.float32)
+    result = compare(ref, ref.copy(), "f32")
+    assert result.ok and result.nan_both == 2 and result.summary().endswith("0/3 elements outside, 2 NaN in both")
+    assert "NaN in both" not in compare(ref[2:], ref[2:], "f32").summary()
+
+
 GRAMSCHMIDT_RANK_DEFICIENT = {"M": 5, "N": 6}  # six columns in R^5: the last one's residual is rounding noise
 
 
