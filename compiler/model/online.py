@@ -105,6 +105,11 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
         raise NotOnline(f"the term of {stat} must be one tensor read (max(j) X[i, j]) for its readers to "
                         f"subtract it from the same values", [stat])
     values = m.value.tensor
+    partial = next((s for s in model.stmts if s.name == values and s.reduce_op == "max"), None)
+    if partial is not None:
+        raise NotOnline(f"the terms of {stat} are the partial maxima {values} (an rfactor of {stat}), not the values "
+                        f"its exponentials subtract it from: a running maximum is one reduction, so leave {stat} "
+                        f"whole (the sums that follow it may be rfactored)", [stat, values])
     readers = [s for s in _readers(model, stat) if s.name != stat]
     exponentials, derived, accumulators, refused = [], [], {}, []
     for r in readers:

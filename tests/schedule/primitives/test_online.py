@@ -360,3 +360,12 @@ def test_a_condition_that_reads_the_maximum_is_not_linear_in_the_exponential():
     text = MASKED_BY_WHERE.replace("EXPONENTIAL", "where(S[i, j] > m[i] - 4.0, exp((S[i, j] - m[i]) * scale), 0.0)")
     with pytest.raises(OnlineRescale, match=r"does not read m only inside one factor"):
         loads(text).schedule().online("m")
+
+
+@pytest.mark.parametrize("steps", ["rfactor(m.j, segments=3)\n  online(m)", "online(m)\n  rfactor(m.j, segments=3)"])
+def test_a_maximum_split_into_partial_maxima_is_refused_in_the_programs_terms(steps):
+    """Its terms become m_rf, which no exponential subtracts: the message says so and what to do, where it used to
+    show exp((m_rf - m)·c), a form the program never wrote (probe of the 26th session)."""
+    assert_illegal(SUMEXP, steps, "online-rescale",
+                   match=["the terms of m are the partial maxima m_rf (an rfactor of m)",
+                          "leave m whole (the sums that follow it may be rfactored)"])
