@@ -315,7 +315,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
             ops.append(self._acc_init(stmt.name, context))
         tile = self._tile(stmt, context, stmt.iters, check_size=False)
         partial = self._partial(stmt, tile, context)
-        rescale = self._rescaling(stmt, context) if stmt.rescale is not None else None
+        rescale = self._rescaling(stmt, context) if self._follows_running(stmt) else None
         ops.append(AccUpdate(stmt.name, tile, partial, stmt.reduce_op, stmt.accum_dtype, rescale=rescale))
         if outer is None:
             ops.append(self._acc_finish(stmt.name, context))

@@ -42,7 +42,7 @@ class ReductionLowering:
         stmt = self.model.stmt(stmt_name)
         tile = self._tile(stmt, context, stmt.lhs_iters)
         self.accumulating[stmt.name] = (tile, list(context))
-        follows = self._follows(stmt) if stmt.rescale is not None else None
+        follows = self._follows(stmt) if self._follows_running(stmt) else None
         start = self._start(stmt, tile, context)
         return AccInit(stmt.name, tile, stmt.reduce_op, stmt.accum_dtype, follows, start=start)
 
@@ -55,6 +55,15 @@ class ReductionLowering:
         return value if stmt.accum_dtype in (None, "f32") else fold_constants(Round(stmt.accum_dtype, value))
 
     # ------------------------------------------------------------ sums that follow a running maximum (online)
+
+    def _follows_running(self, stmt: Stmt) -> bool:
+        """Is `stmt` a sum that follows a maximum still running in this kernel?  One computed by an earlier kernel
+        is complete before the sum's first term, so the sum is never rescaled (the interpreter's rescaling never
+        fires either: the maximum it was built with is always the current one) and is lowered as a plain sum."""
+        if stmt.rescale is None:
+            return False
+        kernel = self.kernel_of.get(stmt.rescale.stat)
+        return kernel is None or kernel >= self.index
 
     def _follows(self, stmt: Stmt) -> Running:
         """The running maximum a rescaled sum follows, as positions in the sum's accumulator tile (where its
