@@ -149,6 +149,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     geometry_cache: dict = field(default_factory=dict)
     loop_vars: dict = field(default_factory=dict)  # (loop name, dim) -> its variable, made by _var on first use
     accumulating: dict = field(default_factory=dict)  # reduction -> (accumulator tile, loops around its init)
+    rescaled: set = field(default_factory=set)  # sums that follow a maximum running beside them (reductions.py)
     forms: dict = field(default_factory=dict)  # statement -> its placement.product_form (None: not a product)
     restricted: dict = field(default_factory=dict)  # id(loop) -> (its range's part as an isl set, "full" | "rest")
     split_points: dict = field(default_factory=dict)  # id(loop) -> (first iteration with a partial tile, its context)
@@ -315,7 +316,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
             ops.append(self._acc_init(stmt.name, context))
         tile = self._tile(stmt, context, stmt.iters, check_size=False)
         partial = self._partial(stmt, tile, context)
-        rescale = self._rescaling(stmt, context) if self._follows_running(stmt) else None
+        rescale = self._rescaling(stmt, context) if stmt.name in self.rescaled else None
         ops.append(AccUpdate(stmt.name, tile, partial, stmt.reduce_op, stmt.accum_dtype, rescale=rescale))
         if outer is None:
             ops.append(self._acc_finish(stmt.name, context))

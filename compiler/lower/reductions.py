@@ -42,7 +42,10 @@ class ReductionLowering:
         stmt = self.model.stmt(stmt_name)
         tile = self._tile(stmt, context, stmt.lhs_iters)
         self.accumulating[stmt.name] = (tile, list(context))
-        follows = self._follows(stmt) if self._follows_running(stmt) else None
+        follows = None
+        if self._follows_running(stmt, context):
+            follows = self._follows(stmt)
+            self.rescaled.add(stmt.name)
         start = self._start(stmt, tile, context)
         return AccInit(stmt.name, tile, stmt.reduce_op, stmt.accum_dtype, follows, start=start)
 
@@ -56,14 +59,16 @@ class ReductionLowering:
 
     # ------------------------------------------------------------ sums that follow a running maximum (online)
 
-    def _follows_running(self, stmt: Stmt) -> bool:
-        """Is `stmt` a sum that follows a maximum still running in this kernel?  One computed by an earlier kernel
-        is complete before the sum's first term, so the sum is never rescaled (the interpreter's rescaling never
-        fires either: the maximum it was built with is always the current one) and is lowered as a plain sum."""
+    def _follows_running(self, stmt: Stmt, context: list[Loop]) -> bool:
+        """Does the sum starting here (`context`: the loops around its accumulator) follow a maximum that runs
+        beside it, its accumulator already started at this level or outside?  A maximum that is not (computed by
+        an earlier kernel, or in full inside one iteration of the loop that walks the sum: `online(m)` after
+        `compute_at(m, l.ko)`) is complete before the sum's first term, so the sum is never rescaled (nor is it by
+        the interpreter: the maximum it was built with is always the current one) and is lowered as a plain sum."""
         if stmt.rescale is None:
             return False
-        kernel = self.kernel_of.get(stmt.rescale.stat)
-        return kernel is None or kernel >= self.index
+        running = self.accumulating.get(stmt.rescale.stat)
+        return running is not None and running[1] == context[: len(running[1])]
 
     def _follows(self, stmt: Stmt) -> Running:
         """The running maximum a rescaled sum follows, as positions in the sum's accumulator tile (where its

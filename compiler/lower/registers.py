@@ -69,8 +69,13 @@ class RegisterReuse:
         return self._running(e.tensor, e.indices, stmt, tile, context)
 
     def _running(self, stat: str, indices, stmt: Stmt, tile: Tile, context) -> Optional[Running]:
+        """The maximum's accumulator as a reader inside a loop that walks its terms sees it; None when the reader
+        is not in such a loop (in another program, or in the same iteration as the accumulator's start: there the
+        maximum is complete, or not begun, in this iteration -- `online(m)` after `compute_at(m, l.ko)` puts all
+        of m in the first iteration of ko, and an accumulator started afresh in each iteration would be read as
+        -inf in the others: probe of the 26th session)."""
         acc_tile, acc_context = self.accumulating[stat]
-        if acc_context != context[: len(acc_context)]:
+        if acc_context != context[: len(acc_context)] or len(context) == len(acc_context):
             return None
         maximum = self.model.stmt(stat)
         positions = _lanes(indices, stmt, tile, maximum, acc_tile)

@@ -189,6 +189,41 @@ def test_a_maximum_complete_before_the_kernel_of_its_sums_needs_no_rescaling(bac
     assert all(c.ok for c in compare_outputs(model, reference, got).values())
 
 
+LATE = """
+  qo, qi = split(l.i, 4)
+  ko, kk = split(l.j, 4)
+  reorder(l, qo, ko, qi, kk)
+  compute_at(P, l.ko)
+  reverse_compute_at(U, l.ko)
+  compute_at(m, l.ko)
+  compute_at(S, l.ko)
+  reverse_compute_at(O, l.qo)
+  online(m)
+"""
+
+
+@pytest.mark.parametrize("backend", ["triton", "ascend-950", "ascend-910b"])
+def test_online_after_m_is_placed_whole_in_the_first_key_block(backend):
+    """compute_at(m, l.ko) before online(m) puts all of m in the first iteration of ko (P there needs it
+    complete): m never runs beside the sums.  The Triton and 950 kernels read its accumulator, started afresh in
+    every iteration, as -inf in the others and returned NaN everywhere (probe of the 26th session); the sums
+    are plain and P reads the complete m."""
+    from tdsl.compiler.driver.cli import _run_in_ascend_model, _run_on_nvidia
+    from tdsl.compiler.driver.generate import generate
+    from tdsl.compiler.verify import compare_outputs
+
+    program = loads(ATTENTION.replace("-> (O: bf16[L, D])", "-> (O: f32[L, D])") + "schedule late {" + LATE + "}\n")
+    model = program.schedule(None).model
+    inputs = random_inputs(model, seed=8)
+    target, name = ("nvidia", "triton") if backend == "triton" else (backend, None)
+    text = generate(program, "late", target=target, backend=name)
+    assert "alpha" not in text  # no rescaling
+    got = (_run_on_nvidia(text, model, inputs, "triton")[0] if backend == "triton"
+           else _run_in_ascend_model(text, model, inputs, backend))
+    reference = interpret(model, program.schedule(None).time_map(), inputs)
+    assert all(c.ok for c in compare_outputs(model, reference, got).values())
+
+
 # ---------------------------------------------------------------- derived exponentials (FlashAttention's rounding)
 
 # l sums the f32 exponentials E; P rounds them to bf16 for the product only (examples/mha_fa.tdsl)
