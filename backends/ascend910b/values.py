@@ -19,11 +19,14 @@ from tdsl.compiler.lower.tileir import expr_vars
 from tdsl.compiler.lower.tileir import simplify
 
 
-# what to write instead of a primitive the 910B dialect cannot spell (each rounds differently from the original)
+# what to write instead of a primitive the 910B dialect cannot spell (each rounds differently from the original),
+# and the targets that spell it (no Ascend printer spells exp2 or fma: backends/tilelang/emit.py NVIDIA_ONLY)
 UNSPELLED_HINTS = {
-    "exp2": "write exp((X - m) * c) for exp2((X - m) * c2) or exp2(fma(X, c2, -(m * c2))) (c = c2 * ln 2)",
-    "fma": "write the product and the sum apart (x * y + z)",
-    "tanh": "write it with exp (tanh(x) = 1 - 2 / (exp(2 * x) + 1))",
+    "exp2": ("write exp((X - m) * c) for exp2((X - m) * c2) or exp2(fma(X, c2, -(m * c2))) (c = c2 * ln 2)",
+             "nvidia"),
+    "fma": ("write fma(x, y, z) as x * y + z; in an exponent of a running maximum, exp(fma(X, c, -(m * c))) as "
+            "exp(X * c - m * c), which online(m) follows", "nvidia"),
+    "tanh": ("write it with exp (tanh(x) = 1 - 2 / (exp(2 * x) + 1))", "ascend-950 or nvidia"),
 }
 
 
@@ -130,9 +133,10 @@ class Values:
             # 910B computes the interpreter's steps, not its own T.tile.silu).
             fn = {"exp": "exp", "log": "ln", "sqrt": "sqrt", "abs": "abs"}.get(e.func)
             if fn is None:
-                raise BackendError(f"{e.func}() has no T.tile form in tilelang-ascend 0.1.4; "
-                                   f"{UNSPELLED_HINTS.get(e.func, 'write the program without it for this target')}, "
-                                   f"or compile for ascend-950 or nvidia")
+                hint, targets = UNSPELLED_HINTS.get(e.func, ("write the program without it for this target",
+                                                             "ascend-950 or nvidia"))
+                raise BackendError(f"{e.func}() has no T.tile form in tilelang-ascend 0.1.4; {hint}, or compile "
+                                   f"for {targets}")
             x = args[0]
             if x.kind == "scalar":
                 scal = {"exp": "T.exp({})", "ln": "T.log({})", "sqrt": "T.sqrt({})", "abs": "T.abs({})"}

@@ -116,18 +116,21 @@ def online_form(model: KernelModel, stat: str) -> OnlineForm:
         factor = _exp_factor(model, r, stat, values)
         if factor is None:
             refused.append(f"{r.name} does not read {stat} only inside one factor exp(({values} - {stat})·c) of "
-                           f"its value")
+                           f"its value{_inline_hint(model, r, stat)}")
             continue
         if r.is_reduction:
             if r.init is not None:
                 refused.append(f"{r.name} starts from a value (`from`), which rescaling would scale too")
-            elif r.reduce_op == "sum" and _linear(r.value, lambda e: e is factor, _mentions(stat)):
+            elif r.reduce_op == "sum" and _linear(model, r.value, lambda e: e is factor, _mentions(stat)):
                 accumulators[r.name] = _direct_rescale(model, factor, stat, values)
             else:
                 refused.append(f"{r.name} is a {r.reduce_op} of exp(({values} - {stat})·c) that is not linear in it")
             continue
-        if not _linear(r.value, lambda e: e is factor, _mentions(stat)):
-            refused.append(f"{r.name} is not linear in exp(({values} - {stat})·c)")
+        if not _linear(model, r.value, lambda e: e is factor, _mentions(stat)):
+            where = any(isinstance(e, ast.Call) and e.func == "where" for e in ast.walk(r.value))
+            refused.append(f"{r.name} is not linear in exp(({values} - {stat})·c)" + (
+                f" (a where around it must give 0 in its other branch, on a condition that does not read {stat})"
+                if where else ""))
             continue
         sums, chained, why = _summing_readers(model, (r.name,), stat, values, factor)
         if why:
@@ -292,31 +295,36 @@ def _mentions(*tensors: str):
     return lambda e: any(isinstance(x, ast.Access) and x.tensor in names for x in ast.walk(e))
 
 
-def _linear(e: ast.Expr, is_factor, mentions) -> bool:
+def _inline_hint(model: KernelModel, reader: Stmt, stat: str) -> str:
+    """For a temporary that computes part of an exponent (`Z = S - m`, `nmc = -(m * c)`): inlining it makes the
+    factor one expression of its reader, which the rewrite can follow."""
+    if reader.is_reduction or model.tensors[reader.name].kind != "temp" or not _readers(model, reader.name):
+        return ""
+    return f" (if {reader.name} is part of an exponent, compute_inline({reader.name}) before online({stat}))"
+
+
+def _linear(model: KernelModel, e: ast.Expr, is_factor, mentions) -> bool:
     """`e` is the factor times (or divided by) expressions free of it: a product of it with other values, a
     rounding of such a product (a cast rounds, it does not change the dependence on the factor), such a value
     where a condition free of it holds and 0 elsewhere."""
     if is_factor(e):
         return True
     if isinstance(e, ast.BinOp) and e.op == "*":
-        return ((_linear(e.lhs, is_factor, mentions) and not mentions(e.rhs))
-                or (_linear(e.rhs, is_factor, mentions) and not mentions(e.lhs)))
+        return ((_linear(model, e.lhs, is_factor, mentions) and not mentions(e.rhs))
+                or (_linear(model, e.rhs, is_factor, mentions) and not mentions(e.lhs)))
     if isinstance(e, ast.BinOp) and e.op == "/":
-        return _linear(e.lhs, is_factor, mentions) and not mentions(e.rhs)
+        return _linear(model, e.lhs, is_factor, mentions) and not mentions(e.rhs)
     if isinstance(e, ast.Neg):
-        return _linear(e.operand, is_factor, mentions)
+        return _linear(model, e.operand, is_factor, mentions)
     if isinstance(e, ast.Call) and e.func in CASTS and len(e.args) == 1:
-        return _linear(e.args[0], is_factor, mentions)
+        return _linear(model, e.args[0], is_factor, mentions)
     if isinstance(e, ast.Call) and e.func == "where" and len(e.args) == 3:
         # where(c, x, 0) or where(c, 0, x): x where c picks it, 0 elsewhere, and a rescaled 0 stays 0
         cond, then, other = e.args
-        return not mentions(cond) and ((_zero(other) and _linear(then, is_factor, mentions))
-                                       or (_zero(then) and _linear(other, is_factor, mentions)))
+        zero = lambda x: constant(model, x) == 0  # noqa: E731 - 0, -0.0, 0.0 * 5.0, a const of 0
+        return not mentions(cond) and ((zero(other) and _linear(model, then, is_factor, mentions))
+                                       or (zero(then) and _linear(model, other, is_factor, mentions)))
     return False
-
-
-def _zero(e: ast.Expr) -> bool:
-    return isinstance(e, (ast.IntLit, ast.FloatLit)) and e.value == 0
 
 
 def _summing_readers(model: KernelModel, chain: tuple, stat: str, values: str, factor: ast.Call):
@@ -333,7 +341,7 @@ def _summing_readers(model: KernelModel, chain: tuple, stat: str, values: str, f
         reads = [e for e in ast.walk(r.value) if isinstance(e, ast.Access) and e.tensor == stmt.name]
         if r.init is not None:
             return {}, (), f"{r.name} sums {stmt.name} from a value (`from`), which rescaling would scale too"
-        linear = len(reads) == 1 and _linear(r.value, lambda e: e is reads[0], mentions)
+        linear = len(reads) == 1 and _linear(model, r.value, lambda e: e is reads[0], mentions)
         if not r.is_reduction and linear and r.name not in chain and _readers(model, r.name):
             sums, more, why = _summing_readers(model, (r.name,) + chain, stat, values, factor)
             if why:

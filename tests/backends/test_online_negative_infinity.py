@@ -149,3 +149,28 @@ def test_an_exponent_split_over_a_temporary_inlined_before_online(form):
     got, _ = _run_on_nvidia(generate(program, "flash", target="nvidia", backend="triton"),
                             program.schedule(None).model, inputs, "triton")
     _assert_same(reference, np.asarray(got["O"]), [])
+
+
+# A prefix-LM mask (every query sees the first Pf keys and those up to its own) as a nested where of -inf: a
+# mask no domain condition can write (no `or`), fused with online(m).  QKᵀ stays in its own kernel: compute_at
+# refuses to place the scores no reader takes (T at j >= Pf, j > i) under the key loop.
+PREFIX = f"""const L = {L}, D = {D}, Pf = 5
+const scale = 0.35
+kernel attn(Q: bf16[L, D], K: bf16[L, D], V: bf16[L, D]) -> (O: f32[L, D]) {{
+  T[i, j] = sum(d) Q[i, d] * K[j, d] accum f32
+  S[i, j] = where(j < Pf, T[i, j], where(j <= i, T[i, j], -inf))
+""" + ATTENTION + FLASH.replace("  compute_at(T, l.ko)\n", "")
+
+
+@pytest.mark.parametrize("target, backend", TARGETS, ids=[t for t, _ in TARGETS])
+def test_a_prefix_lm_mask_as_a_nested_where(target, backend):
+    program = loads(PREFIX, "prefix.tdsl")
+    inputs = _inputs(seed=5, mask=False)
+    reference = _program_order(program, inputs)
+    fused = program.schedule("flash")
+    _assert_same(reference, interpret(fused.model, fused.time_map(), inputs)["O"], [])
+    text = generate(program, "flash", target=target, backend=backend)
+    model = program.schedule(None).model
+    got = (_run_on_nvidia(text, model, inputs, backend)[0] if target == "nvidia"
+           else _run_in_ascend_model(text, model, inputs, target))
+    _assert_same(reference, np.asarray(got["O"]), [])

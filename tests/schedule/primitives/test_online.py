@@ -383,6 +383,8 @@ kernel attention(Q: bf16[L, D], K: bf16[L, D], V: bf16[L, D]) -> (O: f32[L, D]) 
     "where(j <= i, exp((S[i, j] - m[i]) * scale), 0.0)",
     "where(j > i, 0.0, exp((S[i, j] - m[i]) * scale))",
     "where(S[i, j] > -4.0, exp((S[i, j] - m[i]) * scale), 0)",  # a condition on the scores, not on m
+    "where(j <= i, exp((S[i, j] - m[i]) * scale), -0.0)",  # any constant 0 (probe of the 26th session)
+    "where(j <= i, exp((S[i, j] - m[i]) * scale), 0.0 * scale)",
 ])
 def test_an_exponential_kept_where_a_condition_holds_and_0_elsewhere_is_followed(written):
     """where(c, exp((S - m)·c), 0) is linear in the exponential (0 rescales to 0), so its sums can follow the
@@ -409,6 +411,24 @@ def test_a_condition_that_reads_the_maximum_is_not_linear_in_the_exponential():
     text = MASKED_BY_WHERE.replace("EXPONENTIAL", "where(S[i, j] > m[i] - 4.0, exp((S[i, j] - m[i]) * scale), 0.0)")
     with pytest.raises(OnlineRescale, match=r"does not read m only inside one factor"):
         loads(text).schedule().online("m")
+
+
+def test_a_where_whose_other_branch_is_not_0_is_refused_saying_so():
+    text = MASKED_BY_WHERE.replace("EXPONENTIAL", "where(j <= i, exp((S[i, j] - m[i]) * scale), 1e-30)")
+    with pytest.raises(OnlineRescale, match=r"P is not linear in exp\(\(S - m\)·c\) \(a where around it must give 0 "
+                                            r"in its other branch, on a condition that does not read m\)"):
+        loads(text).schedule().online("m")
+
+
+def test_a_temporary_holding_part_of_the_exponent_is_refused_saying_to_inline_it():
+    text = MASKED_BY_WHERE.replace("  P[i, j] = EXPONENTIAL\n",
+                                   "  Z[i, j] = S[i, j] - m[i]\n  P[i, j] = exp(Z[i, j] * scale)\n")
+    with pytest.raises(OnlineRescale, match=r"Z does not read m only inside one factor exp\(\(S - m\)·c\) of its value "
+                                            r"\(if Z is part of an exponent, compute_inline\(Z\) before online\(m\)\)"):
+        loads(text).schedule().online("m")
+    s = loads(text).schedule()
+    s.compute_inline("Z")
+    s.online("m")  # then it is one factor
 
 
 @pytest.mark.parametrize("steps", ["rfactor(m.j, segments=3)\n  online(m)", "online(m)\n  rfactor(m.j, segments=3)"])
