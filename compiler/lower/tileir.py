@@ -206,8 +206,8 @@ def promotion_interval(dot: Dot, k: int) -> Optional[int]:
     return min(dot.imprecise, k)
 
 
-Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, NegInfAsZero, Reference, RegOperand, Preloaded, Call, Round, Reduce,
-             Dot]
+Expr = Union[Var, Const, Bin, Neg, Select, Load, Reg, Running, NegInfAsZero, Reference, RegOperand, Preloaded, Call,
+             Round, Reduce, Dot]
 
 
 # ---------------------------------------------------------------- tiles and ops

@@ -19,10 +19,11 @@ values outside M are followed through the ops after it (`_outside`, an exact eva
 * X is -inf there;
 * a Compute with X's mask, of those values, is what its value gives: exp/exp2 of -inf is 0; -inf minus a finite
   value, times a positive constant, or fma(-inf, c > 0, finite) is -inf; a rounding keeps -inf and 0; a
-  maximum read as 0 where it is -inf is finite (a +inf or NaN maximum makes its row's values in M NaN too);
+  maximum read as 0 where it is -inf counts as finite (a +inf one leaves -inf minus it -inf; a NaN one makes
+  its whole row NaN either way);
 * a read `select(M, Y, v)` in a tile reduction, or a product operand of Y under M, drops its mask when Y is
-  exactly v outside M.  A product with absent terms (`Dot.absent_terms`, P·V on the causal diagonal) keeps its operand's mask: its
-  printer needs it to tell a 0 the program reads from a lane it does not.
+  exactly v outside M.  A product with absent terms (`Dot.absent_terms`, P·V on the causal diagonal) keeps its
+  operand's mask: its printer needs it to tell a 0 the program reads from a lane it does not.
 
 Any other read of X or of a tile computed from it (unmasked, in another body, in a rescaling) leaves the body
 unchanged.  Triton and TileLang print `AccFinish.fill`; the Ascend printers do not take this pass.
