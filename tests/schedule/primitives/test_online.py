@@ -189,17 +189,7 @@ def test_a_maximum_complete_before_the_kernel_of_its_sums_needs_no_rescaling(bac
     assert all(c.ok for c in compare_outputs(model, reference, got).values())
 
 
-LATE = """
-  qo, qi = split(l.i, 4)
-  ko, kk = split(l.j, 4)
-  reorder(l, qo, ko, qi, kk)
-  compute_at(P, l.ko)
-  reverse_compute_at(U, l.ko)
-  compute_at(m, l.ko)
-  compute_at(S, l.ko)
-  reverse_compute_at(O, l.qo)
-  online(m)
-"""
+LATE = FLASH + "  online(m)\n"  # the flash steps, then online
 
 
 @pytest.mark.parametrize("backend", ["triton", "ascend-950", "ascend-910b"])
