@@ -167,7 +167,7 @@ def launch_order(program: T.TileProgram, names: ModuleNames) -> list[str]:
     of (KERNELS key, the host loops' values) per launch, inside the loops; [] when each kernel runs once."""
     if not any(k.host for k in program.kernels):
         return []
-    lines = []  # every size is bound on Ascend (pipeline.require_bound_sizes): the bounds are numbers
+    lines = []  # every size is bound on Ascend (compiler/lower/pipeline.py `_passes`): the bounds are numbers
     for pad, kernel, host_vars in host_loops(program, names, lines):
         values = f"({host_vars[0]},)" if len(host_vars) == 1 else f"({', '.join(host_vars)})"
         lines.append(f'{pad}yield "{kernel.name}", {values}')

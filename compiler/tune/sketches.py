@@ -35,6 +35,7 @@ from tdsl.frontend.diagnostics import TdslError
 from tdsl.compiler.analysis.placement import matrix_operands, smallest_dot_tile
 from tdsl.compiler.model.online import NotOnline, online_form
 from tdsl.compiler.model.program import KernelModel, Stmt, collect_accesses
+from tdsl.compiler.schedule.primitives.common import fresh_loop_name
 from tdsl.compiler.schedule.schedule import Step
 
 PRODUCT_TILES = (16, 32, 64, 128, 256)
@@ -586,9 +587,8 @@ def _tiles(values: tuple, extent: int) -> tuple:
 
 
 def _fresh(base: str, taken: set) -> str:
-    """`base`, or `base` with a number, not among a statement's iterator names (a program may name one `io`)."""
-    name, n = base, 1
-    while name in taken:
-        name, n = f"{base}{n}", n + 1
+    """A loop name from `base` that is not in `taken` (`Flow.in_use`: a program may name an iterator or a size
+    `io`), taken from now on (the schedule primitives' own `fresh_loop_name`)."""
+    name = fresh_loop_name(base, taken)
     taken.add(name)
     return name

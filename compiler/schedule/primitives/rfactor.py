@@ -251,7 +251,7 @@ def _inner_name(tree, model, stmt: Stmt, k: str, factor: int, segment_loop: Loop
         exprs = l.exprs.get(stmt.name)
         if l is not segment_loop and exprs and len(exprs) == 1 and exprs[0].intersect_domain(stmt.domain).is_equal(want):
             return l.name
-    taken = {l.name for l in path} | set(stmt.iters) | set(model.sizes) | set(model.params) | set(model.tensors)
+    taken = {l.name for l in path} | set(stmt.iters) | set(model.sizes) | set(model.tensors)  # sizes hold the params
     name = f"{k}_in"
     while name in taken:
         name += "_"
