@@ -68,6 +68,7 @@ from tdsl.compiler.analysis.buffer_records import (
     Violation,
     fmt_bytes,
 )
+from tdsl.compiler.schedule.empty_statements import without_empty_statements
 from tdsl.compiler.schedule.schedule import Schedule
 from tdsl.compiler.schedule.tree import launches
 
@@ -103,6 +104,7 @@ def plan_kernels(schedule: Schedule, target=None, serial: Optional[SerialLoops] 
     from tdsl.compiler.targets import get_target
 
     tgt = get_target(target) if target is not None else None
+    schedule = without_empty_statements(schedule)  # what computes nothing at these sizes holds no buffer
     require_bound_sizes(schedule)
     serial = serial or SerialLoops.of(schedule)
     return [_KernelPlanner(schedule, tgt, k, launch.node, serial).run()

@@ -29,6 +29,7 @@ from tdsl.compiler.lower.passes.ascend910b import (assign_cross_core, refuse_unc
                                                    split_vector_rows, widen_narrow_tiles)
 from tdsl.compiler.analysis.placement import assign_units, stage_operands
 from tdsl.compiler.lower.build import lower
+from tdsl.compiler.schedule.empty_statements import without_empty_statements
 from tdsl.compiler.lower.tileir import TileProgram
 
 # (compile target, code generator) -> backend: the key of every per-backend table of the middle end
@@ -88,13 +89,14 @@ DEVICE = {"triton": "h100", "tilelang": "h100", "ascend-950": "ascend-950", "asc
 def lower_for(schedule, backend: str, device: Optional[str] = None) -> TileProgram:
     """The tile program `backend` prints for `schedule` on `device` (default: the backend's `DEVICE`); raises
     CapacityError / BackendError as the steps do."""
+    schedule = without_empty_statements(schedule)  # as lower() sees it
     program = lower(schedule)  # tiles, loops, masks and reductions of the scheduled tree (compiler/lower/build.py)
     return _passes(program, schedule, backend, device)
 
 
 def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] = None) -> TileProgram:
     """The backend-specific passes over a lowered program (each returns a new program; none edits its input)."""
-    return _passes(program, schedule, backend, device)
+    return _passes(program, without_empty_statements(schedule), backend, device)
 
 
 def _passes(program: TileProgram, schedule, backend: str, device: Optional[str]) -> TileProgram:

@@ -108,7 +108,7 @@ class KernelModel:
 
 # ---------------------------------------------------------------- lowering from the checked AST
 
-from tdsl.frontend.diagnostics import SourceError  # noqa: E402
+from tdsl.frontend.diagnostics import SourceError, TdslError  # noqa: E402
 
 
 def affine_text(expr: ast.Expr, sizes: dict) -> str:
@@ -265,7 +265,7 @@ def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] 
     model = KernelModel(kinfo.kernel.name, stmts, tensors, values, params, ctx)
     if params and any(_compares_indices(s, values) for s in stmts):
         model.size_limit = SIZE_LIMIT
-    _check_domains_not_empty(model)
+    _check_domains_not_empty(model, kinfo)
     _check_writes_in_bounds(model)
     _check_reads_in_bounds(model)
     from tdsl.compiler.model.recurrences import check_recurrences
@@ -300,6 +300,19 @@ def _shape_value(expr: ast.Expr, values: dict):
     return value if value is not None else affine_text(expr, values)
 
 
+def _domain(si, values: dict, prefix: str, positive: str, ctx) -> isl.Set:
+    """A statement's instances: its iterators' ranges, its conditions and its reduction's."""
+    iters = [n.name for n in si.stmt.iters] + ([n.name for n in si.reduce.iters] if si.reduce else [])
+    constraints = [f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in iters]
+    constraints += [affine_text(c, values) for c in si.stmt.conditions]
+    if si.reduce:
+        constraints += [affine_text(c, values) for c in si.reduce.conditions]
+    if positive:
+        constraints.append(positive)
+    tup = f"{si.stmt.target}[{', '.join(iters)}]"
+    return isl.Set.read_from_str(ctx, f"{prefix}{{ {tup} : {' and '.join(constraints)} }}")
+
+
 def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
     stmt = si.stmt
     red = si.reduce
@@ -308,13 +321,8 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
     iters = lhs + red_iters
     bounds = {it: f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in iters}
     conditions = [affine_text(c, values) for c in stmt.conditions]
-    constraints = list(bounds.values()) + conditions
-    if red:
-        constraints += [affine_text(c, values) for c in red.conditions]
-    if positive:
-        constraints.append(positive)
     tup = f"{stmt.target}[{', '.join(iters)}]"
-    domain = isl.Set.read_from_str(ctx, f"{prefix}{{ {tup} : {' and '.join(constraints)} }}")
+    domain = _domain(si, values, prefix, positive, ctx)
 
     value = red.body if red else stmt.value
     # the start value's reads count at every instance (it is read before whichever term a schedule runs first)
@@ -469,15 +477,30 @@ def read_relation(model: "KernelModel", stmt: Stmt, node: ast.Access, everywhere
     return _access_map(node, model.sizes, _param_prefix(params), tup, where)
 
 
-def _check_domains_not_empty(model: KernelModel) -> None:
-    """A statement whose conditions no instance satisfies (at every value of the sizes) computes nothing."""
-    for stmt in model.stmts:
-        if stmt.domain.is_empty():
+def _check_domains_not_empty(model: KernelModel, kinfo) -> None:
+    """A statement whose conditions no instance satisfies at any value of the sizes computes nothing: a mistake
+    in its ranges or conditions.  One with no instance at the sizes given only (trisolv's updates of the later
+    rows at N = 1) computes nothing at those sizes, and the schedule's analysis and lowering leave it out
+    (compiler/schedule/empty_statements.py)."""
+    for stmt, si in zip(model.stmts, kinfo.stmts):
+        if stmt.domain.is_empty() and _empty_at_every_size(si, model):
             raise SourceError(
                 f"statement {stmt.name} has no instance: no value of its iterators satisfies its ranges and "
-                f"conditions at these sizes ({', '.join(f'{k}={v}' for k, v in model.sizes.items() if v is not None)})",
+                f"conditions, at any value of the sizes",
                 stmt.span,
             )
+
+
+def _empty_at_every_size(si, model: KernelModel) -> bool:
+    """The statement's domain with every integer size left as a (positive) parameter is empty.  A domain isl
+    cannot state so (a product of two sizes) counts as not empty: the statement is only empty at these sizes."""
+    values = {n: (None if isinstance(v, int) else v) for n, v in model.sizes.items()}
+    params = [n for n, v in values.items() if v is None]
+    positive = " and ".join(f"{p} > 0" for p in params)
+    try:
+        return _domain(si, values, _param_prefix(params), positive, model.ctx).is_empty()
+    except (isl.Error, TdslError):
+        return False
 
 
 def _check_writes_in_bounds(model: KernelModel) -> None:

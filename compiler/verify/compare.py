@@ -135,6 +135,8 @@ def reordered_terms(model, tensor: str) -> int:
         if stmt is None or stmt.name in seen:
             continue
         seen.add(stmt.name)
+        if stmt.domain.is_empty():  # no instance at these sizes: adds nothing, reads nothing
+            continue
         if stmt.is_reduction and (stmt.combine or "strict") not in ("strict", "online"):  # online: a max, any order
             first = len(stmt.lhs_iters)
             n = 1

@@ -364,7 +364,7 @@ def _run_triton(case, backend, text, original, refs, workdir) -> Optional[Findin
 
 
 def _run_ascend(case, backend, text, original, refs, workdir) -> Optional[Finding]:
-    from tdsl.compiler.verify.ascend_sim import SimulationError, Unsupported, simulate
+    from tdsl.compiler.verify.ascend_sim import SimulationError, Unsupported, output_arrays, simulate
 
     for dist, ref in refs.items():
         try:
@@ -375,7 +375,7 @@ def _run_ascend(case, backend, text, original, refs, workdir) -> Optional[Findin
             return Finding("miscompile", backend, f"the NumPy execution model rejects the kernel: {err}")
         except Exception as err:  # noqa: BLE001
             return internal(f"{backend} simulate", err)
-        finding = _compare_outputs(backend, original, ref, sim.tensors, dist)
+        finding = _compare_outputs(backend, original, ref, output_arrays(sim, original.model), dist)
         if finding:
             return finding
     return None

@@ -455,6 +455,35 @@ def test_wrong_argument_types_are_schedule_errors(call):
     assert snapshot(s) == before
 
 
+MATMUL = """const N = 8
+kernel k(X: f32[N, N]) -> (Y: f32[N, N]) {
+  T[i, j] = X[i, j] * 2.0
+  Y[i, j] = sum(k) T[i, k] * X[k, j]
+}
+"""
+
+
+@pytest.mark.parametrize("step, says", [
+    ("cache_read(X, Y.i, shared)", "cache_read: unknown memory scope 'Y.i'"),
+    ("cache_write(Y, Y.j, Y.i)", "cache_write: unknown memory scope 'Y.j'"),
+    ("fold_storage(T, Y.i, 1)", "fold_storage: T has no dimension 'Y.i'"),
+    ("fold_storage(Y.i, i, 1)", "fold_storage: unknown tensor 'Y.i'"),
+    ("store_in(Y, Y.i)", "store_in: unknown tensor 'Y.i'"),
+    ("split(Y.i, Y.j)", "split: the factor must be a positive integer, got 'Y.j'"),
+    ("pipeline(Y.i, Y.j)", "pipeline: stages must be a positive integer, got 'Y.j'"),
+    ("launch(Y, warps=Y.i)", "launch: warps must be a positive integer, got 'Y.i'"),
+    ("skew(Y.i, Y.j, Y.i)", "skew: the factor must be a positive integer, got 'Y.i'"),
+    ("shift(T.i, Y.j)", "got 'Y.j'"),
+])
+def test_a_loop_written_where_no_loop_belongs_is_named_as_written(step, says):
+    """A schedule block's `Y.i` given for a scope, a tensor, a dimension or a number: the error names it as the
+    step wrote it (these messages showed the parser's `LoopRef(stmt='Y', loop='i', span=Span(...))`)."""
+    with pytest.raises(TdslError) as err:
+        loads(MATMUL + "schedule s {\n  " + step + "\n}\n").schedule("s")
+    assert says in str(err.value)
+    assert "LoopRef" not in str(err.value) and "Span(" not in str(err.value)
+
+
 def test_a_loop_may_not_take_a_size_name():
     # A loop becomes an iterator of the partial sums in rfactor; a loop named like the param K made rfactor
     # write `C_rf[i, K, kk]` next to the parameter K and crash (ValueError).

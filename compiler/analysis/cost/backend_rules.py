@@ -24,11 +24,13 @@ from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, PlannedB
 from tdsl.compiler.analysis.buffer_sharing import violations, working_sets
 from tdsl.compiler.analysis.cost.staging import as_generated, copies, persistent_stores
 from tdsl.compiler.lower.tile_rules import padded_shape
+from tdsl.compiler.schedule.empty_statements import without_empty_statements
 from tdsl.compiler.targets import Target
 
 
 def refusal(schedule, target: Target, backend: str, kernels: Optional[list[KernelPlan]] = None) -> Optional[str]:
     """Why `backend` (a key of compiler/lower/pipeline.BACKENDS) cannot use the schedule on `target`; None if it can."""
+    schedule = without_empty_statements(schedule)  # the schedule the plans were made from
     kernels = kernels if kernels is not None else plan_kernels(schedule, target)
     return (padded_overflow(kernels, target) or staged_overflow(schedule.model, kernels, target, backend)
             or lowering_refusal(schedule, target, backend))

@@ -15,6 +15,7 @@ from tdsl.compiler.analysis.cost.staging import as_generated, copies
 from tdsl.compiler.analysis.cost.timing import occupancy, roofline, step_time
 from tdsl.compiler.analysis.cost.traffic import kernel_flops, kernel_transfers, loop_iterations
 from tdsl.compiler.analysis.cost.work import products, promotion_register_bytes
+from tdsl.compiler.schedule.empty_statements import without_empty_statements
 from tdsl.compiler.schedule.schedule import Schedule
 from tdsl.compiler.schedule.tree import global_tensors, launches, statements_under
 from tdsl.compiler.targets import Target, get_target
@@ -24,6 +25,7 @@ def analyze(schedule: Schedule, target="h100", regs: Optional[int] = None,
             plans: Optional[list[KernelPlan]] = None) -> ProgramCost:
     """The cost report of a (scheduled) program on a target; `plans`: its buffer plan, when the caller has it."""
     tgt = get_target(target)
+    schedule = without_empty_statements(schedule)  # the schedule the plans were made from
     model = schedule.model
     plans = plans if plans is not None else plan_kernels(schedule, tgt)
     kernels = [_kernel_cost(schedule, tgt, kp, regs) for kp in plans]

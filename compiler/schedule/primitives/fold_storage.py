@@ -20,8 +20,9 @@ decision the program does not make, and it has two conditions, checked here with
 
 The reference interpreter, the dependences and the backends all read storage through one map
 (compiler/model/storage.py).  Refused: a kernel input or output (the caller's arrays), a reduction's tensor (its
-accumulator lives in the element), a dimension that is not one of the statement's own iterators, a number of
-planes that is not below the dimension's extent, a kernel whose sizes are not bound.
+accumulator lives in the element), a dimension that is not one of the statement's own iterators, a kernel whose sizes are not bound.  As many
+planes as the dimension has elements, or more, fold nothing and change nothing: a schedule written for larger
+sizes applies unchanged at small ones (PolyBench syrk's `fold_storage(Cs, k, 1)` at M = 1).
 """
 
 from __future__ import annotations
@@ -59,9 +60,8 @@ def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
     if not isinstance(extent, int):
         raise ScheduleError("fold_storage", f"dimension {dim} of {tensor} has extent {extent}, not a bound size; "
                                             f"bind it to fold the storage")
-    if planes >= extent:
-        raise ScheduleError("fold_storage", f"dimension {dim} of {tensor} has {_count(extent, 'element')}; "
-                                            f"{_count(planes, 'plane')} would keep them all")
+    if planes >= extent:  # every element keeps its own plane: at these sizes there is nothing to fold
+        return
     folded = replace(t, fold=tuple(sorted({**dict(t.fold), axis: planes}.items())))
     new = replace(model, tensors={**model.tensors, tensor: folded})
     state.model = new  # a rejected step carries what it would have run (LegalityError.rejected)
@@ -70,6 +70,3 @@ def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
     rederive(state, "fold_storage")
     check_dependences(state.model, state.deps, state.tree, "fold_storage")
 
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"

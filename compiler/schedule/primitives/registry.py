@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from tdsl.compiler.errors import ScheduleError
+from tdsl.frontend.ast import LoopRef
 
 # ---------------------------------------------------------------- what an argument names
 
@@ -65,6 +66,17 @@ LOOPS_THEN_FACTORS = Kind("STMT.L1, ..., STMT.Ln, F1, ..., Fn", "str | LoopRef |
                           "loops of one statement, then one positive integer factor per loop")
 
 NAMES_ANNOTATION = "str | Sequence[str] | None"
+
+
+def _as_written(value, kind: Kind):
+    """A loop reference (`Y.i` in a schedule block) given where the parameter is no loop, as the step wrote it:
+    the primitive's check then names it so (`unknown memory scope 'Y.i'`), not as the parser's object."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_written(v, kind) for v in value)
+    if isinstance(value, LoopRef) and "LoopRef" not in kind.annotation:
+        return f"{value.stmt}.{value.loop}" if value.stmt else value.loop
+    return value
+
 
 # ---------------------------------------------------------------- the parameters of a primitive
 
@@ -224,7 +236,7 @@ class Primitive:
         `names` is not among them (the trace prints the loops made instead)."""
         args, kwargs = [], {}
         for p in self.params:
-            value = values[p.name]
+            value = _as_written(values[p.name], p.kind)
             if p.form == "rest":
                 args.extend(value)
             elif p.form == "option":

@@ -126,7 +126,8 @@ rewrite.py     the rewrites above;  load.py: `simulate`, `load_module`;  check.p
 
 from tdsl.compiler.verify.ascend_sim.buffers import CapacityExceeded, KernelRun, Simulation, SimulationError, TensorSpec, Unsupported
 from tdsl.compiler.verify.ascend_sim.check import check_schedule
-from tdsl.compiler.verify.ascend_sim.load import capacities, detect_target, load_module, namespace_functions, simulate
+from tdsl.compiler.verify.ascend_sim.load import (capacities, detect_target, load_module, namespace_functions,
+                                                  output_arrays, simulate)
 
 __all__ = [
     "CapacityExceeded",
@@ -140,5 +141,6 @@ __all__ = [
     "detect_target",
     "load_module",
     "namespace_functions",
+    "output_arrays",
     "simulate",
 ]

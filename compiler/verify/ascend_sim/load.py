@@ -159,6 +159,20 @@ def simulate(text: str, inputs: dict, target: Optional[str] = None, sizes: Optio
     return Simulation(m.target, tensors, runs, dict(m.caps))
 
 
+def output_arrays(sim: Simulation, model) -> dict:
+    """Each output of the program (`model`, the KernelModel the module was generated from) as the run left it.
+    An output no kernel takes -- each statement writing it has no instance at these sizes, so the module has no
+    kernel for it -- stays as GM starts: NaN."""
+    arrays = {}
+    for t in model.outputs():
+        if t.name in sim.tensors:
+            arrays[t.name] = sim.tensors[t.name]
+        else:
+            nan = np.full(t.shape, np.nan, dtype=np.float32)
+            arrays[t.name] = nan if t.dtype == "f8e4m3" else dt.to_storage(t.dtype, nan)  # as `tensors` holds them
+    return arrays
+
+
 def _in_place(ns: dict) -> dict:
     """The module's IN_PLACE table (output -> the input that holds it, program names), {} when it has none."""
     pairs = ns.get("IN_PLACE", {})

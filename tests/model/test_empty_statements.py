@@ -1,0 +1,145 @@
+"""Statements with no instance at the sizes given, and instances at others (compiler/schedule/empty_statements.py).
+
+PolyBench trisolv's update of the later rows, `P[j, i : i > j]`, has no instance at N = 1; so do statements of
+symm, trmm, correlation, nussinov, cholesky, durbin, lu and ludcmp.  The model refused all nine at size 1
+("statement P has no instance") although each is a program with a meaning there.  Now such a statement
+computes nothing at those sizes: its schedule steps apply and are checked, and the buffer plan, the cost report
+and the lowering leave it out.  A statement empty at every size is still an error at the statement.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tdsl.compiler.driver.api import loads
+from tdsl.compiler.driver.generate import generate, load_module, run_generated
+from tdsl.compiler.reference.interpreter import interpret, random_inputs
+from tdsl.compiler.schedule.empty_statements import empty_statements, without_empty_statements
+from tdsl.compiler.verify import compare_outputs
+from tdsl.compiler.verify.ascend_sim import output_arrays, simulate
+from tdsl.frontend.diagnostics import SourceError
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks" / "polybench"))
+
+import run as polybench  # noqa: E402
+
+PORTS = [p for p in polybench.kernels() if p.with_suffix(".tdsl").exists()]
+
+
+def _at_size(path: Path, value: int):
+    """The port with every integer size `value` (its time loops too)."""
+    text = path.with_suffix(".tdsl").read_text(encoding="utf-8")
+    names = [k for k, v in loads(text, path.name).schedule().model.sizes.items() if isinstance(v, int)]
+    sizes = {k: value for k in names}
+    return loads(text, path.with_suffix(".tdsl").name, sizes=sizes), sizes
+
+
+def _backend_outputs(prog, schedule: str, target: str, backend, model, inputs: dict, tmp_path: Path) -> dict:
+    text = generate(prog, schedule, target=target, backend=backend)
+    if target == "nvidia":  # Triton's interpreter, with NaN guards around every output
+        module = load_module(text, tmp_path / f"{model.name}_{schedule}.py")
+        return run_generated(module, model, inputs, device="cpu", guard=16)
+    return output_arrays(simulate(text, inputs, target), model)
+
+
+def test_nine_polybench_ports_have_a_statement_without_instances_at_size_one():
+    """The class the tests below run: not empty, so they cannot pass by finding nothing to check."""
+    empty = {p.stem for p in PORTS if empty_statements(_at_size(p, 1)[0].schedule().model)}
+    assert {"trisolv", "symm", "trmm", "correlation", "nussinov", "cholesky", "durbin", "lu", "ludcmp"} <= empty
+
+
+@pytest.mark.parametrize("path", PORTS, ids=lambda p: p.stem)
+def test_every_port_is_polybench_at_size_one(path):
+    """Program order at every size 1 against the port's float64 reference (a port whose statements then have
+    no instance was refused when the model was built)."""
+    prog, sizes = _at_size(path, 1)
+    port = polybench.load_port(path)
+    sched = prog.schedule()
+    inputs = polybench._rounded(port.init(sizes), sched.model)
+    got = interpret(sched.model, sched.time_map(), inputs)
+    want = port.reference({k: v.astype(np.float64) for k, v in inputs.items()}, sizes)
+    for name in want:
+        both_nan = np.isnan(got[name]) & np.isnan(want[name])  # gramschmidt divides by a norm of 0 at M = 1
+        assert polybench._relative_error(np.where(both_nan, 0, got[name]), np.where(both_nan, 0, want[name])) \
+            <= polybench.TOLERANCE, name
+
+
+@pytest.mark.parametrize("target, backend", [("nvidia", "triton"), ("ascend-950", None), ("ascend-910b", None)])
+@pytest.mark.parametrize("stem", ["trisolv", "cholesky", "durbin", "nussinov", "symm", "trmm"])
+def test_the_tiled_schedule_with_an_empty_statement_computes_program_order(stem, target, backend, tmp_path):
+    """Every schedule block of the port, generated and run (Triton's interpreter, the NumPy models of the
+    Ascend targets), equals the interpreter in program order at size 1: the empty statements' loops, buffers and
+    kernels are left out, the others computed as at any size."""
+    path = next(p for p in PORTS if p.stem == stem)
+    prog, _ = _at_size(path, 1)
+    original = prog.schedule(None)
+    model = original.model
+    assert empty_statements(model)
+    inputs = random_inputs(model, seed=3)
+    want = interpret(model, original.time_map(), inputs)
+    text = path.with_suffix(".tdsl").read_text(encoding="utf-8")
+    for schedule in [s for s in re.findall(r"^schedule (\w+)", text, re.M) if s != "illegal"]:
+        got = _backend_outputs(prog, schedule, target, backend, model, inputs, tmp_path)
+        for name, result in compare_outputs(model, want, got).items():
+            assert result.ok, (schedule, name, result.summary())
+
+
+ONLY_EMPTY = """const N = 1
+kernel k(X: f32[N]) -> (Y: f32[N], Z: f32[N]) {
+  Y[i : i > 0] = X[i] * 2.0
+  Z[i] = X[i] + 1.0
+}
+
+schedule tiled {
+  io, ii = split(Y.i, 4)
+  bind(Y.io, grid.x)
+  cache_read(X, shared, at=Y.io)
+  zo, zi = split(Z.i, 4)
+  bind(Z.zo, grid.x)
+}
+"""
+
+
+@pytest.mark.parametrize("target, backend", [("nvidia", "triton"), ("nvidia", "tilelang"), ("ascend-950", None),
+                                             ("ascend-910b", None)])
+def test_a_result_only_an_empty_statement_writes_keeps_what_its_buffer_held(target, backend, tmp_path):
+    """Y has no instance at N = 1: its split, binding and staged copy of X apply, and the modules hold Z's kernel
+    alone; Y comes back as its buffer was (NaN), as in program order.  TileLang is only generated here (it runs
+    on a GPU)."""
+    prog = loads(ONLY_EMPTY)
+    sched = prog.schedule("tiled")
+    assert empty_statements(sched.model) == ["Y"]
+    pruned = without_empty_statements(sched)
+    assert pruned.tree.leaves() == ["Z"] and not pruned.tree.buffers
+    assert without_empty_statements(sched) is pruned  # one pruned schedule per state: plans and costs agree
+    if backend == "tilelang":
+        assert "Z" in generate(prog, "tiled", target=target, backend=backend)
+        return
+    original = prog.schedule(None)
+    inputs = random_inputs(original.model, seed=0)
+    want = interpret(original.model, original.time_map(), inputs)
+    got = _backend_outputs(prog, "tiled", target, backend, original.model, inputs, tmp_path)
+    assert np.isnan(got["Y"]).all() and np.isnan(want["Y"]).all()
+    assert np.array_equal(got["Z"], want["Z"])
+
+
+def test_a_schedule_without_empty_statements_is_analysed_as_it_is():
+    sched = loads(ONLY_EMPTY, sizes={"N": 5}).schedule("tiled")
+    assert without_empty_statements(sched) is sched
+
+
+def test_the_cost_report_leaves_an_empty_statement_out():
+    from tdsl.compiler.analysis.cost.program import analyze
+
+    cost = analyze(loads(ONLY_EMPTY).schedule("tiled"), "h100")
+    assert [k.stmts for k in cost.kernels] == [["Z"]]
+
+
+def test_a_statement_empty_at_every_size_is_still_refused():
+    src = "const N = 4\nkernel f(A: f32[N]) -> (Y: f32[N]) {\n  Y[i : i > N] = A[i]\n}\n"
+    with pytest.raises(SourceError, match=r"statement Y has no instance: .* at any value of the sizes"):
+        loads(src).schedule()
