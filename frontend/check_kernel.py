@@ -462,7 +462,7 @@ class _KernelChecker(_IndexChecks):
             where = f" (it is computed at line {stmt.span.line})" if stmt is not None else " (it is never computed)"
             _fail(f"tensor '{name}' is read before it is defined{where}", span)
         if name in self.sizes:
-            _fail(f"'{name}' is a size, not a tensor", span)
+            _fail(f"'{name}' is a {self._name_kind(name)}, not a tensor", span)
         hint = _did_you_mean(name, list(self.tensors) + list(self.targets))
         _fail(f"unknown tensor '{name}'{hint}", span)
 

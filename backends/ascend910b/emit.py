@@ -222,7 +222,8 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
         the axis's first lane, and from below, at its last: if that lane fails one, every lane of the axis does, and
         the tile lies wholly outside the domain.  The rows of a ragged tile, and the columns of a tile that a
         skewed grid places past the tensor (gemver's A tiles with `skew(A.bo, A.ao, 1)` start at column 32 of 17,
-        or end at column -1, in some programs)."""
+        or end at column -1, in some programs).  An equality bounds the axis from both sides: fdtd_2d's
+        `EYn[t, i + 1, j]` in the branch `i == 0` at NX = 2, where the second vector core's row is i = 1."""
         out = []
         for axis in tile.axes:
             others = {a.iter for a in tile.axes if a is not axis}
@@ -230,10 +231,11 @@ class Ascend910BPrinter(CubeSide, VectorSide, Stores, Values, TileLangDialect):
             for a in atoms(mask):
                 if any(mentions(a, o) for o in others):
                     continue
-                if upper_bound_on(a, axis.iter):
-                    out.append(substitute(a, axis.iter, axis.offset))
-                elif lower_bound_on(a, axis.iter):
-                    out.append(substitute(a, axis.iter, last))
+                for side in ([T.Bin("<=", a.lhs, a.rhs), T.Bin(">=", a.lhs, a.rhs)] if a.op == "==" else [a]):
+                    if upper_bound_on(side, axis.iter):
+                        out.append(substitute(side, axis.iter, axis.offset))
+                    elif lower_bound_on(side, axis.iter):
+                        out.append(substitute(side, axis.iter, last))
         return out
 
     def _in_tensor(self, op) -> list:

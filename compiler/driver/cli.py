@@ -27,7 +27,7 @@ from typing import Optional
 
 from tdsl.frontend.diagnostics import TdslError
 
-from tdsl.compiler.errors import InternalError
+from tdsl.compiler.errors import BackendError, InternalError
 
 # The interpreter executes one Python step per statement instance: refuse sizes that would take minutes.
 MAX_INTERPRETED_INSTANCES = 2_000_000
@@ -206,7 +206,6 @@ def _check_generation(prog, name: str, args) -> int:
 
 def _is_refusal(err) -> bool:
     from tdsl.compiler.analysis.buffer_plan import CapacityError
-    from tdsl.compiler.errors import BackendError
 
     return isinstance(err, (BackendError, CapacityError))
 
@@ -519,7 +518,13 @@ def cmd_cost(args) -> int:
         raise TdslError("--backend names the tile rules that --sweep and --fit candidates must meet: add --sweep "
                         "or --fit")
     sched = prog.schedule(name, kernel=args.kernel)
-    cost = analyze(sched, target, regs=args.regs)
+    try:
+        cost = analyze(sched, target, regs=args.regs)
+    except BackendError as err:  # a scope the target lacks: at the block, as compile says it
+        from tdsl.compiler.driver.generate import locate
+
+        locate(err, prog, name, args.kernel)
+        raise
     print(cost.to_json() if args.json else cost.text())
     if args.plot:
         plot_kernels(cost, args.plot, title=f"{prog.filename}: schedule {name or 'program order'}")

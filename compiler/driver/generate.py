@@ -45,7 +45,7 @@ def generate(prog, schedule_name: Optional[str], target: str = "nvidia", backend
     try:
         return generate_schedule(prog, sched, target, backend, schedule_name)
     except (BackendError, CapacityError) as err:
-        _locate(err, prog, schedule_name, kernel)
+        locate(err, prog, schedule_name, kernel)
         raise
 
 
@@ -67,7 +67,7 @@ def code_generator(target: str, backend: Optional[str] = None) -> tuple[str, str
     return backend, BACKENDS[kind, backend]
 
 
-def _locate(err: TdslError, prog, schedule_name: Optional[str], kernel: Optional[str]) -> None:
+def locate(err: TdslError, prog, schedule_name: Optional[str], kernel: Optional[str]) -> None:
     """Give the error's message the file:line:col of the schedule block (the error keeps its type)."""
     if schedule_name is not None:
         span = prog.block(schedule_name).span

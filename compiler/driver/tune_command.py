@@ -226,8 +226,11 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
     while name in prog.schedule_names:
         name += "_"
     text = block_source(prog.ast.source, name, best["steps"], kernel)
-    tuned = loads(text, prog.filename, sizes=prog.sizes)
     try:  # the steps come from the log: an error in them is the log's, not at a line of the program
+        tuned = loads(text, prog.filename, sizes=prog.sizes)
+        if sorted(tuned.schedule_names) != sorted([*prog.schedule_names, name]) or \
+                list(tuned.kernels) != list(prog.kernels):  # text that closes the block and adds to the program
+            raise TdslError(f"{prog.filename}: error: the steps are not one schedule block")
         tuned.schedule(name)
     except TdslError as err:
         steps = "; ".join(best["steps"].splitlines())

@@ -492,11 +492,14 @@ def _check_domains_not_empty(model: KernelModel, kinfo) -> None:
 
 
 def _empty_at_every_size(si, model: KernelModel) -> bool:
-    """The statement's domain with every integer size left as a (positive) parameter is empty.  A domain isl
-    cannot state so (a product of two sizes) counts as not empty: the statement is only empty at these sizes."""
+    """The statement's domain with every integer size left as a parameter (from 1 to the largest size a program
+    may have) is empty.  A domain isl cannot state so (a product of two sizes) counts as not empty: the statement
+    is only empty at these sizes."""
+    from tdsl.frontend.limits import MAX_INT
+
     values = {n: (None if isinstance(v, int) else v) for n, v in model.sizes.items()}
     params = [n for n, v in values.items() if v is None]
-    positive = " and ".join(f"{p} > 0" for p in params)
+    positive = " and ".join(f"0 < {p} <= {MAX_INT}" for p in params)
     try:
         return _domain(si, values, _param_prefix(params), positive, model.ctx).is_empty()
     except (isl.Error, TdslError):

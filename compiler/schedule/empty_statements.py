@@ -31,26 +31,27 @@ def without_empty_statements(schedule):
     empty = set(empty_statements(state.model))
     if not empty:
         return schedule
-    made = getattr(state, "_without_empty", None)
+    key = (id(state.model), id(state.tree))  # a step makes a new state; this also notices a state edited in place
+    made = getattr(state, "_without_empty", {}).get(key)
     if made is None:
         made = schedule.copy()
         made.state.model = replace(state.model, stmts=[s for s in state.model.stmts if s.name not in empty])
         made.state.tree = _pruned_tree(state.tree, empty)
         made.state.deps = [d for d in state.deps if d.src not in empty and d.dst not in empty]
-        state._without_empty = made
+        state._without_empty = {key: made}
     return made
 
 
 def _pruned_tree(tree: Tree, empty: set) -> Tree:
     """The tree without the leaves of `empty`, without loops left with no statement, and without the buffers
-    that only those statements used."""
+    that only those statements used or that copy what only they write (a reader's copy of nothing)."""
     pruned = tree.copy()
     pruned.body = _pruned_body(pruned.body, empty)
     kept = {id(loop) for loop in walk_loops(pruned.body)}
     buffers = []
     for buf in pruned.buffers:
         buf.stmts = [s for s in buf.stmts if s not in empty]
-        if buf.stmts and id(buf.at) in kept:
+        if buf.stmts and id(buf.at) in kept and buf.tensor not in empty:
             buffers.append(buf)
     pruned.buffers = buffers
     pruned.online = [name for name in pruned.online if name not in empty]

@@ -96,11 +96,12 @@ class Target:
     def scope(self, name: str) -> Scope:
         """The scope a schedule's scope name means on this target (aliases resolved)."""
         real = self.aliases.get(name, name)
-        if real not in self.scopes:
+        if real not in self.scopes:  # a schedule written for another target: this one cannot place the buffer
+            from tdsl.compiler.errors import BackendError
+
             known = sorted(set(self.scopes) | set(self.aliases))
-            raise TdslError(
-                f"memory scope '{name}' does not exist on target {self.name} (scopes: {', '.join(known)})"
-            )
+            raise BackendError(f"memory scope '{name}' does not exist on target {self.name} (scopes: "
+                               f"{', '.join(known)}): place the buffer in one of these", backend=self.name)
         return self.scopes[real]
 
     def scope_name(self, name: str) -> str:

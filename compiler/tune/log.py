@@ -58,19 +58,21 @@ def read(path: Path) -> list[dict]:
     if path.is_dir():
         raise TdslError(f"{path} is a folder, not a tuning log (give the log's file)")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise TdslError(f"{path}: not a tuning log (byte {err.start} is not UTF-8 text)") from None
     except OSError as err:
         raise TdslError(f"{path}: cannot be read ({err.strerror})") from None
+    lines = text.splitlines()
+    torn = not text.endswith("\n")  # a record is written with its newline: only a last line without one is torn
     records = []
-    for n, text in enumerate(lines, 1):
-        if not text.strip():
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
             continue
         try:
-            record = json.loads(text)
+            record = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
-            if n < len(lines):
+            if n < len(lines) or not torn:
                 raise TdslError(f"{path}:{n}: not a tuning log line (JSON expected)") from None
             continue
         problem = _record_problem(record)

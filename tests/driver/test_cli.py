@@ -430,3 +430,65 @@ schedule rf_det {
     strict = tmp_path / "strict.tdsl"  # the same schedule of a strict sum is refused: no bound to be within
     strict.write_text(prog.read_text().replace(" combine deterministic", ""))
     assert tdsl("check", str(strict)).returncode == 1
+
+
+MM_SILU = """const M = 128, N = 128, K = 64
+kernel mm_silu(A: bf16[M, K], W: bf16[K, N]) -> (Y: bf16[M, N]) {
+  C[i, j]: bf16 = sum(k) A[i, k] * W[k, j] accum f32
+  Y[i, j] = silu(C[i, j])
+}
+schedule ub {
+  io, ii = split(C.i, 16)
+  cache_read(A, UB, at=C.io)
+}
+schedule plain {
+  io, ii = split(C.i, 16)
+}
+"""
+
+
+def test_a_scope_the_target_lacks_is_a_refusal_at_the_block(tmp_path):
+    """`UB` on an NVIDIA target (probe P): an unlocated error, exit 2 from check --target, which stopped at the
+    block instead of reporting it as not generated for the target and going on to the next."""
+    prog = tmp_path / "mm.tdsl"
+    prog.write_text(MM_SILU)
+    check = tdsl("check", str(prog), "--all", "--target", "h100")
+    assert check.returncode == 1
+    assert "schedule ub: not generated for h100" in check.stdout and "schedule plain: generated for h100" in check.stdout
+    assert "mm.tdsl:6:1: error: cannot generate code (h100): memory scope 'UB' does not exist" in check.stdout
+    for command in ("cost", "compile"):
+        extra = ["-o", str(tmp_path / "x.py")] if command == "compile" else []
+        proc = tdsl(command, str(prog), "--schedule", "ub", "--target", "h100", *extra)
+        assert proc.returncode == 2 and "mm.tdsl:6:1: error: cannot generate code (h100)" in proc.stderr
+
+
+def test_steps_of_a_tuning_log_that_do_not_parse_are_the_logs_error(tmp_path):
+    """A log's steps are not text of the program: a syntax error in them, or text that closes the block and adds
+    to the program, is reported against the log (probe P: at a line the program does not have)."""
+    import json
+
+    prog = tmp_path / "p.tdsl"
+    prog.write_text("const M = 8, N = 8\nkernel k(X: f32[M, N]) -> (Y: f32[M, N]) {\n  Y[i, j] = X[i, j] * 2.0\n}\n")
+    assert tdsl("tune", str(prog), "--target", "h100", "--trials", "1", "--log", str(tmp_path / "t.jsonl")).returncode == 0
+    record = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
+    for steps, says in (("split(Y.i,, 4)", "expected ')'"), ("}\nkernel x() {", "expected '->'"),
+                        ("}\nschedule evil {\n  bind(Y.i, grid.x)", "the steps are not one schedule block")):
+        log = tmp_path / "bad.jsonl"
+        log.write_text(json.dumps({**record, "steps": steps, "us": 1.0, "ok": True}) + "\n")
+        proc = tdsl("compile", str(prog), "--tuned", str(log), "--target", "h100", "-o", str(tmp_path / "x.py"))
+        assert proc.returncode == 2
+        assert f"{log}: its fastest correct record of kernel k does not apply to {prog} ({says}" in proc.stderr
+
+
+@pytest.mark.parametrize("text, says", [
+    ("const N = 4, eps = 0.5\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = eps[i]\n}\n",
+     "'eps' is a float constant, not a tensor"),
+    ("const N = 8\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  P[i] = X[i] * 2.0\n  Q[i] = X[i] + 2.0\n"
+     "  Y[i] = P[i] + Q[i]\n}\nschedule s {\n  fuse(P.i, Y.i)\n}\n",
+     "fuse: loops P.i and Y.i are neither nested"),
+])
+def test_messages_name_what_the_program_wrote(tmp_path, text, says):
+    prog = tmp_path / "p.tdsl"
+    prog.write_text(text)
+    proc = tdsl("check", str(prog), "--all")
+    assert proc.returncode == 2 and says in proc.stderr + proc.stdout

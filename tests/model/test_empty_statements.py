@@ -143,3 +143,89 @@ def test_a_statement_empty_at_every_size_is_still_refused():
     src = "const N = 4\nkernel f(A: f32[N]) -> (Y: f32[N]) {\n  Y[i : i > N] = A[i]\n}\n"
     with pytest.raises(SourceError, match=r"statement Y has no instance: .* at any value of the sizes"):
         loads(src).schedule()
+
+
+# Probe O (27th session): each step below crashed, was refused or ran wrong where the statement it touches has
+# no instance at these sizes, and applies at N = 2.
+EMPTY_AT_ONE = {
+    "rfactor of a split": """const N = 1, K = 64
+kernel k(X: f32[N, K]) -> (Y: f32[N]) {
+  R[i : i >= 1] = sum(k) X[i, k] combine reassoc
+  Y[i] = where(i >= 1, R[i], X[i, 0])
+}
+schedule s {
+  ko, kk = split(R.k, 16)
+  rfactor(R.ko)
+}
+""",
+    "rfactor in segments": """const N = 1, K = 64
+kernel k(X: f32[N, K]) -> (Y: f32[N]) {
+  R[i : i >= 1] = sum(k) X[i, k] * X[i, k] combine reassoc
+  Y[i] = where(i >= 1, R[i], X[i, 0])
+}
+schedule s {
+  rfactor(R.k, segments=4)
+}
+""",
+    "recompute_at": """const N = 1, M = 8
+kernel k(X: f32[M, M]) -> (Y: f32[M, M]) {
+  T[i, j : i + N >= M + 1] = X[i, j] * 2.0
+  Y[i, j] = where(i + N >= M + 1, T[i, j], X[i, j]) + 1.0
+}
+schedule s {
+  io, ii = split(Y.i, 4)
+  recompute_at(T, Y.io)
+  bind(Y.io, grid.x)
+}
+""",
+    "a result kept in an input": """const N = 1, M = 4
+kernel k(Cin: f32[N, M], X: f32[N, M]) -> (C: f32[N, M] in Cin) {
+  C[i, j : i >= 1] = X[i, j] + Cin[i, j]
+}
+schedule s {
+  io, ii = split(C.i, 2)
+}
+""",
+    "a copy of what only it writes": """const N = 1, M = 4
+kernel k(X: f32[N, M]) -> (Y: f32[N, M]) {
+  T[i, j : i >= 1] = X[i, j] * 2.0
+  Y[i, j] = where(i >= 1, T[i, j], X[i, j])
+}
+schedule s {
+  cache_read(T, shared, at=Y.i)
+}
+""",
+}
+
+
+@pytest.mark.parametrize("target, backend", [("nvidia", "triton"), ("ascend-950", None), ("ascend-910b", None)])
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("case", EMPTY_AT_ONE)
+def test_steps_on_a_statement_without_instances_apply_and_compute_program_order(case, n, target, backend, tmp_path):
+    prog = loads(EMPTY_AT_ONE[case], sizes={"N": n})
+    original = prog.schedule(None)
+    assert bool(empty_statements(original.model)) == (n == 1)
+    inputs = random_inputs(original.model, seed=n)
+    want = interpret(original.model, original.time_map(), inputs)
+    sched = prog.schedule("s")
+    scheduled = interpret(sched.model, sched.time_map(), inputs)
+    got = _backend_outputs(prog, "s", target, backend, original.model, inputs, tmp_path)
+    for outputs in (scheduled, got):  # within the tolerance of the sums `combine reassoc` lets a schedule reorder
+        for name, result in compare_outputs(original.model, want, outputs).items():
+            assert result.ok, (name, result.summary())
+
+
+def test_a_statement_empty_below_the_largest_size_is_refused():
+    """No size exceeds 2^31 - 1, so `i >= 2147483647` with i < N holds at no size: an error, not a statement
+    empty at these sizes."""
+    src = "const N = 4\nkernel f(A: f32[N]) -> (Y: f32[N]) {\n  T[i : i >= 2147483647] = A[i]\n  Y[i] = A[i]\n}\n"
+    with pytest.raises(SourceError, match=r"statement T has no instance"):
+        loads(src).schedule()
+
+
+def test_the_peak_memory_counts_a_result_no_kernel_writes():
+    """The caller allocates Y although no kernel writes it at N = 1 (the peak left it out)."""
+    from tdsl.compiler.analysis.cost.program import analyze
+
+    cost = analyze(loads(ONLY_EMPTY).schedule("tiled"), "h100")
+    assert cost.peak_global_memory == 12  # X, Y and Z: one f32 each

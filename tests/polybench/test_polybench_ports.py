@@ -140,3 +140,27 @@ def test_a_port_is_polybench_at_sizes_other_than_its_own(path, ragged):
     if getattr(port, "F64_UNREACHABLE", None):
         pytest.skip(f"f32 cannot reach the float64 result: {port.F64_UNREACHABLE}")
     assert error <= polybench.TOLERANCE, (sizes, error)
+
+
+def test_fdtd_2d_on_the_910b_with_a_vector_core_past_the_branch_that_reads_the_next_row():
+    """At NX = 2 each vector core takes one row, and the second core's row i = 1 takes the branch that does not
+    read EYn[t, i + 1, j] (`i == NX - 1`): its copy of that row, wholly past the tensor, was issued all the same,
+    and a copy of an empty region moves the whole tile on the device (probe O, 27th session).  An equality in a
+    load's mask now bounds the vector core's rows from both sides."""
+    import numpy as np
+
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.driver.generate import generate
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+    from tdsl.compiler.verify import compare_outputs
+    from tdsl.compiler.verify.ascend_sim import output_arrays, simulate
+
+    path = next(p for p in PORTS if p.stem == "fdtd_2d").with_suffix(".tdsl")
+    prog = loads(path.read_text(encoding="utf-8"), path.name, sizes={"TMAX": 2, "NX": 2, "NY": 40})
+    original = prog.schedule(None)
+    inputs = random_inputs(original.model, seed=1)
+    want = interpret(original.model, original.time_map(), inputs)
+    got = output_arrays(simulate(generate(prog, "sweeps", target="ascend-910b"), inputs, "ascend-910b"),
+                        original.model)
+    assert all(result.ok for result in compare_outputs(original.model, want, got).values())
+    assert not np.isnan(got["ex"]).any()

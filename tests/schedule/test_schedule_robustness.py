@@ -474,8 +474,16 @@ kernel k(X: f32[N, N]) -> (Y: f32[N, N]) {
     ("launch(Y, warps=Y.i)", "launch: warps must be a positive integer, got 'Y.i'"),
     ("skew(Y.i, Y.j, Y.i)", "skew: the factor must be a positive integer, got 'Y.i'"),
     ("shift(T.i, Y.j)", "got 'Y.j'"),
+    # probe P: an extra argument was taken for the Python API's names=, a list shown as Python's repr
+    ("fuse(Y.i, Y.j, Y.k)", "fuse: wrong arguments; expected fuse(STMT.L1, STMT.L2)"),
+    ("split(Y.i, 64, 32)", "split: wrong arguments; expected split(STMT.LOOP, FACTOR)"),
+    ("split(Y.i, 4, [a, b])", "split: [a, b] is a list, and no argument of split is one"),
+    ("compute_at(T, [Y.i])", "compute_at: [Y.i] is a list"),
+    ("cache_read(X, [shared], at=Y.i)", "cache_read: [shared] is a list"),
+    ("bind(Y.i, 5)", "bind: expected a grid axis (grid.x, grid.y or grid.z), got 5"),
+    ("compute_inline(5)", "compute_inline: expected a statement, named by the tensor it writes, got 5"),
 ])
-def test_a_loop_written_where_no_loop_belongs_is_named_as_written(step, says):
+def test_an_argument_of_the_wrong_kind_is_named_as_written(step, says):
     """A schedule block's `Y.i` given for a scope, a tensor, a dimension or a number: the error names it as the
     step wrote it (these messages showed the parser's `LoopRef(stmt='Y', loop='i', span=Span(...))`)."""
     with pytest.raises(TdslError) as err:

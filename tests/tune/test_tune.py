@@ -84,6 +84,9 @@ def test_a_torn_last_line_is_skipped(tmp_path):
     path.write_text('{"ok": tr\n{"ok": true}\n')
     with pytest.raises(TdslError, match="t.jsonl:1"):
         tuning_log.read(path)
+    path.write_text("not json\n")  # a whole line, newline and all: no torn write, not a log (was: an empty log)
+    with pytest.raises(TdslError, match=r"t.jsonl:1: not a tuning log line"):
+        tuning_log.read(path)
 
 
 def test_a_record_appended_after_a_torn_line_starts_a_line_of_its_own(tmp_path):

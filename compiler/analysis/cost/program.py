@@ -92,7 +92,10 @@ def _peak_global_memory(schedule: Schedule) -> tuple[int, str, dict]:
         for s in stmts:
             for a in model.stmt(s).reads:
                 last_read[a.tensor] = max(last_read.get(a.tensor, -1), until)
-    live = {t.name for t in model.tensors.values() if t.kind == "input"}
+    written = {s.write.tensor for s in model.stmts}
+    # the inputs, and the results no kernel writes (their statements have no instance here): the caller's arrays
+    live = {t.name for t in model.tensors.values()
+            if t.kind == "input" or (t.kind == "output" and t.name not in written and not t.stored_in)}
     peak, peak_at = sum(sizes[t] for t in live), "before the first kernel"
     for k, stmts in enumerate(kernels):
         live |= {model.stmt(s).write.tensor for s in stmts

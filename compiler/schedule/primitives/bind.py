@@ -17,7 +17,7 @@ from __future__ import annotations
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_parallel
 from tdsl.compiler.schedule.tree import walk_loops
-from tdsl.compiler.schedule.primitives.common import GRID_AXES, LoopLike, State, as_ref, find_loop
+from tdsl.compiler.schedule.primitives.common import GRID_AXES, LoopLike, State, find_loop
 from tdsl.compiler.schedule.primitives.registry import AXIS, LOOP, arg, primitive
 
 
@@ -42,7 +42,9 @@ def bind(state: State, loop: LoopLike, axis) -> None:
 
 
 def _axis(axis) -> str:
-    text = axis if isinstance(axis, str) else f"{as_ref(axis, 'bind').stmt}.{as_ref(axis, 'bind').loop}"
+    if not isinstance(axis, str):
+        raise ScheduleError("bind", f"expected a grid axis (grid.x, grid.y or grid.z), got {axis!r}")
+    text = axis
     for prefix in ("grid.", "blockIdx."):
         if text.startswith(prefix):
             text = text[len(prefix):]

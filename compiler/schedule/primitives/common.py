@@ -50,8 +50,10 @@ def ref_text(loop: LoopLike, primitive: str = "schedule") -> str:
 
 
 def check_stmt(state: State, primitive: str, stmt: str) -> str:
-    if not isinstance(stmt, str):
+    if isinstance(stmt, LoopRef):
         stmt = ref_text(stmt, primitive)
+    if not isinstance(stmt, str):
+        raise ScheduleError(primitive, f"expected a statement, named by the tensor it writes, got {stmt!r}")
     names = state.tree.leaves()
     if stmt not in names:
         raise ScheduleError(primitive, f"unknown statement '{stmt}'{_suggest(stmt, names)} (statements: {', '.join(names)})")

@@ -21,8 +21,9 @@ decision the program does not make, and it has two conditions, checked here with
 The reference interpreter, the dependences and the backends all read storage through one map
 (compiler/model/storage.py).  Refused: a kernel input or output (the caller's arrays), a reduction's tensor (its
 accumulator lives in the element), a dimension that is not one of the statement's own iterators, a kernel whose sizes are not bound.  As many
-planes as the dimension has elements, or more, fold nothing and change nothing: a schedule written for larger
-sizes applies unchanged at small ones (PolyBench syrk's `fold_storage(Cs, k, 1)` at M = 1).
+planes as the dimension has elements, or more, leave it unfolded (undoing an earlier fold of it): a schedule
+written for larger sizes applies at small ones (PolyBench syrk's `fold_storage(Cs, k, 1)` at M = 1), and
+`fold_storage(T, t, 6)` after `fold_storage(T, t, 1)` means six planes at every size.
 """
 
 from __future__ import annotations
@@ -60,9 +61,10 @@ def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
     if not isinstance(extent, int):
         raise ScheduleError("fold_storage", f"dimension {dim} of {tensor} has extent {extent}, not a bound size; "
                                             f"bind it to fold the storage")
-    if planes >= extent:  # every element keeps its own plane: at these sizes there is nothing to fold
-        return
-    folded = replace(t, fold=tuple(sorted({**dict(t.fold), axis: planes}.items())))
+    folds = {**dict(t.fold), axis: planes}
+    if planes >= extent:  # every element keeps a plane of its own: the dimension is not folded (an earlier fold undone)
+        del folds[axis]
+    folded = replace(t, fold=tuple(sorted(folds.items())))
     new = replace(model, tensors={**model.tensors, tensor: folded})
     state.model = new  # a rejected step carries what it would have run (LegalityError.rejected)
     check_storage_order(new, "fold_storage")

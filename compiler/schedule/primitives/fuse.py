@@ -23,7 +23,7 @@ from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.schedule.tree import Loop, statements_under, walk_loops
 from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_bindings_kept, check_new_names, find_loop,
-                                                     grid_bindings, single_name)
+                                                     grid_bindings, ref_text, single_name)
 from tdsl.compiler.schedule.primitives.registry import LOOP, arg, primitive
 
 
@@ -40,7 +40,7 @@ def fuse(state: State, first: LoopLike, second: LoopLike, names=None) -> str:
     if a.body == [b]:
         return _fuse_nested(state, a, b, name)  # same lexicographic order: legal by construction
     bindings = grid_bindings(state.tree, statements_under(a) + statements_under(b))
-    result = _fuse_siblings(state, a, b, name)
+    result = _fuse_siblings(state, a, b, name, (ref_text(first, "fuse"), ref_text(second, "fuse")))
     check_bindings_kept(state, "fuse", bindings)  # the fused loop is the first: a binding of the second is refused
     check_dependences(state.model, state.deps, state.tree, "fuse")
     return result
@@ -64,12 +64,12 @@ def _fuse_nested(state: State, outer: Loop, inner: Loop, name) -> str:
     return new_name
 
 
-def _fuse_siblings(state: State, a: Loop, b: Loop, name) -> str:
+def _fuse_siblings(state: State, a: Loop, b: Loop, name, written: tuple[str, str]) -> str:
     body = state.tree.parent_body(a)
     if not any(n is b for n in body) or body.index(b) != body.index(a) + 1:
         raise ScheduleError(
             "fuse",
-            f"loops {a.name} and {b.name} are neither nested (the second the only child of the first) "
+            f"loops {written[0]} and {written[1]} are neither nested (the second the only child of the first) "
             f"nor adjacent siblings",
         )
     if a.n_dims != b.n_dims:

@@ -193,14 +193,19 @@ def _per_tile_producer(model: KernelModel, producer: Stmt, footprint: isl.Map, t
         pairs = pairs.set_dim_name(isl.dim_type.set, k, it)
     shift = _shift(ctx, name, tiles, producer.iters, pairs, origins)
     domain = shift.range().coalesce()
+    empty = domain.is_empty()  # no instance at these sizes: a copy of one element per dimension, nothing writes
     extents = []
     for k, tile in enumerate(tiles):
+        if empty:
+            extents.append(1)
+            continue
         lo, hi = domain.dim_min_val(k), domain.dim_max_val(k)
         if lo.is_neg():
             raise ScheduleError(NAME, f"loop {tile} of the target takes negative values ({lo}); recompute at a loop "
                                       f"that counts from 0")
         extents.append(int(hi.to_python()) + 1)
-    widths = [int(domain.dim_max_val(len(tiles) + d).to_python()) + 1 for d in range(len(producer.iters))]
+    widths = [1 if empty else int(domain.dim_max_val(len(tiles) + d).to_python()) + 1
+              for d in range(len(producer.iters))]
     back = shift.reverse().apply_range(_drop_tiles(ctx, name, tiles, producer.iters, pairs))  # copy -> original
     reads = [replace(a, relation=back.apply_range(a.relation)) for a in producer.reads]
     write = isl.Map.read_from_str(ctx, f"{{ {name}[{', '.join(iters)}] -> {name}[{', '.join(iters)}] }}")

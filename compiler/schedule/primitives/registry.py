@@ -221,7 +221,8 @@ class Primitive:
             else:
                 params.append(P(p.name, kind, annotation=p.kind.annotation))
         if self.new_loops:
-            params.append(P("names", kind, default=None, annotation=NAMES_ANNOTATION))
+            # keyword only: a step's extra positional argument is a mistake, not the names of its loops
+            params.append(P("names", P.KEYWORD_ONLY, default=None, annotation=NAMES_ANNOTATION))
         returns = self.fn.__annotations__.get("return", inspect.Signature.empty)
         return inspect.Signature(params, return_annotation=returns)
 

@@ -86,7 +86,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         count, size = _count(model, segments)
         if _factor(node, stmt, k) != 1:
             raise ScheduleError("rfactor", f"segments= cuts the reduction loop itself ({name}.{k}), not loop {node.name}")
-        extent = _extent(stmt, k)
+        extent = count if stmt.domain.is_empty() else _extent(stmt, k)  # no instance at these sizes: any cut
         if extent is None:
             raise ScheduleError("rfactor", f"segments= needs a fixed extent of {k}; bind its size with --size")
         size = size and size + (extent,)
@@ -269,7 +269,7 @@ def _count_of(domain: isl.Set, position: int):
     if top.is_cst():
         values = []
         top.foreach_piece(lambda _s, aff: values.append(aff.get_constant_val().to_python()))
-        return int(max(values)) + 1
+        return int(max(values)) + 1 if values else 1  # no instance at these sizes: a partial sum never stored
     return dimension_text(top.add_constant_val(isl.Val.one(top.get_ctx())))
 
 

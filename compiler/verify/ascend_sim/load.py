@@ -122,7 +122,7 @@ def simulate(text: str, inputs: dict, target: Optional[str] = None, sizes: Optio
     """
     m, ns = load_module(text, target, sizes, caps)
     renamed = _renamed(ns)
-    inputs = {renamed.get(name, name): value for name, value in inputs.items()}
+    given, inputs = inputs, {renamed.get(name, name): value for name, value in inputs.items()}
     specs = {}
     for k in ns["KERNELS"].values():
         for name, spec in k.params:
@@ -153,6 +153,8 @@ def simulate(text: str, inputs: dict, target: Optional[str] = None, sizes: Optio
     tensors = {program_name.get(n, n): b.data.view(dt.NUMPY_DTYPES["f8e4m3"]).astype(np.float32) if n in fp8
                else b.data for n, b in gm.items()}
     for out, array in _in_place(ns).items():  # an output stored in an input (`store_in`) is the input's array
+        if array not in tensors and array in given:  # no kernel takes it (its writers have no instance here)
+            tensors[array] = np.asarray(given[array])
         if array not in tensors:
             raise SimulationError(f"IN_PLACE stores {out} in {array}, which is not a GM tensor of the module")
         tensors[out] = tensors[array]

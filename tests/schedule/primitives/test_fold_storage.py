@@ -136,6 +136,18 @@ def test_as_many_planes_as_elements_fold_nothing(planes):
     assert str(s.trace) == f"fold_storage(T, t, {planes})"
 
 
+def test_as_many_planes_as_elements_undo_an_earlier_fold():
+    """Six planes of six steps, after one plane, is T unfolded, at this size as at larger ones (where it keeps
+    six): the fusion one plane refuses is legal again (probe O: the earlier fold stayed, and the fusion was
+    refused at S = 6 only)."""
+    s = sched(SWEEPS)
+    s.fold_storage("T", "t", 1)
+    assert not s.can("fuse", "U.i", "T.i")
+    s.fold_storage("T", "t", 6)
+    assert s.model.tensors["T"].fold == ()
+    s.fuse("U.i", "T.i")
+
+
 @pytest.mark.parametrize("sizes", [{}, {"S": 2, "N": 3}, {"S": 4, "N": 40}])
 def test_generated_kernels_use_the_folded_arrays(sizes, tmp_path):
     steps = "fold_storage(T, t, 1)\nfold_storage(U, t, 1)\n" + ON_HOST
