@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Optional
 
 from tdsl.frontend import ast
@@ -23,7 +24,7 @@ class Program:
     def __init__(self, tree: ast.Program, kernels: dict, sizes: Optional[dict] = None):
         self.ast = tree
         self.kernels = kernels
-        self.sizes = dict(sizes or {})
+        self.sizes = _sizes_given(sizes)
 
     @property
     def filename(self) -> str:
@@ -38,7 +39,8 @@ class Program:
             raise TdslError(f"{self.filename} defines no kernel: a program needs a 'kernel NAME(...) -> ... {{ ... }}'")
         if kernel is None:
             if len(self.kernels) > 1:
-                raise TdslError(f"{self.filename} has several kernels ({', '.join(self.kernels)}); name one")
+                raise TdslError(f"{self.filename} has several kernels ({', '.join(self.kernels)}); name one (--kernel "
+                                f"NAME, or kernel=NAME in the Python API)")
             return next(iter(self.kernels))
         if kernel not in self.kernels:
             raise TdslError(f"{self.filename} has no kernel '{kernel}' (kernels: {', '.join(self.kernels)})")
@@ -92,6 +94,18 @@ class Program:
         block = self.block(name)
         sched = Schedule(self.model(self.block_kernel(block, kernel), sizes), name, program=self)
         return apply_block(sched, block, self.ast.source, self.ast.filename)
+
+
+def _sizes_given(sizes) -> dict:
+    """`sizes=` of load/loads: names to values (checked against the kernel's sizes when a model is built)."""
+    if sizes is None:
+        return {}
+    if not isinstance(sizes, Mapping):
+        raise TdslError(f"sizes must map size names to values, e.g. {{'N': 64}}; got {type(sizes).__name__} {sizes!r}")
+    bad = [k for k in sizes if not isinstance(k, str)]
+    if bad:
+        raise TdslError(f"sizes must map size names (strings) to values; got the key {bad[0]!r}")
+    return dict(sizes)
 
 
 def load(path, sizes: Optional[dict] = None) -> Program:

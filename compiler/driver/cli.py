@@ -168,7 +168,7 @@ def cmd_check(args) -> int:
     if not args.all and args.schedule == "none":  # program order: legal by definition, its dependences listed
         deps = len(prog.schedule(None, kernel=args.kernel).deps)
         print(f"program order: legal (0 steps, {deps} dependence{'s' * (deps != 1)})")
-        return 0
+        return _check_generation(prog, None, args) if args.target else 0
     names = _all_schedules(prog, args) if args.all else [_default_schedule(prog, args)]
     names = [n for n in names if n is not None]
     if not names:
@@ -193,14 +193,15 @@ def _check_generation(prog, name: str, args) -> int:
     range)?  1 with the backend's reason when it cannot, as for an illegal schedule."""
     from tdsl.compiler.driver.generate import generate
 
+    label = f"schedule {name}" if name is not None else "program order"
     try:
         generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
     except TdslError as err:
         if not _is_refusal(err):
             raise
-        print(f"schedule {name}: not generated for {args.target}\n{err}")
+        print(f"{label}: not generated for {args.target}\n{err}")
         return 1
-    print(f"schedule {name}: generated for {args.target}")
+    print(f"{label}: generated for {args.target}")
     return 0
 
 
@@ -446,7 +447,7 @@ def cmd_run(args) -> int:
         sched, err = _replay(prog, name, args)
         if err is not None:
             print(f"  schedule {name}: {_verdict(err)}, not run\n{err}")
-            status = 1
+            status = 2 if 2 in (status, err.exit_code) else 1  # as check --all: a misuse outranks a verdict
             continue
         result = interpret(sched.model, sched.time_map(), inputs)
         _, want = _reference_for(sched, original, inputs, reference)
@@ -467,7 +468,7 @@ def cmd_run(args) -> int:
             print(f"  {tensor.name} {list(a.shape)} {tensor.dtype}: schedule {name} vs program order: {verdict}")
             if not same and not (bound is not None and bound.ok):
                 print("    " + describe_difference(a, b))
-                status = 1
+                status = max(status, 1)
     return status
 
 
@@ -594,6 +595,10 @@ def _sweep_axis(text: str):
         numbers = []
     if not eq or not names or not numbers or any(v < 1 for v in numbers):
         raise TdslError(f"--sweep expects LOOP[,LOOP...]=V1,V2,... with positive integers (e.g. io,jo=32,64,128), got '{text}'")
+    from tdsl.frontend.limits import MAX_INT
+
+    if max(numbers) > MAX_INT:  # as a factor written in a schedule block
+        raise TdslError(f"--sweep: a factor must be at most {MAX_INT} (2^31 - 1), got {max(numbers)}")
     return names, numbers
 
 
@@ -709,6 +714,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _printable(text: str) -> str:
+    """A message with the control characters a user's argument may carry (`--schedule $'\\x1b[31mX'`) escaped, so
+    that none reaches the terminal as a command; line breaks and tabs stay."""
+    return "".join(c if c in "\n\t" or c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -721,7 +732,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         text = str(err)
         if ": error: " not in text.split("\n")[0]:
             text = f"tdsl: error: {text}"
-        print(text, file=sys.stderr)
+        print(_printable(text), file=sys.stderr)
         return err.exit_code
     except InternalError as err:
         print(f"tdsl: internal error: {err}\n(a bug in tdsl, not in the program: please report it with the program "

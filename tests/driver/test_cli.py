@@ -4,6 +4,7 @@ import ast
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 import time
@@ -392,7 +393,7 @@ def test_a_kernel_named_with_kernel_gets_its_own_schedule_and_never_another_kern
     extra = {"run": ["--interp"], "compile": ["-o", str(tmp_path / "x.py")]}
     for command in ("check", "compile", "cost", "tree", "run"):
         proc = tdsl(command, str(prog), *extra.get(command, []))
-        assert proc.returncode == 2 and "has several kernels (f, g); name one" in proc.stderr, (command, proc.stderr)
+        assert proc.returncode == 2 and "has several kernels (f, g); name one (--kernel NAME" in proc.stderr, (command, proc.stderr)
     proc = tdsl("check", str(prog), "--all", "--kernel", "g")
     assert proc.returncode == 0 and "schedule s: legal" in proc.stdout and "schedule t" not in proc.stdout
 
@@ -492,3 +493,37 @@ def test_messages_name_what_the_program_wrote(tmp_path, text, says):
     prog.write_text(text)
     proc = tdsl("check", str(prog), "--all")
     assert proc.returncode == 2 and says in proc.stderr + proc.stdout
+
+
+def test_exit_codes_of_misuse_and_target_checks_follow_the_table(tmp_path):
+    """Probe P: run --interp --all said 1 (a verdict) for a block with a schedule misuse, where check --all says
+    2; check --schedule none --target ignored the target and its backend; a --sweep factor past 32 bits became a
+    table row and exit 0."""
+    prog = tmp_path / "p.tdsl"
+    prog.write_text("const N = 8\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = X[i] * 2.0\n}\n"
+                    "schedule bad {\n  split(Y.q, 4)\n}\nschedule good {\n  io, ii = split(Y.i, 4)\n}\n")
+    assert tdsl("run", str(prog), "--interp", "--all").returncode == 2
+    assert tdsl("check", str(prog), "--all").returncode == 2
+    wrong = tdsl("check", str(prog), "--schedule", "none", "--target", "nvidia", "--backend", "tilelang-ascend")
+    assert wrong.returncode == 2 and "target nvidia has no backend 'tilelang-ascend'" in wrong.stderr
+    plain = tdsl("check", str(prog), "--schedule", "none", "--target", "ascend-950")
+    assert plain.returncode == 0 and "program order: generated for ascend-950" in plain.stdout
+    sweep = tdsl("cost", str(prog), "--schedule", "good", "--target", "h100", "--sweep", "io=99999999999")
+    assert sweep.returncode == 2 and "--sweep: a factor must be at most 2147483647" in sweep.stderr
+
+
+def test_control_characters_of_an_argument_are_escaped_in_messages():
+    proc = tdsl("check", "examples/softmax.tdsl", "--schedule", "\x1b[31mX")
+    assert proc.returncode == 2 and "\x1b" not in proc.stderr and "'\\x1b[31mX'" in proc.stderr
+
+
+@pytest.mark.parametrize("sizes, says", [
+    ({1: 64}, "sizes must map size names (strings) to values; got the key 1"),
+    ("M=4", "sizes must map size names to values, e.g. {'N': 64}; got str 'M=4'"),
+])
+def test_sizes_of_the_wrong_type_are_tdsl_errors(sizes, says):
+    from tdsl.compiler.driver.api import loads
+    from tdsl.frontend.diagnostics import TdslError
+
+    with pytest.raises(TdslError, match=re.escape(says)):
+        loads("const N = 4\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = X[i]\n}\n", sizes=sizes)

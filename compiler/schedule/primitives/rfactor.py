@@ -100,7 +100,8 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         )
     rf = f"{name}_rf"
     if rf in model.tensors:
-        raise ScheduleError("rfactor", f"a tensor named {rf} already exists")
+        raise ScheduleError("rfactor", f"a tensor named {rf} already exists, and rfactor names {name}'s partial sums "
+                                       f"{rf}: rename that tensor in the program")
     if rf in model.sizes:
         raise ScheduleError("rfactor", f"rfactor names the partial results {rf}, and '{rf}' is a size of the kernel: "
                                        f"rename the size")
