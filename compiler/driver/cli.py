@@ -245,6 +245,8 @@ def output_path(output: str, program: str) -> Optional[Path]:
     ending in '/') the file <folder>/<PROG's stem>.py.  Never PROG itself, whatever the spelling or link."""
     if output == STDOUT:
         return None
+    if not output.strip():
+        raise TdslError("-o is empty: give a file, a folder (FOLDER/ writes FOLDER/<PROG's stem>.py) or - for stdout")
     out = Path(output)
     into_folder = _names_a_folder(output)
     if into_folder:

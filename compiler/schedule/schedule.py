@@ -140,6 +140,8 @@ class Schedule:
         of the caller or of tdsl, not answers.
         """
         table = primitives()
+        if not isinstance(primitive, str):
+            raise TypeError(f"can: name the primitive with a string, such as 'split'; got {primitive!r}")
         if primitive not in table:
             raise ValueError(f"{primitive}: {registry.unknown(primitive)}")
         prim = table[primitive]

@@ -527,3 +527,15 @@ def test_sizes_of_the_wrong_type_are_tdsl_errors(sizes, says):
 
     with pytest.raises(TdslError, match=re.escape(says)):
         loads("const N = 4\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = X[i]\n}\n", sizes=sizes)
+
+
+def test_an_empty_output_path_is_a_usage_error():
+    proc = tdsl("compile", "examples/softmax.tdsl", "-o", "")
+    assert proc.returncode == 2 and "-o is empty" in proc.stderr
+
+
+def test_can_names_its_primitive_with_a_string():
+    from tdsl.compiler.driver.api import load
+
+    with pytest.raises(TypeError, match="can: name the primitive with a string"):
+        load(EXAMPLES / "softmax.tdsl").schedule().can(5)
