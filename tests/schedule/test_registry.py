@@ -68,14 +68,15 @@ USAGE = {
     "online": "online(STMT)",
 }
 
-# The Python signatures of the hand-written methods the generated ones replace.
+# The Python signatures of the hand-written methods the generated ones replace; names= is keyword-only (a step's
+# extra positional argument is a mistake, not the names of its loops).
 SIGNATURES = {
-    "split": "(self, loop, factor, names=None)",
+    "split": "(self, loop, factor, *, names=None)",
     "tile": "(self, *args, names=None)",
     "reorder": "(self, *loops)",
-    "fuse": "(self, first, second, names=None)",
+    "fuse": "(self, first, second, *, names=None)",
     "distribute": "(self, loop)",
-    "skew": "(self, loop, by, factor, names=None)",
+    "skew": "(self, loop, by, factor, *, names=None)",
     "shift": "(self, loop, offset)",
     "reverse": "(self, loop)",
     "compute_at": "(self, stmt, loop=None, at=None)",
@@ -154,7 +155,7 @@ def test_every_primitive_has_a_documented_method_with_its_real_signature(name):
 
 def test_help_shows_the_before_and_after():
     text = pydoc.render_doc(Schedule.split, renderer=pydoc.plaintext)
-    assert "split(self, loop: 'str | LoopRef', factor: 'int', names: 'str | Sequence[str] | None' = None)" in text
+    assert "split(self, loop: 'str | LoopRef', factor: 'int', *, names: 'str | Sequence[str] | None' = None)" in text
     assert "After ``io, ii = split(C.i, 64)``" in text
     assert "Returns the names of the loops it makes" in text
 
