@@ -257,6 +257,15 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         loaded.update(a for a in map(self._array, _loads(ops)) if a in self._overwritable)
         return ops
 
+    def _reads_back(self, ops: list) -> bool:
+        """Whether a loop body loads an array it also stores.  A tile is a box around its instances, and its
+        lanes that no instance takes load too: a later iteration's may read what an earlier one stored even where
+        the loop carries no dependence (a wavefront `w = skew(D.j, D.i, 1)` split along i: the lanes off the
+        diagonal), so the iteration ends with a barrier -- their values are never used, but a load must not race
+        the store it overlaps (the Ascend cores' copy pipes, probe Q of the 27th session)."""
+        stored = {self._array(op.stmt) for op in walk_ops(ops) if isinstance(op, (Compute, AccFinish)) and op.store}
+        return bool(stored & {self._array(t) for t in _loads(ops)})
+
     def _array(self, tensor: str) -> str:
         """The array a tensor's elements are stored in (an output `store_in` an input: the input's)."""
         return self.model.tensors[tensor].stored_in or tensor
@@ -292,10 +301,10 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
                 note = self._loop_note(loop, pipelined=bool(stages)) + {
                     None: "", "full": ": the iterations with full tiles (no masks)",
                     "rest": ": the other iterations (masked" + ("; not pipelined)" if loop.pipeline else ")")}[part]
-                loops.append(SerialLoop(self._var(loop, 0), start, stop, stages,
-                                        self._lower_body(loop.body if body is None else body, context + [loop]),
+                body_ops = self._lower_body(loop.body if body is None else body, context + [loop])
+                loops.append(SerialLoop(self._var(loop, 0), start, stop, stages, body_ops,
                                         note, [_buffer_decl(b) for b in self.planned if b.at is loop],
-                                        barrier=bool(self._carried(loop)),
+                                        barrier=bool(self._carried(loop)) or self._reads_back(body_ops),
                                         warp_specialized=_warp_specialized(loop, part)))
         after = [self._acc_finish(s, context) for s in starts]
         return before + loops + after

@@ -131,9 +131,9 @@ def _difference(atom: T.Bin):
     lhs, rhs = linear(atom.lhs), linear(atom.rhs)
     if lhs is None or rhs is None:
         raise BackendError(f"the mask comparison {expr_text(atom)} is not affine (a piecewise bound, as `reverse` "
-                           f"and then `split` of one loop give, a comparison of values, or a division of indices); "
-                           f"no ascend-910b form: split a loop before reversing it, keep the masked loop whole in "
-                           f"one tile, or compile for ascend-950 or nvidia")
+                           f"or `skew` and then `split` of one loop give at some sizes, a comparison of values, or a "
+                           f"division of indices); no ascend-910b form: split a loop before reversing or skewing it, "
+                           f"keep the masked loop whole in one tile, or compile for ascend-950 or nvidia")
     return _add(lhs, _scale(rhs, -1))
 
 

@@ -599,7 +599,7 @@ def test_the_910b_reads_shifted_tiles_and_picks_computed_values_along_the_lanes(
 
     prog = loads(STENCIL.replace("DT", dtype))
     if dtype == "f8e4m3" and schedule == "tiles":
-        with pytest.raises(BackendError, match=r"its tile of 16 lanes along j \(a split's factor rounded up to a "
+        with pytest.raises(BackendError, match=r"its tile of 16 lanes along j \(its extent in the tile -- a split's factor, or the span of a skewed or short loop -- rounded up to a "
                                                r"power of two\) would be widened to 32 lanes"):
             generate(prog, schedule, target="ascend-910b")
         return

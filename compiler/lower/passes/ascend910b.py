@@ -374,8 +374,8 @@ class Kernel910B:
                 if not isinstance(dim, int) or dim > a.size:
                     why = self._widening_reason(op, a, size[a.iter])
                     raise BackendError(
-                        f"{op.stmt}: its tile of {a.size} lanes along {a.iter} (a split's factor rounded up to a "
-                        f"power of two) would be widened to {size[a.iter]} lanes "
+                        f"{op.stmt}: its tile of {a.size} lanes along {a.iter} (its extent in the tile -- a split's "
+                        f"factor, or the span of a skewed or short loop -- rounded up to a power of two) would be widened to {size[a.iter]} lanes "
                         f"({why}), and the wider tile would write lanes of the neighbouring tile; use tiles of at "
                         f"least {size[a.iter]} along {a.iter} (or one tile spanning the dimension)")
 

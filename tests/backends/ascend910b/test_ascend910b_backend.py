@@ -119,7 +119,7 @@ kernel k(X: f32[A, B, C]) -> (Y: f32[A, B, C]) {
 REFUSED_PROGRAMS_910B = {
     # tile rows of 4 f32 = 16 bytes, and the tensor continues past each tile
     "narrow store": (NARROW.replace("WIDTH", "4"), "narrow",
-                     "Y: its tile of 4 lanes along j (a split's factor rounded up to a power of two) would be widened to 8 lanes (a tile row copied between GM and UB is a "
+                     "Y: its tile of 4 lanes along j (its extent in the tile -- a split's factor, or the span of a skewed or short loop -- rounded up to a power of two) would be widened to 8 lanes (a tile row copied between GM and UB is a "
                      "whole number of 32-byte blocks (8 lanes"),
     "masked FP8 store": ("""
 const N = 64
@@ -140,7 +140,7 @@ schedule tiles {
   io, ii = split(Q.i, 32)
   bind(Q.io, grid.x)
 }
-""", "tiles", "Q: its tile of 32 lanes along i (a split's factor rounded up to a power of two) would be widened to 128 lanes (the E4M3 conversions compare whole "
+""", "tiles", "Q: its tile of 32 lanes along i (its extent in the tile -- a split's factor, or the span of a skewed or short loop -- rounded up to a power of two) would be widened to 128 lanes (the E4M3 conversions compare whole "
               "256-byte repeats (128 f16 values)), and the wider tile would write lanes of the neighbouring tile"),
 }
 

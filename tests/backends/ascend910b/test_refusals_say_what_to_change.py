@@ -82,7 +82,7 @@ CASES = {
                                                             "  bind(C_rf.ko, grid.x)"),
                                       ["keep the reduction whole in one tile", "compile for ascend-950 or nvidia"]),
     "reverse-then-split": (GEMM % ("reassoc", "  reverse(C.k)\n  ko, kk = split(C.k, 8)"),
-                           ["split a loop before reversing it", "compile for ascend-950 or nvidia"]),
+                           ["split a loop before reversing or skewing it", "compile for ascend-950 or nvidia"]),
     "width-from-another-statement": (TRANSPOSED_READ, ["another statement of the kernel needs this axis 64 lanes "
                                                        "wide", "use tiles of at least 64 along i"]),
     "transposed-cube-operand": (TRANSPOSED_OPERAND, ["store At as [M, K]", "compile for ascend-950 or nvidia"]),
