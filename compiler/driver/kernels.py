@@ -159,6 +159,9 @@ def _custom_op(model, module, key: str) -> Callable:
     where = _param_positions(model)
 
     def fake(*xs):
+        devices = sorted({str(x.device) for x in xs})
+        if len(devices) > 1:  # torch sends a call with one meta input here: no kernel takes inputs on two devices
+            raise ValueError(f"{model.name}: the inputs are on several devices ({', '.join(devices)}); put them on one")
         sizes = {p: xs[n].shape[d] for p, (n, d) in where.items()}
         device = xs[0].device if xs else None
         made = [torch.empty([_dimension(d, sizes) for d in t.shape], dtype=getattr(torch, TORCH_NAMES[t.dtype]),

@@ -382,11 +382,13 @@ def _epilogue(flow: Flow, s: Stmt) -> list[str]:
 
 
 def _inlinable_operands(flow: Flow, s: Stmt) -> list[str]:
-    """Operand temporaries made pointwise from other tensors and read by nothing but this product."""
+    """Operand temporaries made pointwise from other tensors and read by nothing but this product; once each (both
+    operands of covariance's `D[k, i] * D[k, j]` are D: inlined or tiled twice, every candidate was refused)."""
     out = []
     for a in flow.operands(s):
         p = flow.producer(a.tensor)
-        if p is not None and flow.is_temp(p.name) and not p.red_iters and flow.readers.get(p.name) == [s.name]:
+        if p is not None and flow.is_temp(p.name) and not p.red_iters and flow.readers.get(p.name) == [s.name] \
+                and p.name not in out:
             out.append(p.name)
     return out
 

@@ -270,3 +270,14 @@ def test_a_backward_through_a_kernel_is_refused_with_what_to_do():
     assert y.requires_grad
     with pytest.raises(RuntimeError, match=r"rmsnorm: a tdsl kernel has no backward; call it under torch.no_grad\(\)"):
         y.float().sum().backward()
+
+
+def test_inputs_on_two_devices_are_refused_not_answered_with_empty_memory(cache):
+    """One input on the meta device sends the call to the op's fake implementation, which made the outputs on
+    the first input's device with torch.empty: a CPU tensor of whatever memory held (probe R, 27th session)."""
+    import torch
+
+    gemm = tdsl.load(EXAMPLES / "gemm.tdsl", sizes={"M": 3, "N": 6, "K": 4}).schedule(None).compile(target="nvidia")
+    a, b = torch.ones(3, 4, dtype=torch.bfloat16), torch.ones(4, 6, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"gemm: the inputs are on several devices \(cpu, meta\)"):
+        gemm(a, b.to("meta"))

@@ -194,3 +194,16 @@ def test_a_switch_that_flips_brings_its_new_knobs_at_each_of_their_values():
         assert {n[q.name] for n in flips} == set(q.values)
     for n in space.neighbours(sk, fused):
         sk.steps(n)  # raises on a knob left unset
+
+
+def test_an_operand_read_twice_by_a_product_is_inlined_or_tiled_once():
+    """covariance's `S[i, j] = sum(k) D[k, i] * D[k, j]`: D is both operands; it was inlined (or tiled) twice, so
+    every candidate was refused (probe R, 27th session)."""
+    model = tdsl.load(ROOT / "benchmarks/polybench/datamining/covariance.tdsl", sizes={"M": 5, "N": 7}).model()
+    sk = sketch(model)
+    product = next(g for g in sk.groups if g.rule == "product")
+    assert product.members.count("D") == 1
+    for value in ("inlined", "kernels"):
+        choice = {p.name: (value if p.name.endswith(".operands") else p.values[0]) for p in sk.params}
+        steps = [str(s) for s in product.build(choice)]
+        assert sum(s.startswith("compute_inline(D") for s in steps) == (value == "inlined")

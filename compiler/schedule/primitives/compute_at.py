@@ -174,12 +174,14 @@ def _loops_in(node: Node) -> list[Loop]:
 
 
 def _drop_determined_loops(tree, stmt, moved: Node, placement) -> Node:
-    """Own loops with one iteration per placement (e.g. s.i under Y.i) are redundant: remove them."""
+    """Own loops with one iteration per placement (e.g. s.i under Y.i) are redundant: remove them.  Not a loop of
+    one iteration in all (`m.j` at N = 1): the placement does not determine it, the size does, and a later step
+    of a schedule written for every size names it (`split(m.j, 4)` after `compute_at(m, Y.i)`)."""
     outer = pw_affs_to_map([d for dims in placement for d in dims], stmt.domain)
     kept: list[Loop] = []
     for loop in _loops_in(moved):
         own = pw_affs_to_map(loop.exprs[stmt.name], stmt.domain)
-        pinned = outer.reverse().apply_range(own).is_single_valued()
+        pinned = outer.reverse().apply_range(own).is_single_valued() and not own.range().is_singleton()
         if not (pinned and not any(b.at is loop for b in tree.buffers)):
             kept.append(loop)
     leaf: Node = Leaf(stmt.name)

@@ -12,6 +12,7 @@ earlier steps, rounding-removed (the consumer now reads an unrounded register co
 
 import pytest
 
+from tdsl.compiler.driver.api import loads
 from tdsl.compiler.errors import CacheConflict, ParallelDependence, ReductionIncomplete, ScheduleError
 from tdsl.testing import assert_illegal, assert_legal
 
@@ -166,3 +167,22 @@ def test_reverse_compute_at_next_to_an_unrounded_register_copy_is_rounding_remov
 def test_reverse_compute_at_runs_like_program_order():
     assert_legal(GEMM_SILU, TILED + "reverse_compute_at(Y, C.jo)", sizes=GEMM_SILU_SMALL, run=True)
     assert_legal(ROWS, "reverse_compute_at(Y, s.i)", run=True)
+
+
+@pytest.mark.parametrize("n", [1, 2, 13])
+def test_a_loop_of_one_iteration_stays_for_the_steps_after_it(n):
+    """compute_at drops a moved statement's loops the placement determines (s.i under Y.i), not one that takes one
+    value because its size is 1: `split(m.j, 4)` after `compute_at(m, Y.i)` failed at N = 1 ("statement m has no
+    loop 'j'"), so the blocks tune appends for every size, and tune itself at N = 1, failed (probe R, 27th
+    session)."""
+    import numpy as np
+
+    from tdsl.compiler.reference.interpreter import interpret, random_inputs
+
+    src = ("param M, N\nkernel rs(X: f32[M, N]) -> (Y: f32[M]) {\n  m[i] = max(j) X[i, j]\n  Y[i] = m[i] * 2.0\n}\n"
+           "schedule s {\n  compute_at(m, Y.i)\n  jo, ji = split(m.j, 4)\n}\n")
+    prog = loads(src, sizes={"M": 3, "N": n})
+    sched, original = prog.schedule("s"), prog.schedule(None)
+    inputs = random_inputs(original.model, seed=n)
+    want = interpret(original.model, original.time_map(), inputs)
+    assert np.array_equal(interpret(sched.model, sched.time_map(), inputs)["Y"], want["Y"])
