@@ -26,7 +26,7 @@ import islpy as isl
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import first_point, instance_text
-from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under
+from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, uses_iterators
 from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_bindings_kept, check_buffers_in_place,
                                                      check_stmt, find_loop, fresh_loop_name, grid_bindings)
 from tdsl.compiler.schedule.primitives.registry import LOOP, STMT, arg, primitive
@@ -174,14 +174,17 @@ def _loops_in(node: Node) -> list[Loop]:
 
 
 def _drop_determined_loops(tree, stmt, moved: Node, placement) -> Node:
-    """Own loops with one iteration per placement (e.g. s.i under Y.i) are redundant: remove them.  Not a loop of
-    one iteration in all (`m.j` at N = 1): the placement does not determine it, the size does, and a later step
-    of a schedule written for every size names it (`split(m.j, 4)` after `compute_at(m, Y.i)`)."""
+    """Own loops with one iteration per placement (e.g. s.i under Y.i) are redundant: remove them.  Never a loop
+    over the statement's reduction: a reader's placement cannot pin it (the reader takes the finished value), only
+    a size of 1 can (`m.j` under Y.i at N = 1), and a later step of a schedule written for every size names it
+    (`split(m.j, 4)` after `compute_at(m, Y.i)`)."""
     outer = pw_affs_to_map([d for dims in placement for d in dims], stmt.domain)
+    reduction = len(stmt.lhs_iters), len(stmt.red_iters)
     kept: list[Loop] = []
     for loop in _loops_in(moved):
         own = pw_affs_to_map(loop.exprs[stmt.name], stmt.domain)
-        pinned = outer.reverse().apply_range(own).is_single_valued() and not own.range().is_singleton()
+        pinned = outer.reverse().apply_range(own).is_single_valued() and not any(
+            uses_iterators(pa, *reduction) for pa in loop.exprs[stmt.name])
         if not (pinned and not any(b.at is loop for b in tree.buffers)):
             kept.append(loop)
     leaf: Node = Leaf(stmt.name)

@@ -171,10 +171,10 @@ def test_reverse_compute_at_runs_like_program_order():
 
 @pytest.mark.parametrize("n", [1, 2, 13])
 def test_a_loop_of_one_iteration_stays_for_the_steps_after_it(n):
-    """compute_at drops a moved statement's loops the placement determines (s.i under Y.i), not one that takes one
-    value because its size is 1: `split(m.j, 4)` after `compute_at(m, Y.i)` failed at N = 1 ("statement m has no
-    loop 'j'"), so the blocks tune appends for every size, and tune itself at N = 1, failed (probe R, 27th
-    session)."""
+    """compute_at drops a moved statement's loops the placement determines (s.i under Y.i), never one over its
+    reduction, which only a size of 1 pins: `split(m.j, 4)` after `compute_at(m, Y.i)` failed at N = 1
+    ("statement m has no loop 'j'"), so the blocks tune appends for every size, and tune itself at N = 1, failed
+    (probe R, 27th session)."""
     import numpy as np
 
     from tdsl.compiler.reference.interpreter import interpret, random_inputs
