@@ -13,13 +13,14 @@ against SDPA's result.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from by_path import load_module  # this folder is on sys.path when the script runs
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -55,13 +56,6 @@ def build(old: str) -> None:
                 print(f"wrote {target.relative_to(ROOT)}")
 
 
-def _module(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def run(out_path: str, rounds: int) -> None:
     import torch
     import torch.nn.functional as F
@@ -79,7 +73,7 @@ def run(out_path: str, rounds: int) -> None:
             want = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SCALE).float()
             calls, row = {}, {"example": example, "B": b, "H": h, "L": length}
             for label in ("new", "old"):
-                launch = getattr(_module(OUT / f"guard_{label}_{example}_b{b}h{h}.py"), example)
+                launch = getattr(load_module(OUT / f"guard_{label}_{example}_b{b}h{h}.py"), example)
                 out = torch.full((b, h, length, 128), float("nan"), device="cuda").to(torch.bfloat16)
                 launch(q, k, v, O=out)
                 torch.cuda.synchronize()

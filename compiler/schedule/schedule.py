@@ -236,8 +236,8 @@ def apply_step(schedule: Schedule, step: ast.ScheduleStep):
     primitive = table[step.primitive]
     for a in step.args:
         if isinstance(a.value, list):  # the language has lists, but no primitive's argument is one
-            raise ScheduleError(primitive.name, f"{_arg_text(a.value)} is a list, and no argument of {primitive.name} is one "
-                                                f"({primitive.usage})")
+            raise ScheduleError(primitive.name, f"{_arg_text(a.value)} is a list, and no argument of "
+                                                f"{primitive.name} is one ({primitive.usage})")
     args = [_plain(a.value) for a in step.args if a.keyword is None]
     kwargs = {a.keyword: _plain(a.value) for a in step.args if a.keyword is not None}
     for key in kwargs:
