@@ -307,8 +307,8 @@ class _KernelPrinter(PrinterBase):
         terms = []
         for k, (index, stride) in enumerate(zip(indices, steps)):
             code = index_code(simplify(index), frame)
-            if k in planes:
-                code = f"(({code}) % {planes[k]})" if planes[k] > 1 else "0"
+            if k in planes:  # also `% 1`: a tile axis's index keeps the pointer's shape (a bare 0 dropped that axis)
+                code = f"(({code}) % {planes[k]})"
             terms.append(code if stride == "1" else f"{code} * {stride}")
         base = self.names.tensor(tensor)
         return f"{base} + " + " + ".join(terms) if terms else base
