@@ -218,6 +218,11 @@ class LoopRef:
     loop: str
     span: Span = NOSPAN
 
+    @property
+    def text(self) -> str:
+        """As a schedule block writes it."""
+        return f"{self.stmt}.{self.loop}" if self.stmt else self.loop
+
 
 @dataclass
 class ScheduleArg:

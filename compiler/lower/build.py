@@ -246,7 +246,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         node loaded (`loaded`: an input an output is stored in, a folded plane), which other threads may not
         have read yet.  What an earlier iteration stored is ordered by the barrier that ends each iteration of the
         loop carrying it (`SerialLoop.barrier`)."""
-        stores = {op.stmt for op in walk_ops(ops) if isinstance(op, (Compute, AccFinish)) and op.store}
+        stores = _stores(ops)
         passed = sorted(stored & reads)
         overwritten = sorted({self._array(t) for t in stores} & loaded)
         if passed or overwritten:
@@ -263,8 +263,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         the loop carries no dependence (a wavefront `w = skew(D.j, D.i, 1)` split along i: the lanes off the
         diagonal), so the iteration ends with a barrier -- their values are never used, but a load must not race
         the store it overlaps (the Ascend cores' copy pipes, probe Q of the 27th session)."""
-        stored = {self._array(op.stmt) for op in walk_ops(ops) if isinstance(op, (Compute, AccFinish)) and op.store}
-        return bool(stored & {self._array(t) for t in _loads(ops)})
+        return bool({self._array(t) for t in _stores(ops)} & {self._array(t) for t in _loads(ops)})
 
     def _array(self, tensor: str) -> str:
         """The array a tensor's elements are stored in (an output `store_in` an input: the input's)."""
@@ -372,6 +371,11 @@ class _Hoisted:
 
     loops: list
     leaf: Leaf
+
+
+def _stores(ops) -> set:
+    """The tensors `ops` store to global memory."""
+    return {op.stmt for op in walk_ops(ops) if isinstance(op, (Compute, AccFinish)) and op.store}
 
 
 def _loads(ops) -> set:

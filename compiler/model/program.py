@@ -300,11 +300,15 @@ def _shape_value(expr: ast.Expr, values: dict):
     return value if value is not None else affine_text(expr, values)
 
 
+def _ranges(si, iters: list[str], values: dict) -> list[str]:
+    """`0 <= it < extent` for each of the statement's iterators named."""
+    return [f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in iters]
+
+
 def _domain(si, values: dict, prefix: str, positive: str, ctx) -> isl.Set:
     """A statement's instances: its iterators' ranges, its conditions and its reduction's."""
     iters = [n.name for n in si.stmt.iters] + ([n.name for n in si.reduce.iters] if si.reduce else [])
-    constraints = [f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in iters]
-    constraints += [affine_text(c, values) for c in si.stmt.conditions]
+    constraints = _ranges(si, iters, values) + [affine_text(c, values) for c in si.stmt.conditions]
     if si.reduce:
         constraints += [affine_text(c, values) for c in si.reduce.conditions]
     if positive:
@@ -319,8 +323,6 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
     lhs = [n.name for n in stmt.iters]
     red_iters = [n.name for n in red.iters] if red else []
     iters = lhs + red_iters
-    bounds = {it: f"0 <= {it} < {affine_text(si.extents[it], values)}" for it in iters}
-    conditions = [affine_text(c, values) for c in stmt.conditions]
     tup = f"{stmt.target}[{', '.join(iters)}]"
     domain = _domain(si, values, prefix, positive, ctx)
 
@@ -334,7 +336,8 @@ def _lower_statement(si, values: dict, prefix: str, positive: str, ctx) -> Stmt:
                   for acc in collect_accesses(expr)]
     write_rel = isl.Map.read_from_str(ctx, f"{prefix}{{ {tup} -> {stmt.target}[{', '.join(lhs)}] }}").intersect_domain(domain)
     if init is not None:  # the elements: the left-hand ranges and conditions, without the reduction's
-        elements = [bounds[it] for it in lhs] + conditions + ([positive] if positive else [])
+        elements = _ranges(si, lhs, values) + [affine_text(c, values) for c in stmt.conditions]
+        elements += [positive] if positive else []
         _check_every_element_has_a_term(si, prefix, elements, write_rel)
     return Stmt(
         name=stmt.target,

@@ -28,17 +28,21 @@ def without_empty_statements(schedule):
     """`schedule` itself when every statement has an instance; else a copy without the empty ones (the same
     copy for every call on the same state, so plans and costs made from it refer to one tree)."""
     state = schedule.state
-    empty = set(empty_statements(state.model))
-    if not empty:
-        return schedule
     key = (id(state.model), id(state.tree))  # a step makes a new state; this also notices a state edited in place
-    made = getattr(state, "_without_empty", {}).get(key)
-    if made is None:
-        made = schedule.copy()
-        made.state.model = replace(state.model, stmts=[s for s in state.model.stmts if s.name not in empty])
-        made.state.tree = _pruned_tree(state.tree, empty)
-        made.state.deps = [d for d in state.deps if d.src not in empty and d.dst not in empty]
-        state._without_empty = {key: made}
+    memo = getattr(state, "_without_empty", None)
+    if memo is None or memo[0] != key:  # each of lower, plan_kernels, analyze, refusal asks: isl answers once
+        empty = set(empty_statements(state.model))
+        memo = (key, _pruned(schedule, empty) if empty else None)  # None: nothing to leave out
+        state._without_empty = memo
+    return memo[1] or schedule
+
+
+def _pruned(schedule, empty: set):
+    made = schedule.copy()
+    state = schedule.state
+    made.state.model = replace(state.model, stmts=[s for s in state.model.stmts if s.name not in empty])
+    made.state.tree = _pruned_tree(state.tree, empty)
+    made.state.deps = [d for d in state.deps if d.src not in empty and d.dst not in empty]
     return made
 
 

@@ -71,7 +71,7 @@ class Trace:
 
 def _arg_text(value) -> str:
     if isinstance(value, ast.LoopRef):
-        return f"{value.stmt}.{value.loop}" if value.stmt else value.loop
+        return value.text
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_arg_text(v) for v in value) + "]"
     if isinstance(value, bool):  # as a schedule block writes it

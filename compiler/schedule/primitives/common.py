@@ -45,8 +45,7 @@ def as_ref(loop: LoopLike, primitive: str = "schedule") -> LoopRef:
 
 
 def ref_text(loop: LoopLike, primitive: str = "schedule") -> str:
-    ref = as_ref(loop, primitive)
-    return f"{ref.stmt}.{ref.loop}" if ref.stmt else ref.loop
+    return as_ref(loop, primitive).text
 
 
 def check_stmt(state: State, primitive: str, stmt: str) -> str:

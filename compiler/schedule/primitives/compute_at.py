@@ -26,7 +26,7 @@ import islpy as isl
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import first_point, instance_text
-from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, uses_iterators
+from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, walks_reduction
 from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_bindings_kept, check_buffers_in_place,
                                                      check_stmt, find_loop, fresh_loop_name, grid_bindings)
 from tdsl.compiler.schedule.primitives.registry import LOOP, STMT, arg, primitive
@@ -179,12 +179,11 @@ def _drop_determined_loops(tree, stmt, moved: Node, placement) -> Node:
     a size of 1 can (`m.j` under Y.i at N = 1), and a later step of a schedule written for every size names it
     (`split(m.j, 4)` after `compute_at(m, Y.i)`)."""
     outer = pw_affs_to_map([d for dims in placement for d in dims], stmt.domain)
-    reduction = len(stmt.lhs_iters), len(stmt.red_iters)
     kept: list[Loop] = []
     for loop in _loops_in(moved):
         own = pw_affs_to_map(loop.exprs[stmt.name], stmt.domain)
         pinned = outer.reverse().apply_range(own).is_single_valued() and not any(
-            uses_iterators(pa, *reduction) for pa in loop.exprs[stmt.name])
+            walks_reduction(stmt, pa) for pa in loop.exprs[stmt.name])
         if not (pinned and not any(b.at is loop for b in tree.buffers)):
             kept.append(loop)
     leaf: Node = Leaf(stmt.name)

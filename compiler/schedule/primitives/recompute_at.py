@@ -193,19 +193,7 @@ def _per_tile_producer(model: KernelModel, producer: Stmt, footprint: isl.Map, t
         pairs = pairs.set_dim_name(isl.dim_type.set, k, it)
     shift = _shift(ctx, name, tiles, producer.iters, pairs, origins)
     domain = shift.range().coalesce()
-    empty = domain.is_empty()  # no instance at these sizes: a copy of one element per dimension, nothing writes
-    extents = []
-    for k, tile in enumerate(tiles):
-        if empty:
-            extents.append(1)
-            continue
-        lo, hi = domain.dim_min_val(k), domain.dim_max_val(k)
-        if lo.is_neg():
-            raise ScheduleError(NAME, f"loop {tile} of the target takes negative values ({lo}); recompute at a loop "
-                                      f"that counts from 0")
-        extents.append(int(hi.to_python()) + 1)
-    widths = [1 if empty else int(domain.dim_max_val(len(tiles) + d).to_python()) + 1
-              for d in range(len(producer.iters))]
+    shape = _copy_shape(domain, tiles, len(producer.iters))
     back = shift.reverse().apply_range(_drop_tiles(ctx, name, tiles, producer.iters, pairs))  # copy -> original
     reads = [replace(a, relation=back.apply_range(a.relation)) for a in producer.reads]
     write = isl.Map.read_from_str(ctx, f"{{ {name}[{', '.join(iters)}] -> {name}[{', '.join(iters)}] }}")
@@ -215,12 +203,24 @@ def _per_tile_producer(model: KernelModel, producer: Stmt, footprint: isl.Map, t
     check_expression_size(NAME, name, [value], "compute_at it")
     new = replace(producer, lhs_iters=list(iters), domain=domain, value=value, reads=reads,
                   write=Access(name, write.intersect_domain(domain)))
-    shape = extents + widths
     box = isl.Set.read_from_str(ctx, "{ %s[%s] : %s }" % (
         name, ", ".join(f"a{k}" for k in range(len(shape))),
         " and ".join(f"0 <= a{k} < {n}" for k, n in enumerate(shape))))
     copied = int(footprint.range().count_val().to_python())
     return new, replace(model.tensors[name], shape=shape, box=box, copies=len(tiles), copied=copied), shift
+
+
+def _copy_shape(domain: isl.Set, tiles: list[str], width_dims: int) -> list[int]:
+    """The copy's extent along each tile loop, then its width along each of the producer's dimensions; one
+    element each where no instance lies (at these sizes the producer computes nothing: nothing writes the copy)."""
+    if domain.is_empty():
+        return [1] * (len(tiles) + width_dims)
+    for k, tile in enumerate(tiles):
+        lo = domain.dim_min_val(k)
+        if lo.is_neg():
+            raise ScheduleError(NAME, f"loop {tile} of the target takes negative values ({lo}); recompute at a loop "
+                                      f"that counts from 0")
+    return [int(domain.dim_max_val(d).to_python()) + 1 for d in range(len(tiles) + width_dims)]
 
 
 def _drop_tiles(ctx, name: str, tiles: list[str], iters: list[str], pairs: isl.Set) -> isl.Map:

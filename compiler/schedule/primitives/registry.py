@@ -71,11 +71,7 @@ NAMES_ANNOTATION = "str | Sequence[str] | None"
 def _as_written(value, kind: Kind):
     """A loop reference (`Y.i` in a schedule block) given where the parameter is no loop, as the step wrote it:
     the primitive's check then names it so (`unknown memory scope 'Y.i'`), not as the parser's object."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(_as_written(v, kind) for v in value)
-    if isinstance(value, LoopRef) and "LoopRef" not in kind.annotation:
-        return f"{value.stmt}.{value.loop}" if value.stmt else value.loop
-    return value
+    return value.text if isinstance(value, LoopRef) and "LoopRef" not in kind.annotation else value
 
 
 # ---------------------------------------------------------------- the parameters of a primitive
