@@ -253,6 +253,7 @@ class ScheduleBlock:
     kernel: Optional[str]  # `schedule NAME for KERNEL`; None = the program's only kernel
     steps: list[ScheduleStep]
     span: Span = NOSPAN
+    kernel_span: Span = NOSPAN  # where `for KERNEL` names it
 
 
 @dataclass

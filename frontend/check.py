@@ -134,7 +134,7 @@ def _attach_schedules(blocks: list[ast.ScheduleBlock], kernels: dict[str, Kernel
         if block.kernel is not None:
             if block.kernel not in kernels:
                 hint = _did_you_mean(block.kernel, kernels)
-                _fail(f"unknown kernel '{block.kernel}' in schedule '{block.name}'{hint}", _header(block))
+                _fail(f"unknown kernel '{block.kernel}' in schedule '{block.name}'{hint}", block.kernel_span)
             kernels[block.kernel].schedules.append(block)
         elif not kernels:
             _fail(f"schedule '{block.name}' has no kernel to apply to: the program defines no kernel", _header(block))

@@ -408,7 +408,9 @@ class _ToAst(Transformer_NonRecursive):
 
     def schedule(self, meta, items):
         name, kernel, steps = items
-        return ast.ScheduleBlock(str(name), str(kernel) if kernel is not None else None, steps, _span(meta))
+        if kernel is None:
+            return ast.ScheduleBlock(str(name), None, steps, _span(meta))
+        return ast.ScheduleBlock(str(name), str(kernel), steps, _span(meta), _tok_span(kernel))
 
     def schedule_body(self, meta, steps):
         return list(steps)

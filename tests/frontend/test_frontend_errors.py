@@ -1277,9 +1277,9 @@ CASES = {
         schedule s for gemm { split(Y.i, 4) }
         """,
         """
-        prog.tdsl:3:1: error: unknown kernel 'gemm' in schedule 's'
+        prog.tdsl:3:16: error: unknown kernel 'gemm' in schedule 's'
           schedule s for gemm { split(Y.i, 4) }
-          ^^^^^^^^
+                         ^^^^
         """,
     ),
     "unknown_kernel_did_you_mean": (
@@ -1289,9 +1289,9 @@ CASES = {
         schedule s for gemn { split(Y.i, 4) }
         """,
         """
-        prog.tdsl:3:1: error: unknown kernel 'gemn' in schedule 's'; did you mean 'gemm'?
+        prog.tdsl:3:16: error: unknown kernel 'gemn' in schedule 's'; did you mean 'gemm'?
           schedule s for gemn { split(Y.i, 4) }
-          ^^^^^^^^
+                         ^^^^
         """,
     ),
     "schedule_without_kernel": (
