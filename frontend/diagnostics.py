@@ -16,6 +16,7 @@ the source line so that the caret stays under the faulty text.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Optional
 
@@ -136,10 +137,14 @@ class SourceError(TdslError):
         lines = source_lines(self.source)
         if not (1 <= span.line <= len(lines)) or not self.source:
             return head
+        line = lines[span.line - 1]
         width = 1
         if span.end_line == span.line and span.end_column > span.column:
             width = span.end_column - span.column
-        text, caret = echo_with_caret(lines[span.line - 1], span.column, width)
+        elif span.end_line > span.line:  # a construct over several lines (a block, a step): mark its first word
+            word = re.match(r"\w+", line[span.column - 1:])
+            width = len(word.group()) if word else 1
+        text, caret = echo_with_caret(line, span.column, width)
         return f"{head}\n  {text}\n  {caret}"
 
     def __str__(self) -> str:

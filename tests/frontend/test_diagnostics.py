@@ -124,3 +124,22 @@ def test_a_long_line_is_cut_to_a_window_around_the_caret():
 
 def test_control_characters_in_the_file_name_are_escaped():
     assert _error("const N = 0\n", filename="bad\x1b[31m.tdsl").startswith("bad\\x1b[31m.tdsl:1:7: error: ")
+
+
+def test_a_construct_over_several_lines_is_marked_at_its_first_word():
+    """A step written over two lines used to get one caret under its first character."""
+    from tdsl.frontend.ast import Span
+
+    source = "schedule s {\n  compute_at(B,\n             Y.i)\n}\n"
+    err = SourceError("compute_at: loop i belongs to B itself", Span(2, 3, 3, 17), source, "p.tdsl")
+    assert str(err) == "p.tdsl:2:3: error: compute_at: loop i belongs to B itself\n    compute_at(B,\n    ^^^^^^^^^^"
+
+
+def test_a_step_over_several_lines_is_located_through_the_cli(tmp_path, capsys):
+    from tdsl.compiler.driver.cli import main
+
+    path = tmp_path / "p.tdsl"
+    path.write_text("const N = 8\n" + KERNEL + "  Y[i] = A[i]\n}\nschedule s {\n  compute_at(Y,\n     Y.i)\n}\n")
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert ":6:3: error: compute_at" in err and "\n    compute_at(Y,\n    ^^^^^^^^^^\n" in err
