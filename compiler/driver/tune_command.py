@@ -61,8 +61,8 @@ def cmd_tune(args) -> int:
     if problem:
         raise TdslError(f"--name {problem}")
     prog = load(args.program, sizes=parse_sizes(args.size))
-    if args.append and args.name and args.name in prog.schedule_names:
-        raise TdslError(f"{prog.filename} already has a schedule '{args.name}'; choose another --name")
+    if args.append:
+        _check_free_name(prog, args)
     if args.log:
         tuning_log.read(Path(args.log))  # a file that is no tuning log is refused before the GPUs are looked for
     runner = executor(args.executor, args.workers, args.ray_address)
@@ -95,13 +95,25 @@ def cmd_tune(args) -> int:
         print("winner: the model's choice (no GPU here: nothing was timed; run on a GPU to measure)")
     print(result.block, end="")
     if args.append:
-        if args.name is None and result.name in prog.schedule_names:
-            raise TdslError(f"{prog.filename} already has a schedule '{result.name}'; give --name")
         block = _block_for_every_size(prog, result, args.target, args.backend)
         with open(args.program, "a", encoding="utf-8") as f:
             f.write(f"\n{block}")
         print(f"appended schedule {result.name} to {args.program}")
     return 0
+
+
+def _check_free_name(prog, args) -> None:
+    """`--append` names a block the program does not have yet: said before the search, not after it."""
+    from tdsl.compiler.driver.generate import resolve_target
+    from tdsl.compiler.tune.tuner import default_block_name
+
+    if args.name is not None:
+        if args.name in prog.schedule_names:
+            raise TdslError(f"{prog.filename} already has a schedule '{args.name}'; choose another --name")
+        return
+    name = default_block_name(resolve_target(args.target, args.backend)[2])
+    if name in prog.schedule_names:
+        raise TdslError(f"{prog.filename} already has a schedule '{name}' (the name --append gives); give --name")
 
 
 def _versus_blocks(result) -> str:

@@ -54,6 +54,11 @@ class TuneResult:
         return f"{head} {{\n{body}\n}}\n"
 
 
+def default_block_name(device: str) -> str:
+    """The name the winner's block gets without `--name`."""
+    return f"tuned_{device.replace('-', '_')}"
+
+
 def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, target: str = "h200",
          backend: Optional[str] = None, trials: Optional[int] = None, samples: int = 256, seed: int = 0,
          runner=None, log_path: Optional[Path] = None, name: Optional[str] = None, progress: bool = False,
@@ -73,7 +78,7 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
     model = found.screen.base.model
     workload = tuning_log.Workload.of(tuning_log.kernels_text(prog), model.name, _numbers(model.sizes), device,
                                         backend)
-    result = TuneResult(found, workload, name or f"tuned_{device.replace('-', '_')}",
+    result = TuneResult(found, workload, name or default_block_name(device),
                         kernel=model.name if len(prog.kernels) > 1 else None)
     if not found.ranked:
         return result

@@ -142,6 +142,15 @@ def test_cli_tune_without_gpu_names_the_models_choice_and_appends(tmp_path):
     assert _cli("check", str(prog), "--size", "M=20,N=70", "--schedule", "mine").returncode == 0
     proc = _cli("tune", str(prog), "--size", "M=20,N=70", "--target", "h200", "--append", "--name", "mine")
     assert proc.returncode == 2 and "already has a schedule 'mine'" in proc.stderr
+    assert "candidates screened" not in proc.stdout  # said before the search
+
+
+def test_cli_tune_append_refuses_a_taken_default_name_before_searching(tmp_path):
+    prog = tmp_path / "softmax.tdsl"
+    prog.write_text((EXAMPLES / "softmax.tdsl").read_text() + "\nschedule tuned_h200 {\n  bind(Y.i, grid.x)\n}\n")
+    proc = _cli("tune", str(prog), "--size", "M=20,N=70", "--target", "h200", "--append")
+    assert proc.returncode == 2 and "already has a schedule 'tuned_h200'" in proc.stderr and "give --name" in proc.stderr
+    assert "candidates screened" not in proc.stdout
 
 
 def test_cli_tune_names_what_it_cannot_tune(tmp_path):
