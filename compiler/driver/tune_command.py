@@ -92,7 +92,8 @@ def cmd_tune(args) -> int:
         which = f" (the program's own schedule '{result.winner_block}')" if result.winner_block else ""
         print(f"winner: {result.winner_us:.1f} us measured{which}{_versus_blocks(result)}")
     else:
-        print("winner: the model's choice (no GPU here: nothing was timed; run on a GPU to measure)")
+        which = f", the program's own schedule '{result.winner_block}'" if result.winner_block else ""
+        print(f"winner: the model's choice{which} (no GPU here: nothing was timed; run on a GPU to measure)")
     print(result.block, end="")
     if args.append:
         block = _block_for_every_size(prog, result, args.target, args.backend)

@@ -112,8 +112,10 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
     best = tuning_log.best(result.logged)
     if best is not None:
         result.winner_steps, result.winner_us, result.winner_block = best["steps"], best.get("us"), best.get("block")
-    elif not result.logged:
-        result.winner_steps = found.ranked[0].text  # nothing measured: the model's choice
+    elif not result.logged:  # nothing measured: the model's choice, named when it is one of the program's blocks
+        result.winner_steps = found.ranked[0].text
+        own = result.blocks or (program_blocks(prog, kernel, sizes, found) if blocks else [])
+        result.winner_block = next((b.block for b in own if b.text == result.winner_steps), None)
     return result
 
 

@@ -140,6 +140,8 @@ def test_cli_tune_without_gpu_names_the_models_choice_and_appends(tmp_path):
     assert "candidates screened" in proc.stdout and "model's choice (no GPU here" in proc.stdout
     assert "schedule mine {" in proc.stdout and "appended schedule mine" in proc.stdout
     assert _cli("check", str(prog), "--size", "M=20,N=70", "--schedule", "mine").returncode == 0
+    proc = _cli("tune", str(prog), "--size", "M=20,N=70", "--target", "h200")  # the choice is now a block of the file
+    assert proc.returncode == 0 and "model's choice, the program's own schedule 'mine'" in proc.stdout
     proc = _cli("tune", str(prog), "--size", "M=20,N=70", "--target", "h200", "--append", "--name", "mine")
     assert proc.returncode == 2 and "already has a schedule 'mine'" in proc.stderr
     assert "candidates screened" not in proc.stdout  # said before the search
