@@ -54,8 +54,14 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
         if _none_of(dep.relation, backward[pair]):
             continue
         broken = dep.relation.intersect(backward[pair])
-        src, dst, element = concrete_pair(model, dep, broken)
         cls = _violation_class(model, dep)
+        if cls is ReductionIncomplete:
+            partial = _after_some_terms(dep.relation, broken)
+            if partial.is_empty():  # the reader runs before every term: the value does not exist yet at all
+                cls = DependenceViolation
+            else:
+                broken = partial
+        src, dst, element = concrete_pair(model, dep, broken)
         detail = f"{dep.describe()}, but {dep.dst} would run first"
         explanation = None
         if cls is ReductionIncomplete:
@@ -420,6 +426,12 @@ def _violation_class(model: KernelModel, dep: Dependence):
     if dep.kind == "flow" and model.stmt(dep.src).is_reduction:
         return ReductionIncomplete
     return DependenceViolation
+
+
+def _after_some_terms(relation: isl.Map, broken: isl.Map) -> isl.Map:
+    """The broken pairs (a term of a reduction -> a reader of its result that would run before that term) whose
+    reader runs after some other term of the same element: the reader would take a partial result."""
+    return broken.intersect_range(relation.subtract(broken).range())
 
 
 def _loop_times(model: KernelModel, tree: Tree, loop: Loop) -> tuple:
