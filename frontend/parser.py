@@ -242,6 +242,10 @@ class _ToAst(Transformer_NonRecursive):
     def signed_number(self, meta, items):
         sign = -1 if len(items) == 2 else 1
         tok = items[-1]
+        if tok.type == "NAME":  # `inf`, the one float literal spelled as a word; any other name is no number
+            if tok != "inf":
+                raise SourceError(f"expected a number, found '{tok}'", _tok_span(tok))
+            return sign * math.inf
         return sign * (_int(tok) if tok.type == "INT" else _float(tok))
 
     def param_decl(self, meta, names):
@@ -506,7 +510,7 @@ def _expected_words(expected: set[str], parser: Lark) -> list[str]:
         expected -= _EXPRESSION_START | {"MINUS"}
         words.append("an expression")
     elif {"INT", "FLOAT"} <= expected:
-        expected -= {"INT", "FLOAT", "MINUS"}  # a (signed) number
+        expected -= {"INT", "FLOAT", "MINUS", "NAME"}  # a (signed) number; the NAME there is `inf`
         words.append("a number")
     if expected & _TOP_LEVEL or "_NL" in expected:
         # Where a new declaration may start, or a line may end, the end of input fits too: no news.

@@ -302,3 +302,25 @@ def test_checker_guards_trees_not_built_by_the_parser():
     with pytest.raises(SourceError) as info:
         check_program(program)  # a recurrence's read of its own tensor has the rank of its left-hand side
     assert str(info.value).startswith("built.tdsl:1:1: error: tensor 'Y' has rank 1 but is indexed with 2 indices")
+
+
+def test_a_float_constant_may_be_infinite():
+    """The out-of-range message says "write 'inf'": a `const` takes it too (probe S of the 28th session)."""
+    program, _ = _load("""
+        const N = 4, lo = -inf, hi = inf
+        kernel f(X: f32[N]) -> (Y: f32[N]) {
+          Y[i] = max(min(X[i], hi), lo)
+        }
+    """)
+    assert {d.name: d.value for d in program.sizes} == {"N": 4, "lo": float("-inf"), "hi": float("inf")}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("const a = b\n", "1:11: error: expected a number, found 'b'"),
+    ("const a = -\n", "1:12: error: expected a number, found end of line"),
+    ("const inf = 3\n", "'inf' is reserved for the float infinity"),
+])
+def test_a_constant_value_other_than_a_number_or_inf_is_refused(text, message):
+    with pytest.raises(SourceError) as info:
+        load_source(text, "t.tdsl")
+    assert message in str(info.value)
