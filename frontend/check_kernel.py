@@ -273,8 +273,10 @@ class _KernelChecker(_IndexChecks):
         decl = self.sizes.get(name)
         if decl is not None:
             return "float constant" if _is_float_const(decl) else "size"
-        if name in self.tensors or name in self.targets:
+        if name in self.tensors:
             return "tensor"
+        if name in self.targets:  # a temporary the kernel writes further down: say where
+            return f"tensor (written at line {self.targets[name].span.line})"
         return None
 
     def _storage_dtype(self, stmt: ast.Statement, info: Optional[TensorInfo], span: ast.Span) -> str:

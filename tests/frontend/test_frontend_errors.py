@@ -715,6 +715,21 @@ CASES = {
                        ^^^
         """,
     ),
+    "later_temporary_as_iterator": (
+        """
+        const N = 8
+        kernel f(X: f32[N]) -> (Y: f32[N]) {
+          T[i] = X[i] * 2.0
+          i[j] = T[j] + 1.0
+          Y[j] = i[j]
+        }
+        """,
+        """
+        prog.tdsl:3:5: error: 'i' is a tensor (written at line 4), not an iterator; iterators need fresh names
+            T[i] = X[i] * 2.0
+              ^
+        """,
+    ),
     "tensor_as_iterator": (
         """
         const N = 8
