@@ -44,6 +44,10 @@ def test_argument_errors_are_schedule_errors():
         s.reorder("T.i", "Y.i")
     with pytest.raises(ScheduleError, match=r"name at least two loops"):
         s.reorder("T", "i")
+    with pytest.raises(ScheduleError, match=r"statement T has no loop 'q'"):  # the unknown loop first (probe S)
+        s.reorder("T", "q")
+    with pytest.raises(ScheduleError, match=r"tile: a loop is named twice"):  # not "no loop 'i'" after one split
+        sched().tile("C.i", "C.i", 4, 4)
     s.compute_at("T", at="Y.i")
     with pytest.raises(ScheduleError, match=r"tile the loops of one statement"):
         sched().tile("C.i", "Y.j", 4, 4)

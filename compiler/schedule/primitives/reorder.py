@@ -32,13 +32,13 @@ def reorder_loops(state: State, loops, step: str) -> None:
     if len(loops) < 2:
         raise ScheduleError(step, "name at least two loops")
     stmt, refs = _statement_and_loops(state, loops, step)
-    if len(refs) < 2:
-        raise ScheduleError(step, "name at least two loops")
     path = state.tree.path(stmt)
-    for ref in refs:
+    for ref in refs:  # an unknown loop is named before the count is judged
         node, owner = find_loop(state, step, _on(stmt, ref, step))
         if node not in path:
             raise ScheduleError(step, f"loop {ref_text(ref)} does not enclose statement {stmt}; reorder the loops of one statement")
+    if len(refs) < 2:
+        raise ScheduleError(step, "name at least two loops")
     nodes = [find_loop(state, step, _on(stmt, ref, step))[0] for ref in refs]
     if len({id(n) for n in nodes}) != len(nodes):
         raise ScheduleError(step, "a loop is named twice")

@@ -33,6 +33,10 @@ def tile(state: State, *args, names=None) -> list[str]:
         ref = as_ref(loop, "tile")
         if ref.stmt is not None and ref.stmt != stmt:
             raise ScheduleError("tile", f"tile the loops of one statement: {stmt} and {ref.stmt} differ")
+    nodes = [find_loop(state, "tile", loop if as_ref(loop, "tile").stmt else f"{stmt}.{as_ref(loop).loop}")[0]
+             for loop in loops]
+    if len({id(node) for node in nodes}) != n:  # split twice, the second split would not find the loop
+        raise ScheduleError("tile", "a loop is named twice")
     outers, inners = [], []
     for k, (loop, factor) in enumerate(zip(loops, factors)):
         ref = as_ref(loop, "tile")
