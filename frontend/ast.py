@@ -254,6 +254,7 @@ class ScheduleBlock:
     steps: list[ScheduleStep]
     span: Span = NOSPAN
     kernel_span: Span = NOSPAN  # where `for KERNEL` names it
+    name_span: Span = NOSPAN
 
 
 @dataclass

@@ -126,7 +126,7 @@ def _attach_schedules(blocks: list[ast.ScheduleBlock], kernels: dict[str, Kernel
     for block in blocks:
         if block.name == "none":  # `--schedule none` on the command line means program order
             _fail("a schedule cannot be called 'none': `--schedule none` means program order; rename the block",
-                  _header(block))
+                  block.name_span)
         if block.name in seen:
             first = seen[block.name].span.line
             _fail(f"duplicate definition of schedule '{block.name}' (first defined at line {first})", _header(block))

@@ -412,9 +412,9 @@ class _ToAst(Transformer_NonRecursive):
 
     def schedule(self, meta, items):
         name, kernel, steps = items
-        if kernel is None:
-            return ast.ScheduleBlock(str(name), None, steps, _span(meta))
-        return ast.ScheduleBlock(str(name), str(kernel), steps, _span(meta), _tok_span(kernel))
+        return ast.ScheduleBlock(str(name), None if kernel is None else str(kernel), steps, _span(meta),
+                                 kernel_span=ast.NOSPAN if kernel is None else _tok_span(kernel),
+                                 name_span=_tok_span(name))
 
     def schedule_body(self, meta, steps):
         return list(steps)

@@ -442,9 +442,9 @@ CASES = {
         schedule none { io, ii = split(Y.i, 4) }
         """,
         """
-        prog.tdsl:3:1: error: a schedule cannot be called 'none': `--schedule none` means program order; rename the block
+        prog.tdsl:3:10: error: a schedule cannot be called 'none': `--schedule none` means program order; rename the block
           schedule none { io, ii = split(Y.i, 4) }
-          ^^^^^^^^
+                   ^^^^
         """,
     ),
     # ------------------------------------------------------------ declarations
