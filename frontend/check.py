@@ -71,6 +71,9 @@ def check_program(program: ast.Program) -> dict[str, KernelInfo]:
 
 def load_source(text: str, filename: str = "<string>") -> tuple[ast.Program, dict[str, KernelInfo]]:
     """Parse and check program text."""
+    for what, value in (("program text", text), ("file name", filename)):
+        if not isinstance(value, str):  # bytes from a file opened in binary mode, a None file name
+            raise TypeError(f"the {what} must be a str, got {type(value).__name__}")
     program = parse(text, filename)
     return program, check_program(program)
 

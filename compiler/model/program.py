@@ -201,11 +201,11 @@ def resolve_sizes(decls: dict, overrides: Optional[dict] = None) -> dict:
         from tdsl.frontend.diagnostics import TdslError
 
         known = [n for n, d in decls.items() if not isinstance(d.value, float)]  # a float constant is no size
-        raise TdslError(f"--size names unknown sizes: {', '.join(unknown)} (known: {', '.join(known) or 'none'})")
+        raise TdslError(f"unknown sizes given: {', '.join(unknown)} (known: {', '.join(known) or 'none'})")
     sizes = {}
     for name, decl in decls.items():
         if name in overrides:
-            _check_size_value(name, decl, overrides[name])
+            overrides[name] = _check_size_value(name, decl, overrides[name])
         sizes[name] = overrides.get(name, decl.value)
     return sizes
 
@@ -228,18 +228,23 @@ def _check_elements(tensor: "Tensor") -> None:
                         f"fit the 32-bit offsets of generated kernels: choose smaller sizes")
 
 
-def _check_size_value(name: str, decl, value) -> None:
-    """A size bound from the command line or the Python API obeys the language's limits (docs/language.md)."""
+def _check_size_value(name: str, decl, value) -> int:
+    """A size bound from the command line or the Python API obeys the language's limits (docs/language.md); an
+    integer of another type (NumPy's `np.int64(8)`) is the int it stands for."""
+    import numbers
+
     from tdsl.frontend.diagnostics import TdslError
     from tdsl.frontend.limits import MAX_INT
 
     if isinstance(decl.value, float):
         raise TdslError(f"'{name}' is a float constant, not a size; it cannot be given a value")
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TdslError(f"size {name} must be an integer, got {value!r}")
+    value = int(value)
     if not 1 <= value <= MAX_INT:
         shown = str(value) if abs(value) < 10**20 else f"a number of {len(str(abs(value)))} digits"
         raise TdslError(f"size {name} must be between 1 and {MAX_INT} (2^31 - 1), got {shown}")
+    return value
 
 
 def build_model(kinfo, sizes: Optional[dict] = None, ctx: Optional[isl.Context] = None) -> KernelModel:

@@ -506,7 +506,7 @@ def test_a_loop_may_not_take_a_size_name():
     eps = loads(text.replace("const M = 4", "const M = 4, eps = 0.5")).schedule()
     with pytest.raises(ScheduleError, match=r"split: 'eps' is a float constant of the kernel; loops need fresh names"):
         eps.split("s.k", 4, names=["eps", "kk"])
-    with pytest.raises(TdslError, match=r"--size names unknown sizes: Y \(known: K, M\)$"):
+    with pytest.raises(TdslError, match=r"unknown sizes given: Y \(known: K, M\)$"):
         loads(text.replace("const M = 4", "const M = 4, eps = 0.5")).model(sizes={"Y": 3})
 
 
@@ -517,3 +517,24 @@ def test_a_statement_without_instances_is_refused_with_the_reason():
     text = "const N = 4\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  T[i] = X[i] * 2.0\n  Y[i : i >= 1 and i < 1] = T[i]\n}\n"
     with pytest.raises(SourceError, match=r":4:3: error: statement Y has no instance"):
         loads(text).schedule()
+
+
+def test_numpy_integers_are_sizes_and_factors():
+    """Sizes and step arguments computed with NumPy (`np.int64`) are the ints they stand for, in the trace too;
+    program text that is no str is a TypeError that says so (probe S of the 28th session)."""
+    from tdsl.frontend.check import load_source
+
+    prog = loads((EXAMPLES / "gemm_silu.tdsl").read_text(), sizes={"M": np.int64(70), "N": np.int32(65), "K": np.uint16(33)})
+    s = prog.schedule()
+    s.split("C.i", np.int64(16))
+    s.tile("Y.i", "Y.j", np.int64(8), np.int8(8))
+    assert str(s.trace) == "io, ii = split(C.i, 16)\nio, jo, ii, jj = tile(Y.i, Y.j, 8, 8)"
+    assert s.model.sizes["M"] == 70 and type(s.model.sizes["M"]) is int
+    with pytest.raises(TdslError, match=r"size M must be an integer, got np.float64\(7.0\)"):
+        loads((EXAMPLES / "gemm_silu.tdsl").read_text(), sizes={"M": np.float64(7.0)}).schedule()
+    with pytest.raises(ScheduleError, match=r"must be a positive integer, got True"):
+        prog.schedule().split("C.i", True)
+    with pytest.raises(TypeError, match="the program text must be a str, got bytes"):
+        load_source(b"const N = 4", "p.tdsl")
+    with pytest.raises(TypeError, match="the file name must be a str, got NoneType"):
+        load_source("const N = 4", None)

@@ -32,6 +32,7 @@ import difflib
 import importlib
 import inspect
 import keyword
+import numbers
 import pkgutil
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -70,8 +71,19 @@ NAMES_ANNOTATION = "str | Sequence[str] | None"
 
 def _as_written(value, kind: Kind):
     """A loop reference (`Y.i` in a schedule block) given where the parameter is no loop, as the step wrote it:
-    the primitive's check then names it so (`unknown memory scope 'Y.i'`), not as the parser's object."""
-    return value.text if isinstance(value, LoopRef) and "LoopRef" not in kind.annotation else value
+    the primitive's check then names it so (`unknown memory scope 'Y.i'`), not as the parser's object.  An
+    integer of another type (NumPy's `np.int64(4)` from the Python API) is the int it stands for."""
+    if isinstance(value, LoopRef) and "LoopRef" not in kind.annotation:
+        return value.text
+    return _plain_int(value)
+
+
+def _plain_int(value):
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain_int(v) for v in value)
+    return value
 
 
 # ---------------------------------------------------------------- the parameters of a primitive
