@@ -233,6 +233,10 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
         seen = sorted({f"{r.get('kernel')} on {r.get('target')}/{r.get('backend')} at "
                        f"{','.join(f'{k}={v}' for k, v in r.get('sizes', {}).items())}" for r in records})
         listed = "; ".join(seen[:5]) or "nothing"
+        unbound = [k for k, v in model.sizes.items() if v is None]
+        if unbound:  # a log's entry is for the sizes it was tuned at: those must be given
+            raise TdslError(f"--tuned picks a schedule tuned at given sizes: give --size for {', '.join(unbound)} "
+                            f"(the run-time sizes of {model.name}; {log_file} holds: {listed})")
         raise TdslError(f"{log_file} has no correct measured schedule of kernel {model.name} for {device}/{backend} "
                         f"at these sizes and this source (it holds: {listed}); run tdsl tune with --log {log_file}")
     name = "tuned"

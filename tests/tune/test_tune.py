@@ -2,6 +2,7 @@
 executors (local worker processes; Ray on a local instance with CPU workers)."""
 
 import json
+import re
 from dataclasses import replace
 import shutil
 import subprocess
@@ -130,6 +131,21 @@ def test_compile_tuned_takes_the_logs_fastest_schedule(tmp_path):
     proc = _cli("compile", str(edited), "--size", "M=20,N=70", "--target", "h200", "--tuned", str(log), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "num_warps=8" in out.read_text()
+
+
+def test_compile_tuned_on_run_time_sizes_asks_for_them(tmp_path):
+    source = tmp_path / "softmax.tdsl"
+    source.write_text(re.sub(r"const M = \d+, N = \d+", "param M, N", (EXAMPLES / "softmax.tdsl").read_text()))
+    prog = tdsl.load(source, sizes={"M": 20, "N": 70})
+    workload = tuning_log.Workload.of(tuning_log.kernels_text(prog), "softmax", dict(prog.model().sizes), "h200",
+                                      "triton")
+    log = tmp_path / "tune.jsonl"
+    tuning_log.append(log, workload, {"ok": True, "us": 1.0, "steps": "compute_at(s, Y.i)\nbind(Y.i, grid.x)"}, "t")
+    out = tmp_path / "k.py"
+    proc = _cli("compile", str(source), "--target", "h200", "--tuned", str(log), "-o", str(out))
+    assert proc.returncode == 2 and "give --size for M, N" in proc.stderr and "M=20,N=70" in proc.stderr
+    proc = _cli("compile", str(source), "--size", "M=20,N=70", "--target", "h200", "--tuned", str(log), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_cli_tune_without_gpu_names_the_models_choice_and_appends(tmp_path):
