@@ -5,7 +5,8 @@ Rounding to E4M3 (RNE, saturating at +-448 like `compiler.dtypes`): with a = min
 rounded to the quantum 2^(e-3) of binade [2^e, 2^(e+1)) is (a + 2^(e+20)) - 2^(e+20) in f32 -- the sum lies
 in [2^(e+20), 2^(e+21)), whose ulp is exactly that quantum, so the hardware's RNE addition does the
 rounding.  The subnormals and the lowest binade share the quantum 2^-9 (e <= -6).  Fifteen binades,
-each chosen with `T.tile.compare(a >= 2^e)` and `T.tile.select`; then the sign.
+each chosen with `T.tile.compare(a >= 2^e)` and `T.tile.select`; then the sign, read from x + 1/x, whose
+sign is x's also at -0.0 (where `x < 0` is false).
 
 Encoding an E4M3 value r >= 0 as its byte: r * 2^(3-e) + 8e + 48 in binade e (the same formula is right
 at both ends of every binade, and for the subnormals with e = -6), plus 128 for negative values, and NaN
@@ -55,7 +56,8 @@ def round_e4m3(p, x: str, shape) -> str:
     _piecewise(p, a, y, t, m, [(2.0 ** e, [f"T.tile.add({t}, {a}, {_f(2.0 ** (e + 20))})",
                                            f"T.tile.add({t}, {t}, {_f(-2.0 ** (e + 20))})"])
                                for e in NORMAL_BINADES])
-    _when(p, m, x, 0.0, "LT", y, t, [f"T.tile.mul({t}, {y}, -1.0)"])
+    _sign_key(p, a, x)
+    _when(p, m, a, 0.0, "LT", y, t, [f"T.tile.mul({t}, {y}, -1.0)"])
     return y
 
 
@@ -75,7 +77,8 @@ def encode_e4m3(p, r: str, shape) -> str:
     _piecewise(p, a, b, t, m, [(2.0 ** e, [f"T.tile.mul({t}, {a}, {_f(2.0 ** (3 - e))})",
                                            f"T.tile.add({t}, {t}, {_f(8 * e + 48)})"])
                                for e in NORMAL_BINADES])
-    _when(p, m, r, 0.0, "LT", b, t, [f"T.tile.add({t}, {b}, 128.0)"])
+    _sign_key(p, a, r)
+    _when(p, m, a, 0.0, "LT", b, t, [f"T.tile.add({t}, {b}, 128.0)"])
     # NaN (the rounding keeps it; padding lanes of a ragged tile may hold 0 / 0) is the byte 0x7F, as E4M3
     # has it -- and an integer cast of NaN would be undefined
     p.emit(f"T.tile.compare({m}, {r}, {r}, \"EQ\")  # false only for NaN")
@@ -106,6 +109,14 @@ def decode_e4m3(p, raw: str, shape) -> str:
     p.emit(f"T.tile.mul({t}, {v}, -1.0)")
     _select(p, v, neg, t)
     return v
+
+
+def _sign_key(p, key: str, x: str) -> None:
+    """key = x + 1/x, negative exactly where x has its sign bit set and is no NaN: -0.0 too (1/-0 = -inf), which
+    `x < 0` misses, so a -0.0 (or a negative rounded to zero) keeps its sign in E4M3, as the interpreter has it."""
+    p.emit(f"T.tile.fill({key}, 1.0)")
+    p.emit(f"T.tile.div({key}, {key}, {x})")
+    p.emit(f"T.tile.add({key}, {key}, {x})  # the sign of x, also at -0.0")
 
 
 def _select(p, out: str, mask: str, t: str) -> None:
