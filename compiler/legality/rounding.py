@@ -108,7 +108,8 @@ def check_buffer_rounding(model: KernelModel, tree: Tree, buf: Buffer, primitive
                 RoundingRemoved, model, tree, primitive, [writer.name, reader],
                 f"{reader} would read {buf.tensor} from the {dtype} {buf.scope} copy inside loop {buf.at.name}, "
                 f"skipping the rounding of {writer.name} to {store}",
-                f"{inst} reads {element}: the program rounds the {accum} sum to {store} before {reader} uses it; "
+                f"{inst} reads {element}: the program rounds the {accum} {reduce_ops.RESULT[writer.reduce_op]} to {store} "
+                f"before {reader} uses it; "
                 f"{witness_text(dtype, store)}",
             )
         return

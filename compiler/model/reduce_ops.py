@@ -46,3 +46,5 @@ def selecting(op: str) -> bool:
 # What a reduction's partial result is called in messages: (one, several)
 PARTIAL = {"sum": ("partial sum", "partial sums"), "max": ("partial maximum", "partial maxima"),
            "min": ("partial minimum", "partial minima")}
+# ... and its result
+RESULT = {"sum": "sum", "max": "maximum", "min": "minimum"}
