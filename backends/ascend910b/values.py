@@ -529,7 +529,7 @@ class Values:
         """a op b into a UB temporary; the temporary may be an operand's own buffer (a subexpression its parent
         consumes): the T.tile.* operations work element by element, so dst may be src0 or src1."""
         if a.kind == b.kind == "scalar":
-            code = f"T.{op}({a.code}, {b.code})" if op in ("max", "min") else f"({a.code} {op} {b.code})"
+            code = _scalar_extremum(op, a.code, b.code) if op in ("max", "min") else f"({a.code} {op} {b.code})"
             return _Opnd("scalar", code)
         if op == "-" and b.kind == "scalar":  # x - s == x + (-s) exactly: Adds takes a scalar
             op, b = "+", _Opnd("scalar", f"(-{b.code})")
@@ -541,11 +541,51 @@ class Values:
             a, b = b, a  # commutative
         if op == "/" and "scalar" in (a.kind, b.kind):
             return self._divide_by_rows(a, b, shape)
-        fn = {"+": "add", "-": "sub", "*": "mul", "/": "div", "max": "max", "min": "min"}[op]
+        if op in ("max", "min"):
+            return _Opnd("tile", self.extremum(op, a, b, shape))
+        fn = {"+": "add", "-": "sub", "*": "mul", "/": "div"}[op]
         self.done(a, b)
         out = self.temp("t", shape)
         self.emit(f"T.tile.{fn}({out}, {a.code}, {b.code})")
         return _Opnd("tile", out)
+
+    # IEEE 754-2019's maximum and minimum order -0.0 below +0.0 (docs/interpreter.md); T.tile.max / T.tile.min and
+    # T.max / T.min compare, so of two equal zeros the result's sign would follow the operands' order.  A zero
+    # with an operand's sign, clamp(x, -1, 1) * 0 (-0 for -0.0, a negative number or -inf), is added to the result:
+    # it changes only a zero maximum, to +0 unless both operands were -0 or negative (+0 + -0 is +0).  A minimum
+    # is the negated maximum of the negated operands, so it adds the zeros of the opposite signs (* -0.0) to -out.
+
+    def extremum(self, op: str, a: _Opnd, b: _Opnd, shape, out: str = None) -> str:
+        """max / min(a, b) (a a tile, b a tile or a scalar) into `out` (a new temporary if None, which may be a's or
+        b's buffer), IEEE's also for zeros of opposite signs; returns the buffer."""
+        sign = "0.0" if op == "max" else "-0.0"
+        zeros = self.temp("t", shape)  # the operands' zero signs, taken before `out` may overwrite an operand
+        self._zero_sign(zeros, a.code, sign)
+        if b.kind == "scalar":
+            self.emit(f"T.tile.add({zeros}, {zeros}, {_scalar_zero_sign(b.code, sign)})")
+        else:
+            other = self.temp("t", shape)
+            self._zero_sign(other, b.code, sign)
+            self.emit(f"T.tile.add({zeros}, {zeros}, {other})")
+            self.done(other)
+        if out is None:
+            self.done(a, b)
+            out = self.temp("t", shape)
+        self.emit(f"T.tile.{op}({out}, {a.code}, {b.code})")
+        self.emit(f"# IEEE {op}imum of two zeros: add the operands' zero signs (T.tile.{op} returns either zero)")
+        if op == "max":
+            self.emit(f"T.tile.add({out}, {out}, {zeros})")
+        else:
+            self.emit(f"T.tile.mul({out}, {out}, -1.0)")
+            self.emit(f"T.tile.add({out}, {out}, {zeros})")
+            self.emit(f"T.tile.mul({out}, {out}, -1.0)")
+        self.done(zeros)
+        return out
+
+    def _zero_sign(self, dst: str, src: str, sign: str) -> None:
+        self.emit(f"T.tile.min({dst}, {src}, 1.0)")
+        self.emit(f"T.tile.max({dst}, {dst}, -1.0)")
+        self.emit(f"T.tile.mul({dst}, {dst}, {sign})")
 
     def _divide_by_rows(self, a: _Opnd, b: _Opnd, shape) -> _Opnd:
         """A division with a scalar side: T.tile.div takes a scalar only as the divisor, and multiplies by its
@@ -569,3 +609,15 @@ class Values:
         self.depth = depth
         self.done(num)
         return _Opnd("tile", out)
+
+
+def _scalar_zero_sign(x: str, sign: str) -> str:
+    """A zero with the sign of the scalar x (times `sign`): see `extremum`."""
+    return f"(T.max(T.min({x}, 1.0), -1.0) * {sign})"
+
+
+def _scalar_extremum(op: str, a: str, b: str) -> str:
+    """max / min of two scalars, IEEE's also for zeros of opposite signs (see `extremum`)."""
+    if op == "max":
+        return f"(T.max({a}, {b}) + ({_scalar_zero_sign(a, '0.0')} + {_scalar_zero_sign(b, '0.0')}))"
+    return f"(-((-T.min({a}, {b})) + ({_scalar_zero_sign(a, '-0.0')} + {_scalar_zero_sign(b, '-0.0')})))"

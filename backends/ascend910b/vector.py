@@ -397,14 +397,34 @@ class VectorSide:
             part = self.alloc(self.fresh(f"r_{op.stmt}"), acc_shape, "f32", "UB")
             fn = "T.reduce_sum" if op.op == "sum" else "T.reduce_max"
             self.emit(f"{fn}({terms.code}, {part}, dim=-1, clear=True)")
+            if op.op == "max":
+                self._zero_signs_of_rows(terms.code, shape, part, acc_shape)
             self.done(terms)
             terms = _Opnd("tile", part)
             self.expr_temps.add(part)
-        fn = {"+": "T.tile.add", "max": "T.tile.max", "min": "T.tile.min"}[reduce_ops.combine(op.op)]
-        self.emit(f"{fn}({acc}, {acc}, {terms.code})")
+        combine = reduce_ops.combine(op.op)
+        if combine in ("max", "min"):
+            self.extremum(combine, _Opnd("tile", acc), terms, acc_shape, out=acc)
+        else:
+            self.emit(f"T.tile.add({acc}, {acc}, {terms.code})")
         self.done(terms)
         if op.accum != "f32":
             self._round(op.accum, _Opnd("tile", acc), acc_shape, into=acc)
+
+    def _zero_signs_of_rows(self, terms: str, shape, part: str, part_shape) -> None:
+        """A row maximum of T.reduce_max, IEEE's also where it is a zero: the largest reciprocal of the row's terms
+        is +inf where a term is +0 (and the maximum a zero), -inf or negative where every term is -0 or negative;
+        made a zero of its sign (`extremum`) and added to the maximum, it changes only a zero maximum.  (A sum of
+        zeros would not do: T.reduce_sum starts from +0, so its sum of -0s is +0.)"""
+        inverse = self.temp("t", shape)
+        self.emit(f"T.tile.fill({inverse}, 1.0)")
+        self.emit(f"T.tile.div({inverse}, {inverse}, {terms})  # 1 / +-0 is +-inf")
+        row = self.temp("t", part_shape)
+        self.emit(f"T.reduce_max({inverse}, {row}, dim=-1, clear=True)")
+        self.done(inverse)
+        self._zero_sign(row, row, "0.0")
+        self.emit(f"T.tile.add({part}, {part}, {row})")
+        self.done(row)
 
     def _product(self, op: T.AccUpdate):
         """(mask, lhs load, rhs load) of sum(k) X * Y over a [rows, columns, k] tile on the vector core, or None."""

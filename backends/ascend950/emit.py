@@ -42,6 +42,14 @@ from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
 from tdsl.backends.common.names import ModuleNames
 
 SIMT_THREADS = 128
+# max and min are IEEE 754-2019's maximum and minimum (docs/interpreter.md): +0.0 above -0.0.  AscendC's Max / Min
+# compare, and of two equal zeros the sign would follow the operands' order; two zeros are added instead (+0 + -0
+# is +0, and -(-0 + +0) is -0).
+ASCEND_FUNCTIONS = {
+    **FUNCTIONS,
+    "max": "T.if_then_else(T.And({0} == 0.0, {1} == 0.0), {0} + {1}, T.max({0}, {1}))",
+    "min": "T.if_then_else(T.And({0} == 0.0, {1} == 0.0), -(-{0} + -{1}), T.min({0}, {1}))",
+}
 
 
 class Ascend950Printer(KernelPrinter):
@@ -49,7 +57,7 @@ class Ascend950Printer(KernelPrinter):
     # vector cores' alone (compiler/lower/passes/recurrence.py `refuse_cube_recurrences`), each reading its own
     BARRIER = 'T.ascend_pipe_barrier("PIPE_ALL")'
     vector_scope = "UB"
-    functions = FUNCTIONS  # the AscendC spellings (NVIDIA's __expf has no counterpart here)
+    functions = ASCEND_FUNCTIONS  # the AscendC spellings (NVIDIA's __expf has no counterpart here)
     helper_functions = frozenset()  # no CUDA source here
     ordered_keys = False  # a max / min tile reduction is T.reduce_max / T.reduce_min of the floats
     # an operand hidden from TVM's simplifier (backends/tilelang/ieee.py): the Ascend codegen spells a round trip

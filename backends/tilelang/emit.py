@@ -86,7 +86,8 @@ NVIDIA_ONLY = {"exp2": "the Ascend vector unit's API has Exp and Ln but no exp2"
 # max and min are the language's IEEE maximum and minimum, a NaN if either operand is one (as Triton's
 # propagate_nan=ALL); TileLang's T.max / T.min are CUDA's fmaxf / fminf, which return the other operand, so a NaN
 # term of a max or min, or a NaN rounded to E4M3 through the clamp to +-448, came out a number (GPU fuzz seed 33).
-# PTX's max.NaN / min.NaN (sm_80 on) give the canonical NaN.
+# PTX's max.NaN / min.NaN (sm_80 on) give the canonical NaN.  Of two zeros of opposite signs they may return
+# either; the maximum is +0.0 and the minimum -0.0 (IEEE 754-2019), so two zeros are added instead: +0 + -0 is +0.
 NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})", "fast_inverse": "T.fast_rcp({0})",
                     "exp2": 'T.call_extern("float32", "tdsl_ex2", {0})', "fma": "T.ieee_fmaf({0}, {1}, {2})",
                     "max": 'T.call_extern("float32", "tdsl_max", {0}, {1})',
@@ -95,9 +96,11 @@ CUDA_HELPERS = {  # function -> the CUDA source its NVIDIA spelling calls
     "exp2": 'extern "C" __device__ __forceinline__ float tdsl_ex2(float x) '
             '{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }',
     "max": 'extern "C" __device__ __forceinline__ float tdsl_max(float a, float b) '
-           '{ float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }',
+           '{ float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); '
+           'return a == 0.0f && b == 0.0f ? a + b : y; }',
     "min": 'extern "C" __device__ __forceinline__ float tdsl_min(float a, float b) '
-           '{ float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }',
+           '{ float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); '
+           'return a == 0.0f && b == 0.0f ? -(-a + -b) : y; }',
 }
 # A max or min over a register tile is TileLang's T.reduce_max / T.reduce_min, whose f32 combine (fmaxf / fminf,
 # also under its nan_propagate, which reaches bf16 and f16 only) drops a NaN term.  The NVIDIA printer reduces
@@ -612,11 +615,14 @@ class KernelPrinter(TileLangDialect):
 
     @contextmanager
     def one_pattern_per_fragment(self, value):
-        """TileLang gives a fragment one layout in a T.Parallel, from the one way the loop indexes it: a register
-        tile read there at two lane patterns (cholesky's An = Ap - Lc[i] * Lc[j], Lc along the rows and along the
-        columns) fails its layout inference, and so does a second fragment copied from the first.  Each further
-        pattern reads a copy in shared memory, which any thread reads at any element, made just before the loop
-        (TileLang puts the barrier between the copy and the reads), for this loop only."""
+        """TileLang gives a fragment one layout in a T.Parallel, from the way the loop indexes it.  A register tile
+        read there at two lane patterns (cholesky's An = Ap - Lc[i] * Lc[j], Lc along the rows and along the
+        columns) fails its layout inference, and so does a second fragment copied from the first, and so may one
+        read off its own lanes, its axis n at another position of the loop than n (gramschmidt's An = Ap - Qc[i] *
+        Rr[j], Rr made along the rows of its reduction and read along the columns, beside a one-element fragment:
+        CPU fuzz seed 5560).  So the fragment itself is read only at its own lanes; every other pattern reads a
+        copy in shared memory, which any thread reads at any element, made just before the loop (TileLang puts
+        the barrier between the copy and the reads), for this loop only."""
         patterns: dict = {}
         for reg in T.nodes_in(value, T.Reg) if self.vector_scope == "fragment" else []:
             held = self.values.get(reg.stmt)
@@ -625,7 +631,8 @@ class KernelPrinter(TileLangDialect):
         for stmt, axes in patterns.items():
             source = self.values[stmt].buffer
             shape, dtype, _ = self.allocated[source]
-            for n, pattern in enumerate(axes[1:], 1):
+            own = tuple(range(len(shape)))  # the fragment itself is read only at its own lanes
+            for n, pattern in enumerate([a for a in axes if a != own], 1):
                 copy = self.alloc(self.local(("pattern", stmt, n), f"{source}_{n}"), shape, dtype, "shared",
                                   f"{stmt} again, read at another lane pattern")
                 lanes = ", ".join(self.lane_list(len(shape)))

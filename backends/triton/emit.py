@@ -564,8 +564,8 @@ FUNCTIONS = {  # the primitives of compiler/model/functions.py in Triton
     # program declares with fast_inverse, and what its own `/` must not be (_divide)
     "fast_inverse": "(1.0 / {0})",
     # IEEE maximum / minimum: a NaN operand gives NaN (docs/interpreter.md)
-    "max": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
-    "min": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+    "max": "_maximum_nan({0}, {1})",
+    "min": "_minimum_nan({0}, {1})",
 }
 
 

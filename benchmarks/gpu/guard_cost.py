@@ -1,10 +1,11 @@
-"""What the -inf guard of the online softmax costs on the GPU (26th session: a running maximum of -inf is read as 0
-by its exponentials, `tl.where` per row and key block in the Triton kernels).
+"""What a change to the generated flash kernels costs on the GPU: first the -inf guard of the online softmax (26th
+session: a running maximum of -inf is read as 0 by its exponentials, `tl.where` per row and key block in the Triton
+kernels; --old a `git archive 3045414` tree), then the IEEE maximum of two zeros (28th session: +0.0 above -0.0 in
+every max and row maximum; --old a tree before it).
 
-Builds the `flash` schedules of examples/mha.tdsl and examples/mha_causal.tdsl with this checkout (guarded) and
-with another checkout given by --old (a commit before the guard, e.g. a `git archive 3045414` tree linked as
-/tmp/old_pkg/tdsl), then times the two modules alternately on the same inputs next to SDPA, after checking both
-against SDPA's result.
+Builds the `flash` schedules of examples/mha.tdsl and examples/mha_causal.tdsl with this checkout (new) and with
+another checkout given by --old (linked as /tmp/old_pkg/tdsl), then times the two modules alternately on the same
+inputs next to SDPA, after checking both against SDPA's result.
 
     .venv/bin/python benchmarks/gpu/guard_cost.py build --old /tmp/old_pkg     # here: benchmarks/gpu/generated/guard_*
     python3 benchmarks/gpu/guard_cost.py run --out $OUT/guard.json             # on the GPU machine
@@ -87,7 +88,7 @@ def run(out_path: str, rounds: int) -> None:
             for name, ts in times.items():
                 row[f"{name}_us"] = sorted(ts)[len(ts) // 2]
                 row[f"{name}_rounds_us"] = [round(t, 2) for t in ts]
-            row["guarded_over_unguarded"] = row["new_us"] / row["old_us"]
+            row["new_over_old"] = row["new_us"] / row["old_us"]
             results["rows"].append(row)
             print(json.dumps(row), flush=True)
             Path(out_path).write_text(json.dumps(results, indent=1))
@@ -96,7 +97,7 @@ def run(out_path: str, rounds: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=["build", "run"])
-    ap.add_argument("--old", help="build: a folder holding the unguarded checkout as `tdsl`")
+    ap.add_argument("--old", help="build: a folder holding the other checkout as `tdsl`")
     ap.add_argument("--out", default="guard.json")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()

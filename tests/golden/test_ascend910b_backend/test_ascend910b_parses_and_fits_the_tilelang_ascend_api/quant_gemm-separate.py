@@ -25,12 +25,15 @@ import tilelang.language as T
 
 @T.prim_func
 def quant_gemm_0(amax: T.Tensor((4096,), "float32"), A: T.Tensor((4096, 4096), "float16")):
-    # statements amax; on-chip bytes: UB 24584
+    # statements amax; on-chip bytes: UB 40976
     with T.Kernel(4096, is_npu=True) as (cid, vid):
         acc_amax = T.alloc_ub((1,), "float32")  # UB: max accumulator
         A_ub_1 = T.alloc_ub((4096,), "float16")  # UB: tile of A
         t_f32_2 = T.alloc_ub((4096,), "float32")  # UB
         r_amax_4 = T.alloc_ub((1,), "float32")  # UB
+        t_5 = T.alloc_ub((4096,), "float32")  # UB
+        t_6 = T.alloc_ub((1,), "float32")  # UB
+        t_8 = T.alloc_ub((1,), "float32")  # UB
         l_i = cid
         with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
@@ -40,9 +43,25 @@ def quant_gemm_0(amax: T.Tensor((4096,), "float32"), A: T.Tensor((4096, 4096), "
                 T.tile.cast(t_f32_2, A_ub_1, "CAST_NONE", 4096)
                 T.tile.abs(t_f32_2, t_f32_2)
                 T.reduce_max(t_f32_2, r_amax_4, dim=-1, clear=True)
+                T.tile.fill(t_5, 1.0)
+                T.tile.div(t_5, t_5, t_f32_2)  # 1 / +-0 is +-inf
+                T.reduce_max(t_5, t_6, dim=-1, clear=True)
+                T.tile.min(t_6, t_6, 1.0)
+                T.tile.max(t_6, t_6, -1.0)
+                T.tile.mul(t_6, t_6, 0.0)
+                T.tile.add(r_amax_4, r_amax_4, t_6)
+                T.tile.min(t_6, acc_amax, 1.0)
+                T.tile.max(t_6, t_6, -1.0)
+                T.tile.mul(t_6, t_6, 0.0)
+                T.tile.min(t_8, r_amax_4, 1.0)
+                T.tile.max(t_8, t_8, -1.0)
+                T.tile.mul(t_8, t_8, 0.0)
+                T.tile.add(t_6, t_6, t_8)
                 T.tile.max(acc_amax, acc_amax, r_amax_4)
-                T.tile.fill(r_amax_4, acc_amax[0])
-                T.copy(r_amax_4, amax[l_i])  # UB -> GM
+                # IEEE maximum of two zeros: add the operands' zero signs (T.tile.max returns either zero)
+                T.tile.add(acc_amax, acc_amax, t_6)
+                T.tile.fill(t_8, acc_amax[0])
+                T.copy(t_8, amax[l_i])  # UB -> GM
 
 
 @T.prim_func
@@ -126,7 +145,10 @@ def quant_gemm_1(Aq: T.Tensor((4096, 4096), "uint8"), A: T.Tensor((4096, 4096), 
                 T.tile.add(s_t_8, s_abs_6, 268435456.0)
                 T.tile.add(s_t_8, s_t_8, -268435456.0)
                 T.tile.select(t_4, mask_cmp_9, s_t_8, t_4, "VSEL_TENSOR_TENSOR_MODE")
-                T.tile.compare(mask_cmp_9, t_f32_2, 0.0, "LT")
+                T.tile.fill(s_abs_6, 1.0)
+                T.tile.div(s_abs_6, s_abs_6, t_f32_2)
+                T.tile.add(s_abs_6, s_abs_6, t_f32_2)  # the sign of x, also at -0.0
+                T.tile.compare(mask_cmp_9, s_abs_6, 0.0, "LT")
                 T.tile.mul(s_t_8, t_4, -1.0)
                 T.tile.select(t_4, mask_cmp_9, s_t_8, t_4, "VSEL_TENSOR_TENSOR_MODE")
                 # encode E4M3 values as bytes: r * 2^(3-e) + 8e + 48 in binade e, + 128 if negative
@@ -188,7 +210,10 @@ def quant_gemm_1(Aq: T.Tensor((4096, 4096), "uint8"), A: T.Tensor((4096, 4096), 
                 T.tile.mul(s_t_8, s_abs_6, 0.03125)
                 T.tile.add(s_t_8, s_t_8, 112.0)
                 T.tile.select(t_f32_2, mask_cmp_9, s_t_8, t_f32_2, "VSEL_TENSOR_TENSOR_MODE")
-                T.tile.compare(mask_cmp_9, t_4, 0.0, "LT")
+                T.tile.fill(s_abs_6, 1.0)
+                T.tile.div(s_abs_6, s_abs_6, t_4)
+                T.tile.add(s_abs_6, s_abs_6, t_4)  # the sign of x, also at -0.0
+                T.tile.compare(mask_cmp_9, s_abs_6, 0.0, "LT")
                 T.tile.add(s_t_8, t_f32_2, 128.0)
                 T.tile.select(t_f32_2, mask_cmp_9, s_t_8, t_f32_2, "VSEL_TENSOR_TENSOR_MODE")
                 T.tile.compare(mask_cmp_9, t_4, t_4, "EQ")  # false only for NaN

@@ -116,7 +116,10 @@ def swiglu_quant_0(G: T.Tensor((1024, 12288), "bfloat16"), U: T.Tensor((1024, 12
             T.tile.add(s_t_19, s_abs_17, 268435456.0)
             T.tile.add(s_t_19, s_t_19, -268435456.0)
             T.tile.select(e4m3_18, mask_cmp_20, s_t_19, e4m3_18, "VSEL_TENSOR_TENSOR_MODE")
-            T.tile.compare(mask_cmp_20, t_f32_2, 0.0, "LT")
+            T.tile.fill(s_abs_17, 1.0)
+            T.tile.div(s_abs_17, s_abs_17, t_f32_2)
+            T.tile.add(s_abs_17, s_abs_17, t_f32_2)  # the sign of x, also at -0.0
+            T.tile.compare(mask_cmp_20, s_abs_17, 0.0, "LT")
             T.tile.mul(s_t_19, e4m3_18, -1.0)
             T.tile.select(e4m3_18, mask_cmp_20, s_t_19, e4m3_18, "VSEL_TENSOR_TENSOR_MODE")
             # encode E4M3 values as bytes: r * 2^(3-e) + 8e + 48 in binade e, + 128 if negative
@@ -178,7 +181,10 @@ def swiglu_quant_0(G: T.Tensor((1024, 12288), "bfloat16"), U: T.Tensor((1024, 12
             T.tile.mul(s_t_19, s_abs_17, 0.03125)
             T.tile.add(s_t_19, s_t_19, 112.0)
             T.tile.select(t_f32_2, mask_cmp_20, s_t_19, t_f32_2, "VSEL_TENSOR_TENSOR_MODE")
-            T.tile.compare(mask_cmp_20, e4m3_18, 0.0, "LT")
+            T.tile.fill(s_abs_17, 1.0)
+            T.tile.div(s_abs_17, s_abs_17, e4m3_18)
+            T.tile.add(s_abs_17, s_abs_17, e4m3_18)  # the sign of x, also at -0.0
+            T.tile.compare(mask_cmp_20, s_abs_17, 0.0, "LT")
             T.tile.add(s_t_19, t_f32_2, 128.0)
             T.tile.select(t_f32_2, mask_cmp_20, s_t_19, t_f32_2, "VSEL_TENSOR_TENSOR_MODE")
             T.tile.compare(mask_cmp_20, e4m3_18, e4m3_18, "EQ")  # false only for NaN

@@ -113,7 +113,10 @@ def swiglu_quant_0(Q: T.Tensor((1024, 12288), "uint8"), U: T.Tensor((1024, 12288
             T.tile.add(s_t_19, s_abs_17, 268435456.0)
             T.tile.add(s_t_19, s_t_19, -268435456.0)
             T.tile.select(t_6, mask_cmp_20, s_t_19, t_6, "VSEL_TENSOR_TENSOR_MODE")
-            T.tile.compare(mask_cmp_20, t_3, 0.0, "LT")
+            T.tile.fill(s_abs_17, 1.0)
+            T.tile.div(s_abs_17, s_abs_17, t_3)
+            T.tile.add(s_abs_17, s_abs_17, t_3)  # the sign of x, also at -0.0
+            T.tile.compare(mask_cmp_20, s_abs_17, 0.0, "LT")
             T.tile.mul(s_t_19, t_6, -1.0)
             T.tile.select(t_6, mask_cmp_20, s_t_19, t_6, "VSEL_TENSOR_TENSOR_MODE")
             # encode E4M3 values as bytes: r * 2^(3-e) + 8e + 48 in binade e, + 128 if negative
@@ -175,7 +178,10 @@ def swiglu_quant_0(Q: T.Tensor((1024, 12288), "uint8"), U: T.Tensor((1024, 12288
             T.tile.mul(s_t_19, s_abs_17, 0.03125)
             T.tile.add(s_t_19, s_t_19, 112.0)
             T.tile.select(t_3, mask_cmp_20, s_t_19, t_3, "VSEL_TENSOR_TENSOR_MODE")
-            T.tile.compare(mask_cmp_20, t_6, 0.0, "LT")
+            T.tile.fill(s_abs_17, 1.0)
+            T.tile.div(s_abs_17, s_abs_17, t_6)
+            T.tile.add(s_abs_17, s_abs_17, t_6)  # the sign of x, also at -0.0
+            T.tile.compare(mask_cmp_20, s_abs_17, 0.0, "LT")
             T.tile.add(s_t_19, t_3, 128.0)
             T.tile.select(t_3, mask_cmp_20, s_t_19, t_3, "VSEL_TENSOR_TENSOR_MODE")
             T.tile.compare(mask_cmp_20, t_6, t_6, "EQ")  # false only for NaN

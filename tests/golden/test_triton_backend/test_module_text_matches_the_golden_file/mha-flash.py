@@ -147,7 +147,17 @@ def _max_nan(x, axis):
 
 @triton.jit
 def _maximum_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    """IEEE maximum: a NaN if either operand is one, and +0.0 above -0.0 (tl.maximum returns either of two equal
+    zeros, by their order: the sign of a zero maximum would follow the order of a reduction's terms)."""
+    m = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    return tl.where(a == 0, tl.where(b == 0, a + b, m), m)  # +0 + -0 is +0; -0 + -0 is -0
+
+
+@triton.jit
+def _minimum_nan(a, b):
+    """IEEE minimum: a NaN if either operand is one, and -0.0 below +0.0."""
+    m = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    return tl.where(a == 0, tl.where(b == 0, -((-a) + (-b)), m), m)  # -(-0 + +0) is -0; -(-0 + -0) is +0
 
 
 @triton.jit
@@ -202,7 +212,7 @@ def mha_0(Q, K, V, O, INTERPRET: tl.constexpr):
         mp_h = bh_1
         mp_i = (128 * qo) + tl.arange(0, 128)
         mp_j = (128 * ko) + tl.arange(0, 128)
-        acc_m = tl.maximum(acc_m, _max_nan(v_S, axis=1), propagate_nan=tl.PropagateNan.ALL)
+        acc_m = _maximum_nan(acc_m, _max_nan(v_S, axis=1))
         # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
         P_b = bh_0
         P_h = bh_1

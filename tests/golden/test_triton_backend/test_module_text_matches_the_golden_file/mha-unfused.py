@@ -160,7 +160,17 @@ def _max_nan(x, axis):
 
 @triton.jit
 def _maximum_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    """IEEE maximum: a NaN if either operand is one, and +0.0 above -0.0 (tl.maximum returns either of two equal
+    zeros, by their order: the sign of a zero maximum would follow the order of a reduction's terms)."""
+    m = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    return tl.where(a == 0, tl.where(b == 0, a + b, m), m)  # +0 + -0 is +0; -0 + -0 is -0
+
+
+@triton.jit
+def _minimum_nan(a, b):
+    """IEEE minimum: a NaN if either operand is one, and -0.0 below +0.0."""
+    m = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    return tl.where(a == 0, tl.where(b == 0, -((-a) + (-b)), m), m)  # -(-0 + +0) is -0; -(-0 + -0) is +0
 
 
 @triton.jit
@@ -217,7 +227,7 @@ def mha_1(m, S, INTERPRET: tl.constexpr):
         mp_h = mbh_1
         mp_i = l_i
         mp_j = (128 * mo) + tl.arange(0, 128)
-        acc_m = tl.maximum(acc_m, _max_nan(tl.load(S + mp_b * 67108864 + mp_h * 16777216 + mp_i * 4096 + mp_j).to(tl.float32), axis=0), propagate_nan=tl.PropagateNan.ALL)
+        acc_m = _maximum_nan(acc_m, _max_nan(tl.load(S + mp_b * 67108864 + mp_h * 16777216 + mp_i * 4096 + mp_j).to(tl.float32), axis=0))
     # m: the reduction is complete; round to f32 as the store would (stored)
     v_m = acc_m
     m_b = mbh_0

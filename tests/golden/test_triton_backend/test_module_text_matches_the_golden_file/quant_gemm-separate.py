@@ -139,7 +139,17 @@ def _max_nan(x, axis):
 
 @triton.jit
 def _maximum_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    """IEEE maximum: a NaN if either operand is one, and +0.0 above -0.0 (tl.maximum returns either of two equal
+    zeros, by their order: the sign of a zero maximum would follow the order of a reduction's terms)."""
+    m = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    return tl.where(a == 0, tl.where(b == 0, a + b, m), m)  # +0 + -0 is +0; -0 + -0 is -0
+
+
+@triton.jit
+def _minimum_nan(a, b):
+    """IEEE minimum: a NaN if either operand is one, and -0.0 below +0.0."""
+    m = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    return tl.where(a == 0, tl.where(b == 0, -((-a) + (-b)), m), m)  # -(-0 + +0) is -0; -(-0 + -0) is +0
 
 
 @triton.jit
@@ -152,7 +162,7 @@ def quant_gemm_0(amax, A, INTERPRET: tl.constexpr):
     # amax: partial result of one tile [tile k:4096] by tile max
     amaxp_i = l_i
     amaxp_k = 0 + tl.arange(0, 4096)
-    acc_amax = tl.maximum(acc_amax, _max_nan(tl.abs(tl.load(A + amaxp_i * 4096 + amaxp_k).to(tl.float32)), axis=0), propagate_nan=tl.PropagateNan.ALL)
+    acc_amax = _maximum_nan(acc_amax, _max_nan(tl.abs(tl.load(A + amaxp_i * 4096 + amaxp_k).to(tl.float32)), axis=0))
     # amax: the reduction is complete; round to f32 as the store would (stored)
     v_amax = acc_amax
     amax_i = l_i

@@ -135,7 +135,17 @@ def _max_nan(x, axis):
 
 @triton.jit
 def _maximum_nan(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    """IEEE maximum: a NaN if either operand is one, and +0.0 above -0.0 (tl.maximum returns either of two equal
+    zeros, by their order: the sign of a zero maximum would follow the order of a reduction's terms)."""
+    m = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    return tl.where(a == 0, tl.where(b == 0, a + b, m), m)  # +0 + -0 is +0; -0 + -0 is -0
+
+
+@triton.jit
+def _minimum_nan(a, b):
+    """IEEE minimum: a NaN if either operand is one, and -0.0 below +0.0."""
+    m = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    return tl.where(a == 0, tl.where(b == 0, -((-a) + (-b)), m), m)  # -(-0 + +0) is -0; -(-0 + -0) is +0
 
 
 @triton.jit
@@ -148,7 +158,7 @@ def softmax_0(X, Y, INTERPRET: tl.constexpr):
     # m: partial result of one tile [tile j:4096] by tile max
     mp_i = l_i
     mp_j = 0 + tl.arange(0, 4096)
-    acc_m = tl.maximum(acc_m, _max_nan(_widen_bf16(tl.load(X + mp_i * 4096 + mp_j), INTERPRET), axis=0), propagate_nan=tl.PropagateNan.ALL)
+    acc_m = _maximum_nan(acc_m, _max_nan(_widen_bf16(tl.load(X + mp_i * 4096 + mp_j), INTERPRET), axis=0))
     # m: the reduction is complete; round to f32 as the store would (kept in registers)
     v_m = acc_m
     # e[i, j]: f32 = exp(X[i, j] - m[i]) [tile j:4096]
