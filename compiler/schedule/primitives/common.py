@@ -213,6 +213,19 @@ def check_buffers_in_place(state: State, primitive: str) -> None:
             gone = ", ".join(s for s in buf.stmts if s not in leaves)
             raise ScheduleError(primitive, f"{what} at loop {buf.at.name} (cache_{buf.kind}) would serve no statement "
                                            f"once {gone} is gone; apply {primitive} before cache_{buf.kind}")
+        _check_one_program(buf, what, primitive)
+
+
+def _check_one_program(buf, what: str, primitive: str) -> None:
+    """A copy on chip belongs to one program: its loop may not enclose a loop bound to the grid, whose iterations
+    are programs with no on-chip memory in common (probe U of the 28th session: the cost report counted one fill
+    of a shared copy at io for the programs of a bound jo inside, the kernel loaded in each of them)."""
+    bound = next((loop for loop in walk_loops(buf.at.body) if loop.bind), None)
+    if bound is not None:
+        raise ScheduleError(primitive, f"{what} at loop {buf.at.name} (cache_{buf.kind}) would be shared by the "
+                                       f"programs of loop {bound.name}, bound to grid.{bound.bind} inside it, which "
+                                       f"have no on-chip memory in common: place the copy at loop {bound.name} or "
+                                       f"inside it, or bind a loop outside {buf.at.name} instead")
 
 
 def _buffer_users(state: State, buf, under: set, leaves: set) -> list[str]:

@@ -124,3 +124,33 @@ def test_cache_write_read_unrounded_inside_its_loop_is_rounding_removed():
 def test_cache_runs_like_program_order():
     assert_legal(GEMM_SILU, TILED + "reverse_compute_at(Y, C.jo)\ncache_read(A, shared, at=C.ko)\n"
                  "cache_read(W, shared, at=C.ko)\ncache_write(C, register, at=C.jo)", sizes=GEMM_SILU_SMALL, run=True)
+
+
+@pytest.mark.parametrize("kind", ["read", "write"])
+@pytest.mark.parametrize("bind_first", [False, True])
+def test_a_copy_is_not_shared_by_the_programs_of_a_grid_loop_inside_its_loop(kind, bind_first):
+    """A copy on chip belongs to one program: at io, with jo bound to the grid inside io, it would be shared by
+    several programs (probe U of the 28th session: the cost report counted one fill per io, the kernel made one per
+    program).  Refused whichever step comes second; at jo it is fine."""
+    def cache(s, at):
+        if kind == "read":
+            s.cache_read("A", "shared", at=at)
+        else:
+            s.cache_write("C", "shared", at=at)
+
+    s = tiled()
+    if bind_first:
+        s.bind("C.io", "grid.x")
+        s.bind("C.jo", "grid.y")
+        with pytest.raises(ScheduleError, match=r"cache_" + kind + r": the shared (copy|buffer) of [AC] at loop io "
+                           r"\(cache_" + kind + r"\) would be shared by the programs of loop jo, bound to grid.y"):
+            cache(s, "C.io")
+    else:
+        cache(s, "C.io")
+        s.bind("C.io", "grid.x")
+        with pytest.raises(ScheduleError, match=r"bind: .* would be shared by the programs of loop jo"):
+            s.bind("C.jo", "grid.y")
+    s = tiled()
+    cache(s, "C.jo")
+    s.bind("C.io", "grid.x")
+    s.bind("C.jo", "grid.y")  # the copy at the grid loop itself: one per program
