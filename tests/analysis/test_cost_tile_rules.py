@@ -186,3 +186,26 @@ def test_a_fitted_ascend_950_factor_compiles_and_the_next_does_not(tmp_path):
     with pytest.raises(BackendError, match="UB need"):
         generate(loads(ASCEND_GEMM.replace("split(C.i, 128)", f"split(C.i, {2 * best})"), "g2.tdsl"), "s",
                  target="ascend-950")
+
+
+def test_fit_past_the_extent_is_the_extent(tmp_path):
+    """Every factor of io fits at M = 100: `fit` says 100, as the sweep and `tdsl cost --fit` do, not the 128
+    of its doubling (probe U of the 28th session)."""
+    path = tmp_path / "gemm.tdsl"
+    path.write_text("""const M = 100, N = 128, K = 64
+kernel gemm(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) {
+  C[i, j] = sum(k) A[i, k] * B[k, j] accum f32
+}
+schedule s {
+  io, jo, ii, jj = tile(C.i, C.j, 8, 64)
+  ko, kk = split(C.k, 64)
+  reorder(C, io, jo, ko, ii, jj, kk)
+  cache_read(A, shared, at=C.ko)
+  cache_read(B, shared, at=C.ko)
+  cache_write(C, register, at=C.jo)
+}
+""")
+    prog = load(path)
+    assert fit(prog, "s", "h100", "io", {"jo": 64}) == 100
+    rows = sweep(prog, "s", "h100", [(["jo"], [64])], fit_loop="io")
+    assert [r.factors["io"] for r in rows] == [100]

@@ -110,9 +110,19 @@ def build_block(prog, block: ast.ScheduleBlock, kernel=None) -> Schedule:
 def fit(prog, schedule: str, target, loop: str, factors: Optional[dict] = None, kernel=None,
         limit: int = 1 << 20, backend: Optional[str] = None) -> Optional[int]:
     """The largest factor of `loop` (a split/tile result) for which the schedule fits the target's capacities
-    and, with `backend` (a key of compiler/lower/pipeline.BACKENDS), for which that backend can use the tiles."""
-    tgt = get_target(target)
+    and, with `backend` (a key of compiler/lower/pipeline.BACKENDS), for which that backend can use the tiles.
+    A factor past the loop's extent is the extent (`effective_factors`), as `sweep` and `tdsl cost --fit` say."""
     base = with_factors(prog.block(schedule), dict(factors or {}))
+    found = _largest_fitting(prog, base, get_target(target), loop, kernel, limit, backend)
+    if found is None:
+        return None
+    block = with_factors(base, {loop: found})
+    return effective_factors(block, build_block(prog, block, kernel), {loop: found})[loop]
+
+
+def _largest_fitting(prog, base: ast.ScheduleBlock, tgt, loop: str, kernel, limit: int,
+                     backend: Optional[str]) -> Optional[int]:
+    """The search of `fit`: double while it fits and the tiles still grow, then bisect."""
 
     def fits(v: int) -> tuple[bool, int]:
         try:
