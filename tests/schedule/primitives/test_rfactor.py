@@ -111,3 +111,49 @@ kernel r(X: f32[k_, K]) -> (s: f32[k_]) {
 """
     assert_legal(program, "rfactor(s.k, segments=3)", sizes={"k_": 5}, run=True)
     assert_legal(program, "rfactor(s.k, segments=3)")
+
+
+MAXIMA_IN_STORE_DTYPE = """
+const M = 4, K = 12
+kernel s(X: f32[M, K], Xb: bf16[M, K]) -> (Y: f32[M], Z: f32[M]) {
+  m[i]: bf16 = max(k) X[i, k] accum f32
+  n[i]: f8e4m3 = max(k) Xb[i, k] accum bf16
+  Y[i] = 1.0 / m[i]
+  Z[i] = 1.0 / n[i]
+}
+"""
+
+
+@pytest.mark.parametrize("stmt, dtype", [("m", "bf16"), ("n", "f8e4m3")])
+def test_partial_maxima_in_the_results_own_dtype_are_exact(stmt, dtype):
+    """Rounding is monotone, and the store rounds to the result's dtype anyway: r(max(r(a), r(b))) = r(max(a, b)).
+    So partial maxima stored in that dtype change no bit (probe V of the 28th session: refused as rounding-added).
+    Checked in the interpreter on normal values, ties of the narrow grid, zeros of both signs, NaN and infinities;
+    a partial dtype narrower than the accumulator but not the result's stays refused."""
+    import numpy as np
+
+    from tdsl.compiler.driver.api import loads
+    from tdsl.compiler.reference.interpreter import interpret, program_order_inputs
+
+    program = loads(MAXIMA_IN_STORE_DTYPE)
+    s = program.schedule()
+    s.split(f"{stmt}.k", 4)
+    s.rfactor(f"{stmt}.ko", dtype=dtype)
+    original = program.schedule()
+    rng = np.random.default_rng(5)
+    specials = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 448.0, 464.0, 1.0625, 1.0 + 2 ** -9, -1e-45], np.float32)
+    for trial in range(40):
+        x = (rng.standard_normal((4, 12)) * 4).astype(np.float32)
+        if trial % 2:
+            x.flat[rng.integers(0, 48, 12)] = rng.choice(specials, 12)
+        inputs = program_order_inputs(s.model, {"X": x, "Xb": x})
+        want = interpret(original.model, original.time_map(), inputs)
+        got = interpret(s.model, s.time_map(), inputs)
+        for name in ("Y", "Z"):
+            assert np.asarray(want[name]).tobytes() == np.asarray(got[name]).tobytes()
+    from tdsl.compiler.errors import RoundingAdded
+
+    narrower = loads(MAXIMA_IN_STORE_DTYPE).schedule()
+    narrower.split("m.k", 4)
+    with pytest.raises(RoundingAdded, match="partial maxima of m would be stored as f8e4m3"):
+        narrower.rfactor("m.ko", dtype="f8e4m3")
