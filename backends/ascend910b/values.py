@@ -616,8 +616,15 @@ def _scalar_zero_sign(x: str, sign: str) -> str:
     return f"(T.max(T.min({x}, 1.0), -1.0) * {sign})"
 
 
+SHORT_OPERAND = 120  # the longest scalar operand `_scalar_extremum` repeats (three times: see it)
+
+
 def _scalar_extremum(op: str, a: str, b: str) -> str:
-    """max / min of two scalars, IEEE's also for zeros of opposite signs (see `extremum`)."""
+    """max / min of two scalars, IEEE's also for zeros of opposite signs (see `extremum`).  The form reads each
+    operand three times: around longer operands, whose text it would multiply at every level of a nest, it is
+    T.max / T.min, and a zero result's sign may follow the operands' order (docs/target-ascend.md)."""
+    if max(len(a), len(b)) > SHORT_OPERAND:
+        return f"T.{op}({a}, {b})"
     if op == "max":
         return f"(T.max({a}, {b}) + ({_scalar_zero_sign(a, '0.0')} + {_scalar_zero_sign(b, '0.0')}))"
     return f"(-((-T.min({a}, {b})) + ({_scalar_zero_sign(a, '-0.0')} + {_scalar_zero_sign(b, '-0.0')})))"

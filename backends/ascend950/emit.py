@@ -44,12 +44,15 @@ from tdsl.backends.common.names import ModuleNames
 SIMT_THREADS = 128
 # max and min are IEEE 754-2019's maximum and minimum (docs/interpreter.md): +0.0 above -0.0.  AscendC's Max / Min
 # compare, and of two equal zeros the sign would follow the operands' order; two zeros are added instead (+0 + -0
-# is +0, and -(-0 + +0) is -0).
-ASCEND_FUNCTIONS = {
-    **FUNCTIONS,
+# is +0, and -(-0 + +0) is -0).  The form reads each operand three times, so it is printed only around operands
+# of at most SHORT_OPERAND characters (elements, casts of loads, names, literals, small expressions: a reduction's
+# combine, max(X[i], Y[i]), a ReLU); around longer ones, whose text it would multiply at every level of a nest,
+# max and min stay AscendC's, and a zero result's sign may follow the operands' order (docs/target-ascend.md).
+IEEE_EXTREMA = {
     "max": "T.if_then_else(T.And({0} == 0.0, {1} == 0.0), {0} + {1}, T.max({0}, {1}))",
     "min": "T.if_then_else(T.And({0} == 0.0, {1} == 0.0), -(-{0} + -{1}), T.min({0}, {1}))",
 }
+SHORT_OPERAND = 120
 
 
 class Ascend950Printer(KernelPrinter):
@@ -57,7 +60,7 @@ class Ascend950Printer(KernelPrinter):
     # vector cores' alone (compiler/lower/passes/recurrence.py `refuse_cube_recurrences`), each reading its own
     BARRIER = 'T.ascend_pipe_barrier("PIPE_ALL")'
     vector_scope = "UB"
-    functions = ASCEND_FUNCTIONS  # the AscendC spellings (NVIDIA's __expf has no counterpart here)
+    functions = FUNCTIONS  # the AscendC spellings (NVIDIA's __expf has no counterpart here)
     helper_functions = frozenset()  # no CUDA source here
     ordered_keys = False  # a max / min tile reduction is T.reduce_max / T.reduce_min of the floats
     # an operand hidden from TVM's simplifier (backends/tilelang/ieee.py): the Ascend codegen spells a round trip
@@ -77,6 +80,11 @@ class Ascend950Printer(KernelPrinter):
         check_capacity(self.kernel.name, self.target, self.footprint)
         out["cube"] = sorted(self.cube)
         return out
+
+    def call(self, func: str, args: list) -> str:
+        if func in IEEE_EXTREMA and all(len(a) <= SHORT_OPERAND for a in args):
+            return IEEE_EXTREMA[func].format(*args)
+        return super().call(func, args)
 
     def barrier_code(self, what: str) -> str:
         return self.BARRIER  # no reload helper: the vector functions read GM through pointers the barrier orders

@@ -3,7 +3,7 @@
 import numpy as np
 
 UPSTREAM = "linear-algebra/kernels/3mm/3mm.c"
-ILLEGAL_RULE = "reduction-incomplete"
+ILLEGAL_RULE = "dependence"
 
 
 def init(sizes: dict) -> dict:
