@@ -8,6 +8,7 @@ import math
 
 from tdsl.backends.ascend910b import e4m3
 from tdsl.backends.ascend910b.common import index_code, _Opnd, _exact_reciprocal, TL_DTYPES
+from tdsl.backends.common.extrema import needs_zero_order, nonzero_literal
 from tdsl.backends.tilelang.emit import float_code
 from tdsl.backends.ascend910b.vector import compares_values
 from tdsl.compiler.errors import BackendError, InternalError
@@ -558,6 +559,12 @@ class Values:
     def extremum(self, op: str, a: _Opnd, b: _Opnd, shape, out: str = None) -> str:
         """max / min(a, b) (a a tile, b a tile or a scalar) into `out` (a new temporary if None, which may be a's or
         b's buffer), IEEE's also for zeros of opposite signs; returns the buffer."""
+        if b.kind == "scalar" and nonzero_literal(b.code):  # no two zeros meet: the plain T.tile op is IEEE's
+            if out is None:
+                self.done(a, b)
+                out = self.temp("t", shape)
+            self.emit(f"T.tile.{op}({out}, {a.code}, {b.code})")
+            return out
         sign = "0.0" if op == "max" else "-0.0"
         zeros = self.temp("t", shape)  # the operands' zero signs, taken before `out` may overwrite an operand
         self._zero_sign(zeros, a.code, sign)
@@ -616,14 +623,10 @@ def _scalar_zero_sign(x: str, sign: str) -> str:
     return f"(T.max(T.min({x}, 1.0), -1.0) * {sign})"
 
 
-SHORT_OPERAND = 120  # the longest scalar operand `_scalar_extremum` repeats (three times: see it)
-
-
 def _scalar_extremum(op: str, a: str, b: str) -> str:
-    """max / min of two scalars, IEEE's also for zeros of opposite signs (see `extremum`).  The form reads each
-    operand three times: around longer operands, whose text it would multiply at every level of a nest, it is
-    T.max / T.min, and a zero result's sign may follow the operands' order (docs/target-ascend.md)."""
-    if max(len(a), len(b)) > SHORT_OPERAND:
+    """max / min of two scalars, IEEE's also for zeros of opposite signs (see `extremum`), where
+    backends/common/extrema.py says the form is printed."""
+    if not needs_zero_order([a, b]):
         return f"T.{op}({a}, {b})"
     if op == "max":
         return f"(T.max({a}, {b}) + ({_scalar_zero_sign(a, '0.0')} + {_scalar_zero_sign(b, '0.0')}))"

@@ -39,20 +39,16 @@ from tdsl.compiler.lower.passes.ascend910b import axes_not_last
 from tdsl.backends.ascend910b.common import subexpressions
 from tdsl.compiler.lower.tileir import registers_read
 from tdsl.backends.common.ascend_capacity import TARGETS, check_capacity
+from tdsl.backends.common.extrema import needs_zero_order
 from tdsl.backends.common.names import ModuleNames
 
 SIMT_THREADS = 128
-# max and min are IEEE 754-2019's maximum and minimum (docs/interpreter.md): +0.0 above -0.0.  AscendC's Max / Min
-# compare, and of two equal zeros the sign would follow the operands' order; two zeros are added instead (+0 + -0
-# is +0, and -(-0 + +0) is -0).  The form reads each operand three times, so it is printed only around operands
-# of at most SHORT_OPERAND characters (elements, casts of loads, names, literals, small expressions: a reduction's
-# combine, max(X[i], Y[i]), a ReLU); around longer ones, whose text it would multiply at every level of a nest,
-# max and min stay AscendC's, and a zero result's sign may follow the operands' order (docs/target-ascend.md).
+# max and min are IEEE 754-2019's maximum and minimum, +0.0 above -0.0 (backends/common/extrema.py): AscendC's Max /
+# Min compare, so two zeros are added instead where both operands are zeros.
 IEEE_EXTREMA = {
     "max": "T.if_then_else(T.And({0} == 0.0, {1} == 0.0), {0} + {1}, T.max({0}, {1}))",
     "min": "T.if_then_else(T.And({0} == 0.0, {1} == 0.0), -(-{0} + -{1}), T.min({0}, {1}))",
 }
-SHORT_OPERAND = 120
 
 
 class Ascend950Printer(KernelPrinter):
@@ -82,7 +78,7 @@ class Ascend950Printer(KernelPrinter):
         return out
 
     def call(self, func: str, args: list) -> str:
-        if func in IEEE_EXTREMA and all(len(a) <= SHORT_OPERAND for a in args):
+        if func in IEEE_EXTREMA and needs_zero_order(args):
             return IEEE_EXTREMA[func].format(*args)
         return super().call(func, args)
 

@@ -58,7 +58,7 @@ def quant_gemm_1(Aq: T.Tensor((4096, 4096), "float8_e4m3fn"), A: T.Tensor((4096,
         # Aq[i, k]: f8e4m3 = A[i, k] * 448.0 / amax[i] [tile k:4096]
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0 in T.Parallel(4096):
-                v_Aq[l0] = T.Cast("float32", T.Cast("float8_e4m3fn", T.if_then_else(T.And(T.if_then_else(T.And(((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])) == 0.0, 448.0 == 0.0), -(-((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])) + -448.0), T.min(((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])), 448.0)) == 0.0, -448.0 == 0.0), T.if_then_else(T.And(((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])) == 0.0, 448.0 == 0.0), -(-((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])) + -448.0), T.min(((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])), 448.0)) + -448.0, T.max(T.if_then_else(T.And(((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])) == 0.0, 448.0 == 0.0), -(-((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])) + -448.0), T.min(((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])), 448.0)), -448.0))))
+                v_Aq[l0] = T.Cast("float32", T.Cast("float8_e4m3fn", T.max(T.min(((T.Cast("float32", A[(l_i), l0]) * 448.0) / T.Cast("float32", amax[(l_i)])), 448.0), -448.0)))
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0 in T.Parallel(4096):
                 Aq[(l_i), l0] = T.Cast("float8_e4m3fn", v_Aq[l0])

@@ -39,7 +39,7 @@ def swiglu_quant_0(G: T.Tensor((1024, 12288), "bfloat16"), U: T.Tensor((1024, 12
         # Q[i, j]: f8e4m3 = Z[i, j] / scale [tile i:4 x j:1024]
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0, l1 in T.Parallel(4, 1024):
-                v_T[l0, l1] = T.Cast("float32", T.Cast("float8_e4m3fn", T.if_then_else(T.And(T.if_then_else(T.And((v_T[l0, l1] / 0.25) == 0.0, 448.0 == 0.0), -(-(v_T[l0, l1] / 0.25) + -448.0), T.min((v_T[l0, l1] / 0.25), 448.0)) == 0.0, -448.0 == 0.0), T.if_then_else(T.And((v_T[l0, l1] / 0.25) == 0.0, 448.0 == 0.0), -(-(v_T[l0, l1] / 0.25) + -448.0), T.min((v_T[l0, l1] / 0.25), 448.0)) + -448.0, T.max(T.if_then_else(T.And((v_T[l0, l1] / 0.25) == 0.0, 448.0 == 0.0), -(-(v_T[l0, l1] / 0.25) + -448.0), T.min((v_T[l0, l1] / 0.25), 448.0)), -448.0))))
+                v_T[l0, l1] = T.Cast("float32", T.Cast("float8_e4m3fn", T.max(T.min((v_T[l0, l1] / 0.25), 448.0), -448.0)))
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0, l1 in T.Parallel(4, 1024):
                 Q_out[l0, l1] = T.Cast("float8_e4m3fn", v_T[l0, l1])
