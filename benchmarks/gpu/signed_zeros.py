@@ -56,7 +56,7 @@ def prepare() -> None:
     print(f"{len(manifest)} modules in {OUT.relative_to(ROOT)}")
 
 
-def run(out_path: str) -> int:
+def run(out_path: str, backends: list) -> int:
     import torch
 
     from by_path import load_module
@@ -64,6 +64,8 @@ def run(out_path: str) -> int:
     dtypes = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f8e4m3": torch.float8_e4m3fn}
     rows, bad = [], 0
     for entry in json.loads((OUT / "manifest.json").read_text()):
+        if not entry["module"].endswith(tuple(f"_{b}.py" for b in backends)):
+            continue
         module = load_module(OUT / entry["module"], entry["module"][:-3])
         launch = getattr(module, entry["kernel"])
         for n in range(entry["inputs"]):
@@ -89,11 +91,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=["prepare", "run"])
     ap.add_argument("--out", default="signed_zeros.json")
+    ap.add_argument("--backends", default="triton,tilelang", help="run: which modules (TileLang needs its wheels)")
     args = ap.parse_args()
     if args.step == "prepare":
         prepare()
         return 0
-    return run(args.out)
+    return run(args.out, args.backends.split(","))
 
 
 if __name__ == "__main__":
