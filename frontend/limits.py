@@ -231,3 +231,13 @@ def expression_problem(expr) -> Optional[str]:
     if operations > MAX_EXPR_OPERATIONS:
         return too_many_operations_message(operations)
     return None
+
+
+def plain_int(value):
+    """An integer of another type (NumPy's `np.int64(8)`) as the int it stands for; anything else unchanged (a bool
+    too: it is no size or factor, and the checks say so)."""
+    import numbers
+
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+        return int(value)
+    return value

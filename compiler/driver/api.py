@@ -8,13 +8,13 @@
 
 from __future__ import annotations
 
-import numbers
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Optional
 
 from tdsl.frontend import ast
 from tdsl.frontend.check import load_file, load_source
+from tdsl.frontend.limits import plain_int
 from tdsl.frontend.diagnostics import TdslError
 
 from tdsl.compiler.model.program import KernelModel, build_model
@@ -106,12 +106,7 @@ def _sizes_given(sizes) -> dict:
     bad = [k for k in sizes if not isinstance(k, str)]
     if bad:
         raise TdslError(f"sizes must map size names (strings) to values; got the key {bad[0]!r}")
-    return {k: _plain_int(v) for k, v in sizes.items()}
-
-
-def _plain_int(value):
-    """NumPy's and other integer types as the int they stand for (the model checks every value's range)."""
-    return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else value
+    return {k: plain_int(v) for k, v in sizes.items()}  # the model checks each value's range
 
 
 def load(path, sizes: Optional[dict] = None) -> Program:

@@ -32,12 +32,12 @@ import difflib
 import importlib
 import inspect
 import keyword
-import numbers
 import pkgutil
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from tdsl.compiler.errors import ScheduleError
+from tdsl.frontend.limits import plain_int
 from tdsl.frontend.ast import LoopRef
 
 # ---------------------------------------------------------------- what an argument names
@@ -79,11 +79,9 @@ def _as_written(value, kind: Kind):
 
 
 def _plain_int(value):
-    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
-        return int(value)
     if isinstance(value, (list, tuple)):
         return type(value)(_plain_int(v) for v in value)
-    return value
+    return plain_int(value)
 
 
 # ---------------------------------------------------------------- the parameters of a primitive

@@ -29,20 +29,18 @@ def tile(state: State, *args, names=None) -> list[str]:
     if names and len(names) != 2 * n:
         raise ScheduleError("tile", f"tiling {n} loops gives {2 * n} loops; name all of them or none")
     stmt = find_loop(state, "tile", loops[0])[1]
-    for loop in loops[1:]:
+    full = []  # each loop as STMT.L
+    for loop in loops:
         ref = as_ref(loop, "tile")
         if ref.stmt is not None and ref.stmt != stmt:
             raise ScheduleError("tile", f"tile the loops of one statement: {stmt} and {ref.stmt} differ")
-    nodes = [find_loop(state, "tile", loop if as_ref(loop, "tile").stmt else f"{stmt}.{as_ref(loop).loop}")[0]
-             for loop in loops]
-    if len({id(node) for node in nodes}) != n:  # split twice, the second split would not find the loop
+        full.append(f"{stmt}.{ref.loop}")
+    if len({id(find_loop(state, "tile", f)[0]) for f in full}) != n:  # the second split would not find it
         raise ScheduleError("tile", "a loop is named twice")
     outers, inners = [], []
-    for k, (loop, factor) in enumerate(zip(loops, factors)):
-        ref = as_ref(loop, "tile")
-        full = loop if ref.stmt else f"{stmt}.{ref.loop}"
+    for k, (loop, factor) in enumerate(zip(full, factors)):
         pair = (names[k], names[n + k]) if names else None
-        o, i = split_loop(state, full, factor, pair, "tile")
+        o, i = split_loop(state, loop, factor, pair, "tile")
         outers.append(o)
         inners.append(i)
     reorder_loops(state, (stmt, *outers, *inners), "tile")
