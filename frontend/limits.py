@@ -114,10 +114,19 @@ def float_problem(text: str, value: float) -> Optional[str]:
     )
 
 
+F32_HALF_SMALLEST = 2.0 ** -150  # half the smallest f32 subnormal: a magnitude up to it rounds to zero
+
+
 def float_value(value: float) -> float:
-    """A literal's value in range (`float_problem`), with the literals that round to the largest f32 made it, so
-    that every stage sees the f32 the literal stands for."""
-    return math.copysign(MAX_FLOAT, value) if abs(value) > MAX_FLOAT else value
+    """A literal's value in range (`float_problem`), with the literals that round to the largest f32 made it, and
+    those that round to zero a zero of their sign (`1e-50` is +0.0: a backend that tests its operands for zero, as
+    the IEEE maximum of zeros does, must see one; probe X of the 28th session), so that every stage sees the f32
+    the literal stands for at both ends of the range."""
+    if abs(value) > MAX_FLOAT:
+        return math.copysign(MAX_FLOAT, value)
+    if abs(value) <= F32_HALF_SMALLEST:
+        return math.copysign(0.0, value)
+    return value
 
 
 # ---------------------------------------------------------------- the size of an expression

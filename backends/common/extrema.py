@@ -8,13 +8,15 @@ and where an operand is a number other than zero (no two zeros meet there), they
 
 from __future__ import annotations
 
+from tdsl.frontend.limits import F32_HALF_SMALLEST
+
 SHORT_OPERAND = 120  # the longest operand text a lane-wise form repeats (it reads each operand three times)
 
 
 def nonzero_literal(code: str) -> bool:
-    """A number other than zero (E4M3's clamp to +-448)."""
+    """A number other than zero as an f32 (E4M3's clamp to +-448; `1e-50` is a zero, frontend/limits.py)."""
     try:
-        return float(code.strip("()")) != 0.0
+        return abs(float(code.strip("()"))) > F32_HALF_SMALLEST
     except ValueError:
         return False
 

@@ -113,3 +113,27 @@ def test_a_row_maximum_of_zeros_is_the_ieee_one_in_any_order(target, backend, sc
     inputs = _row_inputs()
     _assert_same_bits(loads(source, "rows.tdsl"), schedule, target, backend, inputs)
     _assert_same_bits(loads(source, "rows.tdsl"), schedule, target, backend, {"X": -inputs["X"]})
+
+
+# a literal that rounds to zero as an f32 is a zero (probe X of the 28th session: `max(1e-50, x)` was printed as the
+# plain max, its operand taken for a number other than zero)
+LITERALS = """const N = 2
+kernel lit(X: f32[N]) -> (A: f32[N], B: f32[N], C: f32[N]) {
+  A[i] = 1.0 / max(1e-50, X[i])
+  B[i] = 1.0 / min(X[i], 1e-50)
+  C[i] = 1.0 / max(X[i], -1e-50)
+}
+"""
+
+
+@pytest.mark.parametrize("target, backend", TARGETS, ids=[t for t, _ in TARGETS])
+def test_a_literal_that_rounds_to_zero_is_a_zero(target, backend):
+    program = loads(LITERALS, "lit.tdsl")
+    for x in ([-0.0, 0.0], [0.0, -0.0]):
+        _assert_same_bits(program, None, target, backend, {"X": np.array(x, np.float32)})
+
+
+def test_the_parser_reads_such_a_literal_as_a_signed_zero():
+    from tdsl.frontend.limits import float_value
+
+    assert [str(float_value(v)) for v in (1e-50, -1e-50, 2.0 ** -150, 2.0 ** -149)] == ["0.0", "-0.0", "0.0", str(2.0 ** -149)]
