@@ -196,7 +196,7 @@ class _KernelChecker(_IndexChecks):
 
     def _block(self, block: ast.Block, loops: dict[str, ast.Expr], order: list[int]) -> list[StmtInfo]:
         name = block.iterator.name
-        kind = self._name_kind(name)
+        kind = self._not_an_iterator(name)
         if kind is not None:
             _fail(f"'{name}' is a {kind}, not an iterator; a loop block needs a fresh name", block.iterator.span)
         if name in loops:
@@ -258,7 +258,7 @@ class _KernelChecker(_IndexChecks):
         """Iterators must be fresh names, distinct, and (for reductions) not shadow the LHS."""
         names: list[str] = []
         for it in iters:
-            kind = self._name_kind(it.name)
+            kind = self._not_an_iterator(it.name)
             if kind is not None:
                 _fail(f"'{it.name}' is a {kind}, not an iterator; iterators need fresh names", it.span)
             if it.name in outer:
@@ -273,11 +273,16 @@ class _KernelChecker(_IndexChecks):
         decl = self.sizes.get(name)
         if decl is not None:
             return "float constant" if _is_float_const(decl) else "size"
-        if name in self.tensors:
+        if name in self.tensors or name in self.targets:
             return "tensor"
-        if name in self.targets:  # a temporary the kernel writes further down: say where
-            return f"tensor (written at line {self.targets[name].span.line})"
         return None
+
+    def _not_an_iterator(self, name: str) -> Optional[str]:
+        """What `name` is, when it cannot name an iterator; a temporary the kernel writes further down says where."""
+        kind = self._name_kind(name)
+        if kind == "tensor" and name not in self.tensors:
+            return f"tensor (written at line {self.targets[name].span.line})"
+        return kind
 
     def _storage_dtype(self, stmt: ast.Statement, info: Optional[TensorInfo], span: ast.Span) -> str:
         if stmt.dtype is not None:

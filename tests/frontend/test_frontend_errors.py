@@ -730,6 +730,38 @@ CASES = {
               ^
         """,
     ),
+    # a temporary written further down is still a tensor where it is read by name (the line the iterator message
+    # adds must not change what the other checks take it for)
+    "later_temporary_without_indices": (
+        """
+        const N = 8
+        kernel f(X: f32[N]) -> (Y: f32[N]) {
+          T[i] = X[i] * Q
+          Q[j] = X[j]
+          Y[j] = T[j]
+        }
+        """,
+        """
+        prog.tdsl:3:17: error: tensor 'Q' must be indexed, as in Q[...]
+            T[i] = X[i] * Q
+                          ^
+        """,
+    ),
+    "later_temporary_as_an_index": (
+        """
+        const N = 8
+        kernel f(X: f32[N]) -> (Y: f32[N]) {
+          T[i] = X[Q]
+          Q[j] = X[j]
+          Y[j] = T[j]
+        }
+        """,
+        """
+        prog.tdsl:3:12: error: an index cannot read a tensor ('Q'): indirect indexing is not supported
+            T[i] = X[Q]
+                     ^
+        """,
+    ),
     "tensor_as_iterator": (
         """
         const N = 8
