@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import keyword
 import math
+import numbers
 from typing import Optional
 
 from tdsl.frontend import ast
@@ -245,8 +246,6 @@ def expression_problem(expr) -> Optional[str]:
 def plain_int(value):
     """An integer of another type (NumPy's `np.int64(8)`) as the int it stands for; anything else unchanged (a bool
     too: it is no size or factor, and the checks say so)."""
-    import numbers
-
     if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
         return int(value)
     return value

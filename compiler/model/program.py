@@ -231,16 +231,14 @@ def _check_elements(tensor: "Tensor") -> None:
 def _check_size_value(name: str, decl, value) -> int:
     """A size bound from the command line or the Python API obeys the language's limits (docs/language.md); an
     integer of another type (NumPy's `np.int64(8)`) is the int it stands for."""
-    import numbers
-
     from tdsl.frontend.diagnostics import TdslError
-    from tdsl.frontend.limits import MAX_INT
+    from tdsl.frontend.limits import MAX_INT, plain_int
 
     if isinstance(decl.value, float):
         raise TdslError(f"'{name}' is a float constant, not a size; it cannot be given a value")
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    value = plain_int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
         raise TdslError(f"size {name} must be an integer, got {value!r}")
-    value = int(value)
     if not 1 <= value <= MAX_INT:
         shown = str(value) if abs(value) < 10**20 else f"a number of {len(str(abs(value)))} digits"
         raise TdslError(f"size {name} must be between 1 and {MAX_INT} (2^31 - 1), got {shown}")
