@@ -483,6 +483,15 @@ def read_relation(model: "KernelModel", stmt: Stmt, node: ast.Access, everywhere
     return _access_map(node, model.sizes, _param_prefix(params), tup, where)
 
 
+def write_relation_everywhere(stmt: Stmt) -> isl.Map:
+    """Statement instance -> the element it writes, over every point of the statement's space (a statement writes
+    its left-hand iterators' element: `S[i, j, k] -> S[i, j]`)."""
+    space = stmt.domain.get_space()
+    params = [space.get_dim_name(isl.dim_type.param, k) for k in range(space.dim(isl.dim_type.param))]
+    text = f"{{ {stmt.name}[{', '.join(stmt.iters)}] -> {stmt.write.tensor}[{', '.join(stmt.lhs_iters)}] }}"
+    return isl.Map.read_from_str(stmt.domain.get_ctx(), _param_prefix(params) + text)
+
+
 def _check_domains_not_empty(model: KernelModel, kinfo) -> None:
     """A statement whose conditions no instance satisfies at any value of the sizes computes nothing: a mistake
     in its ranges or conditions.  One with no instance at the sizes given only (trisolv's updates of the later

@@ -25,7 +25,7 @@ import islpy as isl
 
 from tdsl.compiler.errors import ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
-from tdsl.compiler.model.program import first_point, instance_text
+from tdsl.compiler.model.program import first_point, instance_text, read_relation, write_relation_everywhere
 from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, walks_reduction
 from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_bindings_kept, check_buffers_in_place,
                                                      check_stmt, find_loop, fresh_loop_name, grid_bindings)
@@ -70,7 +70,8 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
     for node in _all_loops(tree):
         if stmt in node.exprs and not any(node is l for l in own_loops):
             del node.exprs[stmt]
-    moved = _drop_determined_loops(tree, model.stmt(stmt), moved, placement)
+    at_every_size = _pinned_at_every_size(model, stmt, partner, target_path, after, state.deps)
+    moved = _drop_determined_loops(tree, model.stmt(stmt), moved, placement, at_every_size)
     _rename_clashes(moved, {l.name for l in target_path}, stmt, set(model.sizes))
     if after:
         target.body.append(moved)
@@ -173,17 +174,21 @@ def _loops_in(node: Node) -> list[Loop]:
     return [node] + list(walk_loops(node.body)) if isinstance(node, Loop) else []
 
 
-def _drop_determined_loops(tree, stmt, moved: Node, placement) -> Node:
+def _drop_determined_loops(tree, stmt, moved: Node, placement, at_every_size) -> Node:
     """Own loops with one iteration per placement (e.g. s.i under Y.i) are redundant: remove them.  Never a loop
     over the statement's reduction: a reader's placement cannot pin it (the reader takes the finished value), only
     a size of 1 can (`m.j` under Y.i at N = 1), and a later step of a schedule written for every size names it
-    (`split(m.j, 4)` after `compute_at(m, Y.i)`)."""
+    (`split(m.j, 4)` after `compute_at(m, Y.i)`).  Likewise a loop of one iteration at these sizes is removed only
+    where the placement pins it at every size (`P.b` under `U.b` at B = 1, not `e.j` under `s.i` at N = 1): the
+    tree keeps the shape it has at other sizes."""
     outer = pw_affs_to_map([d for dims in placement for d in dims], stmt.domain)
     kept: list[Loop] = []
     for loop in _loops_in(moved):
         own = pw_affs_to_map(loop.exprs[stmt.name], stmt.domain)
         pinned = outer.reverse().apply_range(own).is_single_valued() and not any(
             walks_reduction(stmt, pa) for pa in loop.exprs[stmt.name])
+        if pinned and _one_value(own):
+            pinned = at_every_size(loop.exprs[stmt.name])
         if not (pinned and not any(b.at is loop for b in tree.buffers)):
             kept.append(loop)
     leaf: Node = Leaf(stmt.name)
@@ -191,6 +196,89 @@ def _drop_determined_loops(tree, stmt, moved: Node, placement) -> Node:
         loop.body = [leaf]
         leaf = loop
     return leaf
+
+
+def _one_value(own: isl.Map) -> bool:
+    values = own.range()
+    return values.lexmin().is_equal(values)
+
+
+# The structural test lets every iterator range over [-_BOX, _BOX]: far more than any split factor, so a
+# loop's dependence on the iterators shows as it does at large sizes.
+_BOX = 1 << 20
+
+
+def _pinned_at_every_size(model, stmt: str, partners: list[str], target_path: list[Loop], after: bool, deps):
+    """A test of whether the placement pins a loop of `stmt` whatever the sizes: the placement computed as in
+    `_placement`, but with each statement's iterators ranging independently over a large box and the accesses
+    read off their indices (at a size of 1 isl writes `e[i, j = 0] -> X[i, 0]`, and which loop the partner's
+    placement follows no longer shows).  Where that cannot be told (a running dependence, an access that is not
+    its indices' formula, a loop expression in pieces) it answers yes: the decision at these sizes stands."""
+    moved = model.stmt(stmt)
+    moved_box = _box(moved.domain)
+    times = None
+    for other in partners:
+        partner = model.stmt(other)
+        running = _running(deps, other, stmt) if after else _running(deps, stmt, other)
+        exchange = None if running is not None else _exchange_everywhere(model, moved, partner, after)
+        dims = [_everywhere(pa) for loop in target_path for pa in loop.exprs[other]]
+        if exchange is None or any(d is None for d in dims):
+            return lambda exprs: True
+        partner_box = _box(partner.domain)
+        part = exchange.intersect_domain(moved_box).intersect_range(partner_box).apply_range(
+            pw_affs_to_map(dims, partner_box))
+        times = part if times is None else times.union(part)
+    first = times.lexmin()
+
+    def pinned(exprs: list[isl.PwAff]) -> bool:
+        own = [_everywhere(pa) for pa in exprs]
+        if any(o is None for o in own):
+            return True
+        return first.reverse().apply_range(pw_affs_to_map(own, moved_box)).is_single_valued()
+
+    return pinned
+
+
+def _exchange_everywhere(model, moved, partner, after: bool):
+    """Moved instance -> partner instances it exchanges data with, over every point of their spaces; None where an
+    access is not the formula of its indices (a copy's read, rewritten by recompute_at)."""
+    if after:  # the moved consumer reads what the partner writes
+        reads = _reads_everywhere(model, moved, partner.write.tensor)
+        write = _write_everywhere(partner)
+        return None if reads is None or write is None else reads.apply_range(write.reverse())
+    write = _write_everywhere(moved)
+    reads = _reads_everywhere(model, partner, moved.write.tensor)
+    return None if reads is None or write is None else write.apply_range(reads.reverse())
+
+
+def _reads_everywhere(model, stmt, tensor: str):
+    maps = []
+    for access in (r for r in stmt.reads if r.tensor == tensor):
+        if access.node is None:
+            return None
+        everywhere = read_relation(model, stmt, access.node, everywhere=True)
+        if not access.relation.is_subset(everywhere):
+            return None
+        maps.append(everywhere)
+    return _union(maps) if maps else None
+
+
+def _write_everywhere(stmt):
+    everywhere = write_relation_everywhere(stmt)
+    return everywhere if stmt.write.relation.is_subset(everywhere) else None
+
+
+def _everywhere(pa: isl.PwAff):
+    """A loop's expression over every point of its statement's space (its one piece's formula), or None."""
+    pieces = pa.get_pieces()
+    return isl.PwAff.from_aff(pieces[0][1]) if len(pieces) == 1 else None
+
+
+def _box(domain: isl.Set) -> isl.Set:
+    box = isl.Set.universe(domain.get_space())
+    for k in range(box.dim(isl.dim_type.set)):
+        box = box.lower_bound_val(isl.dim_type.set, k, isl.Val(-_BOX)).upper_bound_val(isl.dim_type.set, k, isl.Val(_BOX))
+    return box
 
 
 def _rename_clashes(moved: Node, taken: set[str], stmt: str, sizes: set[str]) -> None:
