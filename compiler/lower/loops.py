@@ -30,6 +30,7 @@ import islpy as isl
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.lower.geometry import _pa_expr
 from tdsl.compiler.lower.tileir import Bin, Const, Expr, GridAxis
+from tdsl.compiler.model.dependences import any_order
 from tdsl.compiler.schedule.tree import (Leaf, Loop, Node, accumulation_loop, pw_affs_to_map, statements_under,
                                         walk_loops, walks_reduction)
 
@@ -236,7 +237,8 @@ class KernelLoops:
         """The statement under a chain of point loops (vectorised as one tile), and the serial loops found inside
         the chain, outermost first.  Those run around the tile: a serial loop inside point loops becomes a
         loop over tiles, which keeps every element's order as long as no point loop outside it walks the
-        statement's reduction (that would interleave the terms of one element differently)."""
+        statement's reduction (that would interleave the terms of one element differently: refused unless the
+        terms may combine in any order, `any_order`)."""
         stmt = statements_under(node)[0]
         hoisted: list[Loop] = []
         points: list[Loop] = []
@@ -250,7 +252,7 @@ class KernelLoops:
                 )
             if self._is_serial(node):
                 walking = [p for p in points if walks_reduction(self.model.stmt(stmt), p.exprs[stmt][0])]
-                if walking and self.model.stmt(stmt).is_reduction:
+                if walking and self.model.stmt(stmt).is_reduction and not any_order(self.model.stmt(stmt)):
                     raise BackendError(
                         f"serial loop {node.name} is inside point loop {walking[0].name}, which walks the reduction "
                         f"of {stmt}: a tile over {walking[0].name} would add the terms of one element in another "

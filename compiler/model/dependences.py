@@ -134,11 +134,9 @@ def _pair_dependences(model: KernelModel, order: dict, src: Stmt, dst: Stmt,
         if rel.is_empty():
             continue
         if kind == "output" and src is dst and src.is_reduction:
+            if any_order(src):
+                continue
             name, _ = policy(src)
-            if name in ("reassoc", "deterministic"):
-                continue  # the program allows any order and grouping of this reduction's terms
-            if order_independent(src):
-                continue  # every order and grouping gives the same bits: nothing to keep in order
             if name == "segments":
                 rel = rel.intersect(same_segment(src))
                 if rel.is_empty():
@@ -232,6 +230,12 @@ def fast_accumulation(stmt: Stmt) -> bool:
     """The sum declares `combine fast_accum` or `fast_accum(N)`: its products may lose precision in the matrix
     unit's accumulator (the comparison with the interpreter allows for it)."""
     return imprecise_products(stmt) != 0
+
+
+def any_order(stmt: Stmt) -> bool:
+    """The reduction's terms may combine in any order and grouping: the program allows it (`reassoc`,
+    `deterministic`), or every order gives the same bits (`max`, `min`), so there is no order to keep."""
+    return policy(stmt)[0] in ("reassoc", "deterministic") or order_independent(stmt)
 
 
 def order_independent(stmt: Stmt) -> bool:
