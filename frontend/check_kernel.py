@@ -374,7 +374,9 @@ class _KernelChecker(_IndexChecks):
                     expr.span,
                 )
             if expr.op in ("//", "%"):
-                message = f"'{expr.op}' is only allowed in indices and conditions; use '/' for division of values"
+                message = (f"'{expr.op}' is only allowed in indices and in a statement's conditions (`T[i : ...]`), not in "
+                           f"values (a `where` compares values); use '/' to divide values, or indices such as "
+                           f"`X[2 * j]`, `X[2 * j + 1]`")
                 _fail(message, expr.span)
             self._value(expr.lhs, scope)
             self._value(expr.rhs, scope)

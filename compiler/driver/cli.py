@@ -172,7 +172,9 @@ def cmd_check(args) -> int:
     names = _all_schedules(prog, args) if args.all else [_default_schedule(prog, args)]
     names = [n for n in names if n is not None]
     if not names:
-        raise TdslError(f"{prog.filename} has no schedule to check")
+        prog.kernel_name(args.kernel)  # a file without a kernel says so first
+        raise TdslError(f"{prog.filename} has no schedule to check: it has no `schedule NAME {{ ... }}` block "
+                        f"(check --schedule none checks program order)")
     status = 0
     for name in names:
         sched, err = _replay(prog, name, args)

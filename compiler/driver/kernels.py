@@ -45,6 +45,10 @@ class Kernel:
     outputs: int = 1  # how many outputs the kernel has
     inputs: tuple = ()  # the kernel's input names, in order (a call may pass them by name)
 
+    def __repr__(self) -> str:  # the module text is in .text: printing it whole drowns a session
+        lines = self.text.count("\n") + 1
+        return f"<tdsl Kernel {self.name}({', '.join(self.inputs)}): {self.outputs} output(s), module of {lines} lines>"
+
     def __call__(self, /, *args, **named):  # `self` positional only: an input may be called `self`
         inputs = self._arguments(args, named)
         got = self.op(*inputs)

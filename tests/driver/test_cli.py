@@ -98,6 +98,13 @@ def test_version():
     assert proc.returncode == 0 and proc.stdout.startswith("tdsl 0.")
 
 
+def test_python_dash_m_tdsl_is_the_command_line():
+    """`python -m tdsl` (probe Z of the 29th session: "'tdsl' is a package and cannot be directly executed")."""
+    proc = subprocess.run([sys.executable, "-m", "tdsl", "check", "examples/softmax.tdsl", "--schedule", "none"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.startswith("program order: legal (0 steps, "), proc.stderr
+
+
 def test_check_of_program_order():
     proc = tdsl("check", "examples/gemm_silu.tdsl", "--schedule", "none")
     assert proc.returncode == 0, proc.stderr

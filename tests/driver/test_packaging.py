@@ -18,7 +18,7 @@ import pytest
 from catalog import ROOT
 
 PACKAGE_FOLDERS = ("frontend", "compiler", "backends")  # tdsl.frontend, tdsl.compiler, tdsl.backends
-ROOT_MODULES = ("__init__.py", "testing.py")  # tdsl itself, tdsl.testing
+ROOT_MODULES = ("__init__.py", "testing.py", "__main__.py")  # tdsl itself, tdsl.testing, python -m tdsl
 SHIPPED_SUFFIXES = (".py", ".j2", ".lark")  # modules, Jinja templates, the Lark grammar
 
 

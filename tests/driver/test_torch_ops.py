@@ -100,6 +100,8 @@ def test_the_op_passes_torch_library_opcheck_and_has_fake_shapes():
         fake = norm(torch.empty(1000, 96, dtype=torch.bfloat16), torch.empty(96, dtype=torch.bfloat16))
     assert fake.shape == (1000, 96) and fake.dtype == torch.bfloat16
     assert torch.allclose(norm(x, g).float(), _rmsnorm_reference(x, g), rtol=2e-2, atol=2e-2)
+    # one line, not the module's text (probe Z, 29th session)
+    assert repr(norm).startswith("<tdsl Kernel rmsnorm(X, g): 1 output(s), module of ") and "\n" not in repr(norm)
 
 
 def test_generated_modules_are_cached_on_disk(cache, monkeypatch):

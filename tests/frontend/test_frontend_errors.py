@@ -888,9 +888,24 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:10: error: '//' is only allowed in indices and conditions; use '/' for division of values
+        prog.tdsl:3:10: error: '//' is only allowed in indices and in a statement's conditions (`T[i : ...]`), not in values (a `where` compares values); use '/' to divide values, or indices such as `X[2 * j]`, `X[2 * j + 1]`
             Y[i] = A[i] // 2
                    ^^^^^^^^^
+        """,
+    ),
+    # a `where` condition is a comparison of values, where `%` is not defined (probe Y of the 29th session: the
+    # message said "only allowed in ... conditions", which a `where` guard reads as)
+    "modulo_in_a_where_condition": (
+        """
+        const N = 8
+        kernel f(X: f32[N]) -> Y: f32[N] {
+          Y[d] = where(d % 2 == 0, X[d], -X[d])
+        }
+        """,
+        """
+        prog.tdsl:3:16: error: '%' is only allowed in indices and in a statement's conditions (`T[i : ...]`), not in values (a `where` compares values); use '/' to divide values, or indices such as `X[2 * j]`, `X[2 * j + 1]`
+            Y[d] = where(d % 2 == 0, X[d], -X[d])
+                         ^^^^^
         """,
     ),
     "comparison_outside_where": (

@@ -56,7 +56,8 @@ KNOWN_FAILURES = {**KNOWN_INTERNAL_ERRORS, **KNOWN_UNLOCATED_DIAGNOSTICS}
 
 # Errors about a file as a whole: they name the file instead of a line of it.
 FILE_LEVEL = [
-    re.compile(r"^tdsl: error: (?P<file>.+) has no schedule to check$"),
+    re.compile(r"^tdsl: error: (?P<file>.+) has no schedule to check: it has no `schedule NAME \{ \.\.\. \}` block "
+               r"\(check --schedule none checks program order\)$"),
     re.compile(r"^tdsl: error: (?P<file>.+) defines no kernel: "),
     re.compile(r"^tdsl: error: cannot read '(?P<file>.+)': "),
 ]
