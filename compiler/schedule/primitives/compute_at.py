@@ -212,8 +212,10 @@ def _pinned_at_every_size(model, stmt: str, partners: list[str], target_path: li
     """A test of whether the placement pins a loop of `stmt` whatever the sizes: the placement computed as in
     `_placement`, but with each statement's iterators ranging independently over a large box and the accesses
     read off their indices (at a size of 1 isl writes `e[i, j = 0] -> X[i, 0]`, and which loop the partner's
-    placement follows no longer shows).  Where that cannot be told (a running dependence, an access that is not
-    its indices' formula, a loop expression in pieces) it answers yes: the decision at these sizes stands."""
+    placement follows no longer shows).  A partner for which that cannot be told is left out: one exchanging
+    through a running dependence, an access that is not its indices' formula, a loop expression in pieces or
+    simplified on a domain (a statement placed by an earlier step).  Where no partner is left, the answer is yes:
+    the decision at these sizes stands."""
     moved = model.stmt(stmt)
     moved_box = _box(moved.domain)
     times = None
@@ -223,11 +225,13 @@ def _pinned_at_every_size(model, stmt: str, partners: list[str], target_path: li
         exchange = None if running is not None else _exchange_everywhere(model, moved, partner, after)
         dims = [_everywhere(pa) for loop in target_path for pa in loop.exprs[other]]
         if exchange is None or any(d is None for d in dims):
-            return lambda exprs: True
+            continue
         partner_box = _box(partner.domain)
         part = exchange.intersect_domain(moved_box).intersect_range(partner_box).apply_range(
             pw_affs_to_map(dims, partner_box))
         times = part if times is None else times.union(part)
+    if times is None:
+        return lambda exprs: True
     first = times.lexmin()
 
     def pinned(exprs: list[isl.PwAff]) -> bool:
@@ -269,9 +273,12 @@ def _write_everywhere(stmt):
 
 
 def _everywhere(pa: isl.PwAff):
-    """A loop's expression over every point of its statement's space (its one piece's formula), or None."""
+    """A loop's expression over every point of its statement's space, or None where it is not one formula there:
+    in pieces, or simplified on the statement's domain (a placement: isl writes `j` as 0 where j = 0)."""
     pieces = pa.get_pieces()
-    return isl.PwAff.from_aff(pieces[0][1]) if len(pieces) == 1 else None
+    if len(pieces) != 1 or not pieces[0][0].plain_is_universe():
+        return None
+    return isl.PwAff.from_aff(pieces[0][1])
 
 
 def _box(domain: isl.Set) -> isl.Set:
