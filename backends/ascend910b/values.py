@@ -127,7 +127,7 @@ class Values:
         if isinstance(e, T.Call):
             args = [v(a) for a in e.args]
             if e.func in ("max", "min"):
-                return self._binop(e.func, args[0], args[1], shape)
+                return self._binop(e.func, args[0], args[1], shape, e.zeros)
             if e.func == "fast_inverse":  # the IEEE division, which the declared approximation allows
                 return self._binop("/", _Opnd("scalar", "1.0"), args[0], shape)
             # The primitives of compiler/model/functions.py (rsqrt, sigmoid, silu arrive expanded into them, so the
@@ -526,11 +526,12 @@ class Values:
         self.emit(f"    {raw}[{r}] = {rows}[{r}, 0]")
         self.done(rows)
 
-    def _binop(self, op: str, a: _Opnd, b: _Opnd, shape) -> _Opnd:
+    def _binop(self, op: str, a: _Opnd, b: _Opnd, shape, zeros: bool = True) -> _Opnd:
         """a op b into a UB temporary; the temporary may be an operand's own buffer (a subexpression its parent
-        consumes): the T.tile.* operations work element by element, so dst may be src0 or src1."""
+        consumes): the T.tile.* operations work element by element, so dst may be src0 or src1.  `zeros`: a max /
+        min whose zero a use can tell (T.Call.zeros) is IEEE's, else the plain comparison."""
         if a.kind == b.kind == "scalar":
-            code = _scalar_extremum(op, a.code, b.code) if op in ("max", "min") else f"({a.code} {op} {b.code})"
+            code = _scalar_extremum(op, a.code, b.code, zeros) if op in ("max", "min") else f"({a.code} {op} {b.code})"
             return _Opnd("scalar", code)
         if op == "-" and b.kind == "scalar":  # x - s == x + (-s) exactly: Adds takes a scalar
             op, b = "+", _Opnd("scalar", f"(-{b.code})")
@@ -543,7 +544,7 @@ class Values:
         if op == "/" and "scalar" in (a.kind, b.kind):
             return self._divide_by_rows(a, b, shape)
         if op in ("max", "min"):
-            return _Opnd("tile", self.extremum(op, a, b, shape))
+            return _Opnd("tile", self.extremum(op, a, b, shape, zeros=zeros))
         fn = {"+": "add", "-": "sub", "*": "mul", "/": "div"}[op]
         self.done(a, b)
         out = self.temp("t", shape)
@@ -556,10 +557,11 @@ class Values:
     # it changes only a zero maximum, to +0 unless both operands were -0 or negative (+0 + -0 is +0).  A minimum
     # is the negated maximum of the negated operands, so it adds the zeros of the opposite signs (* -0.0) to -out.
 
-    def extremum(self, op: str, a: _Opnd, b: _Opnd, shape, out: str = None) -> str:
+    def extremum(self, op: str, a: _Opnd, b: _Opnd, shape, out: str = None, zeros: bool = True) -> str:
         """max / min(a, b) (a a tile, b a tile or a scalar) into `out` (a new temporary if None, which may be a's or
-        b's buffer), IEEE's also for zeros of opposite signs; returns the buffer."""
-        if b.kind == "scalar" and nonzero_literal(b.code):  # no two zeros meet: the plain T.tile op is IEEE's
+        b's buffer), IEEE's also for zeros of opposite signs where a use can tell them (`zeros`); returns the
+        buffer."""
+        if not zeros or (b.kind == "scalar" and nonzero_literal(b.code)):  # the plain T.tile op will do
             if out is None:
                 self.done(a, b)
                 out = self.temp("t", shape)
@@ -623,10 +625,10 @@ def _scalar_zero_sign(x: str, sign: str) -> str:
     return f"(T.max(T.min({x}, 1.0), -1.0) * {sign})"
 
 
-def _scalar_extremum(op: str, a: str, b: str) -> str:
-    """max / min of two scalars, IEEE's also for zeros of opposite signs (see `extremum`), where
-    backends/common/extrema.py says the form is printed."""
-    if not needs_zero_order([a, b]):
+def _scalar_extremum(op: str, a: str, b: str, zeros: bool = True) -> str:
+    """max / min of two scalars, IEEE's also for zeros of opposite signs (see `extremum`), where a use can tell
+    them (`zeros`) and backends/common/extrema.py says the form is printed."""
+    if not zeros or not needs_zero_order([a, b]):
         return f"T.{op}({a}, {b})"
     if op == "max":
         return f"(T.max({a}, {b}) + ({_scalar_zero_sign(a, '0.0')} + {_scalar_zero_sign(b, '0.0')}))"

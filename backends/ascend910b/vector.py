@@ -397,14 +397,14 @@ class VectorSide:
             part = self.alloc(self.fresh(f"r_{op.stmt}"), acc_shape, "f32", "UB")
             fn = "T.reduce_sum" if op.op == "sum" else "T.reduce_max"
             self.emit(f"{fn}({terms.code}, {part}, dim=-1, clear=True)")
-            if op.op == "max":
+            if op.op == "max" and op.zeros:
                 self._zero_signs_of_rows(terms.code, shape, part, acc_shape)
             self.done(terms)
             terms = _Opnd("tile", part)
             self.expr_temps.add(part)
         combine = reduce_ops.combine(op.op)
         if combine in ("max", "min"):
-            self.extremum(combine, _Opnd("tile", acc), terms, acc_shape, out=acc)
+            self.extremum(combine, _Opnd("tile", acc), terms, acc_shape, out=acc, zeros=op.zeros)
         else:
             self.emit(f"T.tile.add({acc}, {acc}, {terms.code})")
         self.done(terms)

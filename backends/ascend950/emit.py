@@ -77,8 +77,8 @@ class Ascend950Printer(KernelPrinter):
         out["cube"] = sorted(self.cube)
         return out
 
-    def call(self, func: str, args: list) -> str:
-        if func in IEEE_EXTREMA and needs_zero_order(args):
+    def call(self, func: str, args: list, zeros: bool = True) -> str:
+        if func in IEEE_EXTREMA and zeros and needs_zero_order(args):
             return IEEE_EXTREMA[func].format(*args)
         return super().call(func, args)
 
@@ -313,7 +313,7 @@ class Ascend950Printer(KernelPrinter):
             depth += 1
         idx = ", ".join(lanes[n] for n in keep) if acc_shape else "0"
         term = f"{part}[{', '.join(lanes)}]"
-        combined = self.combine(op.op, f"{acc}[{idx}]", term)
+        combined = self.combine(op.op, f"{acc}[{idx}]", term, op.zeros)
         self.emit("    " * depth + f"{acc}[{idx}] = {self.round(op.accum, combined)}")
         self.exit_vector()
 

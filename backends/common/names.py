@@ -50,7 +50,8 @@ from tdsl.compiler.lower import tileir as T
 MODULE_LEVEL = frozenset({
     "os", "math", "np", "torch", "triton", "tl", "tilelang", "T",
     "_INTERPRET", "_round_f8e4m3", "_round_bf16", "_sigmoid", "_silu", "_tanh", "_max_nan", "_maximum_nan",
-    "_minimum_nan",
+    "_min_nan", "_minimum_nan", "_max_nan_either", "_min_nan_either", "_maximum_either", "_minimum_either",
+    "_zero_bits",
     "_f8e4m3_bits", "_from_f8e4m3_bits", "_store_f8e4m3", "_widen_f8e4m3", "_to_bf16", "_widen_bf16",
     "libdevice",
     "_TORCH_DTYPES", "_check", "_overlaps", "KERNELS", "_COMPILED", "_kernel", "compile_kernels", "E4M3_BYTES",

@@ -37,12 +37,15 @@ def float_literal(value, spellings: dict) -> str:
     return repr(value)
 
 
-def call_code(spellings: dict, func: str, args: list) -> str:
+def call_code(spellings: dict, func: str, args: list, zeros: bool = True) -> str:
     """A primitive function of compiler/model/functions.py in a dialect: `spellings[func]` filled with the arguments'
-    code.  Every dialect spells every primitive; compositions reach the printers expanded."""
+    code.  Every dialect spells every primitive; compositions reach the printers expanded.  A max / min whose zero
+    no use can tell (`zeros` False: T.Call.zeros) takes the dialect's `max_either_zero` / `min_either_zero`
+    spelling, the hardware's, where it has one (else the IEEE form)."""
     if func not in spellings or len(args) != PRIMITIVES.get(func):
         raise InternalError(f"function {func}({', '.join(args)}) has no spelling here")
-    return spellings[func].format(*args)
+    either = f"{func}_either_zero"
+    return spellings[either if not zeros and either in spellings else func].format(*args)
 
 
 class PrinterBase:

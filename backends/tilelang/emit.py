@@ -91,7 +91,10 @@ NVIDIA_ONLY = {"exp2": "the Ascend vector unit's API has Exp and Ln but no exp2"
 NVIDIA_FUNCTIONS = {**FUNCTIONS, "exp": "T.__exp({0})", "fast_inverse": "T.fast_rcp({0})",
                     "exp2": 'T.call_extern("float32", "tdsl_ex2", {0})', "fma": "T.ieee_fmaf({0}, {1}, {2})",
                     "max": 'T.call_extern("float32", "tdsl_max", {0}, {1})',
-                    "min": 'T.call_extern("float32", "tdsl_min", {0}, {1})'}
+                    "min": 'T.call_extern("float32", "tdsl_min", {0}, {1})',
+                    # where no use can tell the zero they return (compiler/analysis/zero_signs.py)
+                    "max_either_zero": 'T.call_extern("float32", "tdsl_max_either", {0}, {1})',
+                    "min_either_zero": 'T.call_extern("float32", "tdsl_min_either", {0}, {1})'}
 CUDA_HELPERS = {  # function -> the CUDA source its NVIDIA spelling calls
     "exp2": 'extern "C" __device__ __forceinline__ float tdsl_ex2(float x) '
             '{ float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }',
@@ -101,6 +104,10 @@ CUDA_HELPERS = {  # function -> the CUDA source its NVIDIA spelling calls
     "min": 'extern "C" __device__ __forceinline__ float tdsl_min(float a, float b) '
            '{ float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); '
            'return a == 0.0f && b == 0.0f ? -(-a + -b) : y; }',
+    "max_either_zero": 'extern "C" __device__ __forceinline__ float tdsl_max_either(float a, float b) '
+                       '{ float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }',
+    "min_either_zero": 'extern "C" __device__ __forceinline__ float tdsl_min_either(float a, float b) '
+                       '{ float y; asm("min.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }',
 }
 # A max or min over a register tile is TileLang's T.reduce_max / T.reduce_min, whose f32 combine (fmaxf / fminf,
 # also under its nan_propagate, which reaches bf16 and f16 only) drops a NaN term.  The NVIDIA printer reduces
@@ -1005,7 +1012,7 @@ class KernelPrinter(TileLangDialect):
             lane_vars, names = self.parallel(op.tile)
             idx = ", ".join(lane_vars) if op.tile.axes else "0"
             value = self.value(body, op.tile, lane_vars, names)
-            combined = self.combine(op.op, f"{acc}[{idx}]", value)
+            combined = self.combine(op.op, f"{acc}[{idx}]", value, op.zeros)
             self.emit(f"    {acc}[{idx}] = {self.round(op.accum, combined)}")
             self.exit_vector()
             return
@@ -1040,7 +1047,7 @@ class KernelPrinter(TileLangDialect):
         lane_vars, names = self.lanes(op.tile)
         kept = [(v, a.size) for n, (v, a) in enumerate(zip(lane_vars, op.tile.axes)) if n != axis]
         own = f"{acc}[{', '.join(v for v, _ in kept)}]"
-        update = self.round(op.accum, self.combine(op.op, own, self.value(body, op.tile, lane_vars, names)))
+        update = self.round(op.accum, self.combine(op.op, own, self.value(body, op.tile, lane_vars, names), op.zeros))
         self.accumulate_in_order(acc, kept, (lane_vars[axis], op.tile.axes[axis].size), update)
 
     def tile_reduce(self, op, part, shape, red, acc, acc_shape, keys: bool = False) -> None:
@@ -1067,7 +1074,7 @@ class KernelPrinter(TileLangDialect):
         lanes = self.lane_list(len(acc_shape))
         idx = ", ".join(lanes) if acc_shape else "0"
         term = self.ordered_key("from_key", f"{src}[{idx}]") if keys else f"{src}[{idx}]"
-        combined = self.combine(op.op, f"{acc}[{idx}]", term)
+        combined = self.combine(op.op, f"{acc}[{idx}]", term, op.zeros)
         self.enter_vector()
         self.emit(f"for {', '.join(lanes)} in T.Parallel({', '.join(map(str, acc_shape)) or '1'}):")
         self.emit(f"    {acc}[{idx}] = {self.round(op.accum, combined)}")
@@ -1182,7 +1189,7 @@ class KernelPrinter(TileLangDialect):
             if e.func not in self.functions:
                 raise BackendError(f"{e.func}() has no spelling in this printer ({NVIDIA_ONLY.get(e.func, '')}); "
                                    f"write the program without it for this target")
-            return self.call(e.func, [v(a) for a in e.args])
+            return self.call(e.func, [v(a) for a in e.args], e.zeros)
         if isinstance(e, T.Round):
             return self.round(e.dtype, v(e.operand))
         if isinstance(e, (T.Reduce, T.Dot)):
@@ -1190,21 +1197,24 @@ class KernelPrinter(TileLangDialect):
                                f"make it its own statement")
         raise BackendError(f"the value {expr_text(e)} has no form in this printer")
 
-    def call(self, func: str, args: list) -> str:
-        """A primitive function in this printer's spelling; a CUDA helper it calls is imported by the kernel."""
-        if func in self.helper_functions:
-            self.helpers.add(func)
-        return call_code(self.functions, func, args)
+    def call(self, func: str, args: list, zeros: bool = True) -> str:
+        """A primitive function in this printer's spelling; a CUDA helper it calls is imported by the kernel.
+        `zeros`: a max / min whose zero a use can tell (T.Call.zeros), else the hardware's (call_code)."""
+        either = f"{func}_either_zero"
+        helper = either if not zeros and either in self.functions else func
+        if helper in self.helper_functions:
+            self.helpers.add(helper)
+        return call_code(self.functions, func, args, zeros)
 
     def ordered_key(self, func: str, code: str) -> str:
         """A float as its ORDERED_KEYS key (max_key, min_key), or a key back as its float (from_key)."""
         self.helpers.add(func)
         return ORDERED_KEYS[func].format(code)
 
-    def combine(self, op: str, acc: str, term: str) -> str:
+    def combine(self, op: str, acc: str, term: str, zeros: bool = True) -> str:
         """A reduction's update `acc (op) term`: + or this printer's max / min (compiler/model/reduce_ops.py)."""
         how = reduce_ops.combine(op)
-        return f"{acc} + {term}" if how == "+" else self.call(how, [acc, term])
+        return f"{acc} + {term}" if how == "+" else self.call(how, [acc, term], zeros)
 
     def cond(self, e: T.Expr, tile, lane_vars, names) -> str:
         if isinstance(e, T.Bin) and e.op in ("and", "or"):

@@ -213,7 +213,7 @@ class _KernelPrinter(PrinterBase):
                 return
             partial = self._value(op.partial, frame)
             how = reduce_ops.combine(op.op)
-            combined = f"{acc} + {partial}" if how == "+" else _call(how, [acc, partial])
+            combined = f"{acc} + {partial}" if how == "+" else _call(how, [acc, partial], op.zeros)
             self.emit(f"{acc} = {self._round(op.accum, combined)}")
         elif isinstance(op, T.Barrier):
             self.barrier(op)
@@ -468,7 +468,9 @@ class _KernelPrinter(PrinterBase):
         if isinstance(e, T.Var):  # an iterator or size used as a value: its integer, as an f32
             return f"({frame.var(e.name)} + 0.0)"
         if isinstance(e, T.Neg):
-            return f"(-{v(e.operand)})"
+            # not `-x`: Triton before 3.9 (3.6 on the H100 machines) computes it as 0 - x, +0.0 for x = +0.0
+            # (benchmarks/gpu/experiments/zero_sign_forms.py); x * -1.0 is exact, with the opposite zero
+            return f"({v(e.operand)} * -1.0)"
         if isinstance(e, T.Bin):
             if e.op in ("and", "or"):
                 return f"(({v(e.lhs)}) {'&' if e.op == 'and' else '|'} ({v(e.rhs)}))"
@@ -496,7 +498,7 @@ class _KernelPrinter(PrinterBase):
             x = v(e.operand)
             return f"tl.where({x} == float(\"-inf\"), 0.0, {x})"
         if isinstance(e, T.Call):
-            return _call(e.func, [v(a) for a in e.args])
+            return _call(e.func, [v(a) for a in e.args], e.zeros)
         if isinstance(e, T.Round):
             return self._round(e.dtype, v(e.operand))
         if isinstance(e, T.Reduce):
@@ -504,10 +506,8 @@ class _KernelPrinter(PrinterBase):
             for axis in sorted(e.axes, reverse=True):
                 if e.op == "sum":
                     code = f"tl.sum({code}, axis={axis})"
-                elif e.op == "max":  # keeps NaN, as the interpreter does
-                    code = f"_max_nan({code}, axis={axis})"
-                else:  # min(x) = -max(-x) exactly (negation is exact, NaN stays NaN, -0.0 < +0.0 both ways)
-                    code = f"(-_max_nan((-{code}), axis={axis}))"
+                else:  # keeps NaN, as the interpreter does (a min, not -max(-x): see T.Neg above)
+                    code = f"_{e.op}_nan{'' if e.zeros else '_either'}({code}, axis={axis})"
             return code
         raise TypeError(f"cannot print value {e!r}")
 
@@ -566,6 +566,9 @@ FUNCTIONS = {  # the primitives of compiler/model/functions.py in Triton
     # IEEE maximum / minimum: a NaN operand gives NaN (docs/interpreter.md)
     "max": "_maximum_nan({0}, {1})",
     "min": "_minimum_nan({0}, {1})",
+    # where no use can tell the zero they return (compiler/analysis/zero_signs.py): max.NaN / min.NaN
+    "max_either_zero": "tl.maximum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
+    "min_either_zero": "tl.minimum({0}, {1}, propagate_nan=tl.PropagateNan.ALL)",
 }
 
 
@@ -574,8 +577,8 @@ def _operand_frame(frame: Frame, axes: list) -> Frame:
     return Frame(axes, {x: frame.vectors[x] for x in axes}, frame.scalars, frame.variables)
 
 
-def _call(func: str, args: list) -> str:
-    return call_code(FUNCTIONS, func, args)
+def _call(func: str, args: list, zeros: bool = True) -> str:
+    return call_code(FUNCTIONS, func, args, zeros)
 
 
 def _literal(value) -> str:

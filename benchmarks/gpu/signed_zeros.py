@@ -79,7 +79,9 @@ def run(out_path: str, backends: list) -> int:
             wrong = [name for name in outs
                      if outs[name].float().cpu().numpy().tobytes() != want[name].astype(np.float32).tobytes()]
             bad += bool(wrong)
-            rows.append({"module": entry["module"], "inputs": n, "wrong": wrong})
+            shown = {name: {"got": outs[name].float().cpu().numpy().ravel().tolist()[:16],
+                            "want": want[name].astype(np.float32).ravel().tolist()[:16]} for name in wrong}
+            rows.append({"module": entry["module"], "inputs": n, "wrong": wrong, "values": shown})
             print(entry["module"], n, "same bits" if not wrong else f"DIFFERENT: {wrong}", flush=True)
     result = {"device": torch.cuda.get_device_name(), "modules_runs": len(rows), "different": bad, "rows": rows}
     Path(out_path).write_text(json.dumps(result, indent=1))

@@ -41,6 +41,7 @@ from functools import cached_property
 from typing import Optional
 
 from tdsl.compiler.analysis.serial_loops import SerialLoops
+from tdsl.compiler.analysis.zero_signs import ZeroSigns
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.storage import stored_shape
 from tdsl.compiler.model.program import KernelModel, Stmt
@@ -159,6 +160,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     serial_loops: Optional[SerialLoops] = None  # which loops run serially: the plan's rule, passed by lower()
     memory_reads: set = field(default_factory=set)  # tensors of this kernel read back from memory (loads.py)
     host: list = field(default_factory=list)  # the host loops around this kernel, outermost first (Launch.host)
+    zero_signs: Optional[ZeroSigns] = None  # where a max's zero can be seen: made on first use (_zero_signs)
 
     # ------------------------------------------------------------ kernel
 
@@ -327,7 +329,8 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         tile = self._tile(stmt, context, stmt.iters, check_size=False)
         partial = self._partial(stmt, tile, context)
         rescale = self._rescaling(stmt, context) if stmt.name in self.rescaled else None
-        ops.append(AccUpdate(stmt.name, tile, partial, stmt.reduce_op, stmt.accum_dtype, rescale=rescale))
+        ops.append(AccUpdate(stmt.name, tile, partial, stmt.reduce_op, stmt.accum_dtype, rescale=rescale,
+                             zeros=self._zero_signs().reduction(stmt.name)))
         if outer is None:
             ops.append(self._acc_finish(stmt.name, context))
         return ops

@@ -147,6 +147,9 @@ class Call:
 
     func: str
     args: tuple
+    # max / min: a use can tell the zero it returns, so it is IEEE's (-0.0 below +0.0), not the hardware's
+    # either-zero (compiler/analysis/zero_signs.py)
+    zeros: bool = True
 
 
 @dataclass(frozen=True)
@@ -161,9 +164,10 @@ class Round:
 class Reduce:
     """Tile reduction over some axes of the current statement's tile."""
 
-    op: str  # sum | max
+    op: str  # sum | max | min
     operand: "Expr"
     axes: tuple  # axis positions in the statement's tile
+    zeros: bool = True  # max / min: IEEE's zero, as Call.zeros
 
 
 @dataclass(frozen=True)
@@ -336,6 +340,7 @@ class AccUpdate(_Value):
     accum: str
     staged: tuple = ()  # a Dot's operands (lhs, rhs) as Staged, for a backend that copies them on chip first
     rescale: Optional[Rescaling] = None  # a sum that follows a running maximum
+    zeros: bool = True  # max / min: the accumulator combines with IEEE's zero, as Call.zeros
 
 
 @dataclass(frozen=True)

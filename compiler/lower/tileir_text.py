@@ -123,7 +123,8 @@ def _ops(ops, depth: int) -> list[str]:
             lines.append(f"{pad}init {op.stmt}: {op.op} accum {op.accum}{start}{follows}{where}")
             lines.append(f"{pad}{_INDENT}{tile_text(op.tile)}")
         elif isinstance(op, AccUpdate):
-            lines.append(f"{pad}update {op.stmt} {op.op}= {expr_text(op.partial)}  (accum {op.accum})")
+            either = "" if op.zeros or op.op == "sum" else ", either zero"
+            lines.append(f"{pad}update {op.stmt} {op.op}= {expr_text(op.partial)}  (accum {op.accum}{either})")
             if op.rescale is not None:
                 lines.append(f"{pad}{_INDENT}rescale by {expr_text(op.rescale.factor)} to "
                              f"{expr_text(op.rescale.current)}")
@@ -212,11 +213,13 @@ def expr_text(e) -> str:
         rounds = f" (= {e.rounds})" if e.rounds else ""
         return f"{expr_text(e.reg)}{rounds}{mask}"
     if isinstance(e, Call):
-        return f"{e.func}({', '.join(expr_text(a) for a in e.args)})"
+        either = "" if e.zeros or e.func not in ("max", "min") else "~"  # the hardware's: either zero
+        return f"{e.func}{either}({', '.join(expr_text(a) for a in e.args)})"
     if isinstance(e, Round):
         return f"{e.dtype}({expr_text(e.operand)})"
     if isinstance(e, Reduce):
-        return f"{e.op}[axes {', '.join(map(str, e.axes))}]({expr_text(e.operand)})"
+        either = "" if e.zeros or e.op == "sum" else "~"
+        return f"{e.op}{either}[axes {', '.join(map(str, e.axes))}]({expr_text(e.operand)})"
     if isinstance(e, Dot):
         on = (f" on {e.unit}" if e.unit else "") + (", warps by rows" if e.warp_rows else "") + (
             ", summed on the vector unit" if e.sum_on_vector else "")

@@ -19,13 +19,14 @@ from tdsl.compiler.reference.interpreter import interpret
 
 M, K = 4, 64
 ELEMENTWISE = f"""const N = 8
-kernel e(X: f32[N], Y: f32[N]) -> (D: f32[N], E: f32[N], R: f32[N], Q: f32[N], P: f8e4m3[N]) {{
+kernel e(X: f32[N], Y: f32[N]) -> (D: f32[N], E: f32[N], R: f32[N], Q: f32[N], P: f8e4m3[N], G: f32[N]) {{
   D[i] = 1.0 / max(X[i], Y[i])
   E[i] = 1.0 / min(X[i], Y[i])
   R[i] = 1.0 / max(X[i], 0.0)
   A[i]: f8e4m3 = X[i] * 1.0
   Q[i] = 1.0 / A[i]
   P[i] = Y[i]
+  G[i] = 1.0 / (-X[i])
 }}
 schedule tiles {{
   bind(D.i, grid.x)
@@ -91,6 +92,13 @@ def _assert_same_bits(program, schedule, target, backend, inputs) -> None:
         assert expected.tobytes() == actual.tobytes(), f"{tensor.name}: {actual} != {expected}"
 
 
+def test_triton_negates_by_a_product():
+    """Triton before 3.9 (3.6 on the lent H100) computes `-x` as 0 - x: +0.0 for x = +0.0, so 1 / -x was +inf on
+    the GPU (29th session, benchmarks/gpu/experiments/zero_sign_forms.py).  x * -1.0 is exact in every version."""
+    text = generate(loads(ELEMENTWISE, "zeros.tdsl"), None, target="nvidia", backend="triton")
+    assert "v_G = tl.div_rn(1.0, (tl.load(X + G_i).to(tl.float32) * -1.0))" in text
+
+
 def test_the_interpreter_orders_the_zeros():
     program = loads(ELEMENTWISE, "zeros.tdsl")
     original = program.schedule(None)
@@ -98,6 +106,7 @@ def test_the_interpreter_orders_the_zeros():
     assert out["D"].tolist()[:4] == [np.inf, np.inf, np.inf, -np.inf]
     assert out["E"].tolist()[:4] == [-np.inf, -np.inf, np.inf, -np.inf]
     assert out["Q"][1] == -np.inf and out["Q"][4] == -np.inf  # E4M3 keeps -0.0, and a negative rounded to 0
+    assert out["G"].tolist()[:2] == [-np.inf, np.inf]
 
 
 @pytest.mark.parametrize("schedule", [None, "tiles"])

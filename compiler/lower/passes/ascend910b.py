@@ -363,7 +363,7 @@ class Kernel910B:
             else:
                 identity = T.Const(reduce_ops.identity(op.op))
                 body = T.Select(conjunction(extra), body, identity)
-            changes["partial"] = T.Reduce(op.partial.op, body, op.partial.axes)
+            changes["partial"] = dataclasses.replace(op.partial, operand=body)
         return dataclasses.replace(op, **changes)
 
     def _check_widened_store(self, op, narrow, size) -> None:

@@ -33,7 +33,7 @@ import tilelang.language as T
 
 @T.prim_func
 def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16"), S_ws: T.Tensor((512, 64, 64), "float32"), P_ws: T.Tensor((512, 64, 64), "bfloat16"), U_step_ws: T.Tensor((512, 64, 128), "float32")):
-    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 122880, UB 109728
+    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 122880, UB 109216
     # GM workspaces between the cube and the vector core (one tile slot per block): S_ws, P_ws, U_step_ws
     with T.Kernel(64 * 2 * 4, is_npu=True) as (cid, vid):
         acc_m = T.alloc_ub((64,), "float32")  # UB: max accumulator
@@ -48,21 +48,19 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
         K_L0B = T.alloc_L0B((128, 64), "bfloat16")  # L0B
         S_ub = T.alloc_ub((64, 64), "float32")  # UB: cube result
         r_m_1 = T.alloc_ub((64,), "float32")  # UB
-        t_2 = T.alloc_ub((64, 64), "float32")  # UB
-        t_3 = T.alloc_ub((64,), "float32")  # UB
-        t_5 = T.alloc_ub((64,), "float32")  # UB
-        finite_scalar_8 = T.alloc_ub((8,), "float32")  # UB: a maximum, 0 where -inf
-        t_bf16_12 = T.alloc_ub((64,), "bfloat16")  # UB
-        t_bf16_19 = T.alloc_ub((64, 64), "bfloat16")  # UB
+        P_rows_3 = T.alloc_ub((64, 64), "float32")  # UB: P, row by row
+        finite_scalar_4 = T.alloc_ub((8,), "float32")  # UB: a maximum, 0 where -inf
+        t_bf16_8 = T.alloc_ub((64,), "bfloat16")  # UB
+        t_bf16_15 = T.alloc_ub((64, 64), "bfloat16")  # UB
         P_L1 = T.alloc_L1((1, 64, 64), "bfloat16")  # L1: staged for the cube
         P_L0A = T.alloc_L0A((64, 64), "bfloat16")  # L0A
         V_L1 = T.alloc_L1((1, 64, 128), "bfloat16")  # L1: staged for the cube
         V_L0B = T.alloc_L0B((64, 128), "bfloat16")  # L0B
         U_step_L0C = T.alloc_L0C((64, 128), "float32")  # L0C: one step's product, for the vector cores
         U_step_ub = T.alloc_ub((64, 128), "float32")  # UB: one step's product
-        t_25 = T.alloc_ub((128,), "float32")  # UB
-        t_26 = T.alloc_ub((128,), "float32")  # UB
-        t_bf16_27 = T.alloc_ub((128,), "bfloat16")  # UB
+        t_21 = T.alloc_ub((128,), "float32")  # UB
+        t_22 = T.alloc_ub((128,), "float32")  # UB
+        t_bf16_23 = T.alloc_ub((128,), "bfloat16")  # UB
         qo = cid // (2 * 4) % 64
         bh_0 = cid // 4 % 2
         bh_1 = cid % 4
@@ -94,50 +92,34 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
                 if vid == 0:  # one of the two vector cores takes the whole tile
                     T.copy(S_ws[cid, 0, 0], S_ub)  # GM workspace -> UB
                     T.reduce_max(S_ub, r_m_1, dim=-1, clear=True)
-                    T.tile.fill(t_2, 1.0)
-                    T.tile.div(t_2, t_2, S_ub)  # 1 / +-0 is +-inf
-                    T.reduce_max(t_2, t_3, dim=-1, clear=True)
-                    T.tile.min(t_3, t_3, 1.0)
-                    T.tile.max(t_3, t_3, -1.0)
-                    T.tile.mul(t_3, t_3, 0.0)
-                    T.tile.add(r_m_1, r_m_1, t_3)
-                    T.tile.min(t_3, acc_m, 1.0)
-                    T.tile.max(t_3, t_3, -1.0)
-                    T.tile.mul(t_3, t_3, 0.0)
-                    T.tile.min(t_5, r_m_1, 1.0)
-                    T.tile.max(t_5, t_5, -1.0)
-                    T.tile.mul(t_5, t_5, 0.0)
-                    T.tile.add(t_3, t_3, t_5)
                     T.tile.max(acc_m, acc_m, r_m_1)
-                    # IEEE maximum of two zeros: add the operands' zero signs (T.tile.max returns either zero)
-                    T.tile.add(acc_m, acc_m, t_3)
                     # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale)
-                    for r_6 in T.serial(64):  # row by row: P reads values broadcast along the row
-                        finite_scalar_8[0] = acc_m[r_6]
-                        if finite_scalar_8[0] == -T.infinity("float32"):
-                            finite_scalar_8[0] = 0.0
-                        T.tile.add(t_5, S_ub[r_6, :], (-finite_scalar_8[0]))
-                        T.tile.mul(t_3, t_5, 0.08838834764831845)
-                        T.tile.exp(r_m_1, t_3)
-                        T.tile.cast(t_bf16_12, r_m_1, "CAST_RINT", 64)  # round to bf16
-                        T.tile.cast(t_5, t_bf16_12, "CAST_NONE", 64)
-                        T.copy(t_5, t_2[r_6, :])  # UB -> UB
+                    for r_2 in T.serial(64):  # row by row: P reads values broadcast along the row
+                        finite_scalar_4[0] = acc_m[r_2]
+                        if finite_scalar_4[0] == -T.infinity("float32"):
+                            finite_scalar_4[0] = 0.0
+                        T.tile.add(r_m_1, S_ub[r_2, :], (-finite_scalar_4[0]))
+                        T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
+                        T.tile.exp(r_m_1, r_m_1)
+                        T.tile.cast(t_bf16_8, r_m_1, "CAST_RINT", 64)  # round to bf16
+                        T.tile.cast(r_m_1, t_bf16_8, "CAST_NONE", 64)
+                        T.copy(r_m_1, P_rows_3[r_2, :])  # UB -> UB
                     # l follows the running maximum m: rescale it to the current one
-                    T.tile.sub(t_3, ref_l, acc_m)
-                    T.tile.mul(r_m_1, t_3, 0.08838834764831845)
-                    T.tile.exp(t_5, r_m_1)
-                    for r_17 in T.serial(64):  # 1 where the maximum did not move
-                        if ref_l[r_17] == acc_m[r_17]:
-                            t_5[r_17] = 1.0
-                    T.tile.mul(acc_l, acc_l, t_5)
+                    T.tile.sub(r_m_1, ref_l, acc_m)
+                    T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
+                    T.tile.exp(r_m_1, r_m_1)
+                    for r_13 in T.serial(64):  # 1 where the maximum did not move
+                        if ref_l[r_13] == acc_m[r_13]:
+                            r_m_1[r_13] = 1.0
+                    T.tile.mul(acc_l, acc_l, r_m_1)
                     T.copy(acc_m, ref_l)  # UB -> UB: the maximum it follows now
-                    T.reduce_sum(t_2, t_3, dim=-1, clear=True)
-                    T.tile.add(acc_l, acc_l, t_3)
+                    T.reduce_sum(P_rows_3, r_m_1, dim=-1, clear=True)
+                    T.tile.add(acc_l, acc_l, r_m_1)
             with T.Scope("V"):  # vector cores (AIV)
                 if vid == 0:  # one of the two vector cores takes the whole tile
                     # P for the cube's U step: in bf16, 0 outside the step's lanes
-                    T.tile.cast(t_bf16_19, t_2, "CAST_RINT", 4096)  # exact: already rounded
-                    T.copy(t_bf16_19, P_ws[cid, 0, 0])  # UB -> this block's GM workspace slot
+                    T.tile.cast(t_bf16_15, P_rows_3, "CAST_RINT", 4096)  # exact: already rounded
+                    T.copy(t_bf16_15, P_ws[cid, 0, 0])  # UB -> this block's GM workspace slot
                 T.set_cross_flag("MTE3", 1)  # tell the cube (it waits for both vector cores)
             with T.Scope("C"):  # cube core (AIC)
                 T.wait_cross_flag(1)  # the vector cores wrote P
@@ -153,13 +135,13 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
                 if vid == 0:  # one of the two vector cores takes the whole tile
                     # U follows the running maximum m: rescale it to the current one
                     T.tile.sub(r_m_1, ref_U, acc_m)
-                    T.tile.mul(t_5, r_m_1, 0.08838834764831845)
-                    T.tile.exp(t_3, t_5)
-                    for r_23 in T.serial(64):  # 1 where the maximum did not move
-                        if ref_U[r_23] == acc_m[r_23]:
-                            t_3[r_23] = 1.0
-                    for r_23 in T.serial(64):
-                        T.tile.mul(acc_U[r_23, :], acc_U[r_23, :], t_3[r_23])
+                    T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
+                    T.tile.exp(r_m_1, r_m_1)
+                    for r_19 in T.serial(64):  # 1 where the maximum did not move
+                        if ref_U[r_19] == acc_m[r_19]:
+                            r_m_1[r_19] = 1.0
+                    for r_19 in T.serial(64):
+                        T.tile.mul(acc_U[r_19, :], acc_U[r_19, :], r_m_1[r_19])
                     T.copy(acc_m, ref_U)  # UB -> UB: the maximum it follows now
                     # U: this step's product from the cube, added to the sum
                     T.copy(U_step_ws[cid, 0, 0], U_step_ub)  # GM workspace -> UB
@@ -167,13 +149,13 @@ def mha_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 1
         with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # O[b, h, i, c]: bf16 = U[b, h, i, c] / l[b, h, i]
-                for r_24 in T.serial(64):  # row by row: O reads values broadcast along the row
-                    T.tile.fill(t_25, acc_l[r_24])
-                    T.tile.div(t_26, acc_U[r_24, :], t_25)
-                    T.tile.cast(t_bf16_27, t_26, "CAST_RINT", 128)  # round to bf16
-                    T.tile.cast(t_25, t_bf16_27, "CAST_NONE", 128)
-                    T.tile.cast(t_bf16_27, t_25, "CAST_RINT", 128)
-                    T.copy(t_bf16_27, O[bh_0, bh_1, ((64 * qo) + r_24), 0])  # UB -> GM
+                for r_20 in T.serial(64):  # row by row: O reads values broadcast along the row
+                    T.tile.fill(t_21, acc_l[r_20])
+                    T.tile.div(t_22, acc_U[r_20, :], t_21)
+                    T.tile.cast(t_bf16_23, t_22, "CAST_RINT", 128)  # round to bf16
+                    T.tile.cast(t_21, t_bf16_23, "CAST_NONE", 128)
+                    T.tile.cast(t_bf16_23, t_21, "CAST_RINT", 128)
+                    T.copy(t_bf16_23, O[bh_0, bh_1, ((64 * qo) + r_20), 0])  # UB -> GM
 
 
 KERNELS = {"mha_0": mha_0}

@@ -33,7 +33,7 @@ import tilelang.language as T
 
 @T.prim_func
 def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16"), S_ws: T.Tensor((512, 64, 64), "float32"), P_ws: T.Tensor((512, 64, 64), "bfloat16"), U_step_ws: T.Tensor((512, 64, 128), "float32")):
-    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 155648, UB 192480
+    # statements S, m, P, l, U, O; on-chip bytes: L0A 24576, L0B 32768, L0C 49152, L1 155648, UB 191968
     # GM workspaces between the cube and the vector core (one tile slot per block): S_ws, P_ws, U_step_ws
     with T.Kernel(64 * 2 * 4, is_npu=True) as (cid, vid):
         acc_m = T.alloc_ub((64,), "float32")  # UB: max accumulator
@@ -48,31 +48,29 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         K_L0B = T.alloc_L0B((128, 64), "bfloat16")  # L0B
         S_ub = T.alloc_ub((64, 64), "float32")  # UB: cube result
         r_m_1 = T.alloc_ub((64,), "float32")  # UB
-        t_2 = T.alloc_ub((64, 64), "float32")  # UB
-        t_3 = T.alloc_ub((64,), "float32")  # UB
-        t_5 = T.alloc_ub((64,), "float32")  # UB
-        finite_scalar_8 = T.alloc_ub((8,), "float32")  # UB: a maximum, 0 where -inf
-        t_bf16_12 = T.alloc_ub((64,), "bfloat16")  # UB
-        t_bf16_19 = T.alloc_ub((64, 64), "bfloat16")  # UB
+        P_rows_3 = T.alloc_ub((64, 64), "float32")  # UB: P, row by row
+        finite_scalar_4 = T.alloc_ub((8,), "float32")  # UB: a maximum, 0 where -inf
+        t_bf16_8 = T.alloc_ub((64,), "bfloat16")  # UB
+        t_bf16_15 = T.alloc_ub((64, 64), "bfloat16")  # UB
         P_L1 = T.alloc_L1((1, 64, 64), "bfloat16")  # L1: staged for the cube
         P_L0A = T.alloc_L0A((64, 64), "bfloat16")  # L0A
         V_L1 = T.alloc_L1((1, 64, 128), "bfloat16")  # L1: staged for the cube
         V_L0B = T.alloc_L0B((64, 128), "bfloat16")  # L0B
         U_step_L0C = T.alloc_L0C((64, 128), "float32")  # L0C: one step's product, for the vector cores
         U_step_ub = T.alloc_ub((64, 128), "float32")  # UB: one step's product
-        Q_L1_24 = T.alloc_L1((1, 64, 128), "bfloat16")  # L1: staged for the cube
-        K_L1_25 = T.alloc_L1((1, 64, 128), "bfloat16")  # L1: staged for the cube
-        t_26 = T.alloc_ub((64, 64), "float32")  # UB: masked lanes replaced
-        lanes_27 = T.alloc_ub((64,), "float32")  # UB: lane positions
-        mask_cmp_28 = T.alloc_ub((32,), "uint8")  # UB: bit mask of 64 lanes
-        t_31 = T.alloc_ub((64, 64), "float32")  # UB
-        finite_scalar_37 = T.alloc_ub((8,), "float32")  # UB: a maximum, 0 where -inf
-        V_ub_54 = T.alloc_ub((64, 128), "bfloat16")  # UB: tile of V
-        t_f32_55 = T.alloc_ub((64, 128), "float32")  # UB
-        prod_56 = T.alloc_ub((128,), "float32")  # UB: one row of products
-        t_61 = T.alloc_ub((128,), "float32")  # UB
-        t_62 = T.alloc_ub((128,), "float32")  # UB
-        t_bf16_63 = T.alloc_ub((128,), "bfloat16")  # UB
+        Q_L1_20 = T.alloc_L1((1, 64, 128), "bfloat16")  # L1: staged for the cube
+        K_L1_21 = T.alloc_L1((1, 64, 128), "bfloat16")  # L1: staged for the cube
+        t_22 = T.alloc_ub((64, 64), "float32")  # UB: masked lanes replaced
+        lanes_23 = T.alloc_ub((64,), "float32")  # UB: lane positions
+        mask_cmp_24 = T.alloc_ub((32,), "uint8")  # UB: bit mask of 64 lanes
+        finite_scalar_29 = T.alloc_ub((8,), "float32")  # UB: a maximum, 0 where -inf
+        t_39 = T.alloc_ub((64, 64), "float32")  # UB: masked lanes replaced
+        V_ub_46 = T.alloc_ub((64, 128), "bfloat16")  # UB: tile of V
+        t_f32_47 = T.alloc_ub((64, 128), "float32")  # UB
+        prod_48 = T.alloc_ub((128,), "float32")  # UB: one row of products
+        t_53 = T.alloc_ub((128,), "float32")  # UB
+        t_54 = T.alloc_ub((128,), "float32")  # UB
+        t_bf16_55 = T.alloc_ub((128,), "bfloat16")  # UB
         qo = cid // (2 * 4) % 64
         bh_0 = cid // 4 % 2
         bh_1 = cid % 4
@@ -104,50 +102,34 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 if vid == 0:  # one of the two vector cores takes the whole tile
                     T.copy(S_ws[cid, 0, 0], S_ub)  # GM workspace -> UB
                     T.reduce_max(S_ub, r_m_1, dim=-1, clear=True)
-                    T.tile.fill(t_2, 1.0)
-                    T.tile.div(t_2, t_2, S_ub)  # 1 / +-0 is +-inf
-                    T.reduce_max(t_2, t_3, dim=-1, clear=True)
-                    T.tile.min(t_3, t_3, 1.0)
-                    T.tile.max(t_3, t_3, -1.0)
-                    T.tile.mul(t_3, t_3, 0.0)
-                    T.tile.add(r_m_1, r_m_1, t_3)
-                    T.tile.min(t_3, acc_m, 1.0)
-                    T.tile.max(t_3, t_3, -1.0)
-                    T.tile.mul(t_3, t_3, 0.0)
-                    T.tile.min(t_5, r_m_1, 1.0)
-                    T.tile.max(t_5, t_5, -1.0)
-                    T.tile.mul(t_5, t_5, 0.0)
-                    T.tile.add(t_3, t_3, t_5)
                     T.tile.max(acc_m, acc_m, r_m_1)
-                    # IEEE maximum of two zeros: add the operands' zero signs (T.tile.max returns either zero)
-                    T.tile.add(acc_m, acc_m, t_3)
                     # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale)
-                    for r_6 in T.serial(64):  # row by row: P reads values broadcast along the row
-                        finite_scalar_8[0] = acc_m[r_6]
-                        if finite_scalar_8[0] == -T.infinity("float32"):
-                            finite_scalar_8[0] = 0.0
-                        T.tile.add(t_5, S_ub[r_6, :], (-finite_scalar_8[0]))
-                        T.tile.mul(t_3, t_5, 0.08838834764831845)
-                        T.tile.exp(r_m_1, t_3)
-                        T.tile.cast(t_bf16_12, r_m_1, "CAST_RINT", 64)  # round to bf16
-                        T.tile.cast(t_5, t_bf16_12, "CAST_NONE", 64)
-                        T.copy(t_5, t_2[r_6, :])  # UB -> UB
+                    for r_2 in T.serial(64):  # row by row: P reads values broadcast along the row
+                        finite_scalar_4[0] = acc_m[r_2]
+                        if finite_scalar_4[0] == -T.infinity("float32"):
+                            finite_scalar_4[0] = 0.0
+                        T.tile.add(r_m_1, S_ub[r_2, :], (-finite_scalar_4[0]))
+                        T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
+                        T.tile.exp(r_m_1, r_m_1)
+                        T.tile.cast(t_bf16_8, r_m_1, "CAST_RINT", 64)  # round to bf16
+                        T.tile.cast(r_m_1, t_bf16_8, "CAST_NONE", 64)
+                        T.copy(r_m_1, P_rows_3[r_2, :])  # UB -> UB
                     # l follows the running maximum m: rescale it to the current one
-                    T.tile.sub(t_3, ref_l, acc_m)
-                    T.tile.mul(r_m_1, t_3, 0.08838834764831845)
-                    T.tile.exp(t_5, r_m_1)
-                    for r_17 in T.serial(64):  # 1 where the maximum did not move
-                        if ref_l[r_17] == acc_m[r_17]:
-                            t_5[r_17] = 1.0
-                    T.tile.mul(acc_l, acc_l, t_5)
+                    T.tile.sub(r_m_1, ref_l, acc_m)
+                    T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
+                    T.tile.exp(r_m_1, r_m_1)
+                    for r_13 in T.serial(64):  # 1 where the maximum did not move
+                        if ref_l[r_13] == acc_m[r_13]:
+                            r_m_1[r_13] = 1.0
+                    T.tile.mul(acc_l, acc_l, r_m_1)
                     T.copy(acc_m, ref_l)  # UB -> UB: the maximum it follows now
-                    T.reduce_sum(t_2, t_3, dim=-1, clear=True)
-                    T.tile.add(acc_l, acc_l, t_3)
+                    T.reduce_sum(P_rows_3, r_m_1, dim=-1, clear=True)
+                    T.tile.add(acc_l, acc_l, r_m_1)
             with T.Scope("V"):  # vector cores (AIV)
                 if vid == 0:  # one of the two vector cores takes the whole tile
                     # P for the cube's U step: in bf16, 0 outside the step's lanes
-                    T.tile.cast(t_bf16_19, t_2, "CAST_RINT", 4096)  # exact: already rounded
-                    T.copy(t_bf16_19, P_ws[cid, 0, 0])  # UB -> this block's GM workspace slot
+                    T.tile.cast(t_bf16_15, P_rows_3, "CAST_RINT", 4096)  # exact: already rounded
+                    T.copy(t_bf16_15, P_ws[cid, 0, 0])  # UB -> this block's GM workspace slot
                 T.set_cross_flag("MTE3", 1)  # tell the cube (it waits for both vector cores)
             with T.Scope("C"):  # cube core (AIC)
                 T.wait_cross_flag(1)  # the vector cores wrote P
@@ -163,13 +145,13 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 if vid == 0:  # one of the two vector cores takes the whole tile
                     # U follows the running maximum m: rescale it to the current one
                     T.tile.sub(r_m_1, ref_U, acc_m)
-                    T.tile.mul(t_5, r_m_1, 0.08838834764831845)
-                    T.tile.exp(t_3, t_5)
-                    for r_23 in T.serial(64):  # 1 where the maximum did not move
-                        if ref_U[r_23] == acc_m[r_23]:
-                            t_3[r_23] = 1.0
-                    for r_23 in T.serial(64):
-                        T.tile.mul(acc_U[r_23, :], acc_U[r_23, :], t_3[r_23])
+                    T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
+                    T.tile.exp(r_m_1, r_m_1)
+                    for r_19 in T.serial(64):  # 1 where the maximum did not move
+                        if ref_U[r_19] == acc_m[r_19]:
+                            r_m_1[r_19] = 1.0
+                    for r_19 in T.serial(64):
+                        T.tile.mul(acc_U[r_19, :], acc_U[r_19, :], r_m_1[r_19])
                     T.copy(acc_m, ref_U)  # UB -> UB: the maximum it follows now
                     # U: this step's product from the cube, added to the sum
                     T.copy(U_step_ws[cid, 0, 0], U_step_ub)  # GM workspace -> UB
@@ -178,10 +160,10 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
         for ko in T.serial(qo, (qo + 1)):
             with T.Scope("C"):  # cube core (AIC)
                 # S[b, h, i, j]: f32 = sum(d) Q[b, h, i, d] * K[b, h, j, d] accum f32
-                T.copy(Q[bh_0, bh_1, (64 * qo):(64 * qo) + 64, 0:128], Q_L1_24[0, :, :])  # GM -> L1
-                T.copy(Q_L1_24[0, :, :], Q_L0A)  # L1 -> L0A
-                T.copy(K[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], K_L1_25[0, :, :])  # GM -> L1
-                T.copy(K_L1_25[0, :, :], K_L0B, transpose=True)  # L1 -> L0B
+                T.copy(Q[bh_0, bh_1, (64 * qo):(64 * qo) + 64, 0:128], Q_L1_20[0, :, :])  # GM -> L1
+                T.copy(Q_L1_20[0, :, :], Q_L0A)  # L1 -> L0A
+                T.copy(K[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], K_L1_21[0, :, :])  # GM -> L1
+                T.copy(K_L1_21[0, :, :], K_L0B, transpose=True)  # L1 -> L0B
                 T.mma(Q_L0A, K_L0B, S_L0C, init=True)
                 T.copy(S_L0C, S_ws[cid, 0, 0])  # L0C -> this block's GM workspace slot
                 T.set_cross_flag("FIX", 0)  # tell the vector cores
@@ -189,85 +171,69 @@ def mha_causal_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 
                 T.wait_cross_flag(0)  # the cube's result is in the workspace
                 if vid == 0:  # one of the two vector cores takes the whole tile
                     T.copy(S_ws[cid, 0, 0], S_ub)  # GM workspace -> UB
-                    T.copy(S_ub, t_26)  # UB -> UB
-                    T.tile.createvecindex(lanes_27, 0.0)  # lane positions 0, 1, ...
-                    for r_29 in T.serial(64):
-                        T.tile.compare(mask_cmp_28, lanes_27, T.Cast("float32", (((64 * qo) + r_29) + (-64 * ko))), "LE")
-                        T.tile.select(t_26[r_29, :], mask_cmp_28, t_26[r_29, :], -T.infinity("float32"), "VSEL_TENSOR_SCALAR_MODE")
-                    T.reduce_max(t_26, r_m_1, dim=-1, clear=True)
-                    T.tile.fill(t_31, 1.0)
-                    T.tile.div(t_31, t_31, t_26)  # 1 / +-0 is +-inf
-                    T.reduce_max(t_31, t_5, dim=-1, clear=True)
-                    T.tile.min(t_5, t_5, 1.0)
-                    T.tile.max(t_5, t_5, -1.0)
-                    T.tile.mul(t_5, t_5, 0.0)
-                    T.tile.add(r_m_1, r_m_1, t_5)
-                    T.tile.min(t_3, acc_m, 1.0)
-                    T.tile.max(t_3, t_3, -1.0)
-                    T.tile.mul(t_3, t_3, 0.0)
-                    T.tile.min(t_5, r_m_1, 1.0)
-                    T.tile.max(t_5, t_5, -1.0)
-                    T.tile.mul(t_5, t_5, 0.0)
-                    T.tile.add(t_3, t_3, t_5)
+                    T.copy(S_ub, t_22)  # UB -> UB
+                    T.tile.createvecindex(lanes_23, 0.0)  # lane positions 0, 1, ...
+                    for r_25 in T.serial(64):
+                        T.tile.compare(mask_cmp_24, lanes_23, T.Cast("float32", (((64 * qo) + r_25) + (-64 * ko))), "LE")
+                        T.tile.select(t_22[r_25, :], mask_cmp_24, t_22[r_25, :], -T.infinity("float32"), "VSEL_TENSOR_SCALAR_MODE")
+                    T.reduce_max(t_22, r_m_1, dim=-1, clear=True)
                     T.tile.max(acc_m, acc_m, r_m_1)
-                    # IEEE maximum of two zeros: add the operands' zero signs (T.tile.max returns either zero)
-                    T.tile.add(acc_m, acc_m, t_3)
                     # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale)
-                    for r_35 in T.serial(64):  # row by row: P reads values broadcast along the row
-                        finite_scalar_37[0] = acc_m[r_35]
-                        if finite_scalar_37[0] == -T.infinity("float32"):
-                            finite_scalar_37[0] = 0.0
-                        T.tile.add(t_5, S_ub[r_35, :], (-finite_scalar_37[0]))
-                        T.tile.mul(t_3, t_5, 0.08838834764831845)
-                        T.tile.exp(r_m_1, t_3)
-                        T.tile.cast(t_bf16_12, r_m_1, "CAST_RINT", 64)  # round to bf16
-                        T.tile.cast(t_5, t_bf16_12, "CAST_NONE", 64)
-                        T.copy(t_5, t_31[r_35, :])  # UB -> UB
+                    for r_27 in T.serial(64):  # row by row: P reads values broadcast along the row
+                        finite_scalar_29[0] = acc_m[r_27]
+                        if finite_scalar_29[0] == -T.infinity("float32"):
+                            finite_scalar_29[0] = 0.0
+                        T.tile.add(r_m_1, S_ub[r_27, :], (-finite_scalar_29[0]))
+                        T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
+                        T.tile.exp(r_m_1, r_m_1)
+                        T.tile.cast(t_bf16_8, r_m_1, "CAST_RINT", 64)  # round to bf16
+                        T.tile.cast(r_m_1, t_bf16_8, "CAST_NONE", 64)
+                        T.copy(r_m_1, t_22[r_27, :])  # UB -> UB
                     # l follows the running maximum m: rescale it to the current one
-                    T.tile.sub(t_3, ref_l, acc_m)
-                    T.tile.mul(r_m_1, t_3, 0.08838834764831845)
-                    T.tile.exp(t_5, r_m_1)
-                    for r_46 in T.serial(64):  # 1 where the maximum did not move
-                        if ref_l[r_46] == acc_m[r_46]:
-                            t_5[r_46] = 1.0
-                    T.tile.mul(acc_l, acc_l, t_5)
+                    T.tile.sub(r_m_1, ref_l, acc_m)
+                    T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
+                    T.tile.exp(r_m_1, r_m_1)
+                    for r_38 in T.serial(64):  # 1 where the maximum did not move
+                        if ref_l[r_38] == acc_m[r_38]:
+                            r_m_1[r_38] = 1.0
+                    T.tile.mul(acc_l, acc_l, r_m_1)
                     T.copy(acc_m, ref_l)  # UB -> UB: the maximum it follows now
-                    T.copy(t_31, t_26)  # UB -> UB
-                    T.tile.createvecindex(lanes_27, 0.0)  # lane positions 0, 1, ...
-                    for r_48 in T.serial(64):
-                        T.tile.compare(mask_cmp_28, lanes_27, T.Cast("float32", (((64 * qo) + r_48) + (-64 * ko))), "LE")
-                        T.tile.select(t_26[r_48, :], mask_cmp_28, t_26[r_48, :], 0.0, "VSEL_TENSOR_SCALAR_MODE")
-                    T.reduce_sum(t_26, t_3, dim=-1, clear=True)
-                    T.tile.add(acc_l, acc_l, t_3)
+                    T.copy(t_22, t_39)  # UB -> UB
+                    T.tile.createvecindex(lanes_23, 0.0)  # lane positions 0, 1, ...
+                    for r_40 in T.serial(64):
+                        T.tile.compare(mask_cmp_24, lanes_23, T.Cast("float32", (((64 * qo) + r_40) + (-64 * ko))), "LE")
+                        T.tile.select(t_39[r_40, :], mask_cmp_24, t_39[r_40, :], 0.0, "VSEL_TENSOR_SCALAR_MODE")
+                    T.reduce_sum(t_39, r_m_1, dim=-1, clear=True)
+                    T.tile.add(acc_l, acc_l, r_m_1)
                     # U follows the running maximum m: rescale it to the current one
                     T.tile.sub(r_m_1, ref_U, acc_m)
-                    T.tile.mul(t_5, r_m_1, 0.08838834764831845)
-                    T.tile.exp(t_3, t_5)
-                    for r_53 in T.serial(64):  # 1 where the maximum did not move
-                        if ref_U[r_53] == acc_m[r_53]:
-                            t_3[r_53] = 1.0
-                    for r_53 in T.serial(64):
-                        T.tile.mul(acc_U[r_53, :], acc_U[r_53, :], t_3[r_53])
+                    T.tile.mul(r_m_1, r_m_1, 0.08838834764831845)
+                    T.tile.exp(r_m_1, r_m_1)
+                    for r_45 in T.serial(64):  # 1 where the maximum did not move
+                        if ref_U[r_45] == acc_m[r_45]:
+                            r_m_1[r_45] = 1.0
+                    for r_45 in T.serial(64):
+                        T.tile.mul(acc_U[r_45, :], acc_U[r_45, :], r_m_1[r_45])
                     T.copy(acc_m, ref_U)  # UB -> UB: the maximum it follows now
                     # U[b, h, i, c]: f32 = sum(j) P[b, h, i, j] * V[b, h, j, c] accum f32: on the vector core, row by row
-                    T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_ub_54)  # GM -> UB
-                    T.tile.cast(t_f32_55, V_ub_54, "CAST_NONE", 8192)
-                    for r_57 in T.serial(64):
-                        for k_58 in T.serial(64):
-                            if ((64 * qo) + r_57) >= ((64 * ko) + k_58):
-                                a_59 = t_31[r_57, k_58]
-                                T.tile.mul(prod_56, t_f32_55[k_58, :], a_59)
-                                T.tile.add(acc_U[r_57, :], acc_U[r_57, :], prod_56)
+                    T.copy(V[bh_0, bh_1, (64 * ko):(64 * ko) + 64, 0:128], V_ub_46)  # GM -> UB
+                    T.tile.cast(t_f32_47, V_ub_46, "CAST_NONE", 8192)
+                    for r_49 in T.serial(64):
+                        for k_50 in T.serial(64):
+                            if ((64 * qo) + r_49) >= ((64 * ko) + k_50):
+                                a_51 = t_22[r_49, k_50]
+                                T.tile.mul(prod_48, t_f32_47[k_50, :], a_51)
+                                T.tile.add(acc_U[r_49, :], acc_U[r_49, :], prod_48)
         with T.Scope("V"):  # vector cores (AIV)
             if vid == 0:  # one of the two vector cores takes the whole tile
                 # O[b, h, i, c]: bf16 = U[b, h, i, c] / l[b, h, i]
-                for r_60 in T.serial(64):  # row by row: O reads values broadcast along the row
-                    T.tile.fill(t_61, acc_l[r_60])
-                    T.tile.div(t_62, acc_U[r_60, :], t_61)
-                    T.tile.cast(t_bf16_63, t_62, "CAST_RINT", 128)  # round to bf16
-                    T.tile.cast(t_61, t_bf16_63, "CAST_NONE", 128)
-                    T.tile.cast(t_bf16_63, t_61, "CAST_RINT", 128)
-                    T.copy(t_bf16_63, O[bh_0, bh_1, ((64 * qo) + r_60), 0])  # UB -> GM
+                for r_52 in T.serial(64):  # row by row: O reads values broadcast along the row
+                    T.tile.fill(t_53, acc_l[r_52])
+                    T.tile.div(t_54, acc_U[r_52, :], t_53)
+                    T.tile.cast(t_bf16_55, t_54, "CAST_RINT", 128)  # round to bf16
+                    T.tile.cast(t_53, t_bf16_55, "CAST_NONE", 128)
+                    T.tile.cast(t_bf16_55, t_53, "CAST_RINT", 128)
+                    T.copy(t_bf16_55, O[bh_0, bh_1, ((64 * qo) + r_52), 0])  # UB -> GM
 
 
 KERNELS = {"mha_causal_0": mha_causal_0}

@@ -97,7 +97,7 @@ def mha_1(m: T.Tensor((2, 4, 4096), "float32"), S: T.Tensor((2, 4, 4096, 4096), 
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l1 in T.Parallel(1):
                     for l0 in T.serial(128):
-                        acc_m[0] = T.if_then_else(T.And(acc_m[0] == 0.0, p_m[l0] == 0.0), acc_m[0] + p_m[l0], T.max(acc_m[0], p_m[l0]))
+                        acc_m[0] = T.max(acc_m[0], p_m[l0])
         # m: the reduction is complete; round to f32 as the store would (stored)
         with T.SimtVF(threads=128):  # vector core (AIV)
             for l0 in T.Parallel(1):

@@ -110,7 +110,7 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):
                     for l1 in T.serial(64):
-                        acc_m[l0] = T.if_then_else(T.And(acc_m[l0] == 0.0, p_m[l0, l1] == 0.0), acc_m[l0] + p_m[l0, l1], T.max(acc_m[l0], p_m[l0, l1]))
+                        acc_m[l0] = T.max(acc_m[l0], p_m[l0, l1])
             # E[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:64 x j:64]
             with T.SimtVF(threads=128):  # vector core (AIV)
                 for l0 in T.Parallel(64):

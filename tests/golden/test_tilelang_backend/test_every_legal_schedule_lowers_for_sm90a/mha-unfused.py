@@ -45,7 +45,7 @@ import tilelang
 import tilelang.language as T
 
 # CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
-CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return a == 0.0f && b == 0.0f ? a + b : y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max_either(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
 
 
 @T.prim_func
@@ -75,7 +75,7 @@ def mha_0(S: T.Tensor((2, 4, 4096, 4096), "float32"), Q: T.Tensor((2, 4, 4096, 1
 def mha_1(m: T.Tensor((2, 4, 4096), "float32"), S: T.Tensor((2, 4, 4096, 4096), "float32")):
     # statements m
     with T.Kernel(4096, (2) * (4), threads=128) as (bx, by):
-        T.import_source(CUDA_SOURCE)  # from_key, max, max_key
+        T.import_source(CUDA_SOURCE)  # from_key, max_either_zero, max_key
         acc_m = T.alloc_fragment((1,), "float32")
         k_m = T.alloc_fragment((128,), "int32")  # m: one tile's terms as ordered keys (ORDERED_KEYS)
         r_m_1 = T.alloc_fragment((1,), "int32")
@@ -92,7 +92,7 @@ def mha_1(m: T.Tensor((2, 4, 4096), "float32"), S: T.Tensor((2, 4, 4096, 4096), 
                 k_m[l0] = T.call_extern("int32", "tdsl_max_key", T.Cast("float32", S[(mbh_0), (mbh_1), (l_i), ((128 * mo) + l0)]))
             T.reduce_max(k_m, r_m_1, dim=0, clear=True)
             for l0 in T.Parallel(1):
-                acc_m[0] = T.call_extern("float32", "tdsl_max", acc_m[0], T.call_extern("float32", "tdsl_from_key", r_m_1[0]))
+                acc_m[0] = T.call_extern("float32", "tdsl_max_either", acc_m[0], T.call_extern("float32", "tdsl_from_key", r_m_1[0]))
         # m: the reduction is complete; round to f32 as the store would (stored)
         for l0 in T.Parallel(1):
             m[(mbh_0), (mbh_1), (l_i)] = T.Cast("float32", acc_m[0])

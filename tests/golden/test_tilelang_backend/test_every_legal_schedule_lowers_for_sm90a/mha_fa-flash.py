@@ -34,14 +34,14 @@ import tilelang
 import tilelang.language as T
 
 # CUDA functions the kernels call (T.import_source): instructions TileLang has no spelling for
-CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return a == 0.0f && b == 0.0f ? a + b : y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
+CUDA_SOURCE = 'extern "C" __device__ __forceinline__ float tdsl_from_key(int k) { return __int_as_float(k ^ ((k >> 31) & 0x7fffffff)); }\nextern "C" __device__ __forceinline__ float tdsl_max_either(float a, float b) { float y; asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }\nextern "C" __device__ __forceinline__ int tdsl_max_key(float x) { int b = __float_as_int(x); return x != x ? 0x7fffffff : b ^ ((b >> 31) & 0x7fffffff); }\n'
 
 
 @T.prim_func
 def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096, 128), "bfloat16"), V: T.Tensor((2, 4, 4096, 128), "bfloat16"), O: T.Tensor((2, 4, 4096, 128), "bfloat16")):
     # statements S, m, E, l, P, U, O
     with T.Kernel(32, (2) * (4), threads=256) as (bx, by):
-        T.import_source(CUDA_SOURCE)  # from_key, max, max_key
+        T.import_source(CUDA_SOURCE)  # from_key, max_either_zero, max_key
         acc_m = T.alloc_fragment((128,), "float32")
         acc_l = T.alloc_fragment((128,), "float32")
         ref_l = T.alloc_fragment((128,), "float32")
@@ -93,7 +93,7 @@ def mha_fa_0(Q: T.Tensor((2, 4, 4096, 128), "bfloat16"), K: T.Tensor((2, 4, 4096
                 k_m[l0, l1] = T.call_extern("int32", "tdsl_max_key", acc_S[l0, l1])
             T.reduce_max(k_m, r_m_2, dim=1, clear=True)
             for l0 in T.Parallel(128):
-                acc_m[l0] = T.call_extern("float32", "tdsl_max", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_2[l0]))
+                acc_m[l0] = T.call_extern("float32", "tdsl_max_either", acc_m[l0], T.call_extern("float32", "tdsl_from_key", r_m_2[l0]))
             # E[b, h, i, j]: f32 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
             for l0 in T.Parallel(128):
                 m_finite_3[l0] = T.if_then_else(acc_m[l0] == -T.infinity("float32"), 0.0, acc_m[l0])

@@ -134,7 +134,7 @@ def _tanh(x, SOFTWARE: tl.constexpr):
         series = a * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.13333333333333333 + x2 * (-0.05396825396825397
                                                                                    + x2 * 0.021869488536155203))))
         t = tl.where(a < 0.125, series, (1.0 - e) / (1.0 + e))
-        return tl.where(x < 0.0, -t, t)
+        return tl.where((x.to(tl.uint32, bitcast=True) >> 31) != 0, -t, t)  # x's sign, also of -0.0
     else:
         return libdevice.tanh(x)
 
@@ -146,18 +146,56 @@ def _max_nan(x, axis):
 
 
 @triton.jit
+def _min_nan(x, axis):
+    """A min reduction that keeps NaN (IEEE minimum)."""
+    return tl.reduce(x, axis, _minimum_nan)
+
+
+@triton.jit
+def _max_nan_either(x, axis):
+    """A max reduction that keeps NaN and returns either of two zeros (where no use can tell them apart)."""
+    return tl.reduce(x, axis, _maximum_either)
+
+
+@triton.jit
+def _min_nan_either(x, axis):
+    return tl.reduce(x, axis, _minimum_either)
+
+
+@triton.jit
+def _maximum_either(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _minimum_either(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
 def _maximum_nan(a, b):
     """IEEE maximum: a NaN if either operand is one, and +0.0 above -0.0 (tl.maximum returns either of two equal
     zeros, by their order: the sign of a zero maximum would follow the order of a reduction's terms)."""
     m = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    return tl.where(a == 0, tl.where(b == 0, a + b, m), m)  # +0 + -0 is +0; -0 + -0 is -0
+    return tl.where((a == 0) & (b == 0), _zero_bits(a, b, False), m)
 
 
 @triton.jit
 def _minimum_nan(a, b):
     """IEEE minimum: a NaN if either operand is one, and -0.0 below +0.0."""
     m = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    return tl.where(a == 0, tl.where(b == 0, -((-a) + (-b)), m), m)  # -(-0 + +0) is -0; -(-0 + -0) is +0
+    return tl.where((a == 0) & (b == 0), _zero_bits(a, b, True), m)
+
+
+@triton.jit
+def _zero_bits(a, b, either: tl.constexpr):
+    """Of two zeros, -0.0 where either (`either`) or both of them are -0.0, else +0.0: the OR / AND of their bit
+    patterns.  Not arithmetic: a negation is 0 - x in Triton before 3.9, +0.0 for +0.0, so -(-a + -b) lost the
+    sign on the GPU (benchmarks/gpu/experiments/zero_sign_forms.py); bits are the same in every version."""
+    x = tl.cast(tl.cast(a, tl.float32), tl.int32, bitcast=True)  # tl.cast: an operand may be a literal
+    y = tl.cast(tl.cast(b, tl.float32), tl.int32, bitcast=True)
+    bits = (x | y) if either else (x & y)
+    return bits.to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -212,7 +250,7 @@ def mha_0(Q, K, V, O, INTERPRET: tl.constexpr):
         mp_h = bh_1
         mp_i = (128 * qo) + tl.arange(0, 128)
         mp_j = (128 * ko) + tl.arange(0, 128)
-        acc_m = _maximum_nan(acc_m, _max_nan(v_S, axis=1))
+        acc_m = tl.maximum(acc_m, _max_nan_either(v_S, axis=1), propagate_nan=tl.PropagateNan.ALL)
         # P[b, h, i, j]: bf16 = exp((S[b, h, i, j] - m[b, h, i]) * scale) [tile i:128 x j:128]
         P_b = bh_0
         P_h = bh_1

@@ -147,7 +147,7 @@ def _tanh(x, SOFTWARE: tl.constexpr):
         series = a * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.13333333333333333 + x2 * (-0.05396825396825397
                                                                                    + x2 * 0.021869488536155203))))
         t = tl.where(a < 0.125, series, (1.0 - e) / (1.0 + e))
-        return tl.where(x < 0.0, -t, t)
+        return tl.where((x.to(tl.uint32, bitcast=True) >> 31) != 0, -t, t)  # x's sign, also of -0.0
     else:
         return libdevice.tanh(x)
 
@@ -188,18 +188,56 @@ def _max_nan(x, axis):
 
 
 @triton.jit
+def _min_nan(x, axis):
+    """A min reduction that keeps NaN (IEEE minimum)."""
+    return tl.reduce(x, axis, _minimum_nan)
+
+
+@triton.jit
+def _max_nan_either(x, axis):
+    """A max reduction that keeps NaN and returns either of two zeros (where no use can tell them apart)."""
+    return tl.reduce(x, axis, _maximum_either)
+
+
+@triton.jit
+def _min_nan_either(x, axis):
+    return tl.reduce(x, axis, _minimum_either)
+
+
+@triton.jit
+def _maximum_either(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _minimum_either(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
 def _maximum_nan(a, b):
     """IEEE maximum: a NaN if either operand is one, and +0.0 above -0.0 (tl.maximum returns either of two equal
     zeros, by their order: the sign of a zero maximum would follow the order of a reduction's terms)."""
     m = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    return tl.where(a == 0, tl.where(b == 0, a + b, m), m)  # +0 + -0 is +0; -0 + -0 is -0
+    return tl.where((a == 0) & (b == 0), _zero_bits(a, b, False), m)
 
 
 @triton.jit
 def _minimum_nan(a, b):
     """IEEE minimum: a NaN if either operand is one, and -0.0 below +0.0."""
     m = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    return tl.where(a == 0, tl.where(b == 0, -((-a) + (-b)), m), m)  # -(-0 + +0) is -0; -(-0 + -0) is +0
+    return tl.where((a == 0) & (b == 0), _zero_bits(a, b, True), m)
+
+
+@triton.jit
+def _zero_bits(a, b, either: tl.constexpr):
+    """Of two zeros, -0.0 where either (`either`) or both of them are -0.0, else +0.0: the OR / AND of their bit
+    patterns.  Not arithmetic: a negation is 0 - x in Triton before 3.9, +0.0 for +0.0, so -(-a + -b) lost the
+    sign on the GPU (benchmarks/gpu/experiments/zero_sign_forms.py); bits are the same in every version."""
+    x = tl.cast(tl.cast(a, tl.float32), tl.int32, bitcast=True)  # tl.cast: an operand may be a literal
+    y = tl.cast(tl.cast(b, tl.float32), tl.int32, bitcast=True)
+    bits = (x | y) if either else (x & y)
+    return bits.to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -256,7 +294,7 @@ def mha_causal_1(m, S, INTERPRET: tl.constexpr):
         mp_h = mbh_1
         mp_i = l_i
         mp_j = (128 * mo) + tl.arange(0, 128)
-        acc_m = _maximum_nan(acc_m, _max_nan(tl.where((l_i >= mp_j), tl.load(S + mp_b * 67108864 + mp_h * 16777216 + mp_i * 4096 + mp_j).to(tl.float32), float("-inf")), axis=0))
+        acc_m = tl.maximum(acc_m, _max_nan_either(tl.where((l_i >= mp_j), tl.load(S + mp_b * 67108864 + mp_h * 16777216 + mp_i * 4096 + mp_j).to(tl.float32), float("-inf")), axis=0), propagate_nan=tl.PropagateNan.ALL)
     # m: the reduction is complete; round to f32 as the store would (stored)
     v_m = acc_m
     m_b = mbh_0

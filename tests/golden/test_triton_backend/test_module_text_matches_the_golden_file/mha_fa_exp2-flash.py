@@ -136,7 +136,7 @@ def _tanh(x, SOFTWARE: tl.constexpr):
         series = a * (1.0 + x2 * (-0.3333333333333333 + x2 * (0.13333333333333333 + x2 * (-0.05396825396825397
                                                                                    + x2 * 0.021869488536155203))))
         t = tl.where(a < 0.125, series, (1.0 - e) / (1.0 + e))
-        return tl.where(x < 0.0, -t, t)
+        return tl.where((x.to(tl.uint32, bitcast=True) >> 31) != 0, -t, t)  # x's sign, also of -0.0
     else:
         return libdevice.tanh(x)
 
@@ -148,18 +148,56 @@ def _max_nan(x, axis):
 
 
 @triton.jit
+def _min_nan(x, axis):
+    """A min reduction that keeps NaN (IEEE minimum)."""
+    return tl.reduce(x, axis, _minimum_nan)
+
+
+@triton.jit
+def _max_nan_either(x, axis):
+    """A max reduction that keeps NaN and returns either of two zeros (where no use can tell them apart)."""
+    return tl.reduce(x, axis, _maximum_either)
+
+
+@triton.jit
+def _min_nan_either(x, axis):
+    return tl.reduce(x, axis, _minimum_either)
+
+
+@triton.jit
+def _maximum_either(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _minimum_either(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
 def _maximum_nan(a, b):
     """IEEE maximum: a NaN if either operand is one, and +0.0 above -0.0 (tl.maximum returns either of two equal
     zeros, by their order: the sign of a zero maximum would follow the order of a reduction's terms)."""
     m = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    return tl.where(a == 0, tl.where(b == 0, a + b, m), m)  # +0 + -0 is +0; -0 + -0 is -0
+    return tl.where((a == 0) & (b == 0), _zero_bits(a, b, False), m)
 
 
 @triton.jit
 def _minimum_nan(a, b):
     """IEEE minimum: a NaN if either operand is one, and -0.0 below +0.0."""
     m = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    return tl.where(a == 0, tl.where(b == 0, -((-a) + (-b)), m), m)  # -(-0 + +0) is -0; -(-0 + -0) is +0
+    return tl.where((a == 0) & (b == 0), _zero_bits(a, b, True), m)
+
+
+@triton.jit
+def _zero_bits(a, b, either: tl.constexpr):
+    """Of two zeros, -0.0 where either (`either`) or both of them are -0.0, else +0.0: the OR / AND of their bit
+    patterns.  Not arithmetic: a negation is 0 - x in Triton before 3.9, +0.0 for +0.0, so -(-a + -b) lost the
+    sign on the GPU (benchmarks/gpu/experiments/zero_sign_forms.py); bits are the same in every version."""
+    x = tl.cast(tl.cast(a, tl.float32), tl.int32, bitcast=True)  # tl.cast: an operand may be a literal
+    y = tl.cast(tl.cast(b, tl.float32), tl.int32, bitcast=True)
+    bits = (x | y) if either else (x & y)
+    return bits.to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -214,15 +252,15 @@ def mha_fa_exp2_0(Q, K, V, O, INTERPRET: tl.constexpr):
         mp_h = bh_1
         mp_i = (128 * qo) + tl.arange(0, 128)
         mp_j = (128 * ko) + tl.arange(0, 128)
-        acc_m = _maximum_nan(acc_m, _max_nan(v_S, axis=1))
+        acc_m = tl.maximum(acc_m, _max_nan_either(v_S, axis=1), propagate_nan=tl.PropagateNan.ALL)
         # E[b, h, i, j]: f32 = exp2(fma(S[b, h, i, j], c, -(m[b, h, i] * c))) [tile i:128 x j:128]
         E_b = bh_0
         E_h = bh_1
         E_i = (128 * qo) + tl.arange(0, 128)
         E_j = (128 * ko) + tl.arange(0, 128)
-        v_E = tl.exp2(tl.fma(v_S, 0.12751743082459868, (-(tl.where((acc_m)[:, None] == float("-inf"), 0.0, (acc_m)[:, None]) * 0.12751743082459868))))
+        v_E = tl.exp2(tl.fma(v_S, 0.12751743082459868, ((tl.where((acc_m)[:, None] == float("-inf"), 0.0, (acc_m)[:, None]) * 0.12751743082459868) * -1.0)))
         # l follows the running maximum m: rescale what it holds to the current one
-        alpha_l_2 = tl.where(ref_l == acc_m, 1.0, tl.exp2(tl.fma(ref_l, 0.12751743082459868, (-(acc_m * 0.12751743082459868)))))
+        alpha_l_2 = tl.where(ref_l == acc_m, 1.0, tl.exp2(tl.fma(ref_l, 0.12751743082459868, ((acc_m * 0.12751743082459868) * -1.0))))
         acc_l = acc_l * alpha_l_2
         ref_l = acc_m
         # l: partial result of one tile [tile i:128 x j:128] by tile sum
@@ -232,7 +270,7 @@ def mha_fa_exp2_0(Q, K, V, O, INTERPRET: tl.constexpr):
         lp_j = (128 * ko) + tl.arange(0, 128)
         acc_l = acc_l + tl.sum(v_E, axis=1)
         # U follows the running maximum m: rescale what it holds to the current one
-        alpha_U_3 = tl.where((ref_U)[:, None] == (acc_m)[:, None], 1.0, tl.exp2(tl.fma((ref_U)[:, None], 0.12751743082459868, (-((acc_m)[:, None] * 0.12751743082459868)))))
+        alpha_U_3 = tl.where((ref_U)[:, None] == (acc_m)[:, None], 1.0, tl.exp2(tl.fma((ref_U)[:, None], 0.12751743082459868, (((acc_m)[:, None] * 0.12751743082459868) * -1.0))))
         acc_U = acc_U * alpha_U_3
         ref_U = acc_m
         # U: partial result of one tile [tile i:128 x e:128 x j:128] by matrix product
