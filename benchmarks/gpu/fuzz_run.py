@@ -80,6 +80,11 @@ def run_case(job: tuple) -> dict:
                 others = [f for f in others if f.exists()]  # older corpora counted the first distribution's
                 if not c.ok and others:
                     c = compare(want[t["name"]], got, dtype, terms, [np.load(f)[t["name"]] for f in others])
+                # zeros of the other sign (equal to the compare, seen by 1 / x): counted, not a mismatch
+                reference = want[t["name"]].astype(np.float32)
+                flipped = int(((reference == 0) & (got == 0) & (np.signbit(reference) != np.signbit(got))).sum())
+                if flipped:
+                    result.setdefault("zero_signs", []).append(f"{dist} {t['name']}: {flipped} zeros of the other sign")
                 if spoiled or not c.ok:
                     result["ok"] = False
                     result["problems"].append(f"{dist} {t['name']}: {c.summary()}"
@@ -104,11 +109,15 @@ def main(argv=None) -> int:
     bad = [r for r in results if not r["ok"]]
     for r in bad:
         print(f"{r['case']} ({r['backend']}): " + "; ".join(r["problems"]))
+    signs = [r for r in results if r.get("zero_signs")]
+    for r in signs[:20]:
+        print(f"{r['case']} ({r['backend']}): " + "; ".join(r["zero_signs"]))
     per = {b: sum(r["backend"] == b for r in results) for b in args.backends.split(",")}
     print(f"{len(results)} modules on the GPU ({per}), {len(results) - len(bad)} match the interpreter, "
-          f"{len(bad)} do not")
+          f"{len(bad)} do not; {len(signs)} with zeros of the other sign")
     if args.out:
-        Path(args.out).write_text(json.dumps({"cases": len(results), "per_backend": per, "mismatches": bad}, indent=1))
+        Path(args.out).write_text(json.dumps({"cases": len(results), "per_backend": per, "mismatches": bad,
+                                              "zero_signs": signs}, indent=1))
     return 1 if bad else 0
 
 
