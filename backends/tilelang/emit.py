@@ -629,7 +629,10 @@ class KernelPrinter(TileLangDialect):
         Rr[j], Rr made along the rows of its reduction and read along the columns, beside a one-element fragment:
         CPU fuzz seed 5560).  So the fragment itself is read only at its own lanes; every other pattern reads a
         copy in shared memory, which any thread reads at any element, made just before the loop (TileLang puts
-        the barrier between the copy and the reads), for this loop only."""
+        the barrier between the copy and the reads), for this loop only.  "Its own lanes": its axes in their
+        order, the first at the loop's first axis (attention's U reads P[i, j] in the loop over i, c, j: through a
+        copy, the loop's layout no longer followed P's rows, and U's rows and l's disagreed in O's loop, "no
+        available layout found", GPU fuzz seed 48)."""
         patterns: dict = {}
         for reg in T.nodes_in(value, T.Reg) if self.vector_scope == "fragment" else []:
             held = self.values.get(reg.stmt)
@@ -638,8 +641,9 @@ class KernelPrinter(TileLangDialect):
         for stmt, axes in patterns.items():
             source = self.values[stmt].buffer
             shape, dtype, _ = self.allocated[source]
-            own = tuple(range(len(shape)))  # the fragment itself is read only at its own lanes
-            for n, pattern in enumerate([a for a in axes if a != own], 1):
+            exact = tuple(range(len(shape)))
+            direct = exact if exact in axes else next((a for a in axes if _own_lanes(a)), None)
+            for n, pattern in enumerate([a for a in axes if a != direct], 1):
                 copy = self.alloc(self.local(("pattern", stmt, n), f"{source}_{n}"), shape, dtype, "shared",
                                   f"{stmt} again, read at another lane pattern")
                 lanes = ", ".join(self.lane_list(len(shape)))
@@ -1286,6 +1290,12 @@ def _k_slices(op: T.AccUpdate, a: str, ta: bool, b: str, tb: bool, rows: int, co
         return f"{buf}[{ks}, {whole}]" if transposed else f"{buf}[{whole}, {ks}]"
 
     return [(region(a, rows, ta, lo), region(b, cols, not tb, lo)) for lo in range(0, k, step)]
+
+
+def _own_lanes(axes: tuple) -> bool:
+    """A fragment read at these loop axes follows its own lanes: its axes in their order, the first the loop's
+    first (`one_pattern_per_fragment`)."""
+    return bool(axes) and axes[0] == 0 and list(axes) == sorted(set(axes))
 
 
 def _is_index(e: T.Expr) -> bool:
