@@ -34,6 +34,8 @@ def float_literal(value, spellings: dict) -> str:
         return spellings["nan"]
     if math.isinf(value):
         return spellings["inf" if value > 0 else "-inf"]
+    if value == 0.0 and math.copysign(1.0, value) < 0.0 and "-0" in spellings:
+        return spellings["-0"]  # a dialect whose `-0.0` is 0 - 0.0, +0.0
     return repr(value)
 
 

@@ -583,4 +583,6 @@ def _call(func: str, args: list, zeros: bool = True) -> str:
 
 def _literal(value) -> str:
     """A float constant as Triton code (Python's own spellings of infinity and NaN)."""
-    return float_literal(value, {"inf": 'float("inf")', "-inf": 'float("-inf")', "nan": 'float("nan")'})
+    # -0.0 as a constant of its own: Triton 3.6 reads `-0.0` as 0 - 0.0, +0.0 (GPU fuzz seed 49, x * -0.0)
+    return float_literal(value, {"inf": 'float("inf")', "-inf": 'float("-inf")', "nan": 'float("nan")',
+                                 "-0": 'float("-0.0")'})

@@ -19,7 +19,8 @@ from tdsl.compiler.reference.interpreter import interpret
 
 M, K = 4, 64
 ELEMENTWISE = f"""const N = 8
-kernel e(X: f32[N], Y: f32[N]) -> (D: f32[N], E: f32[N], R: f32[N], Q: f32[N], P: f8e4m3[N], G: f32[N]) {{
+kernel e(X: f32[N], Y: f32[N]) -> (D: f32[N], E: f32[N], R: f32[N], Q: f32[N], P: f8e4m3[N], G: f32[N],
+                                   H: f32[N]) {{
   D[i] = 1.0 / max(X[i], Y[i])
   E[i] = 1.0 / min(X[i], Y[i])
   R[i] = 1.0 / max(X[i], 0.0)
@@ -27,6 +28,7 @@ kernel e(X: f32[N], Y: f32[N]) -> (D: f32[N], E: f32[N], R: f32[N], Q: f32[N], P
   Q[i] = 1.0 / A[i]
   P[i] = Y[i]
   G[i] = 1.0 / (-X[i])
+  H[i] = 1.0 / (Y[i] * -0.0)
 }}
 schedule tiles {{
   bind(D.i, grid.x)
@@ -97,6 +99,8 @@ def test_triton_negates_by_a_product():
     the GPU (29th session, benchmarks/gpu/experiments/zero_sign_forms.py).  x * -1.0 is exact in every version."""
     text = generate(loads(ELEMENTWISE, "zeros.tdsl"), None, target="nvidia", backend="triton")
     assert "v_G = tl.div_rn(1.0, (tl.load(X + G_i).to(tl.float32) * -1.0))" in text
+    # and reads the literal -0.0 as 0 - 0.0 (GPU fuzz seed 49: x * -0.0 came out +0.0 for x > 0)
+    assert 'tl.load(Y + H_i).to(tl.float32) * float("-0.0"))' in text
 
 
 def test_the_interpreter_orders_the_zeros():
@@ -107,6 +111,7 @@ def test_the_interpreter_orders_the_zeros():
     assert out["E"].tolist()[:4] == [-np.inf, -np.inf, np.inf, -np.inf]
     assert out["Q"][1] == -np.inf and out["Q"][4] == -np.inf  # E4M3 keeps -0.0, and a negative rounded to 0
     assert out["G"].tolist()[:2] == [-np.inf, np.inf]
+    assert out["H"].tolist()[:2] == [np.inf, -np.inf]  # -0 * -0 is +0, +0 * -0 is -0
 
 
 @pytest.mark.parametrize("schedule", [None, "tiles"])

@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-FORMS = 13
+FORMS = 15
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: under TRITON_INTERPRET=1
 
 
@@ -39,6 +39,8 @@ def _forms(A, B, OUT, N: tl.constexpr):
     _put(OUT, 10, N, k, tl.where(zeros, tl.where(zeros, a, 0.0), 1.0))  # a kept where a == 0
     _put(OUT, 11, N, k, -((a + 1.0) - (b + 1.0)))  # -(1 - 1): -0 in IEEE
     _put(OUT, 12, N, k, -(a + b))
+    _put(OUT, 13, N, k, (a + 1.0) * -0.0)  # the literal -0.0
+    _put(OUT, 14, N, k, (a + 1.0) * float("-0.0"))
 
 
 @triton.jit
@@ -59,9 +61,11 @@ def main() -> None:
     signs = [["-" if v < 0 else "+" for v in out[n * 4:(n + 1) * 4].tolist()] for n in range(FORMS)]
     ieee = {"neg": ["-", "-", "+", "+"], "max": ["+", "+", "+", "-"], "min": ["+", "-", "-", "-"]}
     names = ["-a", "a + b", "-((-a) + (-b))", "minimum.NaN", "maximum.NaN", "OR bits", "AND bits", "helper min",
-             "a * -1.0", "0.0 - a", "where(a == 0, a, 0.0)", "-((a + 1) - (b + 1))", "-(a + b)"]
+             "a * -1.0", "0.0 - a", "where(a == 0, a, 0.0)", "-((a + 1) - (b + 1))", "-(a + b)",
+             "(a + 1) * -0.0", "(a + 1) * float(\"-0.0\")"]
     want = [ieee["neg"], ieee["max"], ieee["min"], ieee["min"], ieee["max"], ieee["min"], ieee["max"], ieee["min"],
-            ieee["neg"], ["+", "+", "+", "+"], ["+", "+", "-", "-"], ["-", "-", "-", "-"], ["-", "-", "-", "+"]]
+            ieee["neg"], ["+", "+", "+", "+"], ["+", "+", "-", "-"], ["-", "-", "-", "-"], ["-", "-", "-", "+"],
+            ["-", "-", "-", "-"], ["-", "-", "-", "-"]]
     rows = []
     for name, got, expected in zip(names, signs, want):
         rows.append({"form": name, "got": "".join(got), "ieee": "".join(expected), "ok": got == expected})
