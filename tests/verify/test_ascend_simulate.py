@@ -82,7 +82,7 @@ IDS = [f"{t}-{e}-{s}-{k}" for t, e, s, k in CASES]
 # (target, example, schedule, sizes) the backends refuse, and why (a substring of the error)
 NOT_EMITTED = [
     ("ascend-950", "gemm", "gpu", "ragged", "UB"),
-    ("ascend-910b", "mha_causal", "flash", "aligned", "the buffers in UB need 220,704 B"),  # +1 KiB: the IEEE row maximum (28th session)
+    ("ascend-910b", "mha_causal", "flash", "aligned", "the buffers in UB need 219,680 B"),  # its row maximum is seen through exp only: no IEEE form (29th session)
 ]
 
 

@@ -179,14 +179,14 @@ def _maximum_nan(a, b):
     """IEEE maximum: a NaN if either operand is one, and +0.0 above -0.0 (tl.maximum returns either of two equal
     zeros, by their order: the sign of a zero maximum would follow the order of a reduction's terms)."""
     m = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    return tl.where((a == 0) & (b == 0), _zero_bits(a, b, False), m)
+    return tl.where(a == 0, tl.where(b == 0, _zero_bits(a, b, False), m), m)  # not `&`: scalars under the interpreter
 
 
 @triton.jit
 def _minimum_nan(a, b):
     """IEEE minimum: a NaN if either operand is one, and -0.0 below +0.0."""
     m = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-    return tl.where((a == 0) & (b == 0), _zero_bits(a, b, True), m)
+    return tl.where(a == 0, tl.where(b == 0, _zero_bits(a, b, True), m), m)  # not `&`: scalars under the interpreter
 
 
 @triton.jit
