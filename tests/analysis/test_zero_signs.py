@@ -62,12 +62,29 @@ ROW_CASES = [
     ("1.0 / (m[i] + m[i])", True),
     ("1.0 / sqrt(m[i])", True),
     ("1.0 / (-m[i])", True),
+    # through a divisor the zero becomes an infinity of its sign, which exp, log, sigmoid and comparisons see
+    # (probe AA of the 29th session: exp(1.0 / m[i]) was +inf or 0 by the zero the hardware's max returned)
+    ("exp(1.0 / m[i])", True),
+    ("exp2(2.0 / (m[i] + 1.0))", True),
+    ("log(1.0 / m[i])", True),
+    ("sigmoid(1.0 / m[i])", True),
+    ("where(1.0 / m[i] > 0.0, 1.0, 2.0)", True),
+    ("exp(rsqrt(m[i]))", True),
+    ("exp(1.0 / (X[i, 0] - m[i] * 2.0))", True),
+    ("exp(m[i] / 3.0)", False),  # a numerator's zero stays a zero
 ]
 
 
 @pytest.mark.parametrize("body, shown", ROW_CASES)
 def test_a_row_maximum_is_seen_through_its_readers(body, shown):
     assert _signs(ROW.replace("BODY", body)).reduction("m") is shown
+
+
+def test_a_max_call_in_a_divisor_under_exp_is_seen():
+    text = "const N = 4\nkernel c(X: f32[N], Z: f32[N]) -> (Y: f32[N]) {\n  Y[i] = exp(1.0 / max(X[i], Z[i]))\n}\n"
+    signs = ZeroSigns(loads(text, "c.tdsl").model())
+    (call,) = _calls(signs.model)
+    assert signs.call(call)
 
 
 CALLS = """const N = 4
