@@ -70,7 +70,7 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
     for node in _all_loops(tree):
         if stmt in node.exprs and not any(node is l for l in own_loops):
             del node.exprs[stmt]
-    at_every_size = _pinned_at_every_size(model, stmt, partner, target_path, after, state.deps)
+    at_every_size = _pinned_at_every_size(model, stmt, partner, target_path, after)
     moved = _drop_determined_loops(tree, model.stmt(stmt), moved, placement, at_every_size)
     _rename_clashes(moved, {l.name for l in target_path}, stmt, set(model.sizes))
     if after:
@@ -208,39 +208,67 @@ def _one_value(own: isl.Map) -> bool:
 _BOX = 1 << 20
 
 
-def _pinned_at_every_size(model, stmt: str, partners: list[str], target_path: list[Loop], after: bool, deps):
+def _pinned_at_every_size(model, stmt: str, partners: list[str], target_path: list[Loop], after: bool):
     """A test of whether the placement pins a loop of `stmt` whatever the sizes: the placement computed as in
     `_placement`, but with each statement's iterators ranging independently over a large box and the accesses
     read off their indices (at a size of 1 isl writes `e[i, j = 0] -> X[i, 0]`, and which loop the partner's
-    placement follows no longer shows).  A partner for which that cannot be told is left out: one exchanging
-    through a running dependence, an access that is not its indices' formula, a loop expression in pieces or
-    simplified on a domain (a statement placed by an earlier step).  Where no partner is left, the answer is yes:
-    the decision at these sizes stands."""
+    placement follows no longer shows).  A partner placed by an earlier step (its loop expressions were simplified
+    on its domain) takes the coordinates of the statements under the target loop it exchanges data with
+    (`_coordinates_everywhere`); partners exchanging through a running dependence (`online`) by their accesses.
+    A partner for which that cannot be told is left out (an access that is not its indices' formula, a loop
+    expression in pieces); where none is left, the answer is yes: the decision at these sizes stands.  Computed
+    on first use: at most sizes no loop has one iteration."""
     moved = model.stmt(stmt)
     moved_box = _box(moved.domain)
-    times = None
-    for other in partners:
-        partner = model.stmt(other)
-        running = _running(deps, other, stmt) if after else _running(deps, stmt, other)
-        exchange = None if running is not None else _exchange_everywhere(model, moved, partner, after)
-        dims = [_everywhere(pa) for loop in target_path for pa in loop.exprs[other]]
-        if exchange is None or any(d is None for d in dims):
-            continue
-        partner_box = _box(partner.domain)
-        part = exchange.intersect_domain(moved_box).intersect_range(partner_box).apply_range(
-            pw_affs_to_map(dims, partner_box))
-        times = part if times is None else times.union(part)
-    if times is None:
-        return lambda exprs: True
-    first = times.lexmin()
+    under = [s for s in statements_under(target_path[-1]) if s != stmt]
+    cache: dict = {}
+
+    def first():
+        if "first" not in cache:
+            times = None
+            for other in partners:  # by their accesses also where they exchange through a running dependence
+                exchange = _exchange_everywhere(model, moved, model.stmt(other), after)
+                coords = _coordinates_everywhere(model, other, target_path, under, {stmt})
+                if exchange is None or coords is None:
+                    continue
+                part = exchange.intersect_domain(moved_box).apply_range(coords)
+                times = part if times is None else times.union(part)
+            cache["first"] = None if times is None else times.lexmin()
+        return cache["first"]
 
     def pinned(exprs: list[isl.PwAff]) -> bool:
         own = [_everywhere(pa) for pa in exprs]
-        if any(o is None for o in own):
+        placement = first()
+        if placement is None or any(o is None for o in own):
             return True
-        return first.reverse().apply_range(pw_affs_to_map(own, moved_box)).is_single_valued()
+        return placement.reverse().apply_range(pw_affs_to_map(own, moved_box)).is_single_valued()
 
     return pinned
+
+
+def _coordinates_everywhere(model, name: str, target_path: list[Loop], under: list[str], seen: set):
+    """Instance of `name` (over its box) -> its coordinates in the target loops, whatever the sizes: its own loop
+    expressions where they are formulas over its whole space, else (a statement an earlier step placed) the first
+    coordinates of the statements under the target loop it exchanges data with, found the same way; None where
+    none can be told."""
+    stmt = model.stmt(name)
+    box = _box(stmt.domain)
+    dims = [_everywhere(pa) for loop in target_path for pa in loop.exprs[name]]
+    if all(d is not None for d in dims):
+        return pw_affs_to_map(dims, box)
+    times = None
+    for other in under:
+        if other in seen or other == name:
+            continue
+        coords = _coordinates_everywhere(model, other, target_path, under, seen | {name})
+        if coords is None:
+            continue
+        for after in (True, False):  # it reads what the other writes; the other reads what it writes
+            exchange = _exchange_everywhere(model, stmt, model.stmt(other), after)
+            if exchange is not None:
+                part = exchange.intersect_domain(box).apply_range(coords)
+                times = part if times is None else times.union(part)
+    return None if times is None else times.lexmin()
 
 
 def _exchange_everywhere(model, moved, partner, after: bool):
