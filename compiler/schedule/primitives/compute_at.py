@@ -225,10 +225,10 @@ def _pinned_at_every_size(model, stmt: str, partners: list[str], target_path: li
 
     def first():
         if "first" not in cache:
-            times = None
+            times, known = None, {stmt: None}
             for other in partners:  # by their accesses also where they exchange through a running dependence
                 exchange = _exchange_everywhere(model, moved, model.stmt(other), after)
-                coords = _coordinates_everywhere(model, other, target_path, under, {stmt})
+                coords = _coordinates_everywhere(model, other, target_path, under, known)
                 if exchange is None or coords is None:
                     continue
                 part = exchange.intersect_domain(moved_box).apply_range(coords)
@@ -246,21 +246,24 @@ def _pinned_at_every_size(model, stmt: str, partners: list[str], target_path: li
     return pinned
 
 
-def _coordinates_everywhere(model, name: str, target_path: list[Loop], under: list[str], seen: set):
+def _coordinates_everywhere(model, name: str, target_path: list[Loop], under: list[str], known: dict):
     """Instance of `name` (over its box) -> its coordinates in the target loops, whatever the sizes: its own loop
     expressions where they are formulas over its whole space, else (a statement an earlier step placed) the first
     coordinates of the statements under the target loop it exchanges data with, found the same way; None where
-    none can be told."""
+    none can be told.  `known` holds the answers found so far (None also while one is being found: a cycle of
+    placed statements tells nothing), so each statement is looked at once."""
+    if name in known:
+        return known[name]
+    known[name] = None
     stmt = model.stmt(name)
     box = _box(stmt.domain)
     dims = [_everywhere(pa) for loop in target_path for pa in loop.exprs[name]]
     if all(d is not None for d in dims):
-        return pw_affs_to_map(dims, box)
+        known[name] = pw_affs_to_map(dims, box)
+        return known[name]
     times = None
     for other in under:
-        if other in seen or other == name:
-            continue
-        coords = _coordinates_everywhere(model, other, target_path, under, seen | {name})
+        coords = None if other == name else _coordinates_everywhere(model, other, target_path, under, known)
         if coords is None:
             continue
         for after in (True, False):  # it reads what the other writes; the other reads what it writes
@@ -268,7 +271,8 @@ def _coordinates_everywhere(model, name: str, target_path: list[Loop], under: li
             if exchange is not None:
                 part = exchange.intersect_domain(box).apply_range(coords)
                 times = part if times is None else times.union(part)
-    return None if times is None else times.lexmin()
+    known[name] = None if times is None else times.lexmin()
+    return known[name]
 
 
 def _exchange_everywhere(model, moved, partner, after: bool):
