@@ -35,7 +35,7 @@ def float_literal(value, spellings: dict) -> str:
     if math.isinf(value):
         return spellings["inf" if value > 0 else "-inf"]
     if value == 0.0 and math.copysign(1.0, value) < 0.0 and "-0" in spellings:
-        return spellings["-0"]  # a dialect whose `-0.0` is 0 - 0.0, +0.0
+        return spellings["-0"]  # a dialect that spells -0.0 as a constant of its own (Triton)
     return repr(value)
 
 

@@ -583,6 +583,8 @@ def _call(func: str, args: list, zeros: bool = True) -> str:
 
 def _literal(value) -> str:
     """A float constant as Triton code (Python's own spellings of infinity and NaN)."""
-    # -0.0 as a constant of its own: Triton 3.6 reads `-0.0` as 0 - 0.0, +0.0 (GPU fuzz seed 49, x * -0.0)
+    # -0.0 as a constant of its own, not a negation (Triton 3.6 computes a tensor's -x as 0 - x).  GPU fuzz seed
+    # 49 gave +0.0 for f8 x * -0.0 with x > 0; whether the literal was the cause (or the E4M3 conversion of -0.0)
+    # is not yet confirmed on the GPU (benchmarks/RESULTS.md, 29th session)
     return float_literal(value, {"inf": 'float("inf")', "-inf": 'float("-inf")', "nan": 'float("nan")',
                                  "-0": 'float("-0.0")'})

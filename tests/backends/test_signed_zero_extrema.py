@@ -99,7 +99,8 @@ def test_triton_negates_by_a_product():
     the GPU (29th session, benchmarks/gpu/experiments/zero_sign_forms.py).  x * -1.0 is exact in every version."""
     text = generate(loads(ELEMENTWISE, "zeros.tdsl"), None, target="nvidia", backend="triton")
     assert "v_G = tl.div_rn(1.0, (tl.load(X + G_i).to(tl.float32) * -1.0))" in text
-    # and reads the literal -0.0 as 0 - 0.0 (GPU fuzz seed 49: x * -0.0 came out +0.0 for x > 0)
+    # and the literal -0.0 is a constant of its own, not a negation of 0.0 (GPU fuzz seed 49: x * -0.0 came out
+    # +0.0 for x > 0; the cause is not yet confirmed on the GPU)
     assert 'tl.load(Y + H_i).to(tl.float32) * float("-0.0"))' in text
 
 
