@@ -80,7 +80,7 @@ class Ascend950Printer(KernelPrinter):
     def call(self, func: str, args: list, zeros: bool = True) -> str:
         if func in IEEE_EXTREMA and zeros and needs_zero_order(args):
             return IEEE_EXTREMA[func].format(*args)
-        return super().call(func, args)
+        return super().call(func, args, zeros)
 
     def barrier_code(self, what: str) -> str:
         return self.BARRIER  # no reload helper: the vector functions read GM through pointers the barrier orders

@@ -1,9 +1,11 @@
 """The IEEE maximum and minimum of two zeros, in backends whose max / min compare (docs/interpreter.md).
 
 IEEE 754-2019 orders -0.0 below +0.0: max(+0, -0) = +0 and min(+0, -0) = -0.  A comparing max returns either of
-two equal zeros, by the operands' order.  The printers add the operands' zeros where both are zero (+0 + -0 is
-+0; a minimum is the negated maximum of the negated operands).  Where the form would repeat long operand text,
-and where an operand is a number other than zero (no two zeros meet there), they print the plain max / min.
+two equal zeros, by the operands' order.  Where a use can tell the zero (compiler/analysis/zero_signs.py,
+`T.Call.zeros`), the Ascend printers add the operands' zeros where both are zero (+0 + -0 is +0; a minimum is
+the negated maximum of the negated operands); Triton and TileLang have their own forms.  Where the form would
+repeat long operand text, and where an operand is a number other than zero (no two zeros meet there), they
+print the plain max / min.
 """
 
 from __future__ import annotations

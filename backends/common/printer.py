@@ -40,14 +40,18 @@ def float_literal(value, spellings: dict) -> str:
 
 
 def call_code(spellings: dict, func: str, args: list, zeros: bool = True) -> str:
-    """A primitive function of compiler/model/functions.py in a dialect: `spellings[func]` filled with the arguments'
-    code.  Every dialect spells every primitive; compositions reach the printers expanded.  A max / min whose zero
-    no use can tell (`zeros` False: T.Call.zeros) takes the dialect's `max_either_zero` / `min_either_zero`
-    spelling, the hardware's, where it has one (else the IEEE form)."""
+    """A primitive function of compiler/model/functions.py in a dialect: its spelling (`spelling_key`) filled with
+    the arguments' code.  Every dialect spells every primitive; compositions reach the printers expanded."""
     if func not in spellings or len(args) != PRIMITIVES.get(func):
         raise InternalError(f"function {func}({', '.join(args)}) has no spelling here")
+    return spellings[spelling_key(spellings, func, zeros)].format(*args)
+
+
+def spelling_key(spellings: dict, func: str, zeros: bool = True) -> str:
+    """The key of `func`'s spelling: a max / min whose zero no use can tell (`zeros` False: T.Call.zeros) takes the
+    dialect's `max_either_zero` / `min_either_zero`, the hardware's, where it has one (else the IEEE form)."""
     either = f"{func}_either_zero"
-    return spellings[either if not zeros and either in spellings else func].format(*args)
+    return either if not zeros and either in spellings else func
 
 
 class PrinterBase:

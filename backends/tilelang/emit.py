@@ -41,7 +41,7 @@ from tdsl.backends.common.dtypes import TILELANG
 from tdsl.backends.common.launcher import epilogue, host_loops, prologue
 from tdsl.backends.common.module import dynamic_sizes, launcher_fields, module_text
 from tdsl.backends.common.names import ModuleNames
-from tdsl.backends.common.printer import PrinterBase, call_code, float_literal
+from tdsl.backends.common.printer import PrinterBase, call_code, float_literal, spelling_key
 from tdsl.compiler.analysis.placement import VECTOR, unit_of
 from tdsl.compiler.errors import BackendError, InternalError
 from tdsl.compiler.lower import tileir as T
@@ -1204,8 +1204,7 @@ class KernelPrinter(TileLangDialect):
     def call(self, func: str, args: list, zeros: bool = True) -> str:
         """A primitive function in this printer's spelling; a CUDA helper it calls is imported by the kernel.
         `zeros`: a max / min whose zero a use can tell (T.Call.zeros), else the hardware's (call_code)."""
-        either = f"{func}_either_zero"
-        helper = either if not zeros and either in self.functions else func
+        helper = spelling_key(self.functions, func, zeros)
         if helper in self.helper_functions:
             self.helpers.add(helper)
         return call_code(self.functions, func, args, zeros)

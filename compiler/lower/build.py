@@ -89,10 +89,12 @@ def lower(schedule: Schedule) -> TileProgram:
              and (s.name in crossing or self_reads(s))]
     serial = SerialLoops.of(schedule)  # one rule for the plan and every kernel's lowering
     plans = _buffer_plans(schedule, serial)
+    signs = ZeroSigns(model)  # where a max's zero can be seen: once for every kernel
     while True:
         try:
             kernels = [_KernelLowering(model, tree, launch.node, f"{model.name}_{k}", kernel_of, k, temps, plans[k],
-                                       deps=schedule.deps, host=list(launch.host), serial_loops=serial).run()
+                                       deps=schedule.deps, host=list(launch.host), serial_loops=serial,
+                                       zero_signs=signs).run()
                        for k, launch in enumerate(units)]
             break
         except NeedsMemory as need:
@@ -160,7 +162,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
     serial_loops: Optional[SerialLoops] = None  # which loops run serially: the plan's rule, passed by lower()
     memory_reads: set = field(default_factory=set)  # tensors of this kernel read back from memory (loads.py)
     host: list = field(default_factory=list)  # the host loops around this kernel, outermost first (Launch.host)
-    zero_signs: Optional[ZeroSigns] = None  # where a max's zero can be seen: made on first use (_zero_signs)
+    zero_signs: Optional[ZeroSigns] = None  # where a max's zero can be seen (compiler/analysis/zero_signs.py)
 
     # ------------------------------------------------------------ kernel
 
@@ -330,7 +332,7 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
         partial = self._partial(stmt, tile, context)
         rescale = self._rescaling(stmt, context) if stmt.name in self.rescaled else None
         ops.append(AccUpdate(stmt.name, tile, partial, stmt.reduce_op, stmt.accum_dtype, rescale=rescale,
-                             zeros=self._zero_signs().reduction(stmt.name)))
+                             zeros=self.zero_signs.reduction(stmt.name)))
         if outer is None:
             ops.append(self._acc_finish(stmt.name, context))
         return ops

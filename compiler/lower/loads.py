@@ -27,7 +27,6 @@ from tdsl.frontend.printer import expr_text as expr_source
 
 from tdsl.compiler.errors import BackendError
 from tdsl.compiler.model.functions import COMPOSITIONS, TileAlgebra, expand_tile
-from tdsl.compiler.analysis.zero_signs import ZeroSigns
 from tdsl.compiler.model.program import Stmt, read_relation
 from tdsl.compiler.lower.geometry import _Geometry, _embed, _mask_expr, _project_onto, _total_map
 from tdsl.compiler.lower.tileir import Bin, Call, Const, Expr, Load, NegInfAsZero, Neg, Round, Select, Tile, Var
@@ -71,17 +70,11 @@ class ValueLowering:
                 return Select(v(e.args[0]), v(e.args[1]), v(e.args[2]))
             if e.func in COMPOSITIONS:  # backends implement primitives only (compiler/model/functions.py)
                 return expand_tile(e.func, v(e.args[0]), _FOLDING)
-            zeros = self._zero_signs().call(e) if e.func in ("max", "min") else True
+            zeros = self.zero_signs.call(e) if e.func in ("max", "min") else True
             return fold_constants(Call(e.func, tuple(v(a) for a in e.args), zeros))
         if isinstance(e, ast.Access):
             return self._access(e, stmt, tile, context)
         raise BackendError(f"{expr_source(e)}: no tile form for this expression")
-
-    def _zero_signs(self) -> ZeroSigns:
-        """Where the zero of a max or min can be seen (compiler/analysis/zero_signs.py): once per kernel."""
-        if self.zero_signs is None:
-            self.zero_signs = ZeroSigns(self.model)
-        return self.zero_signs
 
     def _name(self, name: str, stmt: Stmt, value: bool) -> Expr:
         if name in stmt.iters:

@@ -140,7 +140,7 @@ class ReductionLowering:
         red_axes = tuple(k for k, a in enumerate(tile.axes) if a.iter in stmt.red_iters)
         if not red_axes:
             return body
-        return Reduce(stmt.reduce_op, body, red_axes, self._zero_signs().reduction(stmt.name))
+        return Reduce(stmt.reduce_op, body, red_axes, self.zero_signs.reduction(stmt.name))
 
     def _term(self, stmt: Stmt) -> ast.Expr:
         """The expression each step sums: the body, or of a matrix product with constant factors the product of

@@ -476,20 +476,22 @@ def read_relation(model: "KernelModel", stmt: Stmt, node: ast.Access, everywhere
     that rewrites a value, compute_inline, makes new read nodes: they are not found in `stmt.reads` by identity).
     `everywhere`: over every point of the statement's space, not only its instances -- the formula the generated
     code evaluates at every lane (on the instances isl may write it with other iterators that equal them there)."""
-    space = stmt.domain.get_space()
-    params = [space.get_dim_name(isl.dim_type.param, k) for k in range(space.dim(isl.dim_type.param))]
     tup = f"{stmt.name}[{', '.join(stmt.iters)}]"
-    where = isl.Set.universe(space) if everywhere else stmt.domain
-    return _access_map(node, model.sizes, _param_prefix(params), tup, where)
+    where = isl.Set.universe(stmt.domain.get_space()) if everywhere else stmt.domain
+    return _access_map(node, model.sizes, _stmt_param_prefix(stmt), tup, where)
 
 
 def write_relation_everywhere(stmt: Stmt) -> isl.Map:
     """Statement instance -> the element it writes, over every point of the statement's space (a statement writes
     its left-hand iterators' element: `S[i, j, k] -> S[i, j]`)."""
-    space = stmt.domain.get_space()
-    params = [space.get_dim_name(isl.dim_type.param, k) for k in range(space.dim(isl.dim_type.param))]
     text = f"{{ {stmt.name}[{', '.join(stmt.iters)}] -> {stmt.write.tensor}[{', '.join(stmt.lhs_iters)}] }}"
-    return isl.Map.read_from_str(stmt.domain.get_ctx(), _param_prefix(params) + text)
+    return isl.Map.read_from_str(stmt.domain.get_ctx(), _stmt_param_prefix(stmt) + text)
+
+
+def _stmt_param_prefix(stmt: Stmt) -> str:
+    """The `[N, M] -> ` of the statement's run-time sizes, for isl text over its space."""
+    space = stmt.domain.get_space()
+    return _param_prefix([space.get_dim_name(isl.dim_type.param, k) for k in range(space.dim(isl.dim_type.param))])
 
 
 def _check_domains_not_empty(model: KernelModel, kinfo) -> None:
