@@ -323,8 +323,9 @@ class _KernelChecker(_IndexChecks):
     def _start(self, red: ast.Reduce, names: list[str], scope: _StmtScope) -> None:
         """`sum(k) body from init`: a value of the element alone, computed once before its first term."""
         if red.op != "sum":
-            _fail(f"only a sum starts from a value; {red.op} is exact in any order, so write "
-                  f"{red.op}(x, {red.op}(...) ...) for a {red.op} that includes x", red.init.span)
+            _fail(f"only a sum starts from a value; {red.op} is exact in any order: take the {red.op} in a "
+                  f"statement of its own and include x in the next (`M[i] = {red.op}(k) ...`, then "
+                  f"`Y[i] = {red.op}(x, M[i])`)", red.init.span)
         for name in _names_in(red.init):
             if name.name in names:
                 _fail(f"the value a sum starts from is computed once per element, before its terms: it cannot use "

@@ -584,7 +584,14 @@ def _syntax_message(err: UnexpectedToken, parser: Lark, layout: _Layout) -> str:
     reserved = ""
     if "NAME" in expected and err.token.type != "NAME" and re.fullmatch(r"[A-Za-z_]\w*", str(err.token)):
         reserved = f" ('{err.token}' is a word of the language: it cannot be a name)"
-    return f"expected {_join_or(words)}{where}, found {_found(err.token)}{reserved}"
+    return f"expected {_join_or(words)}{where}, found {_found(err.token)}{reserved}{_line_break_hint(err, expected)}"
+
+
+def _line_break_hint(err: UnexpectedToken, expected: set) -> str:
+    """A line that ends before its statement does: only `( )` and `[ ]` hide newlines (docs/language.md)."""
+    if err.token.type != "_NL" or err.token.value == ";" or "_NL" in expected:
+        return ""
+    return " (a line may break only inside ( ) or [ ]: continue it on this line)"
 
 
 def _end_span(layout: _Layout) -> ast.Span:

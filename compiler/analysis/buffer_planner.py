@@ -289,7 +289,16 @@ class _KernelPlanner(_WorkingSets):
             return False
         return any(s.rescale is not None and s.rescale.stat == tensor
                    and (s.rescale.exponential == reader or (s.rescale.source is None and s.name == reader))
-                   for s in self.model.stmts)
+                   for s in self.model.stmts) and self._inside_accumulator(tensor, reader)
+
+    def _inside_accumulator(self, stat: str, reader: str) -> bool:
+        """Whether the reader runs inside the loops around the maximum's accumulator (`_anchored`), as the lowering
+        asks before it reads the accumulator as it is (compiler/lower/registers.py `_running`).  Elsewhere, as
+        where a loop of one iteration leaves the maximum no loop to accumulate across and it is finished within
+        each row (`reverse_compute_at(l, m.i)` at L <= 128: CPU fuzz seed 5568), the reader takes the finished
+        maximum like any other value."""
+        held, loops = self._anchored(stat), self._tile_loops(reader)
+        return len(loops) > len(held) and all(a is b for a, b in zip(held, loops))
 
     def _running_rewalked(self, producer: str, reader: str, tensor: str) -> bool:
         """Whether a reader of a running maximum walks its rows by a tile-level loop inside the maximum's

@@ -36,7 +36,7 @@ from tdsl.compiler.errors import (
     ReductionOrder,
 )
 from tdsl.compiler.legality.overlap import check_overlap
-from tdsl.compiler.legality.rounding import check_buffer_rounding, element_of
+from tdsl.compiler.legality.rounding import check_buffer_rounding, element_of, first_coords, first_instance
 from tdsl.compiler.legality.start_values import check_start_values
 from tdsl.compiler.model.program import KernelModel, first_point
 from tdsl.compiler.schedule.tree import Buffer, Loop, Tree, statements_under
@@ -179,10 +179,7 @@ def check_cache_read(model: KernelModel, tree: Tree, buf: Buffer, primitive: str
     for stmt in statements_under(buf.at):
         writer = model.stmt(stmt)
         if writer.write.tensor == buf.tensor:
-            params, coords = first_point(writer.domain)
-            from tdsl.compiler.model.program import instance_text
-
-            inst = instance_text(stmt, writer.iters, coords)
+            inst = first_instance(writer)
             raise CacheConflict(
                 primitive,
                 [stmt] + buf.stmts,
@@ -278,7 +275,7 @@ def check_grouping(model: KernelModel, stmt, sigma: isl.Map, primitive: str, siz
             [stmt.name],
             f"the number of partial sums of {stmt.name} would be the size {name}, so its result would depend on "
             f"{name}; {stmt.name} declares {declared}",
-            f"with {name}={value}, {element_of(stmt, first_point(stmt.domain)[1])} would add {parts(value)}, "
+            f"with {name}={value}, {element_of(stmt, first_coords(stmt))} would add {parts(value)}, "
             f"with {name}={other} {parts(other)}: the same row of inputs gives a different {stmt.name} when only "
             f"{name} changes",
         )

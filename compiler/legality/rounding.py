@@ -232,14 +232,20 @@ def value_rounding_witness(model: KernelModel, writer, dtype: str,
     return element, found.text()
 
 
-def first_coords(stmt) -> list[int]:
-    return first_point(stmt.domain)[1]
+def first_coords(stmt) -> Optional[list[int]]:
+    """The coordinates of a statement's first instance; None where it has none at the sizes given (its steps are
+    checked as at any size: compiler/schedule/empty_statements.py)."""
+    return None if stmt.domain.is_empty() else first_point(stmt.domain)[1]
 
 
 def first_instance(stmt) -> str:
+    """The statement's first instance as text (`S(i=0, j=1)`); its iterators where it has none at these sizes."""
     from tdsl.compiler.model.program import instance_text
 
-    return instance_text(stmt.name, stmt.iters, first_coords(stmt))
+    coords = first_coords(stmt)
+    if coords is None:
+        return f"{stmt.name}({', '.join(stmt.iters)}) (at other sizes: {stmt.name} has no instance at these)"
+    return instance_text(stmt.name, stmt.iters, coords)
 
 
 def written_element(stmt, coords: list[int]) -> isl.Set:
@@ -250,6 +256,8 @@ def written_element(stmt, coords: list[int]) -> isl.Set:
     return rel.range()
 
 
-def element_of(stmt, coords: list[int]) -> str:
+def element_of(stmt, coords: Optional[list[int]]) -> str:
+    if coords is None:  # a statement without instances at these sizes (first_coords)
+        return f"an element of {stmt.write.tensor}"
     _, element = first_point(written_element(stmt, coords))
     return f"{stmt.write.tensor}[{', '.join(map(str, element))}]"

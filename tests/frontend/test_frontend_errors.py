@@ -85,6 +85,20 @@ CASES = {
                              ^^
         """,
     ),
+    "arrow_on_the_next_line": (  # language.md: only ( ) and [ ] hide newlines (outside probe of the 30th session)
+        """
+        const N = 8
+        kernel f(A: f32[N])
+          -> (Y: f32[N]) {
+          Y[i] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:2:20: error: expected '->', found end of line (a line may break only inside ( ) or [ ]: continue it on this line)
+          kernel f(A: f32[N])
+                             ^
+        """,
+    ),
     "expected_expression": (
         """
         const N = 8
@@ -93,7 +107,7 @@ CASES = {
         }
         """,
         """
-        prog.tdsl:3:16: error: expected an expression, found end of line
+        prog.tdsl:3:16: error: expected an expression, found end of line (a line may break only inside ( ) or [ ]: continue it on this line)
             Y[i] = A[i] *
                          ^
         """,

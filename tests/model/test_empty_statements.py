@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tdsl.compiler.driver.api import loads
-from tdsl.compiler.driver.generate import generate, load_module, run_generated
+from tdsl.compiler.driver.generate import generate, generate_schedule, load_module, run_generated
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
 from tdsl.compiler.schedule.empty_statements import empty_statements, without_empty_statements
 from tdsl.compiler.verify import compare_outputs
@@ -229,3 +229,56 @@ def test_the_peak_memory_counts_a_result_no_kernel_writes():
 
     cost = analyze(loads(ONLY_EMPTY).schedule("tiled"), "h100")
     assert cost.peak_global_memory == 12  # X, Y and Z: one f32 each
+
+
+# A counterexample names an instance of the statement that breaks the rule; a statement without instances at the
+# sizes given has none to name, and isl's first point of its empty domain was a void point (an internal error:
+# CPU fuzz seed 5568 and its follow-up over every port at sizes 1 and 2).  It is named by its iterators instead.
+@pytest.mark.parametrize("stem, block, steps, rule", [
+    ("adi", None, [("cache_read", ("P2", "L1"), {"at": "Q2.i"})], "cache-conflict"),
+    ("trisolv", None, [("bind", ("x.j", "grid.z"), {}), ("cache_read", ("P", "local"), {"at": "x.j"})],
+     "cache-conflict"),
+    ("lu", "tiled", [("tile", ("Lc.lo", "Lc.li", 1, 4), {}),
+                     ("cache_write", ("Lc", "shared"), {"at": "Lc.loo", "dtype": "bf16"})], "rounding-added"),
+])
+def test_a_rule_broken_by_a_statement_without_instances_names_it_by_its_iterators(stem, block, steps, rule):
+    from tdsl.compiler.errors import LegalityError
+
+    prog, _ = _at_size(next(p for p in PORTS if p.stem == stem), 1)
+    sched = prog.schedule(block)
+    *before, (name, args, kwargs) = steps
+    for step, a, k in before:
+        getattr(sched, step)(*a, **k)
+    with pytest.raises(LegalityError) as err:
+        getattr(sched, name)(*args, **kwargs)
+    assert f"[rule {rule}]" in str(err.value)
+    assert "has no instance at these" in str(err.value)
+
+
+@pytest.mark.parametrize("steps", [[("recompute_at", ("D", "S.i"))],
+                                   [("tile", ("mean.j", 1)), ("recompute_at", ("D", "S.k"))]])
+def test_recompute_at_for_a_reader_without_instances_computes_program_order(steps, tmp_path):
+    """correlation's S (`j > i`) has no instance at M = N = 1: recomputing D at S's loops placed the copy by S's
+    loop formulas restricted to S's (empty) instances, which isl cannot print (an internal error).  The reader is
+    placed as at any size, and the schedule computes what program order does, on the Triton interpreter too."""
+    prog, _ = _at_size(next(p for p in PORTS if p.stem == "correlation"), 1)
+    original = prog.schedule(None)
+    sched = prog.schedule(None)
+    for step, args in steps:
+        getattr(sched, step)(*args)
+    inputs = random_inputs(original.model, seed=3)
+    want = interpret(original.model, original.time_map(), inputs)
+    got = interpret(sched.model, sched.time_map(), inputs)
+    outputs = [t.name for t in original.model.tensors.values() if t.kind == "output"]
+    assert outputs
+    for name in outputs:
+        np.testing.assert_array_equal(got[name], want[name])
+    for target, backend in [("nvidia", "triton"), ("ascend-950", None)]:
+        text = generate_schedule(prog, sched, target=target, backend=backend)
+        if target == "nvidia":
+            ran = run_generated(load_module(text, tmp_path / "correlation.py"), original.model, inputs, device="cpu",
+                                guard=16)
+        else:
+            ran = output_arrays(simulate(text, inputs, target), original.model)
+        for name in outputs:
+            np.testing.assert_array_equal(ran[name], want[name], err_msg=f"{target}: {name}")

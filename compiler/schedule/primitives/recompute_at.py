@@ -140,7 +140,13 @@ def _tile_names(producer: Stmt, path: list[Loop], model: KernelModel) -> list[st
 
 def _tiles_of(stmt: Stmt, path: list[Loop]) -> isl.Map:
     """A statement's instances -> the iteration of the target loops it runs in."""
-    return pw_affs_to_map([d for loop in path for d in loop.exprs[stmt.name]], stmt.domain)
+    return pw_affs_to_map([d for loop in path for d in loop.exprs[stmt.name]], _instances(stmt))
+
+
+def _instances(stmt: Stmt) -> isl.Set:
+    """The statement's instances; its whole space where it has none at the sizes given: such a reader is placed
+    as at any size (compiler/schedule/empty_statements.py), and its formulas are its loops' at every point."""
+    return stmt.domain if not stmt.domain.is_empty() else isl.Set.universe(stmt.domain.get_space())
 
 
 def _footprint(producer: Stmt, readers: list[Stmt], tile_of: dict, tiles: list[str]) -> isl.Map:
@@ -278,8 +284,9 @@ def _read_own_tile(reader: Stmt, producer: Stmt, path: list[Loop], tiles: isl.Ma
 def _reader_ast(reader: Stmt, pa: isl.PwAff, path: list[Loop]) -> ast.Expr:
     """A function of the reader's iterators (a target loop, a copy's origin) as an index expression
     (`i // 32`)."""
+    where = _instances(reader)
     try:
-        return _affine_ast(pa.intersect_domain(reader.domain), as_params(reader.domain))
+        return _affine_ast(pa.intersect_domain(where), as_params(where))
     except ValueError:
         loops = ", ".join(loop.name for loop in path)
         raise ScheduleError(NAME, f"the target loops {loops} are not an affine index of {reader.name}'s iterators "

@@ -93,11 +93,9 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
         split(state, f"{name}.{node.name}", -(-extent // count))  # `node` becomes the outer (segment) loop
     factor = _factor(node, stmt, k)
     if factor is None:
-        raise ScheduleError(
-            "rfactor",
-            f"loop {node.name} of {name} must split the first reduction iterator {k} "
-            f"({node.name} = floor({k}/F), from split); it is {_text(node.exprs[name])}",
-        )
+        raise ScheduleError("rfactor", f"loop {node.name} of {name} is {_text(node.exprs[name])}; rfactor takes the "
+                                       f"loop over the first reduction iterator {k}, or the outer loop of a split of "
+                                       f"it (floor({k}/F)){_outer_hint(tree, stmt, k, node)}")
     rf = f"{name}_rf"
     if rf in model.tensors:
         raise ScheduleError("rfactor", f"a tensor named {rf} already exists, and rfactor names {name}'s partial sums "
@@ -224,6 +222,13 @@ def _extent(stmt: Stmt, k: str):
     values = []
     top.foreach_piece(lambda _s, aff: values.append(aff.get_constant_val().to_python()))
     return int(max(values)) + 1 if values else None
+
+
+def _outer_hint(tree, stmt: Stmt, k: str, node: Loop) -> str:
+    """Which loop to pass instead, where the statement has one that rfactor takes (the split's outer loop)."""
+    loops = [loop for loop in tree.path(stmt.name) if loop is not node]
+    fit = next((loop for loop in loops if _factor(loop, stmt, k) is not None), None)
+    return f": rfactor({stmt.name}.{fit.name})" if fit is not None else f": split {stmt.name}'s loop over {k} and pass its outer loop"
 
 
 def _factor(node: Loop, stmt: Stmt, k: str):

@@ -157,3 +157,23 @@ def test_partial_maxima_in_the_results_own_dtype_are_exact(stmt, dtype):
     narrower.split("m.k", 4)
     with pytest.raises(RoundingAdded, match="partial maxima of m would be stored as f8e4m3"):
         narrower.rfactor("m.ko", dtype="f8e4m3")
+
+
+@pytest.mark.parametrize("loop, hint", [("C.kk", "rfactor(C.ko)"), ("C.i", "rfactor(C.ko)")])
+def test_a_loop_rfactor_does_not_take_names_the_one_it_does(loop, hint):
+    """The inner loop of the split (k mod 8) or an output's loop: the message says which loop to pass (outside
+    probe of the 30th session: "must split ... (ji = floor(j/F))" read as if ji itself should be floor(j/F))."""
+    s = sched(REASSOC)
+    s.split("C.k", 8)
+    with pytest.raises(ScheduleError) as err:
+        s.rfactor(loop)
+    assert "rfactor takes the loop over the first reduction iterator k, or the outer loop of a split" in str(err.value)
+    assert str(err.value).endswith(hint)
+
+
+def test_without_a_loop_rfactor_takes_the_message_says_to_split():
+    s = sched(REASSOC)
+    s.split("C.k", 8)
+    s.fuse("C.ko", "C.kk")
+    with pytest.raises(ScheduleError, match=r": split C's loop over k and pass its outer loop$"):
+        s.rfactor("C.ko_kk")
