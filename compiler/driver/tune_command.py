@@ -69,11 +69,20 @@ def cmd_tune(args) -> int:
     try:
         result = tune(prog, kernel=args.kernel, target=args.target, backend=args.backend, trials=args.trials,
                       samples=args.samples, seed=args.seed, runner=runner, log_path=args.log and Path(args.log),
-                      name=args.name, progress=not args.quiet and sys.stderr.isatty(), blocks=not args.no_blocks)
+                      name=args.name or _free_name(prog, args), progress=not args.quiet and sys.stderr.isatty(),
+                      blocks=not args.no_blocks)
+    except KeyboardInterrupt:  # what was measured is in the log already, a record per line
+        kept = f"; the log {args.log} keeps what was measured: rerun to resume" if args.log else ""
+        print(f"tune: interrupted{kept}", file=sys.stderr)
+        return 130
     finally:
         if hasattr(runner, "close"):
             runner.close()
     print(result.search.summary())
+    for name, why in result.blocks_left_out:
+        print(f"the program's schedule {name} left out: {why}")
+    for record, why in result.log_left_out:
+        print(f"a record of {args.log} left out ({_which(record)}): {why}")
     blocks = [r["block"] for r in result.measured if r.get("block")]
     if blocks:
         print(f"measured first, the program's own schedule blocks: {', '.join(blocks)}")
@@ -93,14 +102,30 @@ def cmd_tune(args) -> int:
         print(f"winner: {result.winner_us:.1f} us measured{which}{_versus_blocks(result)}")
     else:
         which = f", the program's own schedule '{result.winner_block}'" if result.winner_block else ""
-        print(f"winner: the model's choice{which} (no GPU here: nothing was timed; run on a GPU to measure)")
+        estimate = f", {result.winner_estimate * 1e6:.4g} us predicted" if result.winner_estimate is not None else ""
+        print(f"winner: the model's choice{which}{estimate} (no GPU here: nothing was timed; run on a GPU to "
+              f"measure)")
     print(result.block, end="")
     if args.append:
-        block = _block_for_every_size(prog, result, args.target, args.backend)
+        block = _block_for_every_size(prog, result, args.target, args.backend, args.log)
         with open(args.program, "a", encoding="utf-8") as f:
             f.write(f"\n{block}")
         print(f"appended schedule {result.name} to {args.program}")
     return 0
+
+
+def _free_name(prog, args) -> str:
+    """The default name of the winner's block, made unique in the program (`tuned_h100_2`): the block printed
+    for pasting must not clash with one the file has (`--append` refuses a taken name before the search)."""
+    from tdsl.compiler.driver.generate import resolve_target
+    from tdsl.compiler.tune.tuner import default_block_name
+
+    base = name = default_block_name(resolve_target(args.target, args.backend)[2])
+    n = 1
+    while name in prog.schedule_names:
+        n += 1
+        name = f"{base}_{n}"
+    return name
 
 
 def _check_free_name(prog, args) -> None:
@@ -162,7 +187,7 @@ def _print_measured(records: list, top: int = 10) -> None:
         print(f"  ... and {len(failed) - 5} more failed")
 
 
-def _block_for_every_size(prog, result, target: str, backend: Optional[str]) -> str:
+def _block_for_every_size(prog, result, target: str, backend: Optional[str], log: Optional[str]) -> str:
     """The block `--append` writes is part of the program at every size it runs at, and the search checked its
     candidates at the tuned ones only: a split with one iteration there was legal to bind (probe of the 24th
     session), and a whole row was a tile of fixed size (probe of the 25th).  The winner's block if it is legal
@@ -180,9 +205,10 @@ def _block_for_every_size(prog, result, target: str, backend: Optional[str]) -> 
                   f"candidate that holds at every size:")
             print(other.block, end="")
             return other.block
+    use = ("`tdsl compile --tuned LOG --size ...` uses it at those sizes" if log else
+           "tune with --log FILE, and `tdsl compile --tuned FILE --size ...` uses it at those sizes")
     raise TdslError(f"not appended: the winner holds at the tuned sizes but not at every size the program runs at "
-                    f"({reason}), and no other candidate does; `tdsl compile --tuned LOG --size ...` uses it at "
-                    f"those sizes")
+                    f"({reason}), and no other candidate does; {use}")
 
 
 def _every_size_problem(prog, result, target: str, backend: Optional[str]) -> Optional[str]:
@@ -216,10 +242,9 @@ def _runners_up(result) -> list:
 
 def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kernel: Optional[str]):
     """(program with the log's best schedule appended as block `tuned`, that name) for `compile --tuned`."""
-    from tdsl.compiler.driver.api import loads
-    from tdsl.compiler.driver.generate import resolve_target
+    from tdsl.compiler.driver.generate import generate, resolve_target
     from tdsl.compiler.tune import log as tuning_log
-    from tdsl.compiler.tune.measure import block_source
+    from tdsl.compiler.tune.measure import with_steps
 
     kind, backend, device = resolve_target(target, backend)
     if not Path(log_file).exists():
@@ -228,8 +253,8 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
     sizes = {k: v for k, v in model.sizes.items() if isinstance(v, (int, float))}
     workload = tuning_log.Workload.of(tuning_log.kernels_text(prog), model.name, sizes, device, backend)
     records = tuning_log.read(Path(log_file))
-    best = tuning_log.best(tuning_log.of_workload(records, workload))
-    if best is None:
+    matching = tuning_log.of_workload(records, workload)
+    if tuning_log.best(matching) is None:
         seen = sorted({f"{r.get('kernel')} on {r.get('target')}/{r.get('backend')} at "
                        f"{','.join(f'{k}={v}' for k, v in r.get('sizes', {}).items())}" for r in records})
         listed = "; ".join(seen[:5]) or "nothing"
@@ -239,19 +264,17 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
                             f"(the run-time sizes of {model.name}; {log_file} holds: {listed})")
         raise TdslError(f"{log_file} has no correct measured schedule of kernel {model.name} for {device}/{backend} "
                         f"at these sizes and this source (it holds: {listed}); run tdsl tune with --log {log_file}")
-    name = "tuned"
-    while name in prog.schedule_names:
-        name += "_"
-    text = block_source(prog.ast.source, name, best["steps"], kernel)
-    try:  # the steps come from the log: an error in them is the log's, not at a line of the program
-        tuned = loads(text, prog.filename, sizes=prog.sizes)
-        if sorted(tuned.schedule_names) != sorted([*prog.schedule_names, name]) or \
-                list(tuned.kernels) != list(prog.kernels):  # text that closes the block and adds to the program
-            raise TdslError(f"{prog.filename}: error: the steps are not one schedule block")
-        tuned.schedule(name)
-    except TdslError as err:
-        steps = "; ".join(best["steps"].splitlines())
-        reason = str(err).splitlines()[0].split(": error: ", 1)[-1]
-        raise TdslError(f"{log_file}: its fastest correct record of kernel {model.name} does not apply to "
-                        f"{prog.filename} ({reason}); its steps: {steps}") from None
-    return tuned, name
+    skipped = []
+    for record in tuning_log.fastest_first(matching):
+        try:  # the steps come from the log: an error in them is the log's, not at a line of the program
+            tuned, name = with_steps(prog, record["steps"], kernel)
+            generate(tuned, name, target=target, backend=backend, kernel=kernel)
+        except TdslError as err:
+            skipped.append(f"{'; '.join(record['steps'].splitlines())} ({_first_line(err)})")
+            continue
+        for text in skipped:  # the log may hold a record of another version, or one edited by hand
+            print(f"{log_file}: skipped a faster record that does not apply to {prog.filename}: {text}",
+                  file=sys.stderr)
+        return tuned, name
+    raise TdslError(f"{log_file}: no correct record of kernel {model.name} applies to {prog.filename} "
+                    f"({len(skipped)} tried); the fastest: {skipped[0]}")

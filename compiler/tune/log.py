@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -96,6 +97,11 @@ def _record_problem(record) -> Optional[str]:
     for key, types in _FIELD_TYPES.items():
         if key in record and type(record[key]) not in types:
             return f"its '{key}' is {json.dumps(record[key])[:40]}"
+    us, estimate = record.get("us"), record.get("t_estimate")  # -5, NaN or Infinity would rank first
+    if us is not None and not (math.isfinite(us) and us > 0):
+        return f"its 'us' is {json.dumps(us)}, not a measured time (a finite number of microseconds above zero)"
+    if estimate is not None and not (math.isfinite(estimate) and estimate >= 0):
+        return f"its 't_estimate' is {json.dumps(estimate)}, not an estimate (a finite number of seconds, at least 0)"
     return None
 
 
@@ -131,8 +137,11 @@ def of_workload(records: list[dict], workload: Workload) -> list[dict]:
 
 def best(records: list[dict]) -> Optional[dict]:
     """The fastest correct timed record; without timed ones, the correct one the model ranked first."""
+    return next(iter(fastest_first(records)), None)
+
+
+def fastest_first(records: list[dict]) -> list[dict]:
+    """The correct records: the timed ones by their time, then the others by the model's estimate."""
     ok = [r for r in records if r.get("ok")]
-    timed = [r for r in ok if r.get("us") is not None]
-    if timed:
-        return min(timed, key=lambda r: (r["us"], r["steps"]))
-    return min(ok, key=lambda r: (r.get("t_estimate", 0.0), r["steps"])) if ok else None
+    timed = sorted((r for r in ok if r.get("us") is not None), key=lambda r: (r["us"], r["steps"]))
+    return timed + sorted((r for r in ok if r.get("us") is None), key=lambda r: (r.get("t_estimate", 0.0), r["steps"]))

@@ -63,6 +63,25 @@ def block_source(source: str, name: str, steps: str, kernel: Optional[str] = Non
     return f"{source.rstrip()}\n\n{head}\n{body}\n}}\n"
 
 
+def with_steps(prog, steps: str, kernel: Optional[str] = None, sizes: Optional[dict] = None):
+    """(the program with a tuning log's steps appended as one more schedule block, its name).  The steps come from
+    a file, not from the program: text that is not one block of steps (one that closes the block and adds a
+    kernel or another block) is a TdslError, as is a step that does not apply (`schedule(name)` replays them)."""
+    from tdsl.compiler.driver.api import loads
+    from tdsl.frontend.diagnostics import TdslError
+
+    name = "tuned"
+    while name in prog.schedule_names:
+        name += "_"
+    program = loads(block_source(prog.ast.source, name, steps, kernel), prog.filename,
+                    sizes={**prog.sizes, **(sizes or {})})
+    if sorted(program.schedule_names) != sorted([*prog.schedule_names, name]) or \
+            list(program.kernels) != list(prog.kernels):
+        raise TdslError(f"{prog.filename}: error: the steps are not one schedule block")
+    program.schedule(name, kernel)
+    return program, name
+
+
 def run_job(job: Job) -> dict:
     """The log record of one candidate: its check, its time (None when not timed), and why if it failed."""
     record = {"choice": job.choice, "steps": job.steps, "t_estimate": job.t_estimate, "ok": job.stage == "time",

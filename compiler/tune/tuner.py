@@ -39,7 +39,10 @@ class TuneResult:
     winner_steps: str = ""
     winner_us: Optional[float] = None  # None: not timed (no GPU), the model's choice
     winner_block: Optional[str] = None  # the program's own schedule block the winner is, if it is one
+    winner_estimate: Optional[float] = None  # the model's time of an untimed winner, seconds
     blocks: list = field(default_factory=list)  # the program's schedule blocks screened in as candidates
+    blocks_left_out: list = field(default_factory=list)  # (block name, why) of the others
+    log_left_out: list = field(default_factory=list)  # (record, why): the log's records the screen refuses
     executor: str = ""
     kernel: Optional[str] = None  # named in the block (`schedule NAME for KERNEL`) when the program has several
 
@@ -80,9 +83,12 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
                                         backend)
     result = TuneResult(found, workload, name or default_block_name(device),
                         kernel=model.name if len(prog.kernels) > 1 else None)
-    if not found.ranked:
+    if blocks:
+        result.blocks, result.blocks_left_out = program_blocks(prog, kernel, sizes, found)
+    if not found.ranked and not result.blocks:
         return result
-    records = tuning_log.of_workload(tuning_log.read(log_path), workload) if log_path else []
+    logged = tuning_log.of_workload(tuning_log.read(log_path), workload) if log_path else []
+    records, result.log_left_out = screened_records(prog, kernel, sizes, found, result.blocks, logged)
     gpus = getattr(runner, "gpus", 0) if runner else 0
     budget = max(0, ((DEFAULT_TRIALS if gpus else 0) if trials is None else trials) - len(records))
     if budget and runner is not None and backend == "tilelang" and not gpus:
@@ -90,7 +96,6 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
                         "(or give 0) to rank by the model alone, or tune --backend triton, whose candidates are "
                         "checked under Triton's interpreter on the CPU")
     if budget and runner is not None:
-        result.blocks = program_blocks(prog, kernel, sizes, found) if blocks else []
         result.executor = runner.describe()
         bar = _bar(progress, "measuring", budget)
 
@@ -109,35 +114,80 @@ def tune(prog, kernel: Optional[str] = None, sizes: Optional[dict] = None, targe
         if bar:
             bar.close()
     result.logged = records + result.measured
-    best = tuning_log.best(result.logged)
-    if best is not None:
-        result.winner_steps, result.winner_us, result.winner_block = best["steps"], best.get("us"), best.get("block")
-    elif not result.logged:  # nothing measured: the model's choice, named when it is one of the program's blocks
-        result.winner_steps = found.ranked[0].text
-        own = result.blocks or (program_blocks(prog, kernel, sizes, found) if blocks else [])
-        result.winner_block = next((b.block for b in own if b.text == result.winner_steps), None)
+    _name_winner(result, found)
     return result
 
 
-def program_blocks(prog, kernel: Optional[str], sizes: Optional[dict], found: SearchResult) -> list[Verdict]:
-    """The program's own schedule blocks for the tuned kernel, replayed at the tuned sizes, that pass the
-    screen (a block that is illegal on purpose, a counterexample, or one these sizes refuse is left out)."""
+def _name_winner(result: TuneResult, found: SearchResult) -> None:
+    """The fastest correct timed record; with nothing timed, the model's best candidate -- of the search or the
+    program's own blocks -- that no check has failed (checked or not: a check without timing orders nothing)."""
+    timed = [r for r in result.logged if r.get("ok") and r.get("us") is not None]
+    if timed:
+        best = tuning_log.best(timed)
+        result.winner_steps, result.winner_us, result.winner_block = best["steps"], best["us"], best.get("block")
+        return
+    failed = {r["steps"] for r in result.logged if not r.get("ok")}
+    # the model's ranking decides between equal estimates: a block wins only where the model prefers it
+    candidates = [v for v in [*found.ranked, *result.blocks] if v.text not in failed]
+    if candidates:
+        best = min(candidates, key=lambda v: v.t_estimate)
+        result.winner_steps, result.winner_estimate = best.text, best.t_estimate
+        result.winner_block = next((b.block for b in result.blocks if b.text == best.text), None)
+
+
+def screened_records(prog, kernel: Optional[str], sizes: Optional[dict], found: SearchResult, blocks: list,
+                     records: list) -> tuple[list, list]:
+    """(the log's records of this workload that this run's screen passes, [(record, why) of the others]).  A
+    log is a file: a record may come from another version of tdsl, or be edited by hand (steps of another
+    kernel, an illegal schedule, a launch the backend refuses); such a record must not win (probe CC of the 30th
+    session).  A record of a candidate this search or a block already screened is taken as it is; a failed one
+    wins nothing and is kept, so that it is not measured again."""
+    from tdsl.compiler.tune.measure import with_steps
+
+    screened = {v.text for v in [*found.ranked, *blocks]}
+    kept, left = [], []
+    for record in records:
+        if not record.get("ok") or record["steps"] in screened:
+            kept.append(record)
+            continue
+        try:
+            program, name = with_steps(prog, record["steps"], kernel, sizes)
+            steps = list(program.schedule(name, kernel, sizes).trace.steps)
+        except TdslError as err:
+            left.append((record, str(err).splitlines()[0].split(" error: ", 1)[-1]))
+            continue
+        verdict = found.screen.judge({}, steps, counted=False)
+        if verdict.accepted:
+            kept.append(record)
+        else:
+            left.append((record, f"{verdict.rule}: {verdict.message.splitlines()[0]}"))
+    return kept, left
+
+
+def program_blocks(prog, kernel: Optional[str], sizes: Optional[dict],
+                   found: SearchResult) -> tuple[list[Verdict], list[tuple[str, str]]]:
+    """(the program's own schedule blocks for the tuned kernel, replayed at the tuned sizes, that pass the
+    screen, [(name, why) of those left out: a block that is illegal on purpose, a counterexample, or one these
+    sizes or the target refuse]."""
     name = prog.kernel_name(kernel)
-    out = []
+    out, left = [], []
     for block in prog.ast.schedules:
         if block.kernel not in (None, name):
             continue
         try:
             steps = list(prog.schedule(block.name, name, sizes).trace.steps)
-        except TdslError:
+        except TdslError as err:
+            left.append((block.name, str(err).splitlines()[0].split(" error: ", 1)[-1]))
             continue
         verdict = found.screen.judge({}, steps, counted=False)
-        if verdict.accepted:
+        if not verdict.accepted:
+            left.append((block.name, f"{verdict.rule}: {verdict.message.splitlines()[0]}"))
+        else:
             same = next((v for v in found.ranked if v.text == verdict.text), None)
             verdict.choice = dict(same.choice) if same else {}  # a point of the space keeps its knob values
             verdict.block = block.name
             out.append(verdict)
-    return out
+    return out, left
 
 
 def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure, batch: int,
