@@ -534,12 +534,33 @@ def cmd_cost(args) -> int:
     if args.plot:
         plot_kernels(cost, args.plot, title=f"{prog.filename}: schedule {name or 'program order'}")
         print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)
-    if cost.violations:
-        from tdsl.compiler.analysis.buffer_plan import CapacityError
+    from tdsl.compiler.analysis.buffer_plan import CapacityError
 
+    if cost.violations:
         print(f"tdsl: error: {CapacityError(target.name, cost.violations, name)}", file=sys.stderr)
         return 1
+    overflow = _as_generated_overflow(sched, target)
+    if overflow is not None:
+        print(f"tdsl: error: {CapacityError(target.name, [overflow], name)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _as_generated_overflow(sched, target):
+    """The report counts the schedule's buffers exactly (the chapter's footprints); `tdsl compile` also refuses
+    a kernel that does not fit as its code generator makes it (tiles padded to their lanes, operand copies:
+    compiler/analysis/cost/backend_rules.py `generated_overflow`, the target's first code generator).  `cost`
+    says so too, rather than report a kernel that cannot launch as fitting (probe CC of the 30th session)."""
+    from tdsl.compiler.analysis.buffer_plan import plan_kernels
+    from tdsl.compiler.analysis.cost.backend_rules import generated_overflow
+    from tdsl.compiler.driver.generate import code_generator
+    from tdsl.compiler.schedule.empty_statements import without_empty_statements
+
+    if sched.model.params:
+        return None  # footprints known only at launch, as `compile` checks them
+    _, backend = code_generator(target.name, None)
+    seen = without_empty_statements(sched)
+    return generated_overflow(seen.model, plan_kernels(seen, target), target, backend)
 
 
 def _check_plot_output(output: str, program: str) -> None:

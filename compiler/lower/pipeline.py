@@ -106,7 +106,7 @@ def _passes(program: TileProgram, schedule, backend: str, device: Optional[str])
         raise BackendError(f"the {backend} kernels are compiled for fixed sizes, and {', '.join(params)} {are}: "
                            f"give {give} (--size {params[0]}=..., or tdsl.load(..., sizes=...)); only Triton's "
                            f"kernels (--target nvidia --backend triton) take sizes at run time", backend)
-    program = with_stages(program, schedule, device or DEVICE[backend])  # buffers checked against the device
+    program = with_stages(program, schedule, device or DEVICE[backend], backend)  # buffers checked on the device
     program = assign_units(program, backend)  # the unit of every tile product (compiler/analysis/placement.py)
     for rewrite in OPERAND_PASSES.get(backend, ()):
         program = rewrite(program)
@@ -120,14 +120,19 @@ def _passes(program: TileProgram, schedule, backend: str, device: Optional[str])
     return check_int32(program)  # every index, mask and address fits the kernels' 32-bit integers
 
 
-def with_stages(program: TileProgram, schedule, device: str) -> TileProgram:
-    """Check the schedule's buffers against the device and give each kernel the pipeline depth of its plan.
-
-    With run-time sizes the footprints are unknown until launch: the kernels keep the stages lowering gave."""
+def with_stages(program: TileProgram, schedule, device: str, backend: str) -> TileProgram:
+    """Check the schedule's buffers against the device, as planned and as the backend generates them (tiles padded
+    to their lanes, the operand copies Triton and TileLang make), and give each kernel the pipeline depth of its
+    plan.  With run-time sizes the footprints are unknown until launch: the kernels keep the stages lowering gave."""
     if schedule.model.params:
         return program
     from tdsl.compiler.analysis.buffer_plan import check, kernel_stages
+    from tdsl.compiler.analysis.cost.backend_rules import generated_overflow
+    from tdsl.compiler.targets import get_target
 
     plans = check(schedule, device)  # a schedule whose buffers do not fit is rejected here
+    overflow = generated_overflow(schedule.model, plans, get_target(device), backend)
+    if overflow is not None:
+        raise CapacityError(device, [overflow], schedule.name)
     return replace(program, kernels=[replace(k, num_stages=kernel_stages(plan))
                                      for k, plan in zip(program.kernels, plans)])

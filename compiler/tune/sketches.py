@@ -36,6 +36,7 @@ from tdsl.compiler.analysis.placement import matrix_operands, smallest_dot_tile
 from tdsl.compiler.model.online import NotOnline, online_form
 from tdsl.compiler.model.program import KernelModel, Stmt, collect_accesses
 from tdsl.compiler.schedule.primitives.common import fresh_loop_name
+from tdsl.compiler.lower.tile_rules import lanes, too_many_elements
 from tdsl.compiler.schedule.schedule import Step
 
 PRODUCT_TILES = (16, 32, 64, 128, 256)
@@ -120,9 +121,10 @@ class Flow:
     model: KernelModel
     readers: dict = field(default_factory=dict)  # tensor -> statements reading it, in program order
     extents: dict = field(default_factory=dict)  # (statement, iterator) -> number of iterations
-    # (statement, iterator) whose number of iterations is a run-time size of the program (a `param` tuned at one
-    # value): a loop left whole there is a tile of no fixed size, which no backend compiles
-    run_time: set = field(default_factory=set)
+    # (statement, iterator) whose loop cannot be one whole tile, so the sketches walk it in segments: its number
+    # of iterations is a run-time size (a `param` tuned at one value: a tile of no fixed size, which no backend
+    # compiles), or more lanes than a tile may have (a row of 100,000: probe CC of the 30th session)
+    segmented: set = field(default_factory=set)
 
     @classmethod
     def of(cls, model: KernelModel, free: Optional[KernelModel] = None) -> "Flow":
@@ -134,7 +136,8 @@ class Flow:
             for k, name in enumerate(s.iters):
                 flow.extents[s.name, name] = _extent(s, k)
         for s in (free.stmts if free is not None else []):
-            flow.run_time.update((s.name, name) for k, name in enumerate(s.iters) if _extent(s, k) == UNKNOWN_EXTENT)
+            flow.segmented.update((s.name, name) for k, name in enumerate(s.iters) if _extent(s, k) == UNKNOWN_EXTENT)
+        flow.segmented.update(key for key, extent in flow.extents.items() if too_many_elements(lanes(extent)))
         return flow
 
     def stmt(self, name: str) -> Stmt:
@@ -407,7 +410,7 @@ def _root_group(flow: Flow, root: Stmt, grouped: set) -> Group:
     if rule == "rows":
         return _rows_group(flow, root, members)
     if rule == "single" and root.red_iters:
-        segments = _run_time_segments(flow, root, root.red_iters)
+        segments = _segments(flow, root, root.red_iters)
         params = [Param(f"{name}.warps", WARPS), *segments.params]
 
         def build(c: dict) -> list[Step]:
@@ -436,18 +439,18 @@ def _rows_group(flow: Flow, root: Stmt, members: list[str]) -> Group:
     at a time (serial) or as one R-row tile (block); the root's columns whole or in segments."""
     name, iters = root.name, root.lhs_iters
     params = [Param(f"{name}.warps", WARPS)]
-    column_free = (name, iters[-1]) in flow.run_time
+    column_free = (name, iters[-1]) in flow.segmented
     if len(iters) >= 2:
         row_knob = Param(f"{name}.rows", _tiles(ROW_TILES[:5], flow.extents[name, iters[-2]]))
         columns = _tiles(COLUMN_TILES[3:], flow.extents[name, iters[-1]])
-        # The last column tile covers the tuned row: at a fixed length that is the whole row; at a run-time
-        # length the whole row is no tile, and that segment (one at the tuned length) takes its place.
+        # The last column tile covers the tuned row: at a fixed length that is the whole row; where the whole row
+        # is no tile (a run-time length, or a row longer than a tile), that segment takes its place.
         segments = columns if column_free else ("whole", *columns[:-1])
         params = [row_knob, *[Param(f"{name}.rows_at", ("serial", "block"), (row_knob.name, r))
                               for r in row_knob.values[1:]],
                   Param(f"{name}.segment", segments), *params]
     columns_of = {m: _column(flow.stmt(m), len(iters)) for m in members}
-    members_free = [(m, it) for m, it in columns_of.items() if (m, it) in flow.run_time]
+    members_free = [(m, it) for m, it in columns_of.items() if (m, it) in flow.segmented]
     taken = flow.in_use(root)
     row = iters[-2] if len(iters) >= 2 else iters[0]
     ro, ri = _fresh(row + "o", taken), _fresh(row + "i", taken)
@@ -486,7 +489,7 @@ def _split_fresh(flow: Flow, stmt: Stmt, it: str, factor: int) -> Step:
 
 @dataclass
 class _Segments:
-    """Segments of a statement's loops whose lengths are run-time sizes: one knob and one split per loop."""
+    """Segments of a statement's loops that cannot be whole tiles: one knob and one split per loop."""
 
     flow: Flow
     stmt: Stmt
@@ -498,10 +501,10 @@ class _Segments:
                 for it in self.loops]
 
 
-def _run_time_segments(flow: Flow, stmt: Stmt, iters: list) -> _Segments:
-    """A loop of run-time length cannot be one whole tile: it is walked in segments of a fixed length, drawn
+def _segments(flow: Flow, stmt: Stmt, iters: list) -> _Segments:
+    """A loop that cannot be one whole tile (`Flow.segmented`) is walked in segments of a fixed length, drawn
     like a row group's (the last covers the tuned length)."""
-    loops = [it for it in iters if (stmt.name, it) in flow.run_time]
+    loops = [it for it in iters if (stmt.name, it) in flow.segmented]
     params = [Param(f"{stmt.name}.{it}_segment", _tiles(COLUMN_TILES[3:], flow.extents[stmt.name, it]))
               for it in loops]
     return _Segments(flow, stmt, loops, params)

@@ -209,3 +209,35 @@ schedule s {
     assert fit(prog, "s", "h100", "io", {"jo": 64}) == 100
     rows = sweep(prog, "s", "h100", [(["jo"], [64])], fit_loop="io")
     assert [r.factors["io"] for r in rows] == [100]
+
+
+@pytest.mark.parametrize("block, says", [
+    ("padded", "shared needs 256 KiB per block with its tiles padded to powers of two (A 192x64 -> 256x64"),
+    ("persistent", "launched persistently, Triton keeps each tile it stores in shared memory"),
+])
+def test_cost_compile_and_the_tuner_judge_a_generated_kernel_alike(block, says, capsys, tmp_path):
+    """`cost` reported these as fitting (0 resident blocks, a finite estimate) and `compile` wrote the padded
+    one, which Triton could not launch, while the tuner's screen refused both (probe CC of the 30th session)."""
+    from tdsl.compiler.tune.search import search
+
+    prog = COST / "gemm_padded.tdsl"
+    status, out, err = run(["cost", prog, "--schedule", block, "--target", "h100"], capsys)
+    assert status == 1 and "[rule capacity]" in err and says in err
+    status, out, err = run(["compile", prog, "--schedule", block, "--target", "h100", "-o", tmp_path / "g.py"],
+                           capsys)
+    assert status == 1 and "[rule capacity]" in err and says in err
+    assert not (tmp_path / "g.py").exists()
+    screen = search(load(prog), None, None, "h100", "triton", samples=1).screen
+    steps = list(load(prog).schedule(block).trace.steps)
+    assert screen.judge({}, steps, counted=False).rule in ("capacity:padded", "capacity:staged")
+
+
+def test_a_padded_kernel_that_fits_is_taken_by_all_three(capsys, tmp_path):
+    from tdsl.compiler.tune.search import search
+
+    prog = COST / "gemm_padded.tdsl"
+    assert run(["cost", prog, "--schedule", "padded_fits", "--target", "h100"], capsys)[0] == 0
+    assert run(["compile", prog, "--schedule", "padded_fits", "--target", "h100", "-o", tmp_path / "g.py"],
+               capsys)[0] == 0
+    screen = search(load(prog), None, None, "h100", "triton", samples=1).screen
+    assert screen.judge({}, list(load(prog).schedule("padded_fits").trace.steps), counted=False).accepted

@@ -542,3 +542,14 @@ def test_the_printed_block_takes_a_name_the_program_does_not_use(tmp_path):
     proc = _cli("tune", str(prog), "--size", "M=4,N=8", "--target", "h100", "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert "schedule tuned_h100_2 {" in proc.stdout
+
+
+def test_a_row_longer_than_a_tile_is_searched_in_segments():
+    """softmax at N = 100,000 (a constant): every candidate kept the row whole, a tile of 131,072 lanes the
+    lowering refuses, and nothing passed (probe CC of the 30th session); a run-time N was walked in segments."""
+    from tdsl.compiler.tune.search import search
+
+    found = search(tdsl.load(EXAMPLES / "softmax.tdsl", sizes={"M": 3, "N": 100_000}), None, None, "h100",
+                   "triton", samples=32)
+    assert found.ranked and all("split(Y.j, " in v.text for v in found.ranked)
+    assert not any(rule.startswith("backend:") for rule in found.screen.rejected)

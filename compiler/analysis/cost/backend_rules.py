@@ -18,9 +18,11 @@ A candidate the backend can use:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, PlannedBuffer, fmt_bytes, plan_kernels
+from tdsl.compiler.analysis.buffer_records import Violation
 from tdsl.compiler.analysis.buffer_sharing import violations, working_sets
 from tdsl.compiler.analysis.cost.staging import as_generated, copies, persistent_stores
 from tdsl.compiler.lower.tile_rules import padded_shape
@@ -43,7 +45,33 @@ def padded_bytes(buf: PlannedBuffer) -> int:
     return n
 
 
+@dataclass
+class AsGenerated(Violation):
+    """A kernel whose buffers fit as planned but not as its code generator makes them (tiles padded to their
+    lanes, operand copies the generator adds): the kernel would fail to compile or launch."""
+
+    reason: str = ""
+
+    def text(self) -> str:
+        return f"kernel {self.kernel}: {self.reason}"
+
+
+def generated_overflow(model, kernels: list[KernelPlan], target: Target, backend: str) -> Optional[AsGenerated]:
+    """The first kernel that does not fit as `backend` generates it (`padded_overflow`, then `staged_overflow`);
+    the one judgement of `tdsl compile` (compiler/lower/pipeline.py `with_stages`), the cost report and the
+    tuner's screen (probe CC of the 30th session: `cost` and `compile` took a 192-wide tile that Triton pads to 256
+    as fitting, the screen did not)."""
+    if backend not in COPYING:  # the Ascend printers size their buffers as they print them (check_capacity)
+        return None
+    return padded_violation(kernels, target) or staged_violation(model, kernels, target, backend)
+
+
 def padded_overflow(kernels: list[KernelPlan], target: Target) -> Optional[str]:
+    v = padded_violation(kernels, target)
+    return v and v.reason
+
+
+def padded_violation(kernels: list[KernelPlan], target: Target) -> Optional[AsGenerated]:
     """The first hard scope whose working set, with every tile padded to its lanes, is over the capacity."""
     for kp in kernels:
         if all(b.shape == padded_shape(b.shape) for b in kp.buffers):
@@ -51,8 +79,9 @@ def padded_overflow(kernels: list[KernelPlan], target: Target) -> Optional[str]:
         working, peaks = working_sets(kp.buffers, kp.slots, len(kp.stmts), padded_bytes)
         for v in violations(kp.name, working, peaks, target):
             padded = [b for b in v.buffers if b.shape != padded_shape(b.shape)]
-            return (f"{v.scope} needs {fmt_bytes(v.need)} per block with its tiles padded to powers of two "
-                    f"({', '.join(_padding(b) for b in padded)}) but {target.name} has {fmt_bytes(v.capacity)}")
+            reason = (f"{v.scope} needs {fmt_bytes(v.need)} per block with its tiles padded to powers of two "
+                      f"({', '.join(_padding(b) for b in padded)}) but {target.name} has {fmt_bytes(v.capacity)}")
+            return AsGenerated(kp.name, v.scope, v.need, v.capacity, v.buffers, reason=reason)
     return None
 
 
@@ -61,6 +90,11 @@ COPYING = {"triton": "Triton copies the tensor-core operands", "tilelang": "Tile
 
 
 def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: str) -> Optional[str]:
+    v = staged_violation(model, kernels, target, backend)
+    return v and f"{v.kernel}: {v.reason}"
+
+
+def staged_violation(model, kernels: list[KernelPlan], target: Target, backend: str) -> Optional[AsGenerated]:
     """The first kernel whose shared memory, with the operand copies the code generator adds and a persistent
     Triton kernel's stored tiles (cost/staging.py), every tile padded to its lanes, is over the target's
     per-block capacity: the kernel would fail to compile or launch ("out of resource: shared memory")."""
@@ -80,9 +114,10 @@ def staged_overflow(model, kernels: list[KernelPlan], target: Target, backend: s
             made and f"{COPYING[backend]} into shared memory itself ({made})",
             kept and f"launched persistently, Triton keeps each tile it stores in shared memory beside the next "
                      f"tile's operands ({kept})"]))
-        return (f"{kp.name}: {what}: {fmt_bytes(need)} per block, but {target.name} has "
-                f"{fmt_bytes(shared.per_block)}; use fewer pipeline stages or smaller tiles"
-                + (", or launch it without persistent=true" if kept else ""))
+        reason = (f"{what}: {fmt_bytes(need)} per block, but {target.name} has "
+                  f"{fmt_bytes(shared.per_block)}; use fewer pipeline stages or smaller tiles"
+                  + (", or launch it without persistent=true" if kept else ""))
+        return AsGenerated(kp.name, "shared", need, shared.per_block, generated.buffers, reason=reason)
     return None
 
 
