@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -225,6 +226,11 @@ def _every_size_problem(prog, result, target: str, backend: Optional[str]) -> Op
     return None
 
 
+def _value_text(value) -> str:
+    """A size of a log record as the record has it: `20`, but `"20"` for a string (which matches no size)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else json.dumps(value)
+
+
 def _first_line(err: TdslError) -> str:
     """The message of a located error without its `file:line:col: error:` head and its source lines."""
     first = str(err).splitlines()[0]
@@ -256,7 +262,8 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
     matching = tuning_log.of_workload(records, workload)
     if tuning_log.best(matching) is None:
         seen = sorted({f"{r.get('kernel')} on {r.get('target')}/{r.get('backend')} at "
-                       f"{','.join(f'{k}={v}' for k, v in r.get('sizes', {}).items())}" for r in records})
+                       f"{','.join(f'{k}={_value_text(v)}' for k, v in r.get('sizes', {}).items())}"
+                       for r in records})
         listed = "; ".join(seen[:5]) or "nothing"
         unbound = [k for k, v in model.sizes.items() if v is None]
         if unbound:  # a log's entry is for the sizes it was tuned at: those must be given
