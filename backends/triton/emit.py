@@ -31,6 +31,7 @@ TEMPLATES = Path(__file__).parent / "templates"
 TL_DTYPES = TRITON  # backends/common/dtypes.py
 DESCRIPTOR_DTYPES = {"bf16": "bf16", "f16": "fp16", "f32": "fp32"}  # Triton's names in a descriptor's type
 F8_MAX = 448.0
+NEGATIVE_ZERO = "_negative_zero()"  # the template's helper (see `_literal`)
 
 
 def emit_module(program: T.TileProgram, **common) -> str:
@@ -42,6 +43,7 @@ def emit_module(program: T.TileProgram, **common) -> str:
                        tensor_descriptors=any(descriptors(k) for k in program.kernels),
                        absent_terms=any(p.absent_terms for p in printers),
                        persistent=any(k.persistent for k in program.kernels),
+                       negative_zero=any(NEGATIVE_ZERO in line for k in kernels for line in k["lines"]),
                        **launcher_fields(program, names, launcher(program, names)))
 
 
@@ -583,8 +585,8 @@ def _call(func: str, args: list, zeros: bool = True) -> str:
 
 def _literal(value) -> str:
     """A float constant as Triton code (Python's own spellings of infinity and NaN)."""
-    # -0.0 as a constant of its own, not a negation (Triton 3.6 computes a tensor's -x as 0 - x).  GPU fuzz seed
-    # 49 gave +0.0 for f8 x * -0.0 with x > 0; whether the literal was the cause (or the E4M3 conversion of -0.0)
-    # is not yet confirmed on the GPU (benchmarks/RESULTS.md, 29th session)
+    # -0.0 as the helper that reinterprets its bits: Triton 3.6 makes every float constant -0.0 +0.0 on the GPU
+    # (the literal, float("-0.0"), tl.full(..., -0.0); x * -0.0 gave +0.0 for x > 0: GPU fuzz seed 49), and
+    # computes a tensor's -x as 0 - x (benchmarks/gpu/experiments/zero_sign_forms.py, RESULTS, 29th-30th sessions)
     return float_literal(value, {"inf": 'float("inf")', "-inf": 'float("-inf")', "nan": 'float("nan")',
-                                 "-0": 'float("-0.0")'})
+                                 "-0": NEGATIVE_ZERO})

@@ -23,6 +23,13 @@ OUT = HERE / "generated" / "signed_zeros"
 BACKENDS = ("triton", "tilelang")
 
 
+def _same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    """The same bits, a NaN being any NaN (its sign and payload mean nothing: TileLang's H of the 29th session's
+    probe case was counted wrong for the sign of its NaN)."""
+    nan = np.isnan(want)
+    return bool(np.array_equal(np.isnan(got), nan) and np.array_equal(got[~nan].view(np.int32), want[~nan].view(np.int32)))
+
+
 def prepare() -> None:
     sys.path.insert(0, str(ROOT / "tests" / "backends"))
     import test_signed_zero_extrema as cases  # the programs, schedules and inputs of the CPU test
@@ -77,7 +84,7 @@ def run(out_path: str, backends: list) -> int:
             launch(*args, **outs)
             torch.cuda.synchronize()
             wrong = [name for name in outs
-                     if outs[name].float().cpu().numpy().tobytes() != want[name].astype(np.float32).tobytes()]
+                     if not _same_bits(outs[name].float().cpu().numpy(), want[name].astype(np.float32))]
             bad += bool(wrong)
             shown = {name: {"got": outs[name].float().cpu().numpy().ravel().tolist()[:16],
                             "want": want[name].astype(np.float32).ravel().tolist()[:16]} for name in wrong}

@@ -99,9 +99,9 @@ def test_triton_negates_by_a_product():
     the GPU (29th session, benchmarks/gpu/experiments/zero_sign_forms.py).  x * -1.0 is exact in every version."""
     text = generate(loads(ELEMENTWISE, "zeros.tdsl"), None, target="nvidia", backend="triton")
     assert "v_G = tl.div_rn(1.0, (tl.load(X + G_i).to(tl.float32) * -1.0))" in text
-    # and the literal -0.0 is a constant of its own, not a negation of 0.0 (GPU fuzz seed 49: x * -0.0 came out
-    # +0.0 for x > 0; the cause is not yet confirmed on the GPU)
-    assert 'tl.load(Y + H_i).to(tl.float32) * float("-0.0"))' in text
+    # and the literal -0.0 is the bits of -0.0 reinterpreted: Triton 3.6 makes every float constant -0.0 +0.0 on the
+    # GPU (GPU fuzz seed 49: x * -0.0 came out +0.0 for x > 0; confirmed by zero_sign_forms.py, 30th session)
+    assert "tl.load(Y + H_i).to(tl.float32) * _negative_zero())" in text
 
 
 def test_the_interpreter_orders_the_zeros():

@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-FORMS = 15
+FORMS = 21
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: under TRITON_INTERPRET=1
 
 
@@ -41,6 +41,13 @@ def _forms(A, B, OUT, N: tl.constexpr):
     _put(OUT, 12, N, k, -(a + b))
     _put(OUT, 13, N, k, (a + 1.0) * -0.0)  # the literal -0.0
     _put(OUT, 14, N, k, (a + 1.0) * float("-0.0"))
+    # 30th session: forms 13 and 14 gave +0: the constant -0.0 reaches the kernel as +0.0.  Other spellings:
+    _put(OUT, 15, N, k, ((a + 1.0) * -1.0) * 0.0)  # x * -0.0 as (x * -1.0) * 0.0, no -0.0 constant
+    _put(OUT, 16, N, k, (a + 1.0) * tl.full([N], -2147483648, tl.int32).to(tl.float32, bitcast=True))
+    _put(OUT, 17, N, k, tl.where(a == a, -0.0, a))  # the literal as a value
+    _put(OUT, 18, N, k, tl.where(a == a, tl.full([N], -2147483648, tl.int32).to(tl.float32, bitcast=True), a))
+    _put(OUT, 19, N, k, (a + 1.0) * tl.full([N], -0.0, tl.float32))
+    _put(OUT, 20, N, k, a + -0.0)  # x + -0.0 = x for every x (+0 + -0 = +0)
 
 
 @triton.jit
@@ -62,10 +69,12 @@ def main() -> None:
     ieee = {"neg": ["-", "-", "+", "+"], "max": ["+", "+", "+", "-"], "min": ["+", "-", "-", "-"]}
     names = ["-a", "a + b", "-((-a) + (-b))", "minimum.NaN", "maximum.NaN", "OR bits", "AND bits", "helper min",
              "a * -1.0", "0.0 - a", "where(a == 0, a, 0.0)", "-((a + 1) - (b + 1))", "-(a + b)",
-             "(a + 1) * -0.0", "(a + 1) * float(\"-0.0\")"]
+             "(a + 1) * -0.0", "(a + 1) * float(\"-0.0\")", "((a + 1) * -1.0) * 0.0", "(a + 1) * bits(-0.0)",
+             "where(a == a, -0.0, a)", "where(a == a, bits(-0.0), a)", "(a + 1) * full(-0.0)", "a + -0.0"]
     want = [ieee["neg"], ieee["max"], ieee["min"], ieee["min"], ieee["max"], ieee["min"], ieee["max"], ieee["min"],
             ieee["neg"], ["+", "+", "+", "+"], ["+", "+", "-", "-"], ["-", "-", "-", "-"], ["-", "-", "-", "+"],
-            ["-", "-", "-", "-"], ["-", "-", "-", "-"]]
+            ["-", "-", "-", "-"], ["-", "-", "-", "-"], ["-", "-", "-", "-"], ["-", "-", "-", "-"],
+            ["-", "-", "-", "-"], ["-", "-", "-", "-"], ["-", "-", "-", "-"], ["+", "+", "-", "-"]]
     rows = []
     for name, got, expected in zip(names, signs, want):
         rows.append({"form": name, "got": "".join(got), "ieee": "".join(expected), "ok": got == expected})
