@@ -323,9 +323,13 @@ class _KernelChecker(_IndexChecks):
     def _start(self, red: ast.Reduce, names: list[str], scope: _StmtScope) -> None:
         """`sum(k) body from init`: a value of the element alone, computed once before its first term."""
         if red.op != "sum":
+            from tdsl.frontend.printer import expr_text
+
+            lhs = ", ".join(scope.lhs)
+            part = f"{scope.target}_{red.op}[{lhs}]"
             _fail(f"only a sum starts from a value; {red.op} is exact in any order: take the {red.op} in a "
-                  f"statement of its own and include x in the next (`M[i] = {red.op}(k) ...`, then "
-                  f"`Y[i] = {red.op}(x, M[i])`)", red.init.span)
+                  f"statement of its own and the start value in the next (`{part} = {red.op}({', '.join(names)}) "
+                  f"...`, then `{scope.target}[{lhs}] = {red.op}({expr_text(red.init)}, {part})`)", red.init.span)
         for name in _names_in(red.init):
             if name.name in names:
                 _fail(f"the value a sum starts from is computed once per element, before its terms: it cannot use "

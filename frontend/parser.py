@@ -63,7 +63,7 @@ class _Layout:
 
     def process(self, stream: Iterable[Token]) -> Iterator[Token]:
         self.reset()
-        pending_sep = False
+        pending_sep = None  # the first of a run of separators: ";" or a line break
         for tok in stream:
             if tok.type == "_NL":
                 if tok.value == "\n" and self.brackets:
@@ -71,12 +71,12 @@ class _Layout:
                 if tok.value == ";" and self.brackets:
                     yield self._emit(tok)  # the parser rejects it: "found ';'"
                     continue
-                pending_sep = True
+                pending_sep = pending_sep or (";" if tok.value == ";" else "\n")
                 continue
             if pending_sep:
-                pending_sep = False
                 if self.last is not None:  # a leading separator is useless
-                    yield self._emit(self._separator_after(self.last))
+                    yield self._emit(self._separator_after(self.last, pending_sep))
+                pending_sep = None
             self.top_before_last = self.brackets[-1] if self.brackets else None
             self._track_brackets(tok)
             self.last = tok
@@ -97,12 +97,12 @@ class _Layout:
             self.brackets.pop()
 
     @staticmethod
-    def _separator_after(tok: Token) -> Token:
-        """A synthetic separator just after `tok` (errors at it point there)."""
+    def _separator_after(tok: Token, value: str = "\n") -> Token:
+        """A synthetic separator just after `tok` (errors at it point there), `;` or a line break as written."""
         line = tok.end_line or tok.line
         col = tok.end_column or tok.column
         return Token(
-            "_NL", "\n", start_pos=tok.end_pos, line=line, column=col, end_line=line, end_column=col + 1, end_pos=tok.end_pos
+            "_NL", value, start_pos=tok.end_pos, line=line, column=col, end_line=line, end_column=col + 1, end_pos=tok.end_pos
         )
 
 

@@ -519,9 +519,6 @@ def cmd_cost(args) -> int:
     target = get_target(args.target)
     if args.sweep or args.fit:
         return _cost_sweep(prog, name, target, args)
-    if args.backend is not None:
-        raise TdslError("--backend names the tile rules that --sweep and --fit candidates must meet: add --sweep "
-                        "or --fit")
     sched = prog.schedule(name, kernel=args.kernel)
     try:
         cost = analyze(sched, target, regs=args.regs)
@@ -530,35 +527,37 @@ def cmd_cost(args) -> int:
 
         locate(err, prog, name, args.kernel)
         raise
+    if not cost.violations:
+        overflow = _as_generated_overflow(sched, target, args.backend)
+        for k in cost.kernels if overflow is not None else []:
+            if k.name == overflow.kernel:  # in the report and its JSON, as the plan's own violations are
+                k.violations.append(overflow)
     print(cost.to_json() if args.json else cost.text())
     if args.plot:
         plot_kernels(cost, args.plot, title=f"{prog.filename}: schedule {name or 'program order'}")
         print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)
-    from tdsl.compiler.analysis.buffer_plan import CapacityError
-
     if cost.violations:
+        from tdsl.compiler.analysis.buffer_plan import CapacityError
+
         print(f"tdsl: error: {CapacityError(target.name, cost.violations, name)}", file=sys.stderr)
-        return 1
-    overflow = _as_generated_overflow(sched, target)
-    if overflow is not None:
-        print(f"tdsl: error: {CapacityError(target.name, [overflow], name)}", file=sys.stderr)
         return 1
     return 0
 
 
-def _as_generated_overflow(sched, target):
+def _as_generated_overflow(sched, target, backend: Optional[str]):
     """The report counts the schedule's buffers exactly (the chapter's footprints); `tdsl compile` also refuses
     a kernel that does not fit as its code generator makes it (tiles padded to their lanes, operand copies:
-    compiler/analysis/cost/backend_rules.py `generated_overflow`, the target's first code generator).  `cost`
-    says so too, rather than report a kernel that cannot launch as fitting (probe CC of the 30th session)."""
+    compiler/analysis/cost/backend_rules.py `generated_overflow`; `--backend`, by default the target's first).
+    `cost` says so too, rather than report a kernel that cannot launch as fitting (probe CC of the 30th
+    session); `--backend none` leaves the check out."""
     from tdsl.compiler.analysis.buffer_plan import plan_kernels
     from tdsl.compiler.analysis.cost.backend_rules import generated_overflow
     from tdsl.compiler.driver.generate import code_generator
     from tdsl.compiler.schedule.empty_statements import without_empty_statements
 
-    if sched.model.params:
+    if sched.model.params or backend == "none":
         return None  # footprints known only at launch, as `compile` checks them
-    _, backend = code_generator(target.name, None)
+    _, backend = code_generator(target.name, backend)
     seen = without_empty_statements(sched)
     return generated_overflow(seen.model, plan_kernels(seen, target), target, backend)
 
@@ -726,9 +725,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fit", metavar="LOOP", help="give LOOP the largest factor that fits the target and the "
                    "backend's tile rules")
     p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend", "none"), default=None,
-                   help="with --sweep/--fit: the code generator whose tile rules a candidate must meet (tiles padded "
-                        "to powers of two, its lowering's limits; default: the target's first); none: the target's "
-                        "capacities alone")
+                   help="the code generator whose tile rules the schedule (with --sweep/--fit: a candidate) must "
+                        "meet (tiles padded to powers of two, its operand copies, its lowering's limits; default: the "
+                        "target's first); none: the target's capacities alone")
     p.add_argument("--plot", metavar="OUT.png", help="draw the roofline: a point per kernel, or with --sweep a point per "
                    "candidate and its traffic against local memory (needs matplotlib)")
     p.set_defaults(func=cmd_cost)

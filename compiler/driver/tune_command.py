@@ -92,7 +92,7 @@ def cmd_tune(args) -> int:
         print(f"measured {len(result.measured)} on {result.executor}:")
         _print_measured(result.measured)
         _print_correction(result.logged)
-    if not result.winner_steps:
+    if result.winner_steps is None:
         if not result.search.ranked:
             print("no candidate passed the checks: the rejections above say why")
         else:

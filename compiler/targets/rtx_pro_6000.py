@@ -46,6 +46,10 @@ TARGET = Target(
     memory_latency_s=600e-9,  # the chapter's H100 assumption reused [ch 5.1.5]; not measured on this card
     loads_in_flight_per_warp=4,  # [ch 5.1.5] assumption
     bytes_per_load_per_thread=16,  # 128-bit loads [ch 5.1.5] assumption
+    # sm_120's mma reads registers, but Triton's pipeliner copies a dot's operands into shared memory all the same,
+    # one copy per stage: a 256 x 256 x 64 bf16 GEMM of 2 stages without cache_read asks 131,072 B (AOT for sm_120,
+    # probe EE of the 30th session), more than a block's 99 KB
+    tensor_operands_in_shared=True,
     sources={
         "ch": "the chapter, 5.2.2 and 5.3.3",
         "design": "design.md targets table",

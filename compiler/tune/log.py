@@ -72,7 +72,7 @@ def read(path: Path) -> list[dict]:
             continue
         try:
             record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # JSONDecodeError, or an integer past Python's 4,300 digits
             if n < len(lines) or not torn:
                 raise TdslError(f"{path}:{n}: not a tuning log line (JSON expected)") from None
             continue
@@ -98,11 +98,20 @@ def _record_problem(record) -> Optional[str]:
         if key in record and type(record[key]) not in types:
             return f"its '{key}' is {json.dumps(record[key])[:40]}"
     us, estimate = record.get("us"), record.get("t_estimate")  # -5, NaN or Infinity would rank first
-    if us is not None and not (math.isfinite(us) and us > 0):
-        return f"its 'us' is {json.dumps(us)}, not a measured time (a finite number of microseconds above zero)"
-    if estimate is not None and not (math.isfinite(estimate) and estimate >= 0):
-        return f"its 't_estimate' is {json.dumps(estimate)}, not an estimate (a finite number of seconds, at least 0)"
+    if us is not None and not (_finite(us) and us > 0):
+        return f"its 'us' is {json.dumps(us)[:40]}, not a measured time (a finite number of microseconds above zero)"
+    if estimate is not None and not (_finite(estimate) and estimate >= 0):
+        return (f"its 't_estimate' is {json.dumps(estimate)[:40]}, not an estimate (a finite number of seconds, at "
+                f"least 0)")
     return None
+
+
+def _finite(number) -> bool:
+    """A JSON number a float holds (an integer of 400 digits is none: math.isfinite raises on it)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
 
 
 def append(path: Path, workload: Workload, record: dict, version: str) -> dict:

@@ -36,7 +36,7 @@ class TuneResult:
     name: str
     measured: list = field(default_factory=list)  # records of this run, in the order they finished
     logged: list = field(default_factory=list)  # records of this workload in the log, this run's included
-    winner_steps: str = ""
+    winner_steps: Optional[str] = None  # None: no winner; "" is one, program order (a block of no steps)
     winner_us: Optional[float] = None  # None: not timed (no GPU), the model's choice
     winner_block: Optional[str] = None  # the program's own schedule block the winner is, if it is one
     winner_estimate: Optional[float] = None  # the model's time of an untimed winner, seconds
@@ -52,7 +52,7 @@ class TuneResult:
 
     @property
     def block(self) -> str:
-        body = "\n".join(f"  {line}" for line in self.winner_steps.splitlines())
+        body = "\n".join(f"  {line}" for line in (self.winner_steps or "").splitlines())
         head = f"schedule {self.name} for {self.kernel}" if self.kernel else f"schedule {self.name}"
         return f"{head} {{\n{body}\n}}\n"
 

@@ -120,8 +120,8 @@ def test_factors_that_make_one_schedule_are_one_row(capsys):
 def test_usage_errors(capsys):
     status, _, err = run(["cost", COST / "gemm_tiles.tdsl", "--sweep", "io=32,64", "--fit", "io"], capsys)
     assert status == 2 and "io is both swept and fitted" in err
-    status, _, err = run(["cost", COST / "gemm_tiles.tdsl", "--backend", "triton"], capsys)
-    assert status == 2 and "--backend names the tile rules that --sweep and --fit candidates must meet" in err
+    status, _, err = run(["cost", COST / "gemm_tiles.tdsl", "--target", "ascend-950", "--backend", "triton"], capsys)
+    assert status == 2 and "target ascend-950 has no backend 'triton'" in err
     status, _, err = run(["cost", COST / "gemm_tiles.tdsl", "--schedule", "tiles", "--sweep", "io=32",
                           "--target", "ascend-950", "--backend", "triton"], capsys)
     assert status == 2 and "target ascend-950 has no backend 'triton'" in err
@@ -241,3 +241,19 @@ def test_a_padded_kernel_that_fits_is_taken_by_all_three(capsys, tmp_path):
                capsys)[0] == 0
     screen = search(load(prog), None, None, "h100", "triton", samples=1).screen
     assert screen.judge({}, list(load(prog).schedule("padded_fits").trace.steps), counted=False).accepted
+
+
+def test_the_as_generated_violation_is_in_the_report_and_its_json_and_follows_backend(capsys):
+    """The padded overflow reached stderr but not the report's DOES NOT FIT line or its JSON, and plain `cost`
+    refused --backend, so a TileLang kernel was judged by Triton's rules (probe EE, 30th session)."""
+    import json
+
+    prog = COST / "gemm_padded.tdsl"
+    status, out, _ = run(["cost", prog, "--schedule", "padded", "--json"], capsys)
+    assert status == 1 and "padded to powers of two" in json.loads(out)["kernels"][0]["violations"][0]["reason"]
+    status, out, _ = run(["cost", prog, "--schedule", "padded"], capsys)
+    assert status == 1 and "DOES NOT FIT: shared 262,144 B > 232,448 B" in out
+    # Triton keeps a persistent kernel's stored tile beside its operands; TileLang does not
+    assert run(["cost", prog, "--schedule", "persistent"], capsys)[0] == 1
+    assert run(["cost", prog, "--schedule", "persistent", "--backend", "tilelang"], capsys)[0] == 0
+    assert run(["cost", prog, "--schedule", "padded", "--backend", "none"], capsys)[0] == 0  # the exact footprints

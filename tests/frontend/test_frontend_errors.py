@@ -99,6 +99,19 @@ CASES = {
                              ^
         """,
     ),
+    "semicolon_where_an_operand_belongs": (  # a ';' is no line break: no hint (probe EE, 30th session)
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> (Y: f32[N]) {
+          Y[i] = A[i] *; Y[i] = 2.0
+        }
+        """,
+        """
+        prog.tdsl:3:16: error: expected an expression, found ';'
+            Y[i] = A[i] *; Y[i] = 2.0
+                         ^
+        """,
+    ),
     "expected_expression": (
         """
         const N = 8

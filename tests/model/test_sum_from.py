@@ -58,8 +58,8 @@ def test_the_start_value_is_printed_in_the_source_and_the_tree():
 
 @pytest.mark.parametrize("statement,message", [
     ("Y[i] = max(k) X[i, k] from Z[i]", "only a sum starts from a value; max is exact in any order: take the max "
-                                        "in a statement of its own and include x in the next (`M[i] = max(k) ...`, "
-                                        "then `Y[i] = max(x, M[i])`)"),
+                                        "in a statement of its own and the start value in the next "
+                                        "(`Y_max[i] = max(k) ...`, then `Y[i] = max(Z[i], Y_max[i])`)"),
     ("Y[i] = sum(k) X[i, k] from Z[i] + X[i, k]", "it cannot use the reduction iterator 'k'"),
     ("Y[i] = sum(k) X[i, k] from sum(l) X[i, l]", "the value a sum starts from cannot be a reduction"),
     ("Y[i] = sum(k) X[i, k] from Z[i] combine segments(2)", "cannot declare `combine segments(2)`"),

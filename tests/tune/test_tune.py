@@ -553,3 +553,25 @@ def test_a_row_longer_than_a_tile_is_searched_in_segments():
                    "triton", samples=32)
     assert found.ranked and all("split(Y.j, " in v.text for v in found.ranked)
     assert not any(rule.startswith("backend:") for rule in found.screen.rejected)
+
+
+@pytest.mark.parametrize("line", ['{"ok": true, "steps": "", "us": 1%s}' % ("0" * 400),
+                                  '{"ok": true, "steps": "", "t_estimate": 1%s}' % ("0" * 400),
+                                  '{"ok": true, "steps": "", "us": 1%s}' % ("0" * 5000)])
+def test_a_number_no_float_holds_is_not_a_log_line(tmp_path, line):
+    """OverflowError / ValueError tracebacks from math.isfinite and json.loads (probe EE, 30th session)."""
+    log = tmp_path / "tune.jsonl"
+    log.write_text(line + "\n")
+    with pytest.raises(TdslError, match=r"tune.jsonl:1: not a tuning log line"):
+        tuning_log.read(log)
+
+
+def test_program_order_can_win(tmp_path):
+    """A record of no steps (a block `schedule plain { }`, program order) measured fastest: `tune` said "no
+    measured candidate matched the interpreter" (its steps, "", tested as no winner; probe EE, 30th session)."""
+    prog = softmax()
+    log = tmp_path / "tune.jsonl"
+    tuning_log.append(log, _workload(prog), {"ok": True, "us": 0.5, "steps": "", "t_estimate": 1e-6}, "t")
+    result = tune(prog, target="h200", trials=0, log_path=log)
+    assert result.winner_steps == "" and result.winner_us == 0.5
+    assert result.block == "schedule tuned_h200 {\n\n}\n"
