@@ -257,3 +257,19 @@ def test_the_as_generated_violation_is_in_the_report_and_its_json_and_follows_ba
     assert run(["cost", prog, "--schedule", "persistent"], capsys)[0] == 1
     assert run(["cost", prog, "--schedule", "persistent", "--backend", "tilelang"], capsys)[0] == 0
     assert run(["cost", prog, "--schedule", "padded", "--backend", "none"], capsys)[0] == 0  # the exact footprints
+
+
+def test_triton_copies_the_operands_on_the_rtx_pro_6000_too(capsys, tmp_path):
+    """sm_120's mma reads registers, yet Triton's pipeliner stages a dot's operands in shared memory: this GEMM
+    asked 131,072 B (AOT for sm_120), which cost and compile took as fitting the block's 99 KB (probe EE)."""
+    prog = tmp_path / "g.tdsl"
+    prog.write_text("const M = 1024, N = 1024, K = 1024\n"
+                    "kernel g(A: bf16[M, K], W: bf16[K, N]) -> (Y: bf16[M, N]) {\n"
+                    "  Y[i, j]: bf16 = sum(k) A[i, k] * W[k, j] accum f32\n}\n"
+                    "schedule s {\n  io, jo, ii, ji = tile(Y.i, Y.j, 256, 256)\n  ko, ki = split(Y.k, 64)\n"
+                    "  reorder(Y, io, jo, ko, ii, ji, ki)\n  cache_write(Y, register, at=Y.jo)\n"
+                    "  pipeline(Y.ko, stages=2)\n  bind(Y.io, grid.x)\n  bind(Y.jo, grid.y)\n  launch(Y, warps=8)\n}\n")
+    for command in (["cost"], ["compile", "-o", tmp_path / "g.py"]):
+        status, _, err = run([command[0], prog, "--target", "rtx-pro-6000", *command[1:]], capsys)
+        assert status == 1 and "Triton copies the tensor-core operands into shared memory itself" in err
+        assert "128 KiB per block, but rtx-pro-6000 has 99 KiB" in err
