@@ -217,12 +217,13 @@ def _every_size_problem(prog, result, target: str, backend: Optional[str]) -> Op
     for the tuned backend, or None."""
     from tdsl.compiler.driver.api import loads
     from tdsl.compiler.driver.generate import generate
+    from tdsl.compiler.tune.tuner import first_line
 
     try:
         program = loads(f"{prog.ast.source.rstrip()}\n\n{result.block}", prog.filename)
         generate(program, result.name, target=target, backend=backend, kernel=result.kernel)
     except TdslError as err:
-        return _first_line(err)
+        return first_line(err)
     return None
 
 
@@ -231,10 +232,6 @@ def _value_text(value) -> str:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else json.dumps(value)
 
 
-def _first_line(err: TdslError) -> str:
-    """The message of a located error without its `file:line:col: error:` head and its source lines."""
-    first = str(err).splitlines()[0]
-    return first.split(" error: ", 1)[-1]
 
 
 def _runners_up(result) -> list:
@@ -251,6 +248,7 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
     from tdsl.compiler.driver.generate import generate, resolve_target
     from tdsl.compiler.tune import log as tuning_log
     from tdsl.compiler.tune.measure import with_steps
+    from tdsl.compiler.tune.tuner import first_line
 
     kind, backend, device = resolve_target(target, backend)
     if not Path(log_file).exists():
@@ -274,10 +272,10 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
     skipped = []
     for record in tuning_log.fastest_first(matching):
         try:  # the steps come from the log: an error in them is the log's, not at a line of the program
-            tuned, name = with_steps(prog, record["steps"], kernel)
+            tuned, name, _ = with_steps(prog, record["steps"], kernel)
             generate(tuned, name, target=target, backend=backend, kernel=kernel)
         except TdslError as err:
-            skipped.append(f"{'; '.join(record['steps'].splitlines())} ({_first_line(err)})")
+            skipped.append(f"{'; '.join(record['steps'].splitlines())} ({first_line(err)})")
             continue
         for text in skipped:  # the log may hold a record of another version, or one edited by hand
             print(f"{log_file}: skipped a faster record that does not apply to {prog.filename}: {text}",

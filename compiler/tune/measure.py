@@ -64,9 +64,9 @@ def block_source(source: str, name: str, steps: str, kernel: Optional[str] = Non
 
 
 def with_steps(prog, steps: str, kernel: Optional[str] = None, sizes: Optional[dict] = None):
-    """(the program with a tuning log's steps appended as one more schedule block, its name).  The steps come from
-    a file, not from the program: text that is not one block of steps (one that closes the block and adds a
-    kernel or another block) is a TdslError, as is a step that does not apply (`schedule(name)` replays them)."""
+    """(the program with a tuning log's steps appended as one more schedule block, its name, the schedule they
+    make).  The steps come from a file, not from the program: text that is not one block of steps (one that closes
+    the block and adds a kernel or another block) is a TdslError, as is a step that does not apply."""
     from tdsl.compiler.driver.api import loads
     from tdsl.frontend.diagnostics import TdslError
 
@@ -78,8 +78,7 @@ def with_steps(prog, steps: str, kernel: Optional[str] = None, sizes: Optional[d
     if sorted(program.schedule_names) != sorted([*prog.schedule_names, name]) or \
             list(program.kernels) != list(prog.kernels):
         raise TdslError(f"{prog.filename}: error: the steps are not one schedule block")
-    program.schedule(name, kernel)
-    return program, name
+    return program, name, program.schedule(name, kernel)
 
 
 def run_job(job: Job) -> dict:

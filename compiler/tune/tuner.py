@@ -151,16 +151,15 @@ def screened_records(prog, kernel: Optional[str], sizes: Optional[dict], found: 
             kept.append(record)
             continue
         try:
-            program, name = with_steps(prog, record["steps"], kernel, sizes)
-            steps = list(program.schedule(name, kernel, sizes).trace.steps)
+            steps = list(with_steps(prog, record["steps"], kernel, sizes)[2].trace.steps)
         except TdslError as err:
-            left.append((record, str(err).splitlines()[0].split(" error: ", 1)[-1]))
+            left.append((record, first_line(err)))
             continue
         verdict = found.screen.judge({}, steps, counted=False)
         if verdict.accepted:
             kept.append(record)
         else:
-            left.append((record, f"{verdict.rule}: {verdict.message.splitlines()[0]}"))
+            left.append((record, _refusal(verdict)))
     return kept, left
 
 
@@ -177,17 +176,26 @@ def program_blocks(prog, kernel: Optional[str], sizes: Optional[dict],
         try:
             steps = list(prog.schedule(block.name, name, sizes).trace.steps)
         except TdslError as err:
-            left.append((block.name, str(err).splitlines()[0].split(" error: ", 1)[-1]))
+            left.append((block.name, first_line(err)))
             continue
         verdict = found.screen.judge({}, steps, counted=False)
         if not verdict.accepted:
-            left.append((block.name, f"{verdict.rule}: {verdict.message.splitlines()[0]}"))
+            left.append((block.name, _refusal(verdict)))
         else:
             same = next((v for v in found.ranked if v.text == verdict.text), None)
             verdict.choice = dict(same.choice) if same else {}  # a point of the space keeps its knob values
             verdict.block = block.name
             out.append(verdict)
     return out, left
+
+
+def first_line(err: TdslError) -> str:
+    """The message of a located error without its `file:line:col: error:` head and its source lines."""
+    return str(err).splitlines()[0].split(" error: ", 1)[-1]
+
+
+def _refusal(verdict: Verdict) -> str:
+    return f"{verdict.rule}: {verdict.message.splitlines()[0]}"
 
 
 def _measure_in_rounds(found: SearchResult, records: list, budget: int, measure, batch: int,
