@@ -130,7 +130,13 @@ class RayExecutor:
         pending = [task.remote(job) for job in jobs]
         while pending:
             done, pending = self.ray.wait(pending, num_returns=1)
-            yield self.ray.get(done[0])
+            try:
+                record = self.ray.get(done[0])
+            except self.ray.exceptions.RayError as err:  # the cluster, not the candidate: a worker or raylet died
+                reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                raise TdslError(f"--executor ray: the cluster failed while measuring ({type(err).__name__}: "
+                                f"{reason}); the log keeps what was measured: rerun to resume") from None
+            yield record
 
     def close(self) -> None:
         self.ray.shutdown()
