@@ -531,7 +531,7 @@ def cmd_cost(args) -> int:
         overflow = _as_generated_overflow(sched, target, args.backend)
         for k in cost.kernels if overflow is not None else []:
             if k.name == overflow.kernel:  # in the report and its JSON, as the plan's own violations are
-                k.violations.append(overflow)
+                k.violations = [*k.violations, overflow]  # a new list: the plan's own is shared with the cost
     print(cost.to_json() if args.json else cost.text())
     if args.plot:
         plot_kernels(cost, args.plot, title=f"{prog.filename}: schedule {name or 'program order'}")
