@@ -233,8 +233,8 @@ def value_rounding_witness(model: KernelModel, writer, dtype: str,
 
 
 def first_coords(stmt) -> Optional[list[int]]:
-    """The coordinates of a statement's first instance; None where it has none at the sizes given (its steps are
-    checked as at any size: compiler/schedule/empty_statements.py)."""
+    """The coordinates of a statement's first instance; None where it has none at the sizes given
+    (compiler/schedule/empty_statements.py): a rule about what it writes still refuses there."""
     return None if stmt.domain.is_empty() else first_point(stmt.domain)[1]
 
 
