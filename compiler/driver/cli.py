@@ -226,8 +226,9 @@ def cmd_compile(args) -> int:
 
         if args.schedule is not None:
             raise TdslError("choose --schedule or --tuned, not both")
-        prog, name = tuned_program(prog, args.tuned, args.target, args.backend, args.kernel)
-    text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
+        prog, name, text = tuned_program(prog, args.tuned, args.target, args.backend, args.kernel)
+    else:
+        text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
     n = text.count("\n    # statements ")  # one comment line opens each kernel
     summary = f"{n} kernel launch(es), schedule {name or 'program order'}, target {args.target}"
     if out is None:
@@ -509,7 +510,9 @@ def cmd_fuse(args) -> int:
 
 def cmd_cost(args) -> int:
     """Buffers, working set, residency, traffic per level, FLOPs, intensity and roofline of a schedule."""
+    from tdsl.compiler.analysis.buffer_plan import plan_kernels
     from tdsl.compiler.analysis.cost import analyze, plot_kernels
+    from tdsl.compiler.schedule.empty_statements import without_empty_statements
     from tdsl.compiler.targets import get_target
 
     if args.plot:
@@ -519,16 +522,17 @@ def cmd_cost(args) -> int:
     target = get_target(args.target)
     if args.sweep or args.fit:
         return _cost_sweep(prog, name, target, args)
-    sched = prog.schedule(name, kernel=args.kernel)
+    sched = without_empty_statements(prog.schedule(name, kernel=args.kernel))  # the schedule analyze plans
     try:
-        cost = analyze(sched, target, regs=args.regs)
+        plans = plan_kernels(sched, target)
+        cost = analyze(sched, target, regs=args.regs, plans=plans)
     except BackendError as err:  # a scope the target lacks: at the block, as compile says it
         from tdsl.compiler.driver.generate import locate
 
         locate(err, prog, name, args.kernel)
         raise
     if not cost.violations:
-        overflow = _as_generated_overflow(sched, target, args.backend)
+        overflow = _as_generated_overflow(sched, plans, target, args.backend)
         for k in cost.kernels if overflow is not None else []:
             if k.name == overflow.kernel:  # in the report and its JSON, as the plan's own violations are
                 k.violations = [*k.violations, overflow]  # a new list: the plan's own is shared with the cost
@@ -544,22 +548,18 @@ def cmd_cost(args) -> int:
     return 0
 
 
-def _as_generated_overflow(sched, target, backend: Optional[str]):
+def _as_generated_overflow(sched, plans, target, backend: Optional[str]):
     """The report counts the schedule's buffers exactly (the chapter's footprints); `tdsl compile` also refuses
     a kernel that does not fit as its code generator makes it (tiles padded to their lanes, operand copies:
     compiler/analysis/cost/backend_rules.py `generated_overflow`; `--backend`, by default the target's first).
     `cost` says so too, rather than report a kernel that cannot launch as fitting (probe CC of the 30th
     session); `--backend none` leaves the check out."""
-    from tdsl.compiler.analysis.buffer_plan import plan_kernels
     from tdsl.compiler.analysis.cost.backend_rules import generated_overflow
     from tdsl.compiler.driver.generate import code_generator
-    from tdsl.compiler.schedule.empty_statements import without_empty_statements
 
-    if sched.model.params or backend == "none":
-        return None  # footprints known only at launch, as `compile` checks them
-    _, backend = code_generator(target.name, backend)
-    seen = without_empty_statements(sched)
-    return generated_overflow(seen.model, plan_kernels(seen, target), target, backend)
+    if backend == "none":
+        return None
+    return generated_overflow(sched.model, plans, target, code_generator(target.name, backend)[1])
 
 
 def _check_plot_output(output: str, program: str) -> None:

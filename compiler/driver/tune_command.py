@@ -115,13 +115,18 @@ def cmd_tune(args) -> int:
     return 0
 
 
-def _free_name(prog, args) -> str:
-    """The default name of the winner's block, made unique in the program (`tuned_h100_2`): the block printed
-    for pasting must not clash with one the file has (`--append` refuses a taken name before the search)."""
+def _default_name(args) -> str:
+    """The winner's block name without `--name`: tuned_DEVICE."""
     from tdsl.compiler.driver.generate import resolve_target
     from tdsl.compiler.tune.tuner import default_block_name
 
-    base = name = default_block_name(resolve_target(args.target, args.backend)[2])
+    return default_block_name(resolve_target(args.target, args.backend)[2])
+
+
+def _free_name(prog, args) -> str:
+    """The default name of the winner's block, made unique in the program (`tuned_h100_2`): the block printed
+    for pasting must not clash with one the file has (`--append` refuses a taken name before the search)."""
+    base = name = _default_name(args)
     n = 1
     while name in prog.schedule_names:
         n += 1
@@ -131,14 +136,11 @@ def _free_name(prog, args) -> str:
 
 def _check_free_name(prog, args) -> None:
     """`--append` names a block the program does not have yet: said before the search, not after it."""
-    from tdsl.compiler.driver.generate import resolve_target
-    from tdsl.compiler.tune.tuner import default_block_name
-
     if args.name is not None:
         if args.name in prog.schedule_names:
             raise TdslError(f"{prog.filename} already has a schedule '{args.name}'; choose another --name")
         return
-    name = default_block_name(resolve_target(args.target, args.backend)[2])
+    name = _default_name(args)
     if name in prog.schedule_names:
         raise TdslError(f"{prog.filename} already has a schedule '{name}' (the name --append gives); give --name")
 
@@ -232,8 +234,6 @@ def _value_text(value) -> str:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else json.dumps(value)
 
 
-
-
 def _runners_up(result) -> list:
     """The steps of the other candidates, fastest first: timed ones by their time, else by the model's estimate."""
     ok = [r for r in result.logged if r.get("ok") and r["steps"] != result.winner_steps]
@@ -244,7 +244,8 @@ def _runners_up(result) -> list:
 
 
 def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kernel: Optional[str]):
-    """(program with the log's best schedule appended as block `tuned`, that name) for `compile --tuned`."""
+    """(program with the log's best schedule appended as block `tuned`, that name, the module generated from it)
+    for `compile --tuned`: the fastest correct record that applies and generates."""
     from tdsl.compiler.driver.generate import generate, resolve_target
     from tdsl.compiler.tune import log as tuning_log
     from tdsl.compiler.tune.measure import with_steps
@@ -273,13 +274,13 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
     for record in tuning_log.fastest_first(matching):
         try:  # the steps come from the log: an error in them is the log's, not at a line of the program
             tuned, name, _ = with_steps(prog, record["steps"], kernel)
-            generate(tuned, name, target=target, backend=backend, kernel=kernel)
+            text = generate(tuned, name, target=target, backend=backend, kernel=kernel)
         except TdslError as err:
             skipped.append(f"{'; '.join(record['steps'].splitlines())} ({first_line(err)})")
             continue
-        for text in skipped:  # the log may hold a record of another version, or one edited by hand
-            print(f"{log_file}: skipped a faster record that does not apply to {prog.filename}: {text}",
+        for what in skipped:  # the log may hold a record of another version, or one edited by hand
+            print(f"{log_file}: skipped a faster record that does not apply to {prog.filename}: {what}",
                   file=sys.stderr)
-        return tuned, name
+        return tuned, name, text
     raise TdslError(f"{log_file}: no correct record of kernel {model.name} applies to {prog.filename} "
                     f"({len(skipped)} tried); the fastest: {skipped[0]}")

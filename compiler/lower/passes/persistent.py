@@ -5,7 +5,9 @@ The schedule's buffers were checked against the device's shared memory when the 
 of its next tile are already being copied in (the walk is flattened so that they are), so the tile Triton passes
 through shared memory on its way out cannot reuse the operands' buffers as it does in a kernel that stores once
 (`tma.persistent_bytes`, measured on the H200).  A kernel for which that does not fit is refused, naming what to
-change, instead of failing in Triton's compiler.
+change, instead of failing in Triton's compiler.  At fixed sizes the judgement shared by every generated kernel
+(compiler/analysis/cost/backend_rules.py `generated_overflow`, in pipeline.with_stages) refuses such a kernel
+first; this pass decides for kernels whose sizes come at run time, which that judgement cannot plan.
 
     program = refuse_persistent_overflow(program)
 """

@@ -228,7 +228,9 @@ def _outer_hint(tree, stmt: Stmt, k: str, node: Loop) -> str:
     """Which loop to pass instead, where the statement has one that rfactor takes (the split's outer loop)."""
     loops = [loop for loop in tree.path(stmt.name) if loop is not node]
     fit = next((loop for loop in loops if _factor(loop, stmt, k) is not None), None)
-    return f": rfactor({stmt.name}.{fit.name})" if fit is not None else f": split {stmt.name}'s loop over {k} and pass its outer loop"
+    if fit is None:
+        return f": split {stmt.name}'s loop over {k} and pass its outer loop"
+    return f": rfactor({stmt.name}.{fit.name})"
 
 
 def _factor(node: Loop, stmt: Stmt, k: str):
