@@ -70,10 +70,10 @@ class _KernelPlanner(_WorkingSets):
             grid.append(node)
             node = node.body[0] if len(node.body) == 1 else None
         warps = (self.root.warps if isinstance(self.root, Loop) else None) or DEFAULT_WARPS
-        serial = frozenset(l.name for l in walk_loops([self.root]) if self.serial(l))
+        serial = [l for l in walk_loops([self.root]) if self.serial(l)]
         return KernelPlan(self.index, self.name, self.root, self.stmts, self.buffers, self.accesses, working, peaks,
-                          warps, grid, violations, self.slots, serial,
-                          self._read_back())
+                          warps, grid, violations, self.slots, frozenset(l.name for l in serial),
+                          frozenset(id(l) for l in serial), self._read_back())
 
     # ------------------------------------------------------------ loops and regions
 
@@ -81,13 +81,24 @@ class _KernelPlanner(_WorkingSets):
         return self.tree.path(stmt)
 
     def _prefix(self, stmt: str, loop: Optional[Loop]) -> isl.Map:
-        """Statement instance -> values of the loops from the kernel's root down to `loop` (None: no loop)."""
+        """Statement instance -> values of the loops from the kernel's root down to `loop` (None: no loop).  At a
+        tile-level loop these are the tile-level loops: a point loop between them holds lanes of the tile (the
+        lowering runs a serial loop found inside point loops around the tile, compiler/lower/loops.py
+        `_point_chain`), so it fixes nothing.  At a loop of a scalar loop nest (no tile-level loop: the chapter's
+        program order, one element at a time) they are all the loops."""
         domain = self.model.stmt(stmt).domain
         if loop is None:
             return pw_affs_to_map([], domain)
+        upto = self._levels(stmt, loop)
+        return pw_affs_to_map([d for l in upto[: _index(upto, loop) + 1] for d in l.exprs[stmt]], domain)
+
+    def _levels(self, stmt: str, loop: Loop) -> list[Loop]:
+        """The loops of the statement's path that can hold a tile at `loop`'s level: the tile-level ones where
+        `loop` is one, else (a scalar loop nest) every loop."""
         path = self.path(stmt)
-        upto = path[: _index(path, loop) + 1]
-        return pw_affs_to_map([d for l in upto for d in l.exprs[stmt]], domain)
+        if not self.is_tile_level(loop):
+            return path
+        return [l for l in path if self.is_tile_level(l)]
 
     def touched(self, stmts: list[str], tensor: str, loop: Optional[Loop], write: bool = False) -> isl.Map:
         """Loop values -> the elements of `tensor` the statements read (or write) in that iteration."""
@@ -477,10 +488,11 @@ class _KernelPlanner(_WorkingSets):
         return found[-1] if found else None
 
     def _hoist(self, stmt: str, tensor: str, level: Optional[Loop], floor: Optional[Loop]) -> Optional[Loop]:
-        """Move a tile's load level out of serial loops it does not depend on (never past a bound loop or `floor`)."""
+        """Move a tile's load level out of serial loops it does not depend on (never past a bound loop or `floor`).
+        Only tile-level loops are levels: the point loops between them are lanes of the tile."""
         if level is None:
             return None
-        path = self.path(stmt)
+        path = self._levels(stmt, level)
         at, stop = _index(path, level), _index(path, floor)
         region = self.touched([stmt], tensor, level)
         while at > stop and not path[at].bind:

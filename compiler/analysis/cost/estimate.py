@@ -21,7 +21,7 @@ One function per term (docs/cost.md, "The estimate", gives each formula and its 
                     the launch is persistent (one program walks its SM's tiles and prefetches across them);
 * `wave_factor`     the busiest SM's (core's) work over the mean: a partial last wave, a longest program;
 * `inflight_time`   Little's law: each load step waits the memory latency (an L2 hit's when it re-reads what is
-                    in L2: `step_latency`), and only resident programs x (pipeline stages - 1) of them are in
+                    in L2: `step_waits`), and only resident programs x (pipeline stages - 1) of them are in
                     flight at once;
 * `overlap`         compute and loads in flight overlap, but not perfectly: their 3-norm, not their maximum; and
                     so do the SMs' work and the DRAM stream (a kernel at the copy bandwidth with more work per
@@ -38,6 +38,7 @@ import math
 import islpy as isl
 
 from tdsl.compiler.analysis.buffer_plan import KernelPlan
+from tdsl.compiler.analysis.cost.count import card
 from tdsl.compiler.analysis.cost.l2 import dram_bytes, grid_dependence
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
 from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand
@@ -199,32 +200,50 @@ def longest_program(kp: KernelPlan, cost: KernelCost) -> float:
 
 
 def inflight_time(kp: KernelPlan, cost: KernelCost, tgt: Target, resident: int, waves: float) -> float:
-    """Little's law: every load step (an iteration of the K loop, or a program's one load of its tiles) waits the
-    memory latency (`step_latency`) plus its bytes at the SM's share of the L2 bandwidth, and an SM has at most
+    """Little's law: every load step (an iteration of a K loop, or a program's one load of its tiles) waits the
+    memory latency (`step_waits`) and its bytes pass at the SM's share of the L2 bandwidth, and an SM has at most
     resident programs x (pipeline stages - 1) of them in flight: a loop pipelined over s stages loads s - 1
     steps ahead of the one it computes (Triton's and TileLang's pipeliners), an unpipelined one loads one step
     at a time."""
     if not tgt.memory_latency_s:
         return 0.0
     loads = sum(t.bytes for t in cost.transfers if t.src == "global")
-    steps = cost.loop_iterations[cost.step.loop] if cost.step is not None else cost.programs
     ahead = max(cost.step.stages - 1, 1) if cost.step is not None else 1
     share = (tgt.l2_bandwidth or tgt.dram_bandwidth) / tgt.units
-    per_step = step_latency(kp, cost, tgt) + loads / max(steps, 1) / share
-    return steps / tgt.units * waves * per_step / (resident * ahead)
+    return (step_waits(kp, cost, tgt) + loads / share) / tgt.units * waves / (resident * ahead)
 
 
-def step_latency(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
-    """The latency a load step waits: an L2 hit's (Target.l2_latency_s) when every global load of the step's
-    loop reads what is already in L2: what the same program has just stored or loaded in an earlier loop of the
-    kernel (an intermediate read back, a row read a second time), or a tile every program of the wave loads
-    alike (no grid loop changes it: RMSNorm's weights); memory_latency_s otherwise."""
-    if cost.step is None or not tgt.l2_latency_s:
-        return tgt.memory_latency_s
-    in_step = [a for a in kp.accesses if a.src == "global" and a.loop_name == cost.step.loop]
-    earlier = {a.tensor for a in kp.accesses if a.src == "global" and a.loop_name != cost.step.loop}
+def step_waits(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
+    """The latency the load steps wait, summed: one memory latency per program without a K loop; with one, per
+    iteration of each loop of that name (a statement's own K loop: the loops of a row's statements run one after
+    another, each loading its segments), an L2 hit's (Target.l2_latency_s) where every global load of the loop
+    reads what is already in L2 (`_in_l2`), the memory latency otherwise."""
+    if cost.step is None:
+        return cost.programs * tgt.memory_latency_s
+    loops: dict = {}
+    for a in kp.accesses:
+        if a.src == "global" and a.loop_name == cost.step.loop:
+            loops.setdefault(id(a.loop), []).append(a)
+    if not loops:
+        return cost.loop_iterations[cost.step.loop] * tgt.memory_latency_s
+    total = 0.0
+    for accesses in loops.values():
+        iterations = max(card(a.touched.domain()) for a in accesses)
+        hit = tgt.l2_latency_s and all(_in_l2(kp, a, cost.step.loop) for a in accesses)
+        total += iterations * (tgt.l2_latency_s if hit else tgt.memory_latency_s)
+    return total
 
-    def in_l2(a) -> bool:
-        return a.tensor in kp.read_back or a.tensor in earlier or not grid_dependence(kp, a)
 
-    return tgt.l2_latency_s if in_step and all(in_l2(a) for a in in_step) else tgt.memory_latency_s
+def _in_l2(kp: KernelPlan, access, step_loop: str) -> bool:
+    """Whether a load of the K loop reads what is already in L2: what the same program has just stored (an
+    intermediate read back) or loaded earlier (a row read a second time: by a loop of another name, or by an
+    earlier statement's loop of the step's name), or a tile every program of the wave loads alike (no grid loop
+    changes it: RMSNorm's weights)."""
+    first = min(kp.stmts.index(s) for s in access.stmts)
+
+    def earlier(b) -> bool:
+        return (b.src == "global" and b.tensor == access.tensor and b.loop is not access.loop
+                and (b.loop_name != step_loop or max(kp.stmts.index(s) for s in b.stmts) < first))
+
+    return (access.tensor in kp.read_back or any(earlier(b) for b in kp.accesses)
+            or not grid_dependence(kp, access))

@@ -43,15 +43,21 @@ def kernel_flops(model, stmts: list[str]) -> tuple[int, int, Optional[str]]:
 
 
 def loop_iterations(schedule: Schedule, kp: KernelPlan) -> dict:
-    """How many times each loop of the kernel runs its body, summed over all enclosing iterations."""
+    """How many times each loop of the kernel runs its body, summed over all enclosing iterations.  Around a
+    loop that is bound or serial the enclosing loops that count are the bound and serial ones: a point loop
+    between them holds lanes of a tile and runs no iterations (the buffer plan's `_levels`); in a scalar loop
+    nest (program order: the chapter's one element at a time) every loop counts."""
     model, tree = schedule.model, schedule.tree
     loops = [kp.root] + list(walk_loops(kp.root.body)) if isinstance(kp.root, Loop) else []
+
     out = {}
     for loop in loops:
         image = None
         for s in statements_under(loop):
             path = tree.path(s)
             upto = path[: next(n for n, l in enumerate(path) if l is loop) + 1]
+            if kp.is_tile_level(loop):
+                upto = [l for l in upto if kp.is_tile_level(l)]
             part = pw_affs_to_map([d for l in upto for d in l.exprs[s]], model.stmt(s).domain).range()
             image = part if image is None else image.union(part)
         out[loop.name] = out.get(loop.name, 0) + card(image)
