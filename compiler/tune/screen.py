@@ -8,7 +8,10 @@ A candidate passes four gates, in the order a user meets them:
 2. **capacity** -- the buffer plan of the target must fit its on-chip memories (rule `capacity:<scope>`), also
    with every tile padded to the power-of-two lanes the generated code allocates (rule `capacity:padded`,
    the judgement `tdsl cost --fit` makes: compiler/analysis/cost/backend_rules.py), and with the operand copies
-   Triton makes in shared memory itself and a persistent kernel's stored tiles (rule `capacity:staged`).
+   Triton makes in shared memory itself and a persistent kernel's stored tiles (rule `capacity:staged`), and
+   a matrix product's accumulator must fit a thread's registers (rule `capacity:registers`: one that does not
+   moves through local memory at every K step: 5-49x the best candidate's time in the H100's logs;
+   compiler/analysis/cost/timing.py `unheld_accumulator`).
 3. **backend** -- the code generator must take it (the tile lowering for the backend: rule
    `backend:<backend>`), so that no candidate the tuner returns is one `tdsl compile` refuses.
 4. **cost** -- the cost model's `t_estimate` ranks what is left.
@@ -30,6 +33,7 @@ from tdsl.compiler.analysis.buffer_plan import plan_kernels
 from tdsl.compiler.analysis.buffer_records import CapacityError
 from tdsl.compiler.analysis.cost import analyze
 from tdsl.compiler.analysis.cost.backend_rules import padded_overflow, staged_overflow
+from tdsl.compiler.analysis.cost.timing import unheld_accumulator
 from tdsl.compiler.errors import BackendError, LegalityError, ScheduleError
 from tdsl.compiler.lower.pipeline import BACKENDS, lower_for
 from tdsl.compiler.schedule.schedule import Schedule, Step, Trace
@@ -91,6 +95,9 @@ class Screen:
             staged = staged_overflow(sched.model, plans, self.device, BACKENDS[self.kind, self.backend])
             if staged:
                 return self._reject(verdict, "capacity:staged", staged)
+            unheld = unheld_accumulator(plans, cost.kernels, self.device)
+            if unheld:
+                return self._reject(verdict, "capacity:registers", unheld)
             lower_for(sched, BACKENDS[self.kind, self.backend], self.target)
         except LegalityError as err:
             return self._reject(verdict, f"legality:{err.rule}", str(err))

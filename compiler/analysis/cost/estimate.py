@@ -41,7 +41,7 @@ from tdsl.compiler.analysis.buffer_plan import KernelPlan
 from tdsl.compiler.analysis.cost.count import card
 from tdsl.compiler.analysis.cost.l2 import dram_bytes, grid_dependence
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
-from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand
+from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand, unheld_buffer
 from tdsl.compiler.analysis.cost.work import matrix_time, vector_time
 from tdsl.compiler.targets import Target
 
@@ -110,9 +110,8 @@ def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float, resi
     if excess <= 0:
         return 0.0
     threads = kp.warps * (tgt.warp_size or 32)
-    largest = max((b.bytes_per_copy for b in kp.buffers if b.scope == tgt.default_scope), default=0)
-    whole = largest / 4 / threads > limit - REGISTER_OVERHEAD
-    moved = largest if whole else excess * 4 * threads
+    whole = unheld_buffer(kp, tgt)
+    moved = whole.bytes_per_copy if whole is not None else excess * 4 * threads
     steps_per_unit = cost.loop_iterations[cost.step.loop] / tgt.units * waves
     return steps_per_unit * 2 * moved / (tgt.l2_bandwidth / tgt.units)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from tdsl.compiler.analysis.buffer_plan import KernelPlan
+from tdsl.compiler.analysis.buffer_plan import KernelPlan, PlannedBuffer, fmt_bytes
 from tdsl.compiler.analysis.cost.results import KernelCost, Occupancy, Step
 from tdsl.compiler.schedule.tree import walk_loops
 from tdsl.compiler.targets import Target
@@ -25,6 +25,39 @@ def roofline(tgt: Target, global_bytes: int, flops_matrix: int, flops_vector: in
 
 
 REGISTER_OVERHEAD = 32  # registers a thread needs besides its tiles: addresses, indices, loop state
+
+
+def unheld_buffer(kp: KernelPlan, tgt: Target) -> Optional[PlannedBuffer]:
+    """The largest register buffer when it alone needs more registers a thread than the target allows, past the
+    registers every thread needs besides (`REGISTER_OVERHEAD`); else None.  A matrix product's accumulator is
+    read and written whole by its instructions, so such a buffer moves through local memory at every K step
+    (estimate.py `spill_time`)."""
+    if not tgt.max_registers_per_thread:
+        return None
+    threads = kp.warps * (tgt.warp_size or 32)
+    regs = [b for b in kp.buffers if b.scope == tgt.default_scope]
+    largest = max(regs, key=lambda b: b.bytes_per_copy, default=None)
+    if largest is None or largest.bytes_per_copy / 4 / threads <= tgt.max_registers_per_thread - REGISTER_OVERHEAD:
+        return None
+    return largest
+
+
+def unheld_accumulator(kernels: list, costs: list, tgt: Target) -> Optional[str]:
+    """Why a kernel with matrix products cannot hold its accumulator in registers (`unheld_buffer`), or None.
+    The tuning logs of the 27th session (H100) measured 14 such candidates of 320, at 5-12x the best
+    candidate's time on the wgmma path (GEMM and FP8 tiles of 128 x 256 on 4 warps, 256 x 256 on 8) and 49x on
+    the mma.sync path (quant_gemm's 128 x 256 tile on 4 warps, 8.9 ms: Triton gave it 32 registers and 9 KiB of
+    local memory a thread), so the tuner does not measure them (compiler/tune/screen.py)."""
+    for kp, kc in zip(kernels, costs):
+        buf = unheld_buffer(kp, tgt) if kc.flops_matrix else None
+        if buf is not None:
+            threads = kp.warps * (tgt.warp_size or 32)
+            need = math.ceil(buf.bytes_per_copy / 4 / threads)
+            return (f"kernel {kp.name}: {buf.tensor} ({'x'.join(map(str, buf.shape))} {buf.dtype}, "
+                    f"{fmt_bytes(buf.bytes_per_copy)}) alone needs {need} registers a thread on {kp.warps} warps, "
+                    f"more than the {tgt.max_registers_per_thread - REGISTER_OVERHEAD} a thread has for tiles; it "
+                    f"would move through local memory at every K step: use more warps or a smaller tile")
+    return None
 
 
 def estimate_registers(kp: KernelPlan, tgt: Target, extra_bytes: int = 0) -> int:
