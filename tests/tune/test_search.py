@@ -52,7 +52,6 @@ def test_an_accumulator_past_the_registers_is_never_measured():
     8.9 ms on the H100 (49x the best candidate; Triton gave it 32 registers and 9 KiB of local memory a
     thread).  On 8 warps the same tile holds 128 a thread and passes."""
     from tdsl.compiler.tune.screen import Screen
-    from tdsl.compiler.schedule.schedule import Trace
 
     prog = tdsl.load(EXAMPLES / "quant_gemm.tdsl")
     base = prog.schedule(None)
