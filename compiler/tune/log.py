@@ -37,7 +37,17 @@ class Workload:
                 "target": self.target, "backend": self.backend}
 
     def matches(self, line: dict) -> bool:
-        return all(line.get(k) == v for k, v in self.fields().items())
+        return all(_same(line.get(k), v) for k, v in self.fields().items())
+
+
+def _same(a, b) -> bool:
+    """Equal and of one JSON type, all the way down: a record's size 8.0 is not the program's size 8 (Python's
+    == says it is), nor a float constant 1 the integer 1."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
 
 
 def kernels_text(prog) -> str:

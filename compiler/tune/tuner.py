@@ -142,25 +142,34 @@ def screened_records(prog, kernel: Optional[str], sizes: Optional[dict], found: 
     kernel, an illegal schedule, a launch the backend refuses); such a record must not win (probe CC of the 30th
     session).  A record of a candidate this search or a block already screened is taken as it is; a failed one
     wins nothing and is kept, so that it is not measured again."""
-    from tdsl.compiler.tune.measure import with_steps
-
     screened = {v.text for v in [*found.ranked, *blocks]}
+    judged: dict = {}  # steps text -> (canonical steps, None) or (None, why): a log repeats a schedule's records
     kept, left = [], []
     for record in records:
         if not record.get("ok") or record["steps"] in screened:
             kept.append(record)
             continue
-        try:
-            steps = list(with_steps(prog, record["steps"], kernel, sizes)[2].trace.steps)
-        except TdslError as err:
-            left.append((record, first_line(err)))
-            continue
-        verdict = found.screen.judge({}, steps, counted=False)
-        if verdict.accepted:
-            kept.append(record)
+        if record["steps"] not in judged:
+            judged[record["steps"]] = _screen_record(prog, kernel, sizes, found, record["steps"])
+        text, why = judged[record["steps"]]
+        if text is not None:  # its steps as the schedule prints them (a record edited by hand may hold comments)
+            kept.append({**record, "steps": text})
         else:
-            left.append((record, _refusal(verdict)))
+            left.append((record, why))
     return kept, left
+
+
+def _screen_record(prog, kernel: Optional[str], sizes: Optional[dict], found: SearchResult,
+                   steps_text: str) -> tuple[Optional[str], Optional[str]]:
+    """(the steps as the schedule prints them, None) for a log record's steps the screen passes, else (None, why)."""
+    from tdsl.compiler.tune.measure import with_steps
+
+    try:
+        steps = list(with_steps(prog, steps_text, kernel, sizes)[2].trace.steps)
+    except TdslError as err:
+        return None, first_line(err)
+    verdict = found.screen.judge({}, steps, counted=False)
+    return (verdict.text, None) if verdict.accepted else (None, _refusal(verdict))
 
 
 def program_blocks(prog, kernel: Optional[str], sizes: Optional[dict],

@@ -102,6 +102,19 @@ def test_a_record_appended_after_a_torn_line_starts_a_line_of_its_own(tmp_path):
     assert [r["steps"] for r in tuning_log.read(path)] == ["z"]
 
 
+def test_a_record_matches_its_workload_by_value_and_type(tmp_path):
+    """A record's size 8.0 is not the program's size 8 (probe EE: Python's == said it was), nor a float
+    constant's 1 the float 1.0; the same values of the same types match, whatever the order of the sizes."""
+    workload = tuning_log.Workload.of("src", "k", {"N": 8, "eps": 1.0}, "h200", "triton")
+    path = tmp_path / "t.jsonl"
+    line = tuning_log.append(path, workload, {"ok": True, "steps": "y", "us": 1.0}, "v")
+    assert workload.matches(tuning_log.read(path)[0])
+    assert workload.matches({**line, "sizes": {"eps": 1.0, "N": 8}})
+    assert not workload.matches({**line, "sizes": {"N": 8.0, "eps": 1.0}})
+    assert not workload.matches({**line, "sizes": {"N": 8, "eps": 1}})
+    assert not workload.matches({**line, "sizes": {"N": 8, "eps": 1.0, "M": 2}})
+
+
 def _cli(*args, cwd=ROOT):
     proc = subprocess.run([sys.executable, "-m", "tdsl.compiler.driver.cli", *args], capture_output=True, text=True,
                           cwd=cwd)
@@ -513,6 +526,17 @@ def test_a_log_record_the_screen_refuses_never_wins(tmp_path, steps, why):
     assert proc.returncode == 0, proc.stderr
     assert "skipped a faster record that does not apply" in proc.stderr
     assert "launch(Y, warps=64)" not in (tmp_path / "k.py").read_text()
+
+
+def test_a_log_record_that_wins_is_printed_as_the_schedule_prints_it(tmp_path):
+    """A record edited by hand, legal, with a comment and odd spacing: the winner's steps were its text verbatim."""
+    prog = softmax()
+    log = tmp_path / "tune.jsonl"
+    steps = "compute_at(s,   Y.i)  # the sum first\ncompute_at(e, Y.i)\n\ncompute_at(m,Y.i)\nbind( Y.i , grid.x )"
+    tuning_log.append(log, _workload(prog), {"ok": True, "us": 0.001, "steps": steps, "t_estimate": 1e-6}, "t")
+    result = tune(prog, target="h200", trials=2, runner=Inline(), log_path=log)
+    assert result.winner_us == 0.001
+    assert result.winner_steps == "compute_at(s, Y.i)\ncompute_at(e, Y.i)\ncompute_at(m, Y.i)\nbind(Y.i, grid.x)"
 
 
 @pytest.mark.parametrize("us", ["-5.0", "NaN", "Infinity", "0"])
