@@ -85,7 +85,7 @@ class Screen:
         try:
             sched = self.build(steps)
             plans = plan_kernels(sched, self.device)  # once, for the cost and the padded-tile judgement
-            cost = analyze(sched, self.target, plans=plans)
+            cost = analyze(sched, self.target, plans=plans, backend=BACKENDS[self.kind, self.backend])
             if cost.violations:
                 v = cost.violations[0]
                 return self._reject(verdict, f"capacity:{v.scope}", v.text())

@@ -212,3 +212,16 @@ def test_a_persistent_kernel_whose_stored_tile_does_not_fit_is_refused_before_lo
                       "next tile's operands (C 256x128): 256 KiB per block, but h200 has 227 KiB; use fewer pipeline "
                       "stages or smaller tiles, or launch it without persistent=true")
     assert staged_overflow(sched.model, plan_kernels(sched, get_target("h200")), get_target("h200"), "tilelang") is None
+
+
+def test_the_occupancy_counts_the_copies_of_the_backend_asked_for():
+    """A persistent Triton kernel keeps the tile it stores in shared memory beside the operands: gemm_padded's
+    128 x 256 tiles then fit no program an SM.  TileLang keeps no such tile: `cost --backend tilelang` (and its
+    sweeps' `resident` column) counted Triton's all the same (probe EE of the 30th session)."""
+    prog = tdsl.load(ROOT / "tests" / "cost" / "gemm_padded.tdsl")
+
+    def resident(backend):
+        return analyze(prog.schedule("persistent"), "h100", backend=backend).kernels[0].occupancy.resident_blocks
+
+    assert resident("triton") == 0 and resident(None) == 0
+    assert resident("tilelang") == 1

@@ -22,13 +22,16 @@ from tdsl.compiler.targets import Target, get_target
 
 
 def analyze(schedule: Schedule, target="h100", regs: Optional[int] = None,
-            plans: Optional[list[KernelPlan]] = None) -> ProgramCost:
-    """The cost report of a (scheduled) program on a target; `plans`: its buffer plan, when the caller has it."""
+            plans: Optional[list[KernelPlan]] = None, backend: Optional[str] = None) -> ProgramCost:
+    """The cost report of a (scheduled) program on a target; `plans`: its buffer plan, when the caller has it;
+    `backend` (a key of compiler/lower/pipeline.BACKENDS): the code generator whose own copies the occupancy and
+    the estimate count (staging.py `as_generated`: TileLang's for "tilelang", Triton's otherwise)."""
     tgt = get_target(target)
     schedule = without_empty_statements(schedule)  # the schedule the plans were made from
     model = schedule.model
     plans = plans if plans is not None else plan_kernels(schedule, tgt)
-    kernels = [_kernel_cost(schedule, tgt, kp, regs) for kp in plans]
+    generator = "tilelang" if backend == "tilelang" else "triton"
+    kernels = [_kernel_cost(schedule, tgt, kp, regs, generator) for kp in plans]
     peak, peak_at, sizes = _peak_global_memory(schedule)
     touched = {a.tensor for s in model.stmts for a in s.reads} | {s.write.tensor for s in model.stmts}
     compulsory = sum(sizes[t.name] for t in model.tensors.values()
@@ -47,7 +50,7 @@ def _recomputed(model) -> dict:
     return out
 
 
-def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional[int]) -> KernelCost:
+def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional[int], generator: str) -> KernelCost:
     transfers = kernel_transfers(kp)
     model = schedule.model
     fm, fv, mdtype = kernel_flops(model, kp.stmts)
@@ -57,7 +60,7 @@ def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional
     t_memory, t_compute = roofline(tgt, global_bytes, fm, fv, mdtype)
     prods = products(model, kp)
     extra = promotion_register_bytes(model, prods, tgt)
-    generated = as_generated(model, kp, tgt, prods=prods)  # the registers and shared memory the kernel will hold
+    generated = as_generated(model, kp, tgt, generator, prods)  # the registers and shared memory it will hold
     occ = occupancy(generated, tgt, regs, extra) if tgt.vendor == "nvidia" else None
     cost = KernelCost(kp.index, kp.name, list(kp.stmts), programs, [l.name for l in kp.grid_loops], kp.warps,
                       kp.buffers, kp.working_set, kp.violations, transfers, fm, fv, mdtype, iterations, occ,
