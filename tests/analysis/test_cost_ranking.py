@@ -431,3 +431,26 @@ def test_a_block_of_rows_past_the_registers_waits_for_its_spilled_values(rows, w
     kernel = analyze(loads(text, "rmsnorm.tdsl").schedule("block"), "h200").kernels[0]
     assert kernel.estimate.t_spill > 0
     assert 0.5 * measured_us * 1e-6 < kernel.t_estimate < 2 * measured_us * 1e-6
+
+
+def test_the_longest_program_of_a_skew_under_a_tile():
+    """A skewed loop tiled, split and tiled again: isl writes the span of the longest program's K loop with
+    rational pieces (integral on their domain), and `max_val` refused them: `tdsl cost` crashed (probe FF of
+    the 31st session).  The generated module was fine."""
+    text = """const M = 8
+param K, N
+kernel fz(XMK: bf16[M, K], XMN: f32[M, N], XN: f16[N], XKN: f32[K, N]) -> (T1: bf16[M, N]) {
+  T1[i, j] = where(XMN[i, j] > 0.0, M, XMN[i, j])
+}
+schedule s {
+  z = skew(T1.j, T1.i, 1)
+  tile(T1.i, T1.z, 5, 64)
+  bind(T1.io, grid.x)
+  reorder(T1, ii, zo, zz)
+  split(T1.zo, 32)
+  tile(T1.zoo, T1.zz, 8, 8)
+}
+"""
+    sched = loads(text, "fz.tdsl", sizes={"M": 100, "K": 100, "N": 16}).schedule("s")
+    kernel = analyze(sched, "h100").kernels[0]
+    assert kernel.estimate.t_estimate > 0 and kernel.estimate.waves >= 1

@@ -221,7 +221,7 @@ class Fuzzer:
                 return finding
         printers = [b for b in backends if b not in ("tilelang", "triton-sm90")] + ["tilelang"]  # sm90: Triton's text
         finding = oracles.check_pure_emission(sched, printers)
-        return finding or oracles.check_plan_matches_lowering(sched)
+        return finding or oracles.check_plan_matches_lowering(sched) or oracles.check_cost_report(sched)
 
 
 def instance_count(model) -> int:

@@ -43,6 +43,7 @@ from tdsl.compiler.analysis.cost.l2 import dram_bytes, grid_dependence
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
 from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand, unheld_buffer
 from tdsl.compiler.analysis.cost.work import matrix_time, vector_time
+from tdsl.compiler.model.isl_code import integer_bounds
 from tdsl.compiler.targets import Target
 
 
@@ -191,7 +192,8 @@ def longest_program(kp: KernelPlan, cost: KernelCost) -> float:
     dom = access.touched.domain()
     n = dom.dim(isl.dim_type.set)
     fibres = isl.Map.from_range(dom).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, n - 1)
-    longest = fibres.dim_max(0).sub(fibres.dim_min(0)).add_constant_val(isl.Val.one(dom.get_ctx())).max_val()
+    span = fibres.dim_max(0).sub(fibres.dim_min(0)).add_constant_val(isl.Val.one(dom.get_ctx()))
+    longest = integer_bounds(span)[1]  # rational pieces (a skew under a tile) are integral: max_val refuses them
     mean = cost.loop_iterations[cost.step.loop] / max(cost.programs, 1)
     if not mean or not longest.is_int():  # an empty loop (NaN) has no longest program
         return 1.0
