@@ -18,27 +18,11 @@ from tdsl.compiler.driver.api import loads
 from tdsl.compiler.lower import tileir as T
 from tdsl.compiler.lower.build import lower
 
-RMSNORM = """
-const M = 64, N = 4096
-const eps = 1e-6
+from catalog import EXAMPLES
 
-kernel rmsnorm(X: bf16[M, N], g: bf16[N]) -> (Y: bf16[M, N]) {
-  ss[i] = sum(j) X[i, j] * X[i, j] accum f32
-  r[i] = rsqrt(ss[i] / N + eps)
-  Y[i, j] = X[i, j] * r[i] * g[j]
-}
-"""
-
-SOFTMAX = """
-const M = 64, N = 4096
-
-kernel softmax(X: bf16[M, N]) -> (Y: bf16[M, N]) {
-  m[i] = max(j) X[i, j]
-  e[i, j] = exp(X[i, j] - m[i])
-  s[i] = sum(j) e[i, j] accum f32
-  Y[i, j] = e[i, j] / s[i]
-}
-"""
+RMSNORM = (EXAMPLES / "rmsnorm.tdsl").read_text()
+SOFTMAX = (EXAMPLES / "softmax.tdsl").read_text()
+SIZES = {"M": 64, "N": 4096}  # the examples' N, fewer rows
 
 
 def _rows(rows: int, segment: int, stmts: list[str]) -> str:
@@ -46,7 +30,7 @@ def _rows(rows: int, segment: int, stmts: list[str]) -> str:
     steps += [f"compute_at({s}, Y.io)" for s in stmts if s != "Y"]
     steps += [f"jo, ji = split({s}.j, {segment})" for s in stmts if s not in ("r",)]
     steps += ["bind(Y.io, grid.x)", "launch(Y, warps=4)"]
-    return "schedule s {\n  " + "\n  ".join(steps) + "\n}\n"
+    return "\nschedule probe {\n  " + "\n  ".join(steps) + "\n}\n"
 
 
 CASES = {
@@ -76,7 +60,7 @@ def _lowered_tiles(program) -> dict:
 @pytest.mark.parametrize("case", CASES)
 def test_plan_tiles_are_the_lowered_tiles(case):
     source, block = CASES[case]
-    sched = loads(source + block).schedule("s")
+    sched = loads(source + block, sizes=SIZES).schedule("probe")
     lowered = _lowered_tiles(lower(sched))
     plan = plan_kernels(sched)[0]
     tiles = [b for b in plan.buffers if b.kind == "tile" and b.source == "global"]
@@ -89,6 +73,6 @@ def test_plan_tiles_are_the_lowered_tiles(case):
 
 def test_register_working_set_holds_the_rows():
     """16 rows of 4096 bf16 values on 4 warps: the X tile alone is 128 KiB, more than a thread's registers."""
-    sched = loads(RMSNORM + _rows(16, 4096, ["r", "ss", "Y"])).schedule("s")
+    sched = loads(RMSNORM + _rows(16, 4096, ["r", "ss", "Y"]), sizes=SIZES).schedule("probe")
     plan = plan_kernels(sched)[0]
     assert plan.working_set["register"] >= 2 * 16 * 4096 * 2
