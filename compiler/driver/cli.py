@@ -525,7 +525,7 @@ def cmd_cost(args) -> int:
     sched = without_empty_statements(prog.schedule(name, kernel=args.kernel))  # the schedule analyze plans
     try:
         plans = plan_kernels(sched, target)
-        cost = analyze(sched, target, regs=args.regs, plans=plans, backend=_cost_backend(args)[1])
+        cost = analyze(sched, target, regs=args.regs, plans=plans, backend=_cost_backend(args)[1] or "none")
     except BackendError as err:  # a scope the target lacks: at the block, as compile says it
         from tdsl.compiler.driver.generate import locate
 

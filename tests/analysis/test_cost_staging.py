@@ -225,3 +225,14 @@ def test_the_occupancy_counts_the_copies_of_the_backend_asked_for():
 
     assert resident("triton") == 0 and resident(None) == 0
     assert resident("tilelang") == 1
+
+
+def test_no_backend_counts_no_code_generators_copies():
+    """`cost --backend none` is the target's capacities alone: it counted Triton's operand copies all the same,
+    and reported 0 resident blocks beside "fits yes" (probe GG of the 31st session)."""
+    prog = tdsl.load(EXAMPLES / "mha.tdsl", sizes={"L": 1000})
+    sched = prog.schedule("flash")
+    none = analyze(sched, "rtx-pro-6000", backend="none").kernels[0]
+    triton = analyze(sched, "rtx-pro-6000", backend="triton").kernels[0]
+    assert not none.copied and none.occupancy.resident_blocks >= 1
+    assert triton.copied and triton.occupancy.resident_blocks == 0

@@ -539,6 +539,25 @@ def test_a_log_record_that_wins_is_printed_as_the_schedule_prints_it(tmp_path):
     assert result.winner_steps == "compute_at(s, Y.i)\ncompute_at(e, Y.i)\ncompute_at(m, Y.i)\nbind(Y.i, grid.x)"
 
 
+def test_compile_tuned_skips_a_record_the_screen_refuses_for_its_registers(tmp_path):
+    """A record whose 128 x 256 accumulator on 4 warps is past the registers: tune leaves it out
+    (capacity:registers), and compile --tuned compiled it all the same (probe GG of the 31st session)."""
+    prog = tdsl.load(EXAMPLES / "gemm.tdsl")
+    workload = tuning_log.Workload.of(tuning_log.kernels_text(prog), "gemm", dict(prog.model().sizes), "h100",
+                                      "triton")
+    tile = ("io, jo, ii, ji = tile(C.i, C.j, 128, {n})\nko, ki = split(C.k, 32)\nreorder(C, io, jo, ko, ii, ji, ki)\n"
+            "cache_read(A, shared, at=C.ko)\ncache_read(B, shared, at=C.ko)\ncache_write(C, register, at=C.jo)\n"
+            "pipeline(C.ko, stages=2)\nbind(C.io, grid.x)\nbind(C.jo, grid.y)\nlaunch(C, warps={w})")
+    log = tmp_path / "tune.jsonl"
+    tuning_log.append(log, workload, {"ok": True, "us": 1.0, "steps": tile.format(n=256, w=4)}, "t")
+    tuning_log.append(log, workload, {"ok": True, "us": 2.0, "steps": tile.format(n=128, w=8)}, "t")
+    proc = _cli("compile", str(EXAMPLES / "gemm.tdsl"), "--target", "h100", "--tuned", str(log),
+                "-o", str(tmp_path / "k.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert "capacity:registers" in proc.stderr and "256 registers a thread on 4 warps" in proc.stderr
+    assert "tile(C.i, C.j, 128, 128)" in (tmp_path / "k.py").read_text()
+
+
 @pytest.mark.parametrize("us", ["-5.0", "NaN", "Infinity", "0"])
 def test_a_time_that_is_no_time_is_not_a_log_line(tmp_path, us):
     """-5, NaN and Infinity ranked first (min over the times)."""

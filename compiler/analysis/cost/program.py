@@ -25,12 +25,13 @@ def analyze(schedule: Schedule, target="h100", regs: Optional[int] = None,
             plans: Optional[list[KernelPlan]] = None, backend: Optional[str] = None) -> ProgramCost:
     """The cost report of a (scheduled) program on a target; `plans`: its buffer plan, when the caller has it;
     `backend` (a key of compiler/lower/pipeline.BACKENDS): the code generator whose own copies the occupancy and
-    the estimate count (staging.py `as_generated`: TileLang's for "tilelang", Triton's otherwise)."""
+    the estimate count (staging.py `as_generated`: TileLang's for "tilelang", Triton's otherwise; "none": no code
+    generator's, the plan's buffers alone)."""
     tgt = get_target(target)
     schedule = without_empty_statements(schedule)  # the schedule the plans were made from
     model = schedule.model
     plans = plans if plans is not None else plan_kernels(schedule, tgt)
-    generator = "tilelang" if backend == "tilelang" else "triton"
+    generator = {"tilelang": "tilelang", "none": None}.get(backend, "triton")
     kernels = [_kernel_cost(schedule, tgt, kp, regs, generator) for kp in plans]
     peak, peak_at, sizes = _peak_global_memory(schedule)
     touched = {a.tensor for s in model.stmts for a in s.reads} | {s.write.tensor for s in model.stmts}
@@ -50,7 +51,8 @@ def _recomputed(model) -> dict:
     return out
 
 
-def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional[int], generator: str) -> KernelCost:
+def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional[int],
+                 generator: Optional[str]) -> KernelCost:
     transfers = kernel_transfers(kp)
     model = schedule.model
     fm, fv, mdtype = kernel_flops(model, kp.stmts)
@@ -60,7 +62,7 @@ def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional
     t_memory, t_compute = roofline(tgt, global_bytes, fm, fv, mdtype)
     prods = products(model, kp)
     extra = promotion_register_bytes(model, prods, tgt)
-    generated = as_generated(model, kp, tgt, generator, prods)  # the registers and shared memory it will hold
+    generated = as_generated(model, kp, tgt, generator, prods) if generator else kp  # what the kernel will hold
     occ = occupancy(generated, tgt, regs, extra) if tgt.vendor == "nvidia" else None
     cost = KernelCost(kp.index, kp.name, list(kp.stmts), programs, [l.name for l in kp.grid_loops], kp.warps,
                       kp.buffers, kp.working_set, kp.violations, transfers, fm, fv, mdtype, iterations, occ,

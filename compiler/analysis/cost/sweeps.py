@@ -91,7 +91,7 @@ def _candidate(prog, block, tgt, asked: dict, fit_loop, kernel, regs, backend) -
         written = with_factors(block, factors)
         sched = build_block(prog, written, kernel)
         factors = effective_factors(written, sched, factors)
-        cost = analyze(sched, tgt, regs, backend=backend)
+        cost = analyze(sched, tgt, regs, backend=backend or "none")  # no backend: the plan's buffers alone
         why = refusal(sched, tgt, backend) if backend is not None and not cost.violations else None
         return SweepRow(factors, cost, None, fit_loop, why, [asked])
     except TdslError as err:
