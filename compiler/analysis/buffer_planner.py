@@ -70,10 +70,9 @@ class _KernelPlanner(_WorkingSets):
             grid.append(node)
             node = node.body[0] if len(node.body) == 1 else None
         warps = (self.root.warps if isinstance(self.root, Loop) else None) or DEFAULT_WARPS
-        serial = [l for l in walk_loops([self.root]) if self.serial(l)]
+        serial = tuple(l for l in walk_loops([self.root]) if self.serial(l))
         return KernelPlan(self.index, self.name, self.root, self.stmts, self.buffers, self.accesses, working, peaks,
-                          warps, grid, violations, self.slots, frozenset(l.name for l in serial),
-                          frozenset(id(l) for l in serial), self._read_back())
+                          warps, grid, violations, self.slots, serial, self._read_back())
 
     # ------------------------------------------------------------ loops and regions
 

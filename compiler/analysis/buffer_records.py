@@ -124,14 +124,19 @@ class KernelPlan:
     grid_loops: list[Loop]
     violations: list[Violation] = field(default_factory=list)
     slots: list = field(default_factory=list)  # the buffers grouped by the memory they share (one list per slot)
-    serial_loops: frozenset = frozenset()  # names of the kernel's loops that run serially (serial_loops.py)
-    serial_ids: frozenset = frozenset()  # those loops by identity (id()): loops of several statements share names
+    serial: tuple = ()  # the kernel's loops that run serially (serial_loops.py)
     read_back: frozenset = frozenset()  # tensors the kernel produces and reads back from global memory (a reader
     # takes another tile than its producer wrote, or a later iteration's; buffer_planner.py `_memory_temps`)
 
+    @property
+    def serial_loops(self) -> frozenset:
+        """The names of the serial loops."""
+        return frozenset(l.name for l in self.serial)
+
     def is_tile_level(self, loop: Loop) -> bool:
-        """Bound to the grid or run serially: a loop that indexes tiles (a point loop holds lanes of one)."""
-        return bool(loop.bind) or id(loop) in self.serial_ids
+        """Bound to the grid or run serially: a loop that indexes tiles (a point loop holds lanes of one).  By
+        identity: the loops of several statements share names."""
+        return bool(loop.bind) or any(l is loop for l in self.serial)
 
 
 def fmt_bytes(n: int) -> str:

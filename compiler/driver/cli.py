@@ -525,14 +525,15 @@ def cmd_cost(args) -> int:
     sched = without_empty_statements(prog.schedule(name, kernel=args.kernel))  # the schedule analyze plans
     try:
         plans = plan_kernels(sched, target)
-        cost = analyze(sched, target, regs=args.regs, plans=plans, backend=_cost_backend(args)[1] or "none")
+        generator = _cost_backend(args)[1]  # None for --backend none
+        cost = analyze(sched, target, regs=args.regs, plans=plans, backend=generator or "none")
     except BackendError as err:  # a scope the target lacks: at the block, as compile says it
         from tdsl.compiler.driver.generate import locate
 
         locate(err, prog, name, args.kernel)
         raise
     if not cost.violations:
-        overflow = _as_generated_overflow(sched, plans, target, args.backend)
+        overflow = _as_generated_overflow(sched, plans, target, generator)
         for k in cost.kernels if overflow is not None else []:
             if k.name == overflow.kernel:  # in the report and its JSON, as the plan's own violations are
                 k.violations = [*k.violations, overflow]  # a new list: the plan's own is shared with the cost
@@ -548,18 +549,17 @@ def cmd_cost(args) -> int:
     return 0
 
 
-def _as_generated_overflow(sched, plans, target, backend: Optional[str]):
+def _as_generated_overflow(sched, plans, target, generator: Optional[str]):
     """The report counts the schedule's buffers exactly (the chapter's footprints); `tdsl compile` also refuses
     a kernel that does not fit as its code generator makes it (tiles padded to their lanes, operand copies:
     compiler/analysis/cost/backend_rules.py `generated_overflow`; `--backend`, by default the target's first).
     `cost` says so too, rather than report a kernel that cannot launch as fitting (probe CC of the 30th
-    session); `--backend none` leaves the check out."""
+    session); `--backend none` (no `generator`) leaves the check out."""
     from tdsl.compiler.analysis.cost.backend_rules import generated_overflow
-    from tdsl.compiler.driver.generate import code_generator
 
-    if backend == "none":
+    if generator is None:
         return None
-    return generated_overflow(sched.model, plans, target, code_generator(target.name, backend)[1])
+    return generated_overflow(sched.model, plans, target, generator)
 
 
 def _check_plot_output(output: str, program: str) -> None:

@@ -243,24 +243,21 @@ def _runners_up(result) -> list:
     return [v.text for v in result.search.ranked if v.text != result.winner_steps]
 
 
-def _unheld(sched, device: str, generator: str) -> Optional[str]:
+def _unheld(sched, device: str) -> Optional[str]:
     """The tuner screen's register rule (compiler/analysis/cost/timing.py `unheld_accumulator`) on a schedule."""
     from tdsl.compiler.analysis.buffer_plan import plan_kernels
-    from tdsl.compiler.analysis.cost import analyze
     from tdsl.compiler.analysis.cost.timing import unheld_accumulator
     from tdsl.compiler.schedule.empty_statements import without_empty_statements
     from tdsl.compiler.targets import get_target
 
     sched = without_empty_statements(sched)
-    plans = plan_kernels(sched, get_target(device))
-    return unheld_accumulator(plans, analyze(sched, device, plans=plans, backend=generator).kernels, get_target(device))
+    return unheld_accumulator(sched.model, plan_kernels(sched, get_target(device)), get_target(device))
 
 
 def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kernel: Optional[str]):
     """(program with the log's best schedule appended as block `tuned`, that name, the module generated from it)
     for `compile --tuned`: the fastest correct record that applies and generates."""
     from tdsl.compiler.driver.generate import generate, resolve_target
-    from tdsl.compiler.lower.pipeline import BACKENDS
     from tdsl.compiler.tune import log as tuning_log
     from tdsl.compiler.tune.measure import with_steps
     from tdsl.compiler.tune.tuner import first_line
@@ -292,7 +289,7 @@ def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kern
         except TdslError as err:
             skipped.append(f"{'; '.join(record['steps'].splitlines())} ({first_line(err)})")
             continue
-        unheld = _unheld(sched, device, BACKENDS[kind, backend])
+        unheld = _unheld(sched, device)
         if unheld:  # never a winner of tune (its screen's capacity:registers): not one of compile --tuned either
             skipped.append(f"{'; '.join(record['steps'].splitlines())} (capacity:registers: {unheld})")
             continue

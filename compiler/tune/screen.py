@@ -95,7 +95,7 @@ class Screen:
             staged = staged_overflow(sched.model, plans, self.device, BACKENDS[self.kind, self.backend])
             if staged:
                 return self._reject(verdict, "capacity:staged", staged)
-            unheld = unheld_accumulator(plans, cost.kernels, self.device)
+            unheld = unheld_accumulator(sched.model, plans, self.device)
             if unheld:
                 return self._reject(verdict, "capacity:registers", unheld)
             lower_for(sched, BACKENDS[self.kind, self.backend], self.target)

@@ -38,7 +38,6 @@ import math
 import islpy as isl
 
 from tdsl.compiler.analysis.buffer_plan import KernelPlan
-from tdsl.compiler.analysis.cost.count import card
 from tdsl.compiler.analysis.cost.l2 import dram_bytes, grid_dependence
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
 from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand, unheld_buffer
@@ -227,9 +226,10 @@ def step_waits(kp: KernelPlan, cost: KernelCost, tgt: Target) -> float:
             loops.setdefault(id(a.loop), []).append(a)
     if not loops:
         return cost.loop_iterations[cost.step.loop] * tgt.memory_latency_s
+    counted = {(t.tensor, t.src, t.loop, tuple(t.stmts)): t.iterations for t in cost.transfers}  # kernel_transfers
     total = 0.0
     for accesses in loops.values():
-        iterations = max(card(a.touched.domain()) for a in accesses)
+        iterations = max(counted[a.tensor, a.src, a.loop_name, tuple(a.stmts)] for a in accesses)
         hit = tgt.l2_latency_s and all(_in_l2(kp, a, cost.step.loop) for a in accesses)
         total += iterations * (tgt.l2_latency_s if hit else tgt.memory_latency_s)
     return total

@@ -12,6 +12,7 @@ from typing import Optional
 
 from tdsl.compiler.analysis.buffer_plan import KernelPlan, PlannedBuffer, fmt_bytes
 from tdsl.compiler.analysis.cost.results import KernelCost, Occupancy, Step
+from tdsl.compiler.analysis.placement import matrix_operands
 from tdsl.compiler.schedule.tree import walk_loops
 from tdsl.compiler.targets import Target
 
@@ -42,14 +43,15 @@ def unheld_buffer(kp: KernelPlan, tgt: Target) -> Optional[PlannedBuffer]:
     return largest
 
 
-def unheld_accumulator(kernels: list, costs: list, tgt: Target) -> Optional[str]:
+def unheld_accumulator(model, kernels: list, tgt: Target) -> Optional[str]:
     """Why a kernel with matrix products cannot hold its accumulator in registers (`unheld_buffer`), or None.
     The tuning logs of the 27th session (H100) measured 14 such candidates of 320, at 5-12x the best
     candidate's time on the wgmma path (GEMM and FP8 tiles of 128 x 256 on 4 warps, 256 x 256 on 8) and 49x on
     the mma.sync path (quant_gemm's 128 x 256 tile on 4 warps, 8.9 ms: Triton gave it 32 registers and 9 KiB of
     local memory a thread), so the tuner does not measure them (compiler/tune/screen.py)."""
-    for kp, kc in zip(kernels, costs):
-        buf = unheld_buffer(kp, tgt) if kc.flops_matrix else None
+    for kp in kernels:
+        products = any(matrix_operands(model.stmt(s), model.sizes) is not None for s in kp.stmts)
+        buf = unheld_buffer(kp, tgt) if products else None
         if buf is not None:
             threads = kp.warps * (tgt.warp_size or 32)
             need = math.ceil(buf.bytes_per_copy / 4 / threads)
