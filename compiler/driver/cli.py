@@ -164,6 +164,10 @@ def _verdict(err) -> str:
 
 
 def cmd_check(args) -> int:
+    if args.target:  # a target or backend that does not exist is a usage error (2), before any verdict
+        from tdsl.compiler.driver.generate import resolve_target
+
+        resolve_target(args.target, args.backend)
     prog = _program(args)
     if not args.all and args.schedule == "none":  # program order: legal by definition, its dependences listed
         deps = len(prog.schedule(None, kernel=args.kernel).deps)
@@ -517,15 +521,15 @@ def cmd_cost(args) -> int:
 
     if args.plot:
         _check_plot_output(args.plot, args.program)
+    target = get_target(args.target)
+    generator = _cost_backend(args)[1]  # None for --backend none; a backend the target lacks: exit 2, before a verdict
     prog = _program(args)
     name = _default_schedule(prog, args)
-    target = get_target(args.target)
     if args.sweep or args.fit:
         return _cost_sweep(prog, name, target, args)
     sched = without_empty_statements(prog.schedule(name, kernel=args.kernel))  # the schedule analyze plans
     try:
         plans = plan_kernels(sched, target)
-        generator = _cost_backend(args)[1]  # None for --backend none
         cost = analyze(sched, target, regs=args.regs, plans=plans, backend=generator or "none")
     except BackendError as err:  # a scope the target lacks: at the block, as compile says it
         from tdsl.compiler.driver.generate import locate

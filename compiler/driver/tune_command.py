@@ -175,7 +175,7 @@ def _which(record: dict) -> str:
     """Which candidate a record is: the program's block by name, else its knobs (as the model's ranking prints)."""
     if record.get("block"):
         return f"schedule {record['block']}"
-    return " ".join(f"{k}={v}" for k, v in (record.get("choice") or {}).items()) or "(no knobs)"
+    return " ".join(f"{k}={v}" for k, v in (record.get("choice") or {}).items()) or "no knobs"
 
 
 def _print_measured(records: list, top: int = 10) -> None:

@@ -39,7 +39,7 @@ class SearchResult:
         n, ok = len(self.judged), len(self.ranked)
         lines = [f"{n} candidates screened from a space of {self.sketch.size():,}: {ok} accepted, {n - ok} rejected"]
         for rule, count in self.rejected.most_common():
-            first = self.screen.examples[rule].splitlines()[0][:160]
+            first = self.screen.examples[rule].splitlines()[0]
             lines.append(f"  {count:5d}  {rule}: {first}")
         return "\n".join(lines)
 

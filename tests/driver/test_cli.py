@@ -520,6 +520,19 @@ def test_exit_codes_of_misuse_and_target_checks_follow_the_table(tmp_path):
     assert sweep.returncode == 2 and "--sweep: a factor must be at most 2147483647" in sweep.stderr
 
 
+@pytest.mark.parametrize("command", ["check", "cost", "run", "compile"])
+@pytest.mark.parametrize("schedule", ["quantize_before_rowmax", "separate"])
+def test_a_backend_the_target_lacks_is_a_usage_error_before_any_verdict(command, schedule, tmp_path):
+    """Probe GG: `check` and `cost` gave an illegal schedule's verdict (exit 1) with a backend the target does not
+    have, and `check` printed a legal one's verdict before the usage error; a usage error comes first (exit 2)."""
+    out = ["-o", str(tmp_path / "k.py")] if command == "compile" else []
+    proc = tdsl(command, "examples/quant_gemm.tdsl", "--schedule", schedule, "--target", "ascend-910b",
+                "--backend", "triton", *out)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "target ascend-910b has no backend 'triton' (backends: tilelang-ascend)" in proc.stderr
+    assert "legal" not in proc.stdout and "illegal" not in proc.stderr
+
+
 def test_control_characters_of_an_argument_are_escaped_in_messages():
     proc = tdsl("check", "examples/softmax.tdsl", "--schedule", "\x1b[31mX")
     assert proc.returncode == 2 and "\x1b" not in proc.stderr and "'\\x1b[31mX'" in proc.stderr

@@ -40,6 +40,8 @@ def test_gemm_at_its_size_rejects_only_for_named_rules_and_accepts_only_what_fit
     # capacity:registers: a 128 x 256 (or larger) accumulator on 4 warps, more registers than a thread has
     assert set(result.rejected) <= {"capacity:shared", "capacity:register", "capacity:staged", "capacity:registers"}
     assert "capacity" in result.summary() and "candidates screened" in result.summary()
+    for rule in result.rejected:  # each rule's first message whole (probe GG: cut at 160 characters)
+        assert result.screen.examples[rule].splitlines()[0] in result.summary()
     for v in result.ranked[:3] + result.ranked[-2:]:
         assert_sound(prog, v, run=False)  # 1024 x 12288 x 4096: too large for the interpreter
     # every rejection carries its rule's message, and nothing rejected is ranked

@@ -12,6 +12,7 @@ import pytest
 
 import tdsl
 from catalog import EXAMPLES, ROOT
+from tdsl.compiler.driver.tune_command import _which
 from tdsl.compiler.tune import log as tuning_log
 from tdsl.compiler.tune.executors import LocalExecutor
 from tdsl.compiler.tune.measure import Job, run_job
@@ -520,6 +521,8 @@ def test_a_log_record_the_screen_refuses_never_wins(tmp_path, steps, why):
     result = tune(prog, target="h200", trials=2, runner=Inline(), log_path=log)
     assert result.winner_steps and result.winner_steps != steps and result.winner_us != 0.001
     assert [r["steps"] for r, _ in result.log_left_out] == [steps] and why in result.log_left_out[0][1]
+    # tune says "a record of LOG left out (no knobs): why" for a hand-made record (probe GG: "((no knobs))")
+    assert _which(result.log_left_out[0][0]) == "no knobs"
     # compile --tuned takes the fastest record that applies, and says which it skipped
     proc = _cli("compile", str(EXAMPLES / "softmax.tdsl"), "--size", "M=20,N=70", "--target", "h200", "--tuned",
                 str(log), "-o", str(tmp_path / "k.py"))
