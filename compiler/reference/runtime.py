@@ -199,14 +199,22 @@ def _oob(info, indices, p):
 
 # How far a GPU's exponential may be from the correctly rounded one, relative: ex2.approx (2 units of f32,
 # 2^-22) of x·log2(e) rounded to f32 first, which moves the exponent by up to 2^-24·|x·log2 e|, the result by
-# 2^-24·|x| relative (tl.exp, TileLang's __expf); exp2 is ex2.approx alone.
+# 2^-24·|x| relative (tl.exp, TileLang's __expf); exp2 is ex2.approx alone.  And its results below the smallest
+# normal f32 are 0 (ex2.approx.ftz: on an H100, Triton's and TileLang's exp2 of -140 gave +0, not 2^-140, so
+# `(R * 0.5) * (0 - exp2(X))` kept R's zero sign where the interpreter's flipped it: GPU fuzz seed 52).
 _EX2_ERROR = 2.0 ** -22
+_SMALLEST_NORMAL = 2.0 ** -126
+
+
+def _flushed(r):
+    """An exponential's f32 result as the GPU's ex2.approx.ftz leaves it: a subnormal one is +0."""
+    return _ZERO32 if 0.0 < float(r) < _SMALLEST_NORMAL else r
 
 
 def _approximate_exponentials(variant: int) -> tuple:
     """exp and exp2 off by as much as the GPU's may be, one way for every call (up for variant 0, down for 1,
-    a random sign per call from the seed after that): another result an allowed kernel could give (`variant` of
-    compiler/reference/interpreter.py `interpret`)."""
+    a random sign per call from the seed after that), and a subnormal result 0 (`_flushed`): another result an
+    allowed kernel could give (`variant` of compiler/reference/interpreter.py `interpret`)."""
     signs = np.random.default_rng(variant)
 
     def sign() -> float:
@@ -215,12 +223,12 @@ def _approximate_exponentials(variant: int) -> tuple:
     def exp(x):  # exp(-inf) = 0 and NaN stay as they are: 0 and NaN times any factor
         if x > 89.0:
             return _exp(x)
-        return _f32(_mexp(x) * (1.0 + sign() * (_EX2_ERROR + 2.0 ** -24 * abs(float(x)))))
+        return _flushed(_f32(_mexp(x) * (1.0 + sign() * (_EX2_ERROR + 2.0 ** -24 * abs(float(x))))))
 
     def exp2(x):
         if x != x or x >= 128.0:
             return _exp2(x)
-        return _f32(2.0 ** float(x) * (1.0 + sign() * _EX2_ERROR))
+        return _flushed(_f32(2.0 ** float(x) * (1.0 + sign() * _EX2_ERROR)))
 
     return exp, exp2
 

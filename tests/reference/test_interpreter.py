@@ -757,6 +757,30 @@ kernel k(X: f32[K]) -> (s: f32[1], m: f32[1], t: f32[1]) {
             1.0, 1.0 + 2.0 ** -23)
 
 
+def test_a_variant_flushes_an_exponentials_subnormal_result_as_the_gpus_do():
+    """GPU fuzz seed 52 (H100): Triton's and TileLang's exp2 gave +0 where the f32 result is subnormal
+    (ex2.approx.ftz), so `(R * 0.5) * (0.0 - exp2(X))` at R = +0 was +0 where the interpreter has -0 (18 zeros of
+    the other sign, which a variant did not have).  Every variant now flushes such results of exp and exp2."""
+    from tdsl.compiler.driver.api import loads
+
+    sched = loads("""
+const N = 3
+kernel k(X: f32[N], R: f32[N]) -> (E: f32[N], F: f32[N], Z: f32[N]) {
+  E[i] = exp(X[i])
+  F[i] = exp2(X[i])
+  Z[i] = (R[i] * 0.5) * (0.0 - exp2(X[i]))
+}
+""", "k.tdsl").schedule()
+    inputs = {"X": np.array([-140.0, -100.0, -125.0], dtype=np.float32), "R": np.zeros(3, dtype=np.float32)}
+    exact = interp.interpret(sched.model, sched.time_map(), inputs)
+    assert exact["F"][0] == np.float32(2.0 ** -140) and 0 < exact["E"][1] < 2.0 ** -126  # subnormal results
+    assert np.signbit(exact["Z"][0])  # +0 * -2^-140
+    for seed in range(4):
+        got = interp.interpret(sched.model, sched.time_map(), inputs, variant=seed)
+        assert got["F"][0] == 0 and got["E"][1] == 0 and not np.signbit(got["Z"][0])  # +0 * (0 - 0)
+        assert 0.99 < got["F"][1] / 2.0 ** -100 < 1.01 and 0.99 < got["F"][2] / 2.0 ** -125 < 1.01  # normal: kept
+
+
 def test_a_variant_computes_exp_as_far_off_as_the_gpus_may_be():
     """`variant` 0 takes every exp and exp2 up by the GPU's error bound (ex2.approx's 2^-22, and for exp the
     rounding of x·log2 e: 2^-24·|x| relative), variant 1 down; sqrt, IEEE on the GPU too, is not varied."""
