@@ -538,3 +538,69 @@ def test_numpy_integers_are_sizes_and_factors():
         load_source(b"const N = 4", "p.tdsl")
     with pytest.raises(TypeError, match="the file name must be a str, got NoneType"):
         load_source("const N = 4", None)
+
+
+# Probe HH: a loop name at the 64-character limit that a step renames.  recompute_at names its tile's loops after
+# the consumer's, and compute_at renames a producer loop STMT_loop; each tried base2, base3, ... forever when the
+# base was taken and every number made it too long.
+LONG = "a" * 64
+NEAR = "c" * 62
+LONG_NAMES = {
+    "recompute_at": f"""const N = 16
+kernel k(X: f32[N]) -> (Y: f32[N]) {{
+  T[{LONG}] = X[{LONG}] * 2.0
+  Y[i] = T[i] + where(i > 0, T[i - 1], 0.0)
+}}
+schedule s {{
+  {LONG}, ii = split(Y.i, 4)
+  recompute_at(T, Y.{LONG})
+}}
+""",
+    "compute_at": f"""const N = 16
+kernel k(X: f32[N]) -> (Y: f32[N]) {{
+  T[{NEAR}] = X[{NEAR}] * 2.0
+  Y[i : i >= 1] = T[i] + T[i - 1]
+}}
+schedule s {{
+  T_{NEAR}, {NEAR} = split(Y.i, 4)
+  compute_at(T, Y.{NEAR})
+}}
+""",
+}
+
+
+@pytest.fixture
+def sixty_seconds():
+    """A test that hung before its fix fails instead (SIGALRM: pytest's workers run tests in their main thread)."""
+    import signal
+
+    def expire(*_):
+        raise TimeoutError("still running after 60 s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("step", list(LONG_NAMES))
+def test_a_step_renaming_a_loop_at_the_name_limit_finds_a_name_within_it(step, sixty_seconds):
+    from tdsl.compiler.driver.testing import assert_legal
+    from tdsl.frontend.limits import MAX_NAME_CHARS
+
+    text = LONG_NAMES[step]
+    sched = assert_legal(loads(text, "long.tdsl"), "s", run=True)
+    names = [loop.name for loop in walk_loops(sched.tree.body)]
+    assert len(set(names)) == len(names) and all(len(n) <= MAX_NAME_CHARS for n in names)
+    assert_replays(text.split("schedule")[0], sched)
+
+
+def test_a_fresh_loop_name_stays_within_the_limit(sixty_seconds):
+    from tdsl.compiler.schedule.primitives.common import fresh_loop_name, loop_name_problem
+
+    taken = {LONG, LONG[:63] + "2", "x" * 70}
+    for base in (LONG, "x" * 70):
+        name = fresh_loop_name(base, taken)
+        assert name not in taken and loop_name_problem(name) is None
+    assert fresh_loop_name(LONG, taken) == LONG[:63] + "3"

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Optional, Union
 
 from tdsl.frontend.ast import LoopRef
-from tdsl.frontend.limits import MAX_INT, expression_problem, reserved_name_problem
+from tdsl.frontend.limits import MAX_INT, MAX_NAME_CHARS, expression_problem, reserved_name_problem
 from tdsl.frontend.parser import GRAMMAR_PATH
 
 from tdsl.compiler.model.dependences import Dependence
@@ -154,12 +154,15 @@ def single_name(primitive: str, names) -> Optional[str]:
 
 
 def fresh_loop_name(base: str, taken: set[str]) -> str:
-    """`base` if it is a valid loop name not in `taken`, else the first valid `base2`, `base3`, ... (or `loopN`)."""
-    stem = base if loop_name_problem(base) is None else "loop"
+    """`base` if it is a valid loop name not in `taken`, else the first valid `base2`, `base3`, ... (or `loopN`),
+    the stem shortened so that stem and number stay within the name limit (a 64-character `base` that is taken
+    had every `base2`, `base3`, ... refused for its length, and the search never ended: probe HH)."""
+    stem = base[:MAX_NAME_CHARS] if isinstance(base, str) else base
+    stem = stem if loop_name_problem(stem) is None else "loop"
     candidate, n = stem, 1
     while candidate in taken or loop_name_problem(candidate) is not None:
         n += 1
-        candidate = f"{stem}{n}"
+        candidate = stem[:MAX_NAME_CHARS - len(str(n))] + str(n)
     return candidate
 
 
