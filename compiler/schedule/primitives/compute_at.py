@@ -138,10 +138,7 @@ def _placement(model, tree, stmt, partners, target_path, after, primitive, deps)
     first = related.lexmin()
     uncovered = moved.domain.subtract(first.domain())
     if not uncovered.is_empty():
-        _, coords = first_point(uncovered)
-        inst = instance_text(stmt, moved.iters, coords)
-        what = "reads nothing the target loop produces" if after else "is read by nothing under the target loop"
-        raise ScheduleError(primitive, f"{inst} {what}; it cannot be placed in that loop")
+        raise ScheduleError(primitive, _unplaced(model, stmt, partners, uncovered, after))
     pma = first.as_pw_multi_aff() if hasattr(first, "as_pw_multi_aff") else first.lexmin_pw_multi_aff()
     components = [pma.get_pw_aff(i).intersect_domain(moved.domain).coalesce() for i in range(pma.dim(isl.dim_type.out))]
     placement, k = [], 0
@@ -149,6 +146,26 @@ def _placement(model, tree, stmt, partners, target_path, after, primitive, deps)
         placement.append(components[k : k + loop.n_dims])
         k += loop.n_dims
     return placement
+
+
+def _unplaced(model, stmt: str, partners, uncovered: isl.Set, after: bool) -> str:
+    """Why instances of `stmt` cannot be placed: the first one, with the run-time sizes it exists at, and, where
+    the partners have instances at every size at which some are left, a note that only sizes where they have none
+    leave them (a halo stencil's consumer is empty at N <= 2: probe HH)."""
+    params, coords = first_point(uncovered)
+    inst = instance_text(stmt, model.stmt(stmt).iters, coords)
+    sizes = f" at {', '.join(f'{k}={v}' for k, v in params.items())}" if params else ""
+    what = "reads nothing the target loop produces" if after else "is read by nothing under the target loop"
+    text = f"{inst}{sizes} {what}; it cannot be placed in that loop"
+    if params:
+        busy = [model.stmt(p).domain.params() for p in partners]
+        where = busy[0]
+        for b in busy[1:]:
+            where = where.intersect(b)
+        if uncovered.intersect_params(where).is_empty():
+            text += (f": only sizes at which {', '.join(partners)} {'has' if len(partners) == 1 else 'have'} no "
+                     f"instance leave it unread (at a size given with --size, it is placed)")
+    return text
 
 
 def _running(deps, src: str, dst: str):

@@ -280,3 +280,32 @@ def test_the_flash_schedule_has_one_shape_from_a_single_query_on():
     mha = (EXAMPLES / "mha.tdsl").read_text()
     one, two, many = (_paths(loads(mha, sizes={"L": n}).schedule("flash")) for n in (1, 2, 64))
     assert one == two == many
+
+
+HALO = """param N
+kernel pk(X: f32[N]) -> (Y: f32[N]) {{
+  T[i] = X[i] * 2.0
+  Y[i : {domain}] = {body}
+}}
+schedule tile_cat {{
+  yo, yi = split(Y.i, 8)
+  compute_at(T, Y.yo)
+}}
+"""
+
+
+@pytest.mark.parametrize("domain, body, note", [
+    ("i >= 1", "T[i - 1] + T[i]", True),  # T(0) unread only at N = 1, where Y has no instance
+    ("i >= 1 and i <= N - 2", "T[i - 1] + T[i + 1]", False),  # also T(1) at N = 3, where Y(1) is
+])
+def test_an_unplaced_instance_names_the_run_time_sizes_it_exists_at(domain, body, note):
+    """Probe HH: with a run-time size, `T(i=0) is read by nothing under the target loop` did not say at which N
+    (only at N = 1); and where only sizes without a consumer instance leave it unread, the message says so."""
+    from tdsl.frontend.diagnostics import TdslError
+
+    text = HALO.format(domain=domain, body=body)
+    with pytest.raises(TdslError) as caught:
+        loads(text, "halo.tdsl").schedule("tile_cat")
+    assert "compute_at: T(i=0) at N=1 is read by nothing under the target loop" in str(caught.value)
+    assert ("only sizes at which Y has no instance leave it unread" in str(caught.value)) == note
+    loads(text, "halo.tdsl", sizes={"N": 13}).schedule("tile_cat")  # at a given size it is placed
