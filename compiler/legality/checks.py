@@ -66,7 +66,7 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
         explanation = None
         if cls is ReductionIncomplete:
             detail = f"{dep.dst} reads {dep.tensor} before the reduction {dep.src} has combined all its terms"
-            explanation = statistic_explanation(model, dep.src)
+            explanation = statistic_explanation(model, dep.src, dep.dst)
             hint = online_hint(model, dep)
             if hint:
                 explanation = (explanation or cls.explanation) + "; " + hint
@@ -325,19 +325,20 @@ def _count_of_parts(sigma: isl.Map) -> str:
 # ---------------------------------------------------------------- row statistics
 
 
-def statistic_reader(model: KernelModel, reduction: str) -> Optional[str]:
+def statistic_reader(model: KernelModel, reduction: str, reader: str) -> Optional[str]:
     """The elementwise statement that applies the reduction's result to many elements (a row scale, a softmax
-    normalisation), directly or through elementwise statements of the reduction's shape; None if there is none."""
+    normalisation): `reader` itself, or one it feeds through elementwise statements of the reduction's shape;
+    None if there is none (a reduction that sums the statistic's values is no such use: probe HH)."""
     first = model.stmt(reduction)
     seen = set()
-    todo = [reduction]
+    todo = [(reduction, {reader})]  # (a tensor, the statements whose reads of it count)
     while todo:
-        tensor = todo.pop()
+        tensor, readers = todo.pop()
         if tensor in seen:
             continue
         seen.add(tensor)
         for stmt in model.stmts:
-            if stmt.is_reduction:
+            if stmt.is_reduction or (readers is not None and stmt.name not in readers):
                 continue
             for acc in stmt.reads:
                 if acc.tensor != tensor:
@@ -345,13 +346,14 @@ def statistic_reader(model: KernelModel, reduction: str) -> Optional[str]:
                 if not acc.relation.is_injective():
                     return stmt.name
                 if len(stmt.lhs_iters) == len(first.lhs_iters):
-                    todo.append(stmt.write.tensor)
+                    todo.append((stmt.write.tensor, None))
     return None
 
 
-def statistic_explanation(model: KernelModel, reduction: str) -> Optional[str]:
-    """The why-line of reduction-incomplete when the reduction is a row statistic (the E4M3 example of 5.4.3)."""
-    user = statistic_reader(model, reduction)
+def statistic_explanation(model: KernelModel, reduction: str, reader: str) -> Optional[str]:
+    """The why-line of reduction-incomplete when the reduction is a row statistic that `reader` (the dependence's
+    reader, in the counterexample) applies (the E4M3 example of 5.4.3)."""
+    user = statistic_reader(model, reduction, reader)
     if user is None:
         return None
     stmt = model.stmt(reduction)
