@@ -318,7 +318,8 @@ def _count_of_parts(sigma: isl.Map) -> str:
     if top.is_cst():
         values = []
         top.foreach_piece(lambda _s, aff: values.append(aff.get_constant_val().to_python()))
-        return f"{int(max(values)) + 1} partial sums"
+        count = int(max(values)) + 1
+        return f"{count} partial sums" if count != 1 else "one sum of all the terms"
     return "a number of partial sums that depends on a size"
 
 
