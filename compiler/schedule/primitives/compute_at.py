@@ -150,8 +150,8 @@ def _placement(model, tree, stmt, partners, target_path, after, primitive, deps)
 
 def _unplaced(model, stmt: str, partners, uncovered: isl.Set, after: bool) -> str:
     """Why instances of `stmt` cannot be placed: the first one, with the run-time sizes it exists at, and, where
-    the partners have instances at every size at which some are left, a note that only sizes where they have none
-    leave them (a halo stencil's consumer is empty at N <= 2: probe HH)."""
+    every such instance exists only at sizes at which the partners have none, a note that says so (a halo
+    stencil's consumer has no instance at N = 1: probe HH)."""
     params, coords = first_point(uncovered)
     inst = instance_text(stmt, model.stmt(stmt).iters, coords)
     sizes = f" at {', '.join(f'{k}={v}' for k, v in params.items())}" if params else ""
@@ -164,7 +164,8 @@ def _unplaced(model, stmt: str, partners, uncovered: isl.Set, after: bool) -> st
             where = where.intersect(b)
         if uncovered.intersect_params(where).is_empty():
             text += (f": only sizes at which {', '.join(partners)} {'has' if len(partners) == 1 else 'have'} no "
-                     f"instance leave it unread (at a size given with --size, it is placed)")
+                     f"instance leave it so (given a size at which {'it has' if len(partners) == 1 else 'they have'} "
+                     f"instances, e.g. with --size, it is placed)")
     return text
 
 

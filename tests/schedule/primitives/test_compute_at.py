@@ -307,5 +307,5 @@ def test_an_unplaced_instance_names_the_run_time_sizes_it_exists_at(domain, body
     with pytest.raises(TdslError) as caught:
         loads(text, "halo.tdsl").schedule("tile_cat")
     assert "compute_at: T(i=0) at N=1 is read by nothing under the target loop" in str(caught.value)
-    assert ("only sizes at which Y has no instance leave it unread" in str(caught.value)) == note
+    assert ("only sizes at which Y has no instance leave it so" in str(caught.value)) == note
     loads(text, "halo.tdsl", sizes={"N": 13}).schedule("tile_cat")  # at a given size it is placed
