@@ -74,7 +74,8 @@ class StorageOverwrite(DependenceViolation):
 
     rule = "storage-overwrite"
     explanation = ("a place that holds several values in turn (a folded tensor, an output stored in an input) must "
-                   "give each value to all its reads before the next one is written there, in program order")
+                   "give each value to all its reads before the next one is written there: a folded tensor in program "
+                   "order, an input in the order the schedule runs its reads and the writes that replace them")
 
 
 class ReductionIncomplete(DependenceViolation):

@@ -1,9 +1,9 @@
-"""Storage decisions checked in program order (rule storage-overwrite).
+"""Storage decisions checked in program order, or in the schedule's (rule storage-overwrite).
 
 A storage decision makes values share a place: `fold_storage` keeps a few planes of a temporary (element d + p
 replaces element d), `store_in` keeps an output in an input's array (the output's element replaces the input's).
-The program itself must allow that: in program order, no read may come after a write that replaces the value
-it reads.  Checked here with isl for every read of a tensor whose storage is shared, after every step that
+The program itself must allow that: in program order (for `store_in`, in the schedule's order at the step),
+no read may come after a write that replaces the value it reads.  Checked here with isl for every read of a tensor whose storage is shared, after every step that
 makes such a decision or rewrites the program (rfactor, compute_inline); the schedule's own order is then
 checked through the anti and output dependences on locations (compiler/model/dependences.py).
 
@@ -21,8 +21,11 @@ from tdsl.compiler.model.program import KernelModel, Stmt, first_point
 from tdsl.compiler.model.storage import located
 
 
-def check_storage_order(model: KernelModel, primitive: str) -> None:
-    """Refuse (StorageOverwrite) a read that, in program order, finds its value replaced."""
+def check_storage_order(model: KernelModel, primitive: str, tree=None) -> None:
+    """Refuse (StorageOverwrite) a read that finds its value replaced: a folded tensor's in program order, an
+    input's that an output replaces (`store_in`) in the order of `tree`, the schedule at the step (program order
+    without one: a signature's `in`).  `reverse(Y.j); store_in(Y, X)` keeps a left neighbour's old value that Y
+    reads in place, which program order would have replaced first (probe of the 27th session)."""
     stored_in = {t.stored_in: t.name for t in model.tensors.values() if t.stored_in}
     if not stored_in and not any(t.fold for t in model.tensors.values()):
         return
@@ -30,13 +33,14 @@ def check_storage_order(model: KernelModel, primitive: str) -> None:
                                                    for r in s.reads if r.tensor in model.tensors)}
     involved |= {s.name for s in model.stmts if s.name in stored_in.values() or model.tensors[s.name].fold}
     order = program_order_maps(model, involved)
+    times = tree.time_maps(model) if tree is not None else order
     for reader in model.stmts:
         for read in reader.reads:
             t = model.tensors.get(read.tensor)
             if t is not None and t.fold:
                 _check_folded_read(model, order, reader, read, primitive)
             if read.tensor in stored_in:
-                _check_input_read(model, order, reader, read, model.stmt(stored_in[read.tensor]), primitive)
+                _check_input_read(model, times, reader, read, model.stmt(stored_in[read.tensor]), primitive)
 
 
 def _check_folded_read(model: KernelModel, order: dict, reader: Stmt, read, primitive: str) -> None:

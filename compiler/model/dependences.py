@@ -121,13 +121,20 @@ def overwrite_dependences(model: KernelModel, output: str) -> list[Dependence]:
 def _pair_dependences(model: KernelModel, order: dict, src: Stmt, dst: Stmt,
                       reads_of: Optional[str] = None) -> list[Dependence]:
     """The dependences from instances of `src` to later instances of `dst`, of every access pair of the two
-    (`reads_of`: only the anti dependences of src's reads of that tensor)."""
+    (`reads_of`: only the anti dependences of src's reads of that tensor).  A read of an input that an output
+    replaces in place (`store_in`, a signature's `in`) wants the input's value, whichever of the two comes first
+    in program order: every such pair is a dependence (`_replaces_input`), and the schedule, not program order,
+    decides whether it runs forward (a left neighbour's old value read in place, legal right to left)."""
     before = order[src.name].lex_lt_map(order[dst.name])
     deps = []
     for kind, a, b in _access_pairs(model, src, dst):
         if reads_of is not None and (kind != "anti" or a.tensor != reads_of):
             continue
-        rel = _touching(model, kind, a, b).intersect(before)
+        rel = _touching(model, kind, a, b)
+        if kind == "anti" and _replaces_input(model, a, b):
+            rel = rel.subtract(isl.Map.identity(rel.get_space())) if src is dst else rel  # an instance reads first
+        else:
+            rel = rel.intersect(before)
         own = own_start_pairs(src, a) if kind == "anti" and src is dst else None
         if own is not None:
             rel = rel.subtract(own)
@@ -144,6 +151,12 @@ def _pair_dependences(model: KernelModel, order: dict, src: Stmt, dst: Stmt,
             kind = "reduction"
         deps.append(Dependence(kind, src.name, dst.name, a.tensor, rel.coalesce(), a))
     return deps
+
+
+def _replaces_input(model: KernelModel, read: Access, write: Access) -> bool:
+    """Whether `write` stores an output in the input that `read` reads (its values are replaced in place)."""
+    written = model.tensors.get(write.tensor)
+    return written is not None and written.stored_in == read.tensor
 
 
 def own_start_pairs(stmt: Stmt, read: Access) -> Optional[isl.Map]:

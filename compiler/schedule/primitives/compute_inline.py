@@ -64,7 +64,7 @@ def compute_inline(state: State, stmt: str, round=True) -> None:
     tensors = {k: v for k, v in model.tensors.items() if k != stmt}
     state.model = replace(model, stmts=new_stmts, tensors=tensors)
     _remove_leaf(state, stmt)
-    check_storage_order(state.model, "compute_inline")  # folded or shared storage, in the new program
+    check_storage_order(state.model, "compute_inline", state.tree)  # folded or shared storage, in the new program
     state.deps = compute_dependences(state.model)
     rederive(state, "compute_inline")  # a running maximum's readers and sums, in the new program
     if not keep and readers and target.dtype not in statement_grids(model, target):

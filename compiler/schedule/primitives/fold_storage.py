@@ -67,7 +67,7 @@ def fold_storage(state: State, tensor: str, dim: str, planes: int) -> None:
     folded = replace(t, fold=tuple(sorted(folds.items())))
     new = replace(model, tensors={**model.tensors, tensor: folded})
     state.model = new  # a rejected step carries what it would have run (LegalityError.rejected)
-    check_storage_order(new, "fold_storage")
+    check_storage_order(new, "fold_storage", state.tree)
     state.deps = compute_dependences(new)
     rederive(state, "fold_storage")
     check_dependences(state.model, state.deps, state.tree, "fold_storage")

@@ -178,7 +178,7 @@ def rfactor(state: State, loop: LoopLike, segments=None, dtype=None) -> None:
     for it in reversed(c_iters):
         nest = Loop(it, {name: [iterator_aff(c_domain, it)]}, [nest])
     tree.body.insert(tree.body.index(top) + 1, nest)
-    check_storage_order(state.model, "rfactor")  # folded or shared storage, in the new program
+    check_storage_order(state.model, "rfactor", state.tree)  # folded or shared storage, in the new program
     state.deps = compute_dependences(state.model)
     rederive(state, "rfactor")  # a running maximum's readers and sums, in the new program
 

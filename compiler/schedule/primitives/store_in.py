@@ -11,16 +11,16 @@ the input gives the memory back, as C does: the generated launcher passes the in
 kernels write the output's elements over the input's, and the launcher returns the updated input.  That is a
 storage decision the program does not make, with two conditions checked with isl:
 
-* In program order, no read of the input may come after a write of the output to the element it reads (rule
-  storage-overwrite, compiler/legality/storage.py): `store_in(C, C_in)` is legal when each C[i, j] reads only
-  C_in[i, j], and refused when C[i, j] reads C_in[i, j - 1], which C[i, j - 1] has replaced; the
-  counterexample names the write and the read.  A sum that starts from the element it replaces reads it once,
-  into its accumulator, before its first term.
+* In the schedule at the step, no read of the input may come after a write of the output to the element it
+  reads (rule storage-overwrite, compiler/legality/storage.py): `store_in(C, C_in)` is legal when each C[i, j]
+  reads only C_in[i, j], and refused when C[i, j] reads C_in[i, j - 1], which C[i, j - 1] has replaced, unless
+  an earlier `reverse(C.j)` runs the elements right to left; the counterexample names the write and the read.
+  A sum that starts from the element it replaces reads it once, into its accumulator, before its first term.
 * The schedule must keep every read of the input before the write that replaces it: the dependences are
   recomputed on locations, so the decision adds anti dependences (each read of C_in[e] before the write of
-  C[e]), checked against the current schedule and every later step (rule dependence).  A parallel loop
-  stays legal where each program reads only the elements it writes; binding a loop whose programs read each
-  other's elements is refused.
+  C[e], whichever comes first in program order), checked against the current schedule and every later step
+  (rule dependence).  A parallel loop stays legal where each program reads only the elements it writes;
+  binding a loop whose programs read each other's elements is refused.
 
 The reference interpreter, the dependences and the backends all read storage through one map
 (compiler/model/storage.py).  Refused: a temporary or an input as the stored tensor, a tensor that is not an
@@ -50,7 +50,7 @@ def store_in(state: State, output: str, array: str) -> None:
     _check_pair(model, x, y)
     new = replace(model, tensors={**model.tensors, x.name: replace(x, stored_in=y.name)})
     state.model = new  # a rejected step carries what it would have run (LegalityError.rejected)
-    check_storage_order(new, "store_in")
+    check_storage_order(new, "store_in", state.tree)
     added = overwrite_dependences(new, x.name)  # the only ones the decision adds: checked against the schedule
     state.deps = state.deps + added
     rederive(state, "store_in")

@@ -1,7 +1,7 @@
 """store_in: keep a kernel output in an input's array, updated in place (compiler/schedule/primitives/store_in.py).
 
-Rules: storage-overwrite (in program order a read of the input comes after the output replaced its value) at the
-step itself, and after every step that rewrites the program; dependence and parallel-dependence, through the
+Rules: storage-overwrite (in the schedule at the step, a read of the input comes after the output replaced its
+value) at the step itself, and after every step that rewrites the program; dependence and parallel-dependence, through the
 anti dependences the decision creates (each read of the input before the write that replaces it), at the step
 and at every later step.  Accepted schedules run in the interpreter with the shared array (so an overwrite too
 early would show), in the Triton interpreter (the caller's array updated in place) and through TileLang's
@@ -132,6 +132,43 @@ def test_the_schedule_must_keep_each_read_before_the_write_that_replaces_it():
     # ... also when the decision comes after the step that breaks it
     assert_illegal(RIGHT, "reverse(Y.j)\nstore_in(Y, X)", rule="dependence", primitive="store_in",
                    changes_result=True)
+
+
+def test_an_order_the_schedule_made_decides_the_in_place_update():
+    """A read wants the input's value whichever of it and the write comes first in program order: LEFT in place is
+    legal right to left (each element reads its left neighbour before that one is replaced), and was refused for
+    program order's left to right (probe of the 27th session).  The anti dependences hold it to that order."""
+    prog = loads(LEFT)
+    X = random_inputs(prog.schedule().model, seed=3)
+    want = interpret(prog.schedule().model, prog.schedule().time_map(), X)["Y"]
+    for steps in ("reverse(Y.j)\nstore_in(Y, X)", "reverse(Y.j)\nstore_in(Y, X)\nbind(Y.i, grid.x)",
+                  "reverse(Y.i)\nreverse(Y.j)\nstore_in(Y, X)\njo, ji = split(Y.j, 4)"):
+        s = assert_legal(LEFT, steps, run=True)  # the interpreter runs Y in X's array
+        got = interpret(s.model, s.time_map(), X)["Y"]
+        assert np.array_equal(want.view(np.uint32), got.view(np.uint32)), steps
+    assert_illegal(LEFT, "reverse(Y.j)\nstore_in(Y, X)\nreverse(Y.j)", rule="dependence", primitive="reverse",
+                   changes_result=True)
+    assert_illegal(LEFT, "reverse(Y.j)\nstore_in(Y, X)\nbind(Y.j, grid.x)", rule="parallel-dependence",
+                   primitive="bind")
+    assert_illegal(LEFT, "store_in(Y, X)", rule="storage-overwrite", changes_result=True)
+
+
+@pytest.mark.parametrize("target", ["nvidia", "ascend-950", "ascend-910b"])
+def test_a_right_to_left_update_in_place_runs_on_every_backend(target, tmp_path):
+    """The generated kernels keep the reversed order (a serial loop over j) and update X in place."""
+    text = LEFT.replace("M = 6, N = 9", "M = 5, N = 37") + "schedule rtl {\n  reverse(Y.j)\n  store_in(Y, X)\n  bind(Y.i, grid.x)\n}\n"
+    prog = loads(text)
+    s = prog.schedule("rtl")
+    X = random_inputs(s.model, seed=7)
+    want = interpret(prog.schedule().model, prog.schedule().time_map(), X)
+    text = generate(prog, "rtl", target=target)
+    if target == "nvidia":
+        got = run_generated(load_module(text, tmp_path / "rtl.py"), s.model, X)
+    else:  # the NumPy model of the Ascend code
+        from tdsl.compiler.verify.ascend_sim import simulate
+
+        got = simulate(text, X, target).tensors
+    assert all(c.ok for c in compare_outputs(s.model, want, got).values())
 
 
 @pytest.mark.parametrize("steps, message", [
