@@ -36,11 +36,18 @@ def atoms(mask: T.Expr | None) -> list:
     if isinstance(mask, T.Bin) and mask.op in MODES:
         return [_without_cancelled(mask)]
     raise BackendError(
-        f"the elements of this tile are chosen by {expr_text(mask)} (l_x is loop x of the schedule), which is not "
+        f"the elements of this tile are chosen by {_shortened(expr_text(mask))} (l_x is loop x of the schedule), "
+        f"which is not "
         f"a conjunction of comparisons: the 910B's vector core selects lanes by comparisons joined with 'and' only. "
         f"Such a condition usually comes from a statement computed at a loop where its instances fall at several "
         f"offsets (compute_at or recompute_at of a stencil's producer): keep that statement in a loop nest of its "
         f"own, or compile for ascend-950 or nvidia")
+
+
+def _shortened(text: str, limit: int = 240) -> str:
+    """A condition's text, cut where it is long (a compute_at stencil's several offsets gave 2,500 characters of
+    disjunctions before the hint: probe II)."""
+    return text if len(text) <= limit else f"{text[:limit]} ... ({len(text):,} characters)"
 
 
 def _without_cancelled(atom: T.Bin) -> T.Bin:
@@ -130,10 +137,12 @@ def check_affine(atom: T.Bin) -> None:
 def _difference(atom: T.Bin):
     lhs, rhs = linear(atom.lhs), linear(atom.rhs)
     if lhs is None or rhs is None:
-        raise BackendError(f"the mask comparison {expr_text(atom)} is not affine (a piecewise bound, as `reverse` "
-                           f"or `skew` and then `split` of one loop give at some sizes, a comparison of values, or a "
-                           f"division of indices); no ascend-910b form: split a loop before reversing or skewing it, "
-                           f"keep the masked loop whole in one tile, or compile for ascend-950 or nvidia")
+        raise BackendError(f"the mask comparison {_shortened(expr_text(atom))} is not affine (a piecewise bound, "
+                           f"as a triangular range (`sum(k : k >= i)`) or `reverse` or `skew` of a loop, then "
+                           f"`split`, give at some sizes; a comparison of values; or a division of indices); no "
+                           f"ascend-910b form: keep the masked loop whole in one tile (do not split a triangular "
+                           f"range's loop), split a loop before reversing or skewing it, or compile for ascend-950 "
+                           f"or nvidia")
     return _add(lhs, _scale(rhs, -1))
 
 
