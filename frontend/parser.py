@@ -584,7 +584,16 @@ def _syntax_message(err: UnexpectedToken, parser: Lark, layout: _Layout) -> str:
     reserved = ""
     if "NAME" in expected and err.token.type != "NAME" and re.fullmatch(r"[A-Za-z_]\w*", str(err.token)):
         reserved = f" ('{err.token}' is a word of the language: it cannot be a name)"
-    return f"expected {_join_or(words)}{where}, found {_found(err.token)}{reserved}{_line_break_hint(err, expected)}"
+    return (f"expected {_join_or(words)}{where}, found {_found(err.token)}{reserved}"
+            f"{_unbalanced_hint(err, context)}{_line_break_hint(err, expected)}")
+
+
+def _unbalanced_hint(err: UnexpectedToken, context: Optional[str]) -> str:
+    """A closing bracket with no bracket open (probe II: `(X[i] * 2.0))` said only "expected end of line")."""
+    opener = {"RPAR": "(", "RSQB": "["}.get(err.token.type)
+    if opener is None or context is not None:
+        return ""
+    return f" (no '{opener}' is open here: one '{err.token}' too many)"
 
 
 def _line_break_hint(err: UnexpectedToken, expected: set) -> str:

@@ -33,6 +33,32 @@ CASES = {
                         ^
         """,
     ),
+    "one_closing_parenthesis_too_many": (  # probe II: it said only "expected end of line"
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i] = max(A[i], 0.0))
+        }
+        """,
+        """
+        prog.tdsl:3:24: error: expected end of line, found ')' (no '(' is open here: one ')' too many)
+            Y[i] = max(A[i], 0.0))
+                                 ^
+        """,
+    ),
+    "one_closing_bracket_too_many": (
+        """
+        const N = 8
+        kernel f(A: f32[N]) -> Y: f32[N] {
+          Y[i]] = A[i]
+        }
+        """,
+        """
+        prog.tdsl:3:7: error: expected '=', found ']' (no '[' is open here: one ']' too many)
+            Y[i]] = A[i]
+                ^
+        """,
+    ),
     "expected_after_index": (
         """
         const N = 8
