@@ -375,7 +375,8 @@ def _check_every_element_has_a_term(si, prefix: str, constraints: list, write_re
     at = f" with {', '.join(f'{k}={v}' for k, v in params.items())}" if params else ""
     raise SourceError(f"{stmt.target}[{', '.join(map(str, coords))}]{at} has no term: the reduction's range is empty "
                       f"there, so the value its sum starts from would never be stored; a sum from a value needs a "
-                      f"term for every element (bound the left-hand iterators, or widen the reduction's conditions)",
+                      f"term for every element (bound the left-hand iterators, or keep the element in the range with "
+                      f"a term of -0.0: `sum(k : k <= i) where(k < i, ..., -0.0) from ...`, as x + -0.0 is x)",
                       si.reduce.init.span)
 
 

@@ -66,6 +66,8 @@ def test_the_start_value_is_printed_in_the_source_and_the_tree():
     ("Y[i] = sum(k) X[i, k] from Y[i]", "reads an element Y has not computed yet"),
     ("Y[i] = sum(k : k < i) X[i, k] from Z[i]", "Y[0] has no term: the reduction's range is empty there, so the "
                                                 "value its sum starts from would never be stored"),
+    ("Y[i] = sum(k : k < i) X[i, k] from Z[i]",  # the way out, quoted (probe II)
+     "keep the element in the range with a term of -0.0: `sum(k : k <= i) where(k < i, ..., -0.0) from ...`"),
 ])
 def test_misused_start_values_are_errors_at_their_position(statement, message):
     text = f"const N = 4\nkernel r(X: f32[N, 3], Z: f32[N]) -> (Y: f32[N]) {{\n  {statement}\n}}\n"
