@@ -433,3 +433,39 @@ def test_only_an_output_may_be_given_first_contents():
         interpret(model, prog.schedule().time_map(), {**inputs, "R": np.zeros((3, 5), np.float32)})
     with pytest.raises(ValueError, match="output 'r' has shape"):
         interpret(model, prog.schedule().time_map(), {**inputs, "r": np.zeros(4, np.float32)})
+
+
+def _shifted(d: int) -> str:
+    at, inside = (f"i + {d}", f"i + {d} < N") if d >= 0 else (f"i - {-d}", f"i >= {-d}")
+    return f"const N = 11\nkernel k(X: f32[N]) -> (Y: f32[N]) {{\n  Y[i] = X[i] * 0.5 + where({inside}, X[{at}], 0.0)\n}}\n"
+
+
+ORDERS = [[], ["reverse(Y.i)"], ["io, ii = split(Y.i, 3)"], ["reverse(Y.i)", "io, ii = split(Y.i, 3)"],
+          ["io, ii = split(Y.i, 3)", "reverse(Y.ii)"], ["io, ii = split(Y.i, 3)", "reverse(Y.io)"]]
+
+
+@pytest.mark.parametrize("d", [-2, -1, 0, 1, 2])
+def test_store_in_is_exact_in_every_order(d):
+    """`Y[i] = X[i] / 2 + X[i + d]` in place after each order of its elements: accepted exactly where the order
+    gives program order's bits in X's array, and refused exactly where the rejected decision changes them (the
+    reversal of blocks and within blocks included: a neighbour's value read after its block replaced it)."""
+    prog = loads(_shifted(d))
+    X = random_inputs(prog.schedule().model, seed=1)
+    want = interpret(prog.schedule().model, prog.schedule().time_map(), X)["Y"]
+    verdicts = []
+    for steps in ORDERS:
+        block = loads(_shifted(d) + "schedule s {\n" + "\n".join(steps + ["store_in(Y, X)"]) + "\n}\n")
+        try:
+            s = block.schedule("s")
+        except TdslError as err:
+            r = err.error.rejected
+            assert not np.array_equal(interpret(r.model, r.tree.union_map(r.model), X)["Y"], want), steps
+            verdicts.append("refused")
+            continue
+        got = interpret(s.model, s.time_map(), X)["Y"]
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), steps
+        verdicts.append("legal")
+    right_to_left = [False, True, False, True, False, False]  # every element after its right neighbour
+    left_to_right = [True, False, True, False, False, False]
+    expect = [d == 0 or (d < 0 and r) or (d > 0 and l) for r, l in zip(right_to_left, left_to_right)]
+    assert verdicts == ["legal" if e else "refused" for e in expect]
