@@ -38,6 +38,8 @@ class VectorSide:
                 return self._compute_rows(op)
             shape = [a.size for a in op.tile.axes]
             value = self._round(op.dtype, self._value(op.value, op.tile), shape)
+            if value.kind == "scalar" and self._reads_overwritable(op.value):
+                value = self._held_scalar(value, op.stmt)
             self.values[op.stmt] = value
             self.expr_temps.discard(value.code)
             self.shapes[op.stmt] = shape
@@ -80,6 +82,22 @@ class VectorSide:
                 self._store(op.stmt, op.tile, op.lhs, value, op.unclipped)
         else:
             raise BackendError(f"{type(op).__name__} has no ascend-910b form here")
+
+    def _reads_overwritable(self, value) -> bool:
+        """Whether a value loads from an array this kernel may store over after reading it: an input an output is
+        stored in (`store_in`, a signature's `in`), a folded tensor.  A scalar value is an expression, and a
+        reader of the statement would evaluate it again, after the store (probe JJ: `Y[i] = X[i] * 2` kept in
+        X, then `Z[i] = Y[i] + 1` fused with it read 2 * (2 * X[i]) + 1)."""
+        overwritable = ({t.stored_in for t in self.kernel.tensors if t.stored_in}
+                        | {t.name for t in self.kernel.tensors if t.fold})
+        return any(load.tensor in overwritable for load in T.nodes_in(value, T.Load))
+
+    def _held_scalar(self, value: _Opnd, stmt: str) -> _Opnd:
+        """A scalar value evaluated now, into a UB buffer of its own, and read from there by later statements."""
+        held = self.alloc(self.fresh("held"), [8], "f32", "UB", f"{stmt}'s value, read before a store "
+                          f"over what it loads", pooled=False)
+        self.emit(f"{held}[0] = {value.code}")
+        return _Opnd("scalar", f"{held}[0]")
 
     # ------------------------------------------------------------ sums that follow a running maximum (online)
 

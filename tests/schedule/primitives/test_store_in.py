@@ -469,3 +469,41 @@ def test_store_in_is_exact_in_every_order(d):
     left_to_right = [True, False, True, False, False, False]
     expect = [d == 0 or (d < 0 and r) or (d > 0 and l) for r, l in zip(right_to_left, left_to_right)]
     assert verdicts == ["legal" if e else "refused" for e in expect]
+
+
+FORWARDED = """
+const N = 13
+kernel k(X: f32[N]) -> (Y: f32[N]{held}, Z: f32[N]) {{
+  Y[i] = X[i] * 2.0
+  Z[i] = {z}
+}}
+schedule fused {{
+  fuse(Y.i, Z.i)
+{steps}}}
+"""
+
+
+@pytest.mark.parametrize("held, z, steps", [
+    ("", "Y[i] + 1.0", "  store_in(Y, X)\n"),
+    (" in X", "Y[i] + 1.0", ""),  # the signature's form
+    ("", "where(i < N - 1, X[i + 1], 0.0) + Y[i]", "  store_in(Y, X)\n"),
+    ("", "Y[i] + 1.0", "  store_in(Y, X)\n  io, ii = split(Y.i, 4)\n  bind(Y.io, grid.x)\n"),
+])
+@pytest.mark.parametrize("target", ["ascend-910b", "ascend-950", "nvidia"])
+def test_a_value_read_after_its_input_is_replaced_is_the_one_computed_before(held, z, steps, target, tmp_path):
+    """Probe JJ: the 910B printed Y's one-element value as its expression, and Z, fused after Y's store over X,
+    evaluated it again: 2 * (2 * X[i]) + 1 (every element wrong).  A scalar value that loads what the kernel stores
+    over is now held in UB when computed."""
+    text = FORWARDED.format(held=held, z=z, steps=steps)
+    prog = loads(text)
+    s = prog.schedule("fused")
+    X = random_inputs(prog.schedule(None).model, seed=2)
+    want = interpret(prog.schedule(None).model, prog.schedule(None).time_map(), X)
+    module = generate(prog, "fused", target=target)
+    if target == "nvidia":
+        got = run_generated(load_module(module, tmp_path / "k.py"), s.model, X)
+    else:
+        from tdsl.compiler.verify.ascend_sim import simulate
+
+        got = simulate(module, X, target).tensors
+    assert all(c.ok for c in compare_outputs(s.model, want, got).values())
