@@ -507,3 +507,11 @@ def test_a_value_read_after_its_input_is_replaced_is_the_one_computed_before(hel
 
         got = simulate(module, X, target).tensors
     assert all(c.ok for c in compare_outputs(s.model, want, got).values())
+
+
+def test_a_counterexample_at_a_run_time_size_names_the_size_and_its_elements():
+    """Probe JJ: `X[N - 1 - i]` in place right to left printed `Y(i=1) writes Y[1] in the place of X[0]`, the
+    elements solved at another N than the pair's, and no N."""
+    mirror = "param N\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = X[i] * 0.5 + X[N - 1 - i]\n}\n"
+    err = assert_illegal(mirror, "reverse(Y.i)\nstore_in(Y, X)", rule="storage-overwrite", primitive="store_in")
+    assert err.counterexample == "Y(i=1) writes Y[1] in the place of X[1]; then Y(i=0) reads X[1] with N=2"
