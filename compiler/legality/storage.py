@@ -3,9 +3,10 @@
 A storage decision makes values share a place: `fold_storage` keeps a few planes of a temporary (element d + p
 replaces element d), `store_in` keeps an output in an input's array (the output's element replaces the input's).
 The program itself must allow that: in program order (for `store_in`, in the schedule's order at the step),
-no read may come after a write that replaces the value it reads.  Checked here with isl for every read of a tensor whose storage is shared, after every step that
-makes such a decision or rewrites the program (rfactor, compute_inline); the schedule's own order is then
-checked through the anti and output dependences on locations (compiler/model/dependences.py).
+no read may come after a write that replaces the value it reads.  Checked here with isl for every read of a
+tensor whose storage is shared, after every step that makes such a decision or rewrites the program (rfactor,
+compute_inline); the schedule's own order is then checked through the anti and output dependences on locations
+(compiler/model/dependences.py).
 
 One write is not a replacement: a sum that starts from a value (`sum(k) ... from C_in[i, j]`) and is stored in
 that value's place reads it once, before its first term, into the accumulator that its updates write back.
