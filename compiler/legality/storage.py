@@ -17,7 +17,7 @@ from __future__ import annotations
 import islpy as isl
 
 from tdsl.compiler.errors import StorageOverwrite
-from tdsl.compiler.model.dependences import own_start_pairs, program_order_maps
+from tdsl.compiler.model.dependences import first_terms, own_start_pairs, program_order_maps
 from tdsl.compiler.model.program import KernelModel, Stmt, first_point
 from tdsl.compiler.model.storage import located
 
@@ -76,7 +76,8 @@ def _check_input_read(model: KernelModel, order: dict, reader: Stmt, read, write
     """No read of an input may come after a write of the output stored in it to the read's element (the read
     wants the input's value), other than a sum's start value in its own element's place."""
     x = model.tensors[writer.name]
-    same_place = read.relation.apply_range(located(x, writer.write.relation).reverse())  # r -> w: w writes there
+    reads = read.relation.intersect_domain(first_terms(reader)) if read.start else read.relation  # read once
+    same_place = reads.apply_range(located(x, writer.write.relation).reverse())  # r -> w: w writes there
     clobbered = same_place.intersect(order[reader.name].lex_gt_map(order[writer.name]))  # ... before r reads
     own = own_start_pairs(writer, read) if reader is writer else None
     if own is not None:

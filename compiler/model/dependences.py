@@ -133,6 +133,7 @@ def _pair_dependences(model: KernelModel, order: dict, src: Stmt, dst: Stmt,
         rel = _touching(model, kind, a, b)
         if kind == "anti" and _replaces_input(model, a, b):
             rel = rel.subtract(isl.Map.identity(rel.get_space())) if src is dst else rel  # an instance reads first
+            rel = rel.intersect_domain(first_terms(src)) if a.start else rel
         else:
             rel = rel.intersect(before)
         own = own_start_pairs(src, a) if kind == "anti" and src is dst else None
@@ -157,6 +158,14 @@ def _replaces_input(model: KernelModel, read: Access, write: Access) -> bool:
     """Whether `write` stores an output in the input that `read` reads (its values are replaced in place)."""
     written = model.tensors.get(write.tensor)
     return written is not None and written.stored_in == read.tensor
+
+
+def first_terms(stmt: Stmt) -> isl.Set:
+    """The instances that take each element's first term in program order: where a sum reads the value it starts
+    from.  The read happens there or earlier (a backend loads it before the reduction loop), so a write that
+    replaces it must wait for these instances only, not every term (probe JJ: `from X[i + 1]` in place with the
+    reduction loop outside was refused)."""
+    return stmt.write.relation.reverse().lexmin().range()
 
 
 def own_start_pairs(stmt: Stmt, read: Access) -> Optional[isl.Map]:

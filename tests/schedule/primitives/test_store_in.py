@@ -515,3 +515,34 @@ def test_a_counterexample_at_a_run_time_size_names_the_size_and_its_elements():
     mirror = "param N\nkernel k(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = X[i] * 0.5 + X[N - 1 - i]\n}\n"
     err = assert_illegal(mirror, "reverse(Y.i)\nstore_in(Y, X)", rule="storage-overwrite", primitive="store_in")
     assert err.counterexample == "Y(i=1) writes Y[1] in the place of X[1]; then Y(i=0) reads X[1] with N=2"
+
+
+START_AHEAD = """
+const N = 7, K = 5
+kernel k(X: f32[N], A: f32[N, K]) -> (Y: f32[N]) {
+  Y[i] = sum(k) A[i, k] from where(i < N - 1, X[i + 1], 0.0)
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["nvidia", "ascend-950", "ascend-910b"])
+def test_a_start_value_is_read_once_at_its_elements_first_term(target, tmp_path):
+    """Probe JJ: the start value counted as read by every term, so `from X[i + 1]` in place with the reduction loop
+    outside was refused, although Y(i, 0) reads X[i + 1] before Y(i + 1, 0) replaces it (and a backend reads it
+    even earlier, before the reduction loop).  With i reversed inside k, Y(i + 1, 0) runs first: refused."""
+    s = assert_legal(START_AHEAD, "reorder(Y, k, i)\nstore_in(Y, X)", run=True)
+    assert_legal(START_AHEAD, "store_in(Y, X)\nreorder(Y, k, i)\nio, ii = split(Y.i, 4)", run=True)
+    err = assert_illegal(START_AHEAD, "reorder(Y, k, i)\nreverse(Y.i)\nstore_in(Y, X)", rule="storage-overwrite",
+                         changes_result=True)
+    assert err.counterexample == "Y(i=1, k=0) writes Y[1] in the place of X[1]; then Y(i=0, k=0) reads X[1]"
+    prog = loads(START_AHEAD + "schedule k_outer {\n  reorder(Y, k, i)\n  store_in(Y, X)\n}\n")
+    X = random_inputs(prog.schedule().model, seed=4)
+    want = interpret(prog.schedule().model, prog.schedule().time_map(), X)
+    module = generate(prog, "k_outer", target=target)
+    if target == "nvidia":
+        got = run_generated(load_module(module, tmp_path / "k.py"), s.model, X)
+    else:
+        from tdsl.compiler.verify.ascend_sim import simulate
+
+        got = simulate(module, X, target).tensors
+    assert all(c.ok for c in compare_outputs(s.model, want, got).values())
