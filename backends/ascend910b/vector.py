@@ -26,6 +26,7 @@ from tdsl.compiler.lower.lane_masks import (
 from tdsl.compiler.lower.passes.ascend910b import BYTES, UB_ROW_BYTES, axes_not_last, expr_vars
 from tdsl.compiler.lower.tileir import simplify
 from tdsl.compiler.model import reduce_ops
+from tdsl.compiler.model.storage import overwritable
 
 
 class VectorSide:
@@ -84,13 +85,12 @@ class VectorSide:
             raise BackendError(f"{type(op).__name__} has no ascend-910b form here")
 
     def _reads_overwritable(self, value) -> bool:
-        """Whether a value loads from an array this kernel may store over after reading it: an input an output is
-        stored in (`store_in`, a signature's `in`), a folded tensor.  A scalar value is an expression, and a
-        reader of the statement would evaluate it again, after the store (probe JJ: `Y[i] = X[i] * 2` kept in
-        X, then `Z[i] = Y[i] + 1` fused with it read 2 * (2 * X[i]) + 1)."""
-        overwritable = ({t.stored_in for t in self.kernel.tensors if t.stored_in}
-                        | {t.name for t in self.kernel.tensors if t.fold})
-        return any(load.tensor in overwritable for load in T.nodes_in(value, T.Load))
+        """Whether a value loads from an array this kernel may store over after reading it (compiler/model/storage.py
+        `overwritable`, the rule the lowering's barriers follow).  A scalar value is an expression, and a reader of
+        the statement would evaluate it again, after the store (probe JJ: `Y[i] = X[i] * 2` kept in X, then
+        `Z[i] = Y[i] + 1` fused with it read 2 * (2 * X[i]) + 1)."""
+        arrays = overwritable(self.kernel.tensors)
+        return bool(arrays) and any(load.tensor in arrays for load in T.nodes_in(value, T.Load))
 
     def _held_scalar(self, value: _Opnd, stmt: str) -> _Opnd:
         """A scalar value evaluated now, into a UB buffer of its own, and read from there by later statements."""

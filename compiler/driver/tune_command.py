@@ -250,8 +250,8 @@ def _unheld(sched, device: str) -> Optional[str]:
     from tdsl.compiler.schedule.empty_statements import without_empty_statements
     from tdsl.compiler.targets import get_target
 
-    sched = without_empty_statements(sched)
-    return unheld_accumulator(sched.model, plan_kernels(sched, get_target(device)), get_target(device))
+    sched, tgt = without_empty_statements(sched), get_target(device)
+    return unheld_accumulator(sched.model, plan_kernels(sched, tgt), tgt)
 
 
 def tuned_program(prog, log_file: str, target: str, backend: Optional[str], kernel: Optional[str]):

@@ -43,7 +43,7 @@ from typing import Optional
 from tdsl.compiler.analysis.serial_loops import SerialLoops
 from tdsl.compiler.analysis.zero_signs import ZeroSigns
 from tdsl.compiler.errors import BackendError
-from tdsl.compiler.model.storage import stored_shape
+from tdsl.compiler.model.storage import overwritable, stored_shape
 from tdsl.compiler.model.program import KernelModel, Stmt
 from tdsl.compiler.schedule.schedule import Schedule
 from tdsl.compiler.lower.geometry import TileGeometry
@@ -275,10 +275,8 @@ class _KernelLowering(KernelLoops, TileGeometry, ValueLowering, RegisterReuse, R
 
     @cached_property
     def _overwritable(self) -> set:
-        """Arrays whose elements a kernel may store over after reading them: the inputs outputs are stored in,
-        and the folded tensors (fold_storage: a plane holds one step, then the next)."""
-        tensors = self.model.tensors.values()
-        return {t.stored_in for t in tensors if t.stored_in} | {t.name for t in tensors if t.fold}
+        """Arrays whose elements a kernel may store over after reading them (storage.py `overwritable`)."""
+        return overwritable(self.model.tensors.values())
 
     def _serial(self, loop: Loop, context: list[Loop], body: Optional[list] = None) -> list:
         if loop.n_dims != 1:

@@ -40,6 +40,13 @@ def storage_map(tensor: Tensor) -> isl.Map:
     return isl.Map.read_from_str(tensor.box.get_ctx(), text).intersect_domain(tensor.box)
 
 
+def overwritable(tensors) -> set[str]:
+    """The arrays a kernel may store over after reading them: the inputs outputs are stored in (`store_in`, a
+    signature's `in`) and the folded tensors (fold_storage: a plane holds one step, then the next).  `tensors`:
+    the model's Tensors or a tile kernel's TensorArgs (both have `name`, `stored_in`, `fold`)."""
+    return {t.stored_in for t in tensors if t.stored_in} | {t.name for t in tensors if t.fold}
+
+
 def stored_shape(tensor: Tensor) -> list:
     """The shape of the array that holds the tensor: `planes` along each folded dimension."""
     planes = dict(tensor.fold)

@@ -121,7 +121,8 @@ def step_time(kp: KernelPlan, cost: KernelCost, tgt: Target) -> Optional[Step]:
     for t in cost.transfers:
         if t.src == "global" and t.loop:
             loads.setdefault(t.loop, []).append(t)
-    serial = [l for l in walk_loops([kp.root]) if l.name in kp.serial_loops and l.name in loads]
+    names = kp.serial_loops  # a property: derived once here, not per loop
+    serial = [l for l in walk_loops([kp.root]) if l.name in names and l.name in loads]
     if not serial:
         return None
     loop = serial[-1]

@@ -157,7 +157,7 @@ def fresh_loop_name(base: str, taken: set[str]) -> str:
     """`base` if it is a valid loop name not in `taken`, else the first valid `base2`, `base3`, ... (or `loopN`),
     the stem shortened so that stem and number stay within the name limit (a 64-character `base` that is taken
     had every `base2`, `base3`, ... refused for its length, and the search never ended: probe HH)."""
-    stem = base[:MAX_NAME_CHARS] if isinstance(base, str) else base
+    stem = base[:MAX_NAME_CHARS]
     stem = stem if loop_name_problem(stem) is None else "loop"
     candidate, n = stem, 1
     while candidate in taken or loop_name_problem(candidate) is not None:

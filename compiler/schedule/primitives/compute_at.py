@@ -21,6 +21,8 @@ If later iterations also produce its input -- a reduction loop such as ko
 
 from __future__ import annotations
 
+from functools import reduce
+
 import islpy as isl
 
 from tdsl.compiler.errors import ScheduleError
@@ -158,11 +160,8 @@ def _unplaced(model, stmt: str, partners, uncovered: isl.Set, after: bool) -> st
     what = "reads nothing the target loop produces" if after else "is read by nothing under the target loop"
     text = f"{inst}{sizes} {what}; it cannot be placed in that loop"
     if params:
-        busy = [model.stmt(p).domain.params() for p in partners]
-        where = busy[0]
-        for b in busy[1:]:
-            where = where.intersect(b)
-        if uncovered.intersect_params(where).is_empty():
+        busy = reduce(isl.Set.intersect, (model.stmt(p).domain.params() for p in partners))  # sizes all have instances
+        if uncovered.intersect_params(busy).is_empty():
             text += (f": only sizes at which {', '.join(partners)} {'has' if len(partners) == 1 else 'have'} no "
                      f"instance leave it so (given a size at which {'it has' if len(partners) == 1 else 'they have'} "
                      f"instances, e.g. with --size, it is placed)")
