@@ -81,6 +81,13 @@ class Program:
             return kernel, None
         return kernel, next(iter(self.schedules_of(kernel)), None)
 
+    def at_run_time(self, kernel: Optional[str] = None) -> "Program":
+        """This program with the values given to `kernel`'s run-time sizes (`param`) dropped, its `const`
+        overrides kept: the program a kernel that reads those sizes off its inputs' shapes is compiled from."""
+        decls = self.kernels[self.kernel_name(kernel)].sizes
+        kept = {name: value for name, value in self.sizes.items() if not (name in decls and decls[name].is_param)}
+        return Program(self.ast, self.kernels, kept)
+
     def block(self, name: str) -> ast.ScheduleBlock:
         for block in self.ast.schedules:
             if block.name == name:

@@ -350,7 +350,7 @@ def _interpreter_reference(original, args):
 
 
 def cmd_run_target(args) -> int:
-    from tdsl.compiler.driver.generate import generate, resolve_target
+    from tdsl.compiler.driver.generate import code_generator, generate, resolve_target
     from tdsl.compiler.reference.interpreter import rounding_variants
     from tdsl.compiler.verify import compare_outputs
 
@@ -361,12 +361,22 @@ def cmd_run_target(args) -> int:
     kind, backend, device_name = resolve_target(args.target, args.backend)
     inputs, reference, count = _interpreter_reference(original, args)
     start, reference = _reference_for(prog.schedule(name, kernel=args.kernel), original, inputs, reference)
-    text = generate(prog, name, target=args.target, backend=args.backend, kernel=args.kernel)
+    at_run_time = _sizes_at_run_time(prog, args.kernel, code_generator(args.target, args.backend)[1], args.fixed_sizes)
+    try:
+        text = generate(prog.at_run_time(args.kernel) if at_run_time else prog, name, target=args.target,
+                        backend=args.backend, kernel=args.kernel)
+    except TdslError as err:
+        if at_run_time:  # the schedule is judged and generated for every value of these sizes, not --size's
+            err.add_note(f"the kernel was built with {', '.join(at_run_time)} given at run time, as `tdsl compile` "
+                         f"without --size builds it; --fixed-sizes builds it for the sizes --size gives")
+        raise
     if kind == "nvidia":
         outputs, where = _run_on_nvidia(text, model, inputs, backend)
     else:
         outputs, where = _run_in_ascend_model(text, model, inputs, device_name), f"NumPy model of the {device_name}"
-    print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed {args.seed}")
+    sizes = f"; {', '.join(at_run_time)} given at run time" if at_run_time else ""
+    print(f"kernel {model.name}, schedule {name or 'program order'}: {where} vs reference interpreter, seed "
+          f"{args.seed}{sizes}")
     status = 0
     results = compare_outputs(model, reference, outputs, variants=lambda: rounding_variants(
         model, original.time_map(), start, reference))
@@ -375,6 +385,17 @@ def cmd_run_target(args) -> int:
         print(f"  {t.name} {list(outputs[t.name].shape)} {t.dtype}: {'ok' if result.ok else 'MISMATCH'} ({result.summary()})")
         status = status or (0 if result.ok else 1)
     return status
+
+
+def _sizes_at_run_time(prog, kernel: str, generator: str, fixed: bool) -> list[str]:
+    """The run-time sizes (`param`) a kernel run by `run --target` reads off its inputs: all of them where the
+    code generator takes sizes at run time, as `compile` without --size builds the kernel (the values --size
+    gives them are the inputs' shapes only); none with --fixed-sizes or a generator compiled for fixed sizes."""
+    from tdsl.compiler.lower.pipeline import takes_run_time_sizes
+
+    if fixed or not takes_run_time_sizes(generator):
+        return []
+    return prog.at_run_time(kernel).model(kernel).params
 
 
 def _run_on_nvidia(text: str, model, inputs: dict, backend: str) -> tuple[dict, str]:
@@ -425,6 +446,8 @@ def cmd_run(args) -> int:
         return cmd_run_target(args)
     if not args.interp:
         raise TdslError("tdsl run needs --interp (reference interpreter) or --target nvidia (generated kernel)")
+    if args.fixed_sizes:
+        raise TdslError("--fixed-sizes chooses how a generated kernel takes its sizes: use it with --target")
     import numpy as np
 
     from tdsl.compiler.model.dtypes import describe_difference
@@ -688,6 +711,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("triton", "tilelang", "tilelang-ascend"), default=None,
                    help="code generator for --target (default: the target's first; TileLang on NVIDIA needs a GPU)")
     p.add_argument("--seed", type=SEED, default=0, help="random seed for the inputs")
+    p.add_argument("--fixed-sizes", action="store_true",
+                   help="with --target: compile the kernel for the sizes --size gives its params (as compile --size "
+                        "does); by default a Triton kernel takes them at run time, as compile without --size builds it")
     p.add_argument("--all", action="store_true", help="with --interp: every schedule block of PROG (an illegal one "
                    "is reported, not run)")
     p.set_defaults(func=cmd_run)
@@ -760,6 +786,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         text = str(err)
         if ": error: " not in text.split("\n")[0]:
             text = f"tdsl: error: {text}"
+        text += "".join(f"\nnote: {note}" for note in getattr(err, "__notes__", ()))
         print(_printable(text), file=sys.stderr)
         return err.exit_code
     except InternalError as err:

@@ -99,9 +99,15 @@ def prepare(program: TileProgram, schedule, backend: str, device: Optional[str] 
     return _passes(program, without_empty_statements(schedule), backend, device)
 
 
+def takes_run_time_sizes(backend: str) -> bool:
+    """Whether `backend`'s kernels take `param` sizes at run time: only the Triton launcher reads sizes off the
+    tensors; the others are compiled for fixed sizes."""
+    return backend == "triton"
+
+
 def _passes(program: TileProgram, schedule, backend: str, device: Optional[str]) -> TileProgram:
     params = schedule.model.params
-    if backend != "triton" and params:  # only the Triton launcher reads sizes off the tensors
+    if params and not takes_run_time_sizes(backend):
         are, give = ("is a run-time size", "it a value") if len(params) == 1 else ("are run-time sizes", "them values")
         raise BackendError(f"the {backend} kernels are compiled for fixed sizes, and {', '.join(params)} {are}: "
                            f"give {give} (--size {params[0]}=..., or tdsl.load(..., sizes=...)); only Triton's "

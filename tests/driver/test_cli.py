@@ -310,6 +310,48 @@ def test_run_compiles_for_the_target_and_compares_with_the_interpreter(target, w
     assert "Y [70, 136] bf16: ok" in proc.stdout
 
 
+RUN_TIME_ROWS = """param N
+const M = 8
+
+kernel k(X: f32[M, N]) -> (Y: f32[M, N]) {
+  s[i] = sum(j) X[i, j]
+  Y[i, j] = X[i, j] - s[i] / N
+}
+
+schedule split_both {
+  compute_at(s, Y.i)
+  jo, ji = split(Y.j, 4)
+  so, si = split(s.j, 4)
+  bind(Y.i, grid.x)
+}
+
+schedule row_whole {
+  compute_at(s, Y.i)
+  bind(Y.i, grid.x)
+}
+"""
+
+
+def test_run_builds_a_triton_kernel_that_takes_the_params_at_run_time(tmp_path):
+    """`run --target` runs the kernel `compile` without --size builds: --size gives the inputs' shapes; a tile
+    whose size depends on a param is refused there, as compile refuses it (it ran when --size fixed N)."""
+    prog = tmp_path / "rows.tdsl"
+    prog.write_text(RUN_TIME_ROWS)
+    for n in ("1", "13"):
+        proc = tdsl("run", str(prog), "--schedule", "split_both", "--size", f"N={n},M=3", "--target", "nvidia")
+        assert proc.returncode == 0, proc.stderr
+        assert "; N given at run time" in proc.stdout and f"Y [3, {n}] f32: ok" in proc.stdout
+    refused = tdsl("run", str(prog), "--schedule", "row_whole", "--size", "N=13", "--target", "nvidia")
+    assert refused.returncode == 2 and "the tile of s along j has no fixed size" in refused.stderr
+    assert "note: the kernel was built with N given at run time" in refused.stderr
+    fixed = tdsl("run", str(prog), "--schedule", "row_whole", "--size", "N=13", "--target", "nvidia", "--fixed-sizes")
+    assert fixed.returncode == 0 and "given at run time" not in fixed.stdout and "Y [8, 13] f32: ok" in fixed.stdout
+    ascend = tdsl("run", str(prog), "--schedule", "row_whole", "--size", "N=13", "--target", "ascend-950")
+    assert ascend.returncode == 0 and "given at run time" not in ascend.stdout  # compiled for fixed sizes
+    misuse = tdsl("run", str(prog), "--interp", "--size", "N=3", "--fixed-sizes")
+    assert misuse.returncode == 2 and "use it with --target" in misuse.stderr
+
+
 def test_run_leaves_out_what_the_program_does_not_determine_and_says_so():
     """Rank-deficient gramschmidt (6 columns in R^5): Q's last column is rounding noise over its own norm, and a
     kernel's tile sums (allowed by default) give other noise.  `run` checks the rest and names what it left out

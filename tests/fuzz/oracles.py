@@ -234,9 +234,7 @@ def generation_sizes(case: Case) -> dict:
     reads them from the tensors' shapes), so the kernels are compiled for every size and run at the case's."""
     if not case.symbolic:
         return case.sizes
-    program = loads(case.source, case.filename)
-    decls = program.kernels[program.kernel_name(case.kernel)].sizes
-    return {name: value for name, value in case.sizes.items() if not decls[name].is_param}
+    return loads(case.source, case.filename, sizes=case.sizes).at_run_time(case.kernel).sizes
 
 
 # A refusal speaks of the program's tensors and loops; these are the tile IR's classes, as `repr` prints them.
