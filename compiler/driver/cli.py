@@ -367,8 +367,9 @@ def cmd_run_target(args) -> int:
                         backend=args.backend, kernel=args.kernel)
     except TdslError as err:
         if at_run_time:  # the schedule is judged and generated for every value of these sizes, not --size's
-            err.add_note(f"the kernel was built with {', '.join(at_run_time)} given at run time, as `tdsl compile` "
-                         f"without --size builds it; --fixed-sizes builds it for the sizes --size gives")
+            note = (f"the kernel was built with {', '.join(at_run_time)} given at run time, as `tdsl compile` "
+                    f"without --size builds it; --fixed-sizes builds it for the sizes --size gives")
+            err.__notes__ = [*getattr(err, "__notes__", ()), note]  # BaseException.add_note, which 3.10 lacks
         raise
     if kind == "nvidia":
         outputs, where = _run_on_nvidia(text, model, inputs, backend)
