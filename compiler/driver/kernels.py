@@ -29,6 +29,7 @@ from tdsl.backends.common.dtypes import TORCH_NAMES
 from tdsl.frontend.diagnostics import TdslError
 
 _OPS: dict[str, Callable] = {}  # op name -> the registered op (a name can be registered once per process)
+_LIBRARIES: list = []  # the torch.library fragments holding kernels registered beside custom_op's own
 
 
 @dataclass(frozen=True)
@@ -175,8 +176,31 @@ def _custom_op(model, module, key: str) -> Callable:
     op.register_fake(fake)
     if not mutated:  # torch.compile traces a call with inputs that require grad through the op's autograd formula
         op.register_autograd(functools.partial(_no_backward, model.name))
+    else:
+        _refuse_grad_in_place(name, model.name, sorted(mutated))
     _OPS[name] = op
     return op
+
+
+def _refuse_grad_in_place(name: str, kernel: str, updated: list) -> None:
+    """A kernel that updates an input in place (`store_in`) is a mutating op, which torch allows no autograd
+    formula; without one torch ran it on tensors that require grad and the gradients were silently wrong (the
+    updated input's grad 1, the other inputs' none: probe KK).  Its autograd kernel refuses such a call where
+    grad mode is on, and otherwise passes the call on to the op's kernels below autograd."""
+    import torch
+
+    namespace, op_name = name.split("::")
+    library = torch.library.Library(namespace, "FRAGMENT")
+    overload = getattr(getattr(torch.ops, namespace), op_name).default
+
+    def autograd(keyset, *xs):
+        if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in xs):
+            raise RuntimeError(f"{kernel}: a tdsl kernel that updates {', '.join(updated)} in place has no backward; "
+                               f"call it under torch.no_grad() or on tensors that do not require grad")
+        return overload.redispatch(keyset & torch._C._after_autograd_keyset, *xs)
+
+    library.impl(op_name, autograd, "Autograd", with_keyset=True)
+    _LIBRARIES.append(library)  # an op's kernels are registered while its Library object lives
 
 
 def _no_backward(kernel: str, ctx, *grads):

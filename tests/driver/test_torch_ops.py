@@ -274,6 +274,25 @@ def test_a_backward_through_a_kernel_is_refused_with_what_to_do():
         y.float().sum().backward()
 
 
+def test_an_in_place_kernel_refuses_inputs_that_require_grad():
+    """A kernel that updates an input in place had no autograd formula (torch allows none for a mutating op),
+    and torch ran it on tensors requiring grad: C_in's gradient came out 1 where it is 1.25, A's was dropped
+    (probe KK).  Under torch.no_grad() the same call updates the tensor, as an optimiser's step does."""
+    gemm = tdsl.compile(loads(IN_PLACE_GEMM, "gemm.tdsl"), "tiles")
+    a, b = torch.randn(5, 12), torch.randn(12, 7)
+    for c, a_in in ((torch.randn(5, 7, requires_grad=True), a), (torch.randn(5, 7, requires_grad=True) * 1.0, a),
+                    (torch.randn(5, 7), a.clone().requires_grad_())):
+        with pytest.raises(RuntimeError, match=r"gemm: a tdsl kernel that updates C_in in place has no backward"):
+            gemm(c, a_in, b)
+        with pytest.raises(RuntimeError, match=r"updates C_in in place has no backward"):
+            gemm.op(c, a_in, b)  # the op itself (torch.ops.tdsl...), not only the Kernel call
+    c = torch.randn(5, 7, requires_grad=True)
+    want = c.detach() + a @ b
+    with torch.no_grad():
+        assert gemm(c, a, b) is c
+    assert torch.allclose(c.detach(), want, rtol=1e-5, atol=1e-4)
+
+
 def test_inputs_on_two_devices_are_refused_not_answered_with_empty_memory(cache):
     """One input on the meta device sends the call to the op's fake implementation, which made the outputs on
     the first input's device with torch.empty: a CPU tensor of whatever memory held (probe R, 27th session)."""
