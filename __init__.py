@@ -14,12 +14,20 @@ def load(path, sizes=None):
     return _load(path, sizes=sizes)
 
 
+def loads(text, filename="<string>", sizes=None):
+    """Parse .tdsl source text and return its `Program`."""
+    from tdsl.compiler.driver.api import loads as _loads
+
+    return _loads(text, filename, sizes=sizes)
+
+
 def compile(program, schedule=None, *, sizes=None, kernel=None, target="nvidia", backend=None):
-    """A schedule block of a .tdsl program (a path, or a `Program`) compiled for `target`: a `Kernel` that is
-    callable and a torch custom op (see `tdsl.compiler.driver.kernels`).  `schedule` None: the first block of
-    the file (program order if it has none); "none": program order."""
+    """A schedule block of a .tdsl program (a path, .tdsl source text, or a `Program`) compiled for `target`: a
+    `Kernel` that is callable and a torch custom op (see `tdsl.compiler.driver.kernels`).  `schedule` None: the
+    first block of the file (program order if it has none); "none": program order."""
     loaded = not hasattr(program, "schedule")
-    prog = load(program, sizes=sizes) if loaded else program
+    text = isinstance(program, str) and "\n" in program  # source, as the testing helpers take it (a path has none)
+    prog = (loads(program, sizes=sizes) if text else load(program, sizes=sizes)) if loaded else program
     name = None if schedule == "none" else schedule if schedule is not None else (prog.schedule_names or [None])[0]
     sched = prog.schedule(name, kernel=kernel, sizes=None if loaded else sizes)
     return sched.compile(target=target, backend=backend)

@@ -85,7 +85,9 @@ def check_size_limit(program: T.TileProgram, names: ModuleNames) -> list[str]:
     return lines
 
 
-def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
+def prologue(program: T.TileProgram, names: ModuleNames, device: str = '"cuda"') -> list[str]:
+    """The launcher's checks and allocations; `device` is the Python expression of the device a kernel without
+    inputs allocates its outputs on (one with inputs allocates on its first input's)."""
     lines = bind_params(program, names) + check_index_range(program, names) + check_size_limit(program, names)
     holders = {t.stored_in: t.name for t in program.outputs if t.stored_in}
     for t in program.inputs:
@@ -95,7 +97,7 @@ def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
             lines.append(f'    raise ValueError("{names.entry}: input {x} holds output {names.tensor(holders[t.name])} '
                          f'(store_in) and is updated in place, so it must be contiguous")')
         lines.append(f'{x} = _check({x}, "{x}", "{t.dtype}", {names.shape(t.shape)})')
-    device = names.tensor(program.inputs[0].name) + ".device" if program.inputs else '"cuda"'
+    device = names.tensor(program.inputs[0].name) + ".device" if program.inputs else device
     for t in program.outputs:
         x = names.tensor(t.name)
         if t.stored_in:  # `store_in`: the kernels write the output over the input, which the caller gets back
@@ -107,10 +109,8 @@ def prologue(program: T.TileProgram, names: ModuleNames) -> list[str]:
             continue
         lines.append(f"if {x} is None:")
         lines.append(f"    {x} = torch.empty({names.shape(t.shape)}, dtype=_TORCH_DTYPES[\"{t.dtype}\"], device={device})")
-        lines.append(f"elif not {x}.is_contiguous():")
+        lines.append(f'elif _check({x}, "{x}", "{t.dtype}", {names.shape(t.shape)}) is not {x}:')  # itself where contiguous
         lines.append(f'    raise ValueError("{names.entry}: output {x} must be contiguous")')
-        lines.append("else:")
-        lines.append(f'    _check({x}, "{x}", "{t.dtype}", {names.shape(t.shape)})')
     lines += check_no_overlap(program, names)
     for t in program.temps:
         lines.append(f"{names.tensor(t.name)} = torch.empty({names.shape(t.shape)}, "

@@ -28,7 +28,7 @@ def _descriptor_code(program: T.TileProgram, kernel: T.TileKernel, tensor: str, 
 
 
 def launcher(program: T.TileProgram, names: ModuleNames) -> list[str]:
-    lines = prologue(program, names)
+    lines = prologue(program, names, '"cpu" if _INTERPRET else "cuda"')  # the interpreter runs on the CPU
     # A TMA store needs a 16-byte aligned address (an output the launcher allocates always has one): a caller's
     # output that has none is written through an aligned copy of it (what no kernel writes stays as it was),
     # copied back after the launches.

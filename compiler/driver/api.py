@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from os import PathLike
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Optional
@@ -49,7 +50,7 @@ class Program:
 
     def model(self, kernel: Optional[str] = None, sizes: Optional[dict] = None) -> KernelModel:
         info = self.kernels[self.kernel_name(kernel)]
-        merged = {**self.sizes, **(sizes or {})}
+        merged = {**self.sizes, **_sizes_given(sizes)}
         try:
             return build_model(info, merged)
         except TdslError as err:
@@ -117,10 +118,15 @@ def _sizes_given(sizes) -> dict:
 
 
 def load(path, sizes: Optional[dict] = None) -> Program:
+    if not isinstance(path, (str, PathLike)):  # pathlib's own TypeError named no argument (probe KK)
+        raise TypeError(f"load takes the path of a .tdsl file (a str or a path), got {type(path).__name__}; "
+                        f"tdsl.loads takes source text")
     tree, kernels = load_file(Path(path))
     return Program(tree, kernels, sizes)
 
 
 def loads(text: str, filename: str = "<string>", sizes: Optional[dict] = None) -> Program:
+    if not isinstance(text, str):
+        raise TypeError(f"loads takes .tdsl source text (a str), got {type(text).__name__}")
     tree, kernels = load_source(text, filename)
     return Program(tree, kernels, sizes)

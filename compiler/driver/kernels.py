@@ -75,6 +75,11 @@ class Kernel:
         missing = [k for k, v in zip(self.inputs, values) if v is None]
         if missing:
             raise TypeError(f"{takes}; missing {', '.join(missing)}")
+        import torch
+
+        for k, v in zip(self.inputs, values):  # torch's dispatcher would name it a0 and print the whole value
+            if not isinstance(v, torch.Tensor):
+                raise TypeError(f"{self.name}: {k} must be a torch.Tensor, got {type(v).__name__}")
         return tuple(values)
 
 
@@ -108,8 +113,14 @@ def compile_schedule(prog, sched, target: str = "nvidia", backend: Optional[str]
                      schedule_name: str = "") -> Kernel:
     """The `Kernel` of a schedule of one of `prog`'s kernels (a block replayed, or built through the API)."""
     from tdsl import __version__
-    from tdsl.compiler.driver.generate import generate_schedule, load_module
+    from tdsl.compiler.driver.generate import generate_schedule, load_module, resolve_target
 
+    kind, _, _ = resolve_target(target, backend)
+    if kind != "nvidia":  # an Ascend module is a TileLang-Ascend program, run by that runtime on the device
+        raise TdslError(f"tdsl.compile makes torch ops of NVIDIA kernels only; the {target} module runs through "
+                        f"TileLang-Ascend's runtime on an Ascend device: write it with tdsl compile --target {target} "
+                        f"-o OUT.py (or tdsl.compiler.driver.generate.generate), and check it here with tdsl run "
+                        f"--target {target} (the NumPy model of the device)")
     model = sched.model
     key = hashlib.sha256(json.dumps({
         "version": __version__, "code": code_digest(), "source": prog.ast.source, "kernel": model.name,
@@ -168,7 +179,8 @@ def _custom_op(model, module, key: str) -> Callable:
         if len(devices) > 1:  # torch sends a call with one meta input here: no kernel takes inputs on two devices
             raise ValueError(f"{model.name}: the inputs are on several devices ({', '.join(devices)}); put them on one")
         sizes = {p: xs[n].shape[d] for p, (n, d) in where.items()}
-        device = xs[0].device if xs else None
+        # a kernel without inputs allocates where its launcher does: the CPU under Triton's interpreter, else the GPU
+        device = xs[0].device if xs else "cpu" if getattr(module, "_INTERPRET", False) else "cuda"
         made = [torch.empty([_dimension(d, sizes) for d in t.shape], dtype=getattr(torch, TORCH_NAMES[t.dtype]),
                             device=device) for t in outputs]
         return made[0] if len(made) == 1 else (tuple(made) if made else None)

@@ -254,6 +254,14 @@ def fast_accumulation(stmt: Stmt) -> bool:
     return imprecise_products(stmt) != 0
 
 
+def reorders(stmt: Stmt) -> bool:
+    """The program lets the reduction give another result than its terms added in program order: `reassoc`,
+    `deterministic`, `fast_accum` and `fast_accum(N)` (any order and grouping).  A schedule's result is then
+    compared with program order's within a bound, not bit for bit.  (`segments(N)` fixes its result: each
+    segment in order, the segments' sums folded in order, as the interpreter computes it.)"""
+    return stmt.is_reduction and policy(stmt)[0] in ("reassoc", "deterministic")
+
+
 def any_order(stmt: Stmt) -> bool:
     """The reduction's terms may combine in any order and grouping: the program allows it (`reassoc`,
     `deterministic`), or every order gives the same bits (`max`, `min`), so there is no order to keep."""

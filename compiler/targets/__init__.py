@@ -153,7 +153,9 @@ def target_names() -> list[str]:
 
 def device_name(name: str) -> str:
     """The device a target name means (`nvidia` -> h100); TdslError for an unknown name."""
-    key = str(name).lower().replace("_", "-")
+    if not isinstance(name, str):  # str(None) read as the unknown target 'none' (probe KK)
+        raise TdslError(f"a target is a name such as 'nvidia', 'h200' or 'ascend-950', got {name!r}")
+    key = name.lower().replace("_", "-")
     key = DEFAULT_DEVICE.get(key, key)
     get_target(key)  # an unknown name is refused with a suggestion
     return key

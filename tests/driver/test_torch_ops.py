@@ -302,3 +302,61 @@ def test_inputs_on_two_devices_are_refused_not_answered_with_empty_memory(cache)
     a, b = torch.ones(3, 4, dtype=torch.bfloat16), torch.ones(4, 6, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match=r"gemm: the inputs are on several devices \(cpu, meta\)"):
         gemm(a, b.to("meta"))
+
+
+def test_a_kernel_without_inputs_allocates_where_it_runs():
+    """Its launcher allocated the outputs on "cuda" also under Triton's interpreter (an AssertionError from torch
+    on a machine without CUDA: probe KK); its fake implementation allocates on the same device."""
+    ramp = tdsl.compile(loads("const N = 5\nkernel ramp() -> (Y: f32[N]) {\n  Y[i] = i * 2.0\n}\n", "ramp.tdsl"))
+    assert torch.equal(ramp(), torch.arange(5.0) * 2)
+    assert torch.compile(lambda: ramp() + 1, fullgraph=True)().tolist() == [1.0, 3.0, 5.0, 7.0, 9.0]
+
+
+@pytest.mark.parametrize("given, error, says", [
+    (5, TypeError, "k: Y must be a torch.Tensor, got int"),
+    ([0.0], TypeError, "k: Y must be a torch.Tensor, got list"),
+    ("meta", ValueError, "k: Y is on the meta device, which holds no values"),
+    ("transposed", ValueError, "k: output Y must be contiguous"),
+])
+def test_an_output_argument_that_is_no_tensor_of_the_kernel_is_named(given, error, says):
+    """`mod.k(x, Y=5)` met `.is_contiguous()` before the type check (AttributeError), a meta tensor torch's own
+    NotImplementedError (probe KK)."""
+    double = tdsl.compile(loads("const M = 4, N = 8\nkernel k(X: f32[M, N]) -> (Y: f32[M, N]) {\n"
+                                "  Y[i, j] = X[i, j] * 2.0\n}\n", "double.tdsl"))
+    if isinstance(given, str):
+        given = {"meta": torch.empty(4, 8, device="meta"), "transposed": torch.empty(8, 4).t()}[given]
+    with pytest.raises(error, match=says):
+        double.module.k(torch.ones(4, 8), Y=given)
+    with pytest.raises(TypeError, match="k: X must be a torch.Tensor, got list"):  # not torch's "a0 ... Value: [[1.0"
+        double([[1.0] * 8] * 4)
+
+
+def test_compile_for_an_ascend_target_says_what_to_do_instead():
+    """The Ascend modules are no torch ops: tdsl.compile failed inside the module (950: no attribute; 910B:
+    TileLang's own TypeError, probe KK).  A target that is no name is named as such (it was 'none')."""
+    from tdsl.frontend.diagnostics import TdslError
+
+    prog = loads("const N = 5\nkernel z(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = X[i]\n}\n", "copy.tdsl")
+    for target in ("ascend-950", "ascend-910b"):
+        with pytest.raises(TdslError, match=rf"makes torch ops of NVIDIA kernels only; the {target} module"):
+            tdsl.compile(prog, target=target)
+    with pytest.raises(TdslError, match="a target is a name such as 'nvidia', 'h200' or 'ascend-950', got None"):
+        tdsl.compile(prog, target=None)
+
+
+def test_the_api_takes_source_text_and_names_what_it_does_not_take():
+    """tdsl.compile(source) read the whole text as a path; tdsl.loads was not at the top; load(123) and
+    schedule(sizes=5) raised pathlib's and dict's own errors (probe KK)."""
+    from tdsl.frontend.diagnostics import TdslError
+
+    source = "const N = 4\nkernel inc(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = X[i] + 1.0\n}\n"
+    assert torch.equal(tdsl.compile(source)(torch.zeros(4)), torch.ones(4))
+    assert tdsl.loads(source).kernel_name() == "inc"
+    for bad in (123, None, b"x.tdsl"):
+        with pytest.raises(TypeError, match=rf"load takes the path of a .tdsl file \(a str or a path\), got "
+                                            rf"{type(bad).__name__}"):
+            tdsl.load(bad)
+    with pytest.raises(TypeError, match="loads takes .tdsl source text"):
+        tdsl.loads(5)
+    with pytest.raises(TdslError, match="sizes must map size names to values"):
+        tdsl.loads(source).schedule(sizes=5)

@@ -193,7 +193,12 @@ class _Builder:
             return
         start = f" from {self.expr(keep_edge, False)}" if op == "sum" and self.rng.random() < 0.35 else ""
         accum = self.rng.choice(["", "", "", " accum f32", " accum bf16", " accum f16"])
-        combine = self.rng.choice(["", "", "", "", " combine reassoc", " combine deterministic"])
+        policies = ["", "", "", "", " combine reassoc", " combine deterministic"]
+        if op == "sum":  # fast_accum is a sum's alone; a sum from a value has no segments
+            policies += [" combine fast_accum", " combine fast_accum(4)"]
+        if not start:
+            policies.append(f" combine segments({self.rng.choice((2, 3))})")
+        combine = self.rng.choice(policies)
         name = self.fresh("r")
         text = f"]{self._annot()} = {op}({red}{cond}) {_paren(body)}{start}{accum}{combine}"
         dtype = self._dtype()

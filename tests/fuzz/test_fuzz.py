@@ -71,6 +71,25 @@ def test_generated_programs_pass_the_frontend():
     assert not problems, problems[:3]
 
 
+@pytest.mark.parametrize("combine, reorders", [("", False), (" combine reassoc", True),
+                                               (" combine deterministic", True), (" combine fast_accum", True),
+                                               (" combine fast_accum(4)", True), (" combine segments(2)", False)])
+def test_the_interpreter_oracle_allows_another_order_exactly_where_the_program_does(combine, reorders):
+    """A legal reordering of a `fast_accum` sum was an interp-mismatch finding (probe LL): the oracle knew only
+    reassoc and deterministic.  segments(N) fixes its result (the interpreter folds the segments in order)."""
+    from fuzz.oracles import relaxed
+    from tdsl.compiler.driver.api import loads
+
+    source = f"const M = 2, N = 8\nkernel k(X: f32[M, N]) -> (Y: f32[M]) {{\n  Y[i] = sum(j) X[i, j]{combine}\n}}\n"
+    assert relaxed(loads(source).model()) is reorders
+
+
+def test_generated_programs_declare_every_combine_policy_of_a_sum():
+    texts = [random_program(random.Random(seed)) for seed in range(300)]
+    for policy in ("reassoc", "deterministic", "fast_accum", "fast_accum(4)", "segments("):
+        assert any(f"combine {policy}" in text for text in texts), policy
+
+
 def test_the_backend_oracle_catches_a_dropped_mask(tmp_path, monkeypatch):
     """A lowering that forgets every tile mask writes outside ragged tiles: the fuzzer must notice."""
     from tdsl.compiler.lower import build as tile

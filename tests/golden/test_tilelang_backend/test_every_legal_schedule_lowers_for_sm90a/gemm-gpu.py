@@ -90,10 +90,8 @@ def gemm(A, B, C=None):
     B = _check(B, "B", "bf16", (4096, 4096))
     if C is None:
         C = torch.empty((4096, 4096), dtype=_TORCH_DTYPES["f32"], device=A.device)
-    elif not C.is_contiguous():
+    elif _check(C, "C", "f32", (4096, 4096)) is not C:
         raise ValueError("gemm: output C must be contiguous")
-    else:
-        _check(C, "C", "f32", (4096, 4096))
     if _overlaps(C, A):
         raise ValueError("gemm: output C overlaps input A in memory, and the kernels write C while A is read: pass tensors that do not share memory")
     if _overlaps(C, B):

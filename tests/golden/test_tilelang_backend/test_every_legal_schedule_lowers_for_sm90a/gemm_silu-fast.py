@@ -99,10 +99,8 @@ def gemm_silu(A, W, Y=None):
     W = _check(W, "W", "bf16", (4096, 12288))
     if Y is None:
         Y = torch.empty((1024, 12288), dtype=_TORCH_DTYPES["bf16"], device=A.device)
-    elif not Y.is_contiguous():
+    elif _check(Y, "Y", "bf16", (1024, 12288)) is not Y:
         raise ValueError("gemm_silu: output Y must be contiguous")
-    else:
-        _check(Y, "Y", "bf16", (1024, 12288))
     if _overlaps(Y, A):
         raise ValueError("gemm_silu: output Y overlaps input A in memory, and the kernels write Y while A is read: pass tensors that do not share memory")
     if _overlaps(Y, W):

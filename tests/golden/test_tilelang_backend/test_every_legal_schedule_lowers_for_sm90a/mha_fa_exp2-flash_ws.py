@@ -242,10 +242,8 @@ def mha_fa_exp2(Q, K, V, O=None):
     V = _check(V, "V", "bf16", (2, 4, 4096, 128))
     if O is None:
         O = torch.empty((2, 4, 4096, 128), dtype=_TORCH_DTYPES["bf16"], device=Q.device)
-    elif not O.is_contiguous():
+    elif _check(O, "O", "bf16", (2, 4, 4096, 128)) is not O:
         raise ValueError("mha_fa_exp2: output O must be contiguous")
-    else:
-        _check(O, "O", "bf16", (2, 4, 4096, 128))
     if _overlaps(O, Q):
         raise ValueError("mha_fa_exp2: output O overlaps input Q in memory, and the kernels write O while Q is read: pass tensors that do not share memory")
     if _overlaps(O, K):

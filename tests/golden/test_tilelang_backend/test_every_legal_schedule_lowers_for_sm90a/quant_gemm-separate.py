@@ -143,10 +143,8 @@ def quant_gemm(A, W, Out=None):
     W = _check(W, "W", "f8e4m3", (4096, 1536))
     if Out is None:
         Out = torch.empty((4096, 1536), dtype=_TORCH_DTYPES["f16"], device=A.device)
-    elif not Out.is_contiguous():
+    elif _check(Out, "Out", "f16", (4096, 1536)) is not Out:
         raise ValueError("quant_gemm: output Out must be contiguous")
-    else:
-        _check(Out, "Out", "f16", (4096, 1536))
     if _overlaps(Out, A):
         raise ValueError("quant_gemm: output Out overlaps input A in memory, and the kernels write Out while A is read: pass tensors that do not share memory")
     if _overlaps(Out, W):

@@ -91,10 +91,8 @@ def rmsnorm(X, g, Y=None):
     g = _check(g, "g", "bf16", (4096,))
     if Y is None:
         Y = torch.empty((1024, 4096), dtype=_TORCH_DTYPES["bf16"], device=X.device)
-    elif not Y.is_contiguous():
+    elif _check(Y, "Y", "bf16", (1024, 4096)) is not Y:
         raise ValueError("rmsnorm: output Y must be contiguous")
-    else:
-        _check(Y, "Y", "bf16", (1024, 4096))
     if _overlaps(Y, X):
         raise ValueError("rmsnorm: output Y overlaps input X in memory, and the kernels write Y while X is read: pass tensors that do not share memory")
     if _overlaps(Y, g):

@@ -91,10 +91,8 @@ def swiglu_quant(G, U, Q=None):
     U = _check(U, "U", "bf16", (1024, 12288))
     if Q is None:
         Q = torch.empty((1024, 12288), dtype=_TORCH_DTYPES["f8e4m3"], device=G.device)
-    elif not Q.is_contiguous():
+    elif _check(Q, "Q", "f8e4m3", (1024, 12288)) is not Q:
         raise ValueError("swiglu_quant: output Q must be contiguous")
-    else:
-        _check(Q, "Q", "f8e4m3", (1024, 12288))
     if _overlaps(Q, G):
         raise ValueError("swiglu_quant: output Q overlaps input G in memory, and the kernels write Q while G is read: pass tensors that do not share memory")
     if _overlaps(Q, U):

@@ -350,6 +350,9 @@ def _check(tensor, name, dtype, shape):
         raise TypeError(f"attention: {name} must have dtype {_TORCH_DTYPES[dtype]}, got {tensor.dtype}")
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"attention: {name} must have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+    if tensor.device.type == "meta":
+        raise ValueError(f"attention: {name} is on the meta device, which holds no values: pass a tensor on the "
+                         f"device the kernel runs on")
     if tensor.device.type == "cpu" and not _INTERPRET:
         raise ValueError(f"attention: {name} is on the CPU, and Triton kernels run on a GPU: move the tensors to "
                          f"one, or set TRITON_INTERPRET=1 before this module is imported to run it in Triton's "
@@ -372,10 +375,8 @@ def attention(Q, K, V, O=None):
     V = _check(V, "V", "bf16", (8192, 128))
     if O is None:
         O = torch.empty((8192, 128), dtype=_TORCH_DTYPES["bf16"], device=Q.device)
-    elif not O.is_contiguous():
+    elif _check(O, "O", "bf16", (8192, 128)) is not O:
         raise ValueError("attention: output O must be contiguous")
-    else:
-        _check(O, "O", "bf16", (8192, 128))
     if _overlaps(O, Q):
         raise ValueError("attention: output O overlaps input Q in memory, and the kernels write O while Q is read: pass tensors that do not share memory")
     if _overlaps(O, K):

@@ -221,6 +221,9 @@ def _check(tensor, name, dtype, shape):
         raise TypeError(f"gemm: {name} must have dtype {_TORCH_DTYPES[dtype]}, got {tensor.dtype}")
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"gemm: {name} must have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+    if tensor.device.type == "meta":
+        raise ValueError(f"gemm: {name} is on the meta device, which holds no values: pass a tensor on the "
+                         f"device the kernel runs on")
     if tensor.device.type == "cpu" and not _INTERPRET:
         raise ValueError(f"gemm: {name} is on the CPU, and Triton kernels run on a GPU: move the tensors to "
                          f"one, or set TRITON_INTERPRET=1 before this module is imported to run it in Triton's "
@@ -242,10 +245,8 @@ def gemm(A, B, C=None):
     B = _check(B, "B", "bf16", (4096, 4096))
     if C is None:
         C = torch.empty((4096, 4096), dtype=_TORCH_DTYPES["f32"], device=A.device)
-    elif not C.is_contiguous():
+    elif _check(C, "C", "f32", (4096, 4096)) is not C:
         raise ValueError("gemm: output C must be contiguous")
-    else:
-        _check(C, "C", "f32", (4096, 4096))
     if _overlaps(C, A):
         raise ValueError("gemm: output C overlaps input A in memory, and the kernels write C while A is read: pass tensors that do not share memory")
     if _overlaps(C, B):

@@ -231,6 +231,9 @@ def _check(tensor, name, dtype, shape):
         raise TypeError(f"gemm_silu: {name} must have dtype {_TORCH_DTYPES[dtype]}, got {tensor.dtype}")
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"gemm_silu: {name} must have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+    if tensor.device.type == "meta":
+        raise ValueError(f"gemm_silu: {name} is on the meta device, which holds no values: pass a tensor on the "
+                         f"device the kernel runs on")
     if tensor.device.type == "cpu" and not _INTERPRET:
         raise ValueError(f"gemm_silu: {name} is on the CPU, and Triton kernels run on a GPU: move the tensors to "
                          f"one, or set TRITON_INTERPRET=1 before this module is imported to run it in Triton's "
@@ -252,10 +255,8 @@ def gemm_silu(A, W, Y=None):
     W = _check(W, "W", "bf16", (4096, 12288))
     if Y is None:
         Y = torch.empty((1024, 12288), dtype=_TORCH_DTYPES["bf16"], device=A.device)
-    elif not Y.is_contiguous():
+    elif _check(Y, "Y", "bf16", (1024, 12288)) is not Y:
         raise ValueError("gemm_silu: output Y must be contiguous")
-    else:
-        _check(Y, "Y", "bf16", (1024, 12288))
     if _overlaps(Y, A):
         raise ValueError("gemm_silu: output Y overlaps input A in memory, and the kernels write Y while A is read: pass tensors that do not share memory")
     if _overlaps(Y, W):

@@ -258,6 +258,9 @@ def _check(tensor, name, dtype, shape):
         raise TypeError(f"quant_gemm: {name} must have dtype {_TORCH_DTYPES[dtype]}, got {tensor.dtype}")
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"quant_gemm: {name} must have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+    if tensor.device.type == "meta":
+        raise ValueError(f"quant_gemm: {name} is on the meta device, which holds no values: pass a tensor on the "
+                         f"device the kernel runs on")
     if tensor.device.type == "cpu" and not _INTERPRET:
         raise ValueError(f"quant_gemm: {name} is on the CPU, and Triton kernels run on a GPU: move the tensors to "
                          f"one, or set TRITON_INTERPRET=1 before this module is imported to run it in Triton's "
@@ -279,10 +282,8 @@ def quant_gemm(A, W, Out=None):
     W = _check(W, "W", "f8e4m3", (4096, 1536))
     if Out is None:
         Out = torch.empty((4096, 1536), dtype=_TORCH_DTYPES["f16"], device=A.device)
-    elif not Out.is_contiguous():
+    elif _check(Out, "Out", "f16", (4096, 1536)) is not Out:
         raise ValueError("quant_gemm: output Out must be contiguous")
-    else:
-        _check(Out, "Out", "f16", (4096, 1536))
     if _overlaps(Out, A):
         raise ValueError("quant_gemm: output Out overlaps input A in memory, and the kernels write Out while A is read: pass tensors that do not share memory")
     if _overlaps(Out, W):

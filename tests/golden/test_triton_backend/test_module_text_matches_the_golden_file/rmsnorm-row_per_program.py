@@ -217,6 +217,9 @@ def _check(tensor, name, dtype, shape):
         raise TypeError(f"rmsnorm: {name} must have dtype {_TORCH_DTYPES[dtype]}, got {tensor.dtype}")
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"rmsnorm: {name} must have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+    if tensor.device.type == "meta":
+        raise ValueError(f"rmsnorm: {name} is on the meta device, which holds no values: pass a tensor on the "
+                         f"device the kernel runs on")
     if tensor.device.type == "cpu" and not _INTERPRET:
         raise ValueError(f"rmsnorm: {name} is on the CPU, and Triton kernels run on a GPU: move the tensors to "
                          f"one, or set TRITON_INTERPRET=1 before this module is imported to run it in Triton's "
@@ -238,10 +241,8 @@ def rmsnorm(X, g, Y=None):
     g = _check(g, "g", "bf16", (4096,))
     if Y is None:
         Y = torch.empty((1024, 4096), dtype=_TORCH_DTYPES["bf16"], device=X.device)
-    elif not Y.is_contiguous():
+    elif _check(Y, "Y", "bf16", (1024, 4096)) is not Y:
         raise ValueError("rmsnorm: output Y must be contiguous")
-    else:
-        _check(Y, "Y", "bf16", (1024, 4096))
     if _overlaps(Y, X):
         raise ValueError("rmsnorm: output Y overlaps input X in memory, and the kernels write Y while X is read: pass tensors that do not share memory")
     if _overlaps(Y, g):

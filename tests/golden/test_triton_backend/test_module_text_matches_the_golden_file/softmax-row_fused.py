@@ -229,6 +229,9 @@ def _check(tensor, name, dtype, shape):
         raise TypeError(f"softmax: {name} must have dtype {_TORCH_DTYPES[dtype]}, got {tensor.dtype}")
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"softmax: {name} must have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+    if tensor.device.type == "meta":
+        raise ValueError(f"softmax: {name} is on the meta device, which holds no values: pass a tensor on the "
+                         f"device the kernel runs on")
     if tensor.device.type == "cpu" and not _INTERPRET:
         raise ValueError(f"softmax: {name} is on the CPU, and Triton kernels run on a GPU: move the tensors to "
                          f"one, or set TRITON_INTERPRET=1 before this module is imported to run it in Triton's "
@@ -249,10 +252,8 @@ def softmax(X, Y=None):
     X = _check(X, "X", "bf16", (1024, 4096))
     if Y is None:
         Y = torch.empty((1024, 4096), dtype=_TORCH_DTYPES["bf16"], device=X.device)
-    elif not Y.is_contiguous():
+    elif _check(Y, "Y", "bf16", (1024, 4096)) is not Y:
         raise ValueError("softmax: output Y must be contiguous")
-    else:
-        _check(Y, "Y", "bf16", (1024, 4096))
     if _overlaps(Y, X):
         raise ValueError("softmax: output Y overlaps input X in memory, and the kernels write Y while X is read: pass tensors that do not share memory")
     softmax_0[((1024),)](X, Y, INTERPRET=_INTERPRET, num_warps=4, num_stages=2, enable_fp_fusion=False)

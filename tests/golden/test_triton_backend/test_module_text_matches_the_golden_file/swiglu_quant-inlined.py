@@ -208,6 +208,9 @@ def _check(tensor, name, dtype, shape):
         raise TypeError(f"swiglu_quant: {name} must have dtype {_TORCH_DTYPES[dtype]}, got {tensor.dtype}")
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"swiglu_quant: {name} must have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+    if tensor.device.type == "meta":
+        raise ValueError(f"swiglu_quant: {name} is on the meta device, which holds no values: pass a tensor on the "
+                         f"device the kernel runs on")
     if tensor.device.type == "cpu" and not _INTERPRET:
         raise ValueError(f"swiglu_quant: {name} is on the CPU, and Triton kernels run on a GPU: move the tensors to "
                          f"one, or set TRITON_INTERPRET=1 before this module is imported to run it in Triton's "
@@ -229,10 +232,8 @@ def swiglu_quant(G, U, Q=None):
     U = _check(U, "U", "bf16", (1024, 12288))
     if Q is None:
         Q = torch.empty((1024, 12288), dtype=_TORCH_DTYPES["f8e4m3"], device=G.device)
-    elif not Q.is_contiguous():
+    elif _check(Q, "Q", "f8e4m3", (1024, 12288)) is not Q:
         raise ValueError("swiglu_quant: output Q must be contiguous")
-    else:
-        _check(Q, "Q", "f8e4m3", (1024, 12288))
     if _overlaps(Q, G):
         raise ValueError("swiglu_quant: output Q overlaps input G in memory, and the kernels write Q while G is read: pass tensors that do not share memory")
     if _overlaps(Q, U):
