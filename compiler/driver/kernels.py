@@ -179,6 +179,9 @@ def _custom_op(model, module, key: str) -> Callable:
         if len(devices) > 1:  # torch sends a call with one meta input here: no kernel takes inputs on two devices
             raise ValueError(f"{model.name}: the inputs are on several devices ({', '.join(devices)}); put them on one")
         sizes = {p: xs[n].shape[d] for p, (n, d) in where.items()}
+        for p, (n, d) in where.items():  # as the launcher refuses it: torch.compile may drop an empty output's call
+            torch._check_value(sizes[p] >= 1, lambda p=p, n=n, d=d: f"{model.name}: {p} = {sizes[p]} (dimension {d} "
+                               f"of {inputs[n].name}): a size is at least 1")
         # a kernel without inputs allocates where its launcher does: the CPU under Triton's interpreter, else the GPU
         device = xs[0].device if xs else "cpu" if getattr(module, "_INTERPRET", False) else "cuda"
         made = [torch.empty([_dimension(d, sizes) for d in t.shape], dtype=getattr(torch, TORCH_NAMES[t.dtype]),

@@ -360,3 +360,15 @@ def test_the_api_takes_source_text_and_names_what_it_does_not_take():
         tdsl.loads(5)
     with pytest.raises(TdslError, match="sizes must map size names to values"):
         tdsl.loads(source).schedule(sizes=5)
+
+
+def test_an_empty_run_time_size_is_refused_under_torch_compile_as_it_is_eagerly():
+    """`norm(x, g) + 1` compiled with dynamic shapes returned an empty tensor for M = 0 (inductor drops a call
+    whose output is empty) where the eager call raises (probe KK): the fake implementation refuses it too."""
+    norm = tdsl.compile(loads(RMSNORM, "rmsnorm.tdsl"), "rows")
+    g = torch.ones(96, dtype=torch.bfloat16)
+    shifted = torch.compile(lambda x: norm(x, g) + 1, fullgraph=True, dynamic=True)
+    assert shifted(torch.randn(3, 96).to(torch.bfloat16)).shape == (3, 96)
+    for call in (norm, shifted):
+        with pytest.raises(Exception, match=r"rmsnorm: M = 0 \(dimension 0 of X\): a size is at least 1"):
+            call(torch.empty(0, 96, dtype=torch.bfloat16), *([g] if call is norm else []))
