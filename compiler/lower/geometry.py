@@ -111,9 +111,7 @@ class TileGeometry:
         """Why a tile has no constant size along `it`, and what to change: split the loop that walks it, where
         one of the statement's loops is that iterator; else (a skewed or fused loop walks it with another
         iterator) bind the sizes it depends on."""
-        space = span.get_space()
-        sizes = [space.get_dim_name(isl.dim_type.param, k) for k in range(space.dim(isl.dim_type.param))
-                 if span.involves_dims(isl.dim_type.param, k, 1)]
+        sizes = _sizes_in_values(span) or _sizes_in_values(span, domains=True)
         depends = f"its extent depends on {', '.join(sizes)}" if sizes else "its extent depends on the loops around it"
         loops = [l.name for l in self.tree.path(stmt.name)]
         if it in loops:
@@ -326,3 +324,19 @@ def _pa_params(pa: isl.PwAff) -> isl.PwAff:
     if any(x is None for x in names):
         raise InternalError(f"unnamed loop dimension in {pa}")
     return pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
+
+
+def _sizes_in_values(span: isl.PwAff, domains: bool = False) -> list[str]:
+    """The sizes (params) `span`'s values depend on, or with `domains` those its pieces' conditions name: the
+    conditions name every size of the statement's domain (M >= 1 of a softmax row), which the extent along j
+    need not depend on (probe KK: 'its extent depends on M, N' for a loop over N)."""
+    space = span.get_space()
+    found: set = set()
+
+    def piece(where: isl.Set, value: isl.Aff) -> None:
+        for k in range(space.dim(isl.dim_type.param)):
+            if (where if domains else value).involves_dims(isl.dim_type.param, k, 1):
+                found.add(k)
+
+    span.foreach_piece(piece)
+    return [space.get_dim_name(isl.dim_type.param, k) for k in sorted(found)]

@@ -6,6 +6,8 @@ against NumPy in float64."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -71,3 +73,19 @@ def test_a_tile_of_no_fixed_size_names_the_loops_there_are():
                                            r"loop of Y \(w, io, ii\) walks j alone, so give the sizes values "
                                            r"\(--size N=\.\.\.\)"):
         generate(loads(text, "sweep.tdsl"), "s", target="nvidia", backend="triton")
+
+
+@pytest.mark.parametrize("text, says", [
+    ("param M, N\nkernel sm(X: f32[M, N]) -> (Y: f32[M, N]) {\n  m[i] = max(j) X[i, j]\n"
+     "  Y[i, j] = exp(X[i, j] - m[i])\n}\nschedule s {\n  compute_at(m, Y.i)\n  jo, ji = split(Y.j, 16)\n"
+     "  bind(Y.i, grid.x)\n}\n", "the tile of m along j has no fixed size (its extent depends on N)"),
+    ("param N, Q\nkernel k(A: f32[N], B: f32[Q]) -> (C: f32[N], D: f32[Q]) {\n  C[i] = A[i] * 2.0\n"
+     "  D[i] = B[i] + 1.0\n}\n", "the tile of C along i has no fixed size (its extent depends on N)"),
+])
+def test_a_tile_of_no_fixed_size_names_only_the_sizes_its_extent_depends_on(text, says):
+    """The refusal named every size of the statement's domain conditions: 'depends on M, N' for a loop over N,
+    'N, Q' where C has no Q (probe KK)."""
+    from tdsl.compiler.errors import BackendError
+
+    with pytest.raises(BackendError, match=re.escape(says) + r":"):
+        generate(loads(text, "sizes.tdsl"), "s" if "schedule" in text else None, target="nvidia", backend="triton")
