@@ -32,30 +32,43 @@ def without_empty_statements(schedule):
     memo = getattr(state, "_without_empty", None)
     if memo is None or memo[0] != key:  # each of lower, plan_kernels, analyze, refusal asks: isl answers once
         empty = set(empty_statements(state.model))
-        memo = (key, _pruned(schedule, empty) if empty else None)  # None: nothing to leave out
+        unread = unread_copies(state.model, state.tree)
+        memo = (key, _pruned(schedule, empty, unread) if empty or unread else None)  # None: nothing to leave out
         state._without_empty = memo
     return memo[1] or schedule
 
 
-def _pruned(schedule, empty: set):
+def unread_copies(model, tree: Tree) -> set:
+    """The positions in `tree.buffers` of cache_read copies that no instance reads: their statements read the
+    tensor only in `where` branches no instance takes at these sizes (a time loop's reads of the step before,
+    at one step: probe LL, 'buffer of T at loop uo is empty')."""
+    def read(buf) -> bool:
+        return any(not a.relation.is_empty() for s in buf.stmts
+                   for a in model.stmt(s).reads if a.tensor == buf.tensor)
+
+    return {n for n, buf in enumerate(tree.buffers) if buf.kind == "read" and not read(buf)}
+
+
+def _pruned(schedule, empty: set, unread: set = frozenset()):
     made = schedule.copy()
     state = schedule.state
     made.state.model = replace(state.model, stmts=[s for s in state.model.stmts if s.name not in empty])
-    made.state.tree = _pruned_tree(state.tree, empty)
+    made.state.tree = _pruned_tree(state.tree, empty, unread)
     made.state.deps = [d for d in state.deps if d.src not in empty and d.dst not in empty]
     return made
 
 
-def _pruned_tree(tree: Tree, empty: set) -> Tree:
+def _pruned_tree(tree: Tree, empty: set, unread: set = frozenset()) -> Tree:
     """The tree without the leaves of `empty`, without loops left with no statement, and without the buffers
-    that only those statements used or that copy what only they write (a reader's copy of nothing)."""
+    that only those statements used, that copy what only they write (a reader's copy of nothing), or that no
+    instance reads (`unread`: positions in `tree.buffers`)."""
     pruned = tree.copy()
     pruned.body = _pruned_body(pruned.body, empty)
     kept = {id(loop) for loop in walk_loops(pruned.body)}
     buffers = []
-    for buf in pruned.buffers:
+    for n, buf in enumerate(pruned.buffers):
         buf.stmts = [s for s in buf.stmts if s not in empty]
-        if buf.stmts and id(buf.at) in kept and buf.tensor not in empty:
+        if buf.stmts and id(buf.at) in kept and buf.tensor not in empty and n not in unread:
             buffers.append(buf)
     pruned.buffers = buffers
     pruned.online = [name for name in pruned.online if name not in empty]
