@@ -32,6 +32,9 @@ class LegalityError(TdslError):
     exit_code = 1
     rule = "legality"
     explanation = ""
+    # ((src, point), (dst, point), sizes) of the counterexample where a dependence gives it (legality/checks.py)
+    pair = None
+    placed = ""  # where compute_at / reverse_compute_at put a moved instance of the pair, and why
 
     def __init__(self, primitive: str, statements: list[str], detail: str, counterexample: str,
                  explanation: Optional[str] = None):
@@ -55,6 +58,8 @@ class LegalityError(TdslError):
         lines = [f"{self.primitive} is illegal [rule {self.rule}]: {self.detail}"]
         if self.counterexample:
             lines.append(f"  counterexample: {self.counterexample}")
+        if self.placed:
+            lines.append(f"  placed: {self.placed}")
         if self.explanation:
             lines.append(f"  why: {self.explanation}")
         return "\n".join(lines)

@@ -73,7 +73,9 @@ def check_dependences(model: KernelModel, deps: list[Dependence], tree: Tree, pr
         elif cls is ReductionOrder:
             detail = f"the updates of the reduction {dep.src} would be combined in a different order"
         example = f"{src} must run before {dst} ({_touch(dep, element)}) but would run after"
-        raise cls(primitive, sorted({dep.src, dep.dst}), detail, example, explanation)
+        error = cls(primitive, sorted({dep.src, dep.dst}), detail, example, explanation)
+        error.pair = pair_points(model, dep, broken)
+        raise error
     check_start_values(model, tree, times, primitive)  # read before the walk over the terms, not at a term
     from tdsl.compiler.legality.online import check_online
 
@@ -446,14 +448,19 @@ def _outer_of(tree: Tree, loop: Loop):
     return enclosing[-1] if enclosing else None
 
 
+def pair_points(model: KernelModel, dep: Dependence, rel: isl.Map) -> tuple:
+    """The smallest violating pair: ((src, its point), (dst, its point), the sizes it is at)."""
+    params, coords = first_point(rel.wrap())
+    n = len(model.stmt(dep.src).iters)
+    return (dep.src, coords[:n]), (dep.dst, coords[n:]), params
+
+
 def concrete_pair(model: KernelModel, dep: Dependence, rel: isl.Map) -> tuple[str, str, str]:
     """The smallest violating pair as text: 'C(i=0, j=0, k=32)', 'Y(i=0, j=0)', and the element 'C[0, 0]'."""
     from tdsl.compiler.model.program import instance_text
 
-    params, coords = first_point(rel.wrap())
+    (_, src_pt), (_, dst_pt), params = pair_points(model, dep, rel)
     src, dst = model.stmt(dep.src), model.stmt(dep.dst)
-    n = len(src.iters)
-    src_pt, dst_pt = coords[:n], coords[n:]
     element = _element(model, dep, src_pt)
     suffix = ""
     if params:

@@ -25,7 +25,7 @@ from functools import reduce
 
 import islpy as isl
 
-from tdsl.compiler.errors import ScheduleError
+from tdsl.compiler.errors import LegalityError, ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
 from tdsl.compiler.model.program import first_point, instance_text, read_relation, write_relation_everywhere
 from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, walks_reduction
@@ -58,7 +58,8 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
         raise ScheduleError(primitive, f"loop {target.name} belongs to {stmt} itself")
     target_path = tree.enclosing_loops(target) + [target]
     partner = _partner(model, tree, stmt, target, target_stmt, after, primitive)
-    placement = _placement(model, tree, stmt, partner, target_path, after, primitive, state.deps)
+    exchanges = _exchanges(model, stmt, partner, target_path, after, state.deps)
+    placement = _placement(model, stmt, target_path, exchanges, after, primitive)
 
     # Detach the moved subtree and drop the statement from loops it leaves.  Loops it shares with other
     # statements stay where they are; the moved statement takes a copy of its own dims of each (dropped below
@@ -83,7 +84,12 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
         node.exprs[stmt] = placement[level]
     check_buffers_in_place(state, primitive)  # a buffer left behind is a misuse, whatever the dependences say
     check_bindings_kept(state, primitive, bindings)
-    check_dependences(model, state.deps, tree, primitive)
+    try:
+        check_dependences(model, state.deps, tree, primitive)
+    except LegalityError as err:
+        if err.pair is not None:
+            err.placed = _placed(model, stmt, err.pair, target_stmt, target_path, exchanges, after)
+        raise
 
 
 def _exclusive_subtree(tree, stmt: str) -> Node:
@@ -116,13 +122,14 @@ def _partner(model, tree, stmt, target, target_stmt, after, primitive) -> list[s
     return found
 
 
-def _placement(model, tree, stmt, partners, target_path, after, primitive, deps) -> list[list[isl.PwAff]]:
-    """For each target loop, the moved statement's coordinates: the lexmin over related partner instances.
+def _exchanges(model, stmt, partners, target_path, after, deps) -> dict:
+    """Each partner -> (moved instance -> the partner's instances it exchanges data with, partner instance -> its
+    coordinates on the target loops).
 
     An exponential and its running maximum (`online`) exchange through their running dependence: the update of
     the maximum that took the exponential's own term in, not every update of the element it reads."""
     moved = model.stmt(stmt)
-    related = None
+    found = {}
     for other in partners:
         o = model.stmt(other)
         running = _running(deps, other, stmt) if after else _running(deps, stmt, other)
@@ -134,13 +141,17 @@ def _placement(model, tree, stmt, partners, target_path, after, primitive, deps)
         else:  # moved producer instance -> consumer instances reading what it writes
             rel = moved.write.relation.apply_range(
                 _union([r.relation for r in o.reads if r.tensor == moved.write.tensor]).reverse())
-        dims = [d for loop in target_path for d in loop.exprs[other]]
-        times = rel.apply_range(pw_affs_to_map(dims, o.domain))
-        related = times if related is None else related.union(times)
-    first = related.lexmin()
+        found[other] = (rel, pw_affs_to_map([d for loop in target_path for d in loop.exprs[other]], o.domain))
+    return found
+
+
+def _placement(model, stmt, target_path, exchanges: dict, after: bool, primitive) -> list[list[isl.PwAff]]:
+    """For each target loop, the moved statement's coordinates: the lexmin over related partner instances."""
+    moved = model.stmt(stmt)
+    first = _first(exchanges)
     uncovered = moved.domain.subtract(first.domain())
     if not uncovered.is_empty():
-        raise ScheduleError(primitive, _unplaced(model, stmt, partners, uncovered, after))
+        raise ScheduleError(primitive, _unplaced(model, stmt, list(exchanges), uncovered, after))
     pma = first.as_pw_multi_aff() if hasattr(first, "as_pw_multi_aff") else first.lexmin_pw_multi_aff()
     components = [pma.get_pw_aff(i).intersect_domain(moved.domain).coalesce() for i in range(pma.dim(isl.dim_type.out))]
     placement, k = [], 0
@@ -148,6 +159,56 @@ def _placement(model, tree, stmt, partners, target_path, after, primitive, deps)
         placement.append(components[k : k + loop.n_dims])
         k += loop.n_dims
     return placement
+
+
+def _first(exchanges: dict) -> isl.Map:
+    """Moved instance -> the first coordinates on the target loops of a partner instance it exchanges with."""
+    return _union([rel.apply_range(coords) for rel, coords in exchanges.values()]).lexmin()
+
+
+def _placed(model, stmt: str, pair, target_stmt: str, target_path, exchanges: dict, after: bool) -> str:
+    """Where the placement put the moved statement's instance of a violating pair, and which partner instance
+    decided it: the partner is not always the other statement of the pair (a consumer of two producers runs in
+    the first iteration where either writes what it reads: probe LL).  Empty where `stmt` is not in the pair."""
+    (src, src_pt), (dst, dst_pt), params = pair
+    if stmt not in (src, dst):
+        return ""
+    point = _point(model.stmt(stmt).domain, params, src_pt if src == stmt else dst_pt)
+    at = _first(exchanges).intersect_domain(point).range()
+    for other, (rel, coords) in exchanges.items():
+        chosen = rel.intersect_domain(point).range().intersect(coords.intersect_range(at).domain())
+        if chosen.is_empty():
+            continue
+        partner_pt = first_point(chosen)[1]
+        values = first_point(at)[1]
+        k, where = 0, []
+        for loop in target_path:
+            part = values[k: k + loop.n_dims]
+            where.append(f"{loop.name}={part[0]}" if len(part) == 1 else f"{loop.name}=({', '.join(map(str, part))})")
+            k += loop.n_dims
+        o, moved = model.stmt(other), model.stmt(stmt)
+        access = o.write if after else moved.write  # the element they exchange
+        element = _element_at(access.relation, partner_pt if after else first_point(point)[1])
+        verb = "writes" if after else "reads"
+        return (f"{instance_text(stmt, moved.iters, first_point(point)[1])} runs in {target_stmt}'s iteration "
+                f"{', '.join(where)}, the first that {verb} a value it "
+                f"{'reads' if after else 'writes'}: {instance_text(other, o.iters, partner_pt)} {verb} {element} there")
+    return ""
+
+
+def _point(domain: isl.Set, params: dict, coords: list) -> isl.Set:
+    for k in range(domain.dim(isl.dim_type.param)):
+        name = domain.get_dim_name(isl.dim_type.param, k)
+        if name in params:
+            domain = domain.fix_val(isl.dim_type.param, k, isl.Val.int_from_si(domain.get_ctx(), params[name]))
+    for k, value in enumerate(coords):
+        domain = domain.fix_val(isl.dim_type.set, k, isl.Val.int_from_si(domain.get_ctx(), value))
+    return domain
+
+
+def _element_at(relation: isl.Map, coords: list) -> str:
+    image = relation.intersect_domain(_point(relation.domain(), {}, coords)).range()
+    return f"{image.get_tuple_name()}[{', '.join(map(str, first_point(image)[1]))}]"
 
 
 def _unplaced(model, stmt: str, partners, uncovered: isl.Set, after: bool) -> str:

@@ -309,3 +309,24 @@ def test_an_unplaced_instance_names_the_run_time_sizes_it_exists_at(domain, body
     assert "compute_at: T(i=0) at N=1 is read by nothing under the target loop" in str(caught.value)
     assert ("only sizes at which Y has no instance leave it so" in str(caught.value)) == note
     loads(text, "halo.tdsl", sizes={"N": 13}).schedule("tile_cat")  # at a given size it is placed
+
+
+BLUR = """\
+const M = 13, N = 17
+kernel blur(X: f32[M, N]) -> (Y: f32[M, N], Z: f32[M]) {
+  Bx[i, j] = where(j == 0, X[i, j], where(j == N - 1, X[i, j], (X[i, j - 1] + X[i, j] + X[i, j + 1]) * 0.25))
+  Y[i, j] = where(i == 0, Bx[i, j], where(i == M - 1, Bx[i, j], Bx[i - 1, j] - Bx[i + 1, j] + Bx[i, j]))
+  Z[i] = sum(j) Y[i, j] * Bx[i, N - 1 - j] combine reassoc
+}
+"""
+
+
+def test_a_refused_placement_says_which_partner_placed_the_instance():
+    """Z reads Bx and Y, both under Y.i; Bx's row 2 runs in Y's iteration 1 (Y(1) reads it), so Z(2) is placed
+    there, before Y(2).  The error said only that Z would run before Y (probe LL); it now says where Z(2) runs
+    and that Bx decided it."""
+    err = assert_illegal(BLUR, "compute_at(Bx, Y.i)\nreverse_compute_at(Z, Y.i)", rule="dependence",
+                         primitive="reverse_compute_at")
+    assert err.placed == ("Z(i=2, j=0) runs in Y's iteration i=1, the first that writes a value it reads: "
+                          "Bx(i=2, j=16) writes Bx[2, 16] there")
+    assert "  placed: Z(i=2, j=0) runs in Y's iteration i=1" in str(err)
