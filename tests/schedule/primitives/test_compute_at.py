@@ -311,7 +311,7 @@ def test_an_unplaced_instance_names_the_run_time_sizes_it_exists_at(domain, body
     loads(text, "halo.tdsl", sizes={"N": 13}).schedule("tile_cat")  # at a given size it is placed
 
 
-BLUR = """\
+BLUR_TWO_PRODUCERS = """\
 const M = 13, N = 17
 kernel blur(X: f32[M, N]) -> (Y: f32[M, N], Z: f32[M]) {
   Bx[i, j] = where(j == 0, X[i, j], where(j == N - 1, X[i, j], (X[i, j - 1] + X[i, j] + X[i, j + 1]) * 0.25))
@@ -325,7 +325,7 @@ def test_a_refused_placement_says_which_partner_placed_the_instance():
     """Z reads Bx and Y, both under Y.i; Bx's row 2 runs in Y's iteration 1 (Y(1) reads it), so Z(2) is placed
     there, before Y(2).  The error said only that Z would run before Y (probe LL); it now says where Z(2) runs
     and that Bx decided it."""
-    err = assert_illegal(BLUR, "compute_at(Bx, Y.i)\nreverse_compute_at(Z, Y.i)", rule="dependence",
+    err = assert_illegal(BLUR_TWO_PRODUCERS, "compute_at(Bx, Y.i)\nreverse_compute_at(Z, Y.i)", rule="dependence",
                          primitive="reverse_compute_at")
     assert err.placed == ("Z(i=2, j=0) runs in Y's iteration i=1, the first that writes a value it reads: "
                           "Bx(i=2, j=16) writes Bx[2, 16] there")
