@@ -25,6 +25,9 @@ def compile(program, schedule=None, *, sizes=None, kernel=None, target="nvidia",
     """A schedule block of a .tdsl program (a path, .tdsl source text, or a `Program`) compiled for `target`: a
     `Kernel` that is callable and a torch custom op (see `tdsl.compiler.driver.kernels`).  `schedule` None: the
     first block of the file (program order if it has none); "none": program order."""
+    if schedule is not None and not isinstance(schedule, str):
+        raise TypeError(f"schedule is the name of a schedule block, 'none' (program order) or None (the first block), "
+                        f"got {schedule!r}; to compile steps, apply them to prog.schedule() and call its .compile()")
     loaded = not hasattr(program, "schedule")
     text = isinstance(program, str) and "\n" in program  # source, as the testing helpers take it (a path has none)
     prog = (loads(program, sizes=sizes) if text else load(program, sizes=sizes)) if loaded else program

@@ -360,6 +360,9 @@ def test_the_api_takes_source_text_and_names_what_it_does_not_take():
         tdsl.loads(5)
     with pytest.raises(TdslError, match="sizes must map size names to values"):
         tdsl.loads(source).schedule(sizes=5)
+    with pytest.raises(TypeError, match=r"schedule is the name of a schedule block, .*got \['io, ii = split"):
+        tdsl.compile(source, ["io, ii = split(Y.i, 2)"])  # it said: has no schedule '[...]'
+
 
 
 def test_an_empty_run_time_size_is_refused_under_torch_compile_as_it_is_eagerly():
