@@ -81,10 +81,9 @@ def assert_illegal(prog, schedule: ScheduleSpec, rule: Optional[str] = None, *, 
     """
     program = _setup(prog, schedule, kernel, sizes)
     _check_seed(seed)
-    fragments = [match] if isinstance(match, str) else list(match) if isinstance(match, (list, tuple)) else \
-        [] if match is None else [None]
-    if not all(isinstance(f, str) for f in fragments):
-        raise TypeError(f"match must be a string or a list of strings, got {match!r}")
+    fragments = [] if match is None else [match] if isinstance(match, str) else match
+    if not isinstance(fragments, (list, tuple)) or not all(isinstance(f, str) for f in fragments):
+        raise TypeError(f"match must be a string or a list of strings, got {match!r}")  # 0 was taken for none
     try:
         sched = _build(program, schedule, kernel)
     except LegalityError as err:
