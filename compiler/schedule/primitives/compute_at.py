@@ -88,7 +88,10 @@ def _move(state: State, primitive: str, stmt: str, loop: LoopLike, after: bool) 
         check_dependences(model, state.deps, tree, primitive)
     except LegalityError as err:
         if err.pair is not None:
-            err.placed = _placed(model, stmt, err.pair, target_stmt, target_path, exchanges, after)
+            try:
+                err.placed = _placed(model, stmt, err.pair, target_stmt, target_path, exchanges, after)
+            except isl.Error:  # an explanation beside the verdict: the verdict stands without it
+                pass
         raise
 
 
