@@ -128,8 +128,19 @@ def cmd_tree(args) -> int:
     return 0
 
 
+TREE_SUFFIXES = {".svg": "svg", ".dot": "dot", ".gv": "dot", ".yaml": "yaml", ".yml": "yaml", ".txt": "text"}
+
+
 def _tree_output(args) -> Optional[Path]:
-    """Where `tree -o` writes: None for stdout; never the program itself."""
+    """Where `tree -o` writes: None for stdout; never the program itself.  Sets `args.format` from the file's
+    suffix where --format is not given, and refuses a suffix that names another format (text went into x.svg)."""
+    named = TREE_SUFFIXES.get(Path(args.output).suffix.lower()) if args.output != STDOUT else None
+    if args.format is None:
+        args.format = named or "text"
+    elif named is not None and named != args.format:
+        kinds = {"svg": "an SVG", "dot": "a DOT", "yaml": "a YAML", "text": "a text"}
+        raise TdslError(f"-o {args.output} names {kinds[named]} file, but --format is {args.format}: give --format "
+                        f"{named}, or a file name that fits {args.format}")
     if args.output == STDOUT:
         return None
     _refuse_overwriting_program(f"-o {args.output}", Path(args.output), args.program, "its tree")
@@ -449,6 +460,9 @@ def cmd_run(args) -> int:
         raise TdslError("tdsl run needs --interp (reference interpreter) or --target nvidia (generated kernel)")
     if args.fixed_sizes:
         raise TdslError("--fixed-sizes chooses how a generated kernel takes its sizes: use it with --target")
+    if args.backend:
+        raise TdslError("--backend chooses the code generator of --target: use it with --target (--interp runs the "
+                        "reference interpreter)")
     import numpy as np
 
     from tdsl.compiler.model.dtypes import describe_difference
@@ -529,6 +543,8 @@ def cmd_fuse(args) -> int:
     """Every producer -> consumer fusion of the program: fused, rejected (rule, counterexample) or not applicable."""
     from tdsl.compiler.legality.fusion_report import report
 
+    if args.no_run and "seed" in getattr(args, "_given_options", ()):
+        raise TdslError("--seed draws the inputs of the interpreter evidence, which --no-run skips: give one of them")
     prog = _program(args)
     name = None if args.schedule in (None, "none") else args.schedule
     print(report(prog, kernel=args.kernel, schedule=name, target=args.target, evidence=not args.no_run,
@@ -546,6 +562,9 @@ def cmd_cost(args) -> int:
     if args.plot:
         _check_plot_output(args.plot, args.program)
     target = get_target(args.target)
+    if args.regs is not None and target.vendor != "nvidia":
+        raise TdslError(f"--regs is the registers a GPU thread holds, for the occupancy; {args.target} has none "
+                        f"(its buffers are sized in its on-chip memories)")
     generator = _cost_backend(args)[1]  # None for --backend none; a backend the target lacks: exit 2, before a verdict
     prog = _program(args)
     name = _default_schedule(prog, args)
@@ -599,6 +618,10 @@ def _check_plot_output(output: str, program: str) -> None:
         raise TdslError(f"--plot {output} is a folder: give the picture's file name (e.g. {Path(output) / 'roofline.png'})")
     _refuse_overwriting_program(f"--plot {output}", Path(output), program, "the picture")
     plot_format(output)
+    try:  # as tree -o and compile -o: a folder that does not exist yet is made (it failed after the report)
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise TdslError(f"--plot {output}: cannot make its folder: {err.strerror or err}") from None
 
 
 def _cost_sweep(prog, name: Optional[str], target, args) -> int:
@@ -660,8 +683,31 @@ def _sweep_axis(text: str):
 TARGET_NAMES = ("nvidia", "h100", "h200", "rtx-pro-6000", "ascend-950", "ascend-910b")  # compiler/targets
 
 
+class _Once(argparse._StoreAction):
+    """An option that takes a value and may be given once: argparse kept the last of two `--size` (the first's
+    sizes silently dropped: `--size M=8 --size N=4` ran at the file's M), `--schedule` or `-o` (probe NN)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given_options", set())
+        if self.dest in given:
+            hint = " with every size in it (--size M=8,N=4)" if self.dest == "size" else ""
+            parser.error(f"{option_string} is given twice: give it once{hint}")
+        given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Parser(argparse.ArgumentParser):
+    """tdsl's parsers: an option is spelt out (no abbreviation: `--schedul` was taken for `--schedule`), and an
+    option with a value is given once."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tdsl",
         description="tdsl: a polyhedral scheduling compiler for tensor kernels.",
         epilog=("Exit codes: 0 ok; 1 a verdict against the schedule (illegal, over capacity, not generated for "
@@ -684,9 +730,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tree", help="print the schedule tree before and after scheduling (text, isl's YAML, or a "
                        "Graphviz drawing: DOT or SVG)")
     common(p)
-    p.add_argument("--format", choices=("text", "yaml", "dot", "svg"), default="text",
+    p.add_argument("--format", choices=("text", "yaml", "dot", "svg"), default=None,
                    help="text: the readable tree; yaml: isl's YAML; dot: Graphviz DOT source, one cluster per tree; "
-                        "svg: that drawing (needs Graphviz's dot program)")
+                        "svg: that drawing (needs Graphviz's dot program); default: the -o file's suffix (.svg, "
+                        ".dot, .gv, .yaml, .yml), else text")
     p.add_argument("-o", "--output", default=STDOUT, metavar="FILE",
                    help="where to write the trees (never PROG itself; default '-': stdout)")
     p.set_defaults(func=cmd_tree)

@@ -388,6 +388,21 @@ def test_run_says_what_a_target_cannot_run_here():
     (("run", "examples/gemm.tdsl", "--interp", "--seed", "1_0"), "'1_0' is not a whole number"),
     (("cost", "examples/gemm.tdsl", "--sweep", "io=32", "--sweep", "io=64"), "--sweep names io more than once"),
     (("check", "examples/gemm.tdsl", "--all", "--schedule", "tiled"), "choose --all or --schedule, not both"),
+    # the last of two was kept: `--size M=8 --size N=4,K=4` ran at the file's M (probe NN)
+    (("run", "examples/gemm.tdsl", "--interp", "--size", "M=8", "--size", "N=4,K=4"),
+     "--size is given twice: give it once with every size in it (--size M=8,N=4)"),
+    (("check", "examples/gemm.tdsl", "--schedule", "tiled", "--schedule", "none"), "--schedule is given twice"),
+    (("check", "examples/gemm.tdsl", "--schedul", "tiled"), "unrecognized arguments: --schedul tiled"),  # no abbreviation
+    # options that mean nothing beside the others were ignored (probe NN)
+    (("run", "examples/gemm.tdsl", "--interp", "--backend", "triton", "--size", "M=4,N=4,K=4"),
+     "--backend chooses the code generator of --target: use it with --target"),
+    (("fuse", "examples/gemm.tdsl", "--no-run", "--seed", "5"), "--seed draws the inputs of the interpreter evidence, "
+                                                                 "which --no-run skips"),
+    (("cost", "examples/gemm.tdsl", "--target", "ascend-950", "--regs", "32"), "--regs is the registers a GPU thread "
+                                                                               "holds, for the occupancy; ascend-950 "
+                                                                               "has none"),
+    (("tree", "examples/gemm.tdsl", "--format", "text", "-o", "x.svg"), "-o x.svg names an SVG file, but --format is "
+                                                                        "text"),
 ])
 def test_numbers_out_of_their_range_are_usage_errors(args, says):
     proc = tdsl(*args)
@@ -602,3 +617,14 @@ def test_can_names_its_primitive_with_a_string():
 
     with pytest.raises(TypeError, match="can: name the primitive with a string"):
         load(EXAMPLES / "softmax.tdsl").schedule().can(5)
+
+
+def test_tree_takes_its_format_from_the_file_name_and_cost_makes_the_plots_folder(tmp_path):
+    """`tree -o x.svg` wrote the text tree into the .svg; `cost --plot` into a folder not yet made printed the
+    whole report and then failed (tree -o and compile -o make it: probe NN)."""
+    assert tdsl("tree", "examples/gemm.tdsl", "-o", str(tmp_path / "t.dot")).returncode == 0
+    assert (tmp_path / "t.dot").read_text().startswith("digraph")
+    assert tdsl("tree", "examples/gemm.tdsl", "-o", str(tmp_path / "t.txt")).returncode == 0
+    assert "Domain" in (tmp_path / "t.txt").read_text()
+    plot = tmp_path / "new" / "roofline.png"
+    assert tdsl("cost", "examples/gemm.tdsl", "--plot", str(plot)).returncode == 0 and plot.stat().st_size > 0
