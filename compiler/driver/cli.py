@@ -573,6 +573,7 @@ def cmd_cost(args) -> int:
     sched = without_empty_statements(prog.schedule(name, kernel=args.kernel))  # the schedule analyze plans
     try:
         plans = plan_kernels(sched, target)
+        _check_regs(args.regs, plans, target)
         cost = analyze(sched, target, regs=args.regs, plans=plans, backend=generator or "none")
     except BackendError as err:  # a scope the target lacks: at the block, as compile says it
         from tdsl.compiler.driver.generate import locate
@@ -607,6 +608,18 @@ def _as_generated_overflow(sched, plans, target, generator: Optional[str]):
     if generator is None:
         return None
     return generated_overflow(sched.model, plans, target, generator)
+
+
+def _check_regs(regs: Optional[int], plans, target) -> None:
+    """`cost --regs N` asks what a kernel compiled to N registers a thread would do: refused where a block of
+    the kernel's threads may not have N each (255 on 32 warps gave 0 resident blocks beside a time: probe NN)."""
+    from tdsl.compiler.analysis.cost.timing import thread_register_limit
+
+    for kp in plans:
+        limit = thread_register_limit(kp, target)
+        if regs is not None and limit and regs > limit:
+            raise TdslError(f"--regs {regs}: kernel {kp.name} has {kp.warps * target.warp_size} threads a block, and a "
+                            f"block may have {target.max_registers_per_block:,} registers, so at most {limit} a thread")
 
 
 def _check_plot_output(output: str, program: str) -> None:

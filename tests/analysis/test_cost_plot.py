@@ -79,7 +79,7 @@ def test_cli_plot_to_a_path_that_cannot_be_written(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     status, _, err = run(["cost", COST / "gemm_tiles.tdsl", "--schedule", "tiles", "--plot",
                           tmp_path / "file" / "x.png"], capsys)
-    assert status == 2 and err.startswith("tdsl: error: cannot write the plot") and "Traceback" not in err
+    assert status == 2 and "cannot make its folder" in err and "Traceback" not in err  # before the costing
 
 
 def test_without_matplotlib_the_error_says_how_to_install_it(tmp_path, capsys, monkeypatch):

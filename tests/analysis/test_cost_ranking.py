@@ -454,3 +454,30 @@ schedule s {
     sched = loads(text, "fz.tdsl", sizes={"M": 100, "K": 100, "N": 16}).schedule("s")
     kernel = analyze(sched, "h100").kernels[0]
     assert kernel.estimate.t_estimate > 0 and kernel.estimate.waves >= 1
+
+
+WIDE_BLOCK = """\
+const M = 256, N = 4096
+kernel ew(X: f32[M, N], Y: f32[M, N]) -> (Z: f32[M, N]) {
+  Z[i, j] = X[i, j] * Y[i, j] + 1.0
+}
+schedule t {
+  io, jo, ii, jj = tile(Z.i, Z.j, 16, 1024)
+  bind(Z.io, grid.x)
+  bind(Z.jo, grid.y)
+  launch(Z, warps=WARPS)
+}
+"""
+
+
+@pytest.mark.parametrize("warps, regs, resident", [(32, 64, 1), (16, 128, 1), (8, 224, 1)])
+def test_a_thread_has_no_more_registers_than_its_block_may_hold(warps, regs, resident):
+    """1,024 threads were estimated at 80 registers each, more than the 65,536 a block may have: 0 resident
+    blocks beside a finite time, and the tuner ranked such candidates (probe NN).  A thread of a block of 1,024
+    has at most 64 (the compiler spills the rest), of 512 at most 128."""
+    from tdsl.compiler.analysis.cost import analyze
+    from tdsl.compiler.driver.api import loads
+
+    sched = loads(WIDE_BLOCK.replace("WARPS", str(warps))).schedule("t")
+    occupancy = analyze(sched, "h100").kernels[0].occupancy
+    assert (occupancy.regs_per_thread, occupancy.resident_blocks) == (regs, resident)

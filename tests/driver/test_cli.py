@@ -628,3 +628,14 @@ def test_tree_takes_its_format_from_the_file_name_and_cost_makes_the_plots_folde
     assert "Domain" in (tmp_path / "t.txt").read_text()
     plot = tmp_path / "new" / "roofline.png"
     assert tdsl("cost", "examples/gemm.tdsl", "--plot", str(plot)).returncode == 0 and plot.stat().st_size > 0
+
+
+def test_cost_refuses_more_registers_than_a_block_of_the_kernels_threads_may_hold(tmp_path):
+    """`--regs 255` on 32 warps gave 0 resident blocks beside a time (probe NN)."""
+    prog = tmp_path / "wide.tdsl"
+    prog.write_text("const N = 4096\nkernel ew(X: f32[N]) -> (Z: f32[N]) {\n  Z[i] = X[i] + 1.0\n}\n"
+                    "schedule t {\n  io, ii = split(Z.i, 1024)\n  bind(Z.io, grid.x)\n  launch(Z, warps=32)\n}\n")
+    proc = tdsl("cost", str(prog), "--regs", "255")
+    assert proc.returncode == 2 and ("--regs 255: kernel ew_0 has 1024 threads a block, and a block may have 65,536 "
+                                     "registers, so at most 64 a thread") in proc.stderr
+    assert tdsl("cost", str(prog), "--regs", "64").returncode == 0

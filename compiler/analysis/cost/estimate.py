@@ -40,7 +40,7 @@ import islpy as isl
 from tdsl.compiler.analysis.buffer_plan import KernelPlan
 from tdsl.compiler.analysis.cost.l2 import dram_bytes, grid_dependence
 from tdsl.compiler.analysis.cost.results import Estimate, KernelCost
-from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand, unheld_buffer
+from tdsl.compiler.analysis.cost.timing import REGISTER_OVERHEAD, register_demand, thread_register_limit, unheld_buffer
 from tdsl.compiler.analysis.cost.work import matrix_time, vector_time
 from tdsl.compiler.model.isl_code import integer_bounds
 from tdsl.compiler.targets import Target
@@ -105,8 +105,7 @@ def spill_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: float, resi
         return 0.0
     if cost.step is None:
         return spill_latency_time(kp, cost, tgt, waves, resident)
-    limit = tgt.max_registers_per_thread
-    excess = register_demand(kp, tgt) - limit
+    excess = register_demand(kp, tgt) - thread_register_limit(kp, tgt)
     if excess <= 0:
         return 0.0
     threads = kp.warps * (tgt.warp_size or 32)
@@ -127,7 +126,7 @@ def spill_latency_time(kp: KernelPlan, cost: KernelCost, tgt: Target, waves: flo
     program an SM, run 61 / 94 / 169 us; 38 / 38 / 114 us of reloads at 148 ns."""
     if not tgt.l2_latency_s:
         return 0.0
-    values = register_demand(kp, tgt) - REGISTER_OVERHEAD - tgt.max_registers_per_thread
+    values = register_demand(kp, tgt) - REGISTER_OVERHEAD - thread_register_limit(kp, tgt)
     if values <= 0:
         return 0.0
     return cost.programs / tgt.units * waves / resident * values * tgt.l2_latency_s

@@ -28,6 +28,18 @@ def roofline(tgt: Target, global_bytes: int, flops_matrix: int, flops_vector: in
 REGISTER_OVERHEAD = 32  # registers a thread needs besides its tiles: addresses, indices, loop state
 
 
+def thread_register_limit(kp: KernelPlan, tgt: Target) -> int:
+    """The registers a thread of this kernel's blocks may have: the target's limit a thread, or fewer where a
+    block of that many threads would pass the registers a block may have (1,024 threads: 64 each), rounded down
+    to the allocation's 8.  The compiler gives each thread that many and spills the rest (32 warps were
+    estimated at 80 registers a thread, a block that could not launch, reported as 0 resident blocks beside a
+    time: probe NN)."""
+    limit = tgt.max_registers_per_thread
+    if limit and tgt.max_registers_per_block:
+        limit = min(limit, tgt.max_registers_per_block // (kp.warps * (tgt.warp_size or 32)) // 8 * 8)
+    return limit
+
+
 def unheld_buffer(kp: KernelPlan, tgt: Target) -> Optional[PlannedBuffer]:
     """The largest register buffer when it alone needs more registers a thread than the target allows, past the
     registers every thread needs besides (`REGISTER_OVERHEAD`); else None.  A matrix product's accumulator is
@@ -38,7 +50,7 @@ def unheld_buffer(kp: KernelPlan, tgt: Target) -> Optional[PlannedBuffer]:
     threads = kp.warps * (tgt.warp_size or 32)
     regs = [b for b in kp.buffers if b.scope == tgt.default_scope]
     largest = max(regs, key=lambda b: b.bytes_per_copy, default=None)
-    if largest is None or largest.bytes_per_copy / 4 / threads <= tgt.max_registers_per_thread - REGISTER_OVERHEAD:
+    if largest is None or largest.bytes_per_copy / 4 / threads <= thread_register_limit(kp, tgt) - REGISTER_OVERHEAD:
         return None
     return largest
 
@@ -57,7 +69,7 @@ def unheld_accumulator(model, kernels: list, tgt: Target) -> Optional[str]:
             need = math.ceil(buf.bytes_per_copy / 4 / threads)
             return (f"kernel {kp.name}: {buf.tensor} ({'x'.join(map(str, buf.shape))} {buf.dtype}, "
                     f"{fmt_bytes(buf.bytes_per_copy)}) alone needs {need} registers a thread on {kp.warps} warps, "
-                    f"more than the {tgt.max_registers_per_thread - REGISTER_OVERHEAD} a thread has for tiles; it "
+                    f"more than the {thread_register_limit(kp, tgt) - REGISTER_OVERHEAD} a thread has for tiles; it "
                     f"would move through local memory at every K step: use more warps or a smaller tile")
     return None
 
@@ -65,9 +77,9 @@ def unheld_accumulator(model, kernels: list, tgt: Target) -> Optional[str]:
 def estimate_registers(kp: KernelPlan, tgt: Target, extra_bytes: int = 0) -> int:
     """Registers per thread when none are given: the register-scope working set (and `extra_bytes`, see
     `register_demand`) spread over the block's threads, plus 32 for addresses, indices and loop state, rounded
-    up to 8 and capped at the target's limit."""
+    up to 8 and capped at what a thread of the block may have (`thread_register_limit`)."""
     regs = register_demand(kp, tgt, extra_bytes)
-    return min(regs, tgt.max_registers_per_thread or regs)
+    return min(regs, thread_register_limit(kp, tgt) or regs)
 
 
 def register_demand(kp: KernelPlan, tgt: Target, extra_bytes: int = 0) -> int:
