@@ -24,7 +24,7 @@ KiB = 1 << 10
 
 def fmt_mib(n: float) -> str:
     if n < MiB:
-        return fmt_bytes(int(n))
+        return fmt_bytes(round(n))
     x = n / MiB
     if x >= 1000:
         return f"{x:,.0f} MiB" if x == int(x) else f"{x:,.2f} MiB"
@@ -94,7 +94,7 @@ def report_text(cost: ProgramCost) -> str:
         if k.step is not None:
             s = k.step
             lines.append(f"  per iteration of {s.loop} ({s.per_program} per program, {s.stages} stage(s)): "
-                         f"{fmt_bytes(int(s.bytes))} loaded in {fmt_time(s.t_move)}, {s.flops:,.0f} FLOPs in "
+                         f"{fmt_bytes(round(s.bytes))} loaded in {fmt_time(s.t_move)}, {s.flops:,.0f} FLOPs in "
                          f"{fmt_time(s.t_compute)} at 1/{tgt.units} of the device; loop {fmt_time(s.t_pipeline)}")
         if k.estimate is not None:
             lines.extend(_estimate_lines(k.estimate, tgt))
