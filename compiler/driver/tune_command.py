@@ -80,6 +80,8 @@ def cmd_tune(args) -> int:
         if hasattr(runner, "close"):
             runner.close()
     print(result.search.summary())
+    if args.log:
+        print(_log_line(args.log, result))
     for name, why in result.blocks_left_out:
         print(f"the program's schedule {name} left out: {why}")
     for record, why in result.log_left_out:
@@ -188,6 +190,20 @@ def _print_measured(records: list, top: int = 10) -> None:
         print(f"  FAILED: {r.get('detail', '')[:300]}")
     if len(failed) > 5:
         print(f"  ... and {len(failed) - 5} more failed")
+
+
+def _log_line(log: str, result) -> str:
+    """What this run did with the tuning log: the records of this workload it reused and the ones it added, or
+    why it added none (without a GPU, --trials defaults to 0 and nothing is logged: the file was silently not
+    written, and `compile --tuned` then found no log: probe NN)."""
+    earlier = len(result.logged) - len(result.measured)
+    if result.measured:
+        return (f"log {log}: {len(result.measured)} record(s) added"
+                + (f", {earlier} earlier one(s) of this workload reused" if earlier else ""))
+    if earlier:
+        return f"log {log}: {earlier} earlier record(s) of this workload reused, none added"
+    return (f"log {log}: not written: nothing was measured or checked (without a GPU --trials is 0 unless given; "
+            f"--trials N checks N candidates in the interpreter and logs them)")
 
 
 def _block_for_every_size(prog, result, target: str, backend: Optional[str], log: Optional[str]) -> str:

@@ -64,6 +64,19 @@ def test_tune_checks_logs_and_resumes(tmp_path):
     assert len(other.jobs) == 1
 
 
+def test_the_command_says_what_it_did_with_the_log():
+    """Without a GPU --trials is 0 and the log was silently not written (compile --tuned then found no log); a
+    resumed run did not say what it reused (probe NN)."""
+    from tdsl.compiler.driver.tune_command import _log_line
+
+    first = tune(softmax(), target="h200", trials=0, runner=Inline(), blocks=False)
+    assert _log_line("t.jsonl", first).startswith("log t.jsonl: not written: nothing was measured or checked")
+    grown = replace(first, measured=[{"steps": "a"}], logged=[{"steps": "b"}, {"steps": "a"}])
+    assert _log_line("t.jsonl", grown) == "log t.jsonl: 1 record(s) added, 1 earlier one(s) of this workload reused"
+    assert _log_line("t.jsonl", replace(first, logged=[{"steps": "b"}])) == (
+        "log t.jsonl: 1 earlier record(s) of this workload reused, none added")
+
+
 def test_a_failing_candidate_is_logged_with_its_reason_and_never_wins(tmp_path):
     prog = softmax()
     job = Job(prog.ast.source, prog.filename, None, SOFTMAX, "bind(Y.i, grid.x)\nbind(Y.j, grid.x)", "h200", None)
