@@ -463,16 +463,30 @@ def cmd_run(args) -> int:
     if args.backend:
         raise TdslError("--backend chooses the code generator of --target: use it with --target (--interp runs the "
                         "reference interpreter)")
+    prog = _program(args)
+    if not args.all:
+        name = _default_schedule(prog, args)
+        return _run_in_interpreter(prog, args.kernel, [name], args)
+    kernels: dict = {}  # each kernel's blocks (check --all takes a file of several kernels; run --all refused it)
+    for name in _all_schedules(prog, args):
+        kernels.setdefault(prog.block_kernel(prog.block(name), args.kernel), []).append(name)
+    status = 0
+    for kernel, names in (kernels or {prog.kernel_name(args.kernel): []}).items():
+        status = max(status, _run_in_interpreter(prog, kernel, names, args))
+    return status
+
+
+def _run_in_interpreter(prog, kernel: Optional[str], names: list, args) -> int:
+    """`run --interp`: program order of `kernel` and each schedule of `names` (None: program order only) in the
+    interpreter on the same random inputs; 1 where a schedule's result differs, 2 where one is misused."""
     import numpy as np
 
     from tdsl.compiler.model.dtypes import describe_difference
     from tdsl.compiler.reference.interpreter import interpret, random_inputs
     from tdsl.compiler.verify import online_bound, reordering_bound
 
-    prog = _program(args)
-    names = _all_schedules(prog, args) if args.all else None
-    name = _default_schedule(prog, args)
-    original = prog.schedule(None, kernel=args.kernel)
+    args.kernel = kernel
+    original = prog.schedule(None, kernel=kernel)
     model = original.model
     if model.params:
         raise TdslError(f"give a value to every param with --size: {', '.join(model.params)}")
@@ -485,7 +499,6 @@ def cmd_run(args) -> int:
     inputs = random_inputs(model, args.seed)
     reference = interpret(model, original.time_map(), inputs)
     print(f"kernel {model.name}: {count:,} instances, seed {args.seed}")
-    names = [name] if names is None else names
     if names == [None]:
         _print_outputs(model, reference)
         return 0

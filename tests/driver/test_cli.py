@@ -639,3 +639,17 @@ def test_cost_refuses_more_registers_than_a_block_of_the_kernels_threads_may_hol
     assert proc.returncode == 2 and ("--regs 255: kernel ew_0 has 1024 threads a block, and a block may have 65,536 "
                                      "registers, so at most 64 a thread") in proc.stderr
     assert tdsl("cost", str(prog), "--regs", "64").returncode == 0
+
+
+def test_run_all_runs_the_blocks_of_every_kernel_of_a_file(tmp_path):
+    """check --all took a file of several kernels and run --interp --all refused it ("name one": probe NN)."""
+    prog = tmp_path / "two.tdsl"
+    prog.write_text("const N = 8\nkernel a(X: f32[N]) -> (Y: f32[N]) {\n  Y[i] = X[i] * 2.0\n}\n"
+                    "kernel b(X: f32[N]) -> (Z: f32[N]) {\n  Z[i] = sum(j) X[j] * X[i]\n}\n"
+                    "schedule sa for a {\n  io, ii = split(Y.i, 4)\n}\nschedule sb for b {\n  jo, ji = split(Z.j, 2)\n}\n")
+    proc = tdsl("run", str(prog), "--interp", "--all")
+    assert proc.returncode == 0, proc.stderr
+    assert "kernel a: 8 instances" in proc.stdout and "schedule sa vs program order: bit-identical" in proc.stdout
+    assert "kernel b: 64 instances" in proc.stdout and "schedule sb vs program order: bit-identical" in proc.stdout
+    only = tdsl("run", str(prog), "--interp", "--all", "--kernel", "b")
+    assert only.returncode == 0 and "kernel a" not in only.stdout and "schedule sb" in only.stdout
