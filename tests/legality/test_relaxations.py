@@ -525,3 +525,19 @@ def test_value_grids_of_expressions():
     # (with the statement's iterator ranges: tests/legality/test_integer_values.py)
     assert tensor_grids(model, "T") == set(DTYPES)  # T: bf16 = X[i, j] stores f8e4m3 values
     assert tensor_grids(model, "W") == {"f32"}
+
+
+@pytest.mark.parametrize("target", ["nvidia", "ascend-910b", "ascend-950"])
+def test_a_maximum_declared_in_segments_is_generated_as_any_maximum(target):
+    """A max gives the same bits in any grouping, so its `combine segments(8)` asks nothing of the kernel: every
+    generator refused it unless an rfactor computed the segments (probe MM), against docs/legality.md."""
+    from tdsl.compiler.driver.generate import generate
+
+    source = ("const M = 4, N = 29\nkernel rowpeak(X: bf16[M, N]) -> (m: bf16[M]) {\n"
+              "  m[i] = max(j) abs(X[i, j]) combine segments(8)\n}\nschedule rev {\n  reverse(m.j)\n"
+              "  bind(m.i, grid.x)\n}\n")
+    for block in (None, "rev"):
+        assert "rowpeak" in generate(loads(source), block, target=target)
+    summed = source.replace("max(j) abs(X[i, j])", "sum(j) X[i, j] accum f32")
+    with pytest.raises(Exception, match=r"declares `combine segments\(8\)`: its terms must be combined in those"):
+        generate(loads(summed), None, target=target)  # a sum's segments are its result: an rfactor computes them
