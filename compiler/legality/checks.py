@@ -304,13 +304,11 @@ def check_grouping(model: KernelModel, stmt, sigma: isl.Map, primitive: str, siz
     else:
         a, b, element, suffix = pair(program.subtract(mine))
         example = f"{a} and {b} are in one segment of the program but would be in different partial sums{suffix}"
-    raise SegmentCount(
-        primitive,
-        [stmt.name],
-        f"{stmt.name} declares `combine {stmt.combine}` ({seg.count} segments of {seg.length} terms of "
-        f"{seg.iterator}), but {primitive} would make {made}",
-        example,
-    )
+    cut = f"{seg.count} segments of {seg.length} values of {seg.iterator}"
+    detail = (f"{stmt.name} declares `combine {stmt.combine}` ({cut}), but {primitive} would cut its partial sums at "
+              f"other values of {seg.iterator}" if made == f"{seg.count} partial sums" else  # same count (probe MM)
+              f"{stmt.name} declares `combine {stmt.combine}` ({cut}), but {primitive} would make {made}")
+    raise SegmentCount(primitive, [stmt.name], detail, example)
 
 
 def _count_of_parts(sigma: isl.Map) -> str:

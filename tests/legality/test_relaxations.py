@@ -541,3 +541,13 @@ def test_a_maximum_declared_in_segments_is_generated_as_any_maximum(target):
     summed = source.replace("max(j) abs(X[i, j])", "sum(j) X[i, j] accum f32")
     with pytest.raises(Exception, match=r"declares `combine segments\(8\)`: its terms must be combined in those"):
         generate(loads(summed), None, target=target)  # a sum's segments are its result: an rfactor computes them
+
+
+def test_partial_sums_as_many_as_the_segments_but_cut_elsewhere_say_so():
+    """Both counts were 3 and the message blamed the count: '(3 segments of 3 terms of k), but rfactor would make
+    3 partial sums' (probe MM)."""
+    err = assert_illegal("const M = 2, K = 10\nkernel ev(X: f32[M, K]) -> (s: f32[M]) {\n"
+                         "  s[i] = sum(k : k % 2 == 0) X[i, k] combine segments(3)\n}\n",
+                         "ko, kk = split(s.k, 4)\nrfactor(s.ko)", rule="segment-count", changes_result=True)
+    assert err.detail == ("s declares `combine segments(3)` (3 segments of 3 values of k), but rfactor would cut its "
+                          "partial sums at other values of k")
