@@ -111,10 +111,17 @@ def tolerance_dtype(model, tensor: str) -> str:
             continue
         seen.add(stmt.name)
         dtypes += [stmt.dtype] + ([stmt.accum_dtype or "f32"] if stmt.is_reduction else []) + _casts(stmt)
-        if (stmt.combine or "").startswith("fast_accum"):  # FP8 products held in the tensor core's narrower accumulator
+        # FP8 products held in the tensor core's narrower accumulator; other products are not (a bf16 or f32 sum
+        # declared fast_accum was compared in f16 units, which could hide an error: probe MM)
+        if (stmt.combine or "").startswith("fast_accum") and _reads_fp8(model, stmt):
             dtypes.append(FAST_ACCUMULATOR)
         todo += [r.tensor for r in stmt.reads]
     return min(dtypes, key=lambda d: TOLERANCE_BITS[d])
+
+
+def _reads_fp8(model, stmt) -> bool:
+    """Whether the statement reads an E4M3 tensor: its products are FP8 ones only then."""
+    return any(model.tensors[r.tensor].dtype == "f8e4m3" for r in stmt.reads if r.tensor in model.tensors)
 
 
 def _casts(stmt) -> list[str]:
@@ -137,6 +144,7 @@ def reordered_terms(model, tensor: str) -> int:
         seen.add(stmt.name)
         if stmt.domain.is_empty():  # no instance at these sizes: adds nothing, reads nothing
             continue
+        # segments(N) too: a kernel adds a segment's terms as one tile sum, in the hardware's order
         if stmt.is_reduction and (stmt.combine or "strict") not in ("strict", "online"):  # online: a max, any order
             first = len(stmt.lhs_iters)
             n = 1

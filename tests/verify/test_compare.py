@@ -234,3 +234,16 @@ def test_a_cast_in_an_expression_rounds_like_a_store(dtype):
         got = interpret(one_pass.model, one_pass.time_map(), inputs)["s"]
         assert online_bound(original.model, "s", want, got).ok
     assert not online_bound(original.model, "s", want, want * np.float32(2)).ok  # a wrong sum is still wrong
+
+
+def test_only_fp8_products_declared_fast_accum_are_compared_in_the_narrow_accumulators_units():
+    """A bf16 product declared `combine fast_accum` was compared in f16 units, 64 times coarser than f32: the
+    declaration changes how FP8 products accumulate, and nothing else (probe MM)."""
+    from tdsl.compiler.driver.api import loads
+
+    def dtype(a):
+        return tolerance_dtype(loads(f"const M = 4, N = 4, K = 64\nkernel p(A: {a}[M, K], B: {a}[K, N]) -> "
+                                     f"(C: f32[M, N]) {{\n  C[i, j] = sum(k) A[i, k] * B[k, j] accum f32 combine "
+                                     f"fast_accum\n}}\n").model(), "C")
+
+    assert dtype("f8e4m3") == "f16" and dtype("bf16") == "f32" and dtype("f32") == "f32"
