@@ -655,7 +655,7 @@ def name_problem(name: str) -> Optional[str]:
     or None when it can."""
     parser, _ = _lark()
     if not re.fullmatch(parser.get_terminal("NAME").pattern.to_regexp(), name):
-        return f"'{name}' is not a name: a letter or '_', then letters, digits and '_'"
+        return f"'{name}' is not a name: an ASCII letter or '_', then ASCII letters, digits and '_'"
     words = {t.pattern.value for t in parser.terminals if t.pattern.type == "str"}
     if name in words:
         return f"'{name}' is a word of the language: it cannot be a name"

@@ -111,7 +111,8 @@ def cmd_tune(args) -> int:
     print(result.block, end="")
     if args.append:
         block = _block_for_every_size(prog, result, args.target, args.backend, args.log)
-        with open(args.program, "a", encoding="utf-8") as f:
+        ending = "\r\n" if b"\r\n" in Path(args.program).read_bytes() else "\n"  # the file's own line endings
+        with open(args.program, "a", encoding="utf-8", newline=ending) as f:
             f.write(f"\n{block}")
         print(f"appended schedule {result.name} to {args.program}")
     return 0

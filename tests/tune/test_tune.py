@@ -192,6 +192,17 @@ def test_cli_tune_without_gpu_names_the_models_choice_and_appends(tmp_path):
     assert "candidates screened" not in proc.stdout  # said before the search
 
 
+def test_cli_tune_appends_in_the_programs_own_line_endings(tmp_path):
+    """A CRLF program got its appended block with LF endings, a file of mixed endings (probe NN)."""
+    prog = tmp_path / "softmax.tdsl"
+    prog.write_bytes((EXAMPLES / "softmax.tdsl").read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    proc = _cli("tune", str(prog), "--size", "M=20,N=70", "--target", "h200", "--append", "--name", "mine",
+                "--no-blocks")
+    assert proc.returncode == 0, proc.stderr
+    data = prog.read_bytes()
+    assert b"schedule mine {" in data and data.count(b"\n") == data.count(b"\r\n")
+
+
 def test_cli_tune_append_refuses_a_taken_default_name_before_searching(tmp_path):
     prog = tmp_path / "softmax.tdsl"
     prog.write_text((EXAMPLES / "softmax.tdsl").read_text() + "\nschedule tuned_h200 {\n  bind(Y.i, grid.x)\n}\n")
