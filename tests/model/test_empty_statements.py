@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks" / "polybench"))
 
 import run as polybench  # noqa: E402
+from primitive_helpers import SWEEPS  # noqa: E402
 
 PORTS = [p for p in polybench.kernels() if p.with_suffix(".tdsl").exists()]
 
@@ -284,16 +285,7 @@ def test_recompute_at_for_a_reader_without_instances_computes_program_order(step
             np.testing.assert_array_equal(ran[name], want[name], err_msg=f"{target}: {name}")
 
 
-SWEEPS = """\
-const S = 5, N = 13
-kernel sweeps(X: f32[N]) -> (Y: f32[N]) {
-  for t < S {
-    U[t, i] = where(t == 0, X[i], where(i == 0, T[t - 1, i], where(i == N - 1, T[t - 1, i],
-      0.5 * T[t - 1, i] + 0.25 * (T[t - 1, i - 1] + T[t - 1, i + 1]))))
-    T[t, i] = 2.0 * U[t, i] - 1.0
-  }
-  Y[i] = T[S - 1, i]
-}
+SWEEPS_STAGED = SWEEPS + """
 schedule staged {
   host(U.t)
   uo, ui = split(U.i, 4)
@@ -307,11 +299,11 @@ def test_a_copy_no_instance_reads_is_left_out(target, backend, tmp_path):
     """At S = 1, U reads T only in the branches of t > 0, which no instance takes: the staged copy of T is a copy
     of nothing.  Every generator refused it ("buffer of T at loop uo is empty: the statements that use it have
     no instances", probe LL, which is not so: U has 13); now the copy is left out, as an empty statement is."""
-    prog = loads(SWEEPS, sizes={"S": 1})
+    prog = loads(SWEEPS_STAGED, sizes={"S": 1})
     sched = prog.schedule("staged")
     assert not empty_statements(sched.model) and len(sched.tree.buffers) == 1
     assert not without_empty_statements(sched).tree.buffers
-    assert without_empty_statements(loads(SWEEPS, sizes={"S": 2}).schedule("staged")).tree.buffers  # read there
+    assert without_empty_statements(loads(SWEEPS_STAGED, sizes={"S": 2}).schedule("staged")).tree.buffers  # read there
     original = prog.schedule(None)
     inputs = random_inputs(original.model, seed=0)
     want = interpret(original.model, original.time_map(), inputs)

@@ -16,21 +16,7 @@ from tdsl.compiler.errors import BackendError, ScheduleError
 from tdsl.compiler.reference.interpreter import interpret, random_inputs
 from tdsl.testing import assert_illegal, assert_legal
 
-from primitive_helpers import assert_round_trip, sched
-
-# Each step U reads the previous step's T around i; T is then rewritten from U.  One plane of T suffices in
-# program order (the U sweep reads the old plane before the T sweep replaces it).
-SWEEPS = """
-const S = 6, N = 17
-kernel sweeps(X: f32[N]) -> (Y: f32[N]) {
-  for t < S {
-    U[t, i] = where(t == 0, X[i], where(i == 0, T[t - 1, i], where(i == N - 1, T[t - 1, i],
-      0.5 * T[t - 1, i] + 0.25 * (T[t - 1, i - 1] + T[t - 1, i + 1]))))
-    T[t, i] = 2.0 * U[t, i] - 1.0
-  }
-  Y[i] = T[S - 1, i]
-}
-"""
+from primitive_helpers import SWEEPS, assert_round_trip, sched
 
 # Each step reads the element the step itself has just written and the one the step before wrote.
 TWO_STEPS = """
