@@ -176,26 +176,25 @@ def _placed(model, stmt: str, pair, target_stmt: str, target_path, exchanges: di
     (src, src_pt), (dst, dst_pt), params = pair
     if stmt not in (src, dst):
         return ""
-    point = _point(model.stmt(stmt).domain, params, src_pt if src == stmt else dst_pt)
+    moved = model.stmt(stmt)
+    moved_pt = src_pt if src == stmt else dst_pt
+    point = _point(moved.domain, params, moved_pt)
     at = _first(exchanges).intersect_domain(point).range()
     for other, (rel, coords) in exchanges.items():
         chosen = rel.intersect_domain(point).range().intersect(coords.intersect_range(at).domain())
         if chosen.is_empty():
             continue
-        partner_pt = first_point(chosen)[1]
-        values = first_point(at)[1]
-        k, where = 0, []
+        partner_pt, values, where = first_point(chosen)[1], first_point(at)[1], []
         for loop in target_path:
-            part = values[k: k + loop.n_dims]
+            part, values = values[: loop.n_dims], values[loop.n_dims:]
             where.append(f"{loop.name}={part[0]}" if len(part) == 1 else f"{loop.name}=({', '.join(map(str, part))})")
-            k += loop.n_dims
-        o, moved = model.stmt(other), model.stmt(stmt)
-        access = o.write if after else moved.write  # the element they exchange
-        element = _element_at(access.relation, partner_pt if after else first_point(point)[1])
-        verb = "writes" if after else "reads"
-        return (f"{instance_text(stmt, moved.iters, first_point(point)[1])} runs in {target_stmt}'s iteration "
-                f"{', '.join(where)}, the first that {verb} a value it "
-                f"{'reads' if after else 'writes'}: {instance_text(other, o.iters, partner_pt)} {verb} {element} there")
+        o = model.stmt(other)
+        # the element they exchange: what the partner writes (a consumer moved) or the moved producer writes
+        element = _element_at(o.write.relation, partner_pt) if after else _element_at(moved.write.relation, moved_pt)
+        verb, its = ("writes", "reads") if after else ("reads", "writes")
+        return (f"{instance_text(stmt, moved.iters, moved_pt)} runs in {target_stmt}'s iteration {', '.join(where)}, "
+                f"the first that {verb} a value it {its}: {instance_text(other, o.iters, partner_pt)} {verb} "
+                f"{element} there")
     return ""
 
 
