@@ -94,6 +94,19 @@ def test_cache_read_copies_of_a_product_too_small_for_a_dot_take_no_shared_memor
     assert all(b.scope != "shared" for slot in generated.slots for b in slot)
 
 
+def test_the_report_says_which_copies_the_code_generator_does_not_make():
+    """The working set counted the copies of A and B in shared memory while the residency line, the generated
+    kernel's, said 0 B, and nothing said why (probe NN)."""
+    from tdsl.compiler.analysis.cost import report_text
+
+    sched = tdsl.load(EXAMPLES / "gemm.tdsl", sizes={"M": 7, "N": 7, "K": 7}).schedule("gpu")
+    cost = analyze(sched, "h200", backend="triton")
+    assert [b.tensor for b in cost.kernels[0].unmade] == ["A", "B"]
+    assert ("the code generator makes no copy of A, B in shared memory (only a matrix product's operands are "
+            "copied there)") in report_text(cost)
+    assert analyze(sched, "h200", backend="none").kernels[0].unmade == []  # the plan alone: no generator
+
+
 def test_targets_whose_matrix_units_do_not_read_shared_memory_keep_the_plan():
     sched, k = kernel(flash((128, 64), 4, 2), target="ascend-950")
     tgt = get_target("ascend-950")

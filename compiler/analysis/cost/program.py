@@ -11,7 +11,7 @@ from typing import Optional
 from tdsl.compiler.analysis.buffer_plan import DTYPE_BYTES, KernelPlan, plan_kernels
 from tdsl.compiler.analysis.cost.estimate import kernel_estimate
 from tdsl.compiler.analysis.cost.results import KernelCost, ProgramCost
-from tdsl.compiler.analysis.cost.staging import as_generated, copies
+from tdsl.compiler.analysis.cost.staging import as_generated, copies, unmade_copies
 from tdsl.compiler.analysis.cost.timing import occupancy, roofline, step_time
 from tdsl.compiler.analysis.cost.traffic import kernel_flops, kernel_transfers, loop_iterations
 from tdsl.compiler.analysis.cost.work import products, promotion_register_bytes
@@ -68,6 +68,7 @@ def _kernel_cost(schedule: Schedule, tgt: Target, kp: KernelPlan, regs: Optional
                       kp.buffers, kp.working_set, kp.violations, transfers, fm, fv, mdtype, iterations, occ,
                       t_memory, t_compute)
     cost.copied = copies(generated) if generated is not kp else []
+    cost.unmade = unmade_copies(kp, prods, generator) if generator else []
     cost.step = step_time(kp, cost, tgt)
     cost.estimate = kernel_estimate(model, tgt, generated, cost, prods)
     return cost

@@ -70,6 +70,11 @@ def report_text(cost: ProgramCost) -> str:
                 made = ", ".join(f"{b.tensor} x{b.stages}" for b in k.copied)
                 lines.append(f"    the tensor cores read {made} from shared memory: copied there by the code "
                              f"generator in place of their register tiles, and counted so here and in the estimate")
+            if k.unmade:  # the working set above is the schedule's; the residency is the generated kernel's
+                left = ", ".join(dict.fromkeys(b.tensor for b in k.unmade))
+                lines.append(f"    the code generator makes no copy of {left} in shared memory (only a matrix product's "
+                             f"operands are copied there): left out here and in the estimate, not in the working set "
+                             f"above")
             lines.append(f"    blocks allowed by {by} -> {o.resident_blocks} resident blocks, {o.resident_warps} of "
                          f"{o.max_warps} warps = {o.occupancy:.1%} occupancy; limited by {', '.join(o.limiting)}")
             if o.inflight_need:

@@ -141,6 +141,7 @@ class KernelCost:
     step: Optional[Step] = None
     estimate: Optional[Estimate] = None
     copied: list[PlannedBuffer] = field(default_factory=list)  # operands the code generator copies to shared
+    unmade: list[PlannedBuffer] = field(default_factory=list)  # the schedule's copies the code generator does not make
     #                                                          memory itself (staging.py), as it holds them
 
     @property
