@@ -82,12 +82,15 @@ class Program:
             return kernel, None
         return kernel, next(iter(self.schedules_of(kernel)), None)
 
+    def run_time_sizes(self, kernel: Optional[str] = None) -> list[str]:
+        """`kernel`'s run-time sizes (`param`), in the order the program declares them."""
+        return [name for name, decl in self.kernels[self.kernel_name(kernel)].sizes.items() if decl.is_param]
+
     def at_run_time(self, kernel: Optional[str] = None) -> "Program":
-        """This program with the values given to `kernel`'s run-time sizes (`param`) dropped, its `const`
-        overrides kept: the program a kernel that reads those sizes off its inputs' shapes is compiled from."""
-        decls = self.kernels[self.kernel_name(kernel)].sizes
-        kept = {name: value for name, value in self.sizes.items() if not (name in decls and decls[name].is_param)}
-        return Program(self.ast, self.kernels, kept)
+        """This program with the values given to `kernel`'s run-time sizes dropped, its `const` overrides kept:
+        the program a kernel that reads those sizes off its inputs' shapes is compiled from."""
+        params = set(self.run_time_sizes(kernel))
+        return Program(self.ast, self.kernels, {name: v for name, v in self.sizes.items() if name not in params})
 
     def block(self, name: str) -> ast.ScheduleBlock:
         for block in self.ast.schedules:

@@ -407,7 +407,7 @@ def _sizes_at_run_time(prog, kernel: str, generator: str, fixed: bool) -> list[s
 
     if fixed or not takes_run_time_sizes(generator):
         return []
-    return prog.at_run_time(kernel).model(kernel).params
+    return prog.run_time_sizes(kernel)
 
 
 def _run_on_nvidia(text: str, model, inputs: dict, backend: str) -> tuple[dict, str]:
@@ -628,9 +628,11 @@ def _check_regs(regs: Optional[int], plans, target) -> None:
     the kernel's threads may not have N each (255 on 32 warps gave 0 resident blocks beside a time: probe NN)."""
     from tdsl.compiler.analysis.cost.timing import thread_register_limit
 
+    if regs is None:
+        return
     for kp in plans:
         limit = thread_register_limit(kp, target)
-        if regs is not None and limit and regs > limit:
+        if limit and regs > limit:
             raise TdslError(f"--regs {regs}: kernel {kp.name} has {kp.warps * target.warp_size} threads a block, and a "
                             f"block may have {target.max_registers_per_block:,} registers, so at most {limit} a thread")
 

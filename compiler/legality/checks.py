@@ -38,7 +38,7 @@ from tdsl.compiler.errors import (
 from tdsl.compiler.legality.overlap import check_overlap
 from tdsl.compiler.legality.rounding import check_buffer_rounding, element_of, first_coords, first_instance
 from tdsl.compiler.legality.start_values import check_start_values
-from tdsl.compiler.model.program import KernelModel, first_point
+from tdsl.compiler.model.program import KernelModel, element_at, first_point
 from tdsl.compiler.schedule.tree import Buffer, Loop, Tree, statements_under
 
 
@@ -474,11 +474,7 @@ def _element(model: KernelModel, dep: Dependence, src_point: list[int]) -> str:
     """The tensor element the source instance touches (its write for flow/output, its read for anti)."""
     src = model.stmt(dep.src)
     access = dep.access or (src.write if dep.kind != "anti" else next(a for a in src.reads if a.tensor == dep.tensor))
-    rel = access.relation
-    for pos, value in enumerate(src_point):
-        rel = rel.fix_val(isl.dim_type.in_, pos, isl.Val.int_from_si(rel.get_ctx(), value))
-    _, coords = first_point(rel.range())
-    return f"{access.tensor}[{', '.join(map(str, coords))}]"
+    return f"{access.tensor}[{', '.join(map(str, element_at(access.relation, src_point)))}]"
 
 
 def _touch(dep: Dependence, element: str) -> str:

@@ -14,11 +14,9 @@ that value's place reads it once, before its first term, into the accumulator th
 
 from __future__ import annotations
 
-import islpy as isl
-
 from tdsl.compiler.errors import StorageOverwrite
 from tdsl.compiler.model.dependences import first_terms, own_start_pairs, program_order_maps
-from tdsl.compiler.model.program import KernelModel, Stmt, first_point
+from tdsl.compiler.model.program import KernelModel, Stmt, element_at, first_point
 from tdsl.compiler.model.storage import located
 
 
@@ -63,7 +61,7 @@ def _check_folded_read(model: KernelModel, order: dict, reader: Stmt, read, prim
     writer = model.stmt(tensor)
     r, rest = coords[:len(reader.iters)], coords[len(reader.iters):]
     w, w2 = rest[:len(writer.iters)], rest[len(writer.iters):]
-    element, other = _element(read.relation, r, params), _element(writer.write.relation, w2, params)
+    element, other = element_at(read.relation, r, params), element_at(writer.write.relation, w2, params)
     detail = f"{reader.name} reads {_at(tensor, element)} after {_at(tensor, other)}, stored in the same place, has " \
              f"replaced it"
     example = (f"{_instance(writer, w)} writes {_at(tensor, element)}; {_instance(writer, w2)} writes "
@@ -86,7 +84,7 @@ def _check_input_read(model: KernelModel, order: dict, reader: Stmt, read, write
         return
     params, coords = first_point(clobbered.wrap())
     r, w = coords[:len(reader.iters)], coords[len(reader.iters):]
-    element, written = _element(read.relation, r, params), _element(writer.write.relation, w, params)
+    element, written = element_at(read.relation, r, params), element_at(writer.write.relation, w, params)
     detail = (f"{reader.name} reads {_at(read.tensor, element)} after {writer.name}, stored in {read.tensor}, has "
               f"replaced it")
     example = (f"{_instance(writer, w)} writes {_at(writer.name, written)} in the place of "
@@ -106,19 +104,3 @@ def _at(tensor: str, element) -> str:
 def _with(params: dict) -> str:
     """The run-time sizes a counterexample holds at (` with N=4`), or nothing."""
     return f" with {', '.join(f'{k}={v}' for k, v in params.items())}" if params else ""
-
-
-def _element(relation: isl.Map, point, params: dict) -> list[int]:
-    """The element an access touches at instance `point` of its statement, at the run-time sizes `params` of the
-    counterexample (left free, another size's element could be printed: probe JJ's `X[N - 1 - i]`)."""
-    ctx = relation.get_ctx()
-    for name, value in params.items():
-        position = relation.find_dim_by_name(isl.dim_type.param, name)
-        if position >= 0:
-            relation = relation.fix_val(isl.dim_type.param, position, isl.Val.int_from_si(ctx, int(value)))
-    space = relation.get_space().domain()
-    fixed = isl.Set.universe(space)
-    for k, v in enumerate(point):
-        fixed = fixed.fix_val(isl.dim_type.set, k, isl.Val.int_from_si(ctx, int(v)))
-    _, coords = first_point(relation.intersect_domain(fixed).range())
-    return [int(c) for c in coords]

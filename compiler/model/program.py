@@ -570,6 +570,25 @@ def first_point(s: isl.Set) -> tuple[dict, list[int]]:
     return dict(zip(names, coords[:nparam])), coords[nparam:]
 
 
+def fixed_point(domain: isl.Set, coords, params: Optional[dict] = None) -> isl.Set:
+    """`domain` at one point: its coordinates `coords` and the run-time sizes `params` (by name) fixed."""
+    ctx = domain.get_ctx()
+    for name, value in (params or {}).items():
+        position = domain.find_dim_by_name(isl.dim_type.param, name)
+        if position >= 0:
+            domain = domain.fix_val(isl.dim_type.param, position, isl.Val.int_from_si(ctx, int(value)))
+    for k, value in enumerate(coords):
+        domain = domain.fix_val(isl.dim_type.set, k, isl.Val.int_from_si(ctx, int(value)))
+    return domain
+
+
+def element_at(relation: isl.Map, coords, params: Optional[dict] = None) -> list[int]:
+    """The element an access relation touches at instance `coords` of its statement, at the run-time sizes
+    `params` of a counterexample (left free, another size's element could be printed: probe JJ)."""
+    image = relation.intersect_domain(fixed_point(relation.domain(), coords, params)).range()
+    return [int(c) for c in first_point(image)[1]]
+
+
 def instance_text(space_name: str, names: list[str], coords: list[int]) -> str:
     inner = ", ".join(f"{n}={v}" for n, v in zip(names, coords))
     return f"{space_name}({inner})"

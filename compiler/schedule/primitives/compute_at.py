@@ -27,7 +27,8 @@ import islpy as isl
 
 from tdsl.compiler.errors import LegalityError, ScheduleError
 from tdsl.compiler.legality.checks import check_dependences
-from tdsl.compiler.model.program import first_point, instance_text, read_relation, write_relation_everywhere
+from tdsl.compiler.model.program import (element_at, first_point, fixed_point, instance_text, read_relation,
+                                         write_relation_everywhere)
 from tdsl.compiler.schedule.tree import Leaf, Loop, Node, pw_affs_to_map, statements_under, walks_reduction
 from tdsl.compiler.schedule.primitives.common import (LoopLike, State, check_bindings_kept, check_buffers_in_place,
                                                      check_stmt, find_loop, fresh_loop_name, grid_bindings)
@@ -178,7 +179,7 @@ def _placed(model, stmt: str, pair, target_stmt: str, target_path, exchanges: di
         return ""
     moved = model.stmt(stmt)
     moved_pt = src_pt if src == stmt else dst_pt
-    point = _point(moved.domain, params, moved_pt)
+    point = fixed_point(moved.domain, moved_pt, params)
     at = _first(exchanges).intersect_domain(point).range()
     for other, (rel, coords) in exchanges.items():
         chosen = rel.intersect_domain(point).range().intersect(coords.intersect_range(at).domain())
@@ -190,27 +191,14 @@ def _placed(model, stmt: str, pair, target_stmt: str, target_path, exchanges: di
             where.append(f"{loop.name}={part[0]}" if len(part) == 1 else f"{loop.name}=({', '.join(map(str, part))})")
         o = model.stmt(other)
         # the element they exchange: what the partner writes (a consumer moved) or the moved producer writes
-        element = _element_at(o.write.relation, partner_pt) if after else _element_at(moved.write.relation, moved_pt)
+        access = o.write if after else moved.write
+        coords = element_at(access.relation, partner_pt if after else moved_pt, params)
+        element = f"{access.tensor}[{', '.join(map(str, coords))}]"
         verb, its = ("writes", "reads") if after else ("reads", "writes")
         return (f"{instance_text(stmt, moved.iters, moved_pt)} runs in {target_stmt}'s iteration {', '.join(where)}, "
                 f"the first that {verb} a value it {its}: {instance_text(other, o.iters, partner_pt)} {verb} "
                 f"{element} there")
     return ""
-
-
-def _point(domain: isl.Set, params: dict, coords: list) -> isl.Set:
-    for k in range(domain.dim(isl.dim_type.param)):
-        name = domain.get_dim_name(isl.dim_type.param, k)
-        if name in params:
-            domain = domain.fix_val(isl.dim_type.param, k, isl.Val.int_from_si(domain.get_ctx(), params[name]))
-    for k, value in enumerate(coords):
-        domain = domain.fix_val(isl.dim_type.set, k, isl.Val.int_from_si(domain.get_ctx(), value))
-    return domain
-
-
-def _element_at(relation: isl.Map, coords: list) -> str:
-    image = relation.intersect_domain(_point(relation.domain(), {}, coords)).range()
-    return f"{image.get_tuple_name()}[{', '.join(map(str, first_point(image)[1]))}]"
 
 
 def _unplaced(model, stmt: str, partners, uncovered: isl.Set, after: bool) -> str:
